@@ -1,0 +1,203 @@
+"""Boards in and out: validated parsing, the RULES.md text form, board files, replays.
+
+These run on the host (plain Python around NumPy) and raise ``ValueError`` naming what is
+wrong, so a bad board never reaches a jitted function.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxdust import game
+
+DEFAULT_SHAPE = (game.GameConfig().width, game.GameConfig().height)
+
+
+def _shape_from_length(length: int, width: int | None, height: int | None) -> tuple[int, int]:
+    if width is None and height is None:
+        width, height = DEFAULT_SHAPE
+        if length != width * height:
+            raise ValueError(
+                f"board text has {length} digits; pass width= and height= "
+                f"(only {width * height} digits default to {width}x{height})"
+            )
+    elif width is None:
+        if height <= 0 or length % height:
+            raise ValueError(f"board text has {length} digits, not a multiple of height={height}")
+        width = length // height
+    elif height is None:
+        if width <= 0 or length % width:
+            raise ValueError(f"board text has {length} digits, not a multiple of width={width}")
+        height = length // width
+    if width * height != length:
+        raise ValueError(f"board text has {length} digits but width*height = {width}*{height}")
+    return width, height
+
+
+def _text_to_array(text: str, width: int | None, height: int | None) -> np.ndarray:
+    digits = text.strip()
+    bad = next((i for i, ch in enumerate(digits) if ch not in "0123456789"), None)
+    if bad is not None:
+        raise ValueError(f"board text has {digits[bad]!r} at position {bad}; expected digits 0-9")
+    if not digits:
+        raise ValueError("board text is empty")
+    width, height = _shape_from_length(len(digits), width, height)
+    return np.frombuffer(digits.encode(), np.uint8).astype(np.int64).reshape(width, height) - 48
+
+
+def _check_settled(board: np.ndarray) -> None:
+    width, height = board.shape
+    occupied = board != 0
+    floating = occupied[:, 1:] & ~occupied[:, :-1]
+    if floating.any():
+        x, y = np.argwhere(floating)[0]
+        raise ValueError(
+            f"cell ({x}, {y + 1}) floats above an empty cell; a board must be settled "
+            "(call jaxdust.contract on it first)"
+        )
+    half = width // 2
+    for y in range(height):
+        row = occupied[:, y]
+        left, right = row[:half], row[half:]
+        # Settled rows are solid runs that touch the centre line from both sides.
+        if left.any() and not left[int(np.argmax(left)) :].all():
+            raise ValueError(
+                f"row y={y}: the left half has a gap before the centre; "
+                "a board must be settled (call jaxdust.contract on it first)"
+            )
+        if right.any() and not right[: len(right) - int(np.argmax(right[::-1]))].all():
+            raise ValueError(
+                f"row y={y}: the right half has a gap after the centre; "
+                "a board must be settled (call jaxdust.contract on it first)"
+            )
+
+
+def parse_board(data, width: int | None = None, height: int | None = None) -> jax.Array:
+    """A validated board: int8 ``[width, height]``.
+
+    Args:
+      data: the RULES.md text form (``width*height`` digits, x-major: cell ``(x, y)`` is
+        character ``x*height + y``), nested lists indexed ``[x][y]``, or an integer array of
+        shape ``[width, height]``.
+      width, height: required for text unless it has 48 digits (the default 8x6) or one of
+        them can be inferred from the length; for arrays they are checked when given.
+
+    Raises:
+      ValueError: naming the problem (shape, dtype, a value outside 0..9, a floating cell
+        or a row not packed against the centre).
+    """
+    if isinstance(data, str):
+        array = _text_to_array(data, width, height)
+    else:
+        try:
+            array = np.asarray(data)
+        except (ValueError, TypeError) as error:  # ragged nested lists
+            raise ValueError(f"board is not a rectangular array: {error}") from None
+        if array.dtype == object:
+            raise ValueError("board is not a rectangular array of integers")
+        if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f"board must hold integers 0-9, got dtype {array.dtype}")
+        if array.ndim != 2:
+            raise ValueError(f"board must be 2-D [width, height], got shape {array.shape}")
+        expected = (width or array.shape[0], height or array.shape[1])
+        if array.shape != expected:
+            raise ValueError(f"board has shape {array.shape}, expected {expected}")
+    if array.shape[0] < 2 or array.shape[1] < 1:
+        raise ValueError(f"board must be at least 2 wide and 1 high, got shape {array.shape}")
+    if array.size and (array.min() < 0 or array.max() > game.MAX_COLORS):
+        bad = np.argwhere((array < 0) | (array > game.MAX_COLORS))[0]
+        raise ValueError(
+            f"cell ({bad[0]}, {bad[1]}) holds {array[tuple(bad)]}; colours are 0 (empty) to "
+            f"{game.MAX_COLORS}"
+        )
+    _check_settled(array)
+    return jnp.asarray(array, dtype=game.BOARD_DTYPE)
+
+
+def board_to_text(board) -> str:
+    """The RULES.md text form of a board: its digits in x-major order."""
+    return "".join(str(int(v)) for v in np.asarray(board).reshape(-1))
+
+
+class BoardRecord(NamedTuple):
+    """One line of a board file: the board and the integers that follow it."""
+
+    board: jax.Array  # int8 [W, H]
+    values: tuple[int, ...]  # e.g. (largest_first_clicks, best_clicks) or (optimal_clicks,)
+    line: int  # 1-based line number in the file
+
+
+def _header_shape(line: str) -> tuple[int | None, int | None]:
+    fields = dict(part.split("=", 1) for part in line.lstrip("#").split() if "=" in part)
+    try:
+        return int(fields["width"]), int(fields["height"])
+    except (KeyError, ValueError):
+        return None, None
+
+
+def read_board_file(path: str | os.PathLike, width: int | None = None,
+                    height: int | None = None) -> list[BoardRecord]:
+    """Boards from a file in the ``boards/`` format.
+
+    Lines starting with ``#`` are comments; a ``# width=W height=H`` comment sets the
+    shape unless given here. Each other non-blank line is a board in text form followed
+    by optional integers.
+
+    Raises:
+      ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line.
+    """
+    records = []
+    with open(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            text = line.strip()
+            if text.startswith("#"):
+                header_width, header_height = _header_shape(text)
+                width = width or header_width
+                height = height or header_height
+                continue
+            if not text:
+                continue
+            board_text, *rest = text.split()
+            try:
+                board = parse_board(board_text, width, height)
+                values = tuple(int(v) for v in rest)
+            except ValueError as error:
+                raise ValueError(f"{path}:{number}: {error}") from None
+            records.append(BoardRecord(board, values, number))
+    return records
+
+
+_jit_click = jax.jit(game.click)
+
+
+def replay(board, clicks: Iterable[Sequence[int]]) -> tuple[jax.Array, int]:
+    """Apply clicks ``[(x, y), ...]`` in order.
+
+    Returns:
+      ``(final_board, number_of_clicks)``.
+
+    Raises:
+      ValueError: naming the step index of a click that is out of range or on an empty
+        cell (a solution never wastes a click).
+    """
+    board = parse_board(board)
+    width, height = board.shape
+    count = 0
+    for step, click in enumerate(clicks):
+        try:
+            x, y = (int(v) for v in click)
+        except (TypeError, ValueError):
+            raise ValueError(f"click {step}: {click!r} is not an (x, y) pair of ints") from None
+        if not (0 <= x < width and 0 <= y < height):
+            raise ValueError(f"click {step}: ({x}, {y}) is outside the {width}x{height} board")
+        board, removed = _jit_click(board, x, y)
+        if int(removed) == 0:
+            raise ValueError(f"click {step}: ({x}, {y}) is an empty cell")
+        count += 1
+    return board, count

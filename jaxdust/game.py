@@ -1,0 +1,347 @@
+"""The dust game as pure JAX functions on one board.
+
+A board is an ``int8`` array ``[width, height]`` indexed ``board[x, y]``: ``x`` left to
+right, ``y`` bottom to top, ``0`` empty and ``1..colors`` colours (see RULES.md). Every
+function here works on a single board, is free of Python-side state and can be wrapped in
+``jax.jit``, ``jax.vmap`` and ``jax.lax.scan``; ``width`` and ``height`` are read from the
+board's static shape, so one compiled function serves one board size.
+
+A cell is also addressed by its flat *action* index ``a = x * height + y`` (x-major, the
+same order as the board text format).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+BOARD_DTYPE = jnp.int8
+MAX_COLORS = 9
+
+
+@dataclasses.dataclass(frozen=True)
+class GameConfig:
+    """Static size of a game. Hashable, so it can be a ``jit`` static argument."""
+
+    width: int = 8
+    height: int = 6
+    colors: int = 5
+
+    def __post_init__(self):
+        for name in ("width", "height", "colors"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"GameConfig.{name} must be an int, got {value!r}")
+        if self.width < 2:
+            raise ValueError(f"width must be >= 2, got {self.width}")
+        if self.height < 1:
+            raise ValueError(f"height must be >= 1, got {self.height}")
+        if not 1 <= self.colors <= MAX_COLORS:
+            raise ValueError(f"colors must be in 1..{MAX_COLORS}, got {self.colors}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.width, self.height)
+
+    @property
+    def num_cells(self) -> int:
+        return self.width * self.height
+
+
+def uniform_below(bits: jax.Array, n: jax.Array | int) -> jax.Array:
+    """Map uniform 16-bit values (held in uint32) to int32 in ``[0, n)``: ``bits * n >> 16``.
+
+    No integer division. Off uniform by at most ``n / 2**16``, the same as
+    ``jax.random.randint`` with an 8-bit dtype, which also draws 16 bits per value.
+    ``n`` may be traced; it must be at most ``2**16``.
+    """
+    return jnp.right_shift(bits * jnp.asarray(n, jnp.uint32), 16).astype(jnp.int32)
+
+
+def random_halfwords(key: jax.Array, count: int) -> jax.Array:
+    """``count`` uniform 16-bit values as uint32 ``[count]``: two from every threefry word."""
+    words = jax.random.bits(key, (-(-count // 2),), jnp.uint32)
+    return jnp.concatenate([words & jnp.uint32(0xFFFF), jnp.right_shift(words, 16)])[:count]
+
+
+def random_board(key: jax.Array, config: GameConfig = GameConfig()) -> jax.Array:
+    """A board with every cell uniform in ``1..colors``: int8 ``[width, height]``."""
+    colours = uniform_below(random_halfwords(key, config.num_cells), config.colors) + 1
+    return colours.reshape(config.shape).astype(BOARD_DTYPE)
+
+
+def random_legal_action(key: jax.Array, action_mask: jax.Array) -> jax.Array:
+    """A uniformly random True index of ``action_mask`` (bool ``[N]``): int32 scalar.
+
+    Returns ``N`` if the mask is all False. The k-th True index is the number of prefix
+    counts that are at most k.
+    """
+    count = jnp.sum(action_mask, dtype=jnp.int32)
+    k = uniform_below(random_halfwords(key, 1)[0], count)
+    prefix = _inclusive_prefix_sum(action_mask.astype(jnp.int32), axis=0)
+    return jnp.sum(prefix <= k, dtype=jnp.int32)
+
+
+# ---------------------------------------------------------------------------------------
+# Neighbourhoods
+# ---------------------------------------------------------------------------------------
+
+
+def _shift(mask: jax.Array, offset: int, axis: int) -> jax.Array:
+    """``mask`` moved by ``offset`` cells along ``axis``, zero-filled.
+
+    ``_shift([1 2 3], +1, 0) -> [0 1 2]``.
+    """
+    size = mask.shape[axis]
+    fill_shape = list(mask.shape)
+    fill_shape[axis] = abs(offset)
+    fill = jnp.zeros(fill_shape, mask.dtype)
+    if offset > 0:
+        kept = jax.lax.slice_in_dim(mask, 0, size - offset, axis=axis)
+        return jnp.concatenate([fill, kept], axis=axis)
+    kept = jax.lax.slice_in_dim(mask, -offset, size, axis=axis)
+    return jnp.concatenate([kept, fill], axis=axis)
+
+
+_WORD_BITS = 32
+
+
+def _words_per_column(height: int) -> int:
+    return -(-height // _WORD_BITS)
+
+
+def pack_columns(mask: jax.Array) -> jax.Array:
+    """Bit-pack each column: bool ``[W, H]`` -> uint32 ``[W, K]``, ``K = ceil(H / 32)``.
+
+    Bit ``y % 32`` of word ``y // 32`` holds cell ``(x, y)``: ``[[1 0 1]] -> [[0b101]]``.
+    """
+    width, height = mask.shape
+    words = _words_per_column(height)
+    padded = jnp.pad(mask, ((0, 0), (0, words * _WORD_BITS - height)))
+    bits = padded.reshape(width, words, _WORD_BITS).astype(jnp.uint32)
+    weights = jnp.left_shift(jnp.uint32(1), jnp.arange(_WORD_BITS, dtype=jnp.uint32))
+    return jnp.sum(bits * weights, axis=-1, dtype=jnp.uint32)
+
+
+def unpack_columns(packed: jax.Array, height: int) -> jax.Array:
+    """Inverse of ``pack_columns``: uint32 ``[W, K]`` -> bool ``[W, height]``."""
+    width, words = packed.shape
+    shifts = jnp.arange(_WORD_BITS, dtype=jnp.uint32)
+    bits = jnp.right_shift(packed[:, :, None], shifts) & jnp.uint32(1)
+    return bits.reshape(width, words * _WORD_BITS)[:, :height].astype(bool)
+
+
+def _grow_packed(packed: jax.Array) -> jax.Array:
+    """Packed columns plus their 4-neighbours: uint32 ``[W, K]`` -> uint32 ``[W, K]``.
+
+    Bits beyond the board's height may be set; callers mask with an ``allowed`` set.
+    """
+    up = jnp.left_shift(packed, 1)
+    down = jnp.right_shift(packed, 1)
+    if packed.shape[1] > 1:  # carry bits across the words of one column
+        up = up | _shift(jnp.right_shift(packed, _WORD_BITS - 1), 1, 1)
+        down = down | _shift(jnp.left_shift(packed, _WORD_BITS - 1), -1, 1)
+    return packed | up | down | _shift(packed, 1, 0) | _shift(packed, -1, 0)
+
+
+class _FixedPointCarry(NamedTuple):
+    previous: jax.Array
+    current: jax.Array
+
+
+def _fixed_point(update, start: jax.Array) -> jax.Array:
+    """Apply ``update`` until the array stops changing (``update`` must be monotone).
+
+    One ``update`` per loop iteration: XLA fuses several stencil steps only by
+    recomputing neighbours of neighbours, which costs more than the checks it saves.
+    """
+
+    def changed(carry: _FixedPointCarry) -> jax.Array:
+        return jnp.any(carry.previous != carry.current)
+
+    def step(carry: _FixedPointCarry) -> _FixedPointCarry:
+        return _FixedPointCarry(carry.current, update(carry.current))
+
+    # ``previous`` starts as the complement so that the first check always passes.
+    return jax.lax.while_loop(changed, step, _FixedPointCarry(~start, start)).current
+
+
+def _flood(seed: jax.Array, allowed: jax.Array) -> jax.Array:
+    """Cells of ``allowed`` 4-connected to ``seed`` within ``allowed``: bool ``[W, H]``.
+
+    Grows on bit-packed columns, a handful of word operations per column and step.
+    """
+    allowed_bits = pack_columns(allowed)
+    start = pack_columns(seed) & allowed_bits
+    filled = _fixed_point(lambda bits: _grow_packed(bits) & allowed_bits, start)
+    return unpack_columns(filled, allowed.shape[1])
+
+
+# ---------------------------------------------------------------------------------------
+# Clusters
+# ---------------------------------------------------------------------------------------
+
+
+def cluster_mask(board: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
+    """The cluster containing cell ``(x, y)``: bool ``[W, H]``; all False if it is empty."""
+    width, height = board.shape
+    colour = board[x, y]
+    seed = (jnp.arange(width)[:, None] == x) & (jnp.arange(height)[None, :] == y)
+    return _flood(seed, (board == colour) & (colour != 0))
+
+
+def _same_colour_neighbour(board: jax.Array, offset: int, axis: int) -> jax.Array:
+    """bool ``[W, H]``: the cell ``offset`` away along ``axis`` exists and has my colour."""
+    neighbour = _shift(board, -offset, axis)  # neighbour[x] = board[x + offset]
+    return (neighbour == board) & (board != 0)
+
+
+def cluster_labels(board: jax.Array) -> jax.Array:
+    """Cluster id of every cell: int32 ``[W, H]``.
+
+    The id of an occupied cell is the smallest flat index ``x * height + y`` in its
+    cluster; empty cells get ``-1``. Minimum-label propagation over same-colour edges, run
+    to a fixed point.
+    """
+    width, height = board.shape
+    occupied = board != 0
+    big = jnp.int32(width * height)
+    index = jnp.arange(width * height, dtype=jnp.int32).reshape(width, height)
+    links = [(o, a, _same_colour_neighbour(board, o, a)) for a in (0, 1) for o in (1, -1)]
+
+    def relax(labels: jax.Array) -> jax.Array:
+        for offset, axis, linked in links:
+            neighbour = _shift(labels, -offset, axis)
+            labels = jnp.where(linked, jnp.minimum(labels, neighbour), labels)
+        return labels
+
+    labels = _fixed_point(relax, jnp.where(occupied, index, big))
+    return jnp.where(occupied, labels, -1)
+
+
+def cluster_sizes(board: jax.Array) -> jax.Array:
+    """Size of the cluster containing each cell: int32 ``[W, H]``, 0 on empty cells."""
+    labels = cluster_labels(board).reshape(-1)
+    counts = jnp.zeros(labels.shape[0] + 1, jnp.int32).at[labels].add(1, mode="drop")
+    return jnp.where(labels >= 0, counts[labels], 0).reshape(board.shape)
+
+
+def legal_action_mask(board: jax.Array) -> jax.Array:
+    """Cells worth clicking (occupied): bool ``[W, H]``."""
+    return board != 0
+
+
+def cluster_action_mask(board: jax.Array) -> jax.Array:
+    """One cell per cluster, the one with the smallest flat index: bool ``[W, H]``.
+
+    Clicking any cell of a cluster has the same effect, so searches branch on these only.
+    """
+    width, height = board.shape
+    index = jnp.arange(width * height, dtype=jnp.int32).reshape(width, height)
+    return cluster_labels(board) == index
+
+
+# ---------------------------------------------------------------------------------------
+# Contraction
+# ---------------------------------------------------------------------------------------
+
+
+def _inclusive_prefix_sum(values: jax.Array, axis: int) -> jax.Array:
+    """Running total along ``axis``: ``[1 0 1 1] -> [1 1 2 3]``.
+
+    Log-step shift-and-add: elementwise work that XLA fuses, where ``jnp.cumsum`` lowers
+    to ``reduce-window`` kernels that run several times slower on these short axes.
+    """
+    step = 1
+    while step < values.shape[axis]:
+        values = values + _shift(values, step, axis)
+        step *= 2
+    return values
+
+
+def _compact_to_front(cells: jax.Array, axis: int) -> jax.Array:
+    """Non-empty cells moved to the low end of ``axis``, order kept.
+
+    ``[0 3 0 2] -> [3 2 0 0]`` along each line. Each kept cell's destination is the number
+    of kept cells before it; the move is a one-hot select-and-sum over a new axis placed
+    right after ``axis``, so it fuses without transposes on any backend.
+    """
+    length = cells.shape[axis]
+    keep = cells != 0
+    destination = _inclusive_prefix_sum(keep.astype(jnp.int32), axis) - 1
+    slots_shape = [1] * (cells.ndim + 1)
+    slots_shape[axis + 1] = length
+    slots = jnp.arange(length, dtype=jnp.int32).reshape(slots_shape)
+    lands_at = jnp.expand_dims(keep, axis + 1) & (jnp.expand_dims(destination, axis + 1) == slots)
+    moved = jnp.where(lands_at, jnp.expand_dims(cells, axis + 1), jnp.zeros((), cells.dtype))
+    return jnp.sum(moved, axis=axis, dtype=cells.dtype)
+
+
+def apply_gravity(board: jax.Array) -> jax.Array:
+    """Cells fall to the bottom of their column, order kept: int8 ``[W, H]``."""
+    return _compact_to_front(board, axis=1)
+
+
+def slide_to_centre(board: jax.Array) -> jax.Array:
+    """Each row's left half packs right against the centre and its right half packs left.
+
+    One row of width 6: ``[1 0 2 | 0 3 0] -> [0 1 2 | 3 0 0]``. The left half is the
+    mirror image of the right half's rule, so it is flipped, compacted and flipped back.
+    """
+    half = board.shape[0] // 2
+    left = _compact_to_front(board[:half][::-1], axis=0)[::-1]
+    right = _compact_to_front(board[half:], axis=0)
+    return jnp.concatenate([left, right], axis=0)
+
+
+def contract(board: jax.Array) -> jax.Array:
+    """Gravity, then every row toward the centre: int8 ``[W, H]`` -> int8 ``[W, H]``."""
+    return slide_to_centre(apply_gravity(board))
+
+
+# ---------------------------------------------------------------------------------------
+# Moves
+# ---------------------------------------------------------------------------------------
+
+
+def remove_and_contract(board: jax.Array, removed_mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Empty the cells of ``removed_mask`` and contract.
+
+    Returns the new int8 board ``[W, H]`` and the int32 number of cells removed.
+    """
+    cleared = jnp.where(removed_mask, jnp.zeros_like(board), board)
+    return contract(cleared), jnp.sum(removed_mask, dtype=jnp.int32)
+
+
+def click(board: jax.Array, x: jax.Array, y: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Click cell ``(x, y)``: remove its cluster and contract.
+
+    Args:
+      board: int8 ``[W, H]``.
+      x, y: int scalars, ``0 <= x < W``, ``0 <= y < H``.
+
+    Returns:
+      ``(new_board, removed)``: int8 ``[W, H]`` and int32 scalar. A click on an empty cell
+      returns the board unchanged and ``removed == 0``. Under ``jax.vmap`` pass arrays of
+      boards and coordinates.
+    """
+    return remove_and_contract(board, cluster_mask(board, x, y))
+
+
+def click_action(board: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``click`` addressed by the flat action index ``x * height + y``."""
+    height = board.shape[1]
+    return click(board, action // height, action % height)
+
+
+def is_done(board: jax.Array) -> jax.Array:
+    """bool scalar: the board is empty."""
+    return ~jnp.any(board != 0)
+
+
+def one_hot(board: jax.Array, colors: int, dtype=jnp.float32) -> jax.Array:
+    """One-hot planes ``[W, H, colors + 1]`` of ``dtype``, channel 0 marking empty cells."""
+    return jax.nn.one_hot(board, colors + 1, dtype=dtype)

@@ -1,0 +1,95 @@
+"""parse_board, text form, board files and replay: the host-side entry points."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxdust
+from tests import reference as ref
+
+TEXT = "335122421413111551154255131234544142315221411124"  # first board of eval_8x6x5
+
+
+def test_text_array_and_lists_give_the_same_board():
+    from_text = jaxdust.parse_board(TEXT)
+    expected = ref.board_from_text(TEXT, 8, 6)
+    assert from_text.dtype == jnp.int8 and from_text.shape == (8, 6)
+    np.testing.assert_array_equal(from_text, expected)
+    np.testing.assert_array_equal(jaxdust.parse_board(expected.tolist()), expected)
+    np.testing.assert_array_equal(jaxdust.parse_board(expected.astype(np.int64)), expected)
+    assert jaxdust.board_to_text(from_text) == TEXT
+
+
+def test_text_shape_inference():
+    assert jaxdust.parse_board("1" * 36, width=6).shape == (6, 6)
+    assert jaxdust.parse_board("1" * 32, height=4).shape == (8, 4)
+    assert jaxdust.parse_board(" 12 \n", width=2, height=1).shape == (2, 1)
+
+
+@pytest.mark.parametrize(
+    "data, kwargs, message",
+    [
+        ("1" * 47, {}, "47 digits"),
+        ("1" * 36, {"width": 5}, "not a multiple of width=5"),
+        ("12a4", {"width": 2}, "'a' at position 2"),
+        ("", {}, "empty"),
+        ([[1, 2], [3]], {}, "rectangular"),
+        (np.ones((2, 2, 2), int), {}, "2-D"),
+        (np.ones((3, 2)), {}, "dtype float64"),
+        (np.ones((3, 2), bool), {}, "dtype bool"),
+        (np.ones((3, 2), int), {"width": 4}, r"shape \(3, 2\), expected \(4, 2\)"),
+        (np.ones((1, 2), int), {}, "at least 2 wide"),
+        ([[1, 10], [1, 1]], {}, r"cell \(0, 1\) holds 10"),
+        ([[1, -1], [1, 1]], {}, r"cell \(0, 1\) holds -1"),
+        ([[0, 1], [1, 1]], {}, r"cell \(0, 1\) floats"),
+        ([[1], [0], [0], [0]], {}, "row y=0: the left half has a gap"),
+        ([[0], [0], [0], [1]], {}, "row y=0: the right half has a gap"),
+    ],
+)
+def test_parse_board_names_the_problem(data, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        jaxdust.parse_board(data, **kwargs)
+
+
+def test_replay_clears_a_board_with_the_reference_solution():
+    board = ref.board_from_text(TEXT, 8, 6)
+    clicks = ref.largest_cluster_first(board, tie_break="row_major")
+    final, count = jaxdust.replay(TEXT, clicks)
+    assert count == len(clicks) == 25  # the eval file's largest-first length for this board
+    assert bool(jaxdust.is_done(final))
+
+
+@pytest.mark.parametrize(
+    "clicks, message",
+    [
+        ([(0, 0), (8, 0)], r"click 1: \(8, 0\) is outside the 8x6 board"),
+        ([(0, -1)], r"click 0: \(0, -1\) is outside"),
+        ([(0, 0), "ab"], "click 1: 'ab' is not an"),
+    ],
+)
+def test_replay_names_the_bad_step(clicks, message):
+    with pytest.raises(ValueError, match=message):
+        jaxdust.replay(TEXT, clicks)
+
+
+def test_replay_rejects_a_click_on_an_empty_cell():
+    board = jnp.asarray([[2, 0], [1, 1], [3, 2], [2, 0]], jnp.int8)
+    with pytest.raises(ValueError, match=r"click 1: \(3, 1\) is an empty cell"):
+        jaxdust.replay(board, [(1, 0), (3, 1)])
+
+
+def test_board_files_parse_with_values_and_line_numbers(boards_dir):
+    records = jaxdust.read_board_file(boards_dir / "eval_8x6x5.txt")
+    assert len(records) == 1000
+    first = records[0]
+    assert jaxdust.board_to_text(first.board) == TEXT
+    assert first.values == (25, 11) and first.line == 3
+    optimal = jaxdust.read_board_file(boards_dir / "optimal_8x4x5.txt")
+    assert optimal[0].board.shape == (8, 4) and len(optimal[0].values) == 1
+
+
+def test_malformed_board_file_line_is_named(tmp_path):
+    path = tmp_path / "boards.txt"
+    path.write_text("# width=2 height=2\n1122 3\n11x2 4\n")
+    with pytest.raises(ValueError, match=r"boards.txt:3: board text has 'x' at position 2"):
+        jaxdust.read_board_file(path)

@@ -1,0 +1,177 @@
+"""DustEnv: rewards, episode ends, auto-reset, specs, compilation and batched play."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxdust import DustEnv, GameConfig, Rewards, StepType, game
+from tests import reference as ref
+
+# y=1: . 1 2 . / y=0: 2 1 3 2  (width 4, height 2, settled). Clicking (1, 0) removes the
+# 1s, (2, 0) the 3, which joins the three 2s along the bottom; (1, 0) then clears it.
+SMALL = jnp.asarray([[2, 0], [1, 1], [3, 2], [2, 0]], jnp.int8)
+SMALL_ENV = DustEnv(GameConfig(4, 2, 3))
+
+
+def action(x, y, height=2):
+    return jnp.int32(x * height + y)
+
+
+def test_reset_gives_first_step_and_matching_specs():
+    env = DustEnv()
+    state, timestep = env.reset(jax.random.key(3))
+    assert int(timestep.step_type) == StepType.FIRST and bool(timestep.first())
+    assert float(timestep.reward) == 0.0 and float(timestep.discount) == 1.0
+    chex.assert_trees_all_equal_shapes_and_dtypes(timestep.observation, env.observation_spec())
+    np.testing.assert_array_equal(
+        timestep.observation.action_mask, np.asarray(state.board).reshape(-1) != 0
+    )
+    np.testing.assert_array_equal(timestep.observation.one_hot, ref.one_hot(state.board, 5))
+    again, _ = env.reset(jax.random.key(3))
+    np.testing.assert_array_equal(state.board, again.board)
+    other, _ = env.reset(jax.random.key(4))
+    assert not np.array_equal(state.board, other.board)
+
+
+def test_rewards_discounts_and_step_types():
+    state, _ = SMALL_ENV.reset(jax.random.key(0), board=SMALL)
+    state, ts = SMALL_ENV.step(state, action(0, 1))  # empty cell
+    assert (float(ts.reward), int(ts.step_type), int(ts.extras["removed"])) == (-10.0, StepType.MID, 0)
+    np.testing.assert_array_equal(state.board, SMALL)
+    state, ts = SMALL_ENV.step(state, action(1, 0))  # the two 1s
+    assert (float(ts.reward), float(ts.discount), int(ts.extras["removed"])) == (-1.0, 1.0, 2)
+    for x, y in [(2, 0), (1, 0)]:  # the 3, then the 2s that it joined
+        state, ts = SMALL_ENV.step(state, action(x, y))
+    assert bool(game.is_done(state.board))
+    assert (float(ts.reward), float(ts.discount), int(ts.step_type)) == (10.0, 0.0, StepType.LAST)
+    assert int(ts.extras["clicks"]) == int(state.clicks) == 4
+
+
+def test_custom_rewards():
+    env = DustEnv(GameConfig(4, 2, 3), rewards=Rewards(clear=1.0, click=0.0, empty_click=-5.0))
+    state, _ = env.reset(jax.random.key(0), board=SMALL)
+    rewards = []
+    for x, y in [(0, 1), (1, 0), (2, 0), (1, 0)]:
+        state, ts = env.step(state, action(x, y))
+        rewards.append(float(ts.reward))
+    assert rewards == [-5.0, 0.0, 0.0, 1.0]
+
+
+def test_truncation_keeps_discount_one():
+    env = DustEnv(GameConfig(4, 2, 3), max_clicks=2)
+    state, _ = env.reset(jax.random.key(0), board=SMALL)
+    state, ts = env.step(state, action(1, 0))
+    assert int(ts.step_type) == StepType.MID
+    state, ts = env.step(state, action(2, 0))
+    assert int(ts.step_type) == StepType.LAST and float(ts.discount) == 1.0
+    assert not bool(game.is_done(state.board))
+
+
+def test_finished_state_steps_are_no_ops_without_auto_reset():
+    state, _ = SMALL_ENV.reset(jax.random.key(0), board=jnp.zeros((4, 2), jnp.int8))
+    state, ts = SMALL_ENV.step(state, action(0, 0))
+    assert (float(ts.reward), float(ts.discount), int(ts.step_type)) == (0.0, 0.0, StepType.LAST)
+    assert int(state.clicks) == 0
+    assert not bool(jnp.any(ts.observation.action_mask))
+
+
+def test_auto_reset_starts_a_fresh_board_and_reports_the_final_one():
+    env = DustEnv(GameConfig(4, 2, 3), auto_reset=True)
+    state, _ = env.reset(jax.random.key(5), board=SMALL)
+    for x, y in [(1, 0), (2, 0)]:
+        state, ts = env.step(state, action(x, y))
+    assert int(ts.step_type) == StepType.MID
+    key_before = state.key
+    state, ts = env.step(state, action(1, 0))
+    assert int(ts.step_type) == StepType.LAST and float(ts.reward) == 10.0
+    assert float(ts.discount) == 0.0
+    assert not np.asarray(ts.extras["next_board"]).any()  # the cleared board
+    assert int(state.clicks) == 0 and bool(jnp.all(state.board != 0))
+    expected = env.init(key_before)
+    np.testing.assert_array_equal(state.board, expected.board)
+    np.testing.assert_array_equal(ts.observation.board, state.board)
+    np.testing.assert_array_equal(ts.observation.action_mask, np.ones(8, bool))
+
+
+def test_auto_reset_after_truncation():
+    env = DustEnv(GameConfig(4, 2, 3), max_clicks=1, auto_reset=True)
+    state, _ = env.reset(jax.random.key(5), board=SMALL)
+    state, ts = env.step(state, action(1, 0))
+    assert int(ts.step_type) == StepType.LAST and float(ts.discount) == 1.0
+    assert int(state.clicks) == 0 and bool(jnp.all(state.board != 0))
+
+
+def test_invalid_configuration():
+    with pytest.raises(ValueError, match="max_clicks"):
+        DustEnv(max_clicks=0)
+
+
+def test_jitted_step_traces_once():
+    env = DustEnv(auto_reset=True)
+    step = jax.jit(chex.assert_max_traces(env.step, n=1))
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
+    for _ in range(5):
+        state, ts = step(state, jnp.argmax(ts.observation.action_mask).astype(jnp.int32))
+
+
+def random_rollout(env, key, num_envs, num_steps):
+    """Random legal play under jit + vmap + scan; returns the stacked timesteps."""
+
+    @jax.jit
+    def run(key):
+        reset_key, play_key = jax.random.split(key)
+        states, first = jax.vmap(env.reset)(jax.random.split(reset_key, num_envs))
+
+        def one_step(carry, step_key):
+            states, observation = carry
+            keys = jax.random.split(step_key, num_envs)
+            actions = jax.vmap(game.random_legal_action)(keys, observation.action_mask)
+            states, ts = jax.vmap(env.step)(states, actions)
+            return (states, ts.observation), ts
+
+        _, timesteps = jax.lax.scan(
+            one_step, (states, first.observation), jax.random.split(play_key, num_steps)
+        )
+        return timesteps
+
+    return run(key)
+
+
+def test_random_batched_episodes_are_consistent_and_seeded():
+    env = DustEnv(auto_reset=True)
+    timesteps = random_rollout(env, jax.random.key(0), num_envs=64, num_steps=200)
+    for leaf in jax.tree.leaves(timesteps):
+        assert np.all(np.isfinite(np.asarray(leaf, dtype=np.float64)))
+    rewards = np.asarray(timesteps.reward)
+    last = np.asarray(timesteps.last())
+    # Random legal play never clicks an empty cell; only clears end episodes here.
+    assert set(np.unique(rewards)) == {-1.0, 10.0}
+    np.testing.assert_array_equal(last, rewards == 10.0)
+    np.testing.assert_array_equal(np.asarray(timesteps.discount), np.where(last, 0.0, 1.0))
+    lengths = np.asarray(timesteps.extras["clicks"])[last]
+    assert lengths.min() >= 5 and 15 < lengths.mean() < 45  # 5 colours need 5 clicks
+    again = random_rollout(env, jax.random.key(0), num_envs=64, num_steps=200)
+    np.testing.assert_array_equal(np.asarray(again.observation.board), np.asarray(timesteps.observation.board))
+    other = random_rollout(env, jax.random.key(1), num_envs=64, num_steps=200)
+    assert not np.array_equal(np.asarray(other.reward), rewards)
+
+
+def test_env_game_matches_reference_rewards():
+    env = DustEnv()
+    rng = np.random.default_rng(11)
+    step = jax.jit(env.step)
+    for _ in range(5):
+        start = ref.random_board(rng, 8, 6, 5)
+        clicks = ref.play_random_game(start, rng)
+        state, _ = env.reset(jax.random.key(0), board=jnp.asarray(start))
+        total = 0.0
+        expected_board = start
+        for x, y in clicks:
+            state, ts = step(state, action(x, y, height=6))
+            expected_board, _ = ref.click(expected_board, x, y)
+            np.testing.assert_array_equal(state.board, expected_board)
+            total += float(ts.reward)
+        assert total == 10.0 - (len(clicks) - 1)
+        assert bool(ts.last())

@@ -1,0 +1,288 @@
+"""The JAX game core against hand-worked boards and the independent NumPy reference."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxdust import game
+from tests import reference as ref
+
+
+def board(columns) -> jnp.ndarray:
+    """A board from its columns, each listed bottom to top: ``board(cols)[x, y]``."""
+    return jnp.asarray(columns, dtype=jnp.int8)
+
+
+# ---------------------------------------------------------------------------------------
+# Hand-worked cases (expected values derived from RULES.md on paper)
+# ---------------------------------------------------------------------------------------
+
+
+def test_gravity_keeps_column_order():
+    start = board([[1, 0, 2], [0, 0, 3]])
+    np.testing.assert_array_equal(game.apply_gravity(start), board([[1, 2, 0], [3, 0, 0]]))
+
+
+def test_rows_slide_toward_the_centre_from_both_halves():
+    # One row of width 6: [1 0 2 | 0 3 0] -> [0 1 2 | 3 0 0]
+    start = board([[1], [0], [2], [0], [3], [0]])
+    expected = board([[0], [1], [2], [3], [0], [0]])
+    np.testing.assert_array_equal(game.slide_to_centre(start), expected)
+
+
+def test_odd_width_middle_column_belongs_to_the_right_half():
+    # Width 5: left half is x < 2. [1 0 0 0 2] -> [0 1 | 2 0 0]
+    start = board([[1], [0], [0], [0], [2]])
+    np.testing.assert_array_equal(game.slide_to_centre(start), board([[0], [1], [2], [0], [0]]))
+
+
+def test_click_removes_cluster_and_contracts():
+    # y=2: 1 2 2 3 / y=1: 1 1 2 3 / y=0: 2 1 3 3 ; clicking (0, 1) removes four 1s.
+    start = board([[2, 1, 1], [1, 1, 2], [3, 2, 2], [3, 3, 3]])
+    new, removed = game.click(start, 0, 1)
+    assert int(removed) == 4
+    np.testing.assert_array_equal(new, board([[2, 0, 0], [2, 0, 0], [3, 2, 2], [3, 3, 3]]))
+
+
+def test_two_clicks_with_gravity_then_sliding():
+    start = board([[2, 1], [3, 2], [2, 3], [3, 1]])
+    first, removed = game.click(start, 1, 0)  # a lone 3; the 2 above falls, row 1 slides
+    assert int(removed) == 1
+    np.testing.assert_array_equal(first, board([[2, 0], [2, 1], [2, 3], [3, 1]]))
+    second, removed = game.click(first, 0, 0)  # the three 2s along the bottom
+    assert int(removed) == 3
+    np.testing.assert_array_equal(second, board([[0, 0], [1, 0], [3, 1], [3, 0]]))
+
+
+def test_cluster_that_wraps_around_a_column():
+    start = board([[1, 2, 1, 1], [1, 1, 1, 2]])
+    new, removed = game.click(start, 0, 0)
+    assert int(removed) == 6
+    np.testing.assert_array_equal(new, board([[2, 0, 0, 0], [2, 0, 0, 0]]))
+
+
+def test_empty_cell_click_is_a_no_op():
+    start = board([[2, 0, 0, 0], [2, 0, 0, 0]])
+    new, removed = game.click(start, 0, 3)
+    assert int(removed) == 0
+    np.testing.assert_array_equal(new, start)
+
+
+def test_single_row_cleared_in_one_click():
+    new, removed = game.click(board([[1], [1]]), 1, 0)
+    assert int(removed) == 2
+    assert bool(game.is_done(new))
+
+
+def test_labels_sizes_and_one_action_per_cluster():
+    start = board([[1, 2], [1, 2], [2, 0]])
+    np.testing.assert_array_equal(game.cluster_labels(start), [[0, 1], [0, 1], [4, -1]])
+    np.testing.assert_array_equal(game.cluster_sizes(start), [[2, 2], [2, 2], [1, 0]])
+    np.testing.assert_array_equal(
+        game.cluster_action_mask(start), [[True, True], [False, False], [True, False]]
+    )
+
+
+def test_one_hot_marks_empty_in_channel_zero():
+    planes = game.one_hot(board([[0, 3]]), colors=3)
+    assert planes.shape == (1, 2, 4) and planes.dtype == jnp.float32
+    np.testing.assert_array_equal(planes[0, 0], [1, 0, 0, 0])
+    np.testing.assert_array_equal(planes[0, 1], [0, 0, 0, 1])
+
+
+@pytest.mark.parametrize("height", [1, 5, 31, 32, 33, 70])
+def test_column_packing_round_trips(height):
+    mask = jax.random.bernoulli(jax.random.key(height), 0.5, (3, height))
+    packed = game.pack_columns(mask)
+    assert packed.shape == (3, -(-height // 32)) and packed.dtype == jnp.uint32
+    np.testing.assert_array_equal(game.unpack_columns(packed, height), mask)
+
+
+def test_game_config_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="width"):
+        game.GameConfig(width=1)
+    with pytest.raises(ValueError, match="height"):
+        game.GameConfig(height=0)
+    with pytest.raises(ValueError, match="colors"):
+        game.GameConfig(colors=10)
+    with pytest.raises(TypeError, match="int"):
+        game.GameConfig(width=8.0)
+
+
+# ---------------------------------------------------------------------------------------
+# Random boards and random actions
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", [game.GameConfig(), game.GameConfig(5, 3, 9), game.GameConfig(2, 1, 1)])
+def test_random_boards_are_full_uniform_and_seeded(config):
+    keys = jax.random.split(jax.random.key(7), 4000)
+    boards = jax.vmap(lambda k: game.random_board(k, config))(keys)
+    assert boards.dtype == jnp.int8 and boards.shape == (4000, *config.shape)
+    values = np.asarray(boards).ravel()
+    assert values.min() == 1 and values.max() == config.colors
+    frequencies = np.bincount(values, minlength=config.colors + 1)[1:] / values.size
+    # 4000 boards give at least 8000 cells: each frequency is within 5 sigma of 1/colors.
+    sigma = np.sqrt((1 / config.colors) * (1 - 1 / config.colors) / values.size)
+    assert np.all(np.abs(frequencies - 1 / config.colors) < 5 * sigma + 1e-12)
+    again = jax.vmap(lambda k: game.random_board(k, config))(keys)
+    np.testing.assert_array_equal(boards, again)
+    assert not np.array_equal(boards[0], boards[1]) or config.num_cells * config.colors <= 2
+
+
+def test_random_legal_action_is_uniform_over_the_mask():
+    mask = jnp.array([False, True, False, True, True, False])
+    actions = jax.vmap(game.random_legal_action, (0, None))(
+        jax.random.split(jax.random.key(0), 30000), mask
+    )
+    counts = np.bincount(np.asarray(actions), minlength=7)
+    assert counts[[0, 2, 5, 6]].sum() == 0
+    np.testing.assert_allclose(counts[[1, 3, 4]] / 30000, 1 / 3, atol=0.015)
+    assert int(game.random_legal_action(jax.random.key(0), jnp.zeros(6, bool))) == 6
+
+
+# ---------------------------------------------------------------------------------------
+# Parity with the NumPy reference: >100,000 transitions and whole games
+# ---------------------------------------------------------------------------------------
+
+# (width, height, colors, transitions). Heights 33 and 40 use two packed words per column.
+PARITY_SIZES = [
+    (8, 6, 5, 40_000),
+    (6, 6, 5, 12_000),
+    (8, 4, 5, 12_000),
+    (5, 3, 3, 10_000),
+    (7, 1, 3, 4_000),
+    (2, 1, 1, 1_000),
+    (3, 7, 2, 8_000),
+    (9, 9, 9, 8_000),
+    (4, 33, 4, 4_000),
+    (3, 40, 2, 2_000),
+]
+
+
+def reference_transitions(width, height, colors, count, seed):
+    """Positions from random reference games, and the cell clicked at each.
+
+    Four clicks in five hit an occupied cell; the rest are any cell, so empty-cell clicks
+    (no-ops) are covered too. Returns boards [N, W, H], xs [N], ys [N], and the
+    reference's next boards [N, W, H] and removed counts [N].
+    """
+    rng = np.random.default_rng(seed)
+    boards, xs, ys, nexts, removed = [], [], [], [], []
+    current = ref.random_board(rng, width, height, colors)
+    while len(boards) < count:
+        if ref.is_done(current):
+            current = ref.random_board(rng, width, height, colors)
+        if rng.random() < 0.8:
+            occupied = np.argwhere(current != 0)
+            x, y = occupied[rng.integers(len(occupied))]
+        else:
+            x, y = rng.integers(width), rng.integers(height)
+        after, count_removed = ref.click(current, int(x), int(y))
+        boards.append(current), xs.append(x), ys.append(y)
+        nexts.append(after), removed.append(count_removed)
+        current = after
+    return (np.stack(boards), np.array(xs, np.int32), np.array(ys, np.int32),
+            np.stack(nexts), np.array(removed))
+
+
+@pytest.fixture(scope="module")
+def parity_data():
+    return {
+        (w, h, c): reference_transitions(w, h, c, n, seed=w * 1000 + h * 10 + c)
+        for w, h, c, n in PARITY_SIZES
+    }
+
+
+def test_parity_covers_at_least_100k_transitions(parity_data):
+    assert sum(len(data[0]) for data in parity_data.values()) >= 100_000
+    removed = np.concatenate([data[4] for data in parity_data.values()])
+    assert (removed == 0).sum() > 1000  # empty-cell clicks
+    assert (removed >= 5).sum() > 1000  # large clusters
+
+
+@pytest.mark.parametrize("size", [s[:3] for s in PARITY_SIZES], ids=lambda s: "x".join(map(str, s)))
+def test_click_matches_reference(parity_data, size):
+    boards, xs, ys, expected, expected_removed = parity_data[size]
+    new, removed = jax.jit(jax.vmap(game.click))(boards, xs, ys)
+    mismatched = np.flatnonzero(
+        np.any(np.asarray(new) != expected, axis=(1, 2)) | (np.asarray(removed) != expected_removed)
+    )
+    assert mismatched.size == 0, f"{mismatched.size} mismatches, first board index {mismatched[:1]}"
+
+
+@pytest.mark.parametrize("size", [s[:3] for s in PARITY_SIZES], ids=lambda s: "x".join(map(str, s)))
+def test_cluster_queries_match_reference(parity_data, size):
+    boards = parity_data[size][0][:1500]
+    labels = jax.jit(jax.vmap(game.cluster_labels))(boards)
+    sizes = jax.jit(jax.vmap(game.cluster_sizes))(boards)
+    representatives = jax.jit(jax.vmap(game.cluster_action_mask))(boards)
+    done = jax.jit(jax.vmap(game.is_done))(boards)
+    for i, b in enumerate(boards):
+        np.testing.assert_array_equal(labels[i], ref.cluster_labels(b), err_msg=f"board {i}")
+        np.testing.assert_array_equal(sizes[i], ref.cluster_sizes(b), err_msg=f"board {i}")
+        np.testing.assert_array_equal(representatives[i], ref.cluster_representatives(b))
+        assert bool(done[i]) == ref.is_done(b)
+    np.testing.assert_array_equal(
+        jax.vmap(lambda b: game.one_hot(b, size[2]))(boards[:50]),
+        np.stack([ref.one_hot(b, size[2]) for b in boards[:50]]),
+    )
+
+
+@pytest.mark.parametrize("size", [(8, 6, 5), (5, 4, 3), (4, 33, 4)], ids=lambda s: "x".join(map(str, s)))
+def test_whole_random_games_match_reference(size):
+    """Games threaded through ``lax.scan`` equal the reference position by position."""
+    width, height, colors = size
+    rng = np.random.default_rng(sum(size))
+    games = []
+    for _ in range(25):
+        start = ref.random_board(rng, width, height, colors)
+        clicks = ref.play_random_game(start, rng)
+        positions = [start]
+        for x, y in clicks:
+            positions.append(ref.click(positions[-1], x, y)[0])
+        games.append((start, clicks, positions))
+    longest = max(len(c) for _, c, _ in games)
+
+    @jax.jit
+    def play(start, xs, ys):
+        def step(b, xy):
+            after, _ = game.click(b, xy[0], xy[1])
+            return after, after
+
+        return jax.lax.scan(step, start, jnp.stack([xs, ys], axis=1))[1]
+
+    for start, clicks, positions in games:
+        # Pad with clicks on a cell that is empty once the game is over (a no-op).
+        padded = clicks + [(0, height - 1)] * (longest - len(clicks))
+        xs, ys = (jnp.array(v, jnp.int32) for v in zip(*padded))
+        trajectory = np.asarray(play(jnp.asarray(start), xs, ys))
+        np.testing.assert_array_equal(trajectory[: len(clicks)], np.stack(positions[1:]))
+        assert ref.is_done(trajectory[-1])
+
+
+# ---------------------------------------------------------------------------------------
+# Compilation
+# ---------------------------------------------------------------------------------------
+
+
+def test_jitted_click_traces_once_for_many_boards():
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def click(b, x, y):
+        return game.click(b, x, y)
+
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        b = ref.random_board(rng, 8, 6, 5)
+        click(jnp.asarray(b), jnp.int32(rng.integers(8)), jnp.int32(rng.integers(6)))
+
+
+def test_each_board_size_compiles_once():
+    click = jax.jit(game.click)
+    rng = np.random.default_rng(0)
+    for size in [(8, 6), (8, 6), (6, 6), (8, 6), (6, 6)]:
+        click(jnp.asarray(ref.random_board(rng, *size, 5)), jnp.int32(0), jnp.int32(0))
+    assert click._cache_size() == 2
