@@ -1,0 +1,123 @@
+"""Evaluate agents, solvers and baselines on a board set.
+
+    python evaluate.py                                  # baselines on data/boards/eval_8x6x5.txt
+    python evaluate.py --agents random,largest --random 500 --seed 1 --size 6x6x5
+
+The board set is a file in the ``data/boards`` format (the last number on a line is the best
+known length) or ``--random N`` boards drawn from ``--seed``. Prints a summary table and
+writes ``summary.json`` and a per-board ``boards.csv`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm import tqdm
+
+import jaxdust
+from jaxdust import baselines, evaluation, files, game
+
+DEFAULT_BOARDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "boards", "eval_8x6x5.txt")
+
+
+def parse_size(text: str) -> game.GameConfig:
+    try:
+        width, height, colors = (int(v) for v in text.lower().split("x"))
+        return game.GameConfig(width, height, colors)
+    except (ValueError, TypeError) as error:
+        raise argparse.ArgumentTypeError(f"size must look like 8x6x5 ({error})") from None
+
+
+def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, str]:
+    """Boards ``[N, W, H]``, best known lengths (or None) and a description."""
+    if args.random:
+        keys = jax.random.split(jax.random.key(args.seed), args.random)
+        boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)
+        return boards, None, f"{args.random} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
+    if not os.path.exists(args.boards):
+        raise SystemExit(f"evaluate.py: error: board file not found: {args.boards}")
+    try:
+        records = jaxdust.read_board_file(args.boards)
+    except ValueError as error:
+        raise SystemExit(f"evaluate.py: error: {error}") from None
+    if not records:
+        raise SystemExit(f"evaluate.py: error: no boards in {args.boards}")
+    boards = jnp.stack([r.board for r in records])
+    best = np.array([r.values[-1] for r in records]) if all(r.values for r in records) else None
+    return boards, best, f"{len(records)} boards from {os.path.relpath(args.boards)}"
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--boards", default=DEFAULT_BOARDS, help="board file (default: the fixed eval set)")
+    parser.add_argument("--random", type=int, default=0, metavar="N", help="use N random boards instead")
+    parser.add_argument("--size", type=parse_size, default=game.GameConfig(), help="WxHxC for --random")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--agents", default="random,largest",
+                        help=f"comma-separated, from: {', '.join(baselines.POLICIES)}")
+    parser.add_argument("--max-clicks", type=int, default=None, help="click cap (default: cells on the board)")
+    parser.add_argument("--chunk", type=int, default=256, help="boards played at once")
+    parser.add_argument("--out", default="results/evaluate")
+    args = parser.parse_args(argv)
+
+    agents = [a.strip() for a in args.agents.split(",") if a.strip()]
+    unknown = [a for a in agents if a not in baselines.POLICIES]
+    if unknown:
+        parser.error(f"unknown agent(s) {', '.join(unknown)}; choose from {', '.join(baselines.POLICIES)}")
+
+    boards, best, description = load_board_set(args)
+    num_boards, width, height = boards.shape
+    max_clicks = args.max_clicks or width * height
+    print(f"{description}; backend {jax.default_backend()}")
+
+    results, per_board = {}, {}
+    with tqdm(total=num_boards * len(agents), unit="board", disable=None) as bar:
+        for index, name in enumerate(agents):
+            bar.set_description(name)
+            start = time.perf_counter()
+            played = evaluation.play_in_chunks(
+                boards, baselines.POLICIES[name], jax.random.key(args.seed + index), max_clicks,
+                min(args.chunk, num_boards), progress=bar.update,
+            )
+            seconds = time.perf_counter() - start
+            summary = evaluation.summarize(played.clicks, played.cleared, best_known=best)
+            summary["seconds_per_board"] = seconds / num_boards
+            results[name] = summary
+            per_board[name] = np.asarray(played.clicks)
+
+    header = f"{'agent':<10} {'mean':>7} {'median':>7} {'std':>6}"
+    header += f" {'=best':>6} {'gap':>6}" if best is not None else ""
+    header += f" {'uncleared':>9} {'ms/board':>9}"
+    print("\n" + header)
+    for name, s in results.items():
+        line = f"{name:<10} {s['mean']:>7.2f} {s['median']:>7.1f} {s['std']:>6.2f}"
+        if best is not None:
+            line += f" {s['share_equal_best']:>6.1%} {s['mean_gap_to_best']:>6.2f}"
+        line += f" {s['not_cleared']:>9d} {1e3 * s['seconds_per_board']:>9.3f}"
+        print(line)
+    if best is not None:
+        print(f"{'best known':<10} {best.mean():>7.2f} {np.median(best):>7.1f} {best.std():>6.2f}")
+
+    report = {"boards": description, "backend": jax.default_backend(), "agents": results}
+    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["board", *agents] + (["best_known"] if best is not None else []))
+    for i in range(num_boards):
+        row = [jaxdust.board_to_text(boards[i]), *(int(per_board[a][i]) for a in agents)]
+        writer.writerow(row + ([int(best[i])] if best is not None else []))
+    files.atomic_write_bytes(os.path.join(args.out, "boards.csv"), table.getvalue().encode())
+    print(f"\nwrote {args.out}/summary.json and boards.csv")
+    return report
+
+
+if __name__ == "__main__":
+    sys.exit(main() and 0)

@@ -1,0 +1,114 @@
+"""Baseline policies, batched play of board sets, summaries and the evaluate.py CLI."""
+
+import csv
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import evaluate
+import jaxdust
+from jaxdust import baselines, evaluation
+
+
+@pytest.fixture(scope="module")
+def eval_set(boards_dir):
+    records = jaxdust.read_board_file(boards_dir / "eval_8x6x5.txt")[:300]
+    boards = jnp.stack([r.board for r in records])
+    return boards, np.array([r.values[0] for r in records]), np.array([r.values[1] for r in records])
+
+
+def test_largest_first_reproduces_the_eval_file(eval_set):
+    boards, largest_first, _ = eval_set
+    played = evaluation.play_boards(boards, baselines.largest_cluster, jax.random.key(0), 48)
+    np.testing.assert_array_equal(played.clicks, largest_first)
+    assert bool(played.cleared.all())
+
+
+def test_recorded_actions_replay_to_an_empty_board(eval_set):
+    boards = eval_set[0][:20]
+    played = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(1), 48)
+    for board, actions, clicks in zip(boards, np.asarray(played.actions), np.asarray(played.clicks)):
+        taken = actions[actions >= 0]
+        assert len(taken) == clicks
+        final, count = jaxdust.replay(board, [(a // 6, a % 6) for a in taken])
+        assert count == clicks and bool(jaxdust.is_done(final))
+
+
+def test_random_play_is_seeded_and_never_wastes_clicks(eval_set):
+    boards = eval_set[0][:64]
+    first = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(2), 48)
+    again = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(2), 48)
+    other = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(3), 48)
+    np.testing.assert_array_equal(first.actions, again.actions)
+    assert not np.array_equal(first.actions, other.actions)
+    assert bool(first.cleared.all()) and int(first.clicks.max()) <= 48
+
+
+def clicks_bottom_left(key, board):
+    return jnp.int32(0)
+
+
+def test_click_cap_stops_policies_that_never_finish(eval_set):
+    played = evaluation.play_boards(eval_set[0][:4], clicks_bottom_left, jax.random.key(0), 30)
+    assert not bool(played.cleared.any())
+    np.testing.assert_array_equal(played.clicks, [30, 30, 30, 30])
+
+
+def test_chunked_play_equals_one_batch_for_deterministic_policies(eval_set):
+    boards = eval_set[0][:50]
+    whole = evaluation.play_boards(boards, baselines.largest_cluster, jax.random.key(0), 48)
+    chunked = evaluation.play_in_chunks(boards, baselines.largest_cluster, jax.random.key(0), 48, 16)
+    np.testing.assert_array_equal(whole.clicks, chunked.clicks)
+    np.testing.assert_array_equal(whole.actions, chunked.actions)
+
+
+def test_summary_numbers_by_hand():
+    summary = evaluation.summarize(
+        clicks=[10, 12, 14, 48], cleared=[True, True, True, False],
+        best_known=[10, 11, 14, 12], reference=[11, 11, 13, 20],
+    )
+    assert summary["boards"] == 4 and summary["not_cleared"] == 1
+    assert summary["mean"] == 12.0 and summary["median"] == 12.0
+    assert summary["std"] == pytest.approx(np.sqrt(8 / 3))
+    assert summary["share_equal_best"] == 0.5
+    assert summary["mean_gap_to_best"] == pytest.approx(1 / 3)
+    assert summary["share_at_least_as_good_as_reference"] == 0.25
+
+
+def test_evaluate_cli_writes_summary_and_per_board_csv(tmp_path, boards_dir):
+    board_file = tmp_path / "few.txt"
+    lines = (boards_dir / "eval_8x6x5.txt").read_text().splitlines()[:12]
+    board_file.write_text("\n".join(lines) + "\n")
+    report = evaluate.main(["--boards", str(board_file), "--out", str(tmp_path / "out"), "--chunk", "4"])
+    largest = report["agents"]["largest"]
+    expected = [int(line.split()[1]) for line in lines if not line.startswith("#")]
+    assert largest["mean"] == pytest.approx(np.mean(expected))
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["agents"]["largest"]["mean"] == largest["mean"]
+    rows = list(csv.DictReader(open(tmp_path / "out" / "boards.csv")))
+    assert [int(r["largest"]) for r in rows] == expected
+    assert rows[0]["board"] == lines[2].split()[0]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--boards", "no/such/file.txt"], "board file not found: no/such/file.txt"),
+        (["--agents", "largest,telepathy"], "unknown agent"),
+    ],
+)
+def test_evaluate_cli_errors_are_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main(argv)
+    text = str(exit_info.value.code) + capsys.readouterr().err
+    assert message in text
+
+
+def test_evaluate_cli_names_a_malformed_line(tmp_path):
+    board_file = tmp_path / "bad.txt"
+    board_file.write_text("# width=8 height=6\n" + "1" * 48 + " 1\n" + "1" * 40 + " 2\n")
+    with pytest.raises(SystemExit, match=r"bad.txt:3: board text has 40 digits"):
+        evaluate.main(["--boards", str(board_file)])

@@ -1,0 +1,32 @@
+"""The README's commands are the ones CI runs, and its API example runs."""
+
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def bash_blocks() -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", README, re.S)
+
+
+def test_readme_opens_with_main_job_and_test_commands():
+    main_job, tests = (block.strip() for block in bash_blocks()[:2])
+    assert "pip install -e ." in main_job and "pytest" not in main_job
+    assert 'pip install -e ".[test]"' in tests and "pytest" in tests
+    assert README.index(main_job) < 1500  # near the top
+
+
+def test_ci_runs_the_readme_test_command():
+    test_command = bash_blocks()[1].strip()
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert test_command in ci_lines
+
+
+def test_readme_api_example_runs():
+    code = re.search(r"## API in ten lines\n\n```python\n(.*?)```", README, re.S).group(1)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
