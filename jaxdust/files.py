@@ -15,6 +15,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     os.makedirs(directory, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; match a plain open()
         with os.fdopen(handle, "wb") as file:
             file.write(data)
             file.flush()

@@ -1,0 +1,179 @@
+"""Anytime search in JAX: a batched beam search with a pluggable scorer (CPU or GPU).
+
+Each click, every kept position is expanded by every cluster (one action per cluster), the
+children are scored, positions equal up to the mirror image ``x -> width - 1 - x`` are kept
+once, and the ``width`` best survive. The search stops at the first click that empties a
+board, which gives the shortest solution this beam can see.
+
+A *scorer* maps boards int8 ``[M, W, H]`` to float32 ``[M]``, lower is better (an estimate
+of the clicks left). ``heuristic_scorer`` is the hand-made one; a learned value network
+fits the same signature.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxdust import game
+from jaxdust.exact import HEURISTIC_WEIGHTS, REFERENCE_WEIGHTS
+
+Scorer = Callable[[jax.Array], jax.Array]
+
+
+def heuristic_features(board: jax.Array) -> jax.Array:
+    """``jaxdust.exact.FEATURES`` of one board: float32 ``[5]``.
+
+    Colours left, extra clusters (clusters - colours), whether no colour is a single
+    cluster, cells left, and the largest cluster's size.
+    """
+    width, height = board.shape
+    cells = width * height
+    labels = game.cluster_labels(board).reshape(-1)
+    flat = board.reshape(-1)
+    representative = labels == jnp.arange(cells)
+    per_colour = jnp.sum(
+        representative[None, :] & (flat[None, :] == jnp.arange(1, game.MAX_COLORS + 1)[:, None]),
+        axis=1,
+    )  # [9] clusters of each colour
+    colours = jnp.sum(per_colour > 0)
+    sizes = jnp.zeros(cells + 1, jnp.int32).at[labels].add(1, mode="drop")[:cells]
+    return jnp.stack([
+        colours,
+        jnp.sum(representative) - colours,
+        (colours > 0) & ~jnp.any(per_colour == 1),
+        jnp.sum(flat != 0),
+        jnp.max(sizes),
+    ]).astype(jnp.float32)
+
+
+def linear_scorer(weights) -> Scorer:
+    """A scorer ``weights . heuristic_features(board)`` over a batch of boards."""
+    weights = jnp.asarray(np.asarray(weights), jnp.float32)
+
+    def score(boards: jax.Array) -> jax.Array:
+        return jax.vmap(heuristic_features)(boards) @ weights
+
+    return score
+
+
+heuristic_scorer = linear_scorer(HEURISTIC_WEIGHTS)
+reference_scorer = linear_scorer(REFERENCE_WEIGHTS)  # the original beam search's score
+
+# Two independent 32-bit hashes of a board; collisions only merge two beam entries.
+_HASH_MULTIPLIERS = np.random.default_rng(20261121).integers(1, 2**32, size=(2, 1024), dtype=np.uint64)
+_HASH_MULTIPLIERS = (_HASH_MULTIPLIERS | 1).astype(np.uint32)
+
+
+def _hash_pair(board: jax.Array) -> jax.Array:
+    """uint32 ``[2]`` hash of one board."""
+    values = board.reshape(-1).astype(jnp.uint32) + jnp.uint32(1)
+    multipliers = jnp.asarray(_HASH_MULTIPLIERS[:, : values.shape[0]])
+    mixed = jnp.sum(values[None, :] * multipliers, axis=1, dtype=jnp.uint32)
+    mixed = (mixed ^ jnp.right_shift(mixed, 15)) * jnp.uint32(0x2C1B3C6D)
+    return mixed ^ jnp.right_shift(mixed, 12)
+
+
+def canonical_hash(board: jax.Array) -> jax.Array:
+    """uint32 ``[2]``, equal for a board and its mirror image (the smaller of the two)."""
+    direct, mirrored = _hash_pair(board), _hash_pair(board[::-1])
+    direct_first = (direct[0] < mirrored[0]) | ((direct[0] == mirrored[0]) & (direct[1] <= mirrored[1]))
+    return jnp.where(direct_first, direct, mirrored)
+
+
+class BeamResult(NamedTuple):
+    length: jax.Array  # int32 [], clicks of the solution found; -1 if none within max_clicks
+    actions: jax.Array  # int32 [max_clicks], flat actions x * height + y, -1 after the end
+
+
+class _BeamCarry(NamedTuple):
+    boards: jax.Array  # int8 [B, W, H]
+    alive: jax.Array  # bool [B]
+    history: jax.Array  # int32 [B, max_clicks]
+    depth: jax.Array  # int32 []
+    length: jax.Array  # int32 [], -1 until a board is cleared
+    solution: jax.Array  # int32 [max_clicks]
+
+
+@functools.partial(jax.jit, static_argnames=("width", "scorer", "max_children", "max_clicks"))
+def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_scorer,
+                max_children: int | None = None, max_clicks: int | None = None) -> BeamResult:
+    """Beam search from one board (int8 ``[W, H]``); ``jax.vmap`` it for several boards.
+
+    Args:
+      width: positions kept per click.
+      scorer: boards ``[M, W, H]`` -> ``[M]``, lower is better; a static argument, so pass
+        a module-level function or one object reused across calls.
+      max_children: clusters expanded per position (the first in cell order); default all
+        cells, which never drops one.
+      max_clicks: give up after this many clicks (default: cells on the board).
+    """
+    board_width, board_height = board.shape
+    cells = board_width * board_height
+    children = max_children or cells
+    max_clicks = max_clicks or cells
+    cell_index = jnp.arange(cells, dtype=jnp.int32)
+
+    def expand(position: jax.Array, alive: jax.Array):
+        """Children of one position: boards [K, W, H], actions [K], valid [K]."""
+        labels = game.cluster_labels(position).reshape(-1)
+        is_action = (labels == cell_index) & alive
+        key = jnp.where(is_action, cell_index, cells + cell_index)
+        actions = -jax.lax.top_k(-key, children)[0]  # the first ``children`` actions
+        valid = actions < cells
+        actions = jnp.where(valid, actions, 0)
+        masks = (labels[None, :] == actions[:, None]).reshape(children, board_width, board_height)
+        boards, _ = jax.vmap(game.remove_and_contract, in_axes=(None, 0))(position, masks)
+        return boards, actions, valid
+
+    def step(carry: _BeamCarry) -> _BeamCarry:
+        kids, actions, valid = jax.vmap(expand)(carry.boards, carry.alive)  # [B, K, ...]
+        kids = kids.reshape(-1, board_width, board_height)
+        actions, valid = actions.reshape(-1), valid.reshape(-1)
+        parents = jnp.repeat(jnp.arange(width), children)
+
+        cleared = valid & jax.vmap(game.is_done)(kids)
+        first = jnp.argmax(cleared)
+        finished = jnp.any(cleared)
+        solution = jnp.where(
+            finished, carry.history[parents[first]].at[carry.depth].set(actions[first]), carry.solution
+        )
+
+        scores = jnp.where(valid, scorer(kids), jnp.inf)
+        hashes = jax.vmap(canonical_hash)(kids)
+        order = jnp.lexsort((hashes[:, 1], hashes[:, 0], scores))
+        sorted_scores, sorted_hashes = scores[order], hashes[order]
+        repeat = jnp.concatenate([
+            jnp.array([False]),
+            (sorted_scores[1:] == sorted_scores[:-1]) & jnp.all(sorted_hashes[1:] == sorted_hashes[:-1], axis=1),
+        ])
+        sorted_scores = jnp.where(repeat, jnp.inf, sorted_scores)
+        ranked = jnp.argsort(sorted_scores, stable=True)[:width]
+        keep = order[ranked]
+        history = carry.history[parents[keep]].at[:, carry.depth].set(actions[keep])
+        return _BeamCarry(
+            boards=kids[keep],
+            alive=jnp.isfinite(sorted_scores[ranked]),
+            history=history,
+            depth=carry.depth + 1,
+            length=jnp.where(finished, carry.depth + 1, carry.length),
+            solution=solution,
+        )
+
+    def searching(carry: _BeamCarry) -> jax.Array:
+        return (carry.length < 0) & (carry.depth < max_clicks) & jnp.any(carry.alive)
+
+    start = _BeamCarry(
+        boards=jnp.zeros((width, board_width, board_height), board.dtype).at[0].set(board),
+        alive=jnp.zeros(width, bool).at[0].set(True),
+        history=jnp.full((width, max_clicks), -1, jnp.int32),
+        depth=jnp.int32(0),
+        length=jnp.where(game.is_done(board), 0, -1).astype(jnp.int32),
+        solution=jnp.full(max_clicks, -1, jnp.int32),
+    )
+    end = jax.lax.while_loop(searching, step, start)
+    return BeamResult(end.length, end.solution)

@@ -1,0 +1,490 @@
+"""Provably shortest solutions: IDA* on bitboards with a transposition table (numba).
+
+The search deepens a click budget ``t`` from an admissible lower bound. Each failed
+iteration proves that no solution of ``t`` clicks exists and raises the bound; the first
+iteration that finds a solution has found a shortest one.
+
+Lower bound of a position: the number of colours left, plus one when no colour is a
+single cluster (then the next click cannot finish a colour, so it leaves every colour on
+the board). A move that removes the last cells of its colour lowers the colour count;
+every other move leaves it, which prunes most moves before they are played when the budget
+is tight.
+
+The transposition table maps the canonical hash of a position (the smaller of its hash and
+its mirror image's, ``x -> width - 1 - x``) to a proven lower bound on the clicks it
+needs. 64-bit hashes make a wrong cut-off from a collision vanishingly unlikely
+(about 1e-19 per probe), not impossible.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numba
+import numpy as np
+
+from jaxdust.bitboard import (
+    ONE,
+    U64,
+    ZERO,
+    flood,
+    grow,
+    lowest_bit,
+    popcount,
+    reach_corner,
+    removal_reach,
+    remove_and_contract,
+)
+
+FOUND, EXHAUSTED, OUT_OF_TIME = 0, 1, 2
+_MIX_1 = U64(0xBF58476D1CE4E5B9)
+_MIX_2 = U64(0x94D049BB133111EB)
+_COLOUR_SALT = U64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(cache=True, inline="always")
+def _mix(value):
+    """splitmix64's finaliser: a bijection of uint64 with good avalanche."""
+    value = (value ^ (value >> U64(30))) * _MIX_1
+    value = (value ^ (value >> U64(27))) * _MIX_2
+    return value ^ (value >> U64(31))
+
+
+@numba.njit(cache=True)
+def _mirror(plane, geometry):
+    width, height = geometry.width, geometry.height
+    column_bits = (ONE << U64(height)) - ONE
+    mirrored = ZERO
+    for x in range(width):
+        column = (plane >> U64(x * height)) & column_bits
+        mirrored |= column << U64((width - 1 - x) * height)
+    return mirrored
+
+
+@numba.njit(cache=True)
+def canonical_hash(planes, geometry):
+    """Hash of a position, equal for a board and its mirror image."""
+    direct = ZERO
+    mirrored = ZERO
+    for c in range(planes.shape[0]):
+        salt = U64(c + 1) * _COLOUR_SALT
+        direct += _mix(planes[c] ^ salt)
+        mirrored += _mix(_mirror(planes[c], geometry) ^ salt)
+    return min(direct, mirrored)
+
+
+@numba.njit(cache=True)
+def single_cluster_colours(planes, geometry):
+    """Bit ``c`` set when colour ``c`` is present and forms one cluster."""
+    singles = 0
+    for c in range(planes.shape[0]):
+        plane = planes[c]
+        if plane and flood(lowest_bit(plane), plane, geometry) == plane:
+            singles |= 1 << c
+    return singles
+
+
+@numba.njit(cache=True)
+def count_colours(planes):
+    colours = 0
+    for c in range(planes.shape[0]):
+        if planes[c]:
+            colours += 1
+    return colours
+
+
+@numba.njit(cache=True, inline="always")
+def bound_from(colours, singles):
+    """Colours left, plus one when none of them is a single cluster."""
+    if colours == 0:
+        return 0
+    return colours if singles else colours + 1
+
+
+@numba.njit(cache=True)
+def lower_bound(planes, geometry):
+    """Admissible lower bound on the clicks a position needs (0 for an empty board)."""
+    return bound_from(count_colours(planes), single_cluster_colours(planes, geometry))
+
+
+@numba.njit(cache=True)
+def _child_singles(parent, child, parent_singles, geometry):
+    """``single_cluster_colours(child)``, re-flooding only colours whose cells moved."""
+    singles = 0
+    for c in range(child.shape[0]):
+        plane = child[c]
+        if plane == parent[c]:
+            singles |= parent_singles & (1 << c)
+        elif plane and flood(lowest_bit(plane), plane, geometry) == plane:
+            singles |= 1 << c
+    return singles
+
+
+@numba.njit(cache=True)
+def clusters(planes, geometry, masks, colours, group_start):
+    """Write every cluster's mask and colour index into ``masks``/``colours``, grouped by
+    colour (colour ``c``'s from ``group_start[c]`` to ``group_start[c + 1]``); return count."""
+    count = 0
+    for c in range(planes.shape[0]):
+        group_start[c] = count
+        rest = planes[c]
+        while rest:
+            cluster = flood(lowest_bit(rest), planes[c], geometry)
+            masks[count] = cluster
+            colours[count] = c
+            count += 1
+            rest &= ~cluster
+    group_start[planes.shape[0]] = count
+    return count
+
+
+@numba.njit(cache=True)
+def _order_moves(planes, masks, colours, count, finishes):
+    """Moves that finish a colour first, then larger clusters first (insertion sort)."""
+    keys = np.empty(count, np.int64)
+    for i in range(count):
+        finishes[i] = masks[i] == planes[colours[i]]
+        keys[i] = (0 if finishes[i] else 100) - popcount(masks[i])
+    for i in range(1, count):
+        j = i
+        while j > 0 and keys[j - 1] > keys[j]:
+            keys[j - 1], keys[j] = keys[j], keys[j - 1]
+            masks[j - 1], masks[j] = masks[j], masks[j - 1]
+            colours[j - 1], colours[j] = colours[j], colours[j - 1]
+            finishes[j - 1], finishes[j] = finishes[j], finishes[j - 1]
+            j -= 1
+
+
+@numba.njit(cache=True)
+def _table_bound(keys, bounds, key):
+    slot = key & U64(keys.shape[0] - 1)
+    return bounds[slot] if keys[slot] == key else 0
+
+
+@numba.njit(cache=True)
+def _table_store(keys, bounds, key, bound):
+    slot = key & U64(keys.shape[0] - 1)
+    if keys[slot] == key:
+        bounds[slot] = max(bounds[slot], bound)
+    else:
+        keys[slot] = key
+        bounds[slot] = bound
+
+
+@numba.njit(cache=True)
+def _now():
+    with numba.objmode(now="float64"):
+        now = time.perf_counter()
+    return now
+
+
+@numba.njit(cache=True)
+def _finishing_moves(planes, singles, masks, colours, finishes):
+    """At zero slack only moves that remove a whole colour can help: one per single colour."""
+    count = 0
+    for c in range(planes.shape[0]):
+        if singles & (1 << c):
+            masks[count] = planes[c]
+            colours[count] = c
+            finishes[count] = True
+            count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def _commutes_before(move, arrival, arrival_reach, arrival_grown, geometry):
+    """True when ``move`` (left half only) commutes with ``arrival`` (right half only),
+    the move that led here; the search then plays the pair left first only.
+
+    Each removal changes only cells within its reach, so when neither reach meets the
+    other cluster or its neighbours, both orders remove the same clusters and end on the
+    same board.
+    """
+    if move & geometry.half[1] or arrival & geometry.half[0]:
+        return False
+    return not (arrival_reach & grow(move, geometry) or removal_reach(move, geometry) & arrival_grown)
+
+
+@numba.njit(cache=True)
+def _sides_that_may_leave_single(groups, group_start, num_colours, geometry):
+    """Bit ``s`` set when some one-half removal in side ``s`` may leave a single colour.
+
+    A removal in one half moves and touches nothing beyond that half and the other
+    half's centre column, so a colour with a cluster wholly further out stays split.
+    """
+    sides = 0
+    for side in range(2):
+        beyond = geometry.beyond_touch[side]
+        for c in range(num_colours):
+            first, last = group_start[c], group_start[c + 1]
+            if first == last:
+                continue
+            reachable = True
+            for j in range(first, last):
+                if not (groups[j] & ~beyond):
+                    reachable = False
+                    break
+            if reachable:
+                sides |= 1 << side
+                break
+    return sides
+
+
+@numba.njit(cache=True)
+def _may_leave_single_colour(removed, colour, groups, group_start, planes, geometry):
+    """False only if removing cluster ``removed`` surely leaves no colour as one cluster.
+
+    A cluster that neither lies in nor touches the removal's reach keeps its neighbourhood,
+    so it stays a separate cluster: its colour cannot become a single cluster while it has
+    another cluster left. ``groups[group_start[c]:group_start[c + 1]]`` are colour ``c``'s
+    clusters. Assumes no colour is a single cluster now.
+    """
+    touched = grow(removal_reach(removed, geometry), geometry)
+    for c in range(planes.shape[0]):
+        first, last = group_start[c], group_start[c + 1]
+        if first == last:
+            continue
+        if c == colour and last - first == 2:
+            return True  # its other cluster is left on its own
+        isolated = False
+        for j in range(first, last):
+            if not (groups[j] & touched):
+                isolated = True
+                break
+        if not isolated:
+            return True
+    return False
+
+
+@numba.njit(cache=True)
+def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, path, prune=True,
+                   node_limit=0):
+    """Depth-first search for a solution of at most ``budget`` clicks.
+
+    Returns ``(status, nodes, length)``: ``FOUND`` with the clicks' cluster masks in
+    ``path[:length]``; ``EXHAUSTED`` when none exists (the table then holds the proof);
+    ``OUT_OF_TIME`` once ``time.perf_counter() > deadline`` (``deadline <= 0``: no limit) or
+    ``nodes`` reaches ``node_limit`` (``<= 0``: no limit); ``nodes`` counts positions
+    generated. ``prune=False`` turns off the single-colour
+    filter and the commuting-moves rule, leaving plain IDA* with the colour bound and the
+    table (the reference the benchmark compares against).
+    """
+    num_colours = root.shape[0]
+    max_moves = 64
+    depth_limit = budget + 1
+    boards = np.empty((depth_limit + 1, num_colours), np.uint64)
+    masks = np.empty((depth_limit + 1, max_moves), np.uint64)
+    colours = np.empty((depth_limit + 1, max_moves), np.int64)
+    finishes = np.empty((depth_limit + 1, max_moves), np.bool_)
+    move_count = np.zeros(depth_limit + 1, np.int64)
+    next_move = np.zeros(depth_limit + 1, np.int64)
+    colours_left = np.zeros(depth_limit + 1, np.int64)
+    singles = np.zeros(depth_limit + 1, np.int64)
+    hashes = np.zeros(depth_limit + 1, np.uint64)
+    groups = np.empty((depth_limit + 1, max_moves), np.uint64)  # clusters by colour
+    group_start = np.zeros((depth_limit + 1, num_colours + 1), np.int64)
+    # The filter's verdict for a one-half move depends only on its reach corner (and on
+    # whether its colour has two clusters): -1 unknown, else 0/1, per depth and corner.
+    arrivals = np.zeros(depth_limit + 1, np.uint64)  # the move that led to each depth
+    arrival_reach = np.zeros(depth_limit + 1, np.uint64)
+    arrival_grown = np.zeros(depth_limit + 1, np.uint64)
+    useful_sides = np.full(depth_limit + 1, -1, np.int64)  # see _sides_that_may_leave_single
+    corner_verdict = np.full((depth_limit + 1, 2 * geometry.width * geometry.height), -1, np.int8)
+
+    boards[0] = root
+    colours_left[0] = count_colours(root)
+    singles[0] = single_cluster_colours(root, geometry)
+    if bound_from(colours_left[0], singles[0]) > budget:
+        return EXHAUSTED, 0, 0
+    hashes[0] = canonical_hash(root, geometry)
+    if budget == colours_left[0]:
+        move_count[0] = _finishing_moves(root, singles[0], masks[0], colours[0], finishes[0])
+    else:
+        move_count[0] = clusters(root, geometry, masks[0], colours[0], group_start[0])
+        groups[0, : move_count[0]] = masks[0, : move_count[0]]
+        _order_moves(root, masks[0], colours[0], move_count[0], finishes[0])
+    nodes = 0
+    depth = 0
+    while depth >= 0:
+        remaining = budget - depth  # clicks still allowed from this node
+        index = next_move[depth]
+        if index == move_count[depth]:
+            _table_store(table_keys, table_bounds, hashes[depth], remaining + 1)
+            depth -= 1
+            continue
+        next_move[depth] = index + 1
+        finishing = finishes[depth, index]
+        child_colours = colours_left[depth] - (1 if finishing else 0)
+        if child_colours + 1 > remaining:
+            # Moves are sorted finishing-first: every later move also leaves too many colours.
+            if not finishing:
+                next_move[depth] = move_count[depth]
+            continue
+        parent = boards[depth]
+        move = masks[depth, index]
+        if prune and singles[depth] == 0 and remaining - 1 == child_colours:
+            # The child would need a single-cluster colour.
+            colour = colours[depth, index]
+            if group_start[depth, colour + 1] - group_start[depth, colour] != 2:
+                if useful_sides[depth] < 0:
+                    useful_sides[depth] = _sides_that_may_leave_single(
+                        groups[depth], group_start[depth], num_colours, geometry
+                    )
+                in_left = move & geometry.half[0] != 0
+                in_right = move & geometry.half[1] != 0
+                if in_left != in_right and not useful_sides[depth] & (1 if in_left else 2):
+                    continue
+                corner = -1
+                left_x, left_y = reach_corner(move, 0, geometry)
+                right_x, right_y = reach_corner(move, 1, geometry)
+                if left_x < 0:
+                    corner = right_x * geometry.height + right_y
+                elif right_x < 0:
+                    corner = left_x * geometry.height + left_y
+                verdict = corner_verdict[depth, corner] if corner >= 0 else -1
+                if verdict < 0:
+                    verdict = _may_leave_single_colour(
+                        move, colour, groups[depth], group_start[depth], parent, geometry
+                    )
+                    if corner >= 0:
+                        corner_verdict[depth, corner] = verdict
+                if not verdict:
+                    continue
+        if prune and depth > 0 and _commutes_before(
+            move, arrivals[depth], arrival_reach[depth], arrival_grown[depth], geometry
+        ):
+            continue  # the same position is reached with this move played first
+        child = boards[depth + 1]
+        child[:] = parent
+        remove_and_contract(child, move, geometry)
+        nodes += 1
+        if nodes == node_limit or ((nodes & 0xFFFF) == 0 and deadline > 0.0 and _now() > deadline):
+            return OUT_OF_TIME, nodes, 0
+        if child_colours == 0:
+            for d in range(depth + 1):
+                path[d] = masks[d, next_move[d] - 1]
+            return FOUND, nodes, depth + 1
+        child_singles = _child_singles(parent, child, singles[depth], geometry)
+        if bound_from(child_colours, child_singles) + 1 > remaining:
+            continue
+        key = canonical_hash(child, geometry)
+        if _table_bound(table_keys, table_bounds, key) + 1 > remaining:
+            continue
+        depth += 1
+        arrivals[depth] = move
+        if move & geometry.half[0] == 0:  # only right-half arrivals can commute with later moves
+            arrival_reach[depth] = removal_reach(move, geometry)
+            arrival_grown[depth] = grow(move, geometry)
+        hashes[depth] = key
+        colours_left[depth] = child_colours
+        singles[depth] = child_singles
+        if remaining - 1 == child_colours:
+            move_count[depth] = _finishing_moves(child, child_singles, masks[depth], colours[depth], finishes[depth])
+        else:
+            count = clusters(child, geometry, masks[depth], colours[depth], group_start[depth])
+            move_count[depth] = count
+            corner_verdict[depth, :] = -1
+            useful_sides[depth] = -1
+            groups[depth, :count] = masks[depth, :count]
+            if child_singles:
+                _order_moves(child, masks[depth], colours[depth], count, finishes[depth])
+            else:  # nothing can finish a colour, and order does not change a refutation
+                finishes[depth, :count] = False
+        next_move[depth] = 0
+    return EXHAUSTED, nodes, 0
+
+
+# The hand-made estimate of clicks left: weights over FEATURES, lower is better. Tuned by
+# coordinate descent on boards 200-399 of the eval set (benchmarks/tune_heuristic.py); the
+# original beam search's score is colours + 0.6 * extra clusters (REFERENCE_WEIGHTS).
+FEATURES = ("colours", "extra_clusters", "no_single_colour", "cells", "largest_cluster")
+HEURISTIC_WEIGHTS = np.array([1.0, 0.15, 0.35, 0.015, -0.045])
+REFERENCE_WEIGHTS = np.array([1.0, 0.6, 0.0, 0.0, 0.0])
+
+
+@numba.njit(cache=True)
+def heuristic_features(planes, geometry, masks, colours, group_start, out):
+    """Write FEATURES of a position into ``out`` (float64 [5]); scratch arrays as in clusters."""
+    num_clusters = clusters(planes, geometry, masks, colours, group_start)
+    num_colours = 0
+    has_single = False
+    cells = 0
+    for c in range(planes.shape[0]):
+        count = group_start[c + 1] - group_start[c]
+        if count:
+            num_colours += 1
+            has_single |= count == 1
+        cells += popcount(planes[c])
+    largest = 0
+    for j in range(num_clusters):
+        largest = max(largest, popcount(masks[j]))
+    out[0] = num_colours
+    out[1] = num_clusters - num_colours
+    out[2] = 1.0 if (num_colours and not has_single) else 0.0
+    out[3] = cells
+    out[4] = largest
+
+
+@numba.njit(cache=True)
+def beam_search(root, geometry, width, weights, path):
+    """A quick upper bound: keep the ``width`` best distinct positions per click, scored
+    by ``weights`` over FEATURES. Writes the clicks' cluster masks into ``path`` and
+    returns the solution length."""
+    num_colours = root.shape[0]
+    max_depth = geometry.width * geometry.height
+    capacity = width * 64
+    states = np.empty((width, num_colours), np.uint64)
+    states[0] = root
+    alive = 1
+    parents = np.empty((max_depth, width), np.int64)
+    moves = np.empty((max_depth, width), np.uint64)
+    candidates = np.empty((capacity, num_colours), np.uint64)
+    scores = np.empty(capacity, np.float64)
+    keys = np.empty(capacity, np.uint64)
+    candidate_parent = np.empty(capacity, np.int64)
+    candidate_move = np.empty(capacity, np.uint64)
+    masks = np.empty(64, np.uint64)
+    colours = np.empty(64, np.int64)
+    group_start = np.empty(num_colours + 1, np.int64)
+    scratch_masks = np.empty(64, np.uint64)
+    scratch_colours = np.empty(64, np.int64)
+    features = np.empty(len(FEATURES), np.float64)
+    for depth in range(max_depth):
+        count = 0
+        for i in range(alive):
+            moves_here = clusters(states[i], geometry, masks, colours, group_start)
+            for j in range(moves_here):
+                child = candidates[count]
+                child[:] = states[i]
+                remove_and_contract(child, masks[j], geometry)
+                if count_colours(child) == 0:
+                    path[depth] = masks[j]
+                    parent = i
+                    for d in range(depth - 1, -1, -1):
+                        path[d] = moves[d, parent]
+                        parent = parents[d, parent]
+                    return depth + 1
+                heuristic_features(child, geometry, scratch_masks, scratch_colours, group_start, features)
+                scores[count] = np.dot(weights, features)
+                keys[count] = canonical_hash(child, geometry)
+                candidate_parent[count] = i
+                candidate_move[count] = masks[j]
+                count += 1
+        # Distinct positions only (equal keys are adjacent once sorted by key), then the
+        # best scores first; the key order breaks ties, so the result is deterministic.
+        by_key = np.argsort(keys[:count], kind="mergesort")
+        distinct = np.ones(count, np.bool_)
+        for k in range(1, count):
+            distinct[k] = keys[by_key[k]] != keys[by_key[k - 1]]
+        unique = by_key[distinct]
+        order = unique[np.argsort(scores[unique], kind="mergesort")]
+        kept = 0
+        for position in order:
+            parents[depth, kept] = candidate_parent[position]
+            moves[depth, kept] = candidate_move[position]
+            states[kept] = candidates[position]
+            kept += 1
+            if kept == width:
+                break
+        alive = kept
+    return -1

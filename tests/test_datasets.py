@@ -1,0 +1,104 @@
+"""Data sets: labels agree with the rules and the solver, round trips, dedupe, resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import jaxdust
+from jaxdust import datasets
+from jaxdust.datasets import DatasetConfig, load_dataset, make_dataset
+from jaxdust.solve import solve
+from tests import reference as ref
+
+SMALL = DatasetConfig(width=6, height=4, colors=4, boards=24, seed=7, node_limit=20_000, shard_size=5)
+
+
+@pytest.fixture(scope="module")
+def small_set(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("small"))
+    make_dataset(directory, SMALL, jobs=1, progress=False)
+    return directory, load_dataset(directory)
+
+
+def test_samples_follow_the_rules_and_the_labels(small_set):
+    _, data = small_set
+    assert data.boards.dtype == np.int8 and data.boards.shape[1:] == (6, 4)
+    stored = {datasets.canonical_key(board): row for row, board in enumerate(data.boards)}
+    for index in np.unique(data.board_id):
+        rows = np.flatnonzero(data.board_id == index)
+        rows = rows[np.argsort(data.step[rows])]
+        board = datasets.source_board(SMALL, int(index))
+        for row in rows:
+            if data.step[row] == 0:
+                np.testing.assert_array_equal(data.boards[row], board)
+            x, y = np.argwhere(data.clicked[row])[0]
+            np.testing.assert_array_equal(data.clicked[row], ref.cluster_mask(data.boards[row], x, y))
+            after, _ = ref.click(data.boards[row], x, y)
+            later = rows[data.step[rows] == data.step[row] + 1]
+            if later.size:
+                np.testing.assert_array_equal(data.boards[later[0]], after)
+                assert data.cost_to_go[later[0]] == data.cost_to_go[row] - 1
+            elif data.cost_to_go[row] == 1:
+                assert ref.is_done(after)
+            else:  # the next position was kept once, under an earlier board
+                earlier = stored[datasets.canonical_key(after)]
+                assert data.board_id[earlier] < index
+
+
+def test_proven_labels_are_the_optimum(small_set):
+    _, data = small_set
+    assert data.proven.mean() > 0.5
+    rng = np.random.default_rng(0)
+    for row in rng.choice(np.flatnonzero(data.proven), size=15, replace=False):
+        assert solve(data.boards[row], colors=4).length == data.cost_to_go[row]
+    for row in np.flatnonzero(~data.proven)[:5]:
+        assert solve(data.boards[row], colors=4).length <= data.cost_to_go[row]
+
+
+def test_positions_are_unique_up_to_the_mirror(small_set):
+    _, data = small_set
+    keys = [datasets.canonical_key(board) for board in data.boards]
+    assert len(set(keys)) == len(keys)
+    # Late positions repeat across boards, so the filter did drop some.
+    total = sum(len(json.loads(line)["clicks"])
+                for line in open(os.path.join(small_set[0], "journal.jsonl")))
+    assert len(keys) < total
+
+
+def test_settings_must_match_an_existing_run(small_set):
+    with pytest.raises(ValueError, match="choose another --out"):
+        make_dataset(small_set[0], DatasetConfig(**{**SMALL.__dict__, "seed": 8}), progress=False)
+
+
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, small_set):
+    config = SMALL
+    directory = tmp_path / "killed"
+    command = [sys.executable, "-m", "jaxdust.datasets", "--out", str(directory), "--boards", str(config.boards),
+               "--size", "6x4x4", "--seed", str(config.seed), "--node-limit", str(config.node_limit),
+               "--shard-size", str(config.shard_size), "--jobs", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    journal = directory / "journal.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (journal.exists() and journal.read_text().count("\n") >= 8):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert journal.read_text().count("\n") < config.boards  # it really stopped part way
+    with open(journal, "a") as handle:
+        handle.write('{"index": 99, "cli')  # as if killed in the middle of a line
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    resumed, uninterrupted = load_dataset(str(directory)), small_set[1]
+    for field in datasets.Dataset._fields:
+        np.testing.assert_array_equal(getattr(resumed, field), getattr(uninterrupted, field), err_msg=field)
+
+
+def test_cli_rejects_boards_too_large_for_the_solver(capsys):
+    with pytest.raises(SystemExit):
+        datasets.main(["--out", "unused", "--size", "9x8x5"])
+    assert "at most 64 cells" in capsys.readouterr().err

@@ -1,0 +1,259 @@
+"""Bitboard rules, the exact solver, the original-post DFS and the JAX beam search."""
+
+import json
+import subprocess
+import sys
+from collections import deque
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jaxdust
+from jaxdust import beam, bitboard, exact
+from jaxdust.dfs import solve_dfs
+from jaxdust.solve import TranspositionTable, main as solve_main, solve
+from tests import reference as ref
+
+
+def brute_force_optimum(board: np.ndarray) -> int:
+    """Fewest clicks by breadth-first search over positions, using only the reference."""
+    start = ref.board_to_text(board)
+    width, height = board.shape
+    seen, frontier = {start}, deque([(board, 0)])
+    while frontier:
+        position, clicks = frontier.popleft()
+        if ref.is_done(position):
+            return clicks
+        for x, y in np.argwhere(ref.cluster_representatives(position)):
+            child, _ = ref.click(position, x, y)
+            text = ref.board_to_text(child)
+            if text not in seen:
+                seen.add(text)
+                frontier.append((child, clicks + 1))
+    raise AssertionError("unreachable: every board can be cleared")
+
+
+def planes_of(board, colors):
+    return bitboard.to_planes(np.asarray(board), colors)
+
+
+# ---------------------------------------------------------------------------------------
+# Bitboard rules
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(8, 6, 5), (5, 3, 3), (2, 1, 1), (8, 8, 4), (2, 32, 2), (9, 7, 9)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_bitboard_clicks_match_reference(size):
+    width, height, colors = size
+    geometry = bitboard.make_geometry(width, height)
+    rng = np.random.default_rng(sum(size))
+    transitions = 0
+    while transitions < 600:
+        board = ref.random_board(rng, width, height, colors)
+        while not ref.is_done(board):
+            x, y = np.argwhere(board != 0)[rng.integers(np.count_nonzero(board))]
+            planes = planes_of(board, colors)
+            seed = np.uint64(1 << int(x * height + y))
+            cluster = np.uint64(bitboard.flood(seed, planes[board[x, y] - 1], geometry))
+            np.testing.assert_array_equal(bitboard.to_board(np.array([cluster]), width, height) != 0,
+                                          ref.cluster_mask(board, x, y))
+            reach = int(bitboard.removal_reach(cluster, geometry))
+            bitboard.remove_and_contract(planes, cluster, geometry)
+            board_after, _ = ref.click(board, x, y)
+            np.testing.assert_array_equal(bitboard.to_board(planes, width, height), board_after)
+            # Everything that changed lies within the removal's reach.
+            for cell in np.flatnonzero((board_after != board).reshape(-1)):
+                assert (reach >> int(cell)) & 1
+            board, transitions = board_after, transitions + 1
+
+
+def test_bitboards_hold_at_most_64_cells():
+    with pytest.raises(ValueError, match="at most 64 cells"):
+        bitboard.make_geometry(9, 8)
+
+
+def test_canonical_hash_is_mirror_invariant():
+    rng = np.random.default_rng(0)
+    geometry = bitboard.make_geometry(8, 6)
+    for _ in range(20):
+        board = ref.contract(np.where(rng.random((8, 6)) < 0.3, 0, ref.random_board(rng, 8, 6, 5)))
+        assert exact.canonical_hash(planes_of(board, 5), geometry) == exact.canonical_hash(
+            planes_of(board[::-1], 5), geometry)
+
+
+# ---------------------------------------------------------------------------------------
+# Exact solver
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["optimal_6x6x5.txt", "optimal_8x4x5.txt"])
+def test_exact_solver_is_optimal_on_every_shared_board(boards_dir, name):
+    for record in jaxdust.read_board_file(boards_dir / name):
+        result = solve(record.board)
+        assert result.optimal and result.length == result.lower_bound == record.values[0], record.line
+        final, count = jaxdust.replay(record.board, result.clicks)
+        assert count == result.length and bool(jaxdust.is_done(final))
+
+
+@st.composite
+def small_boards(draw):
+    width, height = draw(st.sampled_from([(2, 2), (3, 3), (4, 3), (3, 4), (5, 2), (6, 2), (2, 5)]))
+    colors = draw(st.integers(1, 4))
+    cells = draw(st.lists(st.integers(1, colors), min_size=width * height, max_size=width * height))
+    holes = draw(st.lists(st.booleans(), min_size=width * height, max_size=width * height))
+    board = np.where(np.array(holes) & draw(st.booleans()), 0, cells).reshape(width, height)
+    return ref.contract(board.astype(np.int8)), colors
+
+
+@settings(max_examples=120)
+@given(small_boards())
+def test_bounds_and_solutions_against_brute_force(drawn):
+    board, colors = drawn
+    optimum = brute_force_optimum(board)
+    geometry = bitboard.make_geometry(*board.shape)
+    assert exact.lower_bound(planes_of(board, colors), geometry) <= optimum
+    if not board.any():
+        return
+    for prune in (True, False):
+        result = solve(board, colors=colors, prune=prune, table=TranspositionTable(12))
+        assert result.length == optimum and result.optimal
+        final, _ = jaxdust.replay(board, result.clicks)
+        assert bool(jaxdust.is_done(final))
+
+
+def test_pruning_keeps_the_optimum_on_larger_boards():
+    rng = np.random.default_rng(3)
+    for _ in range(8):
+        board = ref.random_board(rng, 6, 5, 4)
+        pruned = solve(board, table=TranspositionTable(18))
+        plain = solve(board, prune=False, beam_width=0, table=TranspositionTable(18))
+        assert pruned.length == plain.length and pruned.optimal and plain.optimal
+        assert pruned.nodes <= plain.nodes
+
+
+def test_time_limit_returns_the_best_solution_and_the_proven_bound(boards_dir):
+    hard = next(r for r in jaxdust.read_board_file(boards_dir / "eval_8x6x5.txt") if r.values[1] >= 13)
+    result = solve(hard.board, time_limit=0.2, table=TranspositionTable(16))
+    assert not result.optimal and result.lower_bound < result.length
+    assert result.seconds < 2.0
+    final, count = jaxdust.replay(hard.board, result.clicks)
+    assert count == result.length and bool(jaxdust.is_done(final))
+
+
+def test_shared_table_changes_work_not_answers(boards_dir):
+    record = jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")[5]
+    table = TranspositionTable(18)
+    first = solve(record.board, table=table)
+    second = solve(record.board, table=table)
+    assert first.clicks == second.clicks and second.nodes <= first.nodes
+
+
+def test_solver_rejects_bad_input():
+    with pytest.raises(ValueError, match="at most 64 cells"):
+        solve(np.ones((9, 8), int))
+    with pytest.raises(ValueError, match="colors=2"):
+        solve(np.full((2, 2), 3), colors=2)
+    assert solve(np.zeros((3, 2), int)).length == 0
+
+
+# ---------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------
+
+
+def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, capsys):
+    lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:6]
+    lines.insert(4, "1234x" + "1" * 27)
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "solutions.jsonl"
+    assert solve_main([str(source), "--out", str(out), "--jobs", "2"]) == 1
+    assert "line 5:" in capsys.readouterr().err
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["line"] for r in records] == [3, 4, 5, 6, 7]
+    assert "'x' at position 4" in records[2]["error"]
+    for record, line in zip([r for r in records if "error" not in r], [lines[2], lines[3], lines[5], lines[6]]):
+        assert record["optimal"] and record["length"] == int(line.split()[1])
+    # A torn last line is dropped and solved again; finished lines are not redone.
+    out.write_text(out.read_text()[:-20])
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1"]) == 0
+    again = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["line"] for r in again] == [3, 4, 5, 6, 7]
+
+
+def test_cli_reads_stdin():
+    board = "31332522144325534512113254533545"
+    result = subprocess.run(
+        [sys.executable, "-m", "jaxdust.solve", "-", "--width", "8", "--jobs", "1"],
+        input=board + "\n", capture_output=True, text=True, check=True,
+    )
+    record = json.loads(result.stdout)
+    assert record["board"] == board and record["length"] == 10 and record["optimal"]
+
+
+# ---------------------------------------------------------------------------------------
+# Baselines and anytime search
+# ---------------------------------------------------------------------------------------
+
+
+def test_original_depth_first_search_is_deterministic_with_a_node_budget(boards_dir):
+    record = jaxdust.read_board_file(boards_dir / "eval_8x6x5.txt")[0]
+    small = solve_dfs(record.board, time_limit=None, node_limit=2_000)
+    assert small == solve_dfs(record.board, time_limit=None, node_limit=2_000)
+    large = solve_dfs(record.board, time_limit=None, node_limit=200_000)
+    assert record.values[1] <= len(large) <= len(small)
+    for clicks in (small, large):
+        final, _ = jaxdust.replay(record.board, clicks)
+        assert bool(jaxdust.is_done(final))
+
+
+def test_heuristic_features_match_the_numba_ones():
+    rng = np.random.default_rng(5)
+    geometry = bitboard.make_geometry(8, 6)
+    masks, colours = np.empty(64, np.uint64), np.empty(64, np.int64)
+    groups, features = np.empty(6, np.int64), np.empty(5)
+    boards = []
+    for _ in range(40):
+        board = ref.random_board(rng, 8, 6, 5)
+        for _ in range(rng.integers(0, 12)):
+            if ref.is_done(board):
+                break
+            x, y = np.argwhere(board != 0)[rng.integers(np.count_nonzero(board))]
+            board, _ = ref.click(board, x, y)
+        boards.append(board)
+    jax_features = np.asarray(jax.jit(jax.vmap(beam.heuristic_features))(jnp.asarray(np.stack(boards))))
+    for board, got in zip(boards, jax_features):
+        exact.heuristic_features(planes_of(board, 5), geometry, masks, colours, groups, features)
+        np.testing.assert_allclose(got, features)
+
+
+def test_beam_search_solutions_replay_and_never_beat_the_optimum(boards_dir):
+    for record in jaxdust.read_board_file(boards_dir / "optimal_8x4x5.txt")[:6]:
+        result = beam.beam_search(record.board, width=32)
+        length = int(result.length)
+        actions = np.asarray(result.actions)
+        assert length >= record.values[0] and np.all(actions[length:] == -1)
+        final, count = jaxdust.replay(record.board, [(a // 4, a % 4) for a in actions[:length]])
+        assert count == length and bool(jaxdust.is_done(final))
+
+
+def test_wider_beams_are_no_worse_and_vmap_over_boards(boards_dir):
+    records = jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")[:8]
+    boards = jnp.stack([r.board for r in records])
+    narrow = jax.vmap(lambda b: beam.beam_search(b, width=4).length)(boards)
+    wide = jax.vmap(lambda b: beam.beam_search(b, width=64).length)(boards)
+    optimal = np.array([r.values[0] for r in records])
+    assert np.all(np.asarray(wide) >= optimal)
+    assert np.asarray(wide).sum() <= np.asarray(narrow).sum()
+    assert np.mean(np.asarray(wide) == optimal) >= 0.5
+
+
+def test_canonical_beam_hash_merges_mirror_images():
+    board = jnp.asarray(ref.random_board(np.random.default_rng(1), 8, 6, 5))
+    np.testing.assert_array_equal(beam.canonical_hash(board), beam.canonical_hash(board[::-1]))
+    assert not np.array_equal(beam.canonical_hash(board), beam.canonical_hash(jnp.roll(board, 1, axis=1)))
