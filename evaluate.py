@@ -2,6 +2,10 @@
 
     python evaluate.py                                  # baselines on data/boards/eval_8x6x5.txt
     python evaluate.py --agents random,largest --random 500 --seed 1 --size 6x6x5
+    python evaluate.py --agents largest,dfs,beam:500,solver:5 --limit 100
+
+Agents are ``name[:value]``: random, largest, dfs[:positions searched],
+beam[:width], solver[:seconds per board].
 
 The board set is a file in the ``data/boards`` format (the last number on a line is the best
 known length) or ``--random N`` boards drawn from ``--seed``. Prints a summary table and
@@ -23,7 +27,7 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxdust
-from jaxdust import baselines, evaluation, files, game
+from jaxdust import evaluation, files, game
 
 DEFAULT_BOARDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "boards", "eval_8x6x5.txt")
 
@@ -62,18 +66,26 @@ def main(argv=None) -> dict:
     parser.add_argument("--size", type=parse_size, default=game.GameConfig(), help="WxHxC for --random")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--agents", default="random,largest",
-                        help=f"comma-separated, from: {', '.join(baselines.POLICIES)}")
+                        help=f"comma-separated name[:value], from: {', '.join(evaluation.AGENTS)}")
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N boards")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes for the solvers")
     parser.add_argument("--max-clicks", type=int, default=None, help="click cap (default: cells on the board)")
     parser.add_argument("--chunk", type=int, default=256, help="boards played at once")
     parser.add_argument("--out", default="results/evaluate")
     args = parser.parse_args(argv)
 
     agents = [a.strip() for a in args.agents.split(",") if a.strip()]
-    unknown = [a for a in agents if a not in baselines.POLICIES]
-    if unknown:
-        parser.error(f"unknown agent(s) {', '.join(unknown)}; choose from {', '.join(baselines.POLICIES)}")
+    for agent in agents:
+        try:
+            evaluation.parse_agent(agent)
+        except ValueError as error:
+            parser.error(str(error))
 
     boards, best, description = load_board_set(args)
+    if args.limit:
+        boards = boards[: args.limit]
+        best = None if best is None else best[: args.limit]
+        description += f", first {len(boards)}"
     num_boards, width, height = boards.shape
     max_clicks = args.max_clicks or width * height
     print(f"{description}; backend {jax.default_backend()}")
@@ -83,28 +95,31 @@ def main(argv=None) -> dict:
         for index, name in enumerate(agents):
             bar.set_description(name)
             start = time.perf_counter()
-            played = evaluation.play_in_chunks(
-                boards, baselines.POLICIES[name], jax.random.key(args.seed + index), max_clicks,
-                min(args.chunk, num_boards), progress=bar.update,
+            played = evaluation.run_agent(
+                name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
+                chunk=args.chunk, jobs=args.jobs, progress=bar.update,
             )
             seconds = time.perf_counter() - start
-            summary = evaluation.summarize(played.clicks, played.cleared, best_known=best)
+            summary = evaluation.summarize(played["clicks"], played["cleared"], best_known=best)
             summary["seconds_per_board"] = seconds / num_boards
+            if "proven" in played:
+                summary["proven_optimal"] = float(np.mean(played["proven"]))
             results[name] = summary
-            per_board[name] = np.asarray(played.clicks)
+            per_board[name] = played["clicks"]
 
-    header = f"{'agent':<10} {'mean':>7} {'median':>7} {'std':>6}"
+    label = max(10, *(len(a) for a in agents))
+    header = f"{'agent':<{label}} {'mean':>7} {'median':>7} {'std':>6}"
     header += f" {'=best':>6} {'gap':>6}" if best is not None else ""
     header += f" {'uncleared':>9} {'ms/board':>9}"
     print("\n" + header)
     for name, s in results.items():
-        line = f"{name:<10} {s['mean']:>7.2f} {s['median']:>7.1f} {s['std']:>6.2f}"
+        line = f"{name:<{label}} {s['mean']:>7.2f} {s['median']:>7.1f} {s['std']:>6.2f}"
         if best is not None:
             line += f" {s['share_equal_best']:>6.1%} {s['mean_gap_to_best']:>6.2f}"
         line += f" {s['not_cleared']:>9d} {1e3 * s['seconds_per_board']:>9.3f}"
         print(line)
     if best is not None:
-        print(f"{'best known':<10} {best.mean():>7.2f} {np.median(best):>7.1f} {best.std():>6.2f}")
+        print(f"{'best known':<{label}} {best.mean():>7.2f} {np.median(best):>7.1f} {best.std():>6.2f}")
 
     report = {"boards": description, "backend": jax.default_backend(), "agents": results}
     files.atomic_write_json(os.path.join(args.out, "summary.json"), report)

@@ -116,3 +116,97 @@ def summarize(clicks, cleared, best_known=None, reference=None) -> dict:
     if reference is not None:
         summary["share_at_least_as_good_as_reference"] = float(np.mean(cleared & (clicks <= np.asarray(reference))))
     return summary
+
+
+# ---------------------------------------------------------------------------------------
+# Agents: policies, searches and solvers behind one interface
+# ---------------------------------------------------------------------------------------
+
+
+class Agent(NamedTuple):
+    description: str
+    parameter: str | None  # meaning of the value after ':' in "name:value"
+    default: float | None
+
+
+AGENTS = {
+    "random": Agent("clicks a random occupied cell", None, None),
+    "largest": Agent("clicks the largest cluster", None, None),
+    "dfs": Agent("the original post's depth-first search", "positions searched", 100_000),
+    "beam": Agent("JAX beam search, tuned hand-made scorer", "width", 200),
+    "solver": Agent("exact solver (numba IDA*)", "seconds per board", 10.0),
+}
+
+
+def parse_agent(text: str) -> tuple[str, float | None]:
+    """``"beam:500"`` -> ``("beam", 500.0)``; raises ValueError naming the problem."""
+    name, _, value = text.partition(":")
+    if name not in AGENTS:
+        raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENTS)}")
+    agent = AGENTS[name]
+    if not value:
+        return name, agent.default
+    if agent.parameter is None:
+        raise ValueError(f"agent {name!r} takes no parameter")
+    try:
+        return name, float(value)
+    except ValueError:
+        raise ValueError(f"agent {name}: {agent.parameter} must be a number, got {value!r}") from None
+
+
+def _solve_one(job) -> tuple[int, bool]:
+    """Length and proven flag of one board (runs in a worker process)."""
+    name, cells, parameter = job
+    if name == "dfs":
+        from jaxdust.dfs import solve_dfs
+
+        return len(solve_dfs(cells, time_limit=None, node_limit=int(parameter))), False
+    from jaxdust.solve import solve
+
+    result = solve(cells, time_limit=parameter)
+    return result.length, result.optimal
+
+
+def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = 256,
+              jobs: int = 1, progress=None) -> dict:
+    """Play or solve every board with agent ``text`` (``name[:value]``).
+
+    Returns numpy arrays ``clicks`` [N] and ``cleared`` [N], and ``proven`` [N] for the
+    exact solver (its length is the optimum).
+    """
+    import numpy as np
+
+    from jaxdust import baselines, beam
+
+    name, parameter = parse_agent(text)
+    boards = jnp.asarray(boards, game.BOARD_DTYPE)
+    count = boards.shape[0]
+    if name in baselines.POLICIES:
+        played = play_in_chunks(boards, baselines.POLICIES[name], key, max_clicks, min(chunk, count), progress)
+        return {"clicks": np.asarray(played.clicks), "cleared": np.asarray(played.cleared)}
+    if name == "beam":
+        lengths = []
+        for board in boards:
+            lengths.append(int(beam.beam_search(board, width=int(parameter)).length))
+            if progress is not None:
+                progress(1)
+        lengths = np.array(lengths)
+        return {"clicks": np.where(lengths < 0, max_clicks, lengths), "cleared": lengths >= 0}
+    import multiprocessing
+
+    cells = np.asarray(boards)
+    work = [(name, board, parameter) for board in cells]
+    results = []
+    if jobs > 1:
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            for result in pool.imap(_solve_one, work):
+                results.append(result)
+                if progress is not None:
+                    progress(1)
+    else:
+        for job in work:
+            results.append(_solve_one(job))
+            if progress is not None:
+                progress(1)
+    lengths = np.array([r[0] for r in results])
+    return {"clicks": lengths, "cleared": np.ones(count, bool), "proven": np.array([r[1] for r in results])}

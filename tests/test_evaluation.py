@@ -112,3 +112,18 @@ def test_evaluate_cli_names_a_malformed_line(tmp_path):
     board_file.write_text("# width=8 height=6\n" + "1" * 48 + " 1\n" + "1" * 40 + " 2\n")
     with pytest.raises(SystemExit, match=r"bad.txt:3: board text has 40 digits"):
         evaluate.main(["--boards", str(board_file)])
+
+
+def test_solver_agents_through_the_cli(tmp_path, boards_dir):
+    report = evaluate.main(["--boards", str(boards_dir / "optimal_8x4x5.txt"), "--limit", "6", "--jobs", "1",
+                            "--agents", "largest,dfs:5000,beam:16,solver:5", "--out", str(tmp_path)])
+    agents = report["agents"]
+    assert agents["solver:5"]["share_equal_best"] == 1.0 and agents["solver:5"]["proven_optimal"] == 1.0
+    assert agents["solver:5"]["mean"] <= agents["beam:16"]["mean"] <= agents["largest"]["mean"]
+    assert agents["solver:5"]["mean"] <= agents["dfs:5000"]["mean"]
+
+
+@pytest.mark.parametrize("text, message", [("beam:wide", "width must be a number"), ("largest:3", "takes no parameter")])
+def test_agent_parameters_are_checked(text, message):
+    with pytest.raises(ValueError, match=message):
+        evaluation.parse_agent(text)
