@@ -5,9 +5,10 @@ children are scored, positions equal up to the mirror image ``x -> width - 1 - x
 once, and the ``width`` best survive. The search stops at the first click that empties a
 board, which gives the shortest solution this beam can see.
 
-A *scorer* maps boards int8 ``[M, W, H]`` to float32 ``[M]``, lower is better (an estimate
-of the clicks left). ``heuristic_scorer`` is the hand-made one; a learned value network
-fits the same signature.
+A *scorer* is ``scorer(boards, params)``: int8 boards ``[M, W, H]`` and its parameters
+(a pytree, or None) to float32 ``[M]``, lower is better (an estimate of the clicks left).
+``heuristic_scorer`` is the hand-made one; learned networks fit the same signature
+(``jaxdust.learned``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from jaxdust import game
 from jaxdust.exact import HEURISTIC_WEIGHTS, REFERENCE_WEIGHTS
 
-Scorer = Callable[[jax.Array], jax.Array]
+Scorer = Callable[[jax.Array, object], jax.Array]
 
 
 def heuristic_features(board: jax.Array) -> jax.Array:
@@ -55,7 +56,7 @@ def linear_scorer(weights) -> Scorer:
     """A scorer ``weights . heuristic_features(board)`` over a batch of boards."""
     weights = jnp.asarray(np.asarray(weights), jnp.float32)
 
-    def score(boards: jax.Array) -> jax.Array:
+    def score(boards: jax.Array, params=None) -> jax.Array:
         return jax.vmap(heuristic_features)(boards) @ weights
 
     return score
@@ -101,16 +102,18 @@ class _BeamCarry(NamedTuple):
 
 @functools.partial(jax.jit, static_argnames=("width", "scorer", "max_children", "max_clicks"))
 def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_scorer,
-                max_children: int | None = None, max_clicks: int | None = None) -> BeamResult:
+                max_children: int | None = None, max_clicks: int | None = None,
+                params=None) -> BeamResult:
     """Beam search from one board (int8 ``[W, H]``); ``jax.vmap`` it for several boards.
 
     Args:
       width: positions kept per click.
-      scorer: boards ``[M, W, H]`` -> ``[M]``, lower is better; a static argument, so pass
-        a module-level function or one object reused across calls.
+      scorer: ``scorer(boards [M, W, H], params) -> [M]``, lower is better; a static
+        argument, so pass a module-level function or one object reused across calls.
       max_children: clusters expanded per position (the first in cell order); default all
         cells, which never drops one.
       max_clicks: give up after this many clicks (default: cells on the board).
+      params: the scorer's parameters (traced, so new weights need no recompilation).
     """
     board_width, board_height = board.shape
     cells = board_width * board_height
@@ -143,7 +146,7 @@ def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_
             finished, carry.history[parents[first]].at[carry.depth].set(actions[first]), carry.solution
         )
 
-        scores = jnp.where(valid, scorer(kids), jnp.inf)
+        scores = jnp.where(valid, scorer(kids, params), jnp.inf)
         hashes = jax.vmap(canonical_hash)(kids)
         order = jnp.lexsort((hashes[:, 1], hashes[:, 0], scores))
         sorted_scores, sorted_hashes = scores[order], hashes[order]

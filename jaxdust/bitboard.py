@@ -34,6 +34,7 @@ class Geometry(NamedTuple):
     row_half: np.ndarray  # uint64 [2, H], row y of the left (0) or right (1) half
     packed: np.ndarray  # uint64 [2, H, W + 1], n cells of that half-row against the centre
     reach: np.ndarray  # uint64 [W, H], cells a removal at column x, lowest row y can move
+    outward_row: np.ndarray  # uint64 [W, H], row y from column x outward, within x's half
     half: np.ndarray  # uint64 [2], the cells of the left and the right half
     beyond_touch: np.ndarray  # uint64 [2], cells no removal in that half can move or touch
 
@@ -63,9 +64,14 @@ def make_geometry(width: int, height: int) -> Geometry:
         outward = range(0, x + 1) if x < half else range(x, width)
         for y in range(height):
             reach[x, y] = sum(1 << (ox * height + oy) for ox in outward for oy in range(y, height))
+    outward_row = np.zeros((width, height), np.uint64)
+    for x in range(width):
+        outward = range(0, x + 1) if x < half else range(x, width)
+        for y in range(height):
+            outward_row[x, y] = sum(1 << (ox * height + y) for ox in outward)
     return Geometry(
         width, height, U64(full), U64(full & ~row[0]), U64(full & ~row[height - 1]),
-        column, row_half, packed, reach,
+        column, row_half, packed, reach, outward_row,
         np.array([left_cells, full & ~left_cells], np.uint64),
         np.array([sum(int(column[x]) for x in range(half + 1, width)),
                   sum(int(column[x]) for x in range(0, half - 1))], np.uint64),
@@ -144,36 +150,25 @@ def grow(cells, geometry):
 
 
 @numba.njit(cache=True)
-def reach_corner(removed, side, geometry):
-    """``(x, y)`` of the reach rectangle of ``removed`` in ``side`` (0 left, 1 right):
-    its innermost column and lowest row there; ``(-1, -1)`` if it has no cell there."""
-    side_cells = removed & geometry.half[side]
-    if not side_cells:
-        return -1, -1
-    half = geometry.width // 2
-    inner_x = half - 1 if side == 0 else half
-    step = -1 if side == 0 else 1
-    while not side_cells & geometry.column[inner_x]:
-        inner_x += step
-    lowest_y = 0
-    while not side_cells & geometry.row_half[side, lowest_y]:
-        lowest_y += 1
-    return inner_x, lowest_y
+def removal_reach(removed, occupied, geometry):
+    """Cells whose content may change when ``removed`` is cleared from a settled board
+    with cells ``occupied`` and the board contracts.
 
-
-@numba.njit(cache=True)
-def removal_reach(removed, geometry):
-    """Cells whose content may change when ``removed`` is cleared and the board contracts.
-
-    Per touched half: the rectangle from the removal's innermost column outward and from
-    its lowest row up (gravity moves only cells above a gap in the gap's column; a row
-    slide only cells outward of a gap).
+    Gravity moves only cells above the lowest removed cell of a column; a column of height
+    ``h`` that loses ``k`` cells opens gaps in rows ``h - k .. h - 1`` only, and a row slide
+    moves only cells outward of its gap.
     """
+    height = geometry.height
     reach = ZERO
-    for side in range(2):
-        inner_x, lowest_y = reach_corner(removed, side, geometry)
-        if inner_x >= 0:
-            reach |= geometry.reach[inner_x, lowest_y]
+    for x in range(geometry.width):
+        column = geometry.column[x]
+        gone = removed & column
+        if not gone:
+            continue
+        reach |= column & ~(lowest_bit(gone) - ONE)
+        top = popcount(occupied & column)
+        for y in range(top - popcount(gone), top):
+            reach |= geometry.outward_row[x, y]
     return reach
 
 

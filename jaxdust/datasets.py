@@ -2,10 +2,14 @@
 
 Every sample holds the position (int8 ``[W, H]``), the cluster clicked there (bool
 ``[W, H]``), the clicks left along the solution (its cost-to-go) and whether that label is
-proven optimal. Boards are solved exactly where a node budget allows; otherwise the best
-solution found stands. Each later position along it is solved again, a shorter tail
-replaces the old one, and a label counts as proven when it equals that position's proven
-lower bound (a tail of a shortest solution is itself shortest).
+proven optimal. Two labellers:
+
+- ``exact``: boards are solved exactly where a node budget allows; otherwise the best
+  solution found stands. Each later position along it is solved again, a shorter tail
+  replaces the old one, and a label counts as proven when it equals that position's proven
+  lower bound (a tail of a shortest solution is itself shortest). About a second a board.
+- ``beam``: the numba beam search of ``beam_width`` (a few milliseconds a board, within
+  about a click of the optimum at width 32); labels are upper bounds, never proven.
 
 A run is deterministic for its settings: boards come from ``(seed, index)``, searches use
 node budgets and a fresh table per board. It appends each solved board to
@@ -42,8 +46,14 @@ class DatasetConfig:
     colors: int = 5
     boards: int = 500
     seed: int = 0
-    node_limit: int = 300_000  # per search: about 0.1 to 0.3 s on one core for 8x6
+    labeller: str = "exact"  # "exact" or "beam"
+    node_limit: int = 300_000  # exact: per search, about 0.1 to 0.3 s on one core for 8x6
+    beam_width: int = 32  # beam: positions kept per click
     shard_size: int = 50  # boards per shard
+
+    def __post_init__(self):
+        if self.labeller not in ("exact", "beam"):
+            raise ValueError(f"labeller must be 'exact' or 'beam', got {self.labeller!r}")
 
 
 class Dataset(NamedTuple):
@@ -79,9 +89,24 @@ def click_with_mask(board: np.ndarray, x: int, y: int, colors: int) -> tuple[np.
     return bitboard.to_board(planes, width, height), mask
 
 
+def _beam_labels(config: DatasetConfig, board: np.ndarray) -> dict:
+    from jaxdust import exact
+    from jaxdust.solve import _clicks
+
+    geometry = bitboard.make_geometry(config.width, config.height)
+    path = np.zeros(config.width * config.height, np.uint64)
+    length = exact.beam_search(bitboard.to_planes(board, config.colors), geometry, config.beam_width,
+                               exact.HEURISTIC_WEIGHTS, path)
+    return {"clicks": [[int(x), int(y)] for x, y in _clicks(path, length, config.height)],
+            "proven": [False] * length}
+
+
 def label_board(config: DatasetConfig, index: int) -> dict:
     """Solve board ``index`` and label every position along the final solution."""
     from jaxdust.solve import TranspositionTable, solve
+
+    if config.labeller == "beam":
+        return {"index": index, **_beam_labels(config, source_board(config, index))}
 
     table = TranspositionTable(20)  # fresh per board, shared by its positions
 
@@ -260,7 +285,9 @@ def main(argv=None) -> int:
     parser.add_argument("--boards", type=int, default=defaults.boards)
     parser.add_argument("--size", default=f"{defaults.width}x{defaults.height}x{defaults.colors}", help="WxHxC")
     parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--node-limit", type=int, default=defaults.node_limit, help="per search")
+    parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller)
+    parser.add_argument("--node-limit", type=int, default=defaults.node_limit, help="exact: per search")
+    parser.add_argument("--beam-width", type=int, default=defaults.beam_width, help="beam: width")
     parser.add_argument("--shard-size", type=int, default=defaults.shard_size)
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
     args = parser.parse_args(argv)
@@ -270,7 +297,8 @@ def main(argv=None) -> int:
         parser.error(f"--size must look like 8x6x5, got {args.size!r}")
     if width * height > bitboard.MAX_CELLS:
         parser.error(f"--size {args.size}: the solver handles at most {bitboard.MAX_CELLS} cells")
-    config = DatasetConfig(width, height, colors, args.boards, args.seed, args.node_limit, args.shard_size)
+    config = DatasetConfig(width, height, colors, args.boards, args.seed, args.labeller, args.node_limit,
+                           args.beam_width, args.shard_size)
     try:
         make_dataset(args.out, config, jobs=args.jobs)
     except ValueError as error:

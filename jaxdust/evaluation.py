@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from jaxdust import game
 
-Policy = Callable[[jax.Array, jax.Array], jax.Array]
+Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, params) -> action
 
 
 class PlayResult(NamedTuple):
@@ -28,16 +28,18 @@ class _PlayCarry(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("policy", "max_clicks"))
-def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: int) -> PlayResult:
+def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: int,
+                params=None) -> PlayResult:
     """Play every board with ``policy`` until it is empty or ``max_clicks`` clicks were made.
 
     Args:
       boards: int8 ``[N, W, H]``.
-      policy: ``policy(key, board) -> action``, see ``jaxdust.baselines``; a hashable
-        (module-level or ``functools.partial``) function, since it is a static argument.
+      policy: ``policy(key, board, params) -> action``, see ``jaxdust.baselines``; a
+        hashable object (e.g. a module-level function), since it is a static argument.
       key: PRNG key for stochastic policies.
       max_clicks: the click cap; stops games that never finish (e.g. a policy that keeps
         clicking empty cells).
+      params: the policy's parameters, passed to every call (traced, not baked in).
 
     Stops as soon as every game has ended, so the loop costs the longest game, not the cap.
     """
@@ -48,7 +50,9 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
 
     def one_click(carry: _PlayCarry) -> _PlayCarry:
         key, step_key = jax.random.split(carry.key)
-        actions = jax.vmap(policy)(jax.random.split(step_key, num_boards), carry.boards)
+        actions = jax.vmap(policy, in_axes=(0, 0, None))(
+            jax.random.split(step_key, num_boards), carry.boards, params
+        )
         playing = ~jax.vmap(game.is_done)(carry.boards)
         after, _ = jax.vmap(game.click_action)(carry.boards, actions)
         return _PlayCarry(
@@ -71,7 +75,7 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
 
 
 def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chunk: int,
-                   progress=None) -> PlayResult:
+                   progress=None, params=None) -> PlayResult:
     """``play_boards`` over ``chunk`` boards at a time (one compilation: the last chunk is
     padded with empty boards, which end at once). ``progress(n)`` is called per chunk."""
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
@@ -81,7 +85,7 @@ def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chun
         part = boards[start : start + chunk]
         padding = chunk - part.shape[0]
         part = jnp.concatenate([part, jnp.zeros((padding, *part.shape[1:]), part.dtype)])
-        result = play_boards(part, policy, jax.random.fold_in(key, index), max_clicks)
+        result = play_boards(part, policy, jax.random.fold_in(key, index), max_clicks, params)
         parts.append(jax.tree.map(lambda leaf: leaf[: chunk - padding], result))
         if progress is not None:
             progress(chunk - padding)

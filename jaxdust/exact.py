@@ -31,7 +31,7 @@ from jaxdust.bitboard import (
     grow,
     lowest_bit,
     popcount,
-    reach_corner,
+    occupied,
     removal_reach,
     remove_and_contract,
 )
@@ -192,17 +192,17 @@ def _finishing_moves(planes, singles, masks, colours, finishes):
 
 
 @numba.njit(cache=True)
-def _commutes_before(move, arrival, arrival_reach, arrival_grown, geometry):
-    """True when ``move`` (left half only) commutes with ``arrival`` (right half only),
-    the move that led here; the search then plays the pair left first only.
+def _commutes_before(move, move_reach, arrival, arrival_reach, arrival_grown, geometry):
+    """True when ``move`` commutes with ``arrival`` (the move that led here); the caller
+    plays such a pair only in cell order (lower lowest cell first).
 
-    Each removal changes only cells within its reach, so when neither reach meets the
-    other cluster or its neighbours, both orders remove the same clusters and end on the
-    same board.
+    Each removal changes only cells within its reach, so when the reaches are disjoint
+    and neither meets the other cluster or its neighbours, both orders remove the same
+    clusters and end on the same board.
     """
-    if move & geometry.half[1] or arrival & geometry.half[0]:
-        return False
-    return not (arrival_reach & grow(move, geometry) or removal_reach(move, geometry) & arrival_grown)
+    return not (
+        arrival_reach & (grow(move, geometry) | move_reach) or move_reach & arrival_grown
+    )
 
 
 @numba.njit(cache=True)
@@ -231,15 +231,15 @@ def _sides_that_may_leave_single(groups, group_start, num_colours, geometry):
 
 
 @numba.njit(cache=True)
-def _may_leave_single_colour(removed, colour, groups, group_start, planes, geometry):
-    """False only if removing cluster ``removed`` surely leaves no colour as one cluster.
+def _may_leave_single_colour(reach, colour, groups, group_start, planes, geometry):
+    """False only if a removal with this ``reach`` surely leaves no colour as one cluster.
 
-    A cluster that neither lies in nor touches the removal's reach keeps its neighbourhood,
-    so it stays a separate cluster: its colour cannot become a single cluster while it has
+    A cluster that neither lies in nor touches the reach keeps its neighbourhood, so it
+    stays a separate cluster: its colour cannot become a single cluster while it has
     another cluster left. ``groups[group_start[c]:group_start[c + 1]]`` are colour ``c``'s
     clusters. Assumes no colour is a single cluster now.
     """
-    touched = grow(removal_reach(removed, geometry), geometry)
+    touched = grow(reach, geometry)
     for c in range(planes.shape[0]):
         first, last = group_start[c], group_start[c + 1]
         if first == last:
@@ -283,13 +283,10 @@ def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, p
     hashes = np.zeros(depth_limit + 1, np.uint64)
     groups = np.empty((depth_limit + 1, max_moves), np.uint64)  # clusters by colour
     group_start = np.zeros((depth_limit + 1, num_colours + 1), np.int64)
-    # The filter's verdict for a one-half move depends only on its reach corner (and on
-    # whether its colour has two clusters): -1 unknown, else 0/1, per depth and corner.
     arrivals = np.zeros(depth_limit + 1, np.uint64)  # the move that led to each depth
     arrival_reach = np.zeros(depth_limit + 1, np.uint64)
     arrival_grown = np.zeros(depth_limit + 1, np.uint64)
     useful_sides = np.full(depth_limit + 1, -1, np.int64)  # see _sides_that_may_leave_single
-    corner_verdict = np.full((depth_limit + 1, 2 * geometry.width * geometry.height), -1, np.int8)
 
     boards[0] = root
     colours_left[0] = count_colours(root)
@@ -322,6 +319,8 @@ def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, p
             continue
         parent = boards[depth]
         move = masks[depth, index]
+        move_reach = ZERO
+        reach_known = False
         if prune and singles[depth] == 0 and remaining - 1 == child_colours:
             # The child would need a single-cluster colour.
             colour = colours[depth, index]
@@ -334,26 +333,17 @@ def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, p
                 in_right = move & geometry.half[1] != 0
                 if in_left != in_right and not useful_sides[depth] & (1 if in_left else 2):
                     continue
-                corner = -1
-                left_x, left_y = reach_corner(move, 0, geometry)
-                right_x, right_y = reach_corner(move, 1, geometry)
-                if left_x < 0:
-                    corner = right_x * geometry.height + right_y
-                elif right_x < 0:
-                    corner = left_x * geometry.height + left_y
-                verdict = corner_verdict[depth, corner] if corner >= 0 else -1
-                if verdict < 0:
-                    verdict = _may_leave_single_colour(
-                        move, colour, groups[depth], group_start[depth], parent, geometry
-                    )
-                    if corner >= 0:
-                        corner_verdict[depth, corner] = verdict
-                if not verdict:
+                move_reach, reach_known = removal_reach(move, occupied(parent), geometry), True
+                if not _may_leave_single_colour(
+                    move_reach, colour, groups[depth], group_start[depth], parent, geometry
+                ):
                     continue
-        if prune and depth > 0 and _commutes_before(
-            move, arrivals[depth], arrival_reach[depth], arrival_grown[depth], geometry
-        ):
-            continue  # the same position is reached with this move played first
+        if prune and depth > 0 and lowest_bit(move) < lowest_bit(arrivals[depth]):
+            if not reach_known:
+                move_reach, reach_known = removal_reach(move, occupied(parent), geometry), True
+            if _commutes_before(move, move_reach, arrivals[depth], arrival_reach[depth],
+                                arrival_grown[depth], geometry):
+                continue  # the same position is reached with this move played first
         child = boards[depth + 1]
         child[:] = parent
         remove_and_contract(child, move, geometry)
@@ -372,9 +362,8 @@ def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, p
             continue
         depth += 1
         arrivals[depth] = move
-        if move & geometry.half[0] == 0:  # only right-half arrivals can commute with later moves
-            arrival_reach[depth] = removal_reach(move, geometry)
-            arrival_grown[depth] = grow(move, geometry)
+        arrival_reach[depth] = move_reach if reach_known else removal_reach(move, occupied(parent), geometry)
+        arrival_grown[depth] = grow(move, geometry)
         hashes[depth] = key
         colours_left[depth] = child_colours
         singles[depth] = child_singles
@@ -383,7 +372,6 @@ def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, p
         else:
             count = clusters(child, geometry, masks[depth], colours[depth], group_start[depth])
             move_count[depth] = count
-            corner_verdict[depth, :] = -1
             useful_sides[depth] = -1
             groups[depth, :count] = masks[depth, :count]
             if child_singles:

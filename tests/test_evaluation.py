@@ -47,7 +47,7 @@ def test_random_play_is_seeded_and_never_wastes_clicks(eval_set):
     assert bool(first.cleared.all()) and int(first.clicks.max()) <= 48
 
 
-def clicks_bottom_left(key, board):
+def clicks_bottom_left(key, board, params=None):
     return jnp.int32(0)
 
 

@@ -62,7 +62,7 @@ def test_bitboard_clicks_match_reference(size):
             cluster = np.uint64(bitboard.flood(seed, planes[board[x, y] - 1], geometry))
             np.testing.assert_array_equal(bitboard.to_board(np.array([cluster]), width, height) != 0,
                                           ref.cluster_mask(board, x, y))
-            reach = int(bitboard.removal_reach(cluster, geometry))
+            reach = int(bitboard.removal_reach(cluster, np.uint64(bitboard.occupied(planes)), geometry))
             bitboard.remove_and_contract(planes, cluster, geometry)
             board_after, _ = ref.click(board, x, y)
             np.testing.assert_array_equal(bitboard.to_board(planes, width, height), board_after)

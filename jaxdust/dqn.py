@@ -1,0 +1,398 @@
+"""Deep Q-learning with the whole loop inside ``jit`` (PureJaxRL style).
+
+Thousands of games run in lockstep through ``DustEnv``; each iteration every game clicks
+once (epsilon-greedy over legal cells), the transitions enter a replay ring buffer of int8
+boards, and the Q-network takes ``updates_per_step`` gradient steps on sampled batches
+against a target network (Double DQN by default). Illegal clicks (empty cells) are
+masked in the greedy choice, in the bootstrap maximum and in exploration.
+
+Rewards default to the original post's (+10 clear, -1 click, -10 empty click). With -1
+per click and ``gamma = 1`` the return from a position with ``n`` clicks left is
+``10 - (n - 1)``, so ``11 - max_a Q`` estimates the clicks left: exactly the heuristic a
+search needs (``jaxdust.learned.QScorer``).
+
+``DQNConfig.original()`` reproduces the post's learner: 5 x 1500 network, 1000 games,
+no replay beyond the current batch, no target network, empty clicks allowed, a target
+that mixes the old value with ``r + 0.8 * mean_a Q(s', a)`` and epsilon adapted to about
+one random click per game.
+
+    init, run_chunk = make_dqn(config)
+    runner = init(key)
+    runner, metrics = run_chunk(runner)      # config.chunk_iterations iterations
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from flax.training.train_state import TrainState
+
+from jaxdust import env as dust_env
+from jaxdust import game, networks
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig:
+    width: int = 8
+    height: int = 6
+    colors: int = 5
+    hidden: tuple[int, ...] = networks.PRESETS["default"]
+    features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
+    num_envs: int = 256
+    total_steps: int = 2_000_000  # transitions, summed over all games
+    chunk_iterations: int = 500  # iterations per jitted call (checkpoints and evaluation between)
+    buffer_size: int = 131_072
+    batch_size: int = 512
+    updates_per_step: int = 1
+    learning_starts: int = 8_192
+    learning_rate: float = 5e-4
+    final_lr_fraction: float = 0.05
+    max_grad_norm: float = 10.0
+    gamma: float = 1.0
+    n_step: int = 1  # bootstrap after n clicks (cut at the end of a game)
+    target_mix: float = 1.0  # 1: standard target; the original mixed in the old Q value
+    double_dqn: bool = True
+    target_period: int = 500  # updates between target-network copies; 0: no target network
+    bootstrap: str = "max"  # "max" (Q-learning) or "mean" (the original post)
+    mask_actions: bool = True
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.01
+    epsilon_fraction: float = 0.2  # of the run spent decaying epsilon
+    adaptive_epsilon: bool = False  # the original: aim at random_moves_per_game
+    random_moves_per_game: float = 1.0
+    clear_reward: float = 10.0
+    click_reward: float = -1.0
+    empty_click_reward: float = -10.0
+    max_clicks: int = 100  # truncation of one game
+
+    def __post_init__(self):
+        if self.bootstrap not in ("max", "mean"):
+            raise ValueError(f"bootstrap must be 'max' or 'mean', got {self.bootstrap!r}")
+        if self.batch_size > self.buffer_size:
+            raise ValueError("batch_size cannot exceed buffer_size")
+        if self.n_step < 1:
+            raise ValueError(f"n_step must be >= 1, got {self.n_step}")
+        game.GameConfig(self.width, self.height, self.colors)  # validates the size
+
+    @classmethod
+    def original(cls, **overrides) -> "DQNConfig":
+        """The Deep Q-learning post's setup (see the module docstring)."""
+        settings = dict(
+            hidden=networks.PRESETS["original"], features=False, num_envs=1000, buffer_size=1000,
+            batch_size=1000, learning_starts=1000, learning_rate=1e-3, final_lr_fraction=1.0,
+            gamma=0.8, target_mix=0.9, double_dqn=False, target_period=0, bootstrap="mean",
+            mask_actions=False, adaptive_epsilon=True, epsilon_start=0.05,
+        )
+        return cls(**{**settings, **overrides})
+
+    @property
+    def iterations(self) -> int:
+        return max(1, self.total_steps // self.num_envs)
+
+    @property
+    def env(self) -> dust_env.DustEnv:
+        return dust_env.DustEnv(
+            game.GameConfig(self.width, self.height, self.colors),
+            dust_env.Rewards(self.clear_reward, self.click_reward, self.empty_click_reward),
+            max_clicks=self.max_clicks, auto_reset=True,
+        )
+
+    @property
+    def network(self) -> networks.QNetwork:
+        return networks.QNetwork(hidden=tuple(self.hidden), colors=self.colors, features=self.features)
+
+
+# ---------------------------------------------------------------------------------------
+# Replay: a ring buffer of int8 boards, entirely on the device
+# ---------------------------------------------------------------------------------------
+
+
+@struct.dataclass
+class Replay:
+    boards: jax.Array  # int8 [C, W, H]
+    actions: jax.Array  # int32 [C]
+    rewards: jax.Array  # float32 [C], n-step discounted reward
+    discounts: jax.Array  # float32 [C], bootstrap weight (gamma**k, 0 after a clear)
+    next_boards: jax.Array  # int8 [C, W, H]
+    position: jax.Array  # int32 [], next slot to write
+    size: jax.Array  # int32 [], filled slots
+
+
+def replay_init(capacity: int, width: int, height: int) -> Replay:
+    boards = jnp.zeros((capacity, width, height), game.BOARD_DTYPE)
+    return Replay(boards, jnp.zeros(capacity, jnp.int32), jnp.zeros(capacity, jnp.float32),
+                  jnp.zeros(capacity, jnp.float32), boards, jnp.int32(0), jnp.int32(0))
+
+
+def replay_add(replay: Replay, batch: "Batch", valid: jax.Array = True) -> Replay:
+    """Write a batch of transitions at the ring position (overwriting the oldest). With
+    ``valid`` False the slots are written but not counted, and are overwritten next."""
+    capacity = replay.actions.shape[0]
+    count = batch.actions.shape[0]
+    slots = (replay.position + jnp.arange(count)) % capacity
+    advance = jnp.where(valid, count, 0)
+    return Replay(
+        replay.boards.at[slots].set(batch.boards),
+        replay.actions.at[slots].set(batch.actions),
+        replay.rewards.at[slots].set(batch.rewards),
+        replay.discounts.at[slots].set(batch.discounts),
+        replay.next_boards.at[slots].set(batch.next_boards),
+        (replay.position + advance) % capacity,
+        jnp.minimum(replay.size + advance, capacity),
+    )
+
+
+class Batch(NamedTuple):
+    boards: jax.Array  # int8 [B, W, H]
+    actions: jax.Array  # int32 [B]
+    rewards: jax.Array  # float32 [B], discounted sum over the n clicks
+    discounts: jax.Array  # float32 [B], gamma**k times 0 if the game was cleared
+    next_boards: jax.Array  # int8 [B, W, H], the board to bootstrap from
+
+
+def replay_sample(replay: Replay, key: jax.Array, batch_size: int) -> Batch:
+    slots = jax.random.randint(key, (batch_size,), 0, jnp.maximum(replay.size, 1))
+    return Batch(replay.boards[slots], replay.actions[slots], replay.rewards[slots],
+                 replay.discounts[slots], replay.next_boards[slots])
+
+
+# ---------------------------------------------------------------------------------------
+# The learner
+# ---------------------------------------------------------------------------------------
+
+
+class Window(NamedTuple):
+    """The last ``n_step`` one-click transitions of every game, oldest first."""
+
+    step: Batch  # fields [n, E, ...]; discounts here are the env's (0 after a clear)
+    last: jax.Array  # bool [n, E], the click ended its game (clear or truncation)
+
+
+def window_push(window: Window, step: Batch, last: jax.Array) -> Window:
+    def roll(old, new):
+        return jnp.concatenate([old[1:], new[None]])
+
+    return Window(jax.tree.map(roll, window.step, step), roll(window.last, last))
+
+
+def n_step_transition(window: Window, gamma: float) -> Batch:
+    """Fold the window into one transition from its oldest position: rewards summed with
+    ``gamma`` until the game ended, bootstrapped from the board reached there."""
+    first = jax.tree.map(lambda a: a[0], window.step)
+    total = jnp.zeros_like(first.rewards)
+    weight = jnp.ones_like(first.rewards)  # gamma**k, zeroed after a clear
+    running = jnp.ones_like(window.last[0])
+    next_boards = first.next_boards
+    for k in range(window.last.shape[0]):
+        total = total + jnp.where(running, weight * window.step.rewards[k], 0.0)
+        weight = jnp.where(running, weight * gamma * window.step.discounts[k], weight)
+        next_boards = jnp.where(running[:, None, None], window.step.next_boards[k], next_boards)
+        running = running & ~window.last[k]
+    return Batch(first.boards, first.actions, total, weight, next_boards)
+
+
+@struct.dataclass
+class Runner:
+    train: TrainState  # Q-network parameters, optimiser state, update count (.step)
+    target_params: Any  # the target network's parameters
+    env_state: dust_env.State  # [num_envs] games in flight
+    window: Window  # the last n_step clicks of every game
+    replay: Replay
+    key: jax.Array
+    iteration: jax.Array  # int32 [], environment steps taken by every game
+    epsilon: jax.Array  # float32 [], current exploration rate (adaptive mode)
+
+
+class ChunkMetrics(NamedTuple):
+    loss: jax.Array  # float32 [], mean over the chunk's updates
+    q_mean: jax.Array  # float32 [], mean Q of the chosen clicks
+    episodes: jax.Array  # int32 [], games finished in the chunk
+    episode_clicks: jax.Array  # float32 [], mean clicks of those games
+    cleared: jax.Array  # float32 [], share of them that emptied the board
+    epsilon: jax.Array  # float32 [], at the chunk's end
+
+
+def legal_mask(boards: jax.Array, mask_actions: bool) -> jax.Array:
+    """bool ``[..., W * H]``: occupied cells, or every cell when masking is off."""
+    occupied = boards.reshape(*boards.shape[:-2], -1) != 0
+    return occupied if mask_actions else jnp.ones_like(occupied)
+
+
+def td_targets(config: DQNConfig, q_online_next, q_target_next, q_taken, batch: Batch) -> jax.Array:
+    """Bootstrapped targets for the taken actions: float32 ``[B]``.
+
+    ``target_mix`` < 1 blends in the current estimate, as the original post did.
+    """
+    mask = legal_mask(batch.next_boards, config.mask_actions)
+    if config.bootstrap == "mean":
+        count = jnp.maximum(jnp.sum(mask, axis=-1), 1)
+        next_value = jnp.sum(jnp.where(mask, q_target_next, 0.0), axis=-1) / count
+    elif config.double_dqn:
+        best = networks.masked_argmax(q_online_next, mask)
+        next_value = jnp.take_along_axis(q_target_next, best[:, None], axis=-1)[:, 0]
+        next_value = jnp.where(jnp.any(mask, axis=-1), next_value, 0.0)
+    else:
+        next_value = networks.masked_max(q_target_next, mask)
+    target = batch.rewards + batch.discounts * next_value
+    return config.target_mix * target + (1.0 - config.target_mix) * q_taken
+
+
+def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
+    """Games, their click windows and the replay buffer split over the mesh's ``data``
+    axis; parameters, optimiser state and counters replicated."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    def spec(path, leaf):
+        names = [getattr(p, "name", getattr(p, "key", "")) for p in path]
+        if not hasattr(leaf, "ndim") or leaf.ndim == 0:
+            return NamedSharding(mesh, P())
+        if names[0] in ("env_state",):
+            return NamedSharding(mesh, P("data"))
+        if names[0] == "window":
+            return NamedSharding(mesh, P(None, "data"))
+        if names[0] == "replay" and names[-1] not in ("position", "size"):
+            return NamedSharding(mesh, P("data"))
+        return NamedSharding(mesh, P())
+
+    return jax.tree_util.tree_map_with_path(spec, runner)
+
+
+def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
+    """``init(key) -> Runner`` and ``run_chunk(runner) -> (Runner, ChunkMetrics)``, both jitted.
+
+    With a ``mesh`` (axis ``data``), games and replay are split over its devices and the
+    parameters replicated; XLA inserts the gradient all-reduce (data parallelism).
+    """
+    env = config.env
+    network = config.network
+    schedule = optax.cosine_decay_schedule(
+        config.learning_rate, max(1, config.iterations * config.updates_per_step), alpha=config.final_lr_fraction
+    )
+    optimizer = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(schedule))
+
+    def init(key: jax.Array) -> Runner:
+        key, network_key, env_key = jax.random.split(key, 3)
+        dummy = jnp.zeros((1, config.width, config.height), game.BOARD_DTYPE)
+        params = network.init(network_key, dummy)
+        train = TrainState.create(apply_fn=network.apply, params=params, tx=optimizer)
+        env_state, _ = jax.vmap(env.reset)(jax.random.split(env_key, config.num_envs))
+        boards = jnp.zeros((config.n_step, config.num_envs, config.width, config.height), game.BOARD_DTYPE)
+        zeros = jnp.zeros((config.n_step, config.num_envs), jnp.float32)
+        window = Window(
+            Batch(boards, zeros.astype(jnp.int32), zeros, zeros, boards),
+            jnp.zeros((config.n_step, config.num_envs), bool),
+        )
+        return Runner(
+            train=train, target_params=params, env_state=env_state, window=window,
+            replay=replay_init(config.buffer_size, config.width, config.height),
+            key=key, iteration=jnp.int32(0), epsilon=jnp.float32(config.epsilon_start),
+        )
+
+    def scheduled_epsilon(iteration: jax.Array) -> jax.Array:
+        span = max(1.0, config.epsilon_fraction * config.iterations)
+        fraction = jnp.clip(iteration / span, 0.0, 1.0)
+        return config.epsilon_start + fraction * (config.epsilon_end - config.epsilon_start)
+
+    def loss_fn(params, target_params, batch: Batch):
+        q = network.apply(params, batch.boards)
+        q_taken = jnp.take_along_axis(q, batch.actions[:, None], axis=-1)[:, 0]
+        q_online_next = network.apply(params, batch.next_boards) if config.double_dqn else None
+        q_target_next = network.apply(target_params, batch.next_boards)
+        target = jax.lax.stop_gradient(td_targets(config, q_online_next, q_target_next, q_taken, batch))
+        return jnp.mean(optax.huber_loss(q_taken, target))
+
+    def learn(train: TrainState, target_params, replay: Replay, key: jax.Array):
+        def one_update(carry, update_key):
+            train, target_params = carry
+            batch = replay_sample(replay, update_key, config.batch_size)
+            target = train.params if config.target_period == 0 else target_params
+            loss, grads = jax.value_and_grad(loss_fn)(train.params, target, batch)
+            train = train.apply_gradients(grads=grads)
+            if config.target_period > 0:
+                copy = train.step % config.target_period == 0
+                target_params = jax.lax.cond(copy, lambda: train.params, lambda: target_params)
+            return (train, target_params), loss
+
+        (train, target_params), losses = jax.lax.scan(
+            one_update, (train, target_params), jax.random.split(key, config.updates_per_step)
+        )
+        return train, target_params, jnp.mean(losses)
+
+    def iteration(runner: Runner, _):
+        key, act_key, explore_key, learn_key = jax.random.split(runner.key, 4)
+        boards = runner.env_state.board
+        q = network.apply(runner.train.params, boards)
+        mask = legal_mask(boards, config.mask_actions)
+        greedy = networks.masked_argmax(q, mask)
+        random = jax.vmap(game.random_legal_action)(jax.random.split(act_key, config.num_envs), mask)
+        epsilon = runner.epsilon if config.adaptive_epsilon else scheduled_epsilon(runner.iteration)
+        explore = jax.random.uniform(explore_key, (config.num_envs,)) < epsilon
+        actions = jnp.where(explore, random, greedy)
+        env_state, timestep = jax.vmap(env.step)(runner.env_state, actions)
+        one_click = Batch(boards, actions, timestep.reward, timestep.discount, timestep.extras["next_board"])
+        window = window_push(runner.window, one_click, timestep.last())
+        replay = replay_add(runner.replay, n_step_transition(window, config.gamma),
+                            valid=runner.iteration >= config.n_step - 1)
+
+        ready = replay.size >= config.learning_starts
+        train, target_params, loss = jax.lax.cond(
+            ready,
+            lambda: learn(runner.train, runner.target_params, replay, learn_key),
+            lambda: (runner.train, runner.target_params, jnp.float32(0.0)),
+        )
+        finished = timestep.last()
+        clicks = timestep.extras["clicks"]
+        if config.adaptive_epsilon:
+            # Aim at random_moves_per_game: scale epsilon by the target over the random
+            # clicks a finished game saw (about epsilon * its length), smoothed.
+            games = jnp.sum(finished)
+            mean_length = jnp.sum(jnp.where(finished, clicks, 0)) / jnp.maximum(games, 1)
+            wanted = config.random_moves_per_game / jnp.maximum(mean_length, 1.0)
+            epsilon = jnp.where(games > 0, 0.9 * runner.epsilon + 0.1 * wanted, runner.epsilon)
+        step = (
+            loss,
+            jnp.mean(jnp.take_along_axis(q, actions[:, None], axis=-1)),
+            jnp.sum(finished),
+            jnp.sum(jnp.where(finished, clicks, 0)),
+            jnp.sum(finished & (timestep.discount == 0)),
+            ready,
+        )
+        runner = Runner(train, target_params, env_state, window, replay, key, runner.iteration + 1,
+                        jnp.float32(epsilon))
+        return runner, step
+
+    def run_chunk(runner: Runner) -> tuple[Runner, ChunkMetrics]:
+        runner, (loss, q_mean, episodes, clicks, cleared, ready) = jax.lax.scan(
+            iteration, runner, None, length=config.chunk_iterations
+        )
+        total = jnp.maximum(jnp.sum(episodes), 1)
+        updates = jnp.maximum(jnp.sum(ready), 1)
+        epsilon = runner.epsilon if config.adaptive_epsilon else scheduled_epsilon(runner.iteration)
+        return runner, ChunkMetrics(
+            loss=jnp.sum(loss) / updates, q_mean=jnp.mean(q_mean), episodes=jnp.sum(episodes),
+            episode_clicks=jnp.sum(clicks) / total, cleared=jnp.sum(cleared) / total,
+            epsilon=jnp.float32(epsilon),
+        )
+
+    if mesh is None:
+        return jax.jit(init), jax.jit(run_chunk)
+    shardings = runner_sharding(jax.eval_shape(init, jax.random.key(0)), mesh)
+    return (jax.jit(init, out_shardings=shardings),
+            jax.jit(run_chunk, in_shardings=(shardings,), out_shardings=(shardings, None)))
+
+
+def make_train(config: DQNConfig):
+    """PureJaxRL's shape: ``train(key) -> (Runner, ChunkMetrics per chunk)`` in one jit,
+    so ``jax.vmap(make_train(config))(keys)`` trains several seeds at once."""
+    init, run_chunk = make_dqn(config)
+    chunks = max(1, config.iterations // config.chunk_iterations)
+
+    def train(key: jax.Array):
+        return jax.lax.scan(lambda runner, _: run_chunk(runner), init(key), None, length=chunks)
+
+    return train

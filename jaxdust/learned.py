@@ -1,0 +1,69 @@
+"""Trained networks as policies (for ``evaluation.play_boards``) and scorers (for
+``beam.beam_search``). Each is a small frozen dataclass, hashable, so it can be a static
+argument; the parameters travel separately as ``params``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from jaxdust import networks
+
+
+@dataclasses.dataclass(frozen=True)
+class QGreedy:
+    """Click the legal cell with the highest Q value."""
+
+    hidden: tuple[int, ...]
+    colors: int
+    features: bool = False
+
+    def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
+        q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, board[None])[0]
+        return networks.masked_argmax(q, board.reshape(-1) != 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class QScorer:
+    """Clicks left from a Q-network: with rewards ``clear`` for the last click and ``click``
+    for every other, ``V = clear + (n - 1) * click``, so ``n = (V - clear) / click + 1``."""
+
+    hidden: tuple[int, ...]
+    colors: int
+    features: bool = False
+    clear_reward: float = 10.0
+    click_reward: float = -1.0
+
+    def __call__(self, boards: jax.Array, params) -> jax.Array:
+        q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, boards)
+        value = networks.masked_max(q, boards.reshape(boards.shape[0], -1) != 0)
+        clicks = (value - self.clear_reward) / self.click_reward + 1.0
+        return jnp.where(jnp.any(boards != 0, axis=(1, 2)), clicks, 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyGreedy:
+    """Click the legal cell with the highest policy logit (imitation network)."""
+
+    hidden: tuple[int, ...]
+    colors: int
+    features: bool = False
+
+    def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
+        logits, _ = networks.PolicyValueNetwork(self.hidden, self.colors, self.features).apply(params, board[None])
+        return networks.masked_argmax(logits[0], board.reshape(-1) != 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueScorer:
+    """The imitation network's cost-to-go head (0 for an empty board)."""
+
+    hidden: tuple[int, ...]
+    colors: int
+    features: bool = False
+
+    def __call__(self, boards: jax.Array, params) -> jax.Array:
+        _, cost = networks.PolicyValueNetwork(self.hidden, self.colors, self.features).apply(params, boards)
+        return jnp.where(jnp.any(boards != 0, axis=(1, 2)), cost, 0.0)

@@ -1,0 +1,127 @@
+"""Flax MLPs over boards: a Q-network and a policy/value network.
+
+Networks take int8 boards ``[..., W, H]`` and one-hot them inside (channel 0 = empty), so
+replay buffers and data sets stay int8. Outputs are per cell in the flat action order
+``x * height + y``.
+
+With ``features=True`` the input also carries facts an MLP finds hard to learn from cells
+alone but the rules give exactly: per cell, the size of its cluster, how many clusters
+its colour has and whether clicking it finishes that colour; per board, the beam
+search's hand-made features. The value head then predicts a correction to the tuned
+hand-made estimate (``exact.HEURISTIC_WEIGHTS``), so training starts from it.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxdust import game
+from jaxdust.exact import HEURISTIC_WEIGHTS
+
+PRESETS = {
+    "small": (256, 256),
+    "default": (512, 512, 512),
+    "original": (1500,) * 5,  # the Deep Q-learning post's 5 x 1500 ReLU layers
+}
+
+
+def encode(boards: jax.Array, colors: int) -> jax.Array:
+    """int8 boards ``[..., W, H]`` -> float32 ``[..., W * H * (colors + 1)]``."""
+    planes = jax.nn.one_hot(boards, colors + 1, dtype=jnp.float32)
+    return planes.reshape(*boards.shape[:-2], -1)
+
+
+def rule_features(board: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Exact facts about one board: per cell float32 ``[W * H, 3]`` (cluster size / 10,
+    clusters of its colour / 10, clicking it finishes its colour) and the board's
+    heuristic features float32 ``[5]`` (``exact.FEATURES``, unscaled)."""
+    from jaxdust.beam import heuristic_features
+
+    cells = board.shape[0] * board.shape[1]
+    flat = board.reshape(-1)
+    labels = game.cluster_labels(board).reshape(-1)
+    sizes = jnp.zeros(cells + 1, jnp.int32).at[labels].add(1, mode="drop")[:cells]
+    cell_size = jnp.where(labels >= 0, sizes[jnp.maximum(labels, 0)], 0)
+    representative = labels == jnp.arange(cells)
+    per_colour = jnp.zeros(game.MAX_COLORS + 1, jnp.int32).at[flat].add(representative)
+    colour_clusters = jnp.where(flat > 0, per_colour[flat], 0)
+    per_cell = jnp.stack([cell_size / 10.0, colour_clusters / 10.0, (colour_clusters == 1) & (flat > 0)], -1)
+    return per_cell.astype(jnp.float32), heuristic_features(board)
+
+
+_FEATURE_SCALE = np.array([0.2, 0.1, 1.0, 0.02, 0.1], np.float32)  # keeps inputs near [0, 1]
+
+
+def encode_with_features(boards: jax.Array, colors: int) -> tuple[jax.Array, jax.Array]:
+    """Network input ``[..., D]`` (one-hot cells, per-cell and board features) and the
+    hand-made estimate of clicks left ``[...]``."""
+    flat_boards = boards.reshape(-1, *boards.shape[-2:])
+    per_cell, board_features = jax.vmap(rule_features)(flat_boards)
+    prior = board_features @ jnp.asarray(HEURISTIC_WEIGHTS, jnp.float32)
+    inputs = jnp.concatenate([
+        encode(flat_boards, colors), per_cell.reshape(flat_boards.shape[0], -1), board_features * _FEATURE_SCALE,
+    ], axis=-1)
+    return inputs.reshape(*boards.shape[:-2], -1), prior.reshape(boards.shape[:-2])
+
+
+class MLP(nn.Module):
+    """ReLU layers with He initialisation, as the original post used."""
+
+    hidden: Sequence[int]
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        for size in self.hidden:
+            x = nn.relu(nn.Dense(size, kernel_init=nn.initializers.he_normal())(x))
+        return x
+
+
+class QNetwork(nn.Module):
+    """One value per cell: ``boards [..., W, H] -> [..., W * H]`` float32."""
+
+    hidden: Sequence[int]
+    colors: int
+    features: bool = False
+
+    @nn.compact
+    def __call__(self, boards: jax.Array) -> jax.Array:
+        cells = boards.shape[-2] * boards.shape[-1]
+        inputs = encode_with_features(boards, self.colors)[0] if self.features else encode(boards, self.colors)
+        return nn.Dense(cells, kernel_init=nn.initializers.lecun_normal())(MLP(self.hidden)(inputs))
+
+
+class PolicyValueNetwork(nn.Module):
+    """Shared torso, two heads: click logits per cell ``[..., W * H]`` (a sigmoid per cell
+    marks the cluster to click) and the cost-to-go ``[...]`` (clicks left)."""
+
+    hidden: Sequence[int]
+    colors: int
+    features: bool = False
+
+    @nn.compact
+    def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
+        cells = boards.shape[-2] * boards.shape[-1]
+        if self.features:
+            inputs, prior = encode_with_features(boards, self.colors)
+        else:
+            inputs, prior = encode(boards, self.colors), 0.0
+        torso = MLP(self.hidden)(inputs)
+        logits = nn.Dense(cells, name="policy")(torso)
+        correction = nn.Dense(1, name="value", kernel_init=nn.initializers.zeros)(torso)[..., 0]
+        return logits, prior + correction
+
+
+def masked_argmax(values: jax.Array, mask: jax.Array) -> jax.Array:
+    """Index of the largest value where ``mask`` is True: ``[..., N] -> [...]`` int32."""
+    return jnp.argmax(jnp.where(mask, values, -jnp.inf), axis=-1).astype(jnp.int32)
+
+
+def masked_max(values: jax.Array, mask: jax.Array) -> jax.Array:
+    """Largest value where ``mask`` is True, 0 where the mask is empty: ``[..., N] -> [...]``."""
+    best = jnp.max(jnp.where(mask, values, -jnp.inf), axis=-1)
+    return jnp.where(jnp.any(mask, axis=-1), best, 0.0)

@@ -1,0 +1,301 @@
+"""Networks, DQN and imitation maths, checkpoints, data parallelism and train.py runs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxdust
+from jaxdust import checkpoint, dqn, evaluation, exact, imitation, learned, networks
+from jaxdust.datasets import DatasetConfig, load_dataset, make_dataset
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = dict(num_envs=32, chunk_iterations=10, hidden=(32,), buffer_size=1024, batch_size=32,
+            learning_starts=64, features=False)
+
+
+def board(columns):
+    return jnp.asarray(columns, jnp.int8)
+
+
+# ---------------------------------------------------------------------------------------
+# Networks
+# ---------------------------------------------------------------------------------------
+
+
+def test_masked_argmax_and_max():
+    values = jnp.array([[3.0, 9.0, 5.0], [1.0, 2.0, 3.0]])
+    mask = jnp.array([[True, False, True], [False, False, False]])
+    np.testing.assert_array_equal(networks.masked_argmax(values, mask)[:1], [2])
+    np.testing.assert_array_equal(networks.masked_max(values, mask), [5.0, 0.0])
+
+
+def test_rule_features_by_hand():
+    # y=1: . 1 2 . / y=0: 2 1 3 2 : the 1s are one cluster of size 2 and finish colour 1.
+    per_cell, board_features = networks.rule_features(board([[2, 0], [1, 1], [3, 2], [2, 0]]))
+    np.testing.assert_allclose(per_cell[2], [0.2, 0.1, 1.0])  # cell (1, 0)
+    np.testing.assert_allclose(per_cell[0], [0.1, 0.3, 0.0])  # cell (0, 0): colour 2 has 3 clusters
+    np.testing.assert_allclose(per_cell[1], [0.0, 0.0, 0.0])  # empty
+    np.testing.assert_allclose(board_features, [3, 2, 0, 6, 2])
+
+
+def test_value_head_starts_at_the_hand_made_estimate():
+    network = networks.PolicyValueNetwork((16,), 5, features=True)
+    boards = jnp.stack([r.board for r in jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[:4]])
+    params = network.init(jax.random.key(0), boards)
+    _, value = network.apply(params, boards)
+    from jaxdust.beam import heuristic_features
+
+    expected = jax.vmap(heuristic_features)(boards) @ jnp.asarray(exact.HEURISTIC_WEIGHTS, jnp.float32)
+    np.testing.assert_allclose(value, expected, rtol=1e-6)
+
+
+def test_q_scorer_turns_values_into_clicks_left():
+    scorer = learned.QScorer((8,), 5)
+    network = networks.QNetwork((8,), 5)
+    boards = jnp.stack([board(np.full((8, 6), 1)), board(np.zeros((8, 6), int))])
+    params = network.init(jax.random.key(1), boards)
+    best = float(jnp.max(network.apply(params, boards[:1])))
+    np.testing.assert_allclose(scorer(boards, params), [(best - 10.0) / -1.0 + 1.0, 0.0], rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# DQN maths
+# ---------------------------------------------------------------------------------------
+
+
+def window_of(rewards, discounts, lasts):
+    n, games = len(rewards), len(rewards[0])
+    boards = jnp.arange(n * games, dtype=jnp.int8).reshape(n, games, 1, 1) * jnp.ones((1, 1, 2, 1), jnp.int8)
+    step = dqn.Batch(boards, jnp.zeros((n, games), jnp.int32), jnp.asarray(rewards, jnp.float32),
+                     jnp.asarray(discounts, jnp.float32), boards + 100)
+    return dqn.Window(step, jnp.asarray(lasts))
+
+
+def test_n_step_returns_by_hand():
+    # Game 0: three ordinary clicks. Game 1: cleared at the second click. Game 2: truncated first.
+    window = window_of(rewards=[[-1, -1, -1], [-1, 10, -1], [-1, -1, -1]],
+                       discounts=[[1, 1, 1], [1, 0, 1], [1, 1, 1]],
+                       lasts=[[False, False, True], [False, True, False], [False, False, False]])
+    folded = dqn.n_step_transition(window, gamma=0.5)
+    np.testing.assert_allclose(folded.rewards, [-1 - 0.5 - 0.25, -1 + 0.5 * 10, -1])
+    np.testing.assert_allclose(folded.discounts, [0.125, 0.0, 0.5])
+    # Bootstrap from the board after the last counted click (boards + 100 hold the index).
+    np.testing.assert_array_equal(folded.next_boards[:, 0, 0], [100 + 6, 100 + 4, 100 + 2])
+
+
+def test_td_targets_by_hand():
+    q_next_target = jnp.array([[1.0, 5.0, 3.0], [2.0, 2.0, 2.0]])
+    q_next_online = jnp.array([[0.0, 1.0, 9.0], [0.0, 0.0, 0.0]])
+    next_boards = jnp.array([[[1, 0, 1]], [[0, 0, 0]]], jnp.int8).reshape(2, 3, 1)
+    batch = dqn.Batch(next_boards, jnp.zeros(2, jnp.int32), jnp.array([-1.0, 10.0]), jnp.array([1.0, 0.0]), next_boards)
+    q_taken = jnp.array([4.0, 4.0])
+    plain = dqn.DQNConfig(double_dqn=False)
+    np.testing.assert_allclose(dqn.td_targets(plain, None, q_next_target, q_taken, batch), [-1 + 3, 10])
+    double = dqn.DQNConfig(double_dqn=True)  # online picks cell 2, the target values it
+    np.testing.assert_allclose(dqn.td_targets(double, q_next_online, q_next_target, q_taken, batch), [-1 + 3, 10])
+    mean = dqn.DQNConfig(bootstrap="mean", mask_actions=False, target_mix=0.9)
+    expected = 0.9 * np.array([-1 + 3.0, 10]) + 0.1 * 4.0
+    np.testing.assert_allclose(dqn.td_targets(mean, None, q_next_target, q_taken, batch), expected)
+
+
+def test_replay_ring_wraps_and_gates():
+    replay = dqn.replay_init(5, 1, 1)
+
+    def batch(start):
+        ids = jnp.arange(start, start + 3)
+        boards = ids.astype(jnp.int8).reshape(3, 1, 1)
+        return dqn.Batch(boards, ids.astype(jnp.int32), ids.astype(jnp.float32), jnp.ones(3), boards)
+
+    replay = dqn.replay_add(replay, batch(0), valid=False)
+    assert int(replay.size) == 0 and int(replay.position) == 0
+    replay = dqn.replay_add(dqn.replay_add(replay, batch(0)), batch(3))
+    assert int(replay.size) == 5 and int(replay.position) == 1
+    np.testing.assert_array_equal(replay.actions, [5, 1, 2, 3, 4])  # 5 overwrote the oldest
+
+
+def test_original_preset_reproduces_the_post():
+    config = dqn.DQNConfig.original()
+    assert config.hidden == (1500,) * 5 and config.num_envs == 1000 and config.gamma == 0.8
+    assert config.bootstrap == "mean" and not config.mask_actions and config.adaptive_epsilon
+    assert config.target_period == 0 and config.buffer_size == config.batch_size == 1000
+
+
+def test_make_train_is_seeded_and_vmaps_over_seeds():
+    config = dqn.DQNConfig(total_steps=32 * 20, **TINY)
+    train = jax.jit(jax.vmap(dqn.make_train(config)))
+    runners, metrics = train(jax.random.split(jax.random.key(0), 2))
+    again, _ = train(jax.random.split(jax.random.key(0), 2))
+    first = jax.tree.leaves(runners.train.params)[0]
+    np.testing.assert_array_equal(first, jax.tree.leaves(again.train.params)[0])
+    assert not np.array_equal(first[0], first[1])  # the two seeds learn differently
+    assert metrics.loss.shape == (2, 2) and np.all(np.isfinite(np.asarray(metrics.loss)))
+
+
+def test_dqn_learns_to_beat_random_play():
+    config = dqn.DQNConfig(num_envs=128, total_steps=128 * 1200, chunk_iterations=1200, hidden=(128, 128),
+                           buffer_size=32768, batch_size=128, learning_starts=2048, n_step=5, target_period=200)
+    init, run_chunk = dqn.make_dqn(config)
+    runner, _ = run_chunk(init(jax.random.key(0)))
+    boards = jnp.stack([r.board for r in jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[:64]])
+    greedy = evaluation.play_boards(boards, learned.QGreedy((128, 128), 5, True), jax.random.key(0), 96,
+                                    runner.train.params)
+    from jaxdust import baselines
+
+    random = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(0), 96)
+    assert bool(greedy.cleared.all())
+    assert float(np.mean(greedy.clicks)) < float(np.mean(random.clicks)) - 2.0
+
+
+# ---------------------------------------------------------------------------------------
+# Imitation
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def beam_data(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("beam"))
+    make_dataset(directory, DatasetConfig(boards=60, labeller="beam", beam_width=8, shard_size=30), progress=False)
+    return load_dataset(directory)
+
+
+def test_imitation_splits_by_board_and_mirrors(beam_data):
+    config = imitation.ImitationConfig(hidden=(32,), validation_share=0.2)
+    train, validation = imitation.split_dataset(beam_data, config)
+    held_out = np.unique(beam_data.board_id)[-12:]
+    assert validation.boards.shape[0] == np.isin(beam_data.board_id, held_out).sum()
+    assert train.boards.shape[0] == 2 * (len(beam_data.boards) - validation.boards.shape[0])
+
+
+def test_imitation_loss_falls(beam_data):
+    config = imitation.ImitationConfig(hidden=(64,), epochs=8, batch_size=64)
+    init, run_epoch, _ = imitation.make_imitation(config, beam_data)
+    state = init(jax.random.key(0))
+    losses = []
+    for epoch in range(8):
+        state, metrics = run_epoch(state, jax.random.key(epoch))
+        losses.append(float(metrics.policy_loss))
+    assert losses[-1] < 0.8 * losses[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Checkpoints
+# ---------------------------------------------------------------------------------------
+
+
+def test_checkpoints_round_trip_and_explain_failures(tmp_path):
+    config = dqn.DQNConfig(total_steps=32 * 20, **TINY)
+    init, run_chunk = dqn.make_dqn(config)
+    runner = init(jax.random.key(0))
+    saved = checkpoint.Checkpoints(str(tmp_path))
+    first, _ = run_chunk(runner)
+    second, _ = run_chunk(first)
+    saved.save(1, first, checkpoint.config_json(config))
+    saved.save(2, second, checkpoint.config_json(config))
+    step, restored = saved.restore(runner, checkpoint.config_json(config))
+    assert step == 2
+    np.testing.assert_array_equal(jax.random.key_data(restored.key), jax.random.key_data(second.key))
+    np.testing.assert_array_equal(restored.replay.boards, second.replay.boards)
+
+    other = checkpoint.config_json(dqn.DQNConfig(total_steps=32 * 20, **{**TINY, "hidden": (16,)}))
+    with pytest.raises(checkpoint.CheckpointError, match="another config.*hidden"):
+        saved.restore(runner, other)
+
+    for root, _, names in os.walk(tmp_path / "2"):  # damage every file of checkpoint 2
+        for name in names:
+            with open(os.path.join(root, name), "wb") as handle:
+                handle.write(b"\x00garbage")
+    with pytest.raises(checkpoint.CheckpointError, match=r"checkpoint 2 .* cannot be read.*\[1\] are intact"):
+        saved.restore(runner, checkpoint.config_json(config))
+    step, restored = saved.restore(runner, checkpoint.config_json(config), step=1)
+    np.testing.assert_array_equal(jax.random.key_data(restored.key), jax.random.key_data(first.key))
+
+
+# ---------------------------------------------------------------------------------------
+# Data parallelism and train.py
+# ---------------------------------------------------------------------------------------
+
+
+def test_data_parallel_training_equals_one_device():
+    script = """
+import jax, jax.numpy as jnp, json
+from jax.sharding import AxisType
+from jaxdust import dqn, imitation
+config = dqn.DQNConfig(num_envs=64, total_steps=64 * 40, chunk_iterations=20, hidden=(32,), buffer_size=2048,
+                       batch_size=64, learning_starts=256, features=True)
+mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
+runs = []
+for m in (None, mesh):
+    init, run_chunk = dqn.make_dqn(config, m)
+    runner = init(jax.random.key(0))
+    for _ in range(2):
+        runner, metrics = run_chunk(runner)
+    runs.append((runner, float(metrics.loss)))
+(a, la), (b, lb) = runs
+diff = max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a.train.params), jax.tree.leaves(b.train.params)))
+print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sharding.spec), "diff": diff,
+                  "loss": [la, lb], "boards_equal": bool(jnp.all(a.env_state.board == b.env_state.board))}))
+"""
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    from jax.sharding import PartitionSpec
+
+    assert report["devices"] == 8 and report["spec"] == str(PartitionSpec("data"))
+    assert report["diff"] < 1e-5 and report["boards_equal"]
+    assert abs(report["loss"][0] - report["loss"][1]) < 1e-5
+
+
+TRAIN_ARGS = ["dqn", "--total-steps", str(32 * 60), "--num-envs", "32", "--chunk-iterations", "10", "--hidden", "32",
+              "--buffer-size", "1024", "--batch-size", "32", "--learning-starts", "64", "--no-features",
+              "--eval-boards", "16", "--eval-every", "2"]
+
+
+def run_train(run_dir, *extra, check=True):
+    return subprocess.run([sys.executable, "train.py", *TRAIN_ARGS, "--run-dir", str(run_dir), *extra],
+                          capture_output=True, text=True, cwd=ROOT, check=check)
+
+
+def comparable(run_dir):
+    lines = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+    for line in lines:
+        line.pop("seconds")
+    return lines
+
+
+def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
+    run_train(tmp_path / "whole")
+    killed = tmp_path / "killed"
+    process = subprocess.Popen([sys.executable, "train.py", *TRAIN_ARGS, "--run-dir", str(killed)],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoints = killed / "checkpoints"
+    deadline = time.time() + 180
+    while time.time() < deadline and not (checkpoints.exists() and any(p.name.isdigit() and int(p.name) >= 2
+                                                                        for p in checkpoints.iterdir())):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (killed / "summary.json").exists()  # it really died part way
+    run_train(killed, "--resume")
+    assert comparable(killed) == comparable(tmp_path / "whole")
+    summaries = [json.load(open(d / "summary.json")) for d in (killed, tmp_path / "whole")]
+    assert summaries[0]["greedy_clicks"] == summaries[1]["greedy_clicks"]
+
+
+def test_train_refuses_to_mix_runs(tmp_path):
+    missing = run_train(tmp_path / "none", "--resume", check=False)
+    assert missing.returncode != 0 and "nothing to resume" in missing.stderr
+    run_train(tmp_path / "done")
+    again = run_train(tmp_path / "done", check=False)
+    assert again.returncode != 0 and "already holds a run" in again.stderr
+    changed = subprocess.run([sys.executable, "train.py", *TRAIN_ARGS, "--hidden", "16", "--run-dir",
+                              str(tmp_path / "done"), "--resume"], capture_output=True, text=True, cwd=ROOT)
+    assert changed.returncode != 0 and "another config" in changed.stderr
