@@ -4,8 +4,13 @@
     python evaluate.py --agents random,largest --random 500 --seed 1 --size 6x6x5
     python evaluate.py --agents largest,dfs,beam:500,solver:5 --limit 100
 
-Agents are ``name[:value]``: random, largest, dfs[:positions searched],
-beam[:width], solver[:seconds per board].
+Agents are ``name[:value]``: random, largest, dfs[:positions searched], beam[:width],
+solver[:seconds per board], greedy:RUN_DIR (a train.py run playing greedily) and
+lookahead:RUN_DIR[:width] (beam search scored by the run's network).
+
+Writes ``summary.json``, per-board ``boards.csv``, ``lengths.png`` (overlaid length
+histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
+original post's key figure) into ``--out``.
 
 The board set is a file in the ``data/boards`` format (the last number on a line is the best
 known length) or ``--random N`` boards drawn from ``--seed``. Prints a summary table and
@@ -27,7 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxdust
-from jaxdust import evaluation, files, game
+from jaxdust import evaluation, files, game, plots
 
 DEFAULT_BOARDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "boards", "eval_8x6x5.txt")
 
@@ -71,6 +76,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes for the solvers")
     parser.add_argument("--max-clicks", type=int, default=None, help="click cap (default: cells on the board)")
     parser.add_argument("--chunk", type=int, default=256, help="boards played at once")
+    parser.add_argument("--reference", default=None,
+                        help="agent to compare against, or 'best' for the file's best known (default)")
     parser.add_argument("--out", default="results/evaluate")
     args = parser.parse_args(argv)
 
@@ -82,12 +89,15 @@ def main(argv=None) -> dict:
             parser.error(str(error))
 
     boards, best, description = load_board_set(args)
-    if args.limit:
+    if args.limit and args.limit < len(boards):
+        description = f"first {args.limit} of {description}"
         boards = boards[: args.limit]
         best = None if best is None else best[: args.limit]
-        description += f", first {len(boards)}"
     num_boards, width, height = boards.shape
     max_clicks = args.max_clicks or width * height
+    reference = args.reference or ("best" if best is not None else agents[-1])
+    if reference not in agents and not (reference == "best" and best is not None):
+        parser.error(f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
     print(f"{description}; backend {jax.default_backend()}")
 
     results, per_board = {}, {}
@@ -95,33 +105,44 @@ def main(argv=None) -> dict:
         for index, name in enumerate(agents):
             bar.set_description(name)
             start = time.perf_counter()
-            played = evaluation.run_agent(
-                name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
-                chunk=args.chunk, jobs=args.jobs, progress=bar.update,
-            )
-            seconds = time.perf_counter() - start
-            summary = evaluation.summarize(played["clicks"], played["cleared"], best_known=best)
-            summary["seconds_per_board"] = seconds / num_boards
-            if "proven" in played:
-                summary["proven_optimal"] = float(np.mean(played["proven"]))
-            results[name] = summary
+            try:
+                played = evaluation.run_agent(
+                    name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
+                    chunk=args.chunk, jobs=args.jobs, progress=bar.update,
+                )
+            except ValueError as error:
+                raise SystemExit(f"evaluate.py: error: agent {name}: {error}") from None
+            results[name] = {"seconds_per_board": (time.perf_counter() - start) / num_boards,
+                             "proven": played.get("proven"), "cleared": played["cleared"]}
             per_board[name] = played["clicks"]
+
+    reference_lengths = best if reference == "best" else per_board[reference]
+    for name in agents:
+        run = results[name]
+        summary = evaluation.summarize(per_board[name], run["cleared"], best_known=best, reference=reference_lengths)
+        summary["seconds_per_board"] = run["seconds_per_board"]
+        if run["proven"] is not None:
+            summary["proven_optimal"] = float(np.mean(run["proven"]))
+        results[name] = summary
 
     label = max(10, *(len(a) for a in agents))
     header = f"{'agent':<{label}} {'mean':>7} {'median':>7} {'std':>6}"
     header += f" {'=best':>6} {'gap':>6}" if best is not None else ""
-    header += f" {'uncleared':>9} {'ms/board':>9}"
+    header += f" {'>=ref':>6} {'uncleared':>9} {'ms/board':>9}"
     print("\n" + header)
     for name, s in results.items():
         line = f"{name:<{label}} {s['mean']:>7.2f} {s['median']:>7.1f} {s['std']:>6.2f}"
         if best is not None:
             line += f" {s['share_equal_best']:>6.1%} {s['mean_gap_to_best']:>6.2f}"
+        line += f" {s['share_at_least_as_good_as_reference']:>6.1%}"
         line += f" {s['not_cleared']:>9d} {1e3 * s['seconds_per_board']:>9.3f}"
         print(line)
     if best is not None:
         print(f"{'best known':<{label}} {best.mean():>7.2f} {np.median(best):>7.1f} {best.std():>6.2f}")
 
-    report = {"boards": description, "backend": jax.default_backend(), "agents": results}
+    print(f"(>=ref: share of boards at least as short as {'the best known' if reference == 'best' else reference})")
+
+    report = {"boards": description, "backend": jax.default_backend(), "reference": reference, "agents": results}
     files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
     table = io.StringIO()
     writer = csv.writer(table)
@@ -130,7 +151,17 @@ def main(argv=None) -> dict:
         row = [jaxdust.board_to_text(boards[i]), *(int(per_board[a][i]) for a in agents)]
         writer.writerow(row + ([int(best[i])] if best is not None else []))
     files.atomic_write_bytes(os.path.join(args.out, "boards.csv"), table.getvalue().encode())
-    print(f"\nwrote {args.out}/summary.json and boards.csv")
+    shown = dict(per_board)
+    if best is not None:
+        shown["best known"] = best
+    files.atomic_write_bytes(os.path.join(args.out, "lengths.png"), plots.length_histograms(shown, description))
+    reference_name = "best known" if reference == "best" else reference
+    for name in agents:
+        if name != reference:
+            figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name)
+            safe = "".join(c if c.isalnum() else "-" for c in name)
+            files.atomic_write_bytes(os.path.join(args.out, f"joint-{safe}.png"), figure)
+    print(f"\nwrote summary.json, boards.csv, lengths.png and joint-*.png to {args.out}")
     return report
 
 

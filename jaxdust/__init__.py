@@ -23,11 +23,14 @@ from jaxdust.game import (
     slide_to_centre,
 )
 from jaxdust.render import BoardView, board_svg, board_text
+from jaxdust.solve import Solution, solve
+from jaxdust import baselines, beam, evaluation  # noqa: E402  (submodules used as jaxdust.beam etc.)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BoardView",
+    "Solution",
     "DustEnv",
     "GameConfig",
     "Observation",
@@ -54,4 +57,5 @@ __all__ = [
     "read_board_file",
     "replay",
     "slide_to_centre",
+    "solve",
 ]

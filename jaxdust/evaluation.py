@@ -139,23 +139,39 @@ AGENTS = {
     "dfs": Agent("the original post's depth-first search", "positions searched", 100_000),
     "beam": Agent("JAX beam search, tuned hand-made scorer", "width", 200),
     "solver": Agent("exact solver (numba IDA*)", "seconds per board", 10.0),
+    "greedy": Agent("a trained run (train.py) playing greedily", "run directory", None),
+    "lookahead": Agent("beam search scored by a trained run", "run directory[:width]", 1),
 }
 
 
-def parse_agent(text: str) -> tuple[str, float | None]:
-    """``"beam:500"`` -> ``("beam", 500.0)``; raises ValueError naming the problem."""
-    name, _, value = text.partition(":")
+class AgentSpec(NamedTuple):
+    name: str
+    number: float | None  # dfs nodes, beam width, solver seconds, lookahead width
+    run: str | None  # run directory for greedy / lookahead
+
+
+def parse_agent(text: str) -> AgentSpec:
+    """``"beam:500"``, ``"greedy:runs/dqn-0"``, ``"lookahead:runs/imitation-0:8"``;
+    raises ValueError naming the problem."""
+    name, _, rest = text.partition(":")
     if name not in AGENTS:
         raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENTS)}")
     agent = AGENTS[name]
-    if not value:
-        return name, agent.default
+    if name in ("greedy", "lookahead"):
+        if not rest:
+            raise ValueError(f"agent {name} needs a run directory: {name}:RUN_DIR")
+        run, width = rest, ""
+        if name == "lookahead" and rest.rpartition(":")[2].isdigit():
+            run, _, width = rest.rpartition(":")
+        return AgentSpec(name, float(width) if width else agent.default, run)
+    if not rest:
+        return AgentSpec(name, agent.default, None)
     if agent.parameter is None:
         raise ValueError(f"agent {name!r} takes no parameter")
     try:
-        return name, float(value)
+        return AgentSpec(name, float(rest), None)
     except ValueError:
-        raise ValueError(f"agent {name}: {agent.parameter} must be a number, got {value!r}") from None
+        raise ValueError(f"agent {name}: {agent.parameter} must be a number, got {rest!r}") from None
 
 
 def _solve_one(job) -> tuple[int, bool]:
@@ -171,35 +187,62 @@ def _solve_one(job) -> tuple[int, bool]:
     return result.length, result.optimal
 
 
+def _beam_lengths(boards, width: int, scorer, params, max_clicks: int, progress) -> "np.ndarray":
+    import numpy as np
+
+    from jaxdust import beam
+
+    search = jax.jit(jax.vmap(
+        lambda b, p: beam.beam_search(b, width=width, scorer=scorer, params=p, max_clicks=max_clicks).length,
+        in_axes=(0, None),
+    ))
+    group = max(1, 4096 // max(width, 1))  # boards searched at once
+    lengths = []
+    for start in range(0, boards.shape[0], group):
+        part = boards[start : start + group]
+        lengths.append(np.asarray(search(part, params)))
+        if progress is not None:
+            progress(part.shape[0])
+    return np.concatenate(lengths)
+
+
 def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = 256,
               jobs: int = 1, progress=None) -> dict:
-    """Play or solve every board with agent ``text`` (``name[:value]``).
+    """Play or solve every board with agent ``text`` (see ``parse_agent``).
 
     Returns numpy arrays ``clicks`` [N] and ``cleared`` [N], and ``proven`` [N] for the
-    exact solver (its length is the optimum).
+    exact solver (its length is the optimum). Raises ValueError for an unusable agent.
     """
     import numpy as np
 
     from jaxdust import baselines, beam
 
-    name, parameter = parse_agent(text)
+    spec = parse_agent(text)
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
     count = boards.shape[0]
-    if name in baselines.POLICIES:
-        played = play_in_chunks(boards, baselines.POLICIES[name], key, max_clicks, min(chunk, count), progress)
+    if spec.name in baselines.POLICIES or spec.name == "greedy":
+        if spec.name == "greedy":
+            from jaxdust.runs import load_run
+
+            trained = load_run(spec.run)
+            policy, params = trained.policy, trained.params
+        else:
+            policy, params = baselines.POLICIES[spec.name], None
+        played = play_in_chunks(boards, policy, key, max_clicks, min(chunk, count), progress, params)
         return {"clicks": np.asarray(played.clicks), "cleared": np.asarray(played.cleared)}
-    if name == "beam":
-        lengths = []
-        for board in boards:
-            lengths.append(int(beam.beam_search(board, width=int(parameter)).length))
-            if progress is not None:
-                progress(1)
-        lengths = np.array(lengths)
+    if spec.name in ("beam", "lookahead"):
+        if spec.name == "lookahead":
+            from jaxdust.runs import load_run
+
+            trained = load_run(spec.run)
+            scorer, params = trained.scorer, trained.params
+        else:
+            scorer, params = beam.heuristic_scorer, None
+        lengths = _beam_lengths(boards, int(spec.number), scorer, params, max_clicks, progress)
         return {"clicks": np.where(lengths < 0, max_clicks, lengths), "cleared": lengths >= 0}
     import multiprocessing
 
-    cells = np.asarray(boards)
-    work = [(name, board, parameter) for board in cells]
+    work = [(spec.name, board, spec.number) for board in np.asarray(boards)]
     results = []
     if jobs > 1:
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:

@@ -33,7 +33,7 @@ class ImitationConfig:
     colors: int = 5
     hidden: tuple[int, ...] = networks.PRESETS["default"]
     features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
-    epochs: int = 20
+    epochs: int = 12
     batch_size: int = 256
     learning_rate: float = 1e-3
     final_lr_fraction: float = 0.05
@@ -76,6 +76,18 @@ def split_dataset(data: Dataset, config: ImitationConfig) -> tuple[Split, Split]
     return split(~validation, config.mirror), split(validation, False)
 
 
+def make_optimizer(config: ImitationConfig, total_steps: int) -> optax.GradientTransformation:
+    schedule = optax.cosine_decay_schedule(config.learning_rate, max(1, total_steps), alpha=config.final_lr_fraction)
+    return optax.adamw(schedule, weight_decay=config.weight_decay)
+
+
+def initial_state(config: ImitationConfig, key: jax.Array, total_steps: int = 1) -> TrainState:
+    """A fresh TrainState (also the shape a checkpoint is restored into)."""
+    network = config.network
+    params = network.init(key, jnp.zeros((1, config.width, config.height), jnp.int8))
+    return TrainState.create(apply_fn=network.apply, params=params, tx=make_optimizer(config, total_steps))
+
+
 def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Mesh | None = None):
     """``init(key)``, ``run_epoch(state, key)`` and ``evaluate(state)`` (validation), jitted.
 
@@ -94,14 +106,9 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
         return jax.lax.with_sharding_constraint(batch, NamedSharding(mesh, P("data")))
     network = config.network
     steps_per_epoch = max(1, train.boards.shape[0] // config.batch_size)
-    schedule = optax.cosine_decay_schedule(
-        config.learning_rate, config.epochs * steps_per_epoch, alpha=config.final_lr_fraction
-    )
-    optimizer = optax.adamw(schedule, weight_decay=config.weight_decay)
 
     def init(key: jax.Array) -> TrainState:
-        params = network.init(key, train.boards[:1])
-        return TrainState.create(apply_fn=network.apply, params=params, tx=optimizer)
+        return initial_state(config, key, config.epochs * steps_per_epoch)
 
     def metrics(params, batch: Split) -> ImitationMetrics:
         logits, cost = network.apply(params, batch.boards)

@@ -290,6 +290,19 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
     assert summaries[0]["greedy_clicks"] == summaries[1]["greedy_clicks"]
 
 
+def test_trained_runs_play_through_evaluate(tmp_path):
+    import evaluate
+
+    run_train(tmp_path / "run")
+    report = evaluate.main(["--limit", "8", "--agents", f"largest,greedy:{tmp_path / 'run'},lookahead:{tmp_path / 'run'}:2",
+                            "--out", str(tmp_path / "eval")])
+    for name in (f"greedy:{tmp_path / 'run'}", f"lookahead:{tmp_path / 'run'}:2"):
+        assert report["agents"][name]["boards"] == 8
+    assert (tmp_path / "eval" / "lengths.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(SystemExit, match="no config.json"):
+        evaluate.main(["--limit", "4", "--agents", f"greedy:{tmp_path / 'missing'}", "--out", str(tmp_path / "x")])
+
+
 def test_train_refuses_to_mix_runs(tmp_path):
     missing = run_train(tmp_path / "none", "--resume", check=False)
     assert missing.returncode != 0 and "nothing to resume" in missing.stderr

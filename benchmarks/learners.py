@@ -1,0 +1,118 @@
+"""Quality of the learners: default CPU runs, learning curves, and greedy play on fresh boards.
+
+Trains each learner with ``train.py``'s defaults (the imitation run includes making its
+data, which counts as training time), draws mean greedy clicks against wall time, then
+plays 1000 fresh random 8x6 boards with every trained network (greedy, and as the scorer
+of a width-1 and width-8 beam) beside the references in the same run: largest cluster
+first and the hand-made heuristic at the same widths.
+
+    python benchmarks/learners.py                      # both learners, about 25 minutes on 2 cores
+    python benchmarks/learners.py --learners dqn --runs-dir results/learners
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import jax
+import numpy as np
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+import train  # noqa: E402
+from jaxdust import baselines, beam, evaluation, files, game, plots, runs  # noqa: E402
+
+
+def fresh_boards(count: int, seed: int) -> jax.Array:
+    keys = jax.random.split(jax.random.key(seed), count)
+    return jax.vmap(lambda k: game.random_board(k, game.GameConfig()))(keys)
+
+
+def mean_clicks(lengths, cap):
+    return float(np.mean(np.where(np.asarray(lengths) < 0, cap, lengths)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--learners", default="dqn,imitation")
+    parser.add_argument("--runs-dir", default="results/learners")
+    parser.add_argument("--boards", type=int, default=1000, help="fresh random boards for the final evaluation")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dqn-flags", default="", help="extra train.py flags for dqn, e.g. '--total-steps 100000'")
+    parser.add_argument("--imitation-flags", default="", help="extra train.py flags for imitation")
+    parser.add_argument("--out", default="results/learners.json")
+    args = parser.parse_args(argv)
+
+    boards = fresh_boards(args.boards, seed=10_000 + args.seed)
+    cap = 4 * 48
+    report = {"benchmark": "learners", "cpu": platform.processor() or platform.machine(),
+              "cpu_count": os.cpu_count(), "backend": jax.default_backend(),
+              "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "learners": {}}
+
+    curves = {}
+    for learner in args.learners.split(","):
+        run_dir = os.path.join(args.runs_dir, learner)
+        start = time.perf_counter()
+        if not os.path.exists(os.path.join(run_dir, "summary.json")):
+            resume = ["--resume"] if os.path.exists(os.path.join(run_dir, "config.json")) else []
+            extra = (args.dqn_flags if learner == "dqn" else args.imitation_flags).split()
+            train.main([learner, "--run-dir", run_dir, "--seed", str(args.seed), *resume, *extra])
+        wall = time.perf_counter() - start
+        lines = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+        evaluated = [line for line in lines if "greedy_clicks" in line]
+        data_seconds = 0.0
+        summary = json.load(open(os.path.join(run_dir, "summary.json")))
+        if learner == "imitation":  # the data phase ran before the first epoch's clock started
+            data_seconds = max(0.0, wall - summary["seconds"]) if wall > summary["seconds"] else 0.0
+        curves[learner] = (np.array([line["seconds"] + data_seconds for line in evaluated]),
+                           np.array([line["greedy_clicks"] for line in evaluated]))
+        if learner == "imitation":
+            curves["imitation, value lookahead"] = (curves[learner][0],
+                                                    np.array([line["lookahead_clicks"] for line in evaluated]))
+
+        trained = runs.load_run(run_dir)
+        played = evaluation.play_boards(boards, trained.policy, jax.random.key(1), cap, trained.params)
+        row = {"training_seconds": summary["seconds"] + data_seconds, "data_seconds": data_seconds,
+               "greedy": mean_clicks(np.where(np.asarray(played.cleared), np.asarray(played.clicks), -1), cap)}
+        for width in (1, 8):
+            row[f"lookahead_{width}"] = mean_clicks(
+                evaluation._beam_lengths(boards, width, trained.scorer, trained.params, cap, None), cap)
+        report["learners"][learner] = row
+        print(f"{learner}: {row}", flush=True)
+
+    largest = evaluation.play_boards(boards, baselines.largest_cluster, jax.random.key(0), cap)
+    report["references"] = {
+        "largest cluster first": float(np.mean(largest.clicks)),
+        "hand-made heuristic, width 1": mean_clicks(evaluation._beam_lengths(boards, 1, beam.heuristic_scorer, None, cap, None), cap),
+        "hand-made heuristic, width 8": mean_clicks(evaluation._beam_lengths(boards, 8, beam.heuristic_scorer, None, cap, None), cap),
+    }
+    report["curves"] = {name: {"seconds": c[0].tolist(), "greedy_clicks": c[1].tolist()} for name, c in curves.items()}
+
+    references = {"largest first": report["references"]["largest cluster first"],
+                  "heuristic, width 1": report["references"]["hand-made heuristic, width 1"]}
+    figure = plots.learning_curves(curves, references, f"greedy play on the first evaluation boards ({report['cpu_count']}-core CPU)")
+    files.atomic_write_bytes(os.path.splitext(args.out)[0] + ".png", figure)
+    files.atomic_write_json(args.out, report)
+
+    print(f"\nLearners, default CPU runs; {args.boards} fresh random 8x6 boards ({report['cpu_count']} cores, "
+          f"{report['backend']})\n")
+    print("| agent | training minutes | greedy | width-1 lookahead | width-8 beam |")
+    print("|---|---:|---:|---:|---:|")
+    for name, row in report["learners"].items():
+        print(f"| {name} | {row['training_seconds'] / 60:.1f} | {row['greedy']:.2f} | {row['lookahead_1']:.2f} "
+              f"| {row['lookahead_8']:.2f} |")
+    refs = report["references"]
+    print(f"| largest cluster first | - | {refs['largest cluster first']:.2f} | - | - |")
+    print(f"| hand-made heuristic | - | - | {refs['hand-made heuristic, width 1']:.2f} "
+          f"| {refs['hand-made heuristic, width 8']:.2f} |")
+    print(f"\nwrote {args.out} and {os.path.splitext(args.out)[0]}.png")
+    return report
+
+
+if __name__ == "__main__":
+    main()

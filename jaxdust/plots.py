@@ -1,0 +1,75 @@
+"""PNG figures of solution lengths and learning curves (matplotlib, no display needed)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+    _pyplot().close(figure)
+    return buffer.getvalue()
+
+
+def length_histograms(lengths: dict[str, np.ndarray], title: str) -> bytes:
+    """Overlaid histograms of solution lengths, one outline per agent."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4))
+    values = np.concatenate([np.asarray(v) for v in lengths.values()])
+    bins = np.arange(values.min() - 0.5, values.max() + 1.5)
+    for name, clicks in lengths.items():
+        axis.hist(clicks, bins=bins, histtype="step", linewidth=2,
+                  label=f"{name} (mean {np.mean(clicks):.2f})")
+    axis.set_xlabel("clicks to clear the board")
+    axis.set_ylabel("boards")
+    axis.set_title(title)
+    axis.legend(fontsize=8)
+    return _png(figure)
+
+
+def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, reference_name: str) -> bytes:
+    """2-D histogram of an agent's length against a reference's, with the diagonal: cells
+    below it are boards the agent solved in fewer clicks than the reference."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(5.5, 5))
+    low = min(agent.min(), reference.min()) - 0.5
+    high = max(agent.max(), reference.max()) + 1.5
+    bins = np.arange(low, high)
+    counts, _, _, image = axis.hist2d(reference, agent, bins=[bins, bins], cmap="viridis", cmin=1)
+    figure.colorbar(image, ax=axis, label="boards")
+    axis.plot([low, high], [low, high], color="white", linewidth=1, linestyle="--")
+    axis.set_xlabel(f"{reference_name} clicks")
+    axis.set_ylabel(f"{agent_name} clicks")
+    equal = np.mean(agent == reference)
+    better = np.mean(agent < reference)
+    axis.set_title(f"{agent_name} vs {reference_name}: {equal:.0%} equal, {better:.0%} shorter", fontsize=10)
+    return _png(figure)
+
+
+def learning_curves(curves: dict[str, tuple[np.ndarray, np.ndarray]], references: dict[str, float],
+                    title: str) -> bytes:
+    """Mean clicks of greedy play against wall-clock minutes, with horizontal references."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for name, (seconds, clicks) in curves.items():
+        axis.plot(np.asarray(seconds) / 60, clicks, marker="o", markersize=3, label=name)
+    for name, value in references.items():
+        axis.axhline(value, linestyle=":", linewidth=1, color="grey")
+        axis.text(axis.get_xlim()[1], value, f" {name} {value:.1f}", va="center", fontsize=7)
+    axis.set_xlabel("minutes of training")
+    axis.set_ylabel("mean clicks (greedy)")
+    axis.set_title(title)
+    axis.legend(fontsize=8)
+    return _png(figure)

@@ -1,0 +1,26 @@
+"""The notebooks run top to bottom with their small settings (as in Colab, but on CPU)."""
+
+import pathlib
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_three_notebooks():
+    assert [p.stem for p in NOTEBOOKS] == ["quickstart", "solvers_evaluation", "train_dqn"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs(path, tmp_path):
+    notebook = nbformat.read(path, as_version=4)
+    assert "SMALL = True" in notebook.cells[2].source
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors
+    outputs = "".join(str(o.get("text", "")) for c in notebook.cells for o in c.get("outputs", []))
+    assert "JAX" in outputs  # the install cell ran
