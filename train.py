@@ -123,20 +123,10 @@ class Run:
 
     def _truncate_metrics(self, chunk: int) -> None:
         """Drop log lines of chunks after the checkpoint (they will be redone)."""
-        if not os.path.exists(self.metrics_path):
-            return
-        kept = []
-        with open(self.metrics_path) as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    break
-                if record["chunk"] <= chunk:
-                    kept.append(line)
-        files.atomic_write_bytes(self.metrics_path, "".join(kept).encode())
+        kept = [r for r in files.read_json_lines(self.metrics_path) if r["chunk"] <= chunk]
+        files.atomic_write_bytes(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
         if kept:
-            self.elapsed_before = json.loads(kept[-1])["seconds"]
+            self.elapsed_before = kept[-1]["seconds"]
 
     def seconds(self) -> float:
         return self.elapsed_before + time.perf_counter() - self.started

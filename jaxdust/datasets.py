@@ -170,23 +170,6 @@ def _shard_bytes(config: DatasetConfig, records: list[dict], seen: set[bytes]) -
     return buffer.getvalue()
 
 
-def _read_journal(path: str) -> dict[int, dict]:
-    """Records by board index; a torn last line (a kill mid-write) is cut off."""
-    records, keep = {}, 0
-    if os.path.exists(path):
-        with open(path, "rb") as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    break
-                records[record["index"]] = record
-                keep += len(line)
-        with open(path, "r+b") as handle:
-            handle.truncate(keep)
-    return records
-
-
 def _shard_path(directory: str, shard: int) -> str:
     return os.path.join(directory, f"shard-{shard:05d}.npz")
 
@@ -214,7 +197,7 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         files.atomic_write_json(manifest_path, manifest)
 
     journal_path = os.path.join(directory, "journal.jsonl")
-    records = _read_journal(journal_path)
+    records = {record["index"]: record for record in files.read_json_lines(journal_path)}
     num_shards = -(-config.boards // config.shard_size)
     written = len(manifest["shards"])
     seen: set[bytes] = set()

@@ -31,3 +31,21 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
     atomic_write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
+
+
+def read_json_lines(path: str | os.PathLike) -> list:
+    """The records of a JSON-lines file written by appending; a torn last line (a process
+    killed mid-write) is cut off the file, so appending can continue cleanly."""
+    records, keep = [], 0
+    if not os.path.exists(path):
+        return records
+    with open(path, "rb") as handle:
+        for line in handle:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                break
+            keep += len(line)
+    with open(path, "r+b") as handle:
+        handle.truncate(keep)
+    return records

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from jaxdust import bitboard, exact
+from jaxdust import bitboard, exact, files
 
 DEFAULT_TABLE_BITS = 22
 
@@ -170,24 +170,6 @@ def _solve_job(job):
     return {"line": number, "board": text, **record}
 
 
-def _finished_lines(path: str) -> set[int]:
-    """Line numbers already solved in an existing output; drops a torn last line."""
-    if not os.path.exists(path):
-        return set()
-    done, keep = set(), 0
-    with open(path, "rb") as handle:
-        for raw in handle:
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                break
-            done.add(record["line"])
-            keep += len(raw)
-    with open(path, "r+b") as handle:
-        handle.truncate(keep)
-    return done
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m jaxdust.solve", description=__doc__,
@@ -210,7 +192,7 @@ def main(argv=None) -> int:
         with open(args.boards) as handle:
             lines = handle.read().splitlines()
     jobs = list(_read_jobs(lines, args.width, args.height))
-    done = _finished_lines(args.out) if args.out != "-" else set()
+    done = {record["line"] for record in files.read_json_lines(args.out)} if args.out != "-" else set()
     todo = [(*job, args.time_limit, args.beam_width) for job in jobs if job[0] not in done]
 
     from tqdm import tqdm
