@@ -126,8 +126,12 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
         m = metrics(params, batch)
         return m.policy_loss + config.value_weight * m.value_loss, m
 
+    # The data are jit arguments, not closed-over constants: as constants XLA would embed
+    # and constant-fold them (slow compiles, warnings on large sets).
+    train, validation = jax.device_put((train, validation))
+
     @jax.jit
-    def run_epoch(state: TrainState, key: jax.Array) -> tuple[TrainState, ImitationMetrics]:
+    def epoch(state: TrainState, key: jax.Array, train: Split) -> tuple[TrainState, ImitationMetrics]:
         order = jax.random.permutation(key, train.boards.shape[0])[: steps_per_epoch * config.batch_size]
         batches = order.reshape(steps_per_epoch, config.batch_size)
 
@@ -139,8 +143,12 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
         state, per_step = jax.lax.scan(step, state, batches)
         return state, jax.tree.map(jnp.mean, per_step)
 
-    @jax.jit
+    validate = jax.jit(lambda state, split: metrics(state.params, split))
+
+    def run_epoch(state: TrainState, key: jax.Array) -> tuple[TrainState, ImitationMetrics]:
+        return epoch(state, key, train)
+
     def evaluate(state: TrainState) -> ImitationMetrics:
-        return metrics(state.params, validation)
+        return validate(state, validation)
 
     return init, run_epoch, evaluate

@@ -49,7 +49,9 @@ def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, r
     bins = np.arange(low, high)
     counts, _, _, image = axis.hist2d(reference, agent, bins=[bins, bins], cmap="viridis", cmin=1)
     figure.colorbar(image, ax=axis, label="boards")
-    axis.plot([low, high], [low, high], color="white", linewidth=1, linestyle="--")
+    # Red, not white: the line must show over empty (white) cells too.
+    axis.plot([low, high], [low, high], color="tab:red", linewidth=1, linestyle="--", label="equal length")
+    axis.legend(loc="upper left", fontsize=8)
     axis.set_xlabel(f"{reference_name} clicks")
     axis.set_ylabel(f"{agent_name} clicks")
     equal = np.mean(agent == reference)
