@@ -1,6 +1,6 @@
 """Train a dust-game agent: Deep Q-learning or imitation of solver data.
 
-    python train.py dqn                         # CPU-sized default, about 12 minutes on 2 cores
+    python train.py dqn                         # CPU-sized default, about 9 minutes on 2 cores
     python train.py dqn --preset original       # the original post's learner, for comparison
     python train.py imitation                   # makes its own beam-labelled data first
     python train.py dqn --run-dir runs/a --resume

@@ -6,7 +6,7 @@ plays 1000 fresh random 8x6 boards with every trained network (greedy, and as th
 of a width-1 and width-8 beam) beside the references in the same run: largest cluster
 first and the hand-made heuristic at the same widths.
 
-    python benchmarks/learners.py                      # both learners, about 25 minutes on 2 cores
+    python benchmarks/learners.py                      # both learners, about 20 minutes on 2 cores
     python benchmarks/learners.py --learners dqn --runs-dir results/learners
 """
 
