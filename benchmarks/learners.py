@@ -68,7 +68,7 @@ def main(argv=None):
         data_seconds = 0.0
         summary = json.load(open(os.path.join(run_dir, "summary.json")))
         if learner == "imitation":  # the data phase ran before the first epoch's clock started
-            data_seconds = max(0.0, wall - summary["seconds"]) if wall > summary["seconds"] else 0.0
+            data_seconds = max(0.0, wall - summary["seconds"])
         curves[learner] = (np.array([line["seconds"] + data_seconds for line in evaluated]),
                            np.array([line["greedy_clicks"] for line in evaluated]))
         if learner == "imitation":
@@ -81,16 +81,15 @@ def main(argv=None):
                "greedy": mean_clicks(np.where(np.asarray(played.cleared), np.asarray(played.clicks), -1), cap)}
         for width in (1, 8):
             row[f"lookahead_{width}"] = mean_clicks(
-                evaluation._beam_lengths(boards, width, trained.scorer, trained.params, cap, None), cap)
+                evaluation.beam_lengths(boards, width, trained.scorer, trained.params, cap), cap)
         report["learners"][learner] = row
         print(f"{learner}: {row}", flush=True)
 
     largest = evaluation.play_boards(boards, baselines.largest_cluster, jax.random.key(0), cap)
-    report["references"] = {
-        "largest cluster first": float(np.mean(largest.clicks)),
-        "hand-made heuristic, width 1": mean_clicks(evaluation._beam_lengths(boards, 1, beam.heuristic_scorer, None, cap, None), cap),
-        "hand-made heuristic, width 8": mean_clicks(evaluation._beam_lengths(boards, 8, beam.heuristic_scorer, None, cap, None), cap),
-    }
+    report["references"] = {"largest cluster first": float(np.mean(largest.clicks))}
+    for width in (1, 8):
+        report["references"][f"hand-made heuristic, width {width}"] = mean_clicks(
+            evaluation.beam_lengths(boards, width, beam.heuristic_scorer, None, cap), cap)
     report["curves"] = {name: {"seconds": c[0].tolist(), "greedy_clicks": c[1].tolist()} for name, c in curves.items()}
 
     references = {"largest first": report["references"]["largest cluster first"],

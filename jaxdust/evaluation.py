@@ -187,7 +187,9 @@ def _solve_one(job) -> tuple[int, bool]:
     return result.length, result.optimal
 
 
-def _beam_lengths(boards, width: int, scorer, params, max_clicks: int, progress) -> "np.ndarray":
+def beam_lengths(boards, width: int, scorer, params, max_clicks: int, progress=None) -> "np.ndarray":
+    """Clicks the beam search of ``width`` needs on each of ``boards`` (int8 ``[N, W, H]``),
+    searched in groups on the default device; -1 where it gives up at ``max_clicks``."""
     import numpy as np
 
     from jaxdust import beam
@@ -238,7 +240,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
             scorer, params = trained.scorer, trained.params
         else:
             scorer, params = beam.heuristic_scorer, None
-        lengths = _beam_lengths(boards, int(spec.number), scorer, params, max_clicks, progress)
+        lengths = beam_lengths(boards, int(spec.number), scorer, params, max_clicks, progress)
         return {"clicks": np.where(lengths < 0, max_clicks, lengths), "cleared": lengths >= 0}
     import multiprocessing
 
