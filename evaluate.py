@@ -5,8 +5,9 @@
     python evaluate.py --agents largest,dfs,beam:500,solver:5 --limit 100
 
 Agents are ``name[:value]``: random, largest, dfs[:positions searched], beam[:width],
-solver[:seconds per board], greedy:RUN_DIR (a train.py run playing greedily) and
-lookahead:RUN_DIR[:width] (beam search scored by the run's network).
+solver[:seconds per board], greedy:RUN_DIR (a train.py run clicking the argmax of its
+per-cell output) and lookahead:RUN_DIR[:width] (beam search scored by the run's network;
+width 1, the default, plays greedily with respect to the network's value of the result).
 
 Writes ``summary.json``, per-board ``boards.csv``, ``lengths.png`` (overlaid length
 histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the

@@ -34,7 +34,7 @@ SETS = {
 
 
 def _table_bits(cells: int) -> int:
-    return 18 if cells <= 32 else 20 if cells <= 40 else 22
+    return 18 if cells <= 32 else 20 if cells <= 40 else 24
 
 
 def _solve_one(job):

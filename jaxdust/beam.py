@@ -65,6 +65,35 @@ def linear_scorer(weights) -> Scorer:
 heuristic_scorer = linear_scorer(HEURISTIC_WEIGHTS)
 reference_scorer = linear_scorer(REFERENCE_WEIGHTS)  # the original beam search's score
 
+
+def lookahead_scorer(base: Scorer, batch_size: int = 256) -> Scorer:
+    """A scorer that plays every cluster of each board and keeps the best outcome:
+    ``1 + min(base(child))``, with ``base = 0`` for an emptied board. It sees the next
+    click's effect exactly, for one ``base`` call per cluster; pair it with the beam's
+    ``shortlist`` so only the most promising children pay that. ``batch_size`` boards are
+    expanded at a time (bounds memory; ``W * H`` children each)."""
+
+    def score(boards: jax.Array, params=None) -> jax.Array:
+        board_width, board_height = boards.shape[1:]
+        cells = board_width * board_height
+        cell_index = jnp.arange(cells, dtype=jnp.int32)
+
+        def one(board):
+            labels = game.cluster_labels(board).reshape(-1)
+            is_action = labels == cell_index
+            masks = (labels[None, :] == cell_index[:, None]).reshape(cells, board_width, board_height)
+            children, _ = jax.vmap(game.remove_and_contract, in_axes=(None, 0))(board, masks)
+            values = jnp.where(jax.vmap(game.is_done)(children), 0.0, base(children, params))
+            best = jnp.min(jnp.where(is_action, values, jnp.inf))
+            return jnp.where(game.is_done(board), 0.0, 1.0 + best)
+
+        return jax.lax.map(one, boards, batch_size=batch_size)
+
+    return score
+
+
+lookahead_heuristic = lookahead_scorer(heuristic_scorer)
+
 # Two independent 32-bit hashes of a board; collisions only merge two beam entries.
 _HASH_MULTIPLIERS = np.random.default_rng(20261121).integers(1, 2**32, size=(2, 1024), dtype=np.uint64)
 _HASH_MULTIPLIERS = (_HASH_MULTIPLIERS | 1).astype(np.uint32)
@@ -100,10 +129,11 @@ class _BeamCarry(NamedTuple):
     solution: jax.Array  # int32 [max_clicks]
 
 
-@functools.partial(jax.jit, static_argnames=("width", "scorer", "max_children", "max_clicks"))
+@functools.partial(jax.jit, static_argnames=("width", "scorer", "max_children", "max_clicks", "rescorer",
+                                             "shortlist"))
 def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_scorer,
                 max_children: int | None = None, max_clicks: int | None = None,
-                params=None) -> BeamResult:
+                params=None, rescorer: Scorer | None = None, shortlist: int = 4) -> BeamResult:
     """Beam search from one board (int8 ``[W, H]``); ``jax.vmap`` it for several boards.
 
     Args:
@@ -114,6 +144,9 @@ def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_
         cells, which never drops one.
       max_clicks: give up after this many clicks (default: cells on the board).
       params: the scorer's parameters (traced, so new weights need no recompilation).
+      rescorer: a costlier scorer (e.g. ``lookahead_heuristic``) that reorders the
+        ``shortlist * width`` best distinct children under ``scorer`` before ``width``
+        are kept; it gets ``params`` too.
     """
     board_width, board_height = board.shape
     cells = board_width * board_height
@@ -155,12 +188,19 @@ def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_
             (sorted_scores[1:] == sorted_scores[:-1]) & jnp.all(sorted_hashes[1:] == sorted_hashes[:-1], axis=1),
         ])
         sorted_scores = jnp.where(repeat, jnp.inf, sorted_scores)
-        ranked = jnp.argsort(sorted_scores, stable=True)[:width]
-        keep = order[ranked]
+        if rescorer is None:
+            ranked = jnp.argsort(sorted_scores, stable=True)[:width]
+            keep, kept_scores = order[ranked], sorted_scores[ranked]
+        else:
+            ranked = jnp.argsort(sorted_scores, stable=True)[: shortlist * width]
+            short, short_scores = order[ranked], sorted_scores[ranked]
+            rescored = jnp.where(jnp.isfinite(short_scores), rescorer(kids[short], params), jnp.inf)
+            best = jnp.argsort(rescored, stable=True)[:width]
+            keep, kept_scores = short[best], rescored[best]
         history = carry.history[parents[keep]].at[:, carry.depth].set(actions[keep])
         return _BeamCarry(
             boards=kids[keep],
-            alive=jnp.isfinite(sorted_scores[ranked]),
+            alive=jnp.isfinite(kept_scores),
             history=history,
             depth=carry.depth + 1,
             length=jnp.where(finished, carry.depth + 1, carry.length),

@@ -139,8 +139,8 @@ AGENTS = {
     "dfs": Agent("the original post's depth-first search", "positions searched", 100_000),
     "beam": Agent("JAX beam search, tuned hand-made scorer", "width", 200),
     "solver": Agent("exact solver (numba IDA*)", "seconds per board", 10.0),
-    "greedy": Agent("a trained run (train.py) playing greedily", "run directory", None),
-    "lookahead": Agent("beam search scored by a trained run", "run directory[:width]", 1),
+    "greedy": Agent("a trained run (train.py) clicking the argmax of its per-cell output", "run directory", None),
+    "lookahead": Agent("beam search scored by a trained run (width 1: greedy on its value)", "run directory[:width]", 1),
 }
 
 

@@ -414,10 +414,32 @@ def heuristic_features(planes, geometry, masks, colours, group_start, out):
 
 
 @numba.njit(cache=True)
-def beam_search(root, geometry, width, weights, path):
+def _lookahead_score(child, geometry, weights, masks, colours, group_start, scratch_masks,
+                     scratch_colours, features, grandchild):
+    """One plus the best heuristic score among ``child``'s children (1 if one is empty):
+    an estimate of clicks left that sees the next click's effect exactly."""
+    count = clusters(child, geometry, masks, colours, group_start)
+    best = np.inf
+    for j in range(count):
+        grandchild[:] = child
+        remove_and_contract(grandchild, masks[j], geometry)
+        if count_colours(grandchild) == 0:
+            return 1.0
+        heuristic_features(grandchild, geometry, scratch_masks, scratch_colours, group_start, features)
+        best = min(best, np.dot(weights, features))
+    return 1.0 + best
+
+
+@numba.njit(cache=True)
+def beam_search(root, geometry, width, weights, path, shortlist=0):
     """A quick upper bound: keep the ``width`` best distinct positions per click, scored
     by ``weights`` over FEATURES. Writes the clicks' cluster masks into ``path`` and
-    returns the solution length."""
+    returns the solution length.
+
+    ``shortlist > 0`` rescores the ``shortlist * width`` best children with a one-click
+    lookahead (``_lookahead_score``) before keeping ``width``: about 3x the time of the
+    plain search at ``shortlist=4``, and shorter solutions (see benchmarks/beam.py).
+    """
     num_colours = root.shape[0]
     max_depth = geometry.width * geometry.height
     capacity = width * 64
@@ -436,6 +458,9 @@ def beam_search(root, geometry, width, weights, path):
     group_start = np.empty(num_colours + 1, np.int64)
     scratch_masks = np.empty(64, np.uint64)
     scratch_colours = np.empty(64, np.int64)
+    lookahead_masks = np.empty(64, np.uint64)
+    lookahead_colours = np.empty(64, np.int64)
+    grandchild = np.empty(num_colours, np.uint64)
     features = np.empty(len(FEATURES), np.float64)
     for depth in range(max_depth):
         count = 0
@@ -452,8 +477,6 @@ def beam_search(root, geometry, width, weights, path):
                         path[d] = moves[d, parent]
                         parent = parents[d, parent]
                     return depth + 1
-                heuristic_features(child, geometry, scratch_masks, scratch_colours, group_start, features)
-                scores[count] = np.dot(weights, features)
                 keys[count] = canonical_hash(child, geometry)
                 candidate_parent[count] = i
                 candidate_move[count] = masks[j]
@@ -464,8 +487,19 @@ def beam_search(root, geometry, width, weights, path):
         distinct = np.ones(count, np.bool_)
         for k in range(1, count):
             distinct[k] = keys[by_key[k]] != keys[by_key[k - 1]]
-        unique = by_key[distinct]
-        order = unique[np.argsort(scores[unique], kind="mergesort")]
+        order = by_key[distinct]
+        for position in order:
+            heuristic_features(candidates[position], geometry, scratch_masks, scratch_colours, group_start, features)
+            scores[position] = np.dot(weights, features)
+        order = order[np.argsort(scores[order], kind="mergesort")]
+        if shortlist > 0:
+            order = order[: shortlist * width]
+            for position in order:
+                scores[position] = _lookahead_score(
+                    candidates[position], geometry, weights, lookahead_masks, lookahead_colours,
+                    group_start, scratch_masks, scratch_colours, features, grandchild,
+                )
+            order = order[np.argsort(scores[order], kind="mergesort")]
         kept = 0
         for position in order:
             parents[depth, kept] = candidate_parent[position]

