@@ -30,7 +30,6 @@ import jaxdust  # noqa: E402
 from jaxdust import beam, bitboard, exact, files  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-SHORTLIST = 4  # beam.beam_search's default shortlist, used by the numba rows too
 
 
 def _check(board, clicks, length):
@@ -58,15 +57,13 @@ def run_numba(boards, width, weights, shortlist=0):
     path = np.zeros(width_cells * height, np.uint64)
     planes = [bitboard.to_planes(np.asarray(board), 5) for board in boards]
     exact.beam_search(planes[0], geometry, 2, weights, path, shortlist)  # compile
-    lengths, start = [], time.perf_counter()
-    for board, plane in zip(tqdm(boards, leave=False, disable=None), planes):
-        length = exact.beam_search(plane, geometry, width, weights, path, shortlist)
-        lengths.append(length)
+    lengths, paths, start = [], [], time.perf_counter()
+    for plane in tqdm(planes, leave=False, disable=None):
+        lengths.append(exact.beam_search(plane, geometry, width, weights, path, shortlist))
+        paths.append(path.copy())
     seconds = (time.perf_counter() - start) / len(boards)
-    for board, plane in zip(boards, planes):  # replay outside the timed loop
-        length = exact.beam_search(plane, geometry, width, weights, path, shortlist)
-        cells = [bitboard.bit_index(bitboard.lowest_bit(np.uint64(mask))) for mask in path[:length]]
-        _check(board, [divmod(int(cell), height) for cell in cells], length)
+    for board, length, found in zip(boards, lengths, paths):  # replay outside the timed loop
+        _check(board, bitboard.path_clicks(found, length, height), length)
     return np.array(lengths), seconds
 
 
@@ -91,7 +88,7 @@ def main(argv=None):
     for name, runner in [
         ("numba, original score", lambda: run_numba(boards, args.width, exact.REFERENCE_WEIGHTS)),
         ("numba, tuned heuristic", lambda: run_numba(boards, args.width, weights)),
-        ("numba, tuned + lookahead", lambda: run_numba(boards, args.width, weights, SHORTLIST)),
+        ("numba, tuned + lookahead", lambda: run_numba(boards, args.width, weights, exact.LOOKAHEAD_SHORTLIST)),
         ("jax, tuned + lookahead", lambda: run_jax(boards, args.width, beam.heuristic_scorer,
                                                    beam.lookahead_heuristic)),
         ("jax, tuned heuristic", lambda: run_jax(boards, args.width, beam.heuristic_scorer)),

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust import game
-from jaxdust.exact import HEURISTIC_WEIGHTS, REFERENCE_WEIGHTS
+from jaxdust.exact import HEURISTIC_WEIGHTS, LOOKAHEAD_SHORTLIST, REFERENCE_WEIGHTS
 
 Scorer = Callable[[jax.Array, object], jax.Array]
 
@@ -66,6 +66,13 @@ heuristic_scorer = linear_scorer(HEURISTIC_WEIGHTS)
 reference_scorer = linear_scorer(REFERENCE_WEIGHTS)  # the original beam search's score
 
 
+def _play(board: jax.Array, labels: jax.Array, actions: jax.Array) -> jax.Array:
+    """Boards after clicking each flat cell of ``actions`` ``[K]``: int8 ``[K, W, H]``.
+    ``labels`` are ``game.cluster_labels(board)`` flattened."""
+    masks = (labels[None, :] == actions[:, None]).reshape(actions.shape[0], *board.shape)
+    return jax.vmap(game.remove_and_contract, in_axes=(None, 0))(board, masks)[0]
+
+
 def lookahead_scorer(base: Scorer, batch_size: int = 256) -> Scorer:
     """A scorer that plays every cluster of each board and keeps the best outcome:
     ``1 + min(base(child))``, with ``base = 0`` for an emptied board. It sees the next
@@ -74,17 +81,13 @@ def lookahead_scorer(base: Scorer, batch_size: int = 256) -> Scorer:
     expanded at a time (bounds memory; ``W * H`` children each)."""
 
     def score(boards: jax.Array, params=None) -> jax.Array:
-        board_width, board_height = boards.shape[1:]
-        cells = board_width * board_height
-        cell_index = jnp.arange(cells, dtype=jnp.int32)
+        cell_index = jnp.arange(boards.shape[1] * boards.shape[2], dtype=jnp.int32)
 
         def one(board):
             labels = game.cluster_labels(board).reshape(-1)
-            is_action = labels == cell_index
-            masks = (labels[None, :] == cell_index[:, None]).reshape(cells, board_width, board_height)
-            children, _ = jax.vmap(game.remove_and_contract, in_axes=(None, 0))(board, masks)
+            children = _play(board, labels, cell_index)
             values = jnp.where(jax.vmap(game.is_done)(children), 0.0, base(children, params))
-            best = jnp.min(jnp.where(is_action, values, jnp.inf))
+            best = jnp.min(jnp.where(labels == cell_index, values, jnp.inf))
             return jnp.where(game.is_done(board), 0.0, 1.0 + best)
 
         return jax.lax.map(one, boards, batch_size=batch_size)
@@ -133,7 +136,8 @@ class _BeamCarry(NamedTuple):
                                              "shortlist"))
 def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_scorer,
                 max_children: int | None = None, max_clicks: int | None = None,
-                params=None, rescorer: Scorer | None = None, shortlist: int = 4) -> BeamResult:
+                params=None, rescorer: Scorer | None = None,
+                shortlist: int = LOOKAHEAD_SHORTLIST) -> BeamResult:
     """Beam search from one board (int8 ``[W, H]``); ``jax.vmap`` it for several boards.
 
     Args:
@@ -162,9 +166,7 @@ def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_
         actions = -jax.lax.top_k(-key, children)[0]  # the first ``children`` actions
         valid = actions < cells
         actions = jnp.where(valid, actions, 0)
-        masks = (labels[None, :] == actions[:, None]).reshape(children, board_width, board_height)
-        boards, _ = jax.vmap(game.remove_and_contract, in_axes=(None, 0))(position, masks)
-        return boards, actions, valid
+        return _play(position, labels, actions), actions, valid
 
     def step(carry: _BeamCarry) -> _BeamCarry:
         kids, actions, valid = jax.vmap(expand)(carry.boards, carry.alive)  # [B, K, ...]

@@ -98,6 +98,13 @@ def to_board(planes: np.ndarray, width: int, height: int) -> np.ndarray:
     return board.reshape(width, height)
 
 
+def path_clicks(path: np.ndarray, length: int, height: int) -> list[tuple[int, int]]:
+    """The first ``length`` cluster masks of a search's ``path`` as clicks ``[(x, y), ...]``,
+    each on the cluster's cell with the smallest ``x * height + y``."""
+    cells = [bit_index(lowest_bit(U64(mask))) for mask in path[:length]]
+    return [divmod(int(cell), height) for cell in cells]
+
+
 @numba.njit(cache=True, inline="always")
 def popcount(value):
     value = value - ((value >> U64(1)) & U64(0x5555555555555555))

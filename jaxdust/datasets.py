@@ -91,13 +91,12 @@ def click_with_mask(board: np.ndarray, x: int, y: int, colors: int) -> tuple[np.
 
 def _beam_labels(config: DatasetConfig, board: np.ndarray) -> dict:
     from jaxdust import exact
-    from jaxdust.solve import _clicks
 
     geometry = bitboard.make_geometry(config.width, config.height)
     path = np.zeros(config.width * config.height, np.uint64)
     length = exact.beam_search(bitboard.to_planes(board, config.colors), geometry, config.beam_width,
                                exact.HEURISTIC_WEIGHTS, path)
-    return {"clicks": [[int(x), int(y)] for x, y in _clicks(path, length, config.height)],
+    return {"clicks": [[int(x), int(y)] for x, y in bitboard.path_clicks(path, length, config.height)],
             "proven": [False] * length}
 
 

@@ -115,7 +115,7 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
 
     Raises ``TimeoutError`` if no solution was found at all (only with tiny limits).
     """
-    from jaxdust.solve import _as_array, _clicks
+    from jaxdust.solve import _as_array
 
     cells = _as_array(board)
     width, height = cells.shape
@@ -128,4 +128,4 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
     length, _ = depth_first_search(planes, geometry, int(node_limit or 0), deadline, path)
     if length < 0:
         raise TimeoutError("the depth-first search found no solution within its limits")
-    return _clicks(path, length, height)
+    return bitboard.path_clicks(path, length, height)

@@ -386,6 +386,7 @@ def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, p
 # coordinate descent on boards 200-399 of the eval set (benchmarks/tune_heuristic.py); the
 # original beam search's score is colours + 0.6 * extra clusters (REFERENCE_WEIGHTS).
 FEATURES = ("colours", "extra_clusters", "no_single_colour", "cells", "largest_cluster")
+LOOKAHEAD_SHORTLIST = 4  # children per kept position that the lookahead rescoring sees
 HEURISTIC_WEIGHTS = np.array([1.0, 0.15, 0.35, 0.015, -0.045])
 REFERENCE_WEIGHTS = np.array([1.0, 0.6, 0.0, 0.0, 0.0])
 

@@ -312,9 +312,8 @@ def test_lookahead_beams_replay_and_never_beat_the_optimum(boards_dir, searcher)
         if searcher == "numba":
             planes = planes_of(record.board, 5)
             plain.append(exact.beam_search(planes, geometry, 8, exact.HEURISTIC_WEIGHTS, path))
-            length = exact.beam_search(planes, geometry, 8, exact.HEURISTIC_WEIGHTS, path, 4)
-            cells = [bitboard.bit_index(bitboard.lowest_bit(np.uint64(m))) for m in path[:length]]
-            clicks = [divmod(int(c), 6) for c in cells]
+            length = exact.beam_search(planes, geometry, 8, exact.HEURISTIC_WEIGHTS, path, exact.LOOKAHEAD_SHORTLIST)
+            clicks = bitboard.path_clicks(path, length, 6)
         else:
             plain.append(int(beam.beam_search(record.board, width=8).length))
             result = beam.beam_search(record.board, width=8, rescorer=beam.lookahead_heuristic)

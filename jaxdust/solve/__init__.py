@@ -23,7 +23,6 @@ import numpy as np
 from jaxdust import bitboard, exact, files
 
 DEFAULT_TABLE_BITS = 24  # 16M entries, 144 MB: a 2^25 table saved 20% of a 13-click proof's nodes over 2^22
-LOOKAHEAD_SHORTLIST = 4
 
 
 def default_beam_width(cells: int) -> int:
@@ -63,11 +62,6 @@ def _as_array(board) -> np.ndarray:
     return np.asarray(parse_board(board), np.int64)
 
 
-def _clicks(path: np.ndarray, length: int, height: int) -> list[tuple[int, int]]:
-    cells = [bitboard.bit_index(bitboard.lowest_bit(np.uint64(mask))) for mask in path[:length]]
-    return [divmod(int(cell), height) for cell in cells]
-
-
 def solve(board, time_limit: float | None = None, *, node_limit: int | None = None,
           colors: int | None = None, beam_width: int | None = None,
           table: TranspositionTable | None = None, prune: bool = True) -> Solution:
@@ -105,7 +99,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         beam_width = default_beam_width(width * height)
     if beam_width > 0:
         best_length = exact.beam_search(planes, geometry, beam_width, exact.HEURISTIC_WEIGHTS, path)
-        best_clicks = _clicks(path, best_length, height)
+        best_clicks = bitboard.path_clicks(path, best_length, height)
     else:
         best_length, best_clicks = width * height + 1, []
     bound = exact.lower_bound(planes, geometry)
@@ -118,9 +112,9 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
             # solution, which ends the proof without a search that must find it.
             widened = True
             length = exact.beam_search(planes, geometry, 2 * beam_width, exact.HEURISTIC_WEIGHTS, path,
-                                       LOOKAHEAD_SHORTLIST)
+                                       exact.LOOKAHEAD_SHORTLIST)
             if length < best_length:
-                best_length, best_clicks = length, _clicks(path, length, height)
+                best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
                 continue
         budget_left = 0 if node_limit is None else node_limit - nodes
         if node_limit is not None and budget_left <= 0:
@@ -130,7 +124,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         )
         nodes += searched
         if status == exact.FOUND:  # every smaller budget failed: this one is shortest
-            best_length, best_clicks = length, _clicks(path, length, height)
+            best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
             break
         if status == exact.OUT_OF_TIME:
             break
