@@ -155,20 +155,25 @@ def _order_moves(planes, masks, colours, count, finishes):
             j -= 1
 
 
-@numba.njit(cache=True)
-def _table_bound(keys, bounds, key):
-    slot = key & U64(keys.shape[0] - 1)
-    return bounds[slot] if keys[slot] == key else 0
+# A table entry is one uint64: the key's bits above the lowest byte, and the bound in the
+# lowest byte. The slot index holds the key's low bits, so nothing of the key is lost (the
+# table has at least 2^8 slots), and a probe costs one cache miss instead of two.
+_BOUND_BITS = U64(0xFF)
 
 
 @numba.njit(cache=True)
-def _table_store(keys, bounds, key, bound):
-    slot = key & U64(keys.shape[0] - 1)
-    if keys[slot] == key:
-        bounds[slot] = max(bounds[slot], bound)
-    else:
-        keys[slot] = key
-        bounds[slot] = bound
+def _table_bound(table, key):
+    entry = table[key & U64(table.shape[0] - 1)]
+    return int(entry & _BOUND_BITS) if entry & ~_BOUND_BITS == key & ~_BOUND_BITS else 0
+
+
+@numba.njit(cache=True)
+def _table_store(table, key, bound):
+    slot = key & U64(table.shape[0] - 1)
+    entry = table[slot]
+    if entry & ~_BOUND_BITS == key & ~_BOUND_BITS:
+        bound = max(bound, int(entry & _BOUND_BITS))
+    table[slot] = (key & ~_BOUND_BITS) | U64(bound)
 
 
 @numba.njit(cache=True)
@@ -257,7 +262,7 @@ def _may_leave_single_colour(reach, colour, groups, group_start, planes, geometr
 
 
 @numba.njit(cache=True)
-def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, path, prune=True,
+def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
                    node_limit=0):
     """Depth-first search for a solution of at most ``budget`` clicks.
 
@@ -306,7 +311,7 @@ def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, p
         remaining = budget - depth  # clicks still allowed from this node
         index = next_move[depth]
         if index == move_count[depth]:
-            _table_store(table_keys, table_bounds, hashes[depth], remaining + 1)
+            _table_store(table, hashes[depth], remaining + 1)
             depth -= 1
             continue
         next_move[depth] = index + 1
@@ -358,7 +363,7 @@ def bounded_search(root, geometry, budget, table_keys, table_bounds, deadline, p
         if bound_from(child_colours, child_singles) + 1 > remaining:
             continue
         key = canonical_hash(child, geometry)
-        if _table_bound(table_keys, table_bounds, key) + 1 > remaining:
+        if _table_bound(table, key) + 1 > remaining:
             continue
         depth += 1
         arrivals[depth] = move

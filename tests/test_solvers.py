@@ -153,6 +153,24 @@ def test_shared_table_changes_work_not_answers(boards_dir):
     assert first.clicks == second.clicks and second.nodes <= first.nodes
 
 
+def test_table_entries_keep_the_whole_key_and_the_largest_bound():
+    table = TranspositionTable(8).entries
+    key = np.uint64(0xDEADBEEF12345607)
+    same_slot_other_key = key ^ np.uint64(1 << 40)  # equal low byte and slot bits
+    other_low_byte = key ^ np.uint64(0x03)  # another slot: the low byte is the slot index
+    assert exact._table_bound(table, key) == 0
+    exact._table_store(table, key, 7)
+    exact._table_store(table, key, 5)  # a weaker proof never lowers a stored bound
+    assert exact._table_bound(table, key) == 7
+    assert exact._table_bound(table, same_slot_other_key) == 0
+    assert exact._table_bound(table, other_low_byte) == 0
+    exact._table_store(table, same_slot_other_key, 3)  # replaces: one entry per slot
+    assert exact._table_bound(table, same_slot_other_key) == 3
+    assert exact._table_bound(table, key) == 0
+    with pytest.raises(ValueError, match="2\\^8"):
+        TranspositionTable(7)
+
+
 def test_solver_rejects_bad_input():
     with pytest.raises(ValueError, match="at most 64 cells"):
         solve(np.ones((9, 8), int))

@@ -22,7 +22,7 @@ import numpy as np
 
 from jaxdust import bitboard, exact, files
 
-DEFAULT_TABLE_BITS = 24  # 16M entries, 144 MB: a 2^25 table saved 20% of a 13-click proof's nodes over 2^22
+DEFAULT_TABLE_BITS = 24  # 16M entries, 128 MB: a 2^25 table saved 20% of a 13-click proof's nodes over 2^22
 
 
 def default_beam_width(cells: int) -> int:
@@ -49,8 +49,9 @@ class TranspositionTable:
     """
 
     def __init__(self, bits: int = DEFAULT_TABLE_BITS):
-        self.keys = np.zeros(1 << bits, np.uint64)
-        self.bounds = np.zeros(1 << bits, np.uint8)
+        if bits < 8:
+            raise ValueError(f"a table needs at least 2^8 entries, got 2^{bits}")
+        self.entries = np.zeros(1 << bits, np.uint64)  # see exact._table_bound
 
 
 _shared_tables: dict[tuple[int, int, int], TranspositionTable] = {}
@@ -120,7 +121,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         if node_limit is not None and budget_left <= 0:
             break
         status, searched, length = exact.bounded_search(
-            planes, geometry, bound, table.keys, table.bounds, deadline, path, prune, budget_left
+            planes, geometry, bound, table.entries, deadline, path, prune, budget_left
         )
         nodes += searched
         if status == exact.FOUND:  # every smaller budget failed: this one is shortest
