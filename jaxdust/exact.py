@@ -161,19 +161,21 @@ def _order_moves(planes, masks, colours, count, finishes):
 _BOUND_BITS = U64(0xFF)
 
 
+@numba.njit(cache=True, inline="always")
+def _entry_bound(entry, key):
+    """The bound an entry holds for ``key``, 0 when it holds another position's."""
+    return int(entry & _BOUND_BITS) if entry & ~_BOUND_BITS == key & ~_BOUND_BITS else 0
+
+
 @numba.njit(cache=True)
 def _table_bound(table, key):
-    entry = table[key & U64(table.shape[0] - 1)]
-    return int(entry & _BOUND_BITS) if entry & ~_BOUND_BITS == key & ~_BOUND_BITS else 0
+    return _entry_bound(table[key & U64(table.shape[0] - 1)], key)
 
 
 @numba.njit(cache=True)
 def _table_store(table, key, bound):
     slot = key & U64(table.shape[0] - 1)
-    entry = table[slot]
-    if entry & ~_BOUND_BITS == key & ~_BOUND_BITS:
-        bound = max(bound, int(entry & _BOUND_BITS))
-    table[slot] = (key & ~_BOUND_BITS) | U64(bound)
+    table[slot] = (key & ~_BOUND_BITS) | U64(max(bound, _entry_bound(table[slot], key)))
 
 
 @numba.njit(cache=True)

@@ -108,9 +108,10 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     widened = False
     while bound < best_length:
         if bound == best_length - 1 and beam_width > 0 and not widened and time.perf_counter() - start > 1.0:
-            # One click short of the upper bound after real work: a stronger beam (one-click
-            # lookahead, twice as wide: about 10x the first one's time) often finds that
-            # solution, which ends the proof without a search that must find it.
+            # One click short of the upper bound after real work: a stronger beam (twice as
+            # wide, with the one-click lookahead that costs ~3x per position, see
+            # benchmarks/beam.py) often finds that solution, which ends the proof without a
+            # search that must find it.
             widened = True
             length = exact.beam_search(planes, geometry, 2 * beam_width, exact.HEURISTIC_WEIGHTS, path,
                                        exact.LOOKAHEAD_SHORTLIST)
