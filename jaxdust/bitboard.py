@@ -31,9 +31,7 @@ class Geometry(NamedTuple):
     not_bottom: np.uint64  # every cell but row 0
     not_top: np.uint64  # every cell but row height - 1
     column: np.ndarray  # uint64 [W], the cells of column x
-    row_half: np.ndarray  # uint64 [2, H], row y of the left (0) or right (1) half
-    packed: np.ndarray  # uint64 [2, H, W + 1], n cells of that half-row against the centre
-    reach: np.ndarray  # uint64 [W, H], cells a removal at column x, lowest row y can move
+    from_row: np.ndarray  # uint64 [H], the cells of rows y and up
     outward_row: np.ndarray  # uint64 [W, H], row y from column x outward, within x's half
     half: np.ndarray  # uint64 [2], the cells of the left and the right half
     beyond_touch: np.ndarray  # uint64 [2], cells no removal in that half can move or touch
@@ -46,24 +44,9 @@ def make_geometry(width: int, height: int) -> Geometry:
     full = (1 << cells) - 1
     column = np.array([((1 << height) - 1) << (x * height) for x in range(width)], np.uint64)
     row = [sum(1 << (x * height + y) for x in range(width)) for y in range(height)]
+    from_row = np.array([sum(row[y:]) for y in range(height)], np.uint64)
     half = width // 2
     left_cells = sum(((1 << height) - 1) << (x * height) for x in range(half))
-    row_half = np.array(
-        [[r & left_cells for r in row], [r & ~left_cells & full for r in row]], np.uint64
-    )
-    packed = np.zeros((2, height, width + 1), np.uint64)
-    for y in range(height):
-        for n in range(1, half + 1):
-            packed[0, y, n] = packed[0, y, n - 1] | (1 << ((half - n) * height + y))
-        for n in range(1, width - half + 1):
-            packed[1, y, n] = packed[1, y, n - 1] | (1 << ((half + n - 1) * height + y))
-    # Removing cells at column x (lowest row y) moves nothing below row y, nothing in the
-    # other half, and, within the half, nothing closer to the centre than column x.
-    reach = np.zeros((width, height), np.uint64)
-    for x in range(width):
-        outward = range(0, x + 1) if x < half else range(x, width)
-        for y in range(height):
-            reach[x, y] = sum(1 << (ox * height + oy) for ox in outward for oy in range(y, height))
     outward_row = np.zeros((width, height), np.uint64)
     for x in range(width):
         outward = range(0, x + 1) if x < half else range(x, width)
@@ -71,7 +54,7 @@ def make_geometry(width: int, height: int) -> Geometry:
             outward_row[x, y] = sum(1 << (ox * height + y) for ox in outward)
     return Geometry(
         width, height, U64(full), U64(full & ~row[0]), U64(full & ~row[height - 1]),
-        column, row_half, packed, reach, outward_row,
+        column, from_row, outward_row,
         np.array([left_cells, full & ~left_cells], np.uint64),
         np.array([sum(int(column[x]) for x in range(half + 1, width)),
                   sum(int(column[x]) for x in range(0, half - 1))], np.uint64),
@@ -187,70 +170,83 @@ def occupied(planes):
     return cells
 
 
-@numba.njit(cache=True)
-def _fall_above(planes, column_mask, position):
-    """Shift every plane's cells above bit ``position`` of one column down by one."""
-    bit = ONE << U64(position)
-    above = column_mask & ~(bit | (bit - ONE))  # no shift by 64 at the last cell
-    for c in range(planes.shape[0]):
-        plane = planes[c]
-        planes[c] = (plane & ~above) | ((plane & above) >> ONE)
+@numba.njit(cache=True, inline="always")
+def _bit_length(n):
+    """Bits needed to write ``n >= 0``: ``5 -> 3``."""
+    length = 0
+    while n >> length:
+        length += 1
+    return length
 
 
-@numba.njit(cache=True)
-def _move_cell(planes, source, target):
-    for c in range(planes.shape[0]):
-        if planes[c] & source:
-            planes[c] = (planes[c] & ~source) | target
-            return
-
-
-@numba.njit(cache=True)
+# Inlined into its callers: a call copies every field of ``geometry`` onto the stack, which
+# costs a good part of what the function itself does.
+@numba.njit(cache=True, inline="always")
 def remove_and_contract(planes, removed, geometry):
-    """Remove the cells of ``removed`` from ``planes`` (in place), then contract.
+    """Remove the cells of ``removed`` from ``planes`` (uint64 ``[colors]``, in place), then
+    contract. The board must be contracted already, as every position of a game is.
 
-    Gravity closes each removed cell of a column from the top down; then every half-row
-    that may have changed is packed against the centre with a write pointer.
+    Both steps move each remaining cell toward its place by a distance ``d``: gravity by
+    the removed cells below it in its column, the slide by the empty cells between it and
+    the centre in its half-row. Neither changes the order of the cells it moves, so each
+    is a bit compress (Hacker's Delight, 7-4): stage ``k`` moves the cells whose ``d`` has
+    bit ``k`` set by ``2**k`` steps. The stage masks depend only on which cells are
+    occupied, so all colours share them, and the only branches are the stage counts.
+
+    On a contracted board no cell drops further than the number ``n`` of cells removed,
+    and a half-row gets no more gaps than the number of columns that lost cells, so each
+    kind needs at most ``bit_length(n)`` stages: one for a single cell.
     """
-    width, height = geometry.width, geometry.height
-    half = width // 2
-    lowest_row = height
-    touched_left = False
-    touched_right = False
+    height = geometry.height
+    cells = ZERO
     for c in range(planes.shape[0]):
         planes[c] &= ~removed
-    for x in range(width):
-        gaps = removed & geometry.column[x]
-        if not gaps:
-            continue
-        if x < half:
-            touched_left = True
-        else:
-            touched_right = True
-        for y in range(height - 1, -1, -1):
-            position = x * height + y
-            if (gaps >> U64(position)) & ONE:
-                _fall_above(planes, geometry.column[x], position)
-                lowest_row = min(lowest_row, y)
-    cells = occupied(planes)
-    for y in range(lowest_row, height):
-        if touched_left:
-            row = cells & geometry.row_half[0, y]
-            if row != geometry.packed[0, y, popcount(row)]:
-                write = half - 1
-                for x in range(half - 1, -1, -1):
-                    source = ONE << U64(x * height + y)
-                    if cells & source:
-                        if x != write:
-                            _move_cell(planes, source, ONE << U64(write * height + y))
-                        write -= 1
-        if touched_right:
-            row = cells & geometry.row_half[1, y]
-            if row != geometry.packed[1, y, popcount(row)]:
-                write = half
-                for x in range(half, width):
-                    source = ONE << U64(x * height + y)
-                    if cells & source:
-                        if x != write:
-                            _move_cell(planes, source, ONE << U64(write * height + y))
-                        write += 1
+        cells |= planes[c]
+    lost = np.int64(popcount(removed))  # a uint64 mixed with ints would give floats
+
+    # Gravity, within each column. "gaps" marks each cell whose lower neighbour is empty,
+    # so a prefix XOR up the column (kept inside it by from_row) gives at each cell the
+    # parity of the gaps below it: bit 0 of its drop. Keeping only the gaps where that
+    # parity is 0 halves every count, so the next stage finds bit 1 the same way, and so on.
+    gaps = (~cells << ONE) & geometry.not_bottom
+    for stage in range(_bit_length(min(lost, height - 1))):
+        parity = gaps
+        span = 1
+        while span < height:
+            parity ^= (parity << U64(span)) & geometry.from_row[span]
+            span *= 2
+        moving = parity & cells
+        step = U64(1 << stage)
+        cells = (cells ^ moving) | (moving >> step)
+        gaps &= ~parity
+        for c in range(planes.shape[0]):
+            moved = planes[c] & moving
+            planes[c] ^= moved ^ (moved >> step)
+
+    # Toward the centre, within each half-row: the same compress with a column (``height``
+    # bits) as the step, counting the gaps on the centre side of each cell. The left half
+    # moves up the bits, the right half down; the prefix runs outward, so each half counts
+    # only its own gaps.
+    widest = geometry.width - geometry.width // 2  # the right half is never the narrower
+    column = U64(height)  # below 64 whenever a stage runs (a one-column board has none)
+    left, right = geometry.half[0], geometry.half[1]
+    left_cells, right_cells = cells & left, cells & right
+    left_gaps = (~cells & left) >> column
+    right_gaps = (~cells & right) << column  # the bits this pushes past the board stay unused
+    for stage in range(_bit_length(min(lost, widest - 1))):
+        left_parity, right_parity = left_gaps, right_gaps
+        span = 1
+        while span < widest:
+            left_parity ^= left_parity >> (U64(span) * column)
+            right_parity ^= right_parity << (U64(span) * column)
+            span *= 2
+        left_moving, right_moving = left_parity & left_cells, right_parity & right_cells
+        step = U64(1 << stage) * column
+        left_cells = (left_cells ^ left_moving) | (left_moving << step)
+        right_cells = (right_cells ^ right_moving) | (right_moving >> step)
+        left_gaps &= ~left_parity
+        right_gaps &= ~right_parity
+        for c in range(planes.shape[0]):
+            moved_left = planes[c] & left_moving
+            moved_right = planes[c] & right_moving
+            planes[c] ^= moved_left ^ (moved_left << step) ^ moved_right ^ (moved_right >> step)
