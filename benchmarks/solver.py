@@ -24,7 +24,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from jaxdust import files  # noqa: E402
-from jaxdust.solve import DEFAULT_TABLE_BITS  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SETS = {
@@ -34,22 +33,16 @@ SETS = {
 }
 
 
-def _table_bits(cells: int) -> int:
-    """Small boards' proofs fit smaller tables, which are quicker to allocate per board."""
-    return 18 if cells <= 32 else 20 if cells <= 40 else DEFAULT_TABLE_BITS
-
-
 def _solve_one(job):
     """Solve one board in a worker; returns a record (runs in a child process)."""
     text, width, height, known, time_limit, reference = job
     import jaxdust
-    from jaxdust.solve import TranspositionTable, solve
+    from jaxdust.solve import solve
 
     board = jaxdust.parse_board(text, width, height)
-    table = TranspositionTable(_table_bits(width * height))
     options = {"beam_width": 0, "prune": False} if reference else {}
     try:
-        result = solve(board, time_limit, table=table, **options)
+        result = solve(board, time_limit, **options)  # a fresh table, sized as solve's default
     except TimeoutError:
         return {"board": text, "known": known, "proven": False, "timed_out": True,
                 "seconds": time_limit, "nodes": None, "length": None, "lower_bound": None}

@@ -3,7 +3,9 @@
 A board of at most 64 cells is ``planes``: uint64 ``[colors]``, bit ``x * height + y`` of
 ``planes[c]`` set where cell ``(x, y)`` holds colour ``c + 1`` (the flat action index of
 ``jaxdust.game``). Geometry lives in ``Geometry``, a tuple of masks built once per board
-size. Every function here is ``numba.njit``; they allocate nothing on the hot path.
+size. Every function here is ``numba.njit``; they allocate nothing on the hot path. The
+search's helpers are ``inline="always"``: a call copies every field of ``geometry`` onto the
+stack, which costs a good part of what a small helper does.
 
 JAX cannot express the deep, data-dependent recursion of exact search; numba compiles
 these loops to machine code instead (see README: dependencies).
@@ -108,7 +110,7 @@ def bit_index(bit):
     return popcount(bit - ONE)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def flood(seed, allowed, geometry):
     """Cells of ``allowed`` 4-connected to ``seed`` within ``allowed``."""
     height = U64(geometry.height)
@@ -126,7 +128,7 @@ def flood(seed, allowed, geometry):
         current = grown
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def grow(cells, geometry):
     """``cells`` and their 4-neighbours."""
     height = U64(geometry.height)
@@ -139,7 +141,7 @@ def grow(cells, geometry):
     ) & geometry.full
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def removal_reach(removed, occupied, geometry):
     """Cells whose content may change when ``removed`` is cleared from a settled board
     with cells ``occupied`` and the board contracts.
@@ -162,7 +164,7 @@ def removal_reach(removed, occupied, geometry):
     return reach
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def occupied(planes):
     cells = ZERO
     for plane in planes:
@@ -179,8 +181,6 @@ def _bit_length(n):
     return length
 
 
-# Inlined into its callers: a call copies every field of ``geometry`` onto the stack, which
-# costs a good part of what the function itself does.
 @numba.njit(cache=True, inline="always")
 def remove_and_contract(planes, removed, geometry):
     """Remove the cells of ``removed`` from ``planes`` (uint64 ``[colors]``, in place), then

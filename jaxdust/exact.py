@@ -50,7 +50,7 @@ def _mix(value):
     return value ^ (value >> U64(31))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _mirror(plane, geometry):
     width, height = geometry.width, geometry.height
     column_bits = (ONE << U64(height)) - ONE
@@ -61,7 +61,7 @@ def _mirror(plane, geometry):
     return mirrored
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def canonical_hash(planes, geometry):
     """Hash of a position, equal for a board and its mirror image."""
     direct = ZERO
@@ -73,7 +73,7 @@ def canonical_hash(planes, geometry):
     return min(direct, mirrored)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def single_cluster_colours(planes, geometry):
     """Bit ``c`` set when colour ``c`` is present and forms one cluster."""
     singles = 0
@@ -84,7 +84,7 @@ def single_cluster_colours(planes, geometry):
     return singles
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def count_colours(planes):
     colours = 0
     for c in range(planes.shape[0]):
@@ -107,20 +107,21 @@ def lower_bound(planes, geometry):
     return bound_from(count_colours(planes), single_cluster_colours(planes, geometry))
 
 
-@numba.njit(cache=True)
-def _child_singles(parent, child, parent_singles, geometry):
-    """``single_cluster_colours(child)``, re-flooding only colours whose cells moved."""
+@numba.njit(cache=True, inline="always")
+def _child_singles(parent, child, parent_singles, candidates, geometry):
+    """``single_cluster_colours(child)``, re-flooding only colours whose cells moved, given
+    that no colour outside the bit mask ``candidates`` can have become a single cluster."""
     singles = 0
     for c in range(child.shape[0]):
         plane = child[c]
         if plane == parent[c]:
             singles |= parent_singles & (1 << c)
-        elif plane and flood(lowest_bit(plane), plane, geometry) == plane:
+        elif candidates & (1 << c) and plane and flood(lowest_bit(plane), plane, geometry) == plane:
             singles |= 1 << c
     return singles
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def clusters(planes, geometry, masks, colours, group_start):
     """Write every cluster's mask and colour index into ``masks``/``colours``, grouped by
     colour (colour ``c``'s from ``group_start[c]`` to ``group_start[c + 1]``); return count."""
@@ -138,7 +139,7 @@ def clusters(planes, geometry, masks, colours, group_start):
     return count
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _order_moves(planes, masks, colours, count, finishes):
     """Moves that finish a colour first, then larger clusters first (insertion sort)."""
     keys = np.empty(count, np.int64)
@@ -167,15 +168,31 @@ def _entry_bound(entry, key):
     return int(entry & _BOUND_BITS) if entry & ~_BOUND_BITS == key & ~_BOUND_BITS else 0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _table_bound(table, key):
     return _entry_bound(table[key & U64(table.shape[0] - 1)], key)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _table_store(table, key, bound):
     slot = key & U64(table.shape[0] - 1)
     table[slot] = (key & ~_BOUND_BITS) | U64(max(bound, _entry_bound(table[slot], key)))
+
+
+@numba.njit(cache=True)
+def rehash(table, larger):
+    """Copy every entry of ``table`` into the empty, larger power-of-two table ``larger``.
+
+    The low byte of an entry's key is its slot's low byte, so the whole key is known; slots
+    that differ in the smaller table's index bits differ in the larger one's, so no entry
+    is lost.
+    """
+    mask = U64(larger.shape[0] - 1)
+    for slot in range(table.shape[0]):
+        entry = table[slot]
+        if entry:
+            key = (entry & ~_BOUND_BITS) | (U64(slot) & _BOUND_BITS)
+            larger[key & mask] = entry
 
 
 @numba.njit(cache=True)
@@ -185,7 +202,7 @@ def _now():
     return now
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _finishing_moves(planes, singles, masks, colours, finishes):
     """At zero slack only moves that remove a whole colour can help: one per single colour."""
     count = 0
@@ -198,7 +215,7 @@ def _finishing_moves(planes, singles, masks, colours, finishes):
     return count
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _commutes_before(move, move_reach, arrival, arrival_reach, arrival_grown, geometry):
     """True when ``move`` commutes with ``arrival`` (the move that led here); the caller
     plays such a pair only in cell order (lower lowest cell first).
@@ -212,7 +229,7 @@ def _commutes_before(move, move_reach, arrival, arrival_reach, arrival_grown, ge
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _sides_that_may_leave_single(groups, group_start, num_colours, geometry):
     """Bit ``s`` set when some one-half removal in side ``s`` may leave a single colour.
 
@@ -237,9 +254,10 @@ def _sides_that_may_leave_single(groups, group_start, num_colours, geometry):
     return sides
 
 
-@numba.njit(cache=True)
-def _may_leave_single_colour(reach, colour, groups, group_start, planes, geometry):
-    """False only if a removal with this ``reach`` surely leaves no colour as one cluster.
+@numba.njit(cache=True, inline="always")
+def _colours_that_may_become_single(reach, colour, groups, group_start, planes, geometry):
+    """Bit mask of the colours that may be a single cluster after a removal (of a cluster
+    of ``colour``) with this ``reach``; every other colour surely is not.
 
     A cluster that neither lies in nor touches the reach keeps its neighbourhood, so it
     stays a separate cluster: its colour cannot become a single cluster while it has
@@ -247,20 +265,22 @@ def _may_leave_single_colour(reach, colour, groups, group_start, planes, geometr
     clusters. Assumes no colour is a single cluster now.
     """
     touched = grow(reach, geometry)
+    candidates = 0
     for c in range(planes.shape[0]):
         first, last = group_start[c], group_start[c + 1]
         if first == last:
             continue
         if c == colour and last - first == 2:
-            return True  # its other cluster is left on its own
+            candidates |= 1 << c  # its other cluster is left on its own
+            continue
         isolated = False
         for j in range(first, last):
             if not (groups[j] & touched):
                 isolated = True
                 break
         if not isolated:
-            return True
-    return False
+            candidates |= 1 << c
+    return candidates
 
 
 @numba.njit(cache=True)
@@ -328,6 +348,7 @@ def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
         move = masks[depth, index]
         move_reach = ZERO
         reach_known = False
+        candidates = -1  # colours the child may have as single clusters
         if prune and singles[depth] == 0 and remaining - 1 == child_colours:
             # The child would need a single-cluster colour.
             colour = colours[depth, index]
@@ -341,9 +362,10 @@ def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
                 if in_left != in_right and not useful_sides[depth] & (1 if in_left else 2):
                     continue
                 move_reach, reach_known = removal_reach(move, occupied(parent), geometry), True
-                if not _may_leave_single_colour(
+                candidates = _colours_that_may_become_single(
                     move_reach, colour, groups[depth], group_start[depth], parent, geometry
-                ):
+                )
+                if not candidates:
                     continue
         if prune and depth > 0 and lowest_bit(move) < lowest_bit(arrivals[depth]):
             if not reach_known:
@@ -361,7 +383,7 @@ def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
             for d in range(depth + 1):
                 path[d] = masks[d, next_move[d] - 1]
             return FOUND, nodes, depth + 1
-        child_singles = _child_singles(parent, child, singles[depth], geometry)
+        child_singles = _child_singles(parent, child, singles[depth], candidates, geometry)
         if bound_from(child_colours, child_singles) + 1 > remaining:
             continue
         key = canonical_hash(child, geometry)
@@ -379,13 +401,13 @@ def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
         else:
             count = clusters(child, geometry, masks[depth], colours[depth], group_start[depth])
             move_count[depth] = count
-            useful_sides[depth] = -1
             groups[depth, :count] = masks[depth, :count]
             if child_singles:
                 _order_moves(child, masks[depth], colours[depth], count, finishes[depth])
             else:  # nothing can finish a colour, and order does not change a refutation
                 finishes[depth, :count] = False
         next_move[depth] = 0
+        useful_sides[depth] = -1
     return EXHAUSTED, nodes, 0
 
 

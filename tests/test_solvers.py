@@ -77,13 +77,56 @@ def test_bitboards_hold_at_most_64_cells():
         bitboard.make_geometry(9, 8)
 
 
-def test_canonical_hash_is_mirror_invariant():
+@pytest.mark.parametrize("size", [(8, 6, 5), (8, 6, 3), (5, 3, 3), (9, 7, 4), (7, 4, 4)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_single_colour_filters_keep_every_move_that_leaves_a_single_colour(size):
+    """Where no colour is one cluster, the solver plays at zero slack left only the moves
+    its filters pass: they must include every move after which some colour is one cluster."""
+    width, height, colors = size
+    geometry = bitboard.make_geometry(width, height)
+    rng = np.random.default_rng(sum(size))
+    masks, colours = np.empty(64, np.uint64), np.empty(64, np.int64)
+    group_start = np.empty(colors + 1, np.int64)
+    making_singles = pruned = 0
+    while making_singles < 300:
+        board = ref.random_board(rng, width, height, colors)
+        while not ref.is_done(board):
+            planes = planes_of(board, colors)
+            if not exact.single_cluster_colours(planes, geometry):
+                count = exact.clusters(planes, geometry, masks, colours, group_start)
+                sides = exact._sides_that_may_leave_single(masks, group_start, colors, geometry)
+                for move, colour in zip(masks[:count], colours[:count]):
+                    if group_start[colour + 1] - group_start[colour] == 2:
+                        continue  # always played
+                    child = planes.copy()
+                    bitboard.remove_and_contract(child, move, geometry)
+                    singles = exact.single_cluster_colours(child, geometry)
+                    reach = bitboard.removal_reach(move, bitboard.occupied(planes), geometry)
+                    candidates = exact._colours_that_may_become_single(
+                        reach, colour, masks, group_start, planes, geometry)
+                    assert singles & ~candidates == 0
+                    pruned += candidates == 0
+                    in_left = bool(move & geometry.half[0])
+                    if in_left != bool(move & geometry.half[1]):
+                        assert sides & (1 if in_left else 2) or not singles
+                    making_singles += bool(singles)
+            x, y = np.argwhere(board != 0)[rng.integers(np.count_nonzero(board))]
+            board, _ = ref.click(board, x, y)
+    assert pruned > 300  # the filters are not vacuous
+
+
+@pytest.mark.parametrize("width,height", [(8, 6), (6, 6), (5, 8), (8, 8), (3, 4), (16, 4), (4, 16), (7, 9)])
+def test_canonical_hash_is_mirror_invariant(width, height):
     rng = np.random.default_rng(0)
-    geometry = bitboard.make_geometry(8, 6)
+    geometry = bitboard.make_geometry(width, height)
     for _ in range(20):
-        board = ref.contract(np.where(rng.random((8, 6)) < 0.3, 0, ref.random_board(rng, 8, 6, 5)))
-        assert exact.canonical_hash(planes_of(board, 5), geometry) == exact.canonical_hash(
-            planes_of(board[::-1], 5), geometry)
+        board = ref.contract(np.where(rng.random((width, height)) < 0.3, 0,
+                                      ref.random_board(rng, width, height, 5)))
+        hashes = [exact.canonical_hash(planes_of(b, 5), geometry) for b in (board, board[::-1])]
+        assert hashes[0] == hashes[1]
+        for c in range(5):
+            mirrored = exact._mirror(planes_of(board, 5)[c], geometry)
+            assert mirrored == planes_of(board[::-1], 5)[c]
 
 
 # ---------------------------------------------------------------------------------------
@@ -169,6 +212,28 @@ def test_table_entries_keep_the_whole_key_and_the_largest_bound():
     assert exact._table_bound(table, key) == 0
     with pytest.raises(ValueError, match="2\\^8"):
         TranspositionTable(7)
+
+
+def test_a_growing_table_keeps_every_entry():
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 2**64, size=200, dtype=np.uint64)
+    table = TranspositionTable(10, max_bits=14)
+    stored = {}
+    for bound, key in enumerate(keys):
+        exact._table_store(table.entries, key, bound + 1)
+    for key in keys:  # the 2^10 slots hold the last entry stored in each
+        if exact._table_bound(table.entries, key):
+            stored[int(key)] = exact._table_bound(table.entries, key)
+    assert len(stored) > 150
+    table.reserve(300)  # 1200 entries wanted: 2^11
+    assert table.bits == 11
+    table.reserve(10**6)  # capped at max_bits
+    assert table.bits == 14
+    for key, bound in stored.items():
+        assert exact._table_bound(table.entries, np.uint64(key)) == bound
+    fixed = TranspositionTable(10)
+    fixed.reserve(10**6)
+    assert fixed.bits == 10
 
 
 def test_solver_rejects_bad_input():

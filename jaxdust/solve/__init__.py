@@ -22,7 +22,15 @@ import numpy as np
 
 from jaxdust import bitboard, exact, files
 
-DEFAULT_TABLE_BITS = 24  # 16M entries, 128 MB: a 2^25 table saved 20% of a 13-click proof's nodes over 2^22
+# A fresh table starts small: a 12-click 8x6 proof (~5M positions) ran 12% faster in 2^22
+# entries (32 MB, within this CPU's L3) than in 2^24, with 1% more positions; a 13-click
+# one (~110M) ran 11% faster in 2^25 than in 2^22, with 20% fewer. So it grows with the
+# work: before each iteration, to ~4 entries per position of the last one.
+MAX_TABLE_BITS = 25  # 256 MB
+
+
+def initial_table_bits(cells: int) -> int:
+    return 18 if cells <= 32 else 20 if cells <= 40 else 22
 
 
 def default_beam_width(cells: int) -> int:
@@ -44,17 +52,30 @@ class Solution:
 class TranspositionTable:
     """Proven lower bounds on the clicks a position needs, keyed by its canonical hash.
 
-    An entry is a fact about a position, whichever board led to it, so one table serves
-    every solve of one board size and colour count; reusing it speeds up related solves.
+    An entry is a fact about a position, whichever board led to it, so one table may serve
+    several solves of one board size and colour count (e.g. the positions along one
+    solution). It holds ``2**bits`` entries and, when ``max_bits`` is larger, grows on
+    ``reserve`` up to ``2**max_bits``, keeping every entry.
     """
 
-    def __init__(self, bits: int = DEFAULT_TABLE_BITS):
+    def __init__(self, bits: int, max_bits: int | None = None):
         if bits < 8:
             raise ValueError(f"a table needs at least 2^8 entries, got 2^{bits}")
+        self.max_bits = max(bits, max_bits or bits)
         self.entries = np.zeros(1 << bits, np.uint64)  # see exact._table_bound
 
+    @property
+    def bits(self) -> int:
+        return self.entries.shape[0].bit_length() - 1
 
-_shared_tables: dict[tuple[int, int, int], TranspositionTable] = {}
+    def reserve(self, last_positions: int) -> None:
+        """Before a search: grow to four entries per position the last one generated (each
+        deeper search generates ~15x more), within ``max_bits``."""
+        bits = min(self.max_bits, max(4 * last_positions - 1, 1).bit_length())
+        if bits > self.bits:
+            larger = np.zeros(1 << bits, np.uint64)
+            exact.rehash(self.entries, larger)
+            self.entries = larger
 
 
 def _as_array(board) -> np.ndarray:
@@ -75,7 +96,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
       colors: number of colours (default: the largest colour on the board).
       beam_width: width of the initial beam search that supplies the upper bound
         (default ``default_beam_width``: 32 up to 40 cells, else 1024).
-      table: transposition table; by default one shared per board size in this process.
+      table: transposition table; by default a fresh one that starts at
+        ``initial_table_bits`` and grows with the search up to ``MAX_TABLE_BITS``.
       prune: False gives plain IDA* (colour bound and table only), for comparison;
         ``beam_width=0`` likewise skips the initial upper bound.
     """
@@ -92,7 +114,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     geometry = bitboard.make_geometry(width, height)
     planes = bitboard.to_planes(cells, colors)
     if table is None:
-        table = _shared_tables.setdefault((width, height, colors), TranspositionTable())
+        table = TranspositionTable(initial_table_bits(width * height), MAX_TABLE_BITS)
     deadline = 0.0 if time_limit is None else start + time_limit
 
     path = np.zeros(width * height, np.uint64)
@@ -104,7 +126,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     else:
         best_length, best_clicks = width * height + 1, []
     bound = exact.lower_bound(planes, geometry)
-    nodes = 0
+    nodes = searched = 0
     widened = False
     while bound < best_length:
         if bound == best_length - 1 and beam_width > 0 and not widened and time.perf_counter() - start > 1.0:
@@ -121,6 +143,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         budget_left = 0 if node_limit is None else node_limit - nodes
         if node_limit is not None and budget_left <= 0:
             break
+        table.reserve(searched)
         status, searched, length = exact.bounded_search(
             planes, geometry, bound, table.entries, deadline, path, prune, budget_left
         )
