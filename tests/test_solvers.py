@@ -80,8 +80,9 @@ def test_bitboards_hold_at_most_64_cells():
 @pytest.mark.parametrize("size", [(8, 6, 5), (8, 6, 3), (5, 3, 3), (9, 7, 4), (7, 4, 4)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_single_colour_filters_keep_every_move_that_leaves_a_single_colour(size):
-    """Where no colour is one cluster, the solver plays at zero slack left only the moves
-    its filters pass: they must include every move after which some colour is one cluster."""
+    """Where no colour is one cluster and a click that finishes no colour would leave no
+    slack, the solver plays only the moves its filters pass: they must include every move
+    after which some colour is one cluster."""
     width, height, colors = size
     geometry = bitboard.make_geometry(width, height)
     rng = np.random.default_rng(sum(size))
