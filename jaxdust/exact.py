@@ -165,7 +165,9 @@ _BOUND_BITS = U64(0xFF)
 @numba.njit(cache=True, inline="always")
 def _entry_bound(entry, key):
     """The bound an entry holds for ``key``, 0 when it holds another position's."""
-    return int(entry & _BOUND_BITS) if entry & ~_BOUND_BITS == key & ~_BOUND_BITS else 0
+    # np.int64, not int(): numba keeps int() of a uint64 unsigned, and comparing that with
+    # the signed click budgets would go through float64 on every probe.
+    return np.int64(entry & _BOUND_BITS) if entry & ~_BOUND_BITS == key & ~_BOUND_BITS else np.int64(0)
 
 
 @numba.njit(cache=True, inline="always")

@@ -170,6 +170,32 @@ def test_bounds_and_solutions_against_brute_force(drawn):
         assert bool(jaxdust.is_done(final))
 
 
+def test_skipping_to_the_last_budget_stays_optimal_when_the_upper_bound_is_not(boards_dir, monkeypatch):
+    """A narrow beam gives loose upper bounds, so the search that skips straight to
+    best - 1 often finds a shorter solution; the smaller budgets must then still be
+    refuted before the answer counts as optimal."""
+    searches = []
+    original = exact.bounded_search
+
+    def recording(root, geometry, budget, *args):
+        status, nodes, length = original(root, geometry, budget, *args)
+        searches[-1].append((budget, status))
+        return status, nodes, length
+
+    monkeypatch.setattr(exact, "bounded_search", recording)
+    records = jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")[:30]
+    for record in records:
+        searches.append([])
+        result = solve(record.board, beam_width=1)
+        assert result.optimal and result.length == record.values[0], record.line
+        final, count = jaxdust.replay(record.board, result.clicks)
+        assert count == result.length and bool(jaxdust.is_done(final))
+    skipped = [s for s in searches if any(
+        status == exact.FOUND and later < budget
+        for (budget, status), (later, _) in zip(s, s[1:]))]
+    assert skipped, "no board took the path where the skipped-to search finds a shorter solution"
+
+
 def test_pruning_keeps_the_optimum_on_larger_boards():
     rng = np.random.default_rng(3)
     for _ in range(8):

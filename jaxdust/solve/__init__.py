@@ -27,6 +27,7 @@ from jaxdust import bitboard, exact, files
 # one (~110M) ran 11% faster in 2^25 than in 2^22, with 20% fewer. So it grows with the
 # work: before each iteration, to ~4 entries per position of the last one.
 MAX_TABLE_BITS = 25  # 256 MB
+GROWTH = 15  # each extra click of budget generates ~15x the positions (8x6 proofs)
 
 
 def initial_table_bits(cells: int) -> int:
@@ -68,10 +69,12 @@ class TranspositionTable:
     def bits(self) -> int:
         return self.entries.shape[0].bit_length() - 1
 
-    def reserve(self, last_positions: int) -> None:
-        """Before a search: grow to four entries per position the last one generated (each
-        deeper search generates ~15x more), within ``max_bits``."""
-        bits = min(self.max_bits, max(4 * last_positions - 1, 1).bit_length())
+    def reserve(self, positions: int) -> None:
+        """Before a search: grow to four entries per ``positions``, within ``max_bits``.
+
+        ``solve`` passes what the last search generated, times ``GROWTH`` per budget it
+        skips; the coming search generates ~``GROWTH`` times more still."""
+        bits = min(self.max_bits, max(4 * positions - 1, 1).bit_length())
         if bits > self.bits:
             larger = np.zeros(1 << bits, np.uint64)
             exact.rehash(self.entries, larger)
@@ -91,6 +94,9 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
 
     Args:
       time_limit: seconds; on expiry returns the best solution found and the proven bound.
+        The last search refutes upper bound - 1 directly (which refutes every smaller
+        budget too); under a limit only when the search before predicts that it fits, so
+        an expired limit still reports the bound of every search that finished.
       node_limit: the same, counted in positions searched: results that do not depend on
         the machine (with a table that starts the same, e.g. a fresh one).
       colors: number of colours (default: the largest colour on the board).
@@ -125,11 +131,32 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         best_clicks = bitboard.path_clicks(path, best_length, height)
     else:
         best_length, best_clicks = width * height + 1, []
-    bound = exact.lower_bound(planes, geometry)
+    bound = exact.lower_bound(planes, geometry)  # proven: no shorter solution exists
     nodes = searched = 0
-    widened = False
+    last_seconds = 0.0
+    ran = widened = False
     while bound < best_length:
-        if bound == best_length - 1 and beam_width > 0 and not widened and time.perf_counter() - start > 1.0:
+        budget = bound
+        if bound == best_length - 2 and beam_width > 0:
+            # Refuting best - 1 clicks also refutes best - 2, and the search for best - 2 would
+            # cost ~1/GROWTH of it (7% of a median 8x6 proof), so go straight to best - 1
+            # when it fits the limits. If the upper bound was not optimal, that search finds
+            # a shorter solution and best - 2 is searched after all; a wider beam first
+            # catches most such bounds where the skipped search would not have been cheap.
+            if not widened and last_seconds * GROWTH > 1.0:
+                widened = True
+                length = exact.beam_search(planes, geometry, 2 * beam_width, exact.HEURISTIC_WEIGHTS,
+                                           path, exact.LOOKAHEAD_SHORTLIST)
+                if length < best_length:
+                    best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
+                    continue
+            # Under a limit, only when the last search predicts the cost (twice GROWTH^2 of it).
+            fits_time = time_limit is None or (
+                ran and time.perf_counter() - start + 2 * last_seconds * GROWTH**2 < time_limit)
+            fits_nodes = node_limit is None or (ran and 2 * searched * GROWTH**2 < node_limit - nodes)
+            if fits_time and fits_nodes:
+                budget = bound + 1
+        if budget == best_length - 1 and beam_width > 0 and not widened and time.perf_counter() - start > 1.0:
             # One click short of the upper bound after real work: a stronger beam (twice as
             # wide, with the one-click lookahead that costs ~3x per position, see
             # benchmarks/beam.py) often finds that solution, which ends the proof without a
@@ -143,17 +170,19 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         budget_left = 0 if node_limit is None else node_limit - nodes
         if node_limit is not None and budget_left <= 0:
             break
-        table.reserve(searched)
+        table.reserve(searched * GROWTH ** (budget - bound))
+        iteration_start = time.perf_counter()
         status, searched, length = exact.bounded_search(
-            planes, geometry, bound, table.entries, deadline, path, prune, budget_left
+            planes, geometry, budget, table.entries, deadline, path, prune, budget_left
         )
+        last_seconds, ran = time.perf_counter() - iteration_start, True
         nodes += searched
-        if status == exact.FOUND:  # every smaller budget failed: this one is shortest
+        if status == exact.FOUND:  # at most budget clicks; shortest once bound reaches it
             best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
+        elif status == exact.EXHAUSTED:
+            bound = budget + 1
+        else:
             break
-        if status == exact.OUT_OF_TIME:
-            break
-        bound += 1
     if not best_clicks:  # no upper bound and out of time before any solution
         raise TimeoutError("no solution found within the limits; use beam_width > 0")
     return Solution(best_clicks, best_length, bound, bound >= best_length, nodes,
