@@ -136,37 +136,29 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     last_seconds = 0.0
     ran = widened = False
     while bound < best_length:
-        budget = bound
-        if bound == best_length - 2 and beam_width > 0:
-            # Refuting best - 1 clicks also refutes best - 2, and the search for best - 2 would
-            # cost ~1/GROWTH of it (7% of a median 8x6 proof), so go straight to best - 1
-            # when it fits the limits. If the upper bound was not optimal, that search finds
-            # a shorter solution and best - 2 is searched after all; a wider beam first
-            # catches most such bounds where the skipped search would not have been cheap.
-            if not widened and last_seconds * GROWTH > 1.0:
-                widened = True
-                length = exact.beam_search(planes, geometry, 2 * beam_width, exact.HEURISTIC_WEIGHTS,
-                                           path, exact.LOOKAHEAD_SHORTLIST)
-                if length < best_length:
-                    best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
-                    continue
-            # Under a limit, only when the last search predicts the cost (twice GROWTH^2 of it).
-            fits_time = time_limit is None or (
-                ran and time.perf_counter() - start + 2 * last_seconds * GROWTH**2 < time_limit)
-            fits_nodes = node_limit is None or (ran and 2 * searched * GROWTH**2 < node_limit - nodes)
-            if fits_time and fits_nodes:
-                budget = bound + 1
-        if budget == best_length - 1 and beam_width > 0 and not widened and time.perf_counter() - start > 1.0:
-            # One click short of the upper bound after real work: a stronger beam (twice as
-            # wide, with the one-click lookahead that costs ~3x per position, see
-            # benchmarks/beam.py) often finds that solution, which ends the proof without a
-            # search that must find it.
+        # Refuting best - 1 clicks also refutes best - 2, and the search for best - 2 would
+        # cost ~1/GROWTH of it (7% of a median 8x6 proof), so go straight to best - 1 when
+        # it fits the limits: under a limit, only when the last search predicts the cost
+        # (twice GROWTH^2 of it). If the upper bound was not optimal, that search finds a
+        # shorter solution and best - 2 is searched after all.
+        may_skip = bound == best_length - 2 and beam_width > 0
+        fits_time = time_limit is None or (
+            ran and time.perf_counter() - start + 2 * last_seconds * GROWTH**2 < time_limit)
+        fits_nodes = node_limit is None or (ran and 2 * searched * GROWTH**2 < node_limit - nodes)
+        budget = bound + 1 if may_skip and fits_time and fits_nodes else bound
+        if beam_width > 0 and not widened and (
+                (may_skip and last_seconds * GROWTH > 1.0)
+                or (budget == best_length - 1 and time.perf_counter() - start > 1.0)):
+            # Before the last search, where it is not cheap: a stronger beam (twice as wide,
+            # with the one-click lookahead that costs ~3x per position, see
+            # benchmarks/beam.py) often finds a solution one click shorter, which ends the
+            # proof without a search that must find it (or searching the skipped budget).
             widened = True
             length = exact.beam_search(planes, geometry, 2 * beam_width, exact.HEURISTIC_WEIGHTS, path,
                                        exact.LOOKAHEAD_SHORTLIST)
             if length < best_length:
                 best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
-                continue
+            continue  # decide again, counting the beam's time against the limit
         budget_left = 0 if node_limit is None else node_limit - nodes
         if node_limit is not None and budget_left <= 0:
             break
