@@ -223,20 +223,25 @@ def test_shared_table_changes_work_not_answers(boards_dir):
     assert first.clicks == second.clicks and second.nodes <= first.nodes
 
 
-def test_table_entries_keep_the_whole_key_and_the_largest_bound():
+def test_table_buckets_keep_the_key_the_largest_bound_and_evict_the_smallest():
     table = TranspositionTable(8).entries
-    key = np.uint64(0xDEADBEEF12345607)
-    same_slot_other_key = key ^ np.uint64(1 << 40)  # equal low byte and slot bits
-    other_low_byte = key ^ np.uint64(0x03)  # another slot: the low byte is the slot index
+    key = np.uint64(0xDEADBEEF12345608)
+    # Keys of one bucket: equal bits 2..7 (the slot's), different bits above the low byte.
+    same_bucket = [key ^ np.uint64(i << 40) for i in range(1, exact.BUCKET + 1)]
+    other_bucket = key ^ np.uint64(0x04)  # bit 2 picks another bucket
     assert exact._table_bound(table, key) == 0
     exact._table_store(table, key, 7)
     exact._table_store(table, key, 5)  # a weaker proof never lowers a stored bound
     assert exact._table_bound(table, key) == 7
-    assert exact._table_bound(table, same_slot_other_key) == 0
-    assert exact._table_bound(table, other_low_byte) == 0
-    exact._table_store(table, same_slot_other_key, 3)  # replaces: one entry per slot
-    assert exact._table_bound(table, same_slot_other_key) == 3
-    assert exact._table_bound(table, key) == 0
+    assert exact._table_bound(table, key ^ np.uint64(0x01)) == 7  # the two lost bits
+    assert exact._table_bound(table, other_bucket) == 0
+    for bound, other in zip((3, 9, 4), same_bucket):  # the bucket fills up
+        exact._table_store(table, other, bound)
+    assert [exact._table_bound(table, k) for k in [key, *same_bucket]] == [7, 3, 9, 4, 0]
+    exact._table_store(table, same_bucket[3], 6)  # full: the smallest bound (3) goes
+    assert [exact._table_bound(table, k) for k in [key, *same_bucket]] == [7, 0, 9, 4, 6]
+    exact._table_store(table, same_bucket[0], 2)  # goes in too, in place of the 4
+    assert [exact._table_bound(table, k) for k in [key, *same_bucket]] == [7, 2, 9, 0, 6]
     with pytest.raises(ValueError, match="2\\^8"):
         TranspositionTable(7)
 
@@ -248,10 +253,10 @@ def test_a_growing_table_keeps_every_entry():
     stored = {}
     for bound, key in enumerate(keys):
         exact._table_store(table.entries, key, bound + 1)
-    for key in keys:  # the 2^10 slots hold the last entry stored in each
+    for key in keys:  # 200 keys in 256 buckets of 4: nearly all are kept
         if exact._table_bound(table.entries, key):
             stored[int(key)] = exact._table_bound(table.entries, key)
-    assert len(stored) > 150
+    assert len(stored) > 190
     table.reserve(300)  # 1200 entries wanted: 2^11
     assert table.bits == 11
     table.reserve(10**6)  # capped at max_bits

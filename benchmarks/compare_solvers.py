@@ -1,0 +1,141 @@
+"""Proof times of two revisions of the exact solver, interleaved on the same boards.
+
+One benchmark run cannot resolve a 10% change on a machine whose speed drifts by more than
+that between minutes (this VM: up to 25%). This script checks both revisions out into
+temporary git worktrees and, round after round, proves each board once per revision,
+alternating, each proof in a fresh process pinned to one core with its own numba cache. Per
+board it keeps the fastest round; it reports the medians and the median per-board ratio.
+
+    python benchmarks/compare_solvers.py HEAD~1 HEAD             # ten 12-click 8x6 boards
+    python benchmarks/compare_solvers.py main WORKTREE --rounds 3 --length 13 --boards 4
+
+``WORKTREE`` is the working tree as it is, uncommitted changes included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, ROOT)
+from jaxdust import files  # noqa: E402
+
+BOARDS = os.path.join(ROOT, "data", "boards", "eval_8x6x5.txt")
+# Runs in a fresh interpreter with a revision's source tree first on the path.
+_PROVE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import jaxdust
+from jaxdust.solve import solve
+assert jaxdust.__file__.startswith(sys.argv[1]), jaxdust.__file__
+solve(jaxdust.parse_board("1221" * 9, 6, 6))  # loads the compiled code before the clock starts
+board = jaxdust.parse_board(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+result = solve(board, float(sys.argv[5]))
+print(json.dumps({"seconds": result.seconds, "nodes": result.nodes, "length": result.length,
+                  "optimal": result.optimal}))
+"""
+
+
+def _checkout(revision: str, into: str) -> str:
+    if revision == "WORKTREE":
+        return ROOT
+    path = os.path.join(into, revision.replace("/", "_").replace("~", "-").replace("^", "-"))
+    subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", path, revision],
+                   check=True, capture_output=True)
+    return path
+
+
+def _prove(source: str, cache: str, board: str, time_limit: float, cpu: int | None) -> dict:
+    command = [sys.executable, "-c", _PROVE, source, board, "8", "6", str(time_limit)]
+    if cpu is not None and shutil.which("taskset"):
+        command = ["taskset", "-c", str(cpu), *command]
+    environment = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=source)
+    if done.returncode:
+        raise RuntimeError(f"proof failed in {source}:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("old", help="git revision (or WORKTREE)")
+    parser.add_argument("new", help="git revision (or WORKTREE)")
+    parser.add_argument("--length", type=int, default=12,
+                        help="take eval boards whose best known length is this (default 12: ~2-6 s each)")
+    parser.add_argument("--boards", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--time-limit", type=float, default=600.0, help="seconds per proof")
+    parser.add_argument("--cpu", type=int, default=0, help="core to pin the proofs to (taskset)")
+    parser.add_argument("--out", default="results/compare_solvers.json")
+    args = parser.parse_args(argv)
+
+    with open(BOARDS) as handle:
+        rows = [line.split() for line in handle if line.strip() and not line.startswith("#")]
+    boards = [text for text, _, best in rows if int(best) == args.length][: args.boards]
+    if not boards:
+        parser.error(f"no eval board has best known length {args.length}")
+
+    from tqdm import tqdm
+
+    scratch = tempfile.mkdtemp(prefix="jaxdust-compare-")
+    sources = []
+    try:
+        sources = [_checkout(revision, scratch) for revision in (args.old, args.new)]
+        caches = [os.path.join(scratch, f"numba-cache-{i}") for i in range(2)]
+        for source, cache in zip(sources, caches):  # compile outside the measurements
+            _prove(source, cache, boards[0], args.time_limit, args.cpu)
+        seconds = np.full((2, len(boards)), np.inf)
+        nodes = np.zeros((2, len(boards)), np.int64)
+        lengths = np.zeros((2, len(boards)), np.int64)
+        with tqdm(total=args.rounds * len(boards) * 2, unit="proof", file=sys.stderr, disable=None) as bar:
+            for _ in range(args.rounds):
+                for b, board in enumerate(boards):
+                    for v in range(2):
+                        record = _prove(sources[v], caches[v], board, args.time_limit, args.cpu)
+                        if not record["optimal"]:
+                            raise RuntimeError(f"{board}: not proven within {args.time_limit} s")
+                        seconds[v, b] = min(seconds[v, b], record["seconds"])
+                        nodes[v, b], lengths[v, b] = record["nodes"], record["length"]
+                        bar.update()
+    finally:
+        for source in sources:
+            if source != ROOT:
+                subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", source], capture_output=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    if (lengths[0] != lengths[1]).any():
+        raise AssertionError("the two revisions prove different optimal lengths")
+
+    ratio = seconds[1] / seconds[0]
+    report = {
+        "benchmark": "compare_solvers", "old": args.old, "new": args.new, "rounds": args.rounds,
+        "boards": boards, "lengths": lengths[0].tolist(),
+        "seconds": {"old": seconds[0].tolist(), "new": seconds[1].tolist()},
+        "nodes": {"old": nodes[0].tolist(), "new": nodes[1].tolist()},
+        "median_seconds": {"old": float(np.median(seconds[0])), "new": float(np.median(seconds[1]))},
+        "median_time_ratio": float(np.median(ratio)),
+        "total_time_ratio": float(seconds[1].sum() / seconds[0].sum()),
+        "median_nodes_ratio": float(np.median(nodes[1] / nodes[0])),
+    }
+    print(f"\n{len(boards)} boards of best known length {args.length}, fastest of {args.rounds} rounds, "
+          f"one core\n")
+    print("| revision | median s | total s | median nodes |")
+    print("|---|---:|---:|---:|")
+    for v, name in enumerate((args.old, args.new)):
+        print(f"| {name} | {np.median(seconds[v]):.3f} | {seconds[v].sum():.2f} | {np.median(nodes[v]):,.0f} |")
+    print(f"\nnew / old per board: time {report['median_time_ratio']:.3f} (median), "
+          f"{report['total_time_ratio']:.3f} (total); nodes {report['median_nodes_ratio']:.3f} (median)")
+    files.atomic_write_json(args.out, report)
+    print(f"wrote {args.out}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
