@@ -161,8 +161,9 @@ def _order_moves(planes, masks, colours, count, finishes):
 # key's bucket is given by its bits from bit 2 up, so only its two lowest bits are lost
 # (the table has at least 2^8 slots) and a probe costs one cache miss. A full bucket gives
 # up its smallest bound: the position with the fewest clicks left, the cheapest to search
-# again. Against one slot per key (always replaced) that kept 3% fewer positions and 9% less
-# time in a 13-click proof in 2^25 slots, and 22% fewer positions in 2^22.
+# again. Against one slot per key, always replaced (benchmarks/compare_solvers.py): 12-click
+# 8x6 proofs 3% faster, 13-click ones 6%; with less room per position it matters more (22%
+# fewer positions in a 13-click proof held to 2^22 slots, in a scratch run).
 _BOUND_BITS = U64(0xFF)
 BUCKET = 4
 
@@ -195,11 +196,12 @@ def _table_store(table, key, bound):
     victim, smallest = first, np.int64(_BOUND_BITS) + 1
     for i in range(BUCKET):
         slot = first + U64(i)
-        held = _entry_bound(table[slot], key)
+        entry = table[slot]
+        held = _entry_bound(entry, key)
         if held:  # the key's own entry: keep the larger bound
             table[slot] = (key & ~_BOUND_BITS) | U64(max(bound, held))
             return
-        other = np.int64(table[slot] & _BOUND_BITS)  # 0 for an empty slot
+        other = np.int64(entry & _BOUND_BITS)  # 0 for an empty slot
         if other < smallest:
             victim, smallest = slot, other
     table[victim] = (key & ~_BOUND_BITS) | U64(bound)

@@ -25,7 +25,8 @@ from jaxdust import bitboard, exact, files
 # A fresh table starts small: a 12-click 8x6 proof (~5M positions) ran 12% faster in 2^22
 # entries (32 MB, within this CPU's L3) than in 2^24, with 1% more positions; a 13-click
 # one (~110M) ran 11% faster in 2^25 than in 2^22, with 20% fewer. So it grows with the
-# work: before each iteration, to ~4 entries per position of the last one.
+# work: before each iteration, to ~4 entries per position of the last one (times GROWTH per
+# budget the coming search skips).
 MAX_TABLE_BITS = 25  # 256 MB
 GROWTH = 15  # each extra click of budget generates ~15x the positions (8x6 proofs)
 
