@@ -90,6 +90,18 @@ def path_clicks(path: np.ndarray, length: int, height: int) -> list[tuple[int, i
     return [divmod(int(cell), height) for cell in cells]
 
 
+MIX_1 = U64(0xBF58476D1CE4E5B9)
+MIX_2 = U64(0x94D049BB133111EB)
+
+
+@numba.njit(cache=True, inline="always")
+def mix(value):
+    """splitmix64's finaliser: a bijection of uint64 with good avalanche."""
+    value = (value ^ (value >> U64(30))) * MIX_1
+    value = (value ^ (value >> U64(27))) * MIX_2
+    return value ^ (value >> U64(31))
+
+
 @numba.njit(cache=True, inline="always")
 def popcount(value):
     value = value - ((value >> U64(1)) & U64(0x5555555555555555))

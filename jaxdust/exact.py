@@ -8,7 +8,9 @@ Lower bound of a position: the number of colours left, plus one when no colour i
 single cluster (then the next click cannot finish a colour, so it leaves every colour on
 the board). A move that removes the last cells of its colour lowers the colour count;
 every other move leaves it, which prunes most moves before they are played when the budget
-is tight.
+is tight. Where the budget leaves spare clicks, the bound from each half of the board
+played on its own (``jaxdust.halves``) is stronger: it prunes a position, and, at a node,
+every move within one half when the other half alone needs too many clicks.
 
 The transposition table maps the canonical hash of a position (the smaller of its hash and
 its mirror image's, ``x -> width - 1 - x``) to a proven lower bound on the clicks it
@@ -23,6 +25,7 @@ import time
 import numba
 import numpy as np
 
+from jaxdust import halves
 from jaxdust.bitboard import (
     ONE,
     U64,
@@ -30,24 +33,16 @@ from jaxdust.bitboard import (
     flood,
     grow,
     lowest_bit,
+    mix,
     popcount,
     occupied,
     removal_reach,
     remove_and_contract,
 )
+from jaxdust.table import table_bound, table_store
 
 FOUND, EXHAUSTED, OUT_OF_TIME = 0, 1, 2
-_MIX_1 = U64(0xBF58476D1CE4E5B9)
-_MIX_2 = U64(0x94D049BB133111EB)
 _COLOUR_SALT = U64(0x9E3779B97F4A7C15)
-
-
-@numba.njit(cache=True, inline="always")
-def _mix(value):
-    """splitmix64's finaliser: a bijection of uint64 with good avalanche."""
-    value = (value ^ (value >> U64(30))) * _MIX_1
-    value = (value ^ (value >> U64(27))) * _MIX_2
-    return value ^ (value >> U64(31))
 
 
 @numba.njit(cache=True, inline="always")
@@ -68,8 +63,8 @@ def canonical_hash(planes, geometry):
     mirrored = ZERO
     for c in range(planes.shape[0]):
         salt = U64(c + 1) * _COLOUR_SALT
-        direct += _mix(planes[c] ^ salt)
-        mirrored += _mix(_mirror(planes[c], geometry) ^ salt)
+        direct += mix(planes[c] ^ salt)
+        mirrored += mix(_mirror(planes[c], geometry) ^ salt)
     return min(direct, mirrored)
 
 
@@ -154,72 +149,6 @@ def _order_moves(planes, masks, colours, count, finishes):
             colours[j - 1], colours[j] = colours[j], colours[j - 1]
             finishes[j - 1], finishes[j] = finishes[j], finishes[j - 1]
             j -= 1
-
-
-# A table entry is one uint64: the key's bits above the lowest byte, and the bound in the
-# lowest byte. Entries sit in buckets of BUCKET slots (32 bytes, one cache line fetch); a
-# key's bucket is given by its bits from bit 2 up, so only its two lowest bits are lost
-# (the table has at least 2^8 slots) and a probe costs one cache miss. A full bucket gives
-# up its smallest bound: the position with the fewest clicks left, the cheapest to search
-# again. Against one slot per key, always replaced (benchmarks/compare_solvers.py): 12-click
-# 8x6 proofs 3% faster, 13-click ones 6%; with less room per position it matters more (22%
-# fewer positions in a 13-click proof held to 2^22 slots, in a scratch run).
-_BOUND_BITS = U64(0xFF)
-BUCKET = 4
-
-
-@numba.njit(cache=True, inline="always")
-def _entry_bound(entry, key):
-    """The bound an entry holds for ``key``, 0 when it holds another position's."""
-    # np.int64, not int(): numba keeps int() of a uint64 unsigned, and comparing that with
-    # the signed click budgets would go through float64 on every probe.
-    return np.int64(entry & _BOUND_BITS) if entry & ~_BOUND_BITS == key & ~_BOUND_BITS else np.int64(0)
-
-
-@numba.njit(cache=True, inline="always")
-def _bucket(table, key):
-    return key & U64(table.shape[0] - BUCKET)
-
-
-@numba.njit(cache=True, inline="always")
-def _table_bound(table, key):
-    first = _bucket(table, key)
-    bound = np.int64(0)
-    for i in range(BUCKET):
-        bound = max(bound, _entry_bound(table[first + U64(i)], key))
-    return bound
-
-
-@numba.njit(cache=True, inline="always")
-def _table_store(table, key, bound):
-    first = _bucket(table, key)
-    victim, smallest = first, np.int64(_BOUND_BITS) + 1
-    for i in range(BUCKET):
-        slot = first + U64(i)
-        entry = table[slot]
-        held = _entry_bound(entry, key)
-        if held:  # the key's own entry: keep the larger bound
-            table[slot] = (key & ~_BOUND_BITS) | U64(max(bound, held))
-            return
-        other = np.int64(entry & _BOUND_BITS)  # 0 for an empty slot
-        if other < smallest:
-            victim, smallest = slot, other
-    table[victim] = (key & ~_BOUND_BITS) | U64(bound)
-
-
-@numba.njit(cache=True)
-def rehash(table, larger):
-    """Copy every entry of ``table`` into the empty, larger power-of-two table ``larger``.
-
-    A key's bucket in either table is given by its bits from bit 2 up, which the entry and
-    its slot's low byte hold; keys of one bucket of the larger table all come from one
-    bucket of the smaller, so no entry is lost.
-    """
-    for slot in range(table.shape[0]):
-        entry = table[slot]
-        if entry:
-            key = (entry & ~_BOUND_BITS) | (U64(slot) & _BOUND_BITS)
-            _table_store(larger, key, np.int64(entry & _BOUND_BITS))
 
 
 @numba.njit(cache=True)
@@ -311,17 +240,18 @@ def _colours_that_may_become_single(reach, colour, groups, group_start, planes, 
 
 
 @numba.njit(cache=True)
-def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
-                   node_limit=0):
+def bounded_search(root, geometry, budget, table, half_table, scratch, deadline, path,
+                   prune=True, node_limit=0):
     """Depth-first search for a solution of at most ``budget`` clicks.
 
     Returns ``(status, nodes, length)``: ``FOUND`` with the clicks' cluster masks in
     ``path[:length]``; ``EXHAUSTED`` when none exists (the table then holds the proof);
     ``OUT_OF_TIME`` once ``time.perf_counter() > deadline`` (``deadline <= 0``: no limit) or
     ``nodes`` reaches ``node_limit`` (``<= 0``: no limit); ``nodes`` counts positions
-    generated. ``prune=False`` turns off the single-colour
-    filter and the commuting-moves rule, leaving plain IDA* with the colour bound and the
-    table (the reference the benchmark compares against).
+    generated. ``half_table`` and ``scratch`` serve the half-game bound
+    (``jaxdust.halves``). ``prune=False`` turns off that bound, the single-colour filter
+    and the commuting-moves rule, leaving plain IDA* with the colour bound and the table
+    (the reference the benchmark compares against).
     """
     num_colours = root.shape[0]
     max_moves = 64
@@ -341,6 +271,12 @@ def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
     arrival_reach = np.zeros(depth_limit + 1, np.uint64)
     arrival_grown = np.zeros(depth_limit + 1, np.uint64)
     useful_sides = np.full(depth_limit + 1, -1, np.int64)  # see _sides_that_may_leave_single
+    # Half-game values (jaxdust.halves) of each depth's position, 0 while unknown; a move
+    # that does not touch a half leaves its value. Bit s of skip_within[d]: every
+    # non-finishing move within half s is hopeless, as it leaves half 1 - s as it is.
+    use_halves = prune and halves.applies(geometry)
+    half_values = np.zeros((depth_limit + 1, 2), np.int64)
+    skip_within = np.zeros(depth_limit + 1, np.int64)
 
     boards[0] = root
     colours_left[0] = count_colours(root)
@@ -360,7 +296,7 @@ def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
         remaining = budget - depth  # clicks still allowed from this node
         index = next_move[depth]
         if index == move_count[depth]:
-            _table_store(table, hashes[depth], remaining + 1)
+            table_store(table, hashes[depth], remaining + 1)
             depth -= 1
             continue
         next_move[depth] = index + 1
@@ -373,6 +309,10 @@ def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
             continue
         parent = boards[depth]
         move = masks[depth, index]
+        if skip_within[depth] and not finishing and (
+                (skip_within[depth] & 1 and not move & geometry.half[1])
+                or (skip_within[depth] & 2 and not move & geometry.half[0])):
+            continue
         move_reach = ZERO
         reach_known = False
         candidates = -1  # colours the child may have as single clusters
@@ -414,8 +354,29 @@ def bounded_search(root, geometry, budget, table, deadline, path, prune=True,
         if bound_from(child_colours, child_singles) + 1 > remaining:
             continue
         key = canonical_hash(child, geometry)
-        if _table_bound(table, key) + 1 > remaining:
+        if table_bound(table, key) + 1 > remaining:
             continue
+        skip_within[depth + 1] = 0
+        if use_halves:
+            for side in range(2):
+                half_values[depth + 1, side] = 0 if move & geometry.half[side] else half_values[depth, side]
+            if remaining - 1 > child_colours:  # at zero slack only finishing moves are tried
+                only = halves.colours_only(child, geometry)
+                bound = 0
+                for side in range(2):
+                    # The half's value that would prove the child hopeless: it needs more
+                    # than remaining - 1 clicks.
+                    cap = remaining - only[1 - side]
+                    if half_values[depth + 1, side] < cap:
+                        half_values[depth + 1, side] = halves.half_value(
+                            child, side, geometry, cap, half_table, scratch)
+                    bound = max(bound, half_values[depth + 1, side] + only[1 - side])
+                if bound > remaining - 1:
+                    table_store(table, key, bound)
+                    continue
+                for side in range(2):
+                    if half_values[depth + 1, 1 - side] + only[side] >= remaining - 1:
+                        skip_within[depth + 1] |= 1 << side
         depth += 1
         arrivals[depth] = move
         arrival_reach[depth] = move_reach if reach_known else removal_reach(move, occupied(parent), geometry)

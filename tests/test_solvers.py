@@ -1,5 +1,6 @@
 """Bitboard rules, the exact solver, the original-post DFS and the JAX beam search."""
 
+import itertools
 import json
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxdust
-from jaxdust import beam, bitboard, exact
+from jaxdust import beam, bitboard, exact, halves
+from jaxdust import table as storage
 from jaxdust.dfs import solve_dfs
 from jaxdust.solve import TranspositionTable, main as solve_main, solve
 from tests import reference as ref
@@ -154,6 +156,73 @@ def small_boards(draw):
     return ref.contract(board.astype(np.int8)), colors
 
 
+def relaxed_half_optimum(board: np.ndarray, side: int) -> int:
+    """Fewest clicks of the relaxed half game (see jaxdust.halves), by breadth-first search
+    with the reference rules: the other half emptied, each move one cluster or a union of
+    two or more same-coloured clusters that touch the half's centre column."""
+    width = board.shape[0]
+    centre = width // 2 - 1 + side
+    start = board.copy()
+    start[width // 2:] = 0 if side == 0 else start[width // 2:]
+    start[:width // 2] = 0 if side == 1 else start[:width // 2]
+    seen, frontier = {ref.board_to_text(start)}, deque([(start, 0)])
+    while frontier:
+        position, clicks = frontier.popleft()
+        if ref.is_done(position):
+            return clicks
+        moves = ref._all_clusters(position)
+        for colour in range(1, int(position.max()) + 1):
+            touching = [c for c in moves if position[c[0]] == colour and any(x == centre for x, _ in c)]
+            for size in range(2, len(touching) + 1):
+                moves += [sum(group, []) for group in itertools.combinations(touching, size)]
+        for cells in moves:
+            child = position.copy()
+            for x, y in cells:
+                child[x, y] = 0
+            child = ref.contract(child)
+            text = ref.board_to_text(child)
+            if text not in seen:
+                seen.add(text)
+                frontier.append((child, clicks + 1))
+    raise AssertionError("unreachable")
+
+
+@settings(max_examples=60)
+@given(small_boards())
+def test_half_values_and_the_half_bound_against_brute_force(drawn):
+    board, colors = drawn
+    geometry = bitboard.make_geometry(*board.shape)
+    planes = planes_of(board, colors)
+    scratch = halves.make_scratch(colors, board.size)
+    values = []
+    for side in (0, 1):
+        table = np.zeros(1 << 10, np.uint64)
+        value = halves.half_value(planes, side, geometry, 99, table, scratch)
+        assert value == relaxed_half_optimum(board, side)
+        assert halves.half_value(planes, side, geometry, 99, table, scratch) == value  # from the table
+        if value > 0:  # a smaller cap stops the search there, with a bound that reaches it
+            assert halves.half_value(planes, side, geometry, value, np.zeros(1 << 10, np.uint64), scratch) == value
+            assert halves.half_value(planes, side, geometry, value - 1, np.zeros(1 << 10, np.uint64), scratch) >= value - 1
+        values.append(value)
+    only_left, only_right = halves.colours_only(planes, geometry)
+    assert max(values[0] + only_right, values[1] + only_left) <= brute_force_optimum(board)
+
+
+def test_the_half_bound_is_stronger_than_the_colour_bound_on_many_boards():
+    rng = np.random.default_rng(5)
+    geometry = bitboard.make_geometry(8, 6)
+    scratch = halves.make_scratch(5, 48)
+    table = np.zeros(1 << 16, np.uint64)
+    stronger = 0
+    for _ in range(50):
+        planes = planes_of(ref.random_board(rng, 8, 6, 5), 5)
+        only_left, only_right = halves.colours_only(planes, geometry)
+        half_bound = max(halves.half_value(planes, 0, geometry, 99, table, scratch) + only_right,
+                         halves.half_value(planes, 1, geometry, 99, table, scratch) + only_left)
+        stronger += half_bound > exact.lower_bound(planes, geometry)
+    assert stronger >= 25  # at the root of a random board it adds a click or two, mostly
+
+
 @settings(max_examples=120)
 @given(small_boards())
 def test_bounds_and_solutions_against_brute_force(drawn):
@@ -225,26 +294,26 @@ def test_shared_table_changes_work_not_answers(boards_dir):
 
 
 def test_table_buckets_keep_the_key_the_largest_bound_and_evict_the_smallest():
-    table = TranspositionTable(8).entries
+    table = np.zeros(1 << 8, np.uint64)
     key = np.uint64(0xDEADBEEF12345608)
     # Keys of one bucket: equal bits 2..7 (the slot's), different bits above the low byte.
-    same_bucket = [key ^ np.uint64(i << 40) for i in range(1, exact.BUCKET + 1)]
+    same_bucket = [key ^ np.uint64(i << 40) for i in range(1, storage.BUCKET + 1)]
     other_bucket = key ^ np.uint64(0x04)  # bit 2 picks another bucket
-    assert exact._table_bound(table, key) == 0
-    exact._table_store(table, key, 7)
-    exact._table_store(table, key, 5)  # a weaker proof never lowers a stored bound
-    assert exact._table_bound(table, key) == 7
-    assert exact._table_bound(table, key ^ np.uint64(0x01)) == 7  # the two lost bits
-    assert exact._table_bound(table, other_bucket) == 0
+    assert storage.table_bound(table, key) == 0
+    storage.table_store(table, key, 7)
+    storage.table_store(table, key, 5)  # a weaker proof never lowers a stored bound
+    assert storage.table_bound(table, key) == 7
+    assert storage.table_bound(table, key ^ np.uint64(0x01)) == 7  # the two lost bits
+    assert storage.table_bound(table, other_bucket) == 0
     for bound, other in zip((3, 9, 4), same_bucket):  # the bucket fills up
-        exact._table_store(table, other, bound)
-    assert [exact._table_bound(table, k) for k in [key, *same_bucket]] == [7, 3, 9, 4, 0]
-    exact._table_store(table, same_bucket[3], 6)  # full: the smallest bound (3) goes
-    assert [exact._table_bound(table, k) for k in [key, *same_bucket]] == [7, 0, 9, 4, 6]
-    exact._table_store(table, same_bucket[0], 2)  # goes in too, in place of the 4
-    assert [exact._table_bound(table, k) for k in [key, *same_bucket]] == [7, 2, 9, 0, 6]
-    with pytest.raises(ValueError, match="2\\^8"):
-        TranspositionTable(7)
+        storage.table_store(table, other, bound)
+    assert [storage.table_bound(table, k) for k in [key, *same_bucket]] == [7, 3, 9, 4, 0]
+    storage.table_store(table, same_bucket[3], 6)  # full: the smallest bound (3) goes
+    assert [storage.table_bound(table, k) for k in [key, *same_bucket]] == [7, 0, 9, 4, 6]
+    storage.table_store(table, same_bucket[0], 2)  # goes in too, in place of the 4
+    assert [storage.table_bound(table, k) for k in [key, *same_bucket]] == [7, 2, 9, 0, 6]
+    with pytest.raises(ValueError, match="2\\^9"):
+        TranspositionTable(8)
 
 
 def test_a_growing_table_keeps_every_entry():
@@ -253,17 +322,17 @@ def test_a_growing_table_keeps_every_entry():
     table = TranspositionTable(10, max_bits=14)
     stored = {}
     for bound, key in enumerate(keys):
-        exact._table_store(table.entries, key, bound + 1)
+        storage.table_store(table.entries, key, bound + 1)
     for key in keys:  # 200 keys in 256 buckets of 4: nearly all are kept
-        if exact._table_bound(table.entries, key):
-            stored[int(key)] = exact._table_bound(table.entries, key)
+        if storage.table_bound(table.entries, key):
+            stored[int(key)] = storage.table_bound(table.entries, key)
     assert len(stored) > 190
     table.reserve(300)  # 1200 entries wanted: 2^11
     assert table.bits == 11
     table.reserve(10**6)  # capped at max_bits
     assert table.bits == 14
     for key, bound in stored.items():
-        assert exact._table_bound(table.entries, np.uint64(key)) == bound
+        assert storage.table_bound(table.entries, np.uint64(key)) == bound
     fixed = TranspositionTable(10)
     fixed.reserve(10**6)
     assert fixed.bits == 10

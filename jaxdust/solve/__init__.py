@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from jaxdust import bitboard, exact, files
+from jaxdust import bitboard, exact, files, halves, table as storage
 
 # A fresh table starts small: a 12-click 8x6 proof (~5M positions) ran 12% faster in 2^22
 # entries (32 MB, within this CPU's L3) than in 2^24, with 1% more positions; a 13-click
@@ -57,14 +57,16 @@ class TranspositionTable:
     An entry is a fact about a position, whichever board led to it, so one table may serve
     several solves of one board size and colour count (e.g. the positions along one
     solution). It holds ``2**bits`` entries and, when ``max_bits`` is larger, grows on
-    ``reserve`` up to ``2**max_bits``, keeping every entry.
+    ``reserve`` up to ``2**max_bits``, keeping every entry. Beside it, half as large, the
+    values of the relaxed half games that ``jaxdust.halves`` bounds positions with.
     """
 
     def __init__(self, bits: int, max_bits: int | None = None):
-        if bits < 8:
-            raise ValueError(f"a table needs at least 2^8 entries, got 2^{bits}")
+        if bits < 9:
+            raise ValueError(f"a table needs at least 2^9 entries, got 2^{bits}")
         self.max_bits = max(bits, max_bits or bits)
-        self.entries = np.zeros(1 << bits, np.uint64)  # see exact._table_bound
+        self.entries = np.zeros(1 << bits, np.uint64)  # see jaxdust.table
+        self.halves = np.zeros(1 << (bits - 1), np.uint64)
 
     @property
     def bits(self) -> int:
@@ -77,9 +79,14 @@ class TranspositionTable:
         skips; the coming search generates ~``GROWTH`` times more still."""
         bits = min(self.max_bits, max(4 * positions - 1, 1).bit_length())
         if bits > self.bits:
-            larger = np.zeros(1 << bits, np.uint64)
-            exact.rehash(self.entries, larger)
-            self.entries = larger
+            self.entries = _grown(self.entries, bits)
+            self.halves = _grown(self.halves, bits - 1)
+
+
+def _grown(entries: np.ndarray, bits: int) -> np.ndarray:
+    larger = np.zeros(1 << bits, np.uint64)
+    storage.rehash(entries, larger)
+    return larger
 
 
 def _as_array(board) -> np.ndarray:
@@ -125,6 +132,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     deadline = 0.0 if time_limit is None else start + time_limit
 
     path = np.zeros(width * height, np.uint64)
+    scratch = halves.make_scratch(colors, width * height)
     if beam_width is None:
         beam_width = default_beam_width(width * height)
     if beam_width > 0:
@@ -166,7 +174,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         table.reserve(searched * GROWTH ** (budget - bound))
         iteration_start = time.perf_counter()
         status, searched, length = exact.bounded_search(
-            planes, geometry, budget, table.entries, deadline, path, prune, budget_left
+            planes, geometry, budget, table.entries, table.halves, scratch, deadline, path, prune,
+            budget_left,
         )
         last_seconds, ran = time.perf_counter() - iteration_start, True
         nodes += searched

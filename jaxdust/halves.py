@@ -1,0 +1,263 @@
+"""A lower bound from each half of the board played on its own (numba).
+
+No cell ever changes half, and a half contracts by its own cells alone, so the clicks
+that remove cells of the left half play, on that half, a game of their own: each removes
+one cluster of the half, or, when it spans the centre, a union of same-coloured clusters
+of the half that all touch its centre column (they join through the other half). The
+*relaxed half game* allows exactly those moves, any union of centre-touching clusters of
+one colour included, so the clicks that touch the left half are at least the half's
+relaxed value ``v_left``. A colour found only in the right half needs a click that does
+not touch the left half, so a position needs at least
+
+    max(v_left + colours only in the right, v_right + colours only in the left)
+
+clicks. Half positions repeat far more often than whole ones, and the relaxed values are
+found by a small IDA* of their own, kept in a table of the same format as the whole
+positions' (``jaxdust.table``): its byte holds ``2 * value + 1`` for an exact value
+and ``2 * bound`` for a lower bound, so the larger entry is always the stronger fact.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from jaxdust.bitboard import (
+    U64,
+    ZERO,
+    flood,
+    grow,
+    lowest_bit,
+    mix,
+    occupied,
+    removal_reach,
+    remove_and_contract,
+)
+from jaxdust.table import table_bound, table_store
+
+MAX_MOVES = 64  # clusters of a 32-cell half, plus unions of its centre-touching clusters
+_HALF_SALT = U64(0x632BE59BD9B4E019)  # keeps half keys apart from whole positions' keys
+
+
+@numba.njit(cache=True, inline="always")
+def half_key(half):
+    key = ZERO
+    for c in range(half.shape[0]):
+        key += mix(half[c] ^ (U64(c + 1) * _HALF_SALT))
+    return key
+
+
+@numba.njit(cache=True, inline="always")
+def centre_column(side, geometry):
+    return geometry.column[geometry.width // 2 - 1 + side]
+
+
+@numba.njit(cache=True, inline="always")
+def _finishable(plane, centre, geometry):
+    """One relaxed click can remove the whole colour: one cluster, or all on the centre."""
+    return (flood(lowest_bit(plane), plane, geometry) == plane
+            or flood(plane & centre, plane, geometry) == plane)
+
+
+@numba.njit(cache=True, inline="always")
+def _colours(half):
+    count = 0
+    for c in range(half.shape[0]):
+        if half[c]:
+            count += 1
+    return count
+
+
+@numba.njit(cache=True, inline="always")
+def relaxed_bound(half, centre, geometry):
+    """Colours in the half, plus one when no colour can go in one relaxed click."""
+    colours = 0
+    finishable = False
+    for c in range(half.shape[0]):
+        if half[c]:
+            colours += 1
+            finishable = finishable or _finishable(half[c], centre, geometry)
+    return colours if finishable or colours == 0 else colours + 1
+
+
+@numba.njit(cache=True, inline="always")
+def _finishing_moves(half, centre, geometry, moves):
+    count = 0
+    for c in range(half.shape[0]):
+        if half[c] and _finishable(half[c], centre, geometry):
+            moves[count] = half[c]
+            count += 1
+    return count
+
+
+@numba.njit(cache=True, inline="always")
+def _relaxed_moves(half, centre, geometry, moves, move_colours, group_start):
+    """Every cluster (grouped by colour, colour ``c``'s from ``group_start[c]``), then every
+    union of two or more centre-touching clusters of one colour; returns the count."""
+    count = 0
+    for c in range(half.shape[0]):
+        group_start[c] = count
+        rest = half[c]
+        while rest:
+            cluster = flood(lowest_bit(rest), half[c], geometry)
+            moves[count] = cluster
+            move_colours[count] = c
+            count += 1
+            rest &= ~cluster
+    group_start[half.shape[0]] = count
+    for c in range(half.shape[0]):
+        touching = 0  # bit j: cluster group_start[c] + j touches the centre
+        for j in range(group_start[c + 1] - group_start[c]):
+            if moves[group_start[c] + j] & centre:
+                touching |= 1 << j
+        subset = touching
+        while subset:  # the subsets of ``touching`` with two or more members
+            if subset & (subset - 1):
+                union = ZERO
+                for j in range(group_start[c + 1] - group_start[c]):
+                    if (subset >> j) & 1:
+                        union |= moves[group_start[c] + j]
+                moves[count] = union
+                move_colours[count] = c
+                count += 1
+            subset = (subset - 1) & touching
+    return count
+
+
+@numba.njit(cache=True, inline="always")
+def _may_leave_finishable(move, colour, reach, moves, group_start, centre, geometry):
+    """False when no colour can be finishable after ``move`` (removed with this ``reach``),
+    given that none is now: a cluster neither in nor next to the reach keeps its cells and
+    neighbours, so off the centre it stays apart from the rest of its colour."""
+    touched = grow(reach, geometry)
+    for c in range(group_start.shape[0] - 1):
+        left_after = 0
+        stranded = False
+        for j in range(group_start[c], group_start[c + 1]):
+            cluster = moves[j]
+            if c == colour and cluster & move:
+                continue  # removed by the move
+            left_after += 1
+            stranded |= not (cluster & touched) and not (cluster & centre)
+        if left_after and (left_after == 1 or not stranded):
+            return True
+    return False
+
+
+@numba.njit(cache=True)
+def _relaxed_search(root, centre, geometry, budget, table, boards, moves, move_colours,
+                    group_start):
+    """True when the relaxed half game ``root`` can be cleared in ``budget`` clicks; when not,
+    the table holds the proof (``2 * bound`` entries)."""
+    depth_limit = budget + 1
+    move_count = np.zeros(depth_limit, np.int64)
+    next_move = np.zeros(depth_limit, np.int64)
+    keys = np.zeros(depth_limit, np.uint64)
+    filtered = np.zeros(depth_limit, np.bool_)
+    boards[0] = root
+    depth = 0
+    while True:
+        # Enter the node at ``depth`` (its bound and table entry were checked by the caller).
+        remaining = budget - depth
+        node = boards[depth]
+        keys[depth] = half_key(node)
+        colours = _colours(node)
+        if remaining == colours:
+            move_count[depth] = _finishing_moves(node, centre, geometry, moves[depth])
+            filtered[depth] = False
+        else:
+            move_count[depth] = _relaxed_moves(node, centre, geometry, moves[depth],
+                                               move_colours[depth], group_start[depth])
+            # With one spare click and no colour finishable, the first click must make one so.
+            filtered[depth] = remaining == colours + 1 and relaxed_bound(node, centre, geometry) > colours
+        next_move[depth] = 0
+        while True:
+            index = next_move[depth]
+            if index == move_count[depth]:
+                table_store(table, keys[depth], np.int64(2 * (budget - depth + 1)))
+                if depth == 0:
+                    return False
+                depth -= 1
+                continue
+            next_move[depth] = index + 1
+            move = moves[depth, index]
+            parent = boards[depth]
+            if filtered[depth] and not _may_leave_finishable(
+                    move, move_colours[depth, index], removal_reach(move, occupied(parent), geometry),
+                    moves[depth], group_start[depth], centre, geometry):
+                continue
+            child = boards[depth + 1]
+            child[:] = parent
+            remove_and_contract(child, move, geometry)
+            bound = relaxed_bound(child, centre, geometry)
+            if bound == 0:
+                return True
+            left = budget - depth - 1
+            if bound > left:
+                continue
+            entry = table_bound(table, half_key(child))
+            if entry & 1 and entry >> 1 <= left:
+                return True
+            if entry >> 1 > left:
+                continue
+            depth += 1
+            break
+
+
+@numba.njit(cache=True)
+def _solve_half(half, side, geometry, cap, table, key, known, scratch):
+    boards, moves, move_colours, group_start = scratch
+    centre = centre_column(side, geometry)
+    bound = relaxed_bound(half, centre, geometry)
+    if bound == 0:
+        return 0  # an empty half
+    bound = max(bound, known)
+    while bound < cap:
+        if _relaxed_search(half, centre, geometry, bound, table, boards, moves, move_colours,
+                           group_start):
+            table_store(table, key, np.int64(2 * bound + 1))
+            return bound
+        bound += 1
+    table_store(table, key, np.int64(2 * bound))
+    return bound
+
+
+@numba.njit(cache=True, inline="always")
+def half_value(planes, side, geometry, cap, table, scratch):
+    """The relaxed game of half ``side`` (0 left, 1 right) of ``planes``: its value, or a
+    lower bound ``>= cap`` when that is larger. Searches only as far as ``cap`` needs;
+    ``table`` keeps what it finds."""
+    half = scratch[0][scratch[0].shape[0] - 1]
+    for c in range(planes.shape[0]):
+        half[c] = planes[c] & geometry.half[side]
+    key = half_key(half)
+    entry = table_bound(table, key)
+    if entry & 1 or entry >> 1 >= cap:
+        return entry >> 1
+    return _solve_half(half, side, geometry, cap, table, key, entry >> 1, scratch)
+
+
+@numba.njit(cache=True, inline="always")
+def colours_only(planes, geometry):
+    """``(colours only in the left half, colours only in the right half)``."""
+    only_left = only_right = 0
+    for c in range(planes.shape[0]):
+        in_left = planes[c] & geometry.half[0] != 0
+        in_right = planes[c] & geometry.half[1] != 0
+        only_left += in_left and not in_right
+        only_right += in_right and not in_left
+    return only_left, only_right
+
+
+@numba.njit(cache=True, inline="always")
+def applies(geometry):
+    """Whether the bound is used: two halves, and columns short enough that the unions
+    of centre-touching clusters stay few (at most 11 per colour)."""
+    return geometry.width >= 2 and geometry.height <= 8
+
+
+def make_scratch(num_colours: int, cells: int):
+    """Work arrays for ``half_value``: boards, moves and their colours per depth, groups."""
+    depth = cells // 2 + 2
+    return (np.empty((depth + 1, num_colours), np.uint64), np.empty((depth, MAX_MOVES), np.uint64),
+            np.empty((depth, MAX_MOVES), np.int64), np.empty((depth, num_colours + 1), np.int64))
