@@ -2,8 +2,8 @@
 
 For each board set: the distribution of seconds and nodes to prove a shortest solution, with
 a fresh transposition table per board (no board profits from another) on one core per
-board. The reference is the same search with the single-colour filter, the
-commuting-moves rule and the beam upper bound switched off (plain iterative deepening with
+board. The reference is the same search with the half-game bound, the single-colour
+filter, the commuting-moves rule and the beam upper bound switched off (plain iterative deepening with
 the colours-left bound, the one-cluster check and a mirror-aware table, as in the
 original C solver), run on the first boards of each set with its own time cap.
 
