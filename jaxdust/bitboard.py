@@ -13,6 +13,7 @@ these loops to machine code instead (see README: dependencies).
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 import numba
@@ -100,6 +101,14 @@ def mix(value):
     value = (value ^ (value >> U64(30))) * MIX_1
     value = (value ^ (value >> U64(27))) * MIX_2
     return value ^ (value >> U64(31))
+
+
+@numba.njit(cache=True)
+def now():
+    """``time.perf_counter()`` inside compiled code (the searches' deadlines)."""
+    with numba.objmode(value="float64"):
+        value = time.perf_counter()
+    return value
 
 
 @numba.njit(cache=True, inline="always")

@@ -20,8 +20,8 @@ import numba
 import numpy as np
 
 from jaxdust import bitboard
-from jaxdust.bitboard import popcount, remove_and_contract
-from jaxdust.exact import _now, clusters, count_colours
+from jaxdust.bitboard import now, popcount, remove_and_contract
+from jaxdust.exact import clusters, count_colours
 
 ROOT_PLIES = 6
 
@@ -92,7 +92,7 @@ def depth_first_search(root, geometry, node_limit, deadline, best_path):
         nodes += 1
         if nodes >= node_limit > 0:
             break
-        if (nodes & 0x3FFF) == 0 and deadline > 0.0 and _now() > deadline:
+        if (nodes & 0x3FFF) == 0 and deadline > 0.0 and now() > deadline:
             break
         if count_colours(child) == 0:
             if depth + 1 < best:

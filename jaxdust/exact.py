@@ -20,12 +20,11 @@ collision vanishingly unlikely (about 1e-18 per probe), not impossible.
 
 from __future__ import annotations
 
-import time
-
 import numba
 import numpy as np
 
 from jaxdust import halves
+from jaxdust.halves import EXHAUSTED, FOUND, OUT_OF_TIME  # noqa: F401 (solve reads them here)
 from jaxdust.bitboard import (
     ONE,
     U64,
@@ -34,6 +33,7 @@ from jaxdust.bitboard import (
     grow,
     lowest_bit,
     mix,
+    now,
     popcount,
     occupied,
     removal_reach,
@@ -41,7 +41,6 @@ from jaxdust.bitboard import (
 )
 from jaxdust.table import table_bound, table_store
 
-FOUND, EXHAUSTED, OUT_OF_TIME = 0, 1, 2
 _COLOUR_SALT = U64(0x9E3779B97F4A7C15)
 
 
@@ -151,13 +150,6 @@ def _order_moves(planes, masks, colours, count, finishes):
             j -= 1
 
 
-@numba.njit(cache=True)
-def _now():
-    with numba.objmode(now="float64"):
-        now = time.perf_counter()
-    return now
-
-
 @numba.njit(cache=True, inline="always")
 def _finishing_moves(planes, singles, masks, colours, finishes):
     """At zero slack only moves that remove a whole colour can help: one per single colour."""
@@ -248,8 +240,8 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     ``path[:length]``; ``EXHAUSTED`` when none exists (the table then holds the proof);
     ``OUT_OF_TIME`` once ``time.perf_counter() > deadline`` (``deadline <= 0``: no limit) or
     ``nodes`` reaches ``node_limit`` (``<= 0``: no limit); ``nodes`` counts positions
-    generated. ``half_table`` and ``scratch`` serve the half-game bound
-    (``jaxdust.halves``). ``prune=False`` turns off that bound, the single-colour filter
+    generated; the half-game bound's searches (``jaxdust.halves``, with ``half_table`` and
+    ``scratch``) come on top of them and check the deadline themselves. ``prune=False`` turns off that bound, the single-colour filter
     and the commuting-moves rule, leaving plain IDA* with the colour bound and the table
     (the reference the benchmark compares against).
     """
@@ -271,8 +263,9 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     arrival_reach = np.zeros(depth_limit + 1, np.uint64)
     arrival_grown = np.zeros(depth_limit + 1, np.uint64)
     useful_sides = np.full(depth_limit + 1, -1, np.int64)  # see _sides_that_may_leave_single
-    # Half-game values (jaxdust.halves) of each depth's position, 0 while unknown; a move
-    # that does not touch a half leaves its value. Bit s of skip_within[d]: every
+    # Half-game values (jaxdust.halves) of each depth's position, 0 while unknown (an empty
+    # half's 0 is then looked up again, cheaply); a move that does not touch a half leaves
+    # its value. Bit s of skip_within[d]: every
     # non-finishing move within half s is hopeless, as it leaves half 1 - s as it is.
     use_halves = prune and halves.applies(geometry)
     half_values = np.zeros((depth_limit + 1, 2), np.int64)
@@ -344,7 +337,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         child[:] = parent
         remove_and_contract(child, move, geometry)
         nodes += 1
-        if nodes == node_limit or ((nodes & 0xFFFF) == 0 and deadline > 0.0 and _now() > deadline):
+        if nodes == node_limit or ((nodes & 0xFFFF) == 0 and deadline > 0.0 and now() > deadline):
             return OUT_OF_TIME, nodes, 0
         if child_colours == 0:
             for d in range(depth + 1):
@@ -368,8 +361,10 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
                     # than remaining - 1 clicks.
                     cap = remaining - only[1 - side]
                     if half_values[depth + 1, side] < cap:
-                        half_values[depth + 1, side] = halves.half_value(
-                            child, side, geometry, cap, half_table, scratch)
+                        value = halves.half_value(child, side, geometry, cap, half_table, scratch, deadline)
+                        if value < 0:
+                            return OUT_OF_TIME, nodes, 0
+                        half_values[depth + 1, side] = value
                     bound = max(bound, half_values[depth + 1, side] + only[1 - side])
                 if bound > remaining - 1:
                     table_store(table, key, bound)

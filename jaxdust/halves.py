@@ -29,14 +29,20 @@ from jaxdust.bitboard import (
     grow,
     lowest_bit,
     mix,
+    now,
     occupied,
     removal_reach,
     remove_and_contract,
 )
 from jaxdust.table import table_bound, table_store
 
-MAX_MOVES = 64  # clusters of a 32-cell half, plus unions of its centre-touching clusters
-_HALF_SALT = U64(0x632BE59BD9B4E019)  # keeps half keys apart from whole positions' keys
+FOUND, EXHAUSTED, OUT_OF_TIME = 0, 1, 2  # as in jaxdust.exact
+
+# A half of at most 35 cells (9x7 boards) has at most 35 clusters; with at most 8 cells on
+# its centre column (applies() below) the unions of 2+ centre-touching clusters of one
+# colour number at most 11 per colour, 22 in all.
+MAX_MOVES = 64
+_HALF_SALT = U64(0x632BE59BD9B4E019)  # a per-colour salt, as in exact.canonical_hash
 
 
 @numba.njit(cache=True, inline="always")
@@ -69,7 +75,7 @@ def _colours(half):
 
 
 @numba.njit(cache=True, inline="always")
-def relaxed_bound(half, centre, geometry):
+def relaxed_colour_bound(half, centre, geometry):
     """Colours in the half, plus one when no colour can go in one relaxed click."""
     colours = 0
     finishable = False
@@ -146,9 +152,11 @@ def _may_leave_finishable(move, colour, reach, moves, group_start, centre, geome
 
 @numba.njit(cache=True)
 def _relaxed_search(root, centre, geometry, budget, table, boards, moves, move_colours,
-                    group_start):
-    """True when the relaxed half game ``root`` can be cleared in ``budget`` clicks; when not,
-    the table holds the proof (``2 * bound`` entries)."""
+                    group_start, work, deadline):
+    """FOUND when the relaxed half game ``root`` can be cleared in ``budget`` clicks;
+    EXHAUSTED when not (the table then holds the proof, ``2 * bound`` entries); OUT_OF_TIME
+    once ``now() > deadline`` (``deadline <= 0``: no limit), checked every 1024 positions
+    entered, counted in ``work[0]`` across calls."""
     depth_limit = budget + 1
     move_count = np.zeros(depth_limit, np.int64)
     next_move = np.zeros(depth_limit, np.int64)
@@ -158,6 +166,9 @@ def _relaxed_search(root, centre, geometry, budget, table, boards, moves, move_c
     depth = 0
     while True:
         # Enter the node at ``depth`` (its bound and table entry were checked by the caller).
+        work[0] += 1
+        if (work[0] & 0x3FF) == 0 and deadline > 0.0 and now() > deadline:
+            return OUT_OF_TIME
         remaining = budget - depth
         node = boards[depth]
         keys[depth] = half_key(node)
@@ -169,14 +180,14 @@ def _relaxed_search(root, centre, geometry, budget, table, boards, moves, move_c
             move_count[depth] = _relaxed_moves(node, centre, geometry, moves[depth],
                                                move_colours[depth], group_start[depth])
             # With one spare click and no colour finishable, the first click must make one so.
-            filtered[depth] = remaining == colours + 1 and relaxed_bound(node, centre, geometry) > colours
+            filtered[depth] = remaining == colours + 1 and relaxed_colour_bound(node, centre, geometry) > colours
         next_move[depth] = 0
         while True:
             index = next_move[depth]
             if index == move_count[depth]:
                 table_store(table, keys[depth], np.int64(2 * (budget - depth + 1)))
                 if depth == 0:
-                    return False
+                    return EXHAUSTED
                 depth -= 1
                 continue
             next_move[depth] = index + 1
@@ -189,15 +200,15 @@ def _relaxed_search(root, centre, geometry, budget, table, boards, moves, move_c
             child = boards[depth + 1]
             child[:] = parent
             remove_and_contract(child, move, geometry)
-            bound = relaxed_bound(child, centre, geometry)
+            bound = relaxed_colour_bound(child, centre, geometry)
             if bound == 0:
-                return True
+                return FOUND
             left = budget - depth - 1
             if bound > left:
                 continue
             entry = table_bound(table, half_key(child))
             if entry & 1 and entry >> 1 <= left:
-                return True
+                return FOUND
             if entry >> 1 > left:
                 continue
             depth += 1
@@ -205,16 +216,19 @@ def _relaxed_search(root, centre, geometry, budget, table, boards, moves, move_c
 
 
 @numba.njit(cache=True)
-def _solve_half(half, side, geometry, cap, table, key, known, scratch):
-    boards, moves, move_colours, group_start = scratch
+def _solve_half(half, side, geometry, cap, table, key, known, scratch, deadline):
+    boards, moves, move_colours, group_start, work = scratch
     centre = centre_column(side, geometry)
-    bound = relaxed_bound(half, centre, geometry)
+    bound = relaxed_colour_bound(half, centre, geometry)
     if bound == 0:
         return 0  # an empty half
     bound = max(bound, known)
     while bound < cap:
-        if _relaxed_search(half, centre, geometry, bound, table, boards, moves, move_colours,
-                           group_start):
+        status = _relaxed_search(half, centre, geometry, bound, table, boards, moves,
+                                 move_colours, group_start, work, deadline)
+        if status == OUT_OF_TIME:
+            return -1
+        if status == FOUND:
             table_store(table, key, np.int64(2 * bound + 1))
             return bound
         bound += 1
@@ -223,10 +237,11 @@ def _solve_half(half, side, geometry, cap, table, key, known, scratch):
 
 
 @numba.njit(cache=True, inline="always")
-def half_value(planes, side, geometry, cap, table, scratch):
+def half_value(planes, side, geometry, cap, table, scratch, deadline=0.0):
     """The relaxed game of half ``side`` (0 left, 1 right) of ``planes``: its value, or a
-    lower bound ``>= cap`` when that is larger. Searches only as far as ``cap`` needs;
-    ``table`` keeps what it finds."""
+    lower bound ``>= cap`` when that is larger; -1 when ``now()`` passed ``deadline``
+    (``<= 0``: none) first. Searches only as far as ``cap`` needs; ``table`` keeps what it
+    finds; ``scratch`` comes from ``make_scratch``."""
     half = scratch[0][scratch[0].shape[0] - 1]
     for c in range(planes.shape[0]):
         half[c] = planes[c] & geometry.half[side]
@@ -234,7 +249,7 @@ def half_value(planes, side, geometry, cap, table, scratch):
     entry = table_bound(table, key)
     if entry & 1 or entry >> 1 >= cap:
         return entry >> 1
-    return _solve_half(half, side, geometry, cap, table, key, entry >> 1, scratch)
+    return _solve_half(half, side, geometry, cap, table, key, entry >> 1, scratch, deadline)
 
 
 @numba.njit(cache=True, inline="always")
@@ -256,8 +271,10 @@ def applies(geometry):
     return geometry.width >= 2 and geometry.height <= 8
 
 
-def make_scratch(num_colours: int, cells: int):
-    """Work arrays for ``half_value``: boards, moves and their colours per depth, groups."""
-    depth = cells // 2 + 2
+def make_scratch(num_colours: int, width: int, height: int):
+    """Work arrays for ``half_value``: boards, moves and their colours per depth, groups,
+    and a counter of the positions searched."""
+    depth = (width - width // 2) * height + 2  # the larger half's cells bound its value
     return (np.empty((depth + 1, num_colours), np.uint64), np.empty((depth, MAX_MOVES), np.uint64),
-            np.empty((depth, MAX_MOVES), np.int64), np.empty((depth, num_colours + 1), np.int64))
+            np.empty((depth, MAX_MOVES), np.int64), np.empty((depth, num_colours + 1), np.int64),
+            np.zeros(1, np.int64))

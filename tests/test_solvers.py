@@ -193,7 +193,7 @@ def test_half_values_and_the_half_bound_against_brute_force(drawn):
     board, colors = drawn
     geometry = bitboard.make_geometry(*board.shape)
     planes = planes_of(board, colors)
-    scratch = halves.make_scratch(colors, board.size)
+    scratch = halves.make_scratch(colors, *board.shape)
     values = []
     for side in (0, 1):
         table = np.zeros(1 << 10, np.uint64)
@@ -208,10 +208,34 @@ def test_half_values_and_the_half_bound_against_brute_force(drawn):
     assert max(values[0] + only_right, values[1] + only_left) <= brute_force_optimum(board)
 
 
+def test_half_values_on_an_odd_width_reach_the_larger_half_cell_count():
+    """Sixteen colours, one per cell of a 3x8 board's right half: every relaxed click
+    removes one cell, so the right half's value is its cell count, deeper than half the
+    board's cells (the scratch depth must follow the larger half)."""
+    board = np.zeros((3, 8), np.int8)
+    board[1:] = (np.arange(16) + 1).reshape(2, 8)
+    geometry = bitboard.make_geometry(3, 8)
+    planes = planes_of(board, 16)
+    value = halves.half_value(planes, 1, geometry, 99, np.zeros(1 << 12, np.uint64),
+                              halves.make_scratch(16, 3, 8))
+    assert value == 16
+
+
+def test_time_limit_holds_where_half_searches_are_costly():
+    """On 8x8 boards with 9 colours a single half-game search can take minutes; it must
+    give up at the deadline like the main search."""
+    board = ref.random_board(np.random.default_rng(0), 8, 8, 9)
+    solve(board, node_limit=1)  # compiles (or loads) the search outside the clock
+    result = solve(board, time_limit=0.3)
+    assert result.seconds < 3.0 and result.lower_bound <= result.length
+    final, count = jaxdust.replay(board, result.clicks)
+    assert count == result.length and bool(jaxdust.is_done(final))
+
+
 def test_the_half_bound_is_stronger_than_the_colour_bound_on_many_boards():
     rng = np.random.default_rng(5)
     geometry = bitboard.make_geometry(8, 6)
-    scratch = halves.make_scratch(5, 48)
+    scratch = halves.make_scratch(5, 8, 6)
     table = np.zeros(1 << 16, np.uint64)
     stronger = 0
     for _ in range(50):

@@ -106,7 +106,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         budget too); under a limit only when the search before predicts that it fits, so
         an expired limit still reports the bound of every search that finished.
       node_limit: the same, counted in positions searched: results that do not depend on
-        the machine (with a table that starts the same, e.g. a fresh one).
+        the machine (with a table that starts the same, e.g. a fresh one). The half-game
+        bound's own small searches are not counted, so it bounds the work only roughly.
       colors: number of colours (default: the largest colour on the board).
       beam_width: width of the initial beam search that supplies the upper bound
         (default ``default_beam_width``: 32 up to 40 cells, else 1024).
@@ -132,7 +133,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     deadline = 0.0 if time_limit is None else start + time_limit
 
     path = np.zeros(width * height, np.uint64)
-    scratch = halves.make_scratch(colors, width * height)
+    scratch = halves.make_scratch(colors, width, height)
     if beam_width is None:
         beam_width = default_beam_width(width * height)
     if beam_width > 0:
