@@ -186,6 +186,33 @@ def removal_reach(removed, occupied, geometry):
 
 
 @numba.njit(cache=True, inline="always")
+def count_colours(planes):
+    colours = 0
+    for c in range(planes.shape[0]):
+        if planes[c]:
+            colours += 1
+    return colours
+
+
+@numba.njit(cache=True, inline="always")
+def clusters(planes, geometry, masks, colours, group_start):
+    """Write every cluster's mask and colour index into ``masks``/``colours``, grouped by
+    colour (colour ``c``'s from ``group_start[c]`` to ``group_start[c + 1]``); return count."""
+    count = 0
+    for c in range(planes.shape[0]):
+        group_start[c] = count
+        rest = planes[c]
+        while rest:
+            cluster = flood(lowest_bit(rest), planes[c], geometry)
+            masks[count] = cluster
+            colours[count] = c
+            count += 1
+            rest &= ~cluster
+    group_start[planes.shape[0]] = count
+    return count
+
+
+@numba.njit(cache=True, inline="always")
 def occupied(planes):
     cells = ZERO
     for plane in planes:

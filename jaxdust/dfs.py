@@ -20,8 +20,7 @@ import numba
 import numpy as np
 
 from jaxdust import bitboard
-from jaxdust.bitboard import now, popcount, remove_and_contract
-from jaxdust.exact import clusters, count_colours
+from jaxdust.bitboard import clusters, count_colours, now, popcount, remove_and_contract
 
 ROOT_PLIES = 6
 

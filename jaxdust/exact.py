@@ -29,6 +29,8 @@ from jaxdust.bitboard import (
     ONE,
     U64,
     ZERO,
+    clusters,
+    count_colours,
     flood,
     grow,
     lowest_bit,
@@ -79,15 +81,6 @@ def single_cluster_colours(planes, geometry):
 
 
 @numba.njit(cache=True, inline="always")
-def count_colours(planes):
-    colours = 0
-    for c in range(planes.shape[0]):
-        if planes[c]:
-            colours += 1
-    return colours
-
-
-@numba.njit(cache=True, inline="always")
 def bound_from(colours, singles):
     """Colours left, plus one when none of them is a single cluster."""
     if colours == 0:
@@ -113,24 +106,6 @@ def _child_singles(parent, child, parent_singles, candidates, geometry):
         elif candidates & (1 << c) and plane and flood(lowest_bit(plane), plane, geometry) == plane:
             singles |= 1 << c
     return singles
-
-
-@numba.njit(cache=True, inline="always")
-def clusters(planes, geometry, masks, colours, group_start):
-    """Write every cluster's mask and colour index into ``masks``/``colours``, grouped by
-    colour (colour ``c``'s from ``group_start[c]`` to ``group_start[c + 1]``); return count."""
-    count = 0
-    for c in range(planes.shape[0]):
-        group_start[c] = count
-        rest = planes[c]
-        while rest:
-            cluster = flood(lowest_bit(rest), planes[c], geometry)
-            masks[count] = cluster
-            colours[count] = c
-            count += 1
-            rest &= ~cluster
-    group_start[planes.shape[0]] = count
-    return count
 
 
 @numba.njit(cache=True, inline="always")
@@ -241,9 +216,10 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     ``OUT_OF_TIME`` once ``time.perf_counter() > deadline`` (``deadline <= 0``: no limit) or
     ``nodes`` reaches ``node_limit`` (``<= 0``: no limit); ``nodes`` counts positions
     generated; the half-game bound's searches (``jaxdust.halves``, with ``half_table`` and
-    ``scratch``) come on top of them and check the deadline themselves. ``prune=False`` turns off that bound, the single-colour filter
-    and the commuting-moves rule, leaving plain IDA* with the colour bound and the table
-    (the reference the benchmark compares against).
+    ``scratch``) come on top of them and check the deadline themselves. ``prune=False``
+    turns off that bound, the single-colour filter and the commuting-moves rule, leaving
+    plain IDA* with the colour bound and the table (the reference the benchmark compares
+    against).
     """
     num_colours = root.shape[0]
     max_moves = 64
@@ -265,8 +241,8 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     useful_sides = np.full(depth_limit + 1, -1, np.int64)  # see _sides_that_may_leave_single
     # Half-game values (jaxdust.halves) of each depth's position, 0 while unknown (an empty
     # half's 0 is then looked up again, cheaply); a move that does not touch a half leaves
-    # its value. Bit s of skip_within[d]: every
-    # non-finishing move within half s is hopeless, as it leaves half 1 - s as it is.
+    # its value. Bit s of skip_within[d]: every non-finishing move within half s is
+    # hopeless, as it leaves half 1 - s as it is.
     use_halves = prune and halves.applies(geometry)
     half_values = np.zeros((depth_limit + 1, 2), np.int64)
     skip_within = np.zeros(depth_limit + 1, np.int64)

@@ -25,6 +25,8 @@ import numpy as np
 from jaxdust.bitboard import (
     U64,
     ZERO,
+    clusters,
+    count_colours,
     flood,
     grow,
     lowest_bit,
@@ -66,15 +68,6 @@ def _finishable(plane, centre, geometry):
 
 
 @numba.njit(cache=True, inline="always")
-def _colours(half):
-    count = 0
-    for c in range(half.shape[0]):
-        if half[c]:
-            count += 1
-    return count
-
-
-@numba.njit(cache=True, inline="always")
 def relaxed_colour_bound(half, centre, geometry):
     """Colours in the half, plus one when no colour can go in one relaxed click."""
     colours = 0
@@ -98,31 +91,22 @@ def _finishing_moves(half, centre, geometry, moves):
 
 @numba.njit(cache=True, inline="always")
 def _relaxed_moves(half, centre, geometry, moves, move_colours, group_start):
-    """Every cluster (grouped by colour, colour ``c``'s from ``group_start[c]``), then every
-    union of two or more centre-touching clusters of one colour; returns the count."""
-    count = 0
+    """Every cluster (as ``bitboard.clusters`` groups them), then every union of two or more
+    centre-touching clusters of one colour; returns the count."""
+    count = clusters(half, geometry, moves, move_colours, group_start)
     for c in range(half.shape[0]):
-        group_start[c] = count
-        rest = half[c]
-        while rest:
-            cluster = flood(lowest_bit(rest), half[c], geometry)
-            moves[count] = cluster
-            move_colours[count] = c
-            count += 1
-            rest &= ~cluster
-    group_start[half.shape[0]] = count
-    for c in range(half.shape[0]):
-        touching = 0  # bit j: cluster group_start[c] + j touches the centre
-        for j in range(group_start[c + 1] - group_start[c]):
-            if moves[group_start[c] + j] & centre:
+        first, size = group_start[c], group_start[c + 1] - group_start[c]
+        touching = 0  # bit j: cluster first + j touches the centre
+        for j in range(size):
+            if moves[first + j] & centre:
                 touching |= 1 << j
         subset = touching
         while subset:  # the subsets of ``touching`` with two or more members
             if subset & (subset - 1):
                 union = ZERO
-                for j in range(group_start[c + 1] - group_start[c]):
+                for j in range(size):
                     if (subset >> j) & 1:
-                        union |= moves[group_start[c] + j]
+                        union |= moves[first + j]
                 moves[count] = union
                 move_colours[count] = c
                 count += 1
@@ -151,18 +135,16 @@ def _may_leave_finishable(move, colour, reach, moves, group_start, centre, geome
 
 
 @numba.njit(cache=True)
-def _relaxed_search(root, centre, geometry, budget, table, boards, moves, move_colours,
-                    group_start, work, deadline):
-    """FOUND when the relaxed half game ``root`` can be cleared in ``budget`` clicks;
-    EXHAUSTED when not (the table then holds the proof, ``2 * bound`` entries); OUT_OF_TIME
-    once ``now() > deadline`` (``deadline <= 0``: no limit), checked every 1024 positions
-    entered, counted in ``work[0]`` across calls."""
-    depth_limit = budget + 1
-    move_count = np.zeros(depth_limit, np.int64)
-    next_move = np.zeros(depth_limit, np.int64)
-    keys = np.zeros(depth_limit, np.uint64)
-    filtered = np.zeros(depth_limit, np.bool_)
+def _relaxed_search(root, root_key, root_bound, centre, geometry, budget, table, scratch, deadline):
+    """FOUND when the relaxed half game ``root`` (its key and ``relaxed_colour_bound``
+    given) can be cleared in ``budget`` clicks; EXHAUSTED when not (the table then holds the
+    proof, ``2 * bound`` entries); OUT_OF_TIME once ``now() > deadline`` (``deadline <= 0``:
+    no limit), checked every 1024 positions entered, counted in ``work[0]`` across calls."""
+    boards, moves, move_colours, group_start, keys, state, work = scratch
+    move_count, next_move, bounds, filtered = state[0], state[1], state[2], state[3]
     boards[0] = root
+    keys[0] = root_key
+    bounds[0] = root_bound
     depth = 0
     while True:
         # Enter the node at ``depth`` (its bound and table entry were checked by the caller).
@@ -171,16 +153,14 @@ def _relaxed_search(root, centre, geometry, budget, table, boards, moves, move_c
             return OUT_OF_TIME
         remaining = budget - depth
         node = boards[depth]
-        keys[depth] = half_key(node)
-        colours = _colours(node)
+        colours = count_colours(node)
         if remaining == colours:
             move_count[depth] = _finishing_moves(node, centre, geometry, moves[depth])
-            filtered[depth] = False
         else:
             move_count[depth] = _relaxed_moves(node, centre, geometry, moves[depth],
                                                move_colours[depth], group_start[depth])
-            # With one spare click and no colour finishable, the first click must make one so.
-            filtered[depth] = remaining == colours + 1 and relaxed_colour_bound(node, centre, geometry) > colours
+        # With one spare click and no colour finishable, the first click must make one so.
+        filtered[depth] = remaining == colours + 1 and bounds[depth] > colours
         next_move[depth] = 0
         while True:
             index = next_move[depth]
@@ -206,26 +186,27 @@ def _relaxed_search(root, centre, geometry, budget, table, boards, moves, move_c
             left = budget - depth - 1
             if bound > left:
                 continue
-            entry = table_bound(table, half_key(child))
+            key = half_key(child)
+            entry = table_bound(table, key)
             if entry & 1 and entry >> 1 <= left:
                 return FOUND
             if entry >> 1 > left:
                 continue
             depth += 1
+            keys[depth] = key
+            bounds[depth] = bound
             break
 
 
 @numba.njit(cache=True)
 def _solve_half(half, side, geometry, cap, table, key, known, scratch, deadline):
-    boards, moves, move_colours, group_start, work = scratch
     centre = centre_column(side, geometry)
-    bound = relaxed_colour_bound(half, centre, geometry)
-    if bound == 0:
+    colour_bound = relaxed_colour_bound(half, centre, geometry)
+    if colour_bound == 0:
         return 0  # an empty half
-    bound = max(bound, known)
+    bound = max(colour_bound, known)
     while bound < cap:
-        status = _relaxed_search(half, centre, geometry, bound, table, boards, moves,
-                                 move_colours, group_start, work, deadline)
+        status = _relaxed_search(half, key, colour_bound, centre, geometry, bound, table, scratch, deadline)
         if status == OUT_OF_TIME:
             return -1
         if status == FOUND:
@@ -272,9 +253,9 @@ def applies(geometry):
 
 
 def make_scratch(num_colours: int, width: int, height: int):
-    """Work arrays for ``half_value``: boards, moves and their colours per depth, groups,
-    and a counter of the positions searched."""
+    """Work arrays for ``half_value``: per depth the boards, moves and their colours, groups,
+    keys, and move counts, next moves, bounds and filter flags; and a counter of the positions searched."""
     depth = (width - width // 2) * height + 2  # the larger half's cells bound its value
     return (np.empty((depth + 1, num_colours), np.uint64), np.empty((depth, MAX_MOVES), np.uint64),
             np.empty((depth, MAX_MOVES), np.int64), np.empty((depth, num_colours + 1), np.int64),
-            np.zeros(1, np.int64))
+            np.empty(depth, np.uint64), np.empty((4, depth), np.int64), np.zeros(1, np.int64))

@@ -96,7 +96,7 @@ def test_single_colour_filters_keep_every_move_that_leaves_a_single_colour(size)
         while not ref.is_done(board):
             planes = planes_of(board, colors)
             if not exact.single_cluster_colours(planes, geometry):
-                count = exact.clusters(planes, geometry, masks, colours, group_start)
+                count = bitboard.clusters(planes, geometry, masks, colours, group_start)
                 sides = exact._sides_that_may_leave_single(masks, group_start, colors, geometry)
                 for move, colour in zip(masks[:count], colours[:count]):
                     if group_start[colour + 1] - group_start[colour] == 2:
@@ -225,7 +225,6 @@ def test_time_limit_holds_where_half_searches_are_costly():
     """On 8x8 boards with 9 colours a single half-game search can take minutes; it must
     give up at the deadline like the main search."""
     board = ref.random_board(np.random.default_rng(0), 8, 8, 9)
-    solve(board, node_limit=1)  # compiles (or loads) the search outside the clock
     result = solve(board, time_limit=0.3)
     assert result.seconds < 3.0 and result.lower_bound <= result.length
     final, count = jaxdust.replay(board, result.clicks)
@@ -301,7 +300,6 @@ def test_pruning_keeps_the_optimum_on_larger_boards():
 
 def test_time_limit_returns_the_best_solution_and_the_proven_bound(boards_dir):
     hard = next(r for r in jaxdust.read_board_file(boards_dir / "eval_8x6x5.txt") if r.values[1] >= 13)
-    solve(hard.board, node_limit=1)  # compiles (or loads) the search outside the clock
     result = solve(hard.board, time_limit=0.2, table=TranspositionTable(16))
     assert not result.optimal and result.lower_bound < result.length
     assert result.seconds < 2.0
