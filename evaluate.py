@@ -32,18 +32,16 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
-import jaxdust
-from jaxdust import evaluation, files, game, plots
+from jaxdust.core import files, game
+from jaxdust.core.boards import EVAL_FILE, board_to_text, parse_size, read_board_file
+from jaxdust.evaluation import plots, registry, stats
 
-DEFAULT_BOARDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "boards", "eval_8x6x5.txt")
 
-
-def parse_size(text: str) -> game.GameConfig:
+def size_flag(text: str) -> game.GameConfig:
     try:
-        width, height, colors = (int(v) for v in text.lower().split("x"))
-        return game.GameConfig(width, height, colors)
-    except (ValueError, TypeError) as error:
-        raise argparse.ArgumentTypeError(f"size must look like 8x6x5 ({error})") from None
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, str]:
@@ -55,7 +53,7 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, str]:
     if not os.path.exists(args.boards):
         raise SystemExit(f"evaluate.py: error: board file not found: {args.boards}")
     try:
-        records = jaxdust.read_board_file(args.boards)
+        records = read_board_file(args.boards)
     except ValueError as error:
         raise SystemExit(f"evaluate.py: error: {error}") from None
     if not records:
@@ -67,12 +65,12 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, str]:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--boards", default=DEFAULT_BOARDS, help="board file (default: the fixed eval set)")
+    parser.add_argument("--boards", default=EVAL_FILE, help="board file (default: the fixed eval set)")
     parser.add_argument("--random", type=int, default=0, metavar="N", help="use N random boards instead")
-    parser.add_argument("--size", type=parse_size, default=game.GameConfig(), help="WxHxC for --random")
+    parser.add_argument("--size", type=size_flag, default=game.GameConfig(), help="WxHxC for --random")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--agents", default="random,largest",
-                        help=f"comma-separated name[:value], from: {', '.join(evaluation.AGENTS)}")
+                        help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N boards")
     parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes for the solvers")
     parser.add_argument("--max-clicks", type=int, default=None, help="click cap (default: cells on the board)")
@@ -85,7 +83,7 @@ def main(argv=None) -> dict:
     agents = [a.strip() for a in args.agents.split(",") if a.strip()]
     for agent in agents:
         try:
-            evaluation.parse_agent(agent)
+            registry.parse_agent(agent)
         except ValueError as error:
             parser.error(str(error))
 
@@ -107,7 +105,7 @@ def main(argv=None) -> dict:
             bar.set_description(name)
             start = time.perf_counter()
             try:
-                played = evaluation.run_agent(
+                played = registry.run_agent(
                     name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
                     chunk=args.chunk, jobs=args.jobs, progress=bar.update,
                 )
@@ -120,7 +118,7 @@ def main(argv=None) -> dict:
     reference_lengths = best if reference == "best" else per_board[reference]
     for name in agents:
         run = results[name]
-        summary = evaluation.summarize(per_board[name], run["cleared"], best_known=best, reference=reference_lengths)
+        summary = stats.summarize(per_board[name], run["cleared"], best_known=best, reference=reference_lengths)
         summary["seconds_per_board"] = run["seconds_per_board"]
         if run["proven"] is not None:
             summary["proven_optimal"] = float(np.mean(run["proven"]))
@@ -149,7 +147,7 @@ def main(argv=None) -> dict:
     writer = csv.writer(table)
     writer.writerow(["board", *agents] + (["best_known"] if best is not None else []))
     for i in range(num_boards):
-        row = [jaxdust.board_to_text(boards[i]), *(int(per_board[a][i]) for a in agents)]
+        row = [board_to_text(boards[i]), *(int(per_board[a][i]) for a in agents)]
         writer.writerow(row + ([int(best[i])] if best is not None else []))
     files.atomic_write_bytes(os.path.join(args.out, "boards.csv"), table.getvalue().encode())
     shown = dict(per_board)

@@ -3,7 +3,7 @@
 On the same boards in the same run: the numba beam (the exact solver's upper bound) with
 the original beam search's score (colours + 0.6 * extra clusters) as the reference, with
 the tuned hand-made heuristic, and with the tuned heuristic plus a one-click lookahead on
-a shortlist of 4 x width children; then ``jaxdust.beam.beam_search`` with the same
+a shortlist of 4 x width children; then ``jaxdust.search.beam.beam_search`` with the same
 scorers. Every solution is replayed under the game core. The JSON is rewritten after
 each row, so an interrupted run keeps what it measured.
 
@@ -18,16 +18,17 @@ import argparse
 import functools
 import os
 import platform
-import sys
 import time
 
 import jax
 import numpy as np
 from tqdm import tqdm
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import jaxdust  # noqa: E402
-from jaxdust import beam, bitboard, exact, files  # noqa: E402
+import jaxdust
+from jaxdust.core import files
+from jaxdust.search import beam, heuristic
+from jaxdust.solver import bitboard
+from jaxdust.solver.upper_bound import beam_upper_bound
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -56,10 +57,10 @@ def run_numba(boards, width, weights, shortlist=0):
     geometry = bitboard.make_geometry(width_cells, height)
     path = np.zeros(width_cells * height, np.uint64)
     planes = [bitboard.to_planes(np.asarray(board), 5) for board in boards]
-    exact.beam_search(planes[0], geometry, 2, weights, path, shortlist)  # compile
+    beam_upper_bound(planes[0], geometry, 2, weights, path, shortlist)  # compile
     lengths, paths, start = [], [], time.perf_counter()
     for plane in tqdm(planes, leave=False, disable=None):
-        lengths.append(exact.beam_search(plane, geometry, width, weights, path, shortlist))
+        lengths.append(beam_upper_bound(plane, geometry, width, weights, path, shortlist))
         paths.append(path.copy())
     seconds = (time.perf_counter() - start) / len(boards)
     for board, length, found in zip(boards, lengths, paths):  # replay outside the timed loop
@@ -84,14 +85,14 @@ def main(argv=None):
               "best_known_mean": float(best_known.mean()), "backend": jax.default_backend(),
               "device_kind": device.device_kind, "cpu": platform.processor() or platform.machine(),
               "results": rows}
-    weights = exact.HEURISTIC_WEIGHTS
+    weights = heuristic.HEURISTIC_WEIGHTS
     for name, runner in [
-        ("numba, original score", lambda: run_numba(boards, args.width, exact.REFERENCE_WEIGHTS)),
+        ("numba, original score", lambda: run_numba(boards, args.width, heuristic.REFERENCE_WEIGHTS)),
         ("numba, tuned heuristic", lambda: run_numba(boards, args.width, weights)),
-        ("numba, tuned + lookahead", lambda: run_numba(boards, args.width, weights, exact.LOOKAHEAD_SHORTLIST)),
-        ("jax, tuned + lookahead", lambda: run_jax(boards, args.width, beam.heuristic_scorer,
+        ("numba, tuned + lookahead", lambda: run_numba(boards, args.width, weights, beam.LOOKAHEAD_SHORTLIST)),
+        ("jax, tuned + lookahead", lambda: run_jax(boards, args.width, heuristic.heuristic_scorer,
                                                    beam.lookahead_heuristic)),
-        ("jax, tuned heuristic", lambda: run_jax(boards, args.width, beam.heuristic_scorer)),
+        ("jax, tuned heuristic", lambda: run_jax(boards, args.width, heuristic.heuristic_scorer)),
     ]:
         if args.only not in name:
             continue

@@ -23,10 +23,11 @@ import sys
 import tempfile
 
 import numpy as np
+from tqdm import tqdm
+
+from jaxdust.core import files
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, ROOT)
-from jaxdust import files  # noqa: E402
 
 BOARDS = os.path.join(ROOT, "data", "boards", "eval_8x6x5.txt")
 # Runs in a fresh interpreter with a revision's source tree first on the path.
@@ -34,7 +35,7 @@ _PROVE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import jaxdust
-from jaxdust.solve import solve
+from jaxdust import solve
 assert jaxdust.__file__.startswith(sys.argv[1]), jaxdust.__file__
 solve(jaxdust.parse_board("1221" * 9, 6, 6))  # loads the compiled code before the clock starts
 board = jaxdust.parse_board(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
@@ -82,8 +83,6 @@ def main(argv=None) -> dict:
     boards = [text for text, _, best in rows if int(best) == args.length][: args.boards]
     if not boards:
         parser.error(f"no eval board has best known length {args.length}")
-
-    from tqdm import tqdm
 
     scratch = tempfile.mkdtemp(prefix="jaxdust-compare-")
     sources = []

@@ -4,7 +4,7 @@ Each game clicks a uniformly random occupied cell every step; finished games res
 fresh random board (``DustEnv(auto_reset=True)``). The loop is ``jit`` + ``vmap`` +
 ``lax.scan``; with several devices (one per CPU core by default) the batch is split with
 ``shard_map`` so every device plays its share. The NumPy reference (plain loops, from
-``tests/reference.py``) plays the same way in the same run, so the ratio survives a noisy
+``jaxdust.core.reference``) plays the same way in the same run, so the ratio survives a noisy
 machine.
 
     python benchmarks/env_throughput.py                 # full table, 1 to 65,536 games
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
 
 # One XLA host device per core, so a CPU run can use them all; GPUs are unaffected.
@@ -30,10 +29,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import PartitionSpec  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import jaxdust  # noqa: E402
-from jaxdust import files, game  # noqa: E402
-from tests import reference  # noqa: E402
+import jaxdust
+from jaxdust.core import files, game, reference
 
 FULL_SWEEP = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536]
 QUICK_SWEEP = [1, 64, 1024, 4096, 16384]
@@ -162,8 +159,8 @@ def main(argv=None) -> dict:
     print(f"\nRandom legal play on {config.width}x{config.height}, {config.colors} colours; "
           f"backend {report['backend']} ({device.device_kind}), {os.cpu_count()} CPU cores")
     print(f"NumPy reference (plain loops, 1 core): {reference_rate:,.0f} clicks/s\n")
-    print(f"| games | devices | clicks/s | x NumPy | ms per step |")
-    print(f"|---:|---:|---:|---:|---:|")
+    print("| games | devices | clicks/s | x NumPy | ms per step |")
+    print("|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['games']:,} | {r['devices']} | {r['clicks_per_second']:,.0f} | "
               f"{r['speedup_vs_numpy']:,.0f} | {1e3 * r['seconds_per_call'] / r['steps_per_call']:.3f} |")

@@ -16,16 +16,17 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 
 import jax
 import numpy as np
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, ROOT)
-import train  # noqa: E402
-from jaxdust import baselines, beam, evaluation, files, game, plots, runs  # noqa: E402
+from jaxdust.core import files, game
+from jaxdust.core.play import play_boards
+from jaxdust.evaluation import baselines, plots
+from jaxdust.learn import cli, runs
+from jaxdust.search.beam import beam_lengths
+from jaxdust.search.heuristic import heuristic_scorer
 
 
 def fresh_boards(count: int, seed: int) -> jax.Array:
@@ -61,7 +62,7 @@ def main(argv=None):
         if not os.path.exists(os.path.join(run_dir, "summary.json")):
             resume = ["--resume"] if os.path.exists(os.path.join(run_dir, "config.json")) else []
             extra = (args.dqn_flags if learner == "dqn" else args.imitation_flags).split()
-            train.main([learner, "--run-dir", run_dir, "--seed", str(args.seed), *resume, *extra])
+            cli.main([learner, "--run-dir", run_dir, "--seed", str(args.seed), *resume, *extra])
         wall = time.perf_counter() - start
         lines = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
         evaluated = [line for line in lines if "greedy_clicks" in line]
@@ -69,27 +70,25 @@ def main(argv=None):
         summary = json.load(open(os.path.join(run_dir, "summary.json")))
         if learner == "imitation":  # the data phase ran before the first epoch's clock started
             data_seconds = max(0.0, wall - summary["seconds"])
-        curves[learner] = (np.array([line["seconds"] + data_seconds for line in evaluated]),
-                           np.array([line["greedy_clicks"] for line in evaluated]))
-        if learner == "imitation":
-            curves["imitation, value lookahead"] = (curves[learner][0],
-                                                    np.array([line["lookahead_clicks"] for line in evaluated]))
+        seconds = np.array([line["seconds"] + data_seconds for line in evaluated])
+        curves[f"{learner}, greedy"] = (seconds, np.array([line["greedy_clicks"] for line in evaluated]))
+        curves[f"{learner}, argmax"] = (seconds, np.array([line["argmax_clicks"] for line in evaluated]))
 
         trained = runs.load_run(run_dir)
-        played = evaluation.play_boards(boards, trained.policy, jax.random.key(1), cap, trained.params)
+        played = play_boards(boards, trained.policy, jax.random.key(1), cap, trained.params)
         row = {"training_seconds": summary["seconds"] + data_seconds, "data_seconds": data_seconds,
-               "greedy": mean_clicks(np.where(np.asarray(played.cleared), np.asarray(played.clicks), -1), cap)}
+               "argmax": mean_clicks(np.where(np.asarray(played.cleared), np.asarray(played.clicks), -1), cap)}
         for width in (1, 8):
             row[f"lookahead_{width}"] = mean_clicks(
-                evaluation.beam_lengths(boards, width, trained.scorer, trained.params, cap), cap)
+                beam_lengths(boards, width, trained.scorer, trained.params, cap), cap)
         report["learners"][learner] = row
         print(f"{learner}: {row}", flush=True)
 
-    largest = evaluation.play_boards(boards, baselines.largest_cluster, jax.random.key(0), cap)
+    largest = play_boards(boards, baselines.largest_cluster, jax.random.key(0), cap)
     report["references"] = {"largest cluster first": float(np.mean(largest.clicks))}
     for width in (1, 8):
         report["references"][f"hand-made heuristic, width {width}"] = mean_clicks(
-            evaluation.beam_lengths(boards, width, beam.heuristic_scorer, None, cap), cap)
+            beam_lengths(boards, width, heuristic_scorer, None, cap), cap)
     report["curves"] = {name: {"seconds": c[0].tolist(), "greedy_clicks": c[1].tolist()} for name, c in curves.items()}
 
     references = {"largest first": report["references"]["largest cluster first"],
@@ -100,10 +99,10 @@ def main(argv=None):
 
     print(f"\nLearners, default CPU runs; {args.boards} fresh random 8x6 boards ({report['cpu_count']} cores, "
           f"{report['backend']})\n")
-    print("| agent | training minutes | greedy | width-1 lookahead | width-8 beam |")
+    print("| agent | training minutes | argmax | greedy (width 1) | width-8 beam |")
     print("|---|---:|---:|---:|---:|")
     for name, row in report["learners"].items():
-        print(f"| {name} | {row['training_seconds'] / 60:.1f} | {row['greedy']:.2f} | {row['lookahead_1']:.2f} "
+        print(f"| {name} | {row['training_seconds'] / 60:.1f} | {row['argmax']:.2f} | {row['lookahead_1']:.2f} "
               f"| {row['lookahead_8']:.2f} |")
     refs = report["references"]
     print(f"| largest cluster first | - | {refs['largest cluster first']:.2f} | - | - |")

@@ -17,13 +17,13 @@ import argparse
 import multiprocessing
 import os
 import platform
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from jaxdust import files  # noqa: E402
+import jaxdust
+from jaxdust import solve
+from jaxdust.core import files
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SETS = {
@@ -36,9 +36,6 @@ SETS = {
 def _solve_one(job):
     """Solve one board in a worker; returns a record (runs in a child process)."""
     text, width, height, known, time_limit, reference = job
-    import jaxdust
-    from jaxdust.solve import solve
-
     board = jaxdust.parse_board(text, width, height)
     options = {"beam_width": 0, "prune": False} if reference else {}
     try:
@@ -55,9 +52,6 @@ def _solve_one(job):
 
 
 def _warm_up(_):
-    import jaxdust
-    from jaxdust.solve import solve
-
     solve(jaxdust.parse_board("1221" * 9, 6, 6))  # loads numba's compiled code
     return True
 
@@ -84,8 +78,6 @@ def main(argv=None) -> dict:
     parser.add_argument("--jobs", type=int, default=1, help="boards solved at once, one core each")
     parser.add_argument("--out", default="results/solver.json")
     args = parser.parse_args(argv)
-
-    import jaxdust
 
     report = {"benchmark": "solver", "cpu": platform.processor() or platform.machine(),
               "cpu_count": os.cpu_count(), "jobs": args.jobs, "time_limit": args.time_limit,

@@ -2,7 +2,7 @@
 
 Scores a weight vector by the mean solution length of the numba beam search on a slice of
 the eval set, then moves one weight at a time while that improves. Prints the weights
-that ``jaxdust.exact.HEURISTIC_WEIGHTS`` holds and the held-out result against the
+that ``jaxdust.search.heuristic.HEURISTIC_WEIGHTS`` holds and the held-out result against the
 original beam search's score in the same run.
 
     python benchmarks/tune_heuristic.py            # tune on boards 200-399, check on 0-199
@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import jaxdust  # noqa: E402
-from jaxdust import bitboard, exact, files  # noqa: E402
+import jaxdust
+from jaxdust.core import files
+from jaxdust.search import heuristic
+from jaxdust.solver import bitboard
+from jaxdust.solver.upper_bound import beam_upper_bound
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 START = np.array([1.0, 0.6, 0.5, 0.0, 0.0])
@@ -28,7 +29,7 @@ SCALE = np.array([1.0, 1.0, 1.0, 0.1, 0.1])  # per-cell features move in tenths
 
 def mean_length(planes_list, geometry, width, weights):
     path = np.zeros(geometry.width * geometry.height, np.uint64)
-    return float(np.mean([exact.beam_search(p, geometry, width, weights, path) for p in planes_list]))
+    return float(np.mean([beam_upper_bound(p, geometry, width, weights, path) for p in planes_list]))
 
 
 def main(argv=None):
@@ -54,12 +55,12 @@ def main(argv=None):
                 value = mean_length(train, geometry, args.width, trial)
                 if value < best - 1e-9:
                     best, weights = value, trial
-                    print(f"  {exact.FEATURES[feature]} -> {np.round(weights, 3).tolist()}: {value:.3f}", flush=True)
+                    print(f"  {heuristic.FEATURES[feature]} -> {np.round(weights, 3).tolist()}: {value:.3f}", flush=True)
     weights = np.round(weights, 4)
 
-    report = {"features": exact.FEATURES, "weights": weights.tolist(), "train_mean": best,
+    report = {"features": heuristic.FEATURES, "weights": weights.tolist(), "train_mean": best,
               "train_boards": "eval_8x6x5 200-399", "tune_width": args.width, "held_out": {}}
-    for name, w in (("reference", exact.REFERENCE_WEIGHTS), ("tuned", weights)):
+    for name, w in (("reference", heuristic.REFERENCE_WEIGHTS), ("tuned", weights)):
         start = time.perf_counter()
         value = mean_length(held_out, geometry, args.check_width, w)
         report["held_out"][name] = {"mean": value, "seconds": time.perf_counter() - start}

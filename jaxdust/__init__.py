@@ -2,11 +2,22 @@
 
 Rules and array conventions: RULES.md. Boards are int8 ``[width, height]`` arrays,
 ``board[x, y]`` with ``y = 0`` the bottom row, 0 empty and 1..colors colours.
+
+The package is layered; each layer imports only the ones above it in this list:
+
+- ``jaxdust.core``: the rules (``game``), the environment (``env``), rollouts of a policy
+  (``play``), board text and files (``boards``), pictures (``render``), atomic files.
+- ``jaxdust.search``: the hand-made heuristic and the batched JAX beam search.
+- ``jaxdust.solver``: exact and depth-first search on bitboards (numba), ``solve``.
+- ``jaxdust.learn``: networks, learners, data sets, checkpoints and trained runs.
+- ``jaxdust.evaluation``: baselines, the agent registry, statistics and plots.
+
+The names below are the everyday API.
 """
 
-from jaxdust.board_io import board_to_text, parse_board, read_board_file, replay
-from jaxdust.env import DustEnv, Observation, Rewards, State, StepType, TimeStep
-from jaxdust.game import (
+from jaxdust.core.boards import board_to_text, parse_board, read_board_file, replay
+from jaxdust.core.env import DustEnv, Observation, Rewards, State, StepType, TimeStep
+from jaxdust.core.game import (
     GameConfig,
     apply_gravity,
     click,
@@ -22,25 +33,27 @@ from jaxdust.game import (
     random_board,
     slide_to_centre,
 )
-from jaxdust.render import BoardView, board_svg, board_text
-from jaxdust.solve import Solution, solve
-from jaxdust import baselines, beam, evaluation  # noqa: E402  (submodules used as jaxdust.beam etc.)
+from jaxdust.core.play import play_boards
+from jaxdust.core.render import BoardView, board_letters, board_svg
+from jaxdust.search.beam import beam_search
+from jaxdust.solver.api import Solution, solve
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BoardView",
-    "Solution",
     "DustEnv",
     "GameConfig",
     "Observation",
     "Rewards",
+    "Solution",
     "State",
     "StepType",
     "TimeStep",
     "apply_gravity",
+    "beam_search",
+    "board_letters",
     "board_svg",
-    "board_text",
     "board_to_text",
     "click",
     "click_action",
@@ -53,6 +66,7 @@ __all__ = [
     "legal_action_mask",
     "one_hot",
     "parse_board",
+    "play_boards",
     "random_board",
     "read_board_file",
     "replay",

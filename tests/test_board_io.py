@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jaxdust
-from tests import reference as ref
+from jaxdust.core import reference as ref
 
 TEXT = "335122421413111551154255131234544142315221411124"  # first board of eval_8x6x5
 

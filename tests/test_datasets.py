@@ -10,13 +10,13 @@ import time
 import numpy as np
 import pytest
 
-import jaxdust
-from jaxdust import datasets
-from jaxdust.datasets import DatasetConfig, load_dataset, make_dataset
-from jaxdust.solve import solve
-from tests import reference as ref
+from jaxdust.core.game import GameConfig
+from jaxdust.learn import datasets
+from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
+from jaxdust.solver.api import solve
+from jaxdust.core import reference as ref
 
-SMALL = DatasetConfig(width=6, height=4, colors=4, boards=24, seed=7, node_limit=20_000, shard_size=5)
+SMALL = DatasetConfig(GameConfig(6, 4, 4), boards=24, seed=7, node_limit=20_000, shard_size=5)
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_settings_must_match_an_existing_run(small_set):
 def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, small_set):
     config = SMALL
     directory = tmp_path / "killed"
-    command = [sys.executable, "-m", "jaxdust.datasets", "--out", str(directory), "--boards", str(config.boards),
+    command = [sys.executable, "-m", "jaxdust.learn.datasets", "--out", str(directory), "--boards", str(config.boards),
                "--size", "6x4x4", "--seed", str(config.seed), "--node-limit", str(config.node_limit),
                "--shard-size", str(config.shard_size), "--jobs", "1"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

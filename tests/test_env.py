@@ -6,8 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxdust import DustEnv, GameConfig, Rewards, StepType, game
-from tests import reference as ref
+from jaxdust import DustEnv, GameConfig, Rewards, StepType
+from jaxdust.core import game
+from jaxdust.core import reference as ref
 
 # y=1: . 1 2 . / y=0: 2 1 3 2  (width 4, height 2, settled). Clicking (1, 0) removes the
 # 1s, (2, 0) the 3, which joins the three 2s along the bottom; (1, 0) then clears it.

@@ -10,7 +10,8 @@ import pytest
 
 import evaluate
 import jaxdust
-from jaxdust import baselines, evaluation
+from jaxdust.core import play
+from jaxdust.evaluation import baselines, registry, stats
 
 
 @pytest.fixture(scope="module")
@@ -22,14 +23,14 @@ def eval_set(boards_dir):
 
 def test_largest_first_reproduces_the_eval_file(eval_set):
     boards, largest_first, _ = eval_set
-    played = evaluation.play_boards(boards, baselines.largest_cluster, jax.random.key(0), 48)
+    played = play.play_boards(boards, baselines.largest_cluster, jax.random.key(0), 48)
     np.testing.assert_array_equal(played.clicks, largest_first)
     assert bool(played.cleared.all())
 
 
 def test_recorded_actions_replay_to_an_empty_board(eval_set):
     boards = eval_set[0][:20]
-    played = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(1), 48)
+    played = play.play_boards(boards, baselines.random_legal, jax.random.key(1), 48)
     for board, actions, clicks in zip(boards, np.asarray(played.actions), np.asarray(played.clicks)):
         taken = actions[actions >= 0]
         assert len(taken) == clicks
@@ -39,9 +40,9 @@ def test_recorded_actions_replay_to_an_empty_board(eval_set):
 
 def test_random_play_is_seeded_and_never_wastes_clicks(eval_set):
     boards = eval_set[0][:64]
-    first = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(2), 48)
-    again = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(2), 48)
-    other = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(3), 48)
+    first = play.play_boards(boards, baselines.random_legal, jax.random.key(2), 48)
+    again = play.play_boards(boards, baselines.random_legal, jax.random.key(2), 48)
+    other = play.play_boards(boards, baselines.random_legal, jax.random.key(3), 48)
     np.testing.assert_array_equal(first.actions, again.actions)
     assert not np.array_equal(first.actions, other.actions)
     assert bool(first.cleared.all()) and int(first.clicks.max()) <= 48
@@ -52,21 +53,21 @@ def clicks_bottom_left(key, board, params=None):
 
 
 def test_click_cap_stops_policies_that_never_finish(eval_set):
-    played = evaluation.play_boards(eval_set[0][:4], clicks_bottom_left, jax.random.key(0), 30)
+    played = play.play_boards(eval_set[0][:4], clicks_bottom_left, jax.random.key(0), 30)
     assert not bool(played.cleared.any())
     np.testing.assert_array_equal(played.clicks, [30, 30, 30, 30])
 
 
 def test_chunked_play_equals_one_batch_for_deterministic_policies(eval_set):
     boards = eval_set[0][:50]
-    whole = evaluation.play_boards(boards, baselines.largest_cluster, jax.random.key(0), 48)
-    chunked = evaluation.play_in_chunks(boards, baselines.largest_cluster, jax.random.key(0), 48, 16)
+    whole = play.play_boards(boards, baselines.largest_cluster, jax.random.key(0), 48)
+    chunked = play.play_in_chunks(boards, baselines.largest_cluster, jax.random.key(0), 48, 16)
     np.testing.assert_array_equal(whole.clicks, chunked.clicks)
     np.testing.assert_array_equal(whole.actions, chunked.actions)
 
 
 def test_summary_numbers_by_hand():
-    summary = evaluation.summarize(
+    summary = stats.summarize(
         clicks=[10, 12, 14, 48], cleared=[True, True, True, False],
         best_known=[10, 11, 14, 12], reference=[11, 11, 13, 20],
     )
@@ -126,4 +127,4 @@ def test_solver_agents_through_the_cli(tmp_path, boards_dir):
 @pytest.mark.parametrize("text, message", [("beam:wide", "width must be a number"), ("largest:3", "takes no parameter")])
 def test_agent_parameters_are_checked(text, message):
     with pytest.raises(ValueError, match=message):
-        evaluation.parse_agent(text)
+        registry.parse_agent(text)

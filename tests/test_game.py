@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxdust import game
-from tests import reference as ref
+from jaxdust.core import game
+from jaxdust.core import reference as ref
 
 
 def board(columns) -> jnp.ndarray:

@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 
 import jaxdust
-from jaxdust import checkpoint, dqn, evaluation, exact, imitation, learned, networks
-from jaxdust.datasets import DatasetConfig, load_dataset, make_dataset
+from jaxdust.core import configs, play
+from jaxdust.evaluation import baselines
+from jaxdust.learn import agents, checkpoint, dqn, imitation, networks
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
+from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(num_envs=32, chunk_iterations=10, hidden=(32,), buffer_size=1024, batch_size=32,
@@ -51,14 +54,12 @@ def test_value_head_starts_at_the_hand_made_estimate():
     boards = jnp.stack([r.board for r in jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[:4]])
     params = network.init(jax.random.key(0), boards)
     _, value = network.apply(params, boards)
-    from jaxdust.beam import heuristic_features
-
-    expected = jax.vmap(heuristic_features)(boards) @ jnp.asarray(exact.HEURISTIC_WEIGHTS, jnp.float32)
+    expected = jax.vmap(heuristic_features)(boards) @ jnp.asarray(HEURISTIC_WEIGHTS, jnp.float32)
     np.testing.assert_allclose(value, expected, rtol=1e-6)
 
 
 def test_q_scorer_turns_values_into_clicks_left():
-    scorer = learned.QScorer((8,), 5)
+    scorer = agents.QScorer((8,), 5)
     network = networks.QNetwork((8,), 5)
     boards = jnp.stack([board(np.full((8, 6), 1)), board(np.zeros((8, 6), int))])
     params = network.init(jax.random.key(1), boards)
@@ -145,11 +146,9 @@ def test_dqn_learns_to_beat_random_play():
     init, run_chunk = dqn.make_dqn(config)
     runner, _ = run_chunk(init(jax.random.key(0)))
     boards = jnp.stack([r.board for r in jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[:64]])
-    greedy = evaluation.play_boards(boards, learned.QGreedy((128, 128), 5, True), jax.random.key(0), 96,
+    greedy = play.play_boards(boards, agents.QGreedy((128, 128), 5, True), jax.random.key(0), 96,
                                     runner.train.params)
-    from jaxdust import baselines
-
-    random = evaluation.play_boards(boards, baselines.random_legal, jax.random.key(0), 96)
+    random = play.play_boards(boards, baselines.random_legal, jax.random.key(0), 96)
     assert bool(greedy.cleared.all())
     assert float(np.mean(greedy.clicks)) < float(np.mean(random.clicks)) - 2.0
 
@@ -197,14 +196,14 @@ def test_checkpoints_round_trip_and_explain_failures(tmp_path):
     saved = checkpoint.Checkpoints(str(tmp_path))
     first, _ = run_chunk(runner)
     second, _ = run_chunk(first)
-    saved.save(1, first, checkpoint.config_json(config))
-    saved.save(2, second, checkpoint.config_json(config))
-    step, restored = saved.restore(runner, checkpoint.config_json(config))
+    saved.save(1, first, configs.to_json(config))
+    saved.save(2, second, configs.to_json(config))
+    step, restored = saved.restore(runner, configs.to_json(config))
     assert step == 2
     np.testing.assert_array_equal(jax.random.key_data(restored.key), jax.random.key_data(second.key))
     np.testing.assert_array_equal(restored.replay.boards, second.replay.boards)
 
-    other = checkpoint.config_json(dqn.DQNConfig(total_steps=32 * 20, **{**TINY, "hidden": (16,)}))
+    other = configs.to_json(dqn.DQNConfig(total_steps=32 * 20, **{**TINY, "hidden": (16,)}))
     with pytest.raises(checkpoint.CheckpointError, match="another config.*hidden"):
         saved.restore(runner, other)
 
@@ -213,8 +212,8 @@ def test_checkpoints_round_trip_and_explain_failures(tmp_path):
             with open(os.path.join(root, name), "wb") as handle:
                 handle.write(b"\x00garbage")
     with pytest.raises(checkpoint.CheckpointError, match=r"checkpoint 2 .* cannot be read.*\[1\] are intact"):
-        saved.restore(runner, checkpoint.config_json(config))
-    step, restored = saved.restore(runner, checkpoint.config_json(config), step=1)
+        saved.restore(runner, configs.to_json(config))
+    step, restored = saved.restore(runner, configs.to_json(config), step=1)
     np.testing.assert_array_equal(jax.random.key_data(restored.key), jax.random.key_data(first.key))
 
 
@@ -227,7 +226,7 @@ def test_data_parallel_training_equals_one_device():
     script = """
 import jax, jax.numpy as jnp, json
 from jax.sharding import AxisType
-from jaxdust import dqn, imitation
+from jaxdust.learn import dqn, imitation
 config = dqn.DQNConfig(num_envs=64, total_steps=64 * 40, chunk_iterations=20, hidden=(32,), buffer_size=2048,
                        batch_size=64, learning_starts=256, features=True)
 mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
@@ -311,4 +310,4 @@ def test_train_refuses_to_mix_runs(tmp_path):
     assert again.returncode != 0 and "already holds a run" in again.stderr
     changed = subprocess.run([sys.executable, "train.py", *TRAIN_ARGS, "--hidden", "16", "--run-dir",
                               str(tmp_path / "done"), "--resume"], capture_output=True, text=True, cwd=ROOT)
-    assert changed.returncode != 0 and "another config" in changed.stderr
+    assert changed.returncode != 0 and "other settings" in changed.stderr

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxdust import game
-from tests import reference as ref
+from jaxdust.core import game
+from jaxdust.core import reference as ref
 
 # A few shapes keep compilation bounded; odd widths, height 1 and one-colour games included.
 SHAPES = [(8, 6), (5, 4), (3, 7), (2, 1), (7, 2), (9, 9)]

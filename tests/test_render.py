@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 import jaxdust
+from jaxdust.core import render
 
 BOARD = np.array([[1, 2], [3, 0], [1, 0]], np.int8)  # y=1: B.. / y=0: ACA
 
 
 def test_text_is_a_letter_grid_with_the_top_row_first():
-    assert jaxdust.board_text(BOARD) == "B..\nACA"
+    assert jaxdust.board_letters(BOARD) == "B..\nACA"
     assert repr(jaxdust.BoardView(BOARD)) == "B..\nACA"
 
 
@@ -23,8 +24,8 @@ def test_svg_draws_every_cell_with_its_colour_and_highlight():
     cells = [r for r in root.iter(namespace + "rect") if r.find(namespace + "title") is not None]
     assert len(cells) == BOARD.size
     by_cell = {c.find(namespace + "title").text: c for c in cells}
-    assert by_cell["(1, 0)"].get("fill") == jaxdust.render.PALETTE[3]
-    assert by_cell["(2, 1)"].get("fill") == jaxdust.render.PALETTE[0]
+    assert by_cell["(1, 0)"].get("fill") == render.PALETTE[3]
+    assert by_cell["(2, 1)"].get("fill") == render.PALETTE[0]
     outlined = sorted(k for k, c in by_cell.items() if c.get("stroke"))
     assert outlined == ["(0, 0)", "(2, 0)"]
     # y=0 is drawn at the bottom: larger SVG y coordinate than y=1 in the same column.
@@ -42,4 +43,4 @@ def test_states_render_inline_in_notebooks():
 
 def test_rendering_rejects_batches():
     with pytest.raises(ValueError, match="one board"):
-        jaxdust.board_text(np.zeros((2, 8, 6), np.int8))
+        jaxdust.board_letters(np.zeros((2, 8, 6), np.int8))

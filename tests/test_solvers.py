@@ -14,11 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxdust
-from jaxdust import beam, bitboard, exact, halves
-from jaxdust import table as storage
-from jaxdust.dfs import solve_dfs
-from jaxdust.solve import TranspositionTable, main as solve_main, solve
-from tests import reference as ref
+from jaxdust.search import beam
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
+from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
+from jaxdust.solver import bitboard, halves, ida, upper_bound
+from jaxdust.solver import table as storage
+from jaxdust.solver.dfs import solve_dfs
+from jaxdust.solver.api import TranspositionTable, solve
+from jaxdust.solver.cli import main as solve_main
+from jaxdust.core import reference as ref
 
 
 def brute_force_optimum(board: np.ndarray) -> int:
@@ -65,7 +69,7 @@ def test_bitboard_clicks_match_reference(size):
             np.testing.assert_array_equal(bitboard.to_board(np.array([cluster]), width, height) != 0,
                                           ref.cluster_mask(board, x, y))
             reach = int(bitboard.removal_reach(cluster, np.uint64(bitboard.occupied(planes)), geometry))
-            bitboard.remove_and_contract(planes, cluster, geometry)
+            bitboard.remove_in_place(planes, cluster, geometry)
             board_after, _ = ref.click(board, x, y)
             np.testing.assert_array_equal(bitboard.to_board(planes, width, height), board_after)
             # Everything that changed lies within the removal's reach.
@@ -95,17 +99,17 @@ def test_single_colour_filters_keep_every_move_that_leaves_a_single_colour(size)
         board = ref.random_board(rng, width, height, colors)
         while not ref.is_done(board):
             planes = planes_of(board, colors)
-            if not exact.single_cluster_colours(planes, geometry):
+            if not ida.single_cluster_colours(planes, geometry):
                 count = bitboard.clusters(planes, geometry, masks, colours, group_start)
-                sides = exact._sides_that_may_leave_single(masks, group_start, colors, geometry)
+                sides = ida._sides_that_may_leave_single(masks, group_start, colors, geometry)
                 for move, colour in zip(masks[:count], colours[:count]):
                     if group_start[colour + 1] - group_start[colour] == 2:
                         continue  # always played
                     child = planes.copy()
-                    bitboard.remove_and_contract(child, move, geometry)
-                    singles = exact.single_cluster_colours(child, geometry)
+                    bitboard.remove_in_place(child, move, geometry)
+                    singles = ida.single_cluster_colours(child, geometry)
                     reach = bitboard.removal_reach(move, bitboard.occupied(planes), geometry)
-                    candidates = exact._colours_that_may_become_single(
+                    candidates = ida._colours_that_may_become_single(
                         reach, colour, masks, group_start, planes, geometry)
                     assert singles & ~candidates == 0
                     pruned += candidates == 0
@@ -125,10 +129,10 @@ def test_canonical_hash_is_mirror_invariant(width, height):
     for _ in range(20):
         board = ref.contract(np.where(rng.random((width, height)) < 0.3, 0,
                                       ref.random_board(rng, width, height, 5)))
-        hashes = [exact.canonical_hash(planes_of(b, 5), geometry) for b in (board, board[::-1])]
+        hashes = [ida.position_key(planes_of(b, 5), geometry) for b in (board, board[::-1])]
         assert hashes[0] == hashes[1]
         for c in range(5):
-            mirrored = exact._mirror(planes_of(board, 5)[c], geometry)
+            mirrored = ida._mirror(planes_of(board, 5)[c], geometry)
             assert mirrored == planes_of(board[::-1], 5)[c]
 
 
@@ -157,7 +161,7 @@ def small_boards(draw):
 
 
 def relaxed_half_optimum(board: np.ndarray, side: int) -> int:
-    """Fewest clicks of the relaxed half game (see jaxdust.halves), by breadth-first search
+    """Fewest clicks of the relaxed half game (see jaxdust.solver.halves), by breadth-first search
     with the reference rules: the other half emptied, each move one cluster or a union of
     two or more same-coloured clusters that touch the half's centre column."""
     width = board.shape[0]
@@ -242,7 +246,7 @@ def test_the_half_bound_is_stronger_than_the_colour_bound_on_many_boards():
         only_left, only_right = halves.colours_only(planes, geometry)
         half_bound = max(halves.half_value(planes, 0, geometry, 99, table, scratch) + only_right,
                          halves.half_value(planes, 1, geometry, 99, table, scratch) + only_left)
-        stronger += half_bound > exact.lower_bound(planes, geometry)
+        stronger += half_bound > ida.lower_bound(planes, geometry)
     assert stronger >= 25  # at the root of a random board it adds a click or two, mostly
 
 
@@ -252,7 +256,7 @@ def test_bounds_and_solutions_against_brute_force(drawn):
     board, colors = drawn
     optimum = brute_force_optimum(board)
     geometry = bitboard.make_geometry(*board.shape)
-    assert exact.lower_bound(planes_of(board, colors), geometry) <= optimum
+    assert ida.lower_bound(planes_of(board, colors), geometry) <= optimum
     if not board.any():
         return
     for prune in (True, False):
@@ -267,14 +271,14 @@ def test_skipping_to_the_last_budget_stays_optimal_when_the_upper_bound_is_not(b
     best - 1 often finds a shorter solution; the smaller budgets must then still be
     refuted before the answer counts as optimal."""
     searches = []
-    original = exact.bounded_search
+    original = ida.bounded_search
 
     def recording(root, geometry, budget, *args):
         status, nodes, length = original(root, geometry, budget, *args)
         searches[-1].append((budget, status))
         return status, nodes, length
 
-    monkeypatch.setattr(exact, "bounded_search", recording)
+    monkeypatch.setattr(ida, "bounded_search", recording)
     records = jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")[:30]
     for record in records:
         searches.append([])
@@ -283,7 +287,7 @@ def test_skipping_to_the_last_budget_stays_optimal_when_the_upper_bound_is_not(b
         final, count = jaxdust.replay(record.board, result.clicks)
         assert count == result.length and bool(jaxdust.is_done(final))
     skipped = [s for s in searches if any(
-        status == exact.FOUND and later < budget
+        status == ida.FOUND and later < budget
         for (budget, status), (later, _) in zip(s, s[1:]))]
     assert skipped, "no board took the path where the skipped-to search finds a shorter solution"
 
@@ -396,7 +400,7 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
 def test_cli_reads_stdin():
     board = "31332522144325534512113254533545"
     result = subprocess.run(
-        [sys.executable, "-m", "jaxdust.solve", "-", "--width", "8", "--jobs", "1"],
+        [sys.executable, "-m", "jaxdust.solver", "-", "--width", "8", "--jobs", "1"],
         input=board + "\n", capture_output=True, text=True, check=True,
     )
     record = json.loads(result.stdout)
@@ -433,9 +437,9 @@ def test_heuristic_features_match_the_numba_ones():
             x, y = np.argwhere(board != 0)[rng.integers(np.count_nonzero(board))]
             board, _ = ref.click(board, x, y)
         boards.append(board)
-    jax_features = np.asarray(jax.jit(jax.vmap(beam.heuristic_features))(jnp.asarray(np.stack(boards))))
+    jax_features = np.asarray(jax.jit(jax.vmap(heuristic_features))(jnp.asarray(np.stack(boards))))
     for board, got in zip(boards, jax_features):
-        exact.heuristic_features(planes_of(board, 5), geometry, masks, colours, groups, features)
+        upper_bound.board_features(planes_of(board, 5), geometry, masks, colours, groups, features)
         np.testing.assert_allclose(got, features)
 
 
@@ -505,7 +509,7 @@ def test_lookahead_scorers_are_one_plus_the_best_child_by_the_reference():
     for board, want in zip(boards, expected):
         if ref.is_done(board):
             continue  # the numba beam never scores an empty board
-        score = exact._lookahead_score(planes_of(board, 3), geometry, exact.HEURISTIC_WEIGHTS, *scratch)
+        score = upper_bound._lookahead_score(planes_of(board, 3), geometry, HEURISTIC_WEIGHTS, *scratch)
         assert score == pytest.approx(want, rel=1e-6)
 
 
@@ -518,8 +522,8 @@ def test_lookahead_beams_replay_and_never_beat_the_optimum(boards_dir, searcher)
     for record in records:
         if searcher == "numba":
             planes = planes_of(record.board, 5)
-            plain.append(exact.beam_search(planes, geometry, 8, exact.HEURISTIC_WEIGHTS, path))
-            length = exact.beam_search(planes, geometry, 8, exact.HEURISTIC_WEIGHTS, path, exact.LOOKAHEAD_SHORTLIST)
+            plain.append(upper_bound.beam_upper_bound(planes, geometry, 8, HEURISTIC_WEIGHTS, path))
+            length = upper_bound.beam_upper_bound(planes, geometry, 8, HEURISTIC_WEIGHTS, path, LOOKAHEAD_SHORTLIST)
             clicks = bitboard.path_clicks(path, length, 6)
         else:
             plain.append(int(beam.beam_search(record.board, width=8).length))

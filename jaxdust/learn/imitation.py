@@ -1,4 +1,4 @@
-"""Supervised imitation of solver data (``jaxdust.datasets``) with Flax and optax.
+"""Supervised imitation of solver data (``jaxdust.learn.datasets``) with Flax and optax.
 
 The policy head puts a sigmoid on every cell and learns, with binary cross-entropy, to
 mark the whole cluster the solver clicked (the original supervised post's target); the
@@ -21,16 +21,16 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax.training.train_state import TrainState
+from jax.sharding import NamedSharding, PartitionSpec as P
 
-from jaxdust import networks
-from jaxdust.datasets import Dataset
+from jaxdust.core.game import GameConfig
+from jaxdust.learn import networks
+from jaxdust.learn.datasets import Dataset
 
 
 @dataclasses.dataclass(frozen=True)
 class ImitationConfig:
-    width: int = 8
-    height: int = 6
-    colors: int = 5
+    game: GameConfig = GameConfig()
     hidden: tuple[int, ...] = networks.PRESETS["default"]
     features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
     epochs: int = 12
@@ -44,7 +44,7 @@ class ImitationConfig:
 
     @property
     def network(self) -> networks.PolicyValueNetwork:
-        return networks.PolicyValueNetwork(tuple(self.hidden), self.colors, self.features)
+        return networks.PolicyValueNetwork(tuple(self.hidden), self.game.colors, self.features)
 
 
 class Split(NamedTuple):
@@ -84,7 +84,7 @@ def make_optimizer(config: ImitationConfig, total_steps: int) -> optax.GradientT
 def initial_state(config: ImitationConfig, key: jax.Array, total_steps: int = 1) -> TrainState:
     """A fresh TrainState (also the shape a checkpoint is restored into)."""
     network = config.network
-    params = network.init(key, jnp.zeros((1, config.width, config.height), jnp.int8))
+    params = network.init(key, jnp.zeros((1, config.game.width, config.game.height), jnp.int8))
     return TrainState.create(apply_fn=network.apply, params=params, tx=make_optimizer(config, total_steps))
 
 
@@ -101,8 +101,6 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
     def spread(batch: Split) -> Split:
         if mesh is None:
             return batch
-        from jax.sharding import NamedSharding, PartitionSpec as P
-
         return jax.lax.with_sharding_constraint(batch, NamedSharding(mesh, P("data")))
     network = config.network
     steps_per_epoch = max(1, train.boards.shape[0] // config.batch_size)

@@ -19,8 +19,9 @@ import time
 import numba
 import numpy as np
 
-from jaxdust import bitboard
-from jaxdust.bitboard import clusters, count_colours, now, popcount, remove_and_contract
+from jaxdust.core.boards import board_array
+from jaxdust.solver import bitboard
+from jaxdust.solver.bitboard import clusters, count_colours, now, popcount, remove_in_place
 
 ROOT_PLIES = 6
 
@@ -42,7 +43,7 @@ def _order(planes, geometry, masks, colours, count, depth, keys, scratch, scratc
         keys[i] = -popcount(masks[i])
         if depth < ROOT_PLIES:
             scratch[:] = planes
-            remove_and_contract(scratch, masks[i], geometry)
+            remove_in_place(scratch, masks[i], geometry)
             follow = clusters(scratch, geometry, scratch_masks, scratch_colours, scratch_groups)
             largest = 0
             for j in range(follow):
@@ -87,7 +88,7 @@ def depth_first_search(root, geometry, node_limit, deadline, best_path):
         next_move[depth] = index + 1
         child = boards[depth + 1]
         child[:] = boards[depth]
-        remove_and_contract(child, masks[depth, index], geometry)
+        remove_in_place(child, masks[depth, index], geometry)
         nodes += 1
         if nodes >= node_limit > 0:
             break
@@ -114,9 +115,7 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
 
     Raises ``TimeoutError`` if no solution was found at all (only with tiny limits).
     """
-    from jaxdust.solve import _as_array
-
-    cells = _as_array(board)
+    cells = board_array(board)
     width, height = cells.shape
     if not cells.any():
         return []

@@ -33,9 +33,10 @@ def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
     atomic_write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
 
 
-def read_json_lines(path: str | os.PathLike) -> list:
-    """The records of a JSON-lines file written by appending; a torn last line (a process
-    killed mid-write) is cut off the file, so appending can continue cleanly."""
+def recover_json_lines(path: str | os.PathLike) -> list:
+    """The records of a JSON-lines file written by appending, *repairing the file*: a torn
+    last line (a process killed mid-write) is cut off it, so appending can continue cleanly.
+    A missing file reads as no records."""
     records, keep = [], 0
     if not os.path.exists(path):
         return records

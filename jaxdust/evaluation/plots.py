@@ -5,28 +5,24 @@ from __future__ import annotations
 import io
 
 import numpy as np
+from matplotlib.figure import Figure
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+def _subplots(size: tuple[float, float]):
+    """A figure outside pyplot: no display, no global backend change for the caller."""
+    figure = Figure(figsize=size)
+    return figure, figure.subplots()
 
 
 def _png(figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
-    _pyplot().close(figure)
     return buffer.getvalue()
 
 
 def length_histograms(lengths: dict[str, np.ndarray], title: str) -> bytes:
     """Overlaid histograms of solution lengths, one outline per agent."""
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(7, 4))
+    figure, axis = _subplots((7, 4))
     values = np.concatenate([np.asarray(v) for v in lengths.values()])
     bins = np.arange(values.min() - 0.5, values.max() + 1.5)
     for name, clicks in lengths.items():
@@ -42,8 +38,7 @@ def length_histograms(lengths: dict[str, np.ndarray], title: str) -> bytes:
 def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, reference_name: str) -> bytes:
     """2-D histogram of an agent's length against a reference's, with the diagonal: cells
     below it are boards the agent solved in fewer clicks than the reference."""
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(5.5, 5))
+    figure, axis = _subplots((5.5, 5))
     low = min(agent.min(), reference.min()) - 0.5
     high = max(agent.max(), reference.max()) + 1.5
     bins = np.arange(low, high)
@@ -63,8 +58,7 @@ def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, r
 def learning_curves(curves: dict[str, tuple[np.ndarray, np.ndarray]], references: dict[str, float],
                     title: str) -> bytes:
     """Mean clicks of greedy play against wall-clock minutes, with horizontal references."""
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(7, 4))
+    figure, axis = _subplots((7, 4))
     for name, (seconds, clicks) in curves.items():
         axis.plot(np.asarray(seconds) / 60, clicks, marker="o", markersize=3, label=name)
     for name, value in references.items():

@@ -171,7 +171,6 @@ def removal_reach(removed, occupied, geometry):
     ``h`` that loses ``k`` cells opens gaps in rows ``h - k .. h - 1`` only, and a row slide
     moves only cells outward of its gap.
     """
-    height = geometry.height
     reach = ZERO
     for x in range(geometry.width):
         column = geometry.column[x]
@@ -230,7 +229,7 @@ def _bit_length(n):
 
 
 @numba.njit(cache=True, inline="always")
-def remove_and_contract(planes, removed, geometry):
+def remove_in_place(planes, removed, geometry):
     """Remove the cells of ``removed`` from ``planes`` (uint64 ``[colors]``, in place), then
     contract. The board must be contracted already, as every position of a game is.
 

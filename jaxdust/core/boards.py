@@ -14,9 +14,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust import game
+from jaxdust.core import game
 
 DEFAULT_SHAPE = (game.GameConfig().width, game.GameConfig().height)
+# The board sets shipped with the repository (RULES.md): a fixed 8x6x5 evaluation set and
+# boards with proven optima.
+BOARDS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data", "boards")
+EVAL_FILE = os.path.join(BOARDS_DIR, "eval_8x6x5.txt")
 
 
 def _shape_from_length(length: int, width: int | None, height: int | None) -> tuple[int, int]:
@@ -120,6 +124,22 @@ def parse_board(data, width: int | None = None, height: int | None = None) -> ja
     return jnp.asarray(array, dtype=game.BOARD_DTYPE)
 
 
+def board_array(board) -> np.ndarray:
+    """Anything ``parse_board`` accepts, as an int64 numpy ``[W, H]`` array (for the
+    numba solvers)."""
+    return np.asarray(parse_board(board), np.int64)
+
+
+def parse_size(text: str) -> game.GameConfig:
+    """``"8x6x5"`` (width x height x colours) -> ``GameConfig``; ValueError naming the problem."""
+    parts = text.lower().split("x")
+    try:
+        width, height, colors = (int(v) for v in parts)
+    except ValueError:
+        raise ValueError(f"size must look like 8x6x5 (width x height x colours), got {text!r}") from None
+    return game.GameConfig(width, height, colors)
+
+
 def board_to_text(board) -> str:
     """The RULES.md text form of a board: its digits in x-major order."""
     return "".join(str(int(v)) for v in np.asarray(board).reshape(-1))
@@ -133,7 +153,8 @@ class BoardRecord(NamedTuple):
     line: int  # 1-based line number in the file
 
 
-def _header_shape(line: str) -> tuple[int | None, int | None]:
+def header_shape(line: str) -> tuple[int | None, int | None]:
+    """The shape a ``# width=W height=H`` comment line sets, else ``(None, None)``."""
     fields = dict(part.split("=", 1) for part in line.lstrip("#").split() if "=" in part)
     try:
         return int(fields["width"]), int(fields["height"])
@@ -157,15 +178,15 @@ def read_board_file(path: str | os.PathLike, width: int | None = None,
         for number, line in enumerate(handle, start=1):
             text = line.strip()
             if text.startswith("#"):
-                header_width, header_height = _header_shape(text)
+                header_width, header_height = header_shape(text)
                 width = width or header_width
                 height = height or header_height
                 continue
             if not text:
                 continue
-            board_text, *rest = text.split()
+            digits, *rest = text.split()
             try:
-                board = parse_board(board_text, width, height)
+                board = parse_board(digits, width, height)
                 values = tuple(int(v) for v in rest)
             except ValueError as error:
                 raise ValueError(f"{path}:{number}: {error}") from None

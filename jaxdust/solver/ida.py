@@ -9,7 +9,7 @@ single cluster (then the next click cannot finish a colour, so it leaves every c
 the board). A move that removes the last cells of its colour lowers the colour count;
 every other move leaves it, which prunes most moves before they are played when the budget
 is tight. Where the budget leaves spare clicks, the bound from each half of the board
-played on its own (``jaxdust.halves``) is stronger: it prunes a position, and, at a node,
+played on its own (``jaxdust.solver.halves``) is stronger: it prunes a position, and, at a node,
 every move within one half when the other half alone needs too many clicks.
 
 The transposition table maps the canonical hash of a position (the smaller of its hash and
@@ -23,9 +23,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from jaxdust import halves
-from jaxdust.halves import EXHAUSTED, FOUND, OUT_OF_TIME  # noqa: F401 (solve reads them here)
-from jaxdust.bitboard import (
+from jaxdust.solver import halves
+from jaxdust.solver.halves import EXHAUSTED, FOUND, OUT_OF_TIME  # noqa: F401 (solve reads them here)
+from jaxdust.solver.bitboard import (
     ONE,
     U64,
     ZERO,
@@ -39,9 +39,9 @@ from jaxdust.bitboard import (
     popcount,
     occupied,
     removal_reach,
-    remove_and_contract,
+    remove_in_place,
 )
-from jaxdust.table import table_bound, table_store
+from jaxdust.solver.table import table_bound, table_store
 
 _COLOUR_SALT = U64(0x9E3779B97F4A7C15)
 
@@ -58,7 +58,7 @@ def _mirror(plane, geometry):
 
 
 @numba.njit(cache=True, inline="always")
-def canonical_hash(planes, geometry):
+def position_key(planes, geometry):
     """Hash of a position, equal for a board and its mirror image."""
     direct = ZERO
     mirrored = ZERO
@@ -215,7 +215,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     ``path[:length]``; ``EXHAUSTED`` when none exists (the table then holds the proof);
     ``OUT_OF_TIME`` once ``time.perf_counter() > deadline`` (``deadline <= 0``: no limit) or
     ``nodes`` reaches ``node_limit`` (``<= 0``: no limit); ``nodes`` counts positions
-    generated; the half-game bound's searches (``jaxdust.halves``, with ``half_table`` and
+    generated; the half-game bound's searches (``jaxdust.solver.halves``, with ``half_table`` and
     ``scratch``) come on top of them and check the deadline themselves. ``prune=False``
     turns off that bound, the single-colour filter and the commuting-moves rule, leaving
     plain IDA* with the colour bound and the table (the reference the benchmark compares
@@ -239,7 +239,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     arrival_reach = np.zeros(depth_limit + 1, np.uint64)
     arrival_grown = np.zeros(depth_limit + 1, np.uint64)
     useful_sides = np.full(depth_limit + 1, -1, np.int64)  # see _sides_that_may_leave_single
-    # Half-game values (jaxdust.halves) of each depth's position, 0 while unknown (an empty
+    # Half-game values (jaxdust.solver.halves) of each depth's position, 0 while unknown (an empty
     # half's 0 is then looked up again, cheaply); a move that does not touch a half leaves
     # its value. Bit s of skip_within[d]: every non-finishing move within half s is
     # hopeless, as it leaves half 1 - s as it is.
@@ -252,7 +252,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     singles[0] = single_cluster_colours(root, geometry)
     if bound_from(colours_left[0], singles[0]) > budget:
         return EXHAUSTED, 0, 0
-    hashes[0] = canonical_hash(root, geometry)
+    hashes[0] = position_key(root, geometry)
     if budget == colours_left[0]:
         move_count[0] = _finishing_moves(root, singles[0], masks[0], colours[0], finishes[0])
     else:
@@ -311,7 +311,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
                 continue  # the same position is reached with this move played first
         child = boards[depth + 1]
         child[:] = parent
-        remove_and_contract(child, move, geometry)
+        remove_in_place(child, move, geometry)
         nodes += 1
         if nodes == node_limit or ((nodes & 0xFFFF) == 0 and deadline > 0.0 and now() > deadline):
             return OUT_OF_TIME, nodes, 0
@@ -322,7 +322,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         child_singles = _child_singles(parent, child, singles[depth], candidates, geometry)
         if bound_from(child_colours, child_singles) + 1 > remaining:
             continue
-        key = canonical_hash(child, geometry)
+        key = position_key(child, geometry)
         if table_bound(table, key) + 1 > remaining:
             continue
         skip_within[depth + 1] = 0
@@ -368,134 +368,3 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         next_move[depth] = 0
         useful_sides[depth] = -1
     return EXHAUSTED, nodes, 0
-
-
-# The hand-made estimate of clicks left: weights over FEATURES, lower is better. Tuned by
-# coordinate descent on boards 200-399 of the eval set (benchmarks/tune_heuristic.py); the
-# original beam search's score is colours + 0.6 * extra clusters (REFERENCE_WEIGHTS).
-FEATURES = ("colours", "extra_clusters", "no_single_colour", "cells", "largest_cluster")
-LOOKAHEAD_SHORTLIST = 4  # children per kept position that the lookahead rescoring sees
-HEURISTIC_WEIGHTS = np.array([1.0, 0.15, 0.35, 0.015, -0.045])
-REFERENCE_WEIGHTS = np.array([1.0, 0.6, 0.0, 0.0, 0.0])
-
-
-@numba.njit(cache=True)
-def heuristic_features(planes, geometry, masks, colours, group_start, out):
-    """Write FEATURES of a position into ``out`` (float64 [5]); scratch arrays as in clusters."""
-    num_clusters = clusters(planes, geometry, masks, colours, group_start)
-    num_colours = 0
-    has_single = False
-    cells = 0
-    for c in range(planes.shape[0]):
-        count = group_start[c + 1] - group_start[c]
-        if count:
-            num_colours += 1
-            has_single |= count == 1
-        cells += popcount(planes[c])
-    largest = 0
-    for j in range(num_clusters):
-        largest = max(largest, popcount(masks[j]))
-    out[0] = num_colours
-    out[1] = num_clusters - num_colours
-    out[2] = 1.0 if (num_colours and not has_single) else 0.0
-    out[3] = cells
-    out[4] = largest
-
-
-@numba.njit(cache=True)
-def _lookahead_score(child, geometry, weights, masks, colours, group_start, scratch_masks,
-                     scratch_colours, features, grandchild):
-    """One plus the best heuristic score among ``child``'s children (1 if one is empty):
-    an estimate of clicks left that sees the next click's effect exactly."""
-    count = clusters(child, geometry, masks, colours, group_start)
-    best = np.inf
-    for j in range(count):
-        grandchild[:] = child
-        remove_and_contract(grandchild, masks[j], geometry)
-        if count_colours(grandchild) == 0:
-            return 1.0
-        heuristic_features(grandchild, geometry, scratch_masks, scratch_colours, group_start, features)
-        best = min(best, np.dot(weights, features))
-    return 1.0 + best
-
-
-@numba.njit(cache=True)
-def beam_search(root, geometry, width, weights, path, shortlist=0):
-    """A quick upper bound: keep the ``width`` best distinct positions per click, scored
-    by ``weights`` over FEATURES. Writes the clicks' cluster masks into ``path`` and
-    returns the solution length.
-
-    ``shortlist > 0`` rescores the ``shortlist * width`` best children with a one-click
-    lookahead (``_lookahead_score``) before keeping ``width``: about 3x the time of the
-    plain search at ``shortlist=4``, and shorter solutions (see benchmarks/beam.py).
-    """
-    num_colours = root.shape[0]
-    max_depth = geometry.width * geometry.height
-    capacity = width * 64
-    states = np.empty((width, num_colours), np.uint64)
-    states[0] = root
-    alive = 1
-    parents = np.empty((max_depth, width), np.int64)
-    moves = np.empty((max_depth, width), np.uint64)
-    candidates = np.empty((capacity, num_colours), np.uint64)
-    scores = np.empty(capacity, np.float64)
-    keys = np.empty(capacity, np.uint64)
-    candidate_parent = np.empty(capacity, np.int64)
-    candidate_move = np.empty(capacity, np.uint64)
-    masks = np.empty(64, np.uint64)
-    colours = np.empty(64, np.int64)
-    group_start = np.empty(num_colours + 1, np.int64)
-    scratch_masks = np.empty(64, np.uint64)
-    scratch_colours = np.empty(64, np.int64)
-    lookahead_masks = np.empty(64, np.uint64)
-    lookahead_colours = np.empty(64, np.int64)
-    grandchild = np.empty(num_colours, np.uint64)
-    features = np.empty(len(FEATURES), np.float64)
-    for depth in range(max_depth):
-        count = 0
-        for i in range(alive):
-            moves_here = clusters(states[i], geometry, masks, colours, group_start)
-            for j in range(moves_here):
-                child = candidates[count]
-                child[:] = states[i]
-                remove_and_contract(child, masks[j], geometry)
-                if count_colours(child) == 0:
-                    path[depth] = masks[j]
-                    parent = i
-                    for d in range(depth - 1, -1, -1):
-                        path[d] = moves[d, parent]
-                        parent = parents[d, parent]
-                    return depth + 1
-                keys[count] = canonical_hash(child, geometry)
-                candidate_parent[count] = i
-                candidate_move[count] = masks[j]
-                count += 1
-        # Distinct positions only (equal keys are adjacent once sorted by key), then the
-        # best scores first; the key order breaks ties, so the result is deterministic.
-        by_key = np.argsort(keys[:count], kind="mergesort")
-        distinct = np.ones(count, np.bool_)
-        for k in range(1, count):
-            distinct[k] = keys[by_key[k]] != keys[by_key[k - 1]]
-        order = by_key[distinct]
-        for position in order:
-            heuristic_features(candidates[position], geometry, scratch_masks, scratch_colours, group_start, features)
-            scores[position] = np.dot(weights, features)
-        order = order[np.argsort(scores[order], kind="mergesort")]
-        if shortlist > 0:
-            order = order[: shortlist * width]
-            for position in order:
-                scores[position] = _lookahead_score(
-                    candidates[position], geometry, weights, lookahead_masks, lookahead_colours,
-                    group_start, scratch_masks, scratch_colours, features, grandchild,
-                )
-            order = order[np.argsort(scores[order], kind="mergesort")]
-        kept = 0
-        for position in order:
-            parents[depth, kept] = candidate_parent[position]
-            moves[depth, kept] = candidate_move[position]
-            states[kept] = candidates[position]
-            kept += 1
-            if kept == width:
-                break
-        alive = kept
-    return -1

@@ -8,7 +8,6 @@ saving leaves the earlier checkpoints as they were; ``max_to_keep`` bounds the d
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -79,7 +78,8 @@ class Checkpoints:
         except Exception as error:  # orbax raises several types for unreadable files
             raise CheckpointError(f"checkpoint {step} in {self.directory} cannot be read ({_brief(error)}){hint}") from None
         if saved_config != config:
-            changed = sorted(k for k in set(saved_config) | set(config) if saved_config.get(k) != config.get(k))
+            saved_flat, flat = _flatten(saved_config), _flatten(config)
+            changed = sorted(k for k in set(saved_flat) | set(flat) if saved_flat.get(k) != flat.get(k))
             raise CheckpointError(
                 f"checkpoint {step} in {self.directory} was made with another config "
                 f"(differs in: {', '.join(changed)}); use a new run directory or the same settings"
@@ -95,13 +95,17 @@ class Checkpoints:
         self.manager.close()
 
 
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    """``{"config": {"hidden": [8]}}`` -> ``{"config.hidden": [8]}``."""
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def _brief(error: Exception) -> str:
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return text[:200]
-
-
-def config_json(config) -> dict:
-    """A dataclass config as JSON-compatible values (tuples become lists)."""
-    import dataclasses
-
-    return json.loads(json.dumps(dataclasses.asdict(config)))

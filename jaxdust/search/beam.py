@@ -7,63 +7,23 @@ board, which gives the shortest solution this beam can see.
 
 A *scorer* is ``scorer(boards, params)``: int8 boards ``[M, W, H]`` and its parameters
 (a pytree, or None) to float32 ``[M]``, lower is better (an estimate of the clicks left).
-``heuristic_scorer`` is the hand-made one; learned networks fit the same signature
-(``jaxdust.learned``).
+``jaxdust.search.heuristic.heuristic_scorer`` is the hand-made one; learned networks fit the
+same signature (``jaxdust.learn.agents``).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust import game
-from jaxdust.exact import HEURISTIC_WEIGHTS, LOOKAHEAD_SHORTLIST, REFERENCE_WEIGHTS
+from jaxdust.core import game
+from jaxdust.search.heuristic import Scorer, heuristic_scorer
 
-Scorer = Callable[[jax.Array, object], jax.Array]
-
-
-def heuristic_features(board: jax.Array) -> jax.Array:
-    """``jaxdust.exact.FEATURES`` of one board: float32 ``[5]``.
-
-    Colours left, extra clusters (clusters - colours), whether no colour is a single
-    cluster, cells left, and the largest cluster's size.
-    """
-    width, height = board.shape
-    cells = width * height
-    labels = game.cluster_labels(board).reshape(-1)
-    flat = board.reshape(-1)
-    representative = labels == jnp.arange(cells)
-    per_colour = jnp.sum(
-        representative[None, :] & (flat[None, :] == jnp.arange(1, game.MAX_COLORS + 1)[:, None]),
-        axis=1,
-    )  # [9] clusters of each colour
-    colours = jnp.sum(per_colour > 0)
-    sizes = jnp.zeros(cells + 1, jnp.int32).at[labels].add(1, mode="drop")[:cells]
-    return jnp.stack([
-        colours,
-        jnp.sum(representative) - colours,
-        (colours > 0) & ~jnp.any(per_colour == 1),
-        jnp.sum(flat != 0),
-        jnp.max(sizes),
-    ]).astype(jnp.float32)
-
-
-def linear_scorer(weights) -> Scorer:
-    """A scorer ``weights . heuristic_features(board)`` over a batch of boards."""
-    weights = jnp.asarray(np.asarray(weights), jnp.float32)
-
-    def score(boards: jax.Array, params=None) -> jax.Array:
-        return jax.vmap(heuristic_features)(boards) @ weights
-
-    return score
-
-
-heuristic_scorer = linear_scorer(HEURISTIC_WEIGHTS)
-reference_scorer = linear_scorer(REFERENCE_WEIGHTS)  # the original beam search's score
+LOOKAHEAD_SHORTLIST = 4  # children per kept position that the lookahead rescoring sees
 
 
 def _play(board: jax.Array, labels: jax.Array, actions: jax.Array) -> jax.Array:
@@ -222,3 +182,22 @@ def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_
     )
     end = jax.lax.while_loop(searching, step, start)
     return BeamResult(end.length, end.solution)
+
+
+def beam_lengths(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
+                 max_clicks: int | None = None, progress=None) -> np.ndarray:
+    """Clicks the beam search of ``width`` needs on each of ``boards`` (int8 ``[N, W, H]``),
+    searched in groups on the default device; -1 where it gives up at ``max_clicks``.
+    ``progress(n)`` is called after each group."""
+    search = jax.jit(jax.vmap(
+        lambda b, p: beam_search(b, width=width, scorer=scorer, params=p, max_clicks=max_clicks).length,
+        in_axes=(0, None),
+    ))
+    group = max(1, 4096 // max(width, 1))  # boards searched at once
+    lengths = []
+    for start in range(0, boards.shape[0], group):
+        part = boards[start : start + group]
+        lengths.append(np.asarray(search(part, params)))
+        if progress is not None:
+            progress(part.shape[0])
+    return np.concatenate(lengths)

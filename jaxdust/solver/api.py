@@ -1,32 +1,27 @@
-"""Shortest solutions: ``jaxdust.solve(board)`` and the ``python -m jaxdust.solve`` CLI.
+"""Shortest solutions: ``jaxdust.solve(board)`` (its CLI: ``python -m jaxdust.solver``).
 
-``solve`` first runs a quick beam search for an upper bound, then IDA* (``jaxdust.exact``)
-raises a proven lower bound one click at a time until the two meet. With a time limit it
-returns the best solution found and the bound proven so far.
-
-    python -m jaxdust.solve data/boards/optimal_6x6x5.txt --out solutions.jsonl
-    echo 335122421413111551154255131234544142315221411124 | python -m jaxdust.solve -
+``solve`` first runs a quick beam search for an upper bound (``upper_bound``), then IDA*
+(``ida``) raises a proven lower bound one click at a time until the two meet. With a time
+limit it returns the best solution found and the bound proven so far.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
-import multiprocessing
-import os
-import sys
 import time
 
 import numpy as np
 
-from jaxdust import bitboard, exact, files, halves, table as storage
+from jaxdust.core.boards import board_array
+from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
+from jaxdust.solver import bitboard, halves, ida, table as storage
+from jaxdust.solver.upper_bound import beam_upper_bound
 
-# A fresh table starts small: a 12-click 8x6 proof (~5M positions) ran 12% faster in 2^22
-# entries (32 MB, within this CPU's L3) than in 2^24, with 1% more positions; a 13-click
-# one (~110M) ran 11% faster in 2^25 than in 2^22, with 20% fewer. So it grows with the
-# work: before each iteration, to ~4 entries per position of the last one (times GROWTH per
-# budget the coming search skips).
+# A fresh table starts small and grows with the work (a table that fits the CPU's cache is
+# faster for short proofs, a large one saves positions in long ones; NOTES.md has the
+# measurements): before each iteration, to ~4 entries per position of the last one (times
+# GROWTH per budget the coming search skips).
 MAX_TABLE_BITS = 25  # 256 MB
 GROWTH = 15  # each extra click of budget generates ~15x the positions (8x6 proofs)
 
@@ -58,14 +53,14 @@ class TranspositionTable:
     several solves of one board size and colour count (e.g. the positions along one
     solution). It holds ``2**bits`` entries and, when ``max_bits`` is larger, grows on
     ``reserve`` up to ``2**max_bits``, keeping every entry. Beside it, half as large, the
-    values of the relaxed half games that ``jaxdust.halves`` bounds positions with.
+    values of the relaxed half games that ``jaxdust.solver.halves`` bounds positions with.
     """
 
     def __init__(self, bits: int, max_bits: int | None = None):
         if bits < 9:
             raise ValueError(f"a table needs at least 2^9 entries, got 2^{bits}")
         self.max_bits = max(bits, max_bits or bits)
-        self.entries = np.zeros(1 << bits, np.uint64)  # see jaxdust.table
+        self.entries = np.zeros(1 << bits, np.uint64)  # see jaxdust.solver.table
         self.halves = np.zeros(1 << (bits - 1), np.uint64)
 
     @property
@@ -102,19 +97,13 @@ def _load_compiled_code() -> None:
     planes = bitboard.to_planes(np.array([[1, 2], [2, 1]]), 2)
     geometry = bitboard.make_geometry(2, 2)
     path = np.zeros(4, np.uint64)
-    exact.lower_bound(planes, geometry)
-    exact.beam_search(planes, geometry, 1, exact.HEURISTIC_WEIGHTS, path)
-    exact.beam_search(planes, geometry, 1, exact.HEURISTIC_WEIGHTS, path, exact.LOOKAHEAD_SHORTLIST)
+    ida.lower_bound(planes, geometry)
+    beam_upper_bound(planes, geometry, 1, HEURISTIC_WEIGHTS, path)
+    beam_upper_bound(planes, geometry, 1, HEURISTIC_WEIGHTS, path, LOOKAHEAD_SHORTLIST)
     table = TranspositionTable(9)
-    exact.bounded_search(planes, geometry, 3, table.entries, table.halves, halves.make_scratch(2, 2, 2),
+    ida.bounded_search(planes, geometry, 3, table.entries, table.halves, halves.make_scratch(2, 2, 2),
                          0.0, path, True, 0)
     _compiled = True
-
-
-def _as_array(board) -> np.ndarray:
-    from jaxdust.board_io import parse_board
-
-    return np.asarray(parse_board(board), np.int64)
 
 
 def solve(board, time_limit: float | None = None, *, node_limit: int | None = None,
@@ -142,7 +131,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     if time_limit is not None:
         _load_compiled_code()
     start = time.perf_counter()
-    cells = _as_array(board)
+    cells = board_array(board)
     width, height = cells.shape
     if width * height > bitboard.MAX_CELLS:
         raise ValueError(f"the exact solver handles at most {bitboard.MAX_CELLS} cells, got {width}x{height}")
@@ -162,17 +151,17 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     if beam_width is None:
         beam_width = default_beam_width(width * height)
     if beam_width > 0:
-        best_length = exact.beam_search(planes, geometry, beam_width, exact.HEURISTIC_WEIGHTS, path)
+        best_length = beam_upper_bound(planes, geometry, beam_width, HEURISTIC_WEIGHTS, path)
         best_clicks = bitboard.path_clicks(path, best_length, height)
     else:
         best_length, best_clicks = width * height + 1, []
-    bound = exact.lower_bound(planes, geometry)  # proven: no shorter solution exists
+    bound = ida.lower_bound(planes, geometry)  # proven: no shorter solution exists
     nodes = searched = 0
     last_seconds = 0.0
     ran = widened = False
     while bound < best_length:
         # Refuting best - 1 clicks also refutes best - 2, and the search for best - 2 would
-        # cost ~1/GROWTH of it (7% of a median 8x6 proof), so go straight to best - 1 when
+        # cost ~1/GROWTH of it, so go straight to best - 1 when
         # it fits the limits: under a limit, only when the last search predicts the cost
         # (twice GROWTH^2 of it). If the upper bound was not optimal, that search finds a
         # shorter solution and best - 2 is searched after all.
@@ -189,8 +178,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
             # benchmarks/beam.py) often finds a solution one click shorter, which ends the
             # proof without a search that must find it (or searching the skipped budget).
             widened = True
-            length = exact.beam_search(planes, geometry, 2 * beam_width, exact.HEURISTIC_WEIGHTS, path,
-                                       exact.LOOKAHEAD_SHORTLIST)
+            length = beam_upper_bound(planes, geometry, 2 * beam_width, HEURISTIC_WEIGHTS, path,
+                                       LOOKAHEAD_SHORTLIST)
             if length < best_length:
                 best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
             continue  # decide again, counting the beam's time against the limit
@@ -199,15 +188,15 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
             break
         table.reserve(searched * GROWTH ** (budget - bound))
         iteration_start = time.perf_counter()
-        status, searched, length = exact.bounded_search(
+        status, searched, length = ida.bounded_search(
             planes, geometry, budget, table.entries, table.halves, scratch, deadline, path, prune,
             budget_left,
         )
         last_seconds, ran = time.perf_counter() - iteration_start, True
         nodes += searched
-        if status == exact.FOUND:  # at most budget clicks; shortest once bound reaches it
+        if status == ida.FOUND:  # at most budget clicks; shortest once bound reaches it
             best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
-        elif status == exact.EXHAUSTED:
+        elif status == ida.EXHAUSTED:
             bound = budget + 1
         else:
             break
@@ -215,82 +204,3 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         raise TimeoutError("no solution found within the limits; use beam_width > 0")
     return Solution(best_clicks, best_length, bound, bound >= best_length, nodes,
                     time.perf_counter() - start)
-
-
-# ---------------------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------------------
-
-
-def _read_jobs(lines, width, height):
-    """``(line_number, board_text, error)`` per board line; comments may set the shape."""
-    for number, raw in enumerate(lines, start=1):
-        text = raw.strip()
-        if text.startswith("#"):
-            fields = dict(p.split("=", 1) for p in text.lstrip("#").split() if "=" in p)
-            if "width" in fields and "height" in fields:
-                width, height = width or int(fields["width"]), height or int(fields["height"])
-            continue
-        if text:
-            yield number, text.split()[0], width, height
-
-
-def _solve_job(job):
-    number, text, width, height, time_limit, beam_width = job
-    from jaxdust.board_io import parse_board
-
-    try:
-        board = parse_board(text, width, height)
-    except ValueError as error:
-        return {"line": number, "board": text, "error": str(error)}
-    result = solve(board, time_limit, beam_width=beam_width)
-    record = dataclasses.asdict(result)
-    record["clicks"] = [list(c) for c in result.clicks]
-    return {"line": number, "board": text, **record}
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m jaxdust.solve", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("boards", help="file of boards in RULES.md text form, or - for stdin")
-    parser.add_argument("--width", type=int, default=None)
-    parser.add_argument("--height", type=int, default=None)
-    parser.add_argument("--time-limit", type=float, default=None, help="seconds per board")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes (default: all cores)")
-    parser.add_argument("--beam-width", type=int, default=None, help="default: by board size")
-    parser.add_argument("--out", default="-", help="JSON lines output; an existing file is resumed")
-    args = parser.parse_args(argv)
-
-    if args.boards == "-":
-        lines = sys.stdin.read().splitlines()
-    else:
-        if not os.path.exists(args.boards):
-            parser.exit(2, f"python -m jaxdust.solve: error: no such file: {args.boards}\n")
-        with open(args.boards) as handle:
-            lines = handle.read().splitlines()
-    jobs = list(_read_jobs(lines, args.width, args.height))
-    done = {record["line"] for record in files.read_json_lines(args.out)} if args.out != "-" else set()
-    todo = [(*job, args.time_limit, args.beam_width) for job in jobs if job[0] not in done]
-
-    from tqdm import tqdm
-
-    output = sys.stdout if args.out == "-" else open(args.out, "a")
-    errors = 0
-    context = multiprocessing.get_context("spawn")  # workers must not inherit JAX's threads
-    try:
-        with context.Pool(max(1, args.jobs)) as pool, tqdm(
-            total=len(jobs), initial=len(jobs) - len(todo), unit="board", file=sys.stderr, disable=None,
-        ) as bar:
-            for record in pool.imap(_solve_job, todo):
-                if "error" in record:
-                    errors += 1
-                    print(f"line {record['line']}: {record['error']}", file=sys.stderr)
-                output.write(json.dumps(record) + "\n")
-                output.flush()
-                bar.update()
-    finally:
-        if output is not sys.stdout:
-            output.close()
-    return 1 if errors else 0

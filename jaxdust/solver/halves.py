@@ -13,7 +13,7 @@ not touch the left half, so a position needs at least
 
 clicks. Half positions repeat far more often than whole ones, and the relaxed values are
 found by a small IDA* of their own, kept in a table of the same format as the whole
-positions' (``jaxdust.table``): its byte holds ``2 * value + 1`` for an exact value
+positions' (``jaxdust.solver.table``): its byte holds ``2 * value + 1`` for an exact value
 and ``2 * bound`` for a lower bound, so the larger entry is always the stronger fact.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from jaxdust.bitboard import (
+from jaxdust.solver.bitboard import (
     U64,
     ZERO,
     clusters,
@@ -34,17 +34,17 @@ from jaxdust.bitboard import (
     now,
     occupied,
     removal_reach,
-    remove_and_contract,
+    remove_in_place,
 )
-from jaxdust.table import table_bound, table_store
+from jaxdust.solver.table import table_bound, table_store
 
-FOUND, EXHAUSTED, OUT_OF_TIME = 0, 1, 2  # as in jaxdust.exact
+FOUND, EXHAUSTED, OUT_OF_TIME = 0, 1, 2  # as in jaxdust.solver.ida
 
 # A half of at most 35 cells (9x7 boards) has at most 35 clusters; with at most 8 cells on
 # its centre column (applies() below) the unions of 2+ centre-touching clusters of one
 # colour number at most 11 per colour, 22 in all.
 MAX_MOVES = 64
-_HALF_SALT = U64(0x632BE59BD9B4E019)  # a per-colour salt, as in exact.canonical_hash
+_HALF_SALT = U64(0x632BE59BD9B4E019)  # a per-colour salt, as in ida.position_key
 
 
 @numba.njit(cache=True, inline="always")
@@ -179,7 +179,7 @@ def _relaxed_search(root, root_key, root_bound, centre, geometry, budget, table,
                 continue
             child = boards[depth + 1]
             child[:] = parent
-            remove_and_contract(child, move, geometry)
+            remove_in_place(child, move, geometry)
             bound = relaxed_colour_bound(child, centre, geometry)
             if bound == 0:
                 return FOUND

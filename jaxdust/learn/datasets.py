@@ -18,7 +18,7 @@ resumes losing only the boards in flight, and ends with the same files as an
 uninterrupted one. Positions equal up to the mirror image are kept once (the first in
 board order).
 
-    python -m jaxdust.datasets --out data/sets/demo --boards 200
+    python -m jaxdust.learn.datasets --out data/sets/demo --boards 200
 """
 
 from __future__ import annotations
@@ -34,16 +34,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxdust import bitboard, files
+from tqdm import tqdm
+
+from jaxdust.core import configs, files
+from jaxdust.core.boards import parse_size
+from jaxdust.core.game import GameConfig
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
+from jaxdust.solver import bitboard
+from jaxdust.solver.api import TranspositionTable, solve
+from jaxdust.solver.upper_bound import beam_upper_bound
 
 FORMAT_VERSION = 1
 
 
 @dataclasses.dataclass(frozen=True)
 class DatasetConfig:
-    width: int = 8
-    height: int = 6
-    colors: int = 5
+    game: GameConfig = GameConfig()
     boards: int = 500
     seed: int = 0
     labeller: str = "exact"  # "exact" or "beam"
@@ -68,7 +74,7 @@ class Dataset(NamedTuple):
 def source_board(config: DatasetConfig, index: int) -> np.ndarray:
     """Board ``index`` of a data set: int8 ``[W, H]`` drawn from ``(seed, index)``."""
     rng = np.random.default_rng((config.seed, index))
-    return rng.integers(1, config.colors + 1, size=(config.width, config.height)).astype(np.int8)
+    return rng.integers(1, config.game.colors + 1, size=(config.game.width, config.game.height)).astype(np.int8)
 
 
 def canonical_key(board: np.ndarray) -> bytes:
@@ -84,40 +90,36 @@ def click_with_mask(board: np.ndarray, x: int, y: int, colors: int) -> tuple[np.
     geometry = bitboard.make_geometry(width, height)
     seed = np.uint64(1 << (x * height + y))
     cluster = np.uint64(bitboard.flood(seed, planes[board[x, y] - 1], geometry))
-    bitboard.remove_and_contract(planes, cluster, geometry)
+    bitboard.remove_in_place(planes, cluster, geometry)
     mask = bitboard.to_board(np.array([cluster]), width, height) != 0
     return bitboard.to_board(planes, width, height), mask
 
 
 def _beam_labels(config: DatasetConfig, board: np.ndarray) -> dict:
-    from jaxdust import exact
-
-    geometry = bitboard.make_geometry(config.width, config.height)
-    path = np.zeros(config.width * config.height, np.uint64)
-    length = exact.beam_search(bitboard.to_planes(board, config.colors), geometry, config.beam_width,
-                               exact.HEURISTIC_WEIGHTS, path)
-    return {"clicks": [[int(x), int(y)] for x, y in bitboard.path_clicks(path, length, config.height)],
+    geometry = bitboard.make_geometry(config.game.width, config.game.height)
+    path = np.zeros(config.game.width * config.game.height, np.uint64)
+    length = beam_upper_bound(bitboard.to_planes(board, config.game.colors), geometry, config.beam_width,
+                              HEURISTIC_WEIGHTS, path)
+    return {"clicks": [[int(x), int(y)] for x, y in bitboard.path_clicks(path, length, config.game.height)],
             "proven": [False] * length}
 
 
 def label_board(config: DatasetConfig, index: int) -> dict:
     """Solve board ``index`` and label every position along the final solution."""
-    from jaxdust.solve import TranspositionTable, solve
-
     if config.labeller == "beam":
         return {"index": index, **_beam_labels(config, source_board(config, index))}
 
     table = TranspositionTable(20)  # fresh per board, shared by its positions
 
     def search(position):
-        return solve(position, node_limit=config.node_limit, table=table, colors=config.colors)
+        return solve(position, node_limit=config.node_limit, table=table, colors=config.game.colors)
 
     position = source_board(config, index)
     result = search(position)
     clicks, lower_bounds = list(result.clicks), [result.lower_bound]
     tail_proven = result.optimal
     for step in range(1, len(clicks) + 1):
-        position, _ = click_with_mask(position, *clicks[step - 1], config.colors)
+        position, _ = click_with_mask(position, *clicks[step - 1], config.game.colors)
         if step == len(clicks):
             break
         if tail_proven:  # the rest of a shortest solution is shortest from here
@@ -141,7 +143,7 @@ def samples_of(config: DatasetConfig, record: dict):
     position = source_board(config, record["index"])
     length = len(record["clicks"])
     for step, ((x, y), proven) in enumerate(zip(record["clicks"], record["proven"])):
-        after, mask = click_with_mask(position, x, y, config.colors)
+        after, mask = click_with_mask(position, x, y, config.game.colors)
         yield position, mask, length - step, proven, step
         position = after
 
@@ -155,7 +157,7 @@ def _shard_bytes(config: DatasetConfig, records: list[dict], seen: set[bytes]) -
                 continue
             seen.add(key)
             rows.append((board, mask, cost, proven, record["index"], step))
-    width, height = config.width, config.height
+    width, height = config.game.width, config.game.height
     arrays = {
         "boards": np.array([r[0] for r in rows], np.int8).reshape(-1, width, height),
         "clicked": np.array([r[1] for r in rows], bool).reshape(-1, width, height),
@@ -182,7 +184,7 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
     """Create (or resume) a data set in ``directory``; returns its manifest."""
     os.makedirs(directory, exist_ok=True)
     manifest_path = os.path.join(directory, "manifest.json")
-    settings = dataclasses.asdict(config)
+    settings = configs.to_json(config)
     if os.path.exists(manifest_path):
         with open(manifest_path) as handle:
             manifest = json.load(handle)
@@ -196,7 +198,7 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         files.atomic_write_json(manifest_path, manifest)
 
     journal_path = os.path.join(directory, "journal.jsonl")
-    records = {record["index"]: record for record in files.read_json_lines(journal_path)}
+    records = {record["index"]: record for record in files.recover_json_lines(journal_path)}
     num_shards = -(-config.boards // config.shard_size)
     written = len(manifest["shards"])
     seen: set[bytes] = set()
@@ -217,8 +219,6 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
             manifest["shards"].append(os.path.basename(_shard_path(directory, written)))
             files.atomic_write_json(manifest_path, manifest)
             written += 1
-
-    from tqdm import tqdm
 
     write_ready_shards()
     with open(journal_path, "a") as journal, tqdm(
@@ -259,13 +259,13 @@ def load_dataset(directory: str) -> Dataset:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m jaxdust.datasets", description=__doc__,
+        prog="python -m jaxdust.learn.datasets", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     defaults = DatasetConfig()
     parser.add_argument("--out", required=True, help="directory; an existing run there is resumed")
     parser.add_argument("--boards", type=int, default=defaults.boards)
-    parser.add_argument("--size", default=f"{defaults.width}x{defaults.height}x{defaults.colors}", help="WxHxC")
+    parser.add_argument("--size", default="8x6x5", help="WxHxC (width x height x colours)")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller)
     parser.add_argument("--node-limit", type=int, default=defaults.node_limit, help="exact: per search")
@@ -274,17 +274,17 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
     args = parser.parse_args(argv)
     try:
-        width, height, colors = (int(v) for v in args.size.lower().split("x"))
-    except ValueError:
-        parser.error(f"--size must look like 8x6x5, got {args.size!r}")
-    if width * height > bitboard.MAX_CELLS:
+        size = parse_size(args.size)
+    except ValueError as error:
+        parser.error(f"--size: {error}")
+    if size.num_cells > bitboard.MAX_CELLS:
         parser.error(f"--size {args.size}: the solver handles at most {bitboard.MAX_CELLS} cells")
-    config = DatasetConfig(width, height, colors, args.boards, args.seed, args.labeller, args.node_limit,
-                           args.beam_width, args.shard_size)
+    config = DatasetConfig(size, args.boards, args.seed, args.labeller, args.node_limit, args.beam_width,
+                           args.shard_size)
     try:
         make_dataset(args.out, config, jobs=args.jobs)
     except ValueError as error:
-        parser.exit(2, f"python -m jaxdust.datasets: error: {error}\n")
+        parser.exit(2, f"python -m jaxdust.learn.datasets: error: {error}\n")
     data = load_dataset(args.out)
     print(f"{args.out}: {len(data.boards)} samples from {config.boards} boards, "
           f"{data.proven.mean():.1%} with proven cost-to-go, "

@@ -9,7 +9,7 @@ masked in the greedy choice, in the bootstrap maximum and in exploration.
 Rewards default to the original post's (+10 clear, -1 click, -10 empty click). With -1
 per click and ``gamma = 1`` the return from a position with ``n`` clicks left is
 ``10 - (n - 1)``, so ``11 - max_a Q`` estimates the clicks left: exactly the heuristic a
-search needs (``jaxdust.learned.QScorer``).
+search needs (``jaxdust.learn.agents.QScorer``).
 
 ``DQNConfig.original()`` reproduces the post's learner: 5 x 1500 network, 1000 games,
 no replay beyond the current batch, no target network, empty clicks allowed, a target
@@ -31,16 +31,17 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 from flax.training.train_state import TrainState
+from jax.sharding import NamedSharding, PartitionSpec as P
 
-from jaxdust import env as dust_env
-from jaxdust import game, networks
+from jaxdust.core import env as dust_env
+from jaxdust.core import game
+from jaxdust.learn import networks
 
 
 @dataclasses.dataclass(frozen=True)
 class DQNConfig:
-    width: int = 8
-    height: int = 6
-    colors: int = 5
+    game: game.GameConfig = game.GameConfig()
+    rewards: dust_env.Rewards = dust_env.Rewards()
     hidden: tuple[int, ...] = (512, 512)
     features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
     num_envs: int = 256
@@ -65,9 +66,6 @@ class DQNConfig:
     epsilon_fraction: float = 0.2  # of the run spent decaying epsilon
     adaptive_epsilon: bool = False  # the original: aim at random_moves_per_game
     random_moves_per_game: float = 1.0
-    clear_reward: float = 10.0
-    click_reward: float = -1.0
-    empty_click_reward: float = -10.0
     max_clicks: int = 100  # truncation of one game
 
     def __post_init__(self):
@@ -77,7 +75,6 @@ class DQNConfig:
             raise ValueError("batch_size cannot exceed buffer_size")
         if self.n_step < 1:
             raise ValueError(f"n_step must be >= 1, got {self.n_step}")
-        game.GameConfig(self.width, self.height, self.colors)  # validates the size
 
     @classmethod
     def original(cls, **overrides) -> "DQNConfig":
@@ -96,15 +93,11 @@ class DQNConfig:
 
     @property
     def env(self) -> dust_env.DustEnv:
-        return dust_env.DustEnv(
-            game.GameConfig(self.width, self.height, self.colors),
-            dust_env.Rewards(self.clear_reward, self.click_reward, self.empty_click_reward),
-            max_clicks=self.max_clicks, auto_reset=True,
-        )
+        return dust_env.DustEnv(self.game, self.rewards, max_clicks=self.max_clicks, auto_reset=True)
 
     @property
     def network(self) -> networks.QNetwork:
-        return networks.QNetwork(hidden=tuple(self.hidden), colors=self.colors, features=self.features)
+        return networks.QNetwork(hidden=tuple(self.hidden), colors=self.game.colors, features=self.features)
 
 
 # ---------------------------------------------------------------------------------------
@@ -245,8 +238,6 @@ def td_targets(config: DQNConfig, q_online_next, q_target_next, q_taken, batch: 
 def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
     """Games, their click windows and the replay buffer split over the mesh's ``data``
     axis; parameters, optimiser state and counters replicated."""
-    from jax.sharding import NamedSharding, PartitionSpec as P
-
     def spec(path, leaf):
         names = [getattr(p, "name", getattr(p, "key", "")) for p in path]
         if not hasattr(leaf, "ndim") or leaf.ndim == 0:
@@ -277,11 +268,11 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
 
     def init(key: jax.Array) -> Runner:
         key, network_key, env_key = jax.random.split(key, 3)
-        dummy = jnp.zeros((1, config.width, config.height), game.BOARD_DTYPE)
+        dummy = jnp.zeros((1, config.game.width, config.game.height), game.BOARD_DTYPE)
         params = network.init(network_key, dummy)
         train = TrainState.create(apply_fn=network.apply, params=params, tx=optimizer)
         env_state, _ = jax.vmap(env.reset)(jax.random.split(env_key, config.num_envs))
-        boards = jnp.zeros((config.n_step, config.num_envs, config.width, config.height), game.BOARD_DTYPE)
+        boards = jnp.zeros((config.n_step, config.num_envs, config.game.width, config.game.height), game.BOARD_DTYPE)
         zeros = jnp.zeros((config.n_step, config.num_envs), jnp.float32)
         window = Window(
             Batch(boards, zeros.astype(jnp.int32), zeros, zeros, boards),
@@ -289,7 +280,7 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
         )
         return Runner(
             train=train, target_params=params, env_state=env_state, window=window,
-            replay=replay_init(config.buffer_size, config.width, config.height),
+            replay=replay_init(config.buffer_size, config.game.width, config.game.height),
             key=key, iteration=jnp.int32(0), epsilon=jnp.float32(config.epsilon_start),
         )
 

@@ -8,7 +8,7 @@ With ``features=True`` the input also carries facts an MLP finds hard to learn f
 alone but the rules give exactly: per cell, the size of its cluster, how many clusters
 its colour has and whether clicking it finishes that colour; per board, the beam
 search's hand-made features. The value head then predicts a correction to the tuned
-hand-made estimate (``exact.HEURISTIC_WEIGHTS``), so training starts from it.
+hand-made estimate (``jaxdust.search.heuristic``), so training starts from it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust import game
-from jaxdust.exact import HEURISTIC_WEIGHTS
+from jaxdust.core import game
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 
 PRESETS = {
     "small": (256, 256),
@@ -39,9 +39,7 @@ def encode(boards: jax.Array, colors: int) -> jax.Array:
 def rule_features(board: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Exact facts about one board: per cell float32 ``[W * H, 3]`` (cluster size / 10,
     clusters of its colour / 10, clicking it finishes its colour) and the board's
-    heuristic features float32 ``[5]`` (``exact.FEATURES``, unscaled)."""
-    from jaxdust.beam import heuristic_features
-
+    heuristic features float32 ``[5]`` (``heuristic.FEATURES``, unscaled)."""
     cells = board.shape[0] * board.shape[1]
     flat = board.reshape(-1)
     labels = game.cluster_labels(board).reshape(-1)
@@ -125,3 +123,27 @@ def masked_max(values: jax.Array, mask: jax.Array) -> jax.Array:
     """Largest value where ``mask`` is True, 0 where the mask is empty: ``[..., N] -> [...]``."""
     best = jnp.max(jnp.where(mask, values, -jnp.inf), axis=-1)
     return jnp.where(jnp.any(mask, axis=-1), best, 0.0)
+
+
+class ValueQNetwork(nn.Module):
+    """Shared torso, two heads in clicks-left units: the value of the board ``[...]`` and,
+    per cell, the value after clicking it ``[..., W * H]`` (lower is better).
+
+    With ``prior`` both heads start at the hand-made estimate of the board (zero-initialised
+    corrections), so untrained play is the heuristic's; without it they start at a constant.
+    The rule features are always input (``encode_with_features``).
+    """
+
+    hidden: Sequence[int]
+    colors: int
+    prior: bool = True
+
+    @nn.compact
+    def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
+        cells = boards.shape[-2] * boards.shape[-1]
+        inputs, estimate = encode_with_features(boards, self.colors)
+        base = estimate if self.prior else jnp.full(estimate.shape, 10.0, jnp.float32)
+        torso = MLP(self.hidden)(inputs)
+        value = base + nn.Dense(1, kernel_init=nn.initializers.zeros, name="value")(torso)[..., 0]
+        per_cell = base[..., None] + nn.Dense(cells, kernel_init=nn.initializers.zeros, name="q")(torso)
+        return value, per_cell

@@ -32,8 +32,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxdust import game
-from jaxdust.game import GameConfig
+from jaxdust.core import game, render
+from jaxdust.core.game import GameConfig
 
 
 class StepType(enum.IntEnum):
@@ -49,8 +49,6 @@ class State:
     key: jax.Array  # PRNG key [], draws the next auto-reset board
 
     def _repr_svg_(self) -> str | None:
-        from jaxdust import render
-
         # A batch of states has no single picture; notebooks then fall back to text.
         return render.board_svg(self.board) if self.board.ndim == 2 else None
 

@@ -1,17 +1,12 @@
-"""Simple policies that show where learned agents and solvers stand.
-
-A *policy* is ``policy(key, board, params) -> action``: a PRNG key, one int8 board
-``[W, H]`` and the policy's parameters (a pytree, or None) in, an int32 flat action
-``x * height + y`` out. Policies must be pure and ``vmap``-able;
-``jaxdust.evaluation.play_boards`` runs them over a batch of boards.
-"""
+"""Simple policies that show where learned agents and solvers stand (policies as in
+``jaxdust.core.play``)."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
-from jaxdust import game
+from jaxdust.core import game
 
 
 def random_legal(key: jax.Array, board: jax.Array, params=None) -> jax.Array:
@@ -32,9 +27,3 @@ def largest_cluster(key: jax.Array, board: jax.Array, params=None) -> jax.Array:
     is_largest = (sizes == jnp.max(sizes)) & (sizes > 0)
     order = jnp.where(is_largest, row_major, width * height).reshape(-1)
     return jnp.argmin(order).astype(jnp.int32)
-
-
-POLICIES = {
-    "random": random_legal,
-    "largest": largest_cluster,
-}

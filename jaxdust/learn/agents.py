@@ -1,5 +1,5 @@
-"""Trained networks as policies (for ``evaluation.play_boards``) and scorers (for
-``beam.beam_search``). Each is a small frozen dataclass, hashable, so it can be a static
+"""Trained networks as policies (for ``jaxdust.core.play``) and scorers (for
+``jaxdust.search.beam``). Each is a small frozen dataclass, hashable, so it can be a static
 argument; the parameters travel separately as ``params``."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from jaxdust import networks
+from jaxdust.core.env import Rewards
+from jaxdust.learn import networks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,13 +34,12 @@ class QScorer:
     hidden: tuple[int, ...]
     colors: int
     features: bool = False
-    clear_reward: float = 10.0
-    click_reward: float = -1.0
+    rewards: Rewards = Rewards()
 
     def __call__(self, boards: jax.Array, params) -> jax.Array:
         q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, boards)
         value = networks.masked_max(q, boards.reshape(boards.shape[0], -1) != 0)
-        clicks = (value - self.clear_reward) / self.click_reward + 1.0
+        clicks = (value - self.rewards.clear) / self.rewards.click + 1.0
         return jnp.where(jnp.any(boards != 0, axis=(1, 2)), clicks, 0.0)
 
 
@@ -67,3 +67,30 @@ class ValueScorer:
     def __call__(self, boards: jax.Array, params) -> jax.Array:
         _, cost = networks.PolicyValueNetwork(self.hidden, self.colors, self.features).apply(params, boards)
         return jnp.where(jnp.any(boards != 0, axis=(1, 2)), cost, 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClicksArgmin:
+    """Click the occupied cell whose per-cell head predicts the fewest clicks left (no
+    simulation): the argmax play of a ``ValueQNetwork``."""
+
+    hidden: tuple[int, ...]
+    colors: int
+    prior: bool = True
+
+    def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
+        _, per_cell = networks.ValueQNetwork(self.hidden, self.colors, self.prior).apply(params, board[None])
+        return networks.masked_argmax(-per_cell[0], board.reshape(-1) != 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueHeadScorer:
+    """A ``ValueQNetwork``'s value head (0 for an empty board)."""
+
+    hidden: tuple[int, ...]
+    colors: int
+    prior: bool = True
+
+    def __call__(self, boards: jax.Array, params) -> jax.Array:
+        value, _ = networks.ValueQNetwork(self.hidden, self.colors, self.prior).apply(params, boards)
+        return jnp.where(jnp.any(boards != 0, axis=(1, 2)), value, 0.0)

@@ -1,8 +1,8 @@
 """The transposition table's storage: proven lower bounds on the clicks a position needs,
 keyed by a 64-bit hash, in a power-of-two uint64 array (numba).
 
-Used by ``jaxdust.exact`` for whole positions and by ``jaxdust.halves`` for half positions
-(in a table of their own); ``jaxdust.solve.TranspositionTable`` owns the arrays.
+Used by ``jaxdust.solver.ida`` for whole positions and by ``jaxdust.solver.halves`` for half positions
+(in a table of their own); ``jaxdust.solver.TranspositionTable`` owns the arrays.
 """
 
 from __future__ import annotations
@@ -10,16 +10,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from jaxdust.bitboard import U64
+from jaxdust.solver.bitboard import U64
 
 # A table entry is one uint64: the key's bits above the lowest byte, and the bound in the
 # lowest byte. Entries sit in buckets of BUCKET slots (32 bytes, one cache line fetch); a
 # key's bucket is given by its bits from bit 2 up, so only its two lowest bits are lost
 # (the table has at least 2^8 slots) and a probe costs one cache miss. A full bucket gives
 # up its smallest bound: the position with the fewest clicks left, the cheapest to search
-# again. Against one slot per key, always replaced (benchmarks/compare_solvers.py): 12-click
-# 8x6 proofs 3% faster, 13-click ones 6%; with less room per position it matters more (22%
-# fewer positions in a 13-click proof held to 2^22 slots, in a scratch run).
+# again. (Measured against one slot per key, always replaced: see NOTES.md.)
 _BOUND_BITS = U64(0xFF)
 BUCKET = 4
 

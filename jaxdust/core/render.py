@@ -22,14 +22,14 @@ PALETTE = (
 )
 
 
-def board_text(board) -> str:
+def board_letters(board) -> str:
     """Letter grid, top row first: colour 1 is ``A``, empty is ``.``.
 
     A 3x2 board ``[[1, 2], [3, 0], [1, 0]]`` prints as ``"B..\\nACA"``.
     """
     cells = np.asarray(board)
     if cells.ndim != 2:
-        raise ValueError(f"board_text renders one board [width, height], got shape {cells.shape}")
+        raise ValueError(f"board_letters renders one board [width, height], got shape {cells.shape}")
     return "\n".join(
         "".join(LETTERS[int(v)] for v in cells[:, y]) for y in reversed(range(cells.shape[1]))
     )
@@ -84,4 +84,4 @@ class BoardView:
         return board_svg(self.board, self.highlight, title=self.title)
 
     def __repr__(self) -> str:
-        return board_text(self.board)
+        return board_letters(self.board)

@@ -1,0 +1,110 @@
+"""Frozen config dataclasses to and from JSON and command-line flags, nested ones included.
+
+Learner and data-set configs hold a ``GameConfig`` (and a learner its ``Rewards``) rather
+than repeating their fields, so a run's ``config.json`` nests them the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import typing
+
+from jaxdust.core.boards import parse_size
+from jaxdust.core.game import GameConfig
+
+
+def to_json(config) -> dict:
+    """A (nested) dataclass config as JSON-compatible values (tuples become lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(config)))
+
+
+def from_json(config_class, data: dict):
+    """The inverse of ``to_json``; TypeError or ValueError naming the problem when ``data``
+    does not fit ``config_class`` (unknown or missing fields, bad values)."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{config_class.__name__} needs a JSON object, got {type(data).__name__}")
+    hints = typing.get_type_hints(config_class)
+    known = {field.name for field in dataclasses.fields(config_class)}
+    unknown = set(data) - known
+    if unknown:
+        raise TypeError(f"{config_class.__name__} has no field(s) {', '.join(sorted(unknown))}")
+    values = {}
+    for name, value in data.items():
+        kind = hints[name]
+        if dataclasses.is_dataclass(kind):
+            value = from_json(kind, value)
+        elif typing.get_origin(kind) is tuple and isinstance(value, list):
+            value = tuple(value)
+        values[name] = value
+    return config_class(**values)
+
+
+# ---------------------------------------------------------------------------------------
+# Flags: one per field; a nested config's fields get its name as a prefix, and a
+# GameConfig is one --size WxHxC flag.
+# ---------------------------------------------------------------------------------------
+
+
+def _size(text: str) -> GameConfig:
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _checked(kind):
+    """An argparse type for ``kind`` that refuses inf and nan for floats."""
+    if kind is float:
+        def number(text: str) -> float:
+            value = float(text)
+            if not math.isfinite(value):
+                raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+            return value
+        return number
+    return kind
+
+
+def _tuple_of_ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "") -> None:
+    """A flag per field of ``config_class`` (default None: keep the base config's value)."""
+    hints = typing.get_type_hints(config_class)
+    for field in dataclasses.fields(config_class):
+        kind = hints[field.name]
+        dest = prefix + field.name
+        flag = "--" + dest.replace("_", "-")
+        if kind is GameConfig:
+            parser.add_argument("--size", dest=dest, type=_size, default=None, metavar="WxHxC",
+                                help="board size and colours, e.g. 8x6x5")
+        elif dataclasses.is_dataclass(kind):
+            add_flags(parser, kind, prefix=dest + "_")
+        elif kind is bool:
+            parser.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=None)
+        elif typing.get_origin(kind) is tuple:
+            parser.add_argument(flag, dest=dest, type=_tuple_of_ints, default=None, metavar="N,N,...")
+        else:
+            parser.add_argument(flag, dest=dest, type=_checked(kind), default=None)
+
+
+def from_flags(args: argparse.Namespace, base, prefix: str = ""):
+    """``base`` with every field whose flag was given replaced (nested configs too)."""
+    hints = typing.get_type_hints(type(base))
+    changes = {}
+    for field in dataclasses.fields(base):
+        kind = hints[field.name]
+        if dataclasses.is_dataclass(kind) and kind is not GameConfig:
+            changes[field.name] = from_flags(args, getattr(base, field.name), prefix + field.name + "_")
+        elif getattr(args, prefix + field.name, None) is not None:
+            changes[field.name] = getattr(args, prefix + field.name)
+    return dataclasses.replace(base, **changes)

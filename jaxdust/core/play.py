@@ -1,0 +1,97 @@
+"""Play a batch of boards to the end with a policy, on the device, in one compiled loop.
+
+A *policy* is ``policy(key, board, params) -> action``: a PRNG key, one int8 board
+``[W, H]`` and the policy's parameters (a pytree, or None) in, an int32 flat action
+``x * height + y`` out. Policies must be pure and ``vmap``-able.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxdust.core import game
+
+Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, params) -> action
+
+
+class PlayResult(NamedTuple):
+    clicks: jax.Array  # int32 [N], clicks made (wasted empty-cell clicks included)
+    cleared: jax.Array  # bool [N], board emptied within the click cap
+    actions: jax.Array  # int32 [N, max_clicks], flat actions taken; -1 after the game ended
+
+
+class _PlayCarry(NamedTuple):
+    boards: jax.Array  # int8 [N, W, H]
+    clicks: jax.Array  # int32 [N]
+    actions: jax.Array  # int32 [N, max_clicks]
+    key: jax.Array  # PRNG key
+    step: jax.Array  # int32 []
+
+
+@functools.partial(jax.jit, static_argnames=("policy", "max_clicks"))
+def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: int,
+                params=None) -> PlayResult:
+    """Play every board with ``policy`` until it is empty or ``max_clicks`` clicks were made.
+
+    Args:
+      boards: int8 ``[N, W, H]``.
+      policy: ``policy(key, board, params) -> action``, see ``jaxdust.evaluation.baselines``; a
+        hashable object (e.g. a module-level function), since it is a static argument.
+      key: PRNG key for stochastic policies.
+      max_clicks: the click cap; stops games that never finish (e.g. a policy that keeps
+        clicking empty cells).
+      params: the policy's parameters, passed to every call (traced, not baked in).
+
+    Stops as soon as every game has ended, so the loop costs the longest game, not the cap.
+    """
+    num_boards = boards.shape[0]
+
+    def unfinished(carry: _PlayCarry) -> jax.Array:
+        return (carry.step < max_clicks) & ~jnp.all(jax.vmap(game.is_done)(carry.boards))
+
+    def one_click(carry: _PlayCarry) -> _PlayCarry:
+        key, step_key = jax.random.split(carry.key)
+        actions = jax.vmap(policy, in_axes=(0, 0, None))(
+            jax.random.split(step_key, num_boards), carry.boards, params
+        )
+        playing = ~jax.vmap(game.is_done)(carry.boards)
+        after, _ = jax.vmap(game.click_action)(carry.boards, actions)
+        return _PlayCarry(
+            boards=jnp.where(playing[:, None, None], after, carry.boards),
+            clicks=carry.clicks + playing,
+            actions=carry.actions.at[:, carry.step].set(jnp.where(playing, actions, -1)),
+            key=key,
+            step=carry.step + 1,
+        )
+
+    start = _PlayCarry(
+        boards=boards,
+        clicks=jnp.zeros(num_boards, jnp.int32),
+        actions=jnp.full((num_boards, max_clicks), -1, jnp.int32),
+        key=key,
+        step=jnp.int32(0),
+    )
+    end = jax.lax.while_loop(unfinished, one_click, start)
+    return PlayResult(end.clicks, jax.vmap(game.is_done)(end.boards), end.actions)
+
+
+def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chunk: int,
+                   progress=None, params=None) -> PlayResult:
+    """``play_boards`` over ``chunk`` boards at a time (one compilation: the last chunk is
+    padded with empty boards, which end at once). ``progress(n)`` is called per chunk."""
+    boards = jnp.asarray(boards, game.BOARD_DTYPE)
+    total = boards.shape[0]
+    parts = []
+    for index, start in enumerate(range(0, total, chunk)):
+        part = boards[start : start + chunk]
+        padding = chunk - part.shape[0]
+        part = jnp.concatenate([part, jnp.zeros((padding, *part.shape[1:]), part.dtype)])
+        result = play_boards(part, policy, jax.random.fold_in(key, index), max_clicks, params)
+        parts.append(jax.tree.map(lambda leaf: leaf[: chunk - padding], result))
+        if progress is not None:
+            progress(chunk - padding)
+    return jax.tree.map(lambda *leaves: jnp.concatenate(leaves), *parts)

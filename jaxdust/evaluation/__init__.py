@@ -1,0 +1,2 @@
+"""Evaluation: ``baselines`` (simple policies), ``registry`` (every agent behind one
+interface), ``stats`` (summaries of solution lengths) and ``plots`` (histograms, curves)."""

@@ -1,0 +1,213 @@
+"""Every way of clearing boards behind one interface: ``run_agent("beam:500", boards, ...)``.
+
+An agent is named ``name[:value]`` (``"solver:5"``, ``"lookahead:runs/avi-0:8"``). The
+registry ``AGENTS`` holds one ``Agent`` per name: its description, a parser for the text
+after the colon and a function that plays a batch of boards. A new agent is one
+``register(Agent(...))`` call; ``evaluate.py`` and the benchmarks pick it up from there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import multiprocessing
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxdust.core import game
+from jaxdust.core.play import play_in_chunks
+from jaxdust.evaluation import baselines
+from jaxdust.learn.runs import load_run
+from jaxdust.search.beam import beam_lengths
+from jaxdust.search.heuristic import heuristic_scorer
+from jaxdust.solver.api import solve
+from jaxdust.solver.dfs import solve_dfs
+
+
+class Context(NamedTuple):
+    """What every agent is played with."""
+
+    key: jax.Array  # PRNG key for stochastic policies
+    max_clicks: int  # a game not cleared within this many clicks counts as not cleared
+    chunk: int  # boards played at once by device policies
+    jobs: int  # processes for the CPU solvers
+    progress: Callable[[int], Any] | None  # called with the number of boards just finished
+
+
+@dataclasses.dataclass(frozen=True)
+class Agent:
+    name: str
+    description: str
+    parameter: str | None  # the meaning of the value after ':', None if it takes none
+    parse: Callable[[str], Any]  # the text after ':' ("" if none) -> settings; ValueError
+    play: Callable[[Any, jax.Array, Context], dict]  # (settings, boards [N, W, H], context)
+
+
+AGENTS: dict[str, Agent] = {}
+
+
+def register(agent: Agent) -> Agent:
+    AGENTS[agent.name] = agent
+    return agent
+
+
+def parse_agent(text: str) -> tuple[Agent, Any]:
+    """The agent and its settings for ``"name[:value]"``; ValueError naming the problem."""
+    name, _, rest = text.strip().partition(":")
+    if name not in AGENTS:
+        raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENTS)}")
+    agent = AGENTS[name]
+    if rest and agent.parameter is None:
+        raise ValueError(f"agent {name!r} takes no parameter")
+    return agent, agent.parse(rest)
+
+
+def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = 256,
+              jobs: int = 1, progress=None) -> dict:
+    """Play or solve every board with agent ``text``.
+
+    Returns numpy arrays ``clicks`` [N] and ``cleared`` [N], and ``proven`` [N] for the
+    exact solver (its length is then the optimum). Raises ValueError for an unusable agent.
+    """
+    agent, settings = parse_agent(text)
+    boards = jnp.asarray(boards, game.BOARD_DTYPE)
+    return agent.play(settings, boards, Context(key, max_clicks, min(chunk, boards.shape[0]), jobs, progress))
+
+
+# ---------------------------------------------------------------------------------------
+# Parsers and players shared by several agents
+# ---------------------------------------------------------------------------------------
+
+
+def _number(text: str, what: str, default: float, integer: bool) -> float | int:
+    """A positive finite number (an int where ``integer``), or ``default`` for ``""``."""
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{what} must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
+        kind = "a positive integer" if integer else "a positive number"
+        raise ValueError(f"{what} must be {kind}, got {text!r}")
+    return int(value) if integer else value
+
+
+def _no_parameter(text: str) -> None:
+    return None
+
+
+def _play_policy(policy, params, boards, context: Context) -> dict:
+    played = play_in_chunks(boards, policy, context.key, context.max_clicks, context.chunk, context.progress, params)
+    return {"clicks": np.asarray(played.clicks), "cleared": np.asarray(played.cleared)}
+
+
+def _play_beam(width: int, scorer, params, boards, context: Context) -> dict:
+    lengths = beam_lengths(boards, width, scorer, params, context.max_clicks, context.progress)
+    return {"clicks": np.where(lengths < 0, context.max_clicks, lengths), "cleared": lengths >= 0}
+
+
+def _in_processes(work: Callable, items: list, context: Context) -> list:
+    """``[work(item) for item in items]``, over ``context.jobs`` processes."""
+    results = []
+    if context.jobs > 1:
+        with multiprocessing.get_context("spawn").Pool(context.jobs) as pool:  # no inherited JAX threads
+            for result in pool.imap(work, items):
+                results.append(result)
+                if context.progress is not None:
+                    context.progress(1)
+        return results
+    for item in items:
+        results.append(work(item))
+        if context.progress is not None:
+            context.progress(1)
+    return results
+
+
+# ---------------------------------------------------------------------------------------
+# The agents
+# ---------------------------------------------------------------------------------------
+
+
+register(Agent("random", "clicks a random occupied cell", None, _no_parameter,
+               lambda _, boards, context: _play_policy(baselines.random_legal, None, boards, context)))
+register(Agent("largest", "clicks the largest cluster", None, _no_parameter,
+               lambda _, boards, context: _play_policy(baselines.largest_cluster, None, boards, context)))
+
+
+def _dfs_length(job) -> int:
+    board, positions = job
+    return len(solve_dfs(board, time_limit=None, node_limit=positions))
+
+
+def _play_dfs(positions: int, boards, context: Context) -> dict:
+    lengths = _in_processes(_dfs_length, [(b, positions) for b in np.asarray(boards)], context)
+    return {"clicks": np.array(lengths), "cleared": np.ones(len(lengths), bool)}
+
+
+register(Agent(
+    "dfs", "the original post's depth-first search", "positions searched",
+    lambda text: _number(text, "dfs: positions searched", 100_000, integer=True),
+    _play_dfs,
+))
+
+register(Agent(
+    "beam", "JAX beam search, tuned hand-made scorer", "width",
+    lambda text: _number(text, "beam: width", 200, integer=True),
+    lambda width, boards, context: _play_beam(width, heuristic_scorer, None, boards, context),
+))
+
+
+def _solver_result(job) -> tuple[int, bool]:
+    board, seconds = job
+    result = solve(board, time_limit=seconds)
+    return result.length, result.optimal
+
+
+def _play_solver(seconds: float, boards, context: Context) -> dict:
+    results = _in_processes(_solver_result, [(b, seconds) for b in np.asarray(boards)], context)
+    return {"clicks": np.array([r[0] for r in results]), "cleared": np.ones(len(results), bool),
+            "proven": np.array([r[1] for r in results])}
+
+
+register(Agent(
+    "solver", "exact solver (numba IDA*)", "seconds per board",
+    lambda text: _number(text, "solver: seconds per board", 10.0, integer=False),
+    _play_solver,
+))
+
+
+def _run_only(text: str) -> str:
+    if not text:
+        raise ValueError("needs a run directory: greedy:RUN_DIR")
+    return text
+
+
+def _run_and_width(text: str) -> tuple[str, int]:
+    """``RUN_DIR`` or ``RUN_DIR:WIDTH`` (a run directory may itself contain ':')."""
+    if not text:
+        raise ValueError("needs a run directory: lookahead:RUN_DIR[:WIDTH]")
+    run, _, width = text.rpartition(":")
+    if run and width.isdigit():
+        return run, _number(width, "lookahead: width", 1, integer=True)
+    return text, 1
+
+
+def _play_greedy(run: str, boards, context: Context) -> dict:
+    trained = load_run(run)
+    return _play_policy(trained.policy, trained.params, boards, context)
+
+
+def _play_lookahead(spec: tuple[str, int], boards, context: Context) -> dict:
+    run, width = spec
+    trained = load_run(run)
+    return _play_beam(width, trained.scorer, trained.params, boards, context)
+
+
+register(Agent("greedy", "a trained run (train.py) clicking the argmax of its per-cell output",
+               "run directory", _run_only, _play_greedy))
+register(Agent("lookahead", "beam search scored by a trained run's value (width 1: greedy on it)",
+               "run directory[:width]", _run_and_width, _play_lookahead))

@@ -1,0 +1,166 @@
+"""The learner registry: what ``train.py``, ``runs.train`` and ``runs.load_run`` need of
+each learner, in one entry. A new learner is one ``register(Learner(...))`` call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from typing import Any, Callable, NamedTuple
+
+import jax
+
+from jaxdust.learn import agents, avi, dqn, imitation
+from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
+
+
+class Trainer(NamedTuple):
+    """A learner set up for one run; ``step`` is one chunk (or epoch) of training."""
+
+    init: Callable[[jax.Array], Any]  # key -> state
+    step: Callable[[Any, int], tuple[Any, dict]]  # (state, 1-based index) -> (state, metrics)
+    total: int  # steps in the whole run
+    info: Callable[[Any], dict]  # state -> figures for the summary (env steps, samples)
+
+
+@dataclasses.dataclass(frozen=True)
+class Learner:
+    name: str
+    description: str
+    config_class: type
+    presets: dict[str, Any]  # preset name -> config; "default" first
+    unit: str  # what one step is called on the progress bar
+    add_arguments: Callable[[argparse.ArgumentParser], None]  # flags beyond the config's
+    trainer: Callable[[Any, argparse.Namespace, Any], Trainer]  # (config, args, mesh)
+    template: Callable[[Any], Any]  # config -> a state shaped like a checkpoint's
+    params: Callable[[Any], Any]  # state -> network parameters
+    policy: Callable[[Any], Any]  # config -> argmax policy over the per-cell output
+    scorer: Callable[[Any], Any]  # config -> scorer of clicks left (beam search, greedy)
+
+
+LEARNERS: dict[str, Learner] = {}
+
+
+def register(learner: Learner) -> Learner:
+    LEARNERS[learner.name] = learner
+    return learner
+
+
+def get(name: str) -> Learner:
+    if name not in LEARNERS:
+        raise ValueError(f"unknown learner {name!r}; choose from {', '.join(LEARNERS)}")
+    return LEARNERS[name]
+
+
+# ---------------------------------------------------------------------------------------
+# Approximate value iteration
+# ---------------------------------------------------------------------------------------
+
+
+def _avi_trainer(config: avi.AVIConfig, args, mesh) -> Trainer:
+    if mesh is not None and config.num_envs % mesh.size:
+        raise ValueError(f"--num-envs {config.num_envs} must divide over {mesh.size} devices")
+    init, run_chunk = avi.make_avi(config, mesh)
+
+    def step(runner, index):
+        runner, metrics = run_chunk(runner)
+        return runner, {"updates": int(runner.update), **{k: float(v) for k, v in metrics._asdict().items()}}
+
+    return Trainer(init, step, max(1, config.total_updates // config.chunk_updates),
+                   lambda runner: {"updates": int(runner.update),
+                                   "positions": int(runner.update) * config.num_envs})
+
+
+register(Learner(
+    name="avi",
+    description="approximate value iteration over every click, value and per-cell heads (jaxdust.learn.avi)",
+    config_class=avi.AVIConfig,
+    presets={"default": avi.AVIConfig()},
+    unit="chunk",
+    add_arguments=lambda parser: None,
+    trainer=_avi_trainer,
+    template=lambda config: avi.make_avi(config)[0](jax.random.key(0)),
+    params=lambda runner: runner.train.params,
+    policy=lambda config: agents.ClicksArgmin(tuple(config.hidden), config.game.colors, config.prior),
+    scorer=lambda config: agents.ValueHeadScorer(tuple(config.hidden), config.game.colors, config.prior),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Deep Q-learning
+# ---------------------------------------------------------------------------------------
+
+
+def _dqn_trainer(config: dqn.DQNConfig, args, mesh) -> Trainer:
+    if mesh is not None and config.num_envs % mesh.size:
+        raise ValueError(f"--num-envs {config.num_envs} must divide over {mesh.size} devices")
+    init, run_chunk = dqn.make_dqn(config, mesh)
+
+    def step(runner, index):
+        runner, metrics = run_chunk(runner)
+        return runner, {"env_steps": int(runner.iteration) * config.num_envs,
+                        **{k: float(v) for k, v in metrics._asdict().items()}}
+
+    return Trainer(init, step, max(1, config.iterations // config.chunk_iterations),
+                   lambda runner: {"env_steps": int(runner.iteration) * config.num_envs})
+
+
+register(Learner(
+    name="dqn",
+    description="Deep Q-learning, the whole loop in jit (jaxdust.learn.dqn)",
+    config_class=dqn.DQNConfig,
+    presets={"default": dqn.DQNConfig(), "original": dqn.DQNConfig.original()},
+    unit="chunk",
+    add_arguments=lambda parser: None,
+    trainer=_dqn_trainer,
+    template=lambda config: dqn.make_dqn(config)[0](jax.random.key(0)),
+    params=lambda runner: runner.train.params,
+    policy=lambda config: agents.QGreedy(tuple(config.hidden), config.game.colors, config.features),
+    scorer=lambda config: agents.QScorer(tuple(config.hidden), config.game.colors, config.features, config.rewards),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Imitation of solver data
+# ---------------------------------------------------------------------------------------
+
+
+def _imitation_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", default=None, help="a jaxdust.learn.datasets directory (default: make one)")
+    parser.add_argument("--data-boards", type=int, default=30_000, help="boards to label when making data")
+    parser.add_argument("--data-beam-width", type=int, default=32, help="beam width of those labels")
+
+
+def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer:
+    data_dir = args.data or os.path.join(args.run_dir, "data")
+    if not args.data:
+        data_config = DatasetConfig(config.game, boards=args.data_boards, seed=args.seed + 1, labeller="beam",
+                                    beam_width=args.data_beam_width, shard_size=1000)
+        print(f"making {args.data_boards} beam-labelled boards in {data_dir}", file=sys.stderr)
+        make_dataset(data_dir, data_config, jobs=os.cpu_count())
+    data = load_dataset(data_dir)
+    init, run_epoch, validate = imitation.make_imitation(config, data, mesh)
+
+    def step(state, epoch):
+        state, metrics = run_epoch(state, jax.random.fold_in(jax.random.key(args.seed), epoch))
+        return state, {**{f"train_{k}": float(v) for k, v in metrics._asdict().items()},
+                       **{f"valid_{k}": float(v) for k, v in validate(state)._asdict().items()}}
+
+    return Trainer(init, step, config.epochs, lambda state: {"samples": int(len(data.boards))})
+
+
+register(Learner(
+    name="imitation",
+    description="supervised policy and value from solver-labelled positions (jaxdust.learn.imitation)",
+    config_class=imitation.ImitationConfig,
+    presets={"default": imitation.ImitationConfig()},
+    unit="epoch",
+    add_arguments=_imitation_arguments,
+    trainer=_imitation_trainer,
+    template=lambda config: imitation.initial_state(config, jax.random.key(0)),
+    params=lambda state: state.params,
+    policy=lambda config: agents.PolicyGreedy(tuple(config.hidden), config.game.colors, config.features),
+    scorer=lambda config: agents.ValueScorer(tuple(config.hidden), config.game.colors, config.features),
+))

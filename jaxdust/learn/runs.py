@@ -1,0 +1,214 @@
+"""Run directories: train any registered learner into one, resume it, load it back.
+
+A run directory holds ``config.json`` (``{"learner": name, "config": {...}}``), orbax
+checkpoints, ``metrics.jsonl`` (one line per chunk or epoch, with evaluations on a fixed
+board set) and, at the end, ``summary.json``. A run killed at any moment (even SIGKILL)
+continues from its last checkpoint with ``resume=True`` and ends exactly as an
+uninterrupted run with the same seed would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import AxisType
+from tqdm import tqdm
+
+from jaxdust.core import configs, files, game
+from jaxdust.core.boards import EVAL_FILE, read_board_file
+from jaxdust.core.play import play_boards
+from jaxdust.learn import checkpoint, learners
+from jaxdust.search.beam import beam_lengths
+
+
+class RunError(ValueError):
+    """A run directory cannot be used as asked (one line, names the problem)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Evaluation during training
+# ---------------------------------------------------------------------------------------
+
+
+def evaluation_boards(size: game.GameConfig, count: int) -> jax.Array:
+    """The first ``count`` boards of the fixed eval set (8x6x5), else fixed random ones."""
+    if (size.width, size.height, size.colors) == (8, 6, 5):
+        return jnp.stack([r.board for r in read_board_file(EVAL_FILE)[:count]])
+    keys = jax.random.split(jax.random.key(2026), count)
+    return jax.vmap(lambda k: game.random_board(k, size))(keys)
+
+
+def argmax_clicks(boards, policy, params, max_clicks: int) -> float:
+    """Mean clicks of a policy (uncleared games count ``max_clicks``)."""
+    played = play_boards(boards, policy, jax.random.key(0), max_clicks, params)
+    return float(np.mean(np.where(np.asarray(played.cleared), np.asarray(played.clicks), max_clicks)))
+
+
+def greedy_clicks(boards, scorer, params, max_clicks: int) -> float:
+    """Mean clicks of greedy play on a scorer's value (a width-1 beam search)."""
+    lengths = beam_lengths(boards, 1, scorer, params, max_clicks)
+    return float(np.mean(np.where(lengths < 0, max_clicks, lengths)))
+
+
+# ---------------------------------------------------------------------------------------
+# The run directory
+# ---------------------------------------------------------------------------------------
+
+
+def _read_run_config(directory: str) -> tuple[learners.Learner, Any]:
+    path = os.path.join(directory, "config.json")
+    if not os.path.exists(path):
+        raise RunError(f"{directory} is not a train.py run (no config.json)")
+    try:
+        with open(path) as handle:
+            saved = json.load(handle)
+        learner = learners.get(saved["learner"])
+        return learner, configs.from_json(learner.config_class, saved["config"])
+    except (ValueError, TypeError, KeyError) as error:
+        raise RunError(f"{path} does not match this version of jaxdust ({error})") from None
+
+
+class Run:
+    """Checkpoints, the metrics log and the wall clock of one run directory."""
+
+    def __init__(self, directory: str, learner: learners.Learner, config, resume: bool):
+        self.directory = directory
+        self.saved = {"learner": learner.name, "config": configs.to_json(config)}
+        existing = os.path.exists(os.path.join(directory, "config.json"))
+        if existing and not resume:
+            raise RunError(f"{directory} already holds a run; pass --resume or another --run-dir")
+        if resume and not existing:
+            raise RunError(f"nothing to resume in {directory}")
+        if existing:
+            saved_learner, saved_config = _read_run_config(directory)
+            if saved_learner is not learner or saved_config != config:
+                raise RunError(f"{directory} holds a {saved_learner.name} run with other settings; "
+                               "resume it with the same ones or use another --run-dir")
+        os.makedirs(directory, exist_ok=True)
+        files.atomic_write_json(os.path.join(directory, "config.json"), self.saved)
+        self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"))
+        self.metrics_path = os.path.join(directory, "metrics.jsonl")
+        self.elapsed_before = 0.0
+        self.started = time.perf_counter()
+
+    def restore(self, like, step=None):
+        try:
+            done, state = self.checkpoints.restore(like, self.saved, step)
+        except checkpoint.CheckpointError as error:
+            raise RunError(str(error)) from None
+        self._truncate_metrics(done)
+        return done, state
+
+    def _truncate_metrics(self, done: int) -> None:
+        """Drop log lines of steps after the checkpoint (they will be redone)."""
+        kept = [r for r in files.recover_json_lines(self.metrics_path) if r["chunk"] <= done]
+        files.atomic_write_bytes(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
+        if kept:
+            self.elapsed_before = kept[-1]["seconds"]
+
+    def seconds(self) -> float:
+        return self.elapsed_before + time.perf_counter() - self.started
+
+    def log(self, record: dict) -> None:
+        with open(self.metrics_path, "a") as handle:
+            handle.write(json.dumps(record) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def finish(self, summary: dict) -> None:
+        files.atomic_write_json(os.path.join(self.directory, "summary.json"), summary)
+        self.checkpoints.close()
+
+
+def make_mesh(devices: int | None):
+    """A one-axis ``data`` mesh over the first ``devices`` local devices (None for one)."""
+    chosen = jax.devices()[: devices or len(jax.devices())]
+    if len(chosen) == 1:
+        return None
+    return jax.make_mesh((len(chosen),), ("data",), axis_types=(AxisType.Auto,), devices=chosen)
+
+
+def train(learner_name: str, config, args) -> dict:
+    """Train ``config`` with the named learner into ``args.run_dir`` (see ``train.py`` for
+    the fields of ``args``). Returns the summary, or {} when ``args.minutes`` stopped it
+    early (a checkpoint is saved; resume continues). Raises RunError or ValueError."""
+    learner = learners.get(learner_name)
+    run = Run(args.run_dir, learner, config, args.resume)
+    try:
+        trainer = learner.trainer(config, args, make_mesh(args.devices))
+    except ValueError as error:  # settings the learner cannot run with
+        raise RunError(str(error)) from None
+    state = trainer.init(jax.random.key(args.seed))
+    done = 0
+    if args.resume and run.checkpoints.steps():
+        done, state = run.restore(state, args.resume_step)
+    boards = evaluation_boards(config.game, args.eval_boards)
+    policy, scorer = learner.policy(config), learner.scorer(config)
+    cap = 4 * config.game.num_cells
+
+    def evaluate(state) -> dict:
+        params = learner.params(state)
+        return {"argmax_clicks": argmax_clicks(boards, policy, params, cap),
+                "greedy_clicks": greedy_clicks(boards, scorer, params, cap)}
+
+    with tqdm(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name, disable=None) as bar:
+        for index in range(done + 1, trainer.total + 1):
+            state, metrics = trainer.step(state, index)
+            record = {"chunk": index, **metrics}
+            if index % args.eval_every == 0 or index == trainer.total:
+                record.update(evaluate(state))
+            record["seconds"] = run.seconds()
+            run.log(record)
+            if index % args.checkpoint_every == 0 or index == trainer.total:
+                run.checkpoints.save(index, state, run.saved)
+            bar.set_postfix(greedy=record.get("greedy_clicks", float("nan")),
+                            argmax=record.get("argmax_clicks", float("nan")))
+            bar.update()
+            if args.minutes and run.seconds() > 60 * args.minutes and index < trainer.total:
+                run.checkpoints.save(index, state, run.saved)
+                print(f"stopped after {args.minutes} minutes at {learner.unit} {index}; continue with --resume")
+                return {}
+    summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
+               **trainer.info(state), **evaluate(state)}
+    run.finish(summary)
+    return summary
+
+
+# ---------------------------------------------------------------------------------------
+# Loading a finished (or interrupted) run
+# ---------------------------------------------------------------------------------------
+
+
+class TrainedAgent(NamedTuple):
+    learner: str  # a name in jaxdust.learn.learners.LEARNERS
+    config: Any  # the run's config dataclass
+    params: Any  # network parameters from the newest checkpoint
+    policy: Any  # policy(key, board, params): argmax of the per-cell output
+    scorer: Any  # scorer(boards, params): clicks left, for the beam search
+    step: int  # the checkpoint's chunk or epoch
+
+
+def load_run(directory: str) -> TrainedAgent:
+    """The newest checkpoint of a ``train.py`` run.
+
+    Raises:
+      RunError: one line naming the problem (no run there, no checkpoint, a damaged or
+        incompatible checkpoint).
+    """
+    learner, config = _read_run_config(directory)
+    saved = {"learner": learner.name, "config": configs.to_json(config)}
+    checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"))
+    try:
+        step, state = checkpoints.restore(learner.template(config), saved)
+    except checkpoint.CheckpointError as error:
+        raise RunError(str(error)) from None
+    finally:
+        checkpoints.close()
+    return TrainedAgent(learner.name, config, learner.params(state), learner.policy(config),
+                        learner.scorer(config), step)

@@ -1,0 +1,12 @@
+"""Search on bitboards (numba), for one board at a time on a CPU core.
+
+``api.solve`` proves shortest solutions: ``upper_bound`` (a beam search) gives a first
+solution, ``ida`` (IDA* with the bounds of ``halves`` and the table of ``table``) proves
+it optimal or finds a shorter one. ``dfs`` is the original post's depth-first search.
+``bitboard`` holds the rules on 64-bit colour planes. CLI: ``python -m jaxdust.solver``.
+"""
+
+from jaxdust.solver.api import Solution, TranspositionTable, solve
+from jaxdust.solver.dfs import solve_dfs
+
+__all__ = ["Solution", "TranspositionTable", "solve", "solve_dfs"]

@@ -1,0 +1,137 @@
+"""A fast beam search on bitboards (numba): the exact solver's first upper bound, and the
+labeller of beam data sets.
+
+It scores positions with the hand-made heuristic (``jaxdust.search.heuristic``), computed
+here on bit planes; ``jaxdust.search.beam`` is the JAX beam for batches and learned scorers.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from jaxdust.search.heuristic import FEATURES
+from jaxdust.solver.bitboard import clusters, count_colours, popcount, remove_in_place
+from jaxdust.solver.ida import position_key
+
+
+@numba.njit(cache=True)
+def board_features(planes, geometry, masks, colours, group_start, out):
+    """Write FEATURES of a position into ``out`` (float64 [5]); scratch arrays as in clusters."""
+    num_clusters = clusters(planes, geometry, masks, colours, group_start)
+    num_colours = 0
+    has_single = False
+    cells = 0
+    for c in range(planes.shape[0]):
+        count = group_start[c + 1] - group_start[c]
+        if count:
+            num_colours += 1
+            has_single |= count == 1
+        cells += popcount(planes[c])
+    largest = 0
+    for j in range(num_clusters):
+        largest = max(largest, popcount(masks[j]))
+    out[0] = num_colours
+    out[1] = num_clusters - num_colours
+    out[2] = 1.0 if (num_colours and not has_single) else 0.0
+    out[3] = cells
+    out[4] = largest
+
+
+@numba.njit(cache=True)
+def _lookahead_score(child, geometry, weights, masks, colours, group_start, scratch_masks,
+                     scratch_colours, features, grandchild):
+    """One plus the best heuristic score among ``child``'s children (1 if one is empty):
+    an estimate of clicks left that sees the next click's effect exactly."""
+    count = clusters(child, geometry, masks, colours, group_start)
+    best = np.inf
+    for j in range(count):
+        grandchild[:] = child
+        remove_in_place(grandchild, masks[j], geometry)
+        if count_colours(grandchild) == 0:
+            return 1.0
+        board_features(grandchild, geometry, scratch_masks, scratch_colours, group_start, features)
+        best = min(best, np.dot(weights, features))
+    return 1.0 + best
+
+
+@numba.njit(cache=True)
+def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
+    """A quick upper bound: keep the ``width`` best distinct positions per click, scored
+    by ``weights`` over FEATURES. Writes the clicks' cluster masks into ``path`` and
+    returns the solution length.
+
+    ``shortlist > 0`` rescores the ``shortlist * width`` best children with a one-click
+    lookahead (``_lookahead_score``) before keeping ``width``: about 3x the time of the
+    plain search at ``shortlist=4``, and shorter solutions (see benchmarks/beam.py).
+    """
+    num_colours = root.shape[0]
+    max_depth = geometry.width * geometry.height
+    capacity = width * 64
+    states = np.empty((width, num_colours), np.uint64)
+    states[0] = root
+    alive = 1
+    parents = np.empty((max_depth, width), np.int64)
+    moves = np.empty((max_depth, width), np.uint64)
+    candidates = np.empty((capacity, num_colours), np.uint64)
+    scores = np.empty(capacity, np.float64)
+    keys = np.empty(capacity, np.uint64)
+    candidate_parent = np.empty(capacity, np.int64)
+    candidate_move = np.empty(capacity, np.uint64)
+    masks = np.empty(64, np.uint64)
+    colours = np.empty(64, np.int64)
+    group_start = np.empty(num_colours + 1, np.int64)
+    scratch_masks = np.empty(64, np.uint64)
+    scratch_colours = np.empty(64, np.int64)
+    lookahead_masks = np.empty(64, np.uint64)
+    lookahead_colours = np.empty(64, np.int64)
+    grandchild = np.empty(num_colours, np.uint64)
+    features = np.empty(len(FEATURES), np.float64)
+    for depth in range(max_depth):
+        count = 0
+        for i in range(alive):
+            moves_here = clusters(states[i], geometry, masks, colours, group_start)
+            for j in range(moves_here):
+                child = candidates[count]
+                child[:] = states[i]
+                remove_in_place(child, masks[j], geometry)
+                if count_colours(child) == 0:
+                    path[depth] = masks[j]
+                    parent = i
+                    for d in range(depth - 1, -1, -1):
+                        path[d] = moves[d, parent]
+                        parent = parents[d, parent]
+                    return depth + 1
+                keys[count] = position_key(child, geometry)
+                candidate_parent[count] = i
+                candidate_move[count] = masks[j]
+                count += 1
+        # Distinct positions only (equal keys are adjacent once sorted by key), then the
+        # best scores first; the key order breaks ties, so the result is deterministic.
+        by_key = np.argsort(keys[:count], kind="mergesort")
+        distinct = np.ones(count, np.bool_)
+        for k in range(1, count):
+            distinct[k] = keys[by_key[k]] != keys[by_key[k - 1]]
+        order = by_key[distinct]
+        for position in order:
+            board_features(candidates[position], geometry, scratch_masks, scratch_colours, group_start, features)
+            scores[position] = np.dot(weights, features)
+        order = order[np.argsort(scores[order], kind="mergesort")]
+        if shortlist > 0:
+            order = order[: shortlist * width]
+            for position in order:
+                scores[position] = _lookahead_score(
+                    candidates[position], geometry, weights, lookahead_masks, lookahead_colours,
+                    group_start, scratch_masks, scratch_colours, features, grandchild,
+                )
+            order = order[np.argsort(scores[order], kind="mergesort")]
+        kept = 0
+        for position in order:
+            parents[depth, kept] = candidate_parent[position]
+            moves[depth, kept] = candidate_move[position]
+            states[kept] = candidates[position]
+            kept += 1
+            if kept == width:
+                break
+        alive = kept
+    return -1
