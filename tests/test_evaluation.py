@@ -11,7 +11,7 @@ import pytest
 import evaluate
 import jaxdust
 from jaxdust.core import play
-from jaxdust.evaluation import baselines, registry, stats
+from jaxdust.evaluation import baselines, ranking, registry, stats
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +128,22 @@ def test_solver_agents_through_the_cli(tmp_path, boards_dir):
 def test_agent_parameters_are_checked(text, message):
     with pytest.raises(ValueError, match=message):
         registry.parse_agent(text)
+
+
+def test_ranking_metrics_by_hand():
+    records = [{"child_values": [3, 2, 4]}, {"child_values": [5, 5, 6]}]
+    scores = [np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.5, 0.1])]
+    m = ranking.ranking_metrics(scores, records, clicks_left=False)
+    # Position 1 picks child 0 (value 3, best 2) and position 2 child 2 (value 6, best 5):
+    # neither optimal, regret 1 each. Of the pairs with different values, position 1 orders
+    # (0, 2) and (1, 2) rightly and (1, 0) wrongly; position 2 orders (0, 2) and (1, 2) wrongly.
+    assert m["top1"] == 0.0 and m["regret"] == 1.0
+    assert m["pairwise"] == 2 / 5
+
+
+def test_ranking_set_labels_are_consistent():
+    records = ranking.load()
+    assert len(records) >= 200
+    for record in records[:20]:
+        assert record["value"] == 1 + min(record["child_values"])
+        assert ranking.actions_of(np.asarray(jaxdust.parse_board(record["board"], 8, 6))) == record["actions"]

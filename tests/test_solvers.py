@@ -17,7 +17,7 @@ import jaxdust
 from jaxdust.search import beam
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
-from jaxdust.solver import bitboard, halves, ida, upper_bound
+from jaxdust.solver import api, bitboard, halves, ida, upper_bound
 from jaxdust.solver import table as storage
 from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.api import TranspositionTable, solve
@@ -534,3 +534,14 @@ def test_lookahead_beams_replay_and_never_beat_the_optimum(boards_dir, searcher)
         assert bool(jaxdust.is_done(final)) and count == length >= record.values[0]
         looked.append(length)
     assert sum(looked) < sum(plain)  # the lookahead must pay for itself on these boards
+
+
+def test_node_limited_results_do_not_depend_on_the_clock(boards_dir, monkeypatch):
+    """Under a node limit solve's decisions (widening its beam) count positions, so a
+    clock that runs 10 s per reading changes nothing (it used to widen at once)."""
+    boards = [r.board for r in jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")]
+    normal = [solve(b, node_limit=20_000_000) for b in boards]
+    ticks = itertools.count()
+    monkeypatch.setattr(api.time, "perf_counter", lambda: 10.0 * next(ticks))
+    slow = [solve(b, node_limit=20_000_000) for b in boards]
+    assert [(s.length, s.nodes, s.clicks) for s in slow] == [(s.length, s.nodes, s.clicks) for s in normal]

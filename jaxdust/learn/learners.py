@@ -54,23 +54,29 @@ def get(name: str) -> Learner:
     return LEARNERS[name]
 
 
+def _lockstep_trainer(make, config, mesh, chunks: int, counters) -> Trainer:
+    """A learner whose ``make(config, mesh)`` gives ``init`` and ``run_chunk`` over
+    ``config.num_envs`` games in lockstep; ``counters(runner)`` go into every record."""
+    if mesh is not None and config.num_envs % mesh.size:
+        raise ValueError(f"--num-envs {config.num_envs} must divide over {mesh.size} devices")
+    init, run_chunk = make(config, mesh)
+
+    def step(runner, index):
+        runner, metrics = run_chunk(runner)
+        return runner, {**counters(runner), **{k: float(v) for k, v in metrics._asdict().items()}}
+
+    return Trainer(init, step, max(1, chunks), counters)
+
+
 # ---------------------------------------------------------------------------------------
 # Approximate value iteration
 # ---------------------------------------------------------------------------------------
 
 
 def _avi_trainer(config: avi.AVIConfig, args, mesh) -> Trainer:
-    if mesh is not None and config.num_envs % mesh.size:
-        raise ValueError(f"--num-envs {config.num_envs} must divide over {mesh.size} devices")
-    init, run_chunk = avi.make_avi(config, mesh)
-
-    def step(runner, index):
-        runner, metrics = run_chunk(runner)
-        return runner, {"updates": int(runner.update), **{k: float(v) for k, v in metrics._asdict().items()}}
-
-    return Trainer(init, step, max(1, config.total_updates // config.chunk_updates),
-                   lambda runner: {"updates": int(runner.update),
-                                   "positions": int(runner.update) * config.num_envs})
+    return _lockstep_trainer(avi.make_avi, config, mesh, config.total_updates // config.chunk_updates,
+                             lambda runner: {"updates": int(runner.update),
+                                             "positions": int(runner.update) * config.num_envs})
 
 
 register(Learner(
@@ -94,17 +100,8 @@ register(Learner(
 
 
 def _dqn_trainer(config: dqn.DQNConfig, args, mesh) -> Trainer:
-    if mesh is not None and config.num_envs % mesh.size:
-        raise ValueError(f"--num-envs {config.num_envs} must divide over {mesh.size} devices")
-    init, run_chunk = dqn.make_dqn(config, mesh)
-
-    def step(runner, index):
-        runner, metrics = run_chunk(runner)
-        return runner, {"env_steps": int(runner.iteration) * config.num_envs,
-                        **{k: float(v) for k, v in metrics._asdict().items()}}
-
-    return Trainer(init, step, max(1, config.iterations // config.chunk_iterations),
-                   lambda runner: {"env_steps": int(runner.iteration) * config.num_envs})
+    return _lockstep_trainer(dqn.make_dqn, config, mesh, config.iterations // config.chunk_iterations,
+                             lambda runner: {"env_steps": int(runner.iteration) * config.num_envs})
 
 
 register(Learner(

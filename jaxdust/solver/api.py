@@ -24,6 +24,10 @@ from jaxdust.solver.upper_bound import beam_upper_bound
 # GROWTH per budget the coming search skips).
 MAX_TABLE_BITS = 25  # 256 MB
 GROWTH = 15  # each extra click of budget generates ~15x the positions (8x6 proofs)
+# Under a node limit the search's own decisions (whether to widen the beam) count positions
+# instead of reading the clock, at about this rate (2-core AMD EPYC), so that results
+# depend on the board and the limit alone, not on the machine or its load.
+POSITIONS_PER_SECOND = 1_200_000
 
 
 def initial_table_bits(cells: int) -> int:
@@ -118,7 +122,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         budget too); under a limit only when the search before predicts that it fits, so
         an expired limit still reports the bound of every search that finished.
       node_limit: the same, counted in positions searched: results that do not depend on
-        the machine (with a table that starts the same, e.g. a fresh one). The half-game
+        the machine or its load (with a table that starts the same, e.g. a fresh one): the
+        search's own decisions then count positions too (``POSITIONS_PER_SECOND``). The half-game
         bound's own small searches are not counted, so it bounds the work only roughly.
       colors: number of colours (default: the largest colour on the board).
       beam_width: width of the initial beam search that supplies the upper bound
@@ -140,6 +145,10 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         raise ValueError(f"board holds colour {int(cells.max())} but colors={colors}")
     if not cells.any():
         return Solution([], 0, 0, True, 0, time.perf_counter() - start)
+
+    def seconds_so_far() -> float:
+        return nodes / POSITIONS_PER_SECOND if node_limit is not None else time.perf_counter() - start
+
     geometry = bitboard.make_geometry(width, height)
     planes = bitboard.to_planes(cells, colors)
     if table is None:
@@ -172,7 +181,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         budget = bound + 1 if may_skip and fits_time and fits_nodes else bound
         if beam_width > 0 and not widened and (
                 (may_skip and last_seconds * GROWTH > 1.0)
-                or (budget == best_length - 1 and time.perf_counter() - start > 1.0)):
+                or (budget == best_length - 1 and seconds_so_far() > 1.0)):
             # Before the last search, where it is not cheap: a stronger beam (twice as wide,
             # with the one-click lookahead that costs ~3x per position, see
             # benchmarks/beam.py) often finds a solution one click shorter, which ends the
@@ -193,6 +202,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
             budget_left,
         )
         last_seconds, ran = time.perf_counter() - iteration_start, True
+        if node_limit is not None:
+            last_seconds = searched / POSITIONS_PER_SECOND
         nodes += searched
         if status == ida.FOUND:  # at most budget clicks; shortest once bound reaches it
             best_length, best_clicks = length, bitboard.path_clicks(path, length, height)

@@ -1,0 +1,51 @@
+"""How well each value function ranks a position's children, on the exact-label ranking set
+(``jaxdust.evaluation.ranking``): the hand-made heuristic, its one-click lookahead, and the
+value of any trained runs, in the same run.
+
+    python benchmarks/ranking.py                              # the references only
+    python benchmarks/ranking.py --runs results/avi-default   # and a trained run's value
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+
+from jaxdust.core import files
+from jaxdust.evaluation import ranking
+from jaxdust.learn.runs import load_run
+from jaxdust.search.beam import lookahead_heuristic
+from jaxdust.search.heuristic import heuristic_scorer
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", default=ranking.RANKING_FILE)
+    parser.add_argument("--runs", default="", help="comma-separated train.py run directories")
+    parser.add_argument("--out", default="results/ranking.json")
+    args = parser.parse_args(argv)
+
+    records = ranking.load(args.set)
+    scorers = {"hand-made heuristic": (heuristic_scorer, None), "heuristic, one-click lookahead": (lookahead_heuristic, None)}
+    for run in filter(None, args.runs.split(",")):
+        trained = load_run(run)
+        scorers[f"{trained.learner} value ({os.path.basename(os.path.normpath(run))})"] = (trained.scorer, trained.params)
+    report = {"benchmark": "ranking", "set": os.path.relpath(args.set), "positions": len(records),
+              "cpu": platform.processor() or platform.machine(), "scorers": {}}
+    for name, (scorer, params) in scorers.items():
+        report["scorers"][name] = ranking.ranking_metrics(ranking.scorer_scores(records, scorer, params), records)
+
+    buckets = [f"{low}-{high}" for low, high in ranking.CELL_BUCKETS]
+    print(f"\n{len(records)} positions of {os.path.relpath(args.set)}\n")
+    print("| scorer | top-1 optimal | regret per decision | pairwise | " + " | ".join(f"error, {b} cells" for b in buckets) + " |")
+    print("|---|---:|---:|---:|" + "---:|" * len(buckets))
+    for name, m in report["scorers"].items():
+        errors = " | ".join(f"{m['error_by_cells_left'][b]:.2f}" for b in buckets)
+        print(f"| {name} | {m['top1']:.3f} | {m['regret']:.3f} | {m['pairwise']:.3f} | {errors} |")
+    files.atomic_write_json(args.out, report)
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""How well a value function ranks a position's children, on positions with exact labels.
+
+Greedy play needs one thing of a value function: among a position's children (one per
+distinct cluster), the lowest value should go to a child with the fewest clicks left. The
+ranking set holds positions from optimal, greedy (hand-made heuristic) and random lines of
+held-out random boards, each with the exact cost-to-go of *every* child, proven by
+``jaxdust.solve`` under node limits (so the file depends on the command alone, not on the
+machine). ``ranking_metrics`` scores any scorer on it:
+
+- top-1: share of positions whose best-scored child is optimal;
+- regret: mean extra clicks of that child over the best one (per decision);
+- pairwise: share of child pairs with different exact values that the scores order rightly;
+- error by cells left: mean |score - exact| for scorers that estimate clicks left.
+
+    python -m jaxdust.evaluation.ranking --boards 40 --out data/ranking/ranking_8x6x5.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm import tqdm
+
+from jaxdust.core import game, reference
+from jaxdust.core.boards import BOARDS_DIR, board_to_text, parse_board
+from jaxdust.core.files import recover_json_lines
+from jaxdust.search.heuristic import Scorer, heuristic_scorer
+from jaxdust.solver.api import MAX_TABLE_BITS, TranspositionTable, solve
+
+RANKING_FILE = os.path.join(os.path.dirname(BOARDS_DIR), "ranking", "ranking_8x6x5.jsonl")
+CELL_BUCKETS = ((0, 12), (13, 24), (25, 36), (37, 48))
+SEED_BASE = 7_000_000  # held-out boards: keys SEED_BASE + i, used for nothing else
+
+
+def actions_of(board: np.ndarray) -> list[int]:
+    """One flat action ``x * height + y`` per distinct cluster (its first cell), increasing."""
+    labels = np.asarray(game.cluster_labels(jnp.asarray(board, game.BOARD_DTYPE))).reshape(-1)
+    return [int(a) for a in np.flatnonzero(labels == np.arange(labels.size))]
+
+
+def child_of(board: np.ndarray, action: int) -> np.ndarray:
+    height = board.shape[1]
+    return reference.click(np.asarray(board), action // height, action % height)[0]
+
+
+def load(path: str = RANKING_FILE) -> list[dict]:
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def children(record: dict, width: int = 8, height: int = 6) -> np.ndarray:
+    """int8 ``[K, W, H]``, the record's children in the order of its actions."""
+    board = np.asarray(parse_board(record["board"], width, height))
+    return np.stack([child_of(board, a) for a in record["actions"]]).astype(np.int8)
+
+
+# ---------------------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------------------
+
+
+def scorer_scores(records: list[dict], scorer: Scorer, params=None) -> list[np.ndarray]:
+    """Each record's children scored by ``scorer`` (0 for an empty child), padded to one
+    batch shape so the scorer compiles once."""
+    score = jax.jit(scorer)
+    out = []
+    for record in records:
+        kids = children(record)
+        padded = np.zeros((48, *kids.shape[1:]), np.int8)
+        padded[: len(kids)] = kids
+        values = np.asarray(score(jnp.asarray(padded), params))[: len(kids)]
+        out.append(np.where(kids.reshape(len(kids), -1).any(axis=1), values, 0.0))
+    return out
+
+
+def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: bool = True) -> dict:
+    """Top-1, regret and pairwise accuracy of ``scores`` (per record, per child, lower is
+    better; ties go to the lowest action), and with ``clicks_left`` the mean absolute error
+    by the child's cells left."""
+    top1 = regret = ordered = pairs = 0.0
+    errors = {bucket: [] for bucket in CELL_BUCKETS}
+    for score, record in zip(scores, records):
+        score, exact = np.asarray(score, float), np.asarray(record["child_values"], float)
+        chosen = int(np.argmin(score))
+        top1 += exact[chosen] == exact.min()
+        regret += exact[chosen] - exact.min()
+        better = exact[:, None] < exact[None, :]  # each pair with different values once
+        pairs += better.sum()
+        difference = score[:, None] - score[None, :]
+        ordered += np.sum(difference[better] < 0) + 0.5 * np.sum(difference[better] == 0)
+        if clicks_left:
+            for kid, estimate, value in zip(children(record), score, exact):
+                cells = int((kid != 0).sum())
+                for low, high in CELL_BUCKETS:
+                    if low <= cells <= high:
+                        errors[(low, high)].append(abs(estimate - value))
+    count = len(records)
+    result = {"positions": count, "top1": top1 / count, "regret": regret / count, "pairwise": ordered / max(pairs, 1)}
+    if clicks_left:
+        result["error_by_cells_left"] = {f"{low}-{high}": float(np.mean(errors[(low, high)])) if errors[(low, high)]
+                                         else None for low, high in CELL_BUCKETS}
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# Making the set
+# ---------------------------------------------------------------------------------------
+
+
+def _line(board: np.ndarray, choose) -> list[np.ndarray]:
+    line = [board]
+    while line[-1].any():
+        actions = actions_of(line[-1])
+        line.append(child_of(line[-1], actions[choose(line[-1], actions)]))
+    return line
+
+
+def _greedy_choice(board, actions):
+    kids = np.stack([child_of(board, a) for a in actions]).astype(np.int8)
+    scores = np.asarray(jax.jit(heuristic_scorer)(jnp.asarray(kids)))
+    return int(np.argmin(np.where(kids.reshape(len(kids), -1).any(axis=1), scores, -np.inf)))
+
+
+def label_position(position: np.ndarray, colors: int, node_limit: int) -> tuple[list[int], list[int]] | None:
+    """Actions and exact child values, or None when a child is not proven within the limit."""
+    table = TranspositionTable(22, MAX_TABLE_BITS)  # entries are facts: shared by the children
+    actions, values = actions_of(position), []
+    for action in actions:
+        kid = child_of(position, action)
+        if not kid.any():
+            values.append(0)
+            continue
+        result = solve(kid, node_limit=node_limit, colors=colors, table=table)
+        if not result.optimal:
+            return None
+        values.append(result.length)
+    return actions, values
+
+
+def board_records(index: int, node_limit: int, per_line: int = 2, seed_base: int = SEED_BASE) -> list[dict]:
+    """The labelled positions of held-out board ``index`` (8x6, 5 colours)."""
+    size = game.GameConfig()
+    board = np.asarray(game.random_board(jax.random.key(seed_base + index), size), np.int64)
+    rng = np.random.default_rng(index)
+    lines = {}
+    root = solve(board, node_limit=4 * node_limit, colors=size.colors)
+    if root.optimal:
+        line = [board]
+        for x, y in root.clicks:
+            line.append(reference.click(line[-1], x, y)[0])
+        lines["optimal"] = line
+    lines["greedy"] = _line(board, _greedy_choice)
+    lines["random"] = _line(board, lambda b, actions: int(rng.integers(len(actions))))
+    picks = [("optimal" if "optimal" in lines else "greedy", 0)] if rng.random() < 0.3 else []
+    for source in ("optimal", "greedy", "random"):
+        if source in lines:  # depths favouring the early (hard) positions, never the empty end
+            depths = np.floor((len(lines[source]) - 1) * rng.random(per_line) ** 1.5).astype(int)
+            picks += [(source, int(d)) for d in sorted(set(depths))]
+    records, seen = [], set()
+    for source, depth in picks:
+        position = lines[source][depth]
+        text = board_to_text(position)
+        if text in seen or len(actions_of(position)) < 2:
+            continue
+        seen.add(text)
+        labelled = label_position(position, size.colors, node_limit)
+        if labelled is not None:
+            actions, values = labelled
+            records.append({"board": text, "source": source, "board_index": index, "depth": depth,
+                            "value": 1 + min(values), "actions": actions, "child_values": values})
+    return records
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jaxdust.evaluation.ranking", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--boards", type=int, default=40, help="held-out boards to draw positions from")
+    parser.add_argument("--out", default=RANKING_FILE, help="JSON lines; an existing file is extended")
+    parser.add_argument("--node-limit", type=int, default=6_000_000, help="positions per child proof")
+    args = parser.parse_args(argv)
+    if args.boards < 1 or args.node_limit < 1:
+        parser.error("--boards and --node-limit must be positive")
+    done = {r["board_index"] for r in recover_json_lines(args.out)} if os.path.exists(args.out) else set()
+    start = max(done) + 1 if done else 0  # boards are written whole and in order
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "a") as out:
+        for index in tqdm(range(start, args.boards), initial=start, total=args.boards, unit="board", disable=None):
+            for record in board_records(index, args.node_limit):
+                out.write(json.dumps(record) + "\n")
+            out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
