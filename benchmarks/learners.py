@@ -89,11 +89,12 @@ def main(argv=None):
     for width in (1, 8):
         report["references"][f"hand-made heuristic, width {width}"] = mean_clicks(
             beam_lengths(boards, width, heuristic_scorer, None, cap), cap)
-    report["curves"] = {name: {"seconds": c[0].tolist(), "greedy_clicks": c[1].tolist()} for name, c in curves.items()}
+    report["curves"] = {name: {"seconds": c[0].tolist(), "clicks": c[1].tolist()} for name, c in curves.items()}
 
-    references = {"largest first": report["references"]["largest cluster first"],
-                  "heuristic, width 1": report["references"]["hand-made heuristic, width 1"]}
-    figure = plots.learning_curves(curves, references, f"greedy play on the first evaluation boards ({report['cpu_count']}-core CPU)")
+    references = {"largest first (fresh boards)": report["references"]["largest cluster first"],
+                  "heuristic, width 1 (fresh boards)": report["references"]["hand-made heuristic, width 1"]}
+    figure = plots.learning_curves(
+        curves, references, f"greedy and argmax play on train.py's 256 evaluation boards ({report['cpu_count']}-core CPU)")
     files.atomic_write_bytes(os.path.splitext(args.out)[0] + ".png", figure)
     files.atomic_write_json(args.out, report)
 

@@ -311,3 +311,15 @@ def test_train_refuses_to_mix_runs(tmp_path):
     changed = subprocess.run([sys.executable, "train.py", *TRAIN_ARGS, "--hidden", "16", "--run-dir",
                               str(tmp_path / "done"), "--resume"], capture_output=True, text=True, cwd=ROOT)
     assert changed.returncode != 0 and "other settings" in changed.stderr
+
+
+def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path):
+    stopped = run_train(tmp_path / "run", "--minutes", "0.00001")
+    assert "stopped after" in stopped.stdout and not (tmp_path / "run" / "summary.json").exists()
+    run_train(tmp_path / "run", "--resume")
+    assert comparable(tmp_path / "run") == comparable_whole(tmp_path)
+
+
+def comparable_whole(tmp_path):
+    run_train(tmp_path / "whole")
+    return comparable(tmp_path / "whole")

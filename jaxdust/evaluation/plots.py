@@ -57,7 +57,7 @@ def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, r
 
 def learning_curves(curves: dict[str, tuple[np.ndarray, np.ndarray]], references: dict[str, float],
                     title: str) -> bytes:
-    """Mean clicks of greedy play against wall-clock minutes, with horizontal references."""
+    """Mean clicks of each curve's play against wall-clock minutes, with horizontal references."""
     figure, axis = _subplots((7, 4))
     for name, (seconds, clicks) in curves.items():
         axis.plot(np.asarray(seconds) / 60, clicks, marker="o", markersize=3, label=name)
@@ -65,7 +65,7 @@ def learning_curves(curves: dict[str, tuple[np.ndarray, np.ndarray]], references
         axis.axhline(value, linestyle=":", linewidth=1, color="grey")
         axis.text(axis.get_xlim()[1], value, f" {name} {value:.1f}", va="center", fontsize=7)
     axis.set_xlabel("minutes of training")
-    axis.set_ylabel("mean clicks (greedy)")
+    axis.set_ylabel("mean clicks")
     axis.set_title(title)
     axis.legend(fontsize=8)
     return _png(figure)

@@ -1,6 +1,7 @@
 """``train.py``: train a dust-game agent with any registered learner (``jaxdust.learn.learners``).
 
-    python train.py dqn                         # CPU-sized default, about 9 minutes on 2 cores
+    python train.py                             # the default learner (avi), about 12 minutes on 2 cores
+    python train.py dqn                         # Deep Q-learning, about 9 minutes on 2 cores
     python train.py dqn --preset original       # the original post's learner, for comparison
     python train.py imitation                   # makes its own beam-labelled data first
     python train.py dqn --run-dir runs/a --resume
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 import jax
 
@@ -50,8 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+DEFAULT_LEARNER = "avi"  # the best measured (README, "Learners")
+
+
 def main(argv=None) -> dict:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in learners.LEARNERS and argv[0] not in ("-h", "--help")):
+        argv = [DEFAULT_LEARNER, *argv]  # no learner named: flags go to the default one
     args = parser.parse_args(argv)
     learner = learners.get(args.learner)
     if args.distributed:

@@ -165,13 +165,13 @@ def train(learner_name: str, config, args) -> dict:
                 record.update(evaluate(state))
             record["seconds"] = run.seconds()
             run.log(record)
-            if index % args.checkpoint_every == 0 or index == trainer.total:
+            out_of_time = bool(args.minutes) and run.seconds() > 60 * args.minutes and index < trainer.total
+            if index % args.checkpoint_every == 0 or index == trainer.total or out_of_time:
                 run.checkpoints.save(index, state, run.saved)
             bar.set_postfix(greedy=record.get("greedy_clicks", float("nan")),
                             argmax=record.get("argmax_clicks", float("nan")))
             bar.update()
-            if args.minutes and run.seconds() > 60 * args.minutes and index < trainer.total:
-                run.checkpoints.save(index, state, run.saved)
+            if out_of_time:
                 print(f"stopped after {args.minutes} minutes at {learner.unit} {index}; continue with --resume")
                 return {}
     summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
