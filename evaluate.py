@@ -32,16 +32,9 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
-from jaxdust.core import files, game
-from jaxdust.core.boards import EVAL_FILE, board_to_text, parse_size, read_board_file
+from jaxdust.core import configs, files, game
+from jaxdust.core.boards import EVAL_FILE, board_to_text, read_board_file
 from jaxdust.evaluation import plots, registry, stats
-
-
-def size_flag(text: str) -> game.GameConfig:
-    try:
-        return parse_size(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, str]:
@@ -67,7 +60,7 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boards", default=EVAL_FILE, help="board file (default: the fixed eval set)")
     parser.add_argument("--random", type=int, default=0, metavar="N", help="use N random boards instead")
-    parser.add_argument("--size", type=size_flag, default=game.GameConfig(), help="WxHxC for --random")
+    parser.add_argument("--size", type=configs.size_flag, default=game.GameConfig(), help="WxHxC for --random")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--agents", default="random,largest",
                         help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")

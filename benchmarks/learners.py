@@ -40,7 +40,7 @@ def mean_clicks(lengths, cap):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--learners", default="dqn,imitation")
+    parser.add_argument("--learners", default="avi,dqn,imitation")
     parser.add_argument("--runs-dir", default="results/learners")
     parser.add_argument("--boards", type=int, default=1000, help="fresh random boards for the final evaluation")
     parser.add_argument("--seed", type=int, default=0)

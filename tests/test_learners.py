@@ -270,8 +270,15 @@ def comparable(run_dir):
     return lines
 
 
-def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
-    run_train(tmp_path / "whole")
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory):
+    """The uninterrupted run that interrupted ones must end equal to."""
+    directory = tmp_path_factory.mktemp("whole") / "run"
+    run_train(directory)
+    return directory
+
+
+def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_run):
     killed = tmp_path / "killed"
     process = subprocess.Popen([sys.executable, "train.py", *TRAIN_ARGS, "--run-dir", str(killed)],
                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -284,8 +291,8 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
     process.wait()
     assert not (killed / "summary.json").exists()  # it really died part way
     run_train(killed, "--resume")
-    assert comparable(killed) == comparable(tmp_path / "whole")
-    summaries = [json.load(open(d / "summary.json")) for d in (killed, tmp_path / "whole")]
+    assert comparable(killed) == comparable(whole_run)
+    summaries = [json.load(open(d / "summary.json")) for d in (killed, whole_run)]
     assert summaries[0]["greedy_clicks"] == summaries[1]["greedy_clicks"]
 
 
@@ -313,13 +320,8 @@ def test_train_refuses_to_mix_runs(tmp_path):
     assert changed.returncode != 0 and "other settings" in changed.stderr
 
 
-def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path):
+def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_run):
     stopped = run_train(tmp_path / "run", "--minutes", "0.00001")
     assert "stopped after" in stopped.stdout and not (tmp_path / "run" / "summary.json").exists()
     run_train(tmp_path / "run", "--resume")
-    assert comparable(tmp_path / "run") == comparable_whole(tmp_path)
-
-
-def comparable_whole(tmp_path):
-    run_train(tmp_path / "whole")
-    return comparable(tmp_path / "whole")
+    assert comparable(tmp_path / "run") == comparable(whole_run)

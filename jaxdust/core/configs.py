@@ -48,7 +48,8 @@ def from_json(config_class, data: dict):
 # ---------------------------------------------------------------------------------------
 
 
-def _size(text: str) -> GameConfig:
+def size_flag(text: str) -> GameConfig:
+    """An argparse type for ``--size WxHxC``."""
     try:
         return parse_size(text)
     except ValueError as error:
@@ -85,7 +86,7 @@ def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "") -
         dest = prefix + field.name
         flag = "--" + dest.replace("_", "-")
         if kind is GameConfig:
-            parser.add_argument("--size", dest=dest, type=_size, default=None, metavar="WxHxC",
+            parser.add_argument("--size", dest=dest, type=size_flag, default=None, metavar="WxHxC",
                                 help="board size and colours, e.g. 8x6x5")
         elif dataclasses.is_dataclass(kind):
             add_flags(parser, kind, prefix=dest + "_")

@@ -37,7 +37,6 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxdust.core import configs, files
-from jaxdust.core.boards import parse_size
 from jaxdust.core.game import GameConfig
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
 from jaxdust.solver import bitboard
@@ -265,7 +264,7 @@ def main(argv=None) -> int:
     defaults = DatasetConfig()
     parser.add_argument("--out", required=True, help="directory; an existing run there is resumed")
     parser.add_argument("--boards", type=int, default=defaults.boards)
-    parser.add_argument("--size", default="8x6x5", help="WxHxC (width x height x colours)")
+    parser.add_argument("--size", type=configs.size_flag, default="8x6x5", help="WxHxC (width x height x colours)")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller)
     parser.add_argument("--node-limit", type=int, default=defaults.node_limit, help="exact: per search")
@@ -273,12 +272,10 @@ def main(argv=None) -> int:
     parser.add_argument("--shard-size", type=int, default=defaults.shard_size)
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
     args = parser.parse_args(argv)
-    try:
-        size = parse_size(args.size)
-    except ValueError as error:
-        parser.error(f"--size: {error}")
+    size = args.size
     if size.num_cells > bitboard.MAX_CELLS:
-        parser.error(f"--size {args.size}: the solver handles at most {bitboard.MAX_CELLS} cells")
+        parser.error(f"--size {size.width}x{size.height}x{size.colors}: the solver handles at most "
+                     f"{bitboard.MAX_CELLS} cells")
     config = DatasetConfig(size, args.boards, args.seed, args.labeller, args.node_limit, args.beam_width,
                            args.shard_size)
     try:

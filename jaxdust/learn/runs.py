@@ -157,12 +157,14 @@ def train(learner_name: str, config, args) -> dict:
         return {"argmax_clicks": argmax_clicks(boards, policy, params, cap),
                 "greedy_clicks": greedy_clicks(boards, scorer, params, cap)}
 
+    last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
     with tqdm(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name, disable=None) as bar:
         for index in range(done + 1, trainer.total + 1):
             state, metrics = trainer.step(state, index)
             record = {"chunk": index, **metrics}
             if index % args.eval_every == 0 or index == trainer.total:
-                record.update(evaluate(state))
+                last_evaluation = evaluate(state)
+                record.update(last_evaluation)
             record["seconds"] = run.seconds()
             run.log(record)
             out_of_time = bool(args.minutes) and run.seconds() > 60 * args.minutes and index < trainer.total
@@ -175,7 +177,8 @@ def train(learner_name: str, config, args) -> dict:
                 print(f"stopped after {args.minutes} minutes at {learner.unit} {index}; continue with --resume")
                 return {}
     summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
-               **trainer.info(state), **evaluate(state)}
+               **trainer.info(state),
+               **(last_evaluation or evaluate(state))}
     run.finish(summary)
     return summary
 

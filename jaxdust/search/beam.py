@@ -184,15 +184,22 @@ def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_
     return BeamResult(end.length, end.solution)
 
 
+@functools.lru_cache(maxsize=32)
+def _batched_lengths(width: int, scorer: Scorer, max_clicks: int | None):
+    """One compiled search per setting, so evaluating again (e.g. during training) reuses it
+    instead of tracing a new function each call."""
+    return jax.jit(jax.vmap(
+        lambda b, p: beam_search(b, width=width, scorer=scorer, params=p, max_clicks=max_clicks).length,
+        in_axes=(0, None),
+    ))
+
+
 def beam_lengths(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
                  max_clicks: int | None = None, progress=None) -> np.ndarray:
     """Clicks the beam search of ``width`` needs on each of ``boards`` (int8 ``[N, W, H]``),
     searched in groups on the default device; -1 where it gives up at ``max_clicks``.
     ``progress(n)`` is called after each group."""
-    search = jax.jit(jax.vmap(
-        lambda b, p: beam_search(b, width=width, scorer=scorer, params=p, max_clicks=max_clicks).length,
-        in_axes=(0, None),
-    ))
+    search = _batched_lengths(width, scorer, max_clicks)
     group = max(1, 4096 // max(width, 1))  # boards searched at once
     lengths = []
     for start in range(0, boards.shape[0], group):
