@@ -1,12 +1,16 @@
-"""Quality of the learners: default CPU runs, learning curves, and greedy play on fresh boards.
+"""Quality of the learners: default CPU runs, learning curves, and play on fresh and proven boards.
 
 Trains each learner with ``train.py``'s defaults (the imitation run includes making its
-data, which counts as training time), draws mean greedy clicks against wall time, then
-plays 1000 fresh random 8x6 boards with every trained network (greedy, and as the scorer
-of a width-1 and width-8 beam) beside the references in the same run: largest cluster
-first and the hand-made heuristic at the same widths.
+data, which counts as training time), draws mean greedy and argmax clicks against wall
+time, then plays two board sets with every trained network: argmax of its per-cell
+output, and its value as the scorer of a width-1 (greedy), width-8 and width-64 beam,
+beside the hand-made heuristic at the same widths in the same run. The sets: 1000 fresh
+random 8x6 boards (seed 10000 + --seed) and the 100 boards of
+``data/boards/optimal_8x6x5.txt`` (the first 100 of the evaluation set, each optimum
+proven by ``python -m jaxdust.solver``), where the gap to the optimum and the share of
+boards solved optimally are reported too.
 
-    python benchmarks/learners.py                      # both learners, about 20 minutes on 2 cores
+    python benchmarks/learners.py                      # all learners, about 50 minutes on 2 cores
     python benchmarks/learners.py --learners dqn --runs-dir results/learners
 """
 
@@ -22,6 +26,7 @@ import jax
 import numpy as np
 
 from jaxdust.core import files, game
+from jaxdust.core.boards import read_board_file
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines, plots
 from jaxdust.learn import cli, runs
@@ -34,8 +39,48 @@ def fresh_boards(count: int, seed: int) -> jax.Array:
     return jax.vmap(lambda k: game.random_board(k, game.GameConfig()))(keys)
 
 
+WIDTHS = (1, 8, 64)
+PROVEN_FILE = "data/boards/optimal_8x6x5.txt"
+
+
 def mean_clicks(lengths, cap):
     return float(np.mean(np.where(np.asarray(lengths) < 0, cap, lengths)))
+
+
+def play_set(boards, optimum, cap, policy=None, scorer=None, params=None) -> dict:
+    """Argmax play (when ``policy`` is given) and the ``scorer``'s beams at ``WIDTHS`` on one
+    board set: mean clicks, and with ``optimum`` the gap and the share played optimally."""
+    lengths = {}
+    if policy is not None:
+        played = play_boards(boards, policy, jax.random.key(1), cap, params)
+        lengths["argmax"] = np.where(np.asarray(played.cleared), np.asarray(played.clicks), cap)
+    for width in WIDTHS:
+        found = beam_lengths(boards, width, scorer, params, cap)
+        lengths[f"width_{width}"] = np.where(found < 0, cap, found)
+    row = {}
+    for name, clicks in lengths.items():
+        row[name] = {"mean": float(np.mean(clicks))}
+        if optimum is not None:
+            row[name]["gap"] = float(np.mean(clicks - optimum))
+            row[name]["optimal"] = float(np.mean(clicks == optimum))
+    return row
+
+
+def print_table(title, rows, proven):
+    columns = ["argmax"] + [f"width_{w}" for w in WIDTHS]
+    print(f"\n{title}\n")
+    print("| agent | " + " | ".join(c.replace("_", " ") for c in columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for name, row in rows.items():
+        cells = []
+        for column in columns:
+            if column not in row:
+                cells.append("-")
+            elif proven:
+                cells.append(f"{row[column]['mean']:.2f} ({100 * row[column]['optimal']:.0f}%)")
+            else:
+                cells.append(f"{row[column]['mean']:.2f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def main(argv=None):
@@ -49,11 +94,14 @@ def main(argv=None):
     parser.add_argument("--out", default="results/learners.json")
     args = parser.parse_args(argv)
 
-    boards = fresh_boards(args.boards, seed=10_000 + args.seed)
+    sets = {"fresh": (fresh_boards(args.boards, seed=10_000 + args.seed), None)}
+    records = read_board_file(PROVEN_FILE)
+    sets["proven"] = (jax.numpy.stack([r.board for r in records]), np.array([r.values[-1] for r in records]))
     cap = 4 * 48
     report = {"benchmark": "learners", "cpu": platform.processor() or platform.machine(),
               "cpu_count": os.cpu_count(), "backend": jax.default_backend(),
-              "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "learners": {}}
+              "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "proven_file": PROVEN_FILE,
+              "learners": {}}
 
     curves = {}
     for learner in args.learners.split(","):
@@ -64,10 +112,11 @@ def main(argv=None):
             extra = (args.dqn_flags if learner == "dqn" else args.imitation_flags).split()
             cli.main([learner, "--run-dir", run_dir, "--seed", str(args.seed), *resume, *extra])
         wall = time.perf_counter() - start
-        lines = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+        lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
         evaluated = [line for line in lines if "greedy_clicks" in line]
         data_seconds = 0.0
-        summary = json.load(open(os.path.join(run_dir, "summary.json")))
+        with open(os.path.join(run_dir, "summary.json")) as handle:
+            summary = json.load(handle)
         if learner == "imitation":  # the data phase ran before the first epoch's clock started
             data_seconds = max(0.0, wall - summary["seconds"])
         seconds = np.array([line["seconds"] + data_seconds for line in evaluated])
@@ -75,40 +124,33 @@ def main(argv=None):
         curves[f"{learner}, argmax"] = (seconds, np.array([line["argmax_clicks"] for line in evaluated]))
 
         trained = runs.load_run(run_dir)
-        played = play_boards(boards, trained.policy, jax.random.key(1), cap, trained.params)
-        row = {"training_seconds": summary["seconds"] + data_seconds, "data_seconds": data_seconds,
-               "argmax": mean_clicks(np.where(np.asarray(played.cleared), np.asarray(played.clicks), -1), cap)}
-        for width in (1, 8):
-            row[f"lookahead_{width}"] = mean_clicks(
-                beam_lengths(boards, width, trained.scorer, trained.params, cap), cap)
+        row = {"training_seconds": summary["seconds"] + data_seconds, "data_seconds": data_seconds}
+        for set_name, (boards, optimum) in sets.items():
+            row[set_name] = play_set(boards, optimum, cap, trained.policy, trained.scorer, trained.params)
         report["learners"][learner] = row
-        print(f"{learner}: {row}", flush=True)
+        print(f"{learner}: {json.dumps(row)}", flush=True)
 
-    largest = play_boards(boards, baselines.largest_cluster, jax.random.key(0), cap)
-    report["references"] = {"largest cluster first": float(np.mean(largest.clicks))}
-    for width in (1, 8):
-        report["references"][f"hand-made heuristic, width {width}"] = mean_clicks(
-            beam_lengths(boards, width, heuristic_scorer, None, cap), cap)
+    report["references"] = {"hand-made heuristic": {
+        set_name: play_set(boards, optimum, cap, scorer=heuristic_scorer) for set_name, (boards, optimum) in sets.items()}}
+    largest = play_boards(sets["fresh"][0], baselines.largest_cluster, jax.random.key(0), cap)
+    report["references"]["largest cluster first"] = {"fresh": {"argmax": {"mean": float(np.mean(largest.clicks))}}}
     report["curves"] = {name: {"seconds": c[0].tolist(), "clicks": c[1].tolist()} for name, c in curves.items()}
 
-    references = {"largest first (fresh boards)": report["references"]["largest cluster first"],
-                  "heuristic, width 1 (fresh boards)": report["references"]["hand-made heuristic, width 1"]}
+    references = {"largest first (fresh boards)": float(np.mean(largest.clicks)),
+                  "heuristic, width 1 (fresh boards)": report["references"]["hand-made heuristic"]["fresh"]["width_1"]["mean"]}
     figure = plots.learning_curves(
         curves, references, f"greedy and argmax play on train.py's 256 evaluation boards ({report['cpu_count']}-core CPU)")
     files.atomic_write_bytes(os.path.splitext(args.out)[0] + ".png", figure)
     files.atomic_write_json(args.out, report)
 
-    print(f"\nLearners, default CPU runs; {args.boards} fresh random 8x6 boards ({report['cpu_count']} cores, "
-          f"{report['backend']})\n")
-    print("| agent | training minutes | argmax | greedy (width 1) | width-8 beam |")
-    print("|---|---:|---:|---:|---:|")
-    for name, row in report["learners"].items():
-        print(f"| {name} | {row['training_seconds'] / 60:.1f} | {row['argmax']:.2f} | {row['lookahead_1']:.2f} "
-              f"| {row['lookahead_8']:.2f} |")
-    refs = report["references"]
-    print(f"| largest cluster first | - | {refs['largest cluster first']:.2f} | - | - |")
-    print(f"| hand-made heuristic | - | - | {refs['hand-made heuristic, width 1']:.2f} "
-          f"| {refs['hand-made heuristic, width 8']:.2f} |")
+    rows = {**{f"{name} ({row['training_seconds'] / 60:.1f} min)": row for name, row in report["learners"].items()},
+            **report["references"]}
+    hardware = f"{report['cpu_count']} cores, {report['backend']}"
+    print_table(f"Learners, default runs; {args.boards} fresh random 8x6 boards, mean clicks ({hardware})",
+                {name: row["fresh"] for name, row in rows.items()}, proven=False)
+    print_table(f"The same on the {len(records)} proven boards of {PROVEN_FILE}: mean clicks (share optimal); "
+                f"mean optimum {np.mean(sets['proven'][1]):.2f}",
+                {name: row["proven"] for name, row in rows.items() if "proven" in row}, proven=True)
     print(f"\nwrote {args.out} and {os.path.splitext(args.out)[0]}.png")
     return report
 

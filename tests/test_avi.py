@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust import solve
-from jaxdust.core import game, reference as ref
+from jaxdust.core import game
+from jaxdust.core import reference as ref
 from jaxdust.core.game import GameConfig
 from jaxdust.learn import agents, avi
 
@@ -22,9 +23,10 @@ def random_boards(count, size, seed):
 def test_expand_values_every_distinct_child_like_the_oracle():
     size = GameConfig(5, 4, 3)
     boards = random_boards(6, size, seed=3)
-    labels, values, dropped = avi.expand(boards, slots=6 * 20, value_fn=occupied_cells)
-    assert int(dropped) == 0
-    labels, values = np.asarray(labels), np.asarray(values)
+    expansion = avi.expand(boards, slots=6 * 20, value_fn=occupied_cells)
+    assert int(expansion.dropped) == 0
+    labels, values = np.asarray(expansion.labels), np.asarray(expansion.values)
+    children, index = np.asarray(expansion.children), np.asarray(expansion.index)
     for i, board in enumerate(np.asarray(boards)):
         seen = set()
         for cell in range(20):
@@ -35,15 +37,16 @@ def test_expand_values_every_distinct_child_like_the_oracle():
             child, _ = ref.click(board, x, y)
             expected = 0.0 if not child.any() else float((child != 0).sum())
             assert values[i, cell] == expected
+            np.testing.assert_array_equal(children[index[i, cell]], child)  # the beam reads children here
             seen.add(int(labels[i, cell]))
         assert len(seen) == len(set(labels[i][labels[i] >= 0]))  # every cluster once
 
 
 def test_expand_reports_children_beyond_its_slots():
     boards = random_boards(4, GameConfig(), seed=0)
-    _, values, dropped = avi.expand(boards, slots=10, value_fn=occupied_cells)
-    assert int(dropped) > 0
-    assert int(np.isfinite(np.asarray(values)).sum()) == 10
+    expansion = avi.expand(boards, slots=10, value_fn=occupied_cells)
+    assert int(expansion.dropped) > 0
+    assert int(np.isfinite(np.asarray(expansion.values)).sum()) == 10
 
 
 def test_value_iteration_learns_optimal_costs_on_small_boards():
@@ -62,3 +65,45 @@ def test_value_iteration_learns_optimal_costs_on_small_boards():
     error = np.mean(np.abs(np.asarray(value(boards, runner.train.params)) - optimum))
     constant_error = np.mean(np.abs(np.mean(optimum) - optimum))  # the best constant guess
     assert error < 0.8 * constant_error, (error, constant_error)  # untrained: ~5 clicks off
+
+
+def test_select_beam_keeps_the_best_distinct_children():
+    values = jnp.array([3.0, 1.0, 1.0, 2.0, jnp.inf, 1.0])
+    hashes = jnp.array([[5, 5], [7, 7], [7, 7], [9, 9], [0, 0], [8, 8]], jnp.uint32)
+    kept = np.asarray(avi.select_beam(values, hashes, jnp.bool_(False), jax.random.key(0), 4))
+    # Candidates 1 and 2 are one board (same hash and value): only the first is kept.
+    assert kept.tolist() == [1, 5, 3, 0]
+    # Fewer distinct children than the width: the best one fills the rest, never the missing child.
+    few = avi.select_beam(values[:3], hashes[:3], jnp.bool_(False), jax.random.key(0), 3)
+    assert np.asarray(few).tolist() == [1, 0, 1]
+
+
+def test_exploring_beam_picks_every_distinct_child_sometimes():
+    values = jnp.array([1.0, 2.0, 3.0, jnp.inf, 1.0])
+    hashes = jnp.array([[1, 1], [2, 2], [3, 3], [4, 4], [1, 1]], jnp.uint32)
+    picks = {int(avi.select_beam(values, hashes, jnp.bool_(True), jax.random.key(s), 1)[0]) for s in range(60)}
+    assert 3 not in picks  # no child there
+    assert {1, 2} <= picks and len(picks & {0, 4}) == 1  # the duplicate of child 0 is one choice
+
+
+def test_search_lines_replay_to_a_cleared_board_and_bound_the_optimum():
+    size = GameConfig(5, 4, 3)
+    config = avi.AVIConfig(game=size, hidden=(32,), num_envs=64, beam_width=4, buffer_lines=64, total_updates=60,
+                           chunk_updates=60, child_share=1.0)
+    init, run_chunk = avi.make_avi(config)
+    runner, metrics = run_chunk(init(jax.random.key(1)))
+    lines = jax.tree.map(np.asarray, runner.lines)
+    stored = min(int(lines.written), config.buffer_lines)
+    assert int(metrics.episodes) == int(lines.written) > 20
+    for row in range(stored):
+        length = int(lines.length[row])
+        board = lines.positions[row, 0]
+        for step in range(length):
+            np.testing.assert_array_equal(lines.positions[row, step], board)  # the stored position is the one played
+            x, y = divmod(int(lines.actions[row, step]), size.height)
+            assert board[x, y] != 0
+            board, _ = ref.click(board, x, y)
+        assert not board.any()  # the line clears its board: a valid cap on every position along it
+        if row < 8:
+            assert length >= solve(lines.positions[row, 0], colors=3).length
+

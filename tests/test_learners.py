@@ -325,3 +325,17 @@ def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_run):
     assert "stopped after" in stopped.stdout and not (tmp_path / "run" / "summary.json").exists()
     run_train(tmp_path / "run", "--resume")
     assert comparable(tmp_path / "run") == comparable(whole_run)
+
+
+def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_run):
+    from jaxdust.learn import runs
+
+    evaluated = [line for line in comparable(whole_run) if "greedy_clicks" in line]
+    best = min(evaluated, key=lambda line: line["greedy_clicks"])  # the first of equals, as kept
+    selected, newest = runs.load_run(str(whole_run)), runs.load_run(str(whole_run), newest=True)
+    assert selected.step == best["chunk"] and newest.step == evaluated[-1]["chunk"]
+    summary = json.load(open(whole_run / "summary.json"))
+    assert summary["best_step"] == best["chunk"] and summary["best_greedy_clicks"] == best["greedy_clicks"]
+    boards = runs.evaluation_boards(selected.config.game, 16)  # the run's --eval-boards
+    replayed = runs.greedy_clicks(boards, selected.scorer, selected.params, 4 * selected.config.game.num_cells)
+    assert replayed == best["greedy_clicks"]  # the state that was evaluated, not a later one

@@ -392,9 +392,14 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
         assert record["optimal"] and record["length"] == int(line.split()[1])
     # A torn last line is dropped and solved again; finished lines are not redone.
     out.write_text(out.read_text()[:-20])
-    assert solve_main([str(source), "--out", str(out), "--jobs", "1"]) == 0
+    proven_file = tmp_path / "proven.txt"
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)]) == 0
     again = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["line"] for r in again] == [3, 4, 5, 6, 7]
+    # The board file holds the proven boards (not the broken line) and reads back as one.
+    written = jaxdust.read_board_file(proven_file)
+    expected = [line.split() for line in (lines[2], lines[3], lines[5], lines[6])]
+    assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [(b, int(n)) for b, n in expected]
 
 
 def test_cli_reads_stdin():

@@ -1,4 +1,5 @@
-"""Approximate value iteration on the simulator (DeepCubeA-style), the whole loop in ``jit``.
+"""Approximate value iteration on the simulator, improved by its own search (expert
+iteration), the whole loop in ``jit``.
 
 The rules are known, so no click needs to be sampled to learn its value: every position
 is backed up over *all* its distinct clicks at once,
@@ -7,12 +8,22 @@ is backed up over *all* its distinct clicks at once,
 
 and the per-cell head learns ``Q(s, a) = 1 + V_target(child(s, a))`` for every occupied cell
 in the same pass (cells of one cluster share their child), so argmax play needs no
-simulation. ``num_envs`` games advance in lockstep; each iteration expands the children of
-every current position (compacted over distinct clusters: static shapes, no per-cell
-waste), takes one gradient step on the backed-up targets, then each game clicks
-epsilon-greedily on the target values it just computed (a share of games plays uniformly
-at random, so positions of every depth and quality are visited) and restarts on a fresh
-random board once cleared. The target network is copied every ``target_period`` updates.
+simulation. Beside the regression, a listwise loss (cross-entropy between the softmax of
+the backed-up and of the predicted per-cell values, over the legal cells) trains the
+per-cell head on the *order* of the clicks, which is all argmax play uses.
+
+One-step backups alone converge towards the value of the network's own greedy play: where
+it ranks children wrongly, the minimum picks a worse child than the best, and that error
+is backed up. So the games are played by search: ``num_envs`` slots hold ``num_envs /
+beam_width`` boards, each a beam of ``beam_width`` positions. Every iteration expands the
+children of every slot (compacted over distinct clusters: static shapes, no per-cell
+waste) once, for both the backup and the beam, which keeps the ``beam_width`` best
+distinct children of each board (a share of boards picks at random, to visit positions
+of every quality). When a board's beam clears it, the line it found caps the targets of
+the positions along it (``V(s) <= clicks the line still took from s``); those positions go
+to a ring buffer of search lines and ``capped_share`` of each batch is drawn from it, so
+labels improve as the network (and the search it guides) does. ``beam_width = 1`` is plain
+epsilon-greedy play. The target network is copied every ``target_period`` updates.
 
     init, run_chunk = make_avi(config)
     runner = init(key)
@@ -33,6 +44,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from jaxdust.core import game
 from jaxdust.core.game import GameConfig
 from jaxdust.learn import networks
+from jaxdust.search.beam import canonical_hash, sort_distinct
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,38 +52,70 @@ class AVIConfig:
     game: GameConfig = GameConfig()
     hidden: tuple[int, ...] = (256, 256)
     prior: bool = True  # both heads start at the hand-made estimate (networks.ValueQNetwork)
-    num_envs: int = 512
-    child_share: float = 0.5  # child slots per iteration, as a share of num_envs * cells
-    total_updates: int = 4000
+    num_envs: int = 512  # beam slots: num_envs / beam_width boards in play at once
+    beam_width: int = 8  # positions kept per board (1 = epsilon-greedy games)
+    capped_share: float = 0.25  # positions per update from search lines, as a share of num_envs
+    buffer_lines: int = 1024  # search lines kept (ring buffer), each up to W * H positions
+    child_share: float = 0.5  # child slots per iteration, as a share of positions * cells
+    total_updates: int = 3000
     chunk_updates: int = 100  # iterations per jitted call (checkpoints and evaluation between)
     learning_rate: float = 1e-3
     final_lr_fraction: float = 0.05
     target_period: int = 25  # updates between target-network copies
-    epsilon_max: float = 0.3  # game i of N explores with epsilon = epsilon_max * i / N
-    random_share: float = 0.1  # share of games that click uniformly at random
+    epsilon_max: float = 0.3  # board i of B picks at random with probability epsilon_max * i / B
+    random_share: float = 0.1  # share of boards that always pick at random
     huber_delta: float = 1.0
-    q_weight: float = 1.0  # weight of the per-cell loss beside the value loss
+    q_weight: float = 1.0  # weight of the per-cell regression beside the value loss
+    listwise_weight: float = 1.0  # weight of the per-cell listwise loss
+    temperature: float = 0.5  # clicks; the softmax of the listwise loss is over -Q / temperature
 
     def __post_init__(self):
         if not 0.0 < self.child_share <= 1.0:
             raise ValueError(f"child_share must be in (0, 1], got {self.child_share}")
         if self.total_updates < 1 or self.chunk_updates < 1 or self.target_period < 1:
             raise ValueError("total_updates, chunk_updates and target_period must be >= 1")
+        if self.beam_width < 1 or self.num_envs % self.beam_width:
+            raise ValueError(f"beam_width ({self.beam_width}) must be >= 1 and divide num_envs ({self.num_envs})")
+        if not 0.0 <= self.capped_share <= 1.0 or self.buffer_lines < 1:
+            raise ValueError("capped_share must be in [0, 1] and buffer_lines >= 1")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
 
     @property
     def network(self) -> networks.ValueQNetwork:
         return networks.ValueQNetwork(tuple(self.hidden), self.game.colors, self.prior)
 
     @property
+    def boards_in_play(self) -> int:
+        return self.num_envs // self.beam_width
+
+    @property
+    def capped_positions(self) -> int:
+        return int(round(self.capped_share * self.num_envs))
+
+    @property
     def child_slots(self) -> int:
-        return max(1, int(self.child_share * self.num_envs * self.game.num_cells))
+        positions = self.num_envs + self.capped_positions
+        return max(1, int(self.child_share * positions * self.game.num_cells))
+
+
+class Lines(NamedTuple):
+    """Ring buffer of solutions the beams found: ``R`` lines of up to ``L = W * H`` clicks."""
+
+    positions: jax.Array  # int8 [R, L, W, H], the position before each click
+    actions: jax.Array  # int32 [R, L], the click played from it
+    length: jax.Array  # int32 [R], clicks of the line (0 = empty row)
+    written: jax.Array  # int32 [], lines written so far
 
 
 class Runner(NamedTuple):
     train: TrainState
     target_params: Any
-    boards: jax.Array  # int8 [N, W, H], the games' current positions
-    clicks: jax.Array  # int32 [N], clicks made in each current game
+    boards: jax.Array  # int8 [N, W, H], the beam slots' positions (board b owns slots b*w .. b*w+w-1)
+    path: jax.Array  # int8 [N, L, W, H], each slot's line from its board's start
+    path_actions: jax.Array  # int32 [N, L]
+    depth: jax.Array  # int32 [B], clicks made by each board's beam
+    lines: Lines
     key: jax.Array
     update: jax.Array  # int32 [], updates made
 
@@ -80,12 +124,21 @@ class ChunkMetrics(NamedTuple):
     loss: jax.Array  # float32 [], mean over the chunk's updates
     value_error: jax.Array  # float32 [], mean |V(s) - y(s)|, clicks
     target: jax.Array  # float32 [], mean backed-up value of the positions trained on
-    episodes: jax.Array  # int32 [], games finished in the chunk
-    episode_clicks: jax.Array  # float32 [], mean clicks of those games
+    capped: jax.Array  # float32 [], share of search-line positions whose cap was below the backup
+    episodes: jax.Array  # int32 [], boards cleared in the chunk
+    episode_clicks: jax.Array  # float32 [], mean clicks of those boards' lines
     dropped: jax.Array  # int32 [], children beyond child_slots (their positions get less exact targets)
 
 
-def expand(boards: jax.Array, slots: int, value_fn) -> tuple[jax.Array, jax.Array, jax.Array]:
+class Expansion(NamedTuple):
+    labels: jax.Array  # int32 [N, W * H], game.cluster_labels
+    values: jax.Array  # float32 [N, W * H], child value at each cluster's first cell, inf elsewhere
+    dropped: jax.Array  # int32 [], children beyond the slots
+    children: jax.Array  # int8 [S, W, H], the distinct children, compacted
+    index: jax.Array  # int32 [N, W * H], each value's row of ``children`` (S where none)
+
+
+def expand(boards: jax.Array, slots: int, value_fn) -> Expansion:
     """Every distinct child of every board, valued by ``value_fn``.
 
     Args:
@@ -93,10 +146,8 @@ def expand(boards: jax.Array, slots: int, value_fn) -> tuple[jax.Array, jax.Arra
       slots: children evaluated at most (static); the first in board and cell order.
       value_fn: int8 ``[M, W, H]`` -> float32 ``[M]``, clicks left.
 
-    Returns:
-      labels int32 ``[N, W * H]`` (``game.cluster_labels``), child values float32
-      ``[N, W * H]`` at each cluster's representative cell (0 for a cleared board, inf at
-      other cells and for children beyond ``slots``), and how many were beyond.
+    Returns an ``Expansion``: child values are 0 for a cleared board and inf at cells that
+    are not a cluster's first cell and for children beyond ``slots``.
     """
     count_boards, width, height = boards.shape
     cells = width * height
@@ -114,16 +165,39 @@ def expand(boards: jax.Array, slots: int, value_fn) -> tuple[jax.Array, jax.Arra
     children = jax.vmap(play)(parent, action)
     values = jnp.where(jax.vmap(game.is_done)(children), 0.0, value_fn(children))
     values = jnp.where(valid, values, jnp.inf)
-    per_cell = jnp.full(count_boards * cells, jnp.inf).at[jnp.where(valid, flat_index, count_boards * cells)].set(
-        values, mode="drop")
-    return labels, per_cell.reshape(count_boards, cells), jnp.maximum(actions - slots, 0)
+    target_cell = jnp.where(valid, flat_index, count_boards * cells)
+    per_cell = jnp.full(count_boards * cells, jnp.inf).at[target_cell].set(values, mode="drop")
+    index = jnp.full(count_boards * cells, slots, jnp.int32).at[target_cell].set(jnp.arange(slots), mode="drop")
+    return Expansion(labels, per_cell.reshape(count_boards, cells), jnp.maximum(actions - slots, 0), children,
+                     index.reshape(count_boards, cells))
+
+
+def select_beam(values: jax.Array, hashes: jax.Array, explore: jax.Array, key: jax.Array, width: int) -> jax.Array:
+    """The ``width`` children one board's beam keeps.
+
+    Args:
+      values: float32 ``[K]``, candidate children's values (inf: no child).
+      hashes: uint32 ``[K, 2]``, their ``canonical_hash``; equal boards (up to the mirror)
+        with equal values are kept once.
+      explore: bool, pick among the distinct children at random instead of the best.
+
+    Returns int32 ``[width]`` candidate indices, best first; when fewer than ``width``
+    distinct children exist, the first repeats (a duplicate only costs a slot).
+    """
+    order, distinct = sort_distinct(values, hashes)
+    noise = jax.random.uniform(key, distinct.shape)
+    keys = jnp.where(explore & jnp.isfinite(distinct), noise, distinct)
+    best_keys, best = jax.lax.top_k(-keys, width)
+    best = jnp.where(jnp.isfinite(best_keys), best, best[0])
+    return order[best]
 
 
 def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
-    """Games split over the mesh's ``data`` axis; parameters, optimiser state replicated."""
+    """Boards (with their beams) split over the mesh's ``data`` axis; parameters, optimiser
+    state and the line buffer replicated."""
     def spec(path, leaf):
         name = getattr(path[0], "name", "")
-        if name in ("boards", "clicks"):
+        if name in ("boards", "path", "path_actions", "depth"):
             return NamedSharding(mesh, P("data"))
         return NamedSharding(mesh, P())
 
@@ -135,36 +209,70 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
     network = config.network
     size = config.game
     count, cells, slots = config.num_envs, size.num_cells, config.child_slots
+    width, boards_count, capped = config.beam_width, config.boards_in_play, config.capped_positions
+    buffer_lines = config.buffer_lines
     schedule = optax.cosine_decay_schedule(config.learning_rate, config.total_updates, alpha=config.final_lr_fraction)
     optimizer = optax.adam(schedule)
-    index = jnp.arange(count)
-    epsilon = jnp.where(index < config.random_share * count, 1.0, config.epsilon_max * index / count)
+    board_index = jnp.arange(boards_count)
+    epsilon = jnp.where(board_index < config.random_share * boards_count, 1.0,
+                        config.epsilon_max * board_index / boards_count)
 
     def fresh_boards(key):
-        return jax.vmap(lambda k: game.random_board(k, size))(jax.random.split(key, count))
+        return jax.vmap(lambda k: game.random_board(k, size))(jax.random.split(key, boards_count))
 
     def init(key: jax.Array) -> Runner:
         network_key, board_key, key = jax.random.split(key, 3)
         params = network.init(network_key, jnp.zeros((1, size.width, size.height), game.BOARD_DTYPE))
         train = TrainState.create(apply_fn=network.apply, params=params, tx=optimizer)
-        return Runner(train, params, fresh_boards(board_key), jnp.zeros(count, jnp.int32), key, jnp.int32(0))
+        lines = Lines(jnp.zeros((buffer_lines, cells, size.width, size.height), game.BOARD_DTYPE),
+                      jnp.zeros((buffer_lines, cells), jnp.int32), jnp.zeros(buffer_lines, jnp.int32), jnp.int32(0))
+        return Runner(train, params, jnp.repeat(fresh_boards(board_key), width, axis=0),
+                      jnp.zeros((count, cells, size.width, size.height), game.BOARD_DTYPE),
+                      jnp.zeros((count, cells), jnp.int32), jnp.zeros(boards_count, jnp.int32), lines, key,
+                      jnp.int32(0))
+
+    def sample_lines(lines: Lines, key):
+        """``capped`` positions of stored lines, their caps (inf for none) and line actions."""
+        row_key, depth_key = jax.random.split(key)
+        filled = jnp.minimum(lines.written, buffer_lines)
+        rows = game.uniform_below(game.random_halfwords(row_key, capped), jnp.maximum(filled, 1))
+        length = lines.length[rows]
+        steps = game.uniform_below(game.random_halfwords(depth_key, capped), jnp.maximum(length, 1))
+        cap = jnp.where(length > 0, (length - steps).astype(jnp.float32), jnp.inf)
+        return lines.positions[rows, steps], cap, lines.actions[rows, steps]
 
     def iteration(runner: Runner, _):
-        key, explore_key, random_key, reset_key = jax.random.split(runner.key, 4)
-        boards = runner.boards
-        labels, child_values, dropped = expand(
-            boards, slots, lambda b: network.apply(runner.target_params, b)[0])
-        target = 1.0 + jnp.min(child_values, axis=1)
-        cell_values = jnp.take_along_axis(child_values, jnp.maximum(labels, 0), axis=1)
-        trained_cells = (labels >= 0) & jnp.isfinite(cell_values)
-        cell_targets = jnp.where(trained_cells, 1.0 + cell_values, 0.0)
+        key, line_key, explore_key, select_key, reset_key = jax.random.split(runner.key, 5)
+        line_boards, cap, cap_action = sample_lines(runner.lines, line_key)
+        boards = jnp.concatenate([runner.boards, line_boards])
+        trained = jnp.concatenate([jnp.ones(count, bool), jnp.isfinite(cap)])
+        cap = jnp.concatenate([jnp.full(count, jnp.inf), cap])
+        cap_action = jnp.concatenate([jnp.full(count, -1, jnp.int32), cap_action])
+
+        expansion = expand(boards, slots, lambda b: network.apply(runner.target_params, b)[0])
+        labels, child_values = expansion.labels, expansion.values
+        backup = 1.0 + jnp.min(child_values, axis=1)
+        target = jnp.minimum(backup, cap)
+        cell_values = 1.0 + jnp.take_along_axis(child_values, jnp.maximum(labels, 0), axis=1)
+        on_line = (labels == jnp.take_along_axis(labels, jnp.maximum(cap_action, 0)[:, None], axis=1)) & (cap_action[:, None] >= 0)
+        cell_values = jnp.where(on_line, jnp.minimum(cell_values, cap[:, None]), cell_values)
+        trained_cells = (labels >= 0) & jnp.isfinite(cell_values) & trained[:, None]
+        cell_targets = jnp.where(trained_cells, cell_values, 0.0)
+        # Masked cells get a large finite logit, not -inf: a row with none left stays finite.
+        target_order = jax.nn.softmax(jnp.where(trained_cells, -cell_targets / config.temperature, -1e9), axis=1)
+        target_order = jnp.where(trained_cells, target_order, 0.0)
+        weight = trained.astype(jnp.float32)
 
         def loss_fn(params):
             value, per_cell = network.apply(params, boards)
-            value_loss = jnp.mean(optax.huber_loss(value, target, delta=config.huber_delta))
+            value_loss = jnp.sum(weight * optax.huber_loss(value, jnp.where(trained, target, 0.0), delta=config.huber_delta))
+            value_loss = value_loss / jnp.sum(weight)
             cell_loss = jnp.where(trained_cells, optax.huber_loss(per_cell, cell_targets, delta=config.huber_delta), 0.0)
             cell_loss = jnp.sum(cell_loss) / jnp.maximum(jnp.sum(trained_cells), 1)
-            return value_loss + config.q_weight * cell_loss, jnp.mean(jnp.abs(value - target))
+            log_order = jax.nn.log_softmax(jnp.where(trained_cells, -per_cell / config.temperature, -1e9), axis=1)
+            listwise = -jnp.sum(jnp.where(trained_cells, target_order * log_order, 0.0)) / jnp.sum(weight)
+            loss = value_loss + config.q_weight * cell_loss + config.listwise_weight * listwise
+            return loss, jnp.sum(weight * jnp.abs(value - jnp.where(trained, target, 0.0))) / jnp.sum(weight)
 
         (loss, value_error), grads = jax.value_and_grad(loss_fn, has_aux=True)(runner.train.params)
         train = runner.train.apply_gradients(grads=grads)
@@ -172,25 +280,46 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         copy = update % config.target_period == 0
         target_params = jax.tree.map(lambda old, new: jnp.where(copy, new, old), runner.target_params, train.params)
 
-        is_action = labels == jnp.arange(cells)
-        random_actions = jax.vmap(game.random_legal_action)(jax.random.split(random_key, count), is_action)
-        explore = jax.random.uniform(explore_key, (count,)) < epsilon
-        actions = jnp.where(explore, random_actions, jnp.argmin(child_values, axis=1)).astype(jnp.int32)
-        removed = (labels == actions[:, None]).reshape(boards.shape)
-        after = jax.vmap(game.remove_and_contract)(boards, removed)[0]
-        clicks = runner.clicks + 1
-        done = jax.vmap(game.is_done)(after)
-        after = jnp.where(done[:, None, None], fresh_boards(reset_key), after)
-        runner = Runner(train, target_params, after, jnp.where(done, 0, clicks), key, update)
-        finished = jnp.sum(done)
-        return runner, (loss, value_error, jnp.mean(target), finished, jnp.sum(jnp.where(done, clicks, 0)), dropped)
+        # The beams: each board keeps its `width` best distinct children over all its slots.
+        child_hashes = jax.vmap(canonical_hash)(expansion.children)
+        beam_index = expansion.index[:count]
+        candidate_hashes = child_hashes[jnp.minimum(beam_index, slots - 1)].reshape(boards_count, width * cells, 2)
+        explore = jax.random.uniform(explore_key, (boards_count,)) < epsilon
+        chosen = jax.vmap(select_beam, in_axes=(0, 0, 0, 0, None))(
+            child_values[:count].reshape(boards_count, width * cells), candidate_hashes, explore,
+            jax.random.split(select_key, boards_count), width)  # [B, w]
+        parent = (board_index[:, None] * width + chosen // cells).reshape(-1)
+        action = (chosen % cells).reshape(-1)
+        after = expansion.children[beam_index[parent, action]]
+        slot_depth = jnp.repeat(runner.depth, width)
+        slot = jnp.arange(count)
+        path = runner.path.at[slot, slot_depth].set(runner.boards)[parent]
+        path_actions = runner.path_actions[parent].at[slot, slot_depth].set(action)
+
+        cleared = jax.vmap(game.is_done)(after).reshape(boards_count, width)
+        finished = jnp.any(cleared, axis=1)
+        winner = board_index * width + jnp.argmax(cleared, axis=1)
+        length = runner.depth + 1
+        rows = (runner.lines.written + jnp.cumsum(finished) - 1) % buffer_lines
+        rows = jnp.where(finished, rows, buffer_lines)
+        lines = Lines(runner.lines.positions.at[rows].set(path[winner], mode="drop"),
+                      runner.lines.actions.at[rows].set(path_actions[winner], mode="drop"),
+                      runner.lines.length.at[rows].set(length, mode="drop"),
+                      runner.lines.written + jnp.sum(finished, dtype=jnp.int32))
+        restart = jnp.repeat(finished, width)
+        after = jnp.where(restart[:, None, None], jnp.repeat(fresh_boards(reset_key), width, axis=0), after)
+        depth = jnp.where(finished, 0, length)
+        runner = Runner(train, target_params, after, path, path_actions, depth, lines, key, update)
+        line_capped = jnp.sum(trained[count:] & (cap[count:] < backup[count:])) / jnp.maximum(jnp.sum(trained[count:]), 1)
+        return runner, (loss, value_error, jnp.mean(target[:count]), line_capped, jnp.sum(finished),
+                        jnp.sum(jnp.where(finished, length, 0)), expansion.dropped)
 
     def run_chunk(runner: Runner) -> tuple[Runner, ChunkMetrics]:
-        runner, (loss, value_error, target, finished, clicks, dropped) = jax.lax.scan(
+        runner, (loss, value_error, target, line_capped, finished, clicks, dropped) = jax.lax.scan(
             iteration, runner, None, length=config.chunk_updates)
         episodes = jnp.sum(finished)
-        return runner, ChunkMetrics(jnp.mean(loss), jnp.mean(value_error), jnp.mean(target), episodes,
-                                    jnp.sum(clicks) / jnp.maximum(episodes, 1), jnp.sum(dropped))
+        return runner, ChunkMetrics(jnp.mean(loss), jnp.mean(value_error), jnp.mean(target), jnp.mean(line_capped),
+                                    episodes, jnp.sum(clicks) / jnp.maximum(episodes, 1), jnp.sum(dropped))
 
     if mesh is None:
         return jax.jit(init), jax.jit(run_chunk, donate_argnums=0)

@@ -8,7 +8,9 @@
 
 Every run lives in a directory (``--run-dir``, default ``runs/<learner>-<seed>``): orbax
 checkpoints, ``metrics.jsonl`` (one line per chunk or epoch, with argmax and greedy
-evaluations on a fixed board set), ``config.json`` and, at the end, ``summary.json``. A run
+evaluations on fixed random boards), ``best/`` (the checkpoint whose greedy play on them
+was best: what ``evaluate.py`` and ``load_run`` use), ``config.json`` and, at the end,
+``summary.json``. A run
 killed at any moment (even SIGKILL) continues from its last checkpoint with ``--resume``
 and ends exactly as an uninterrupted run with the same seed would.
 
@@ -41,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--resume-step", type=int, default=None, help="restore this checkpoint, not the newest")
         sub.add_argument("--seed", type=int, default=0)
         sub.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
-        sub.add_argument("--eval-boards", type=int, default=256, help="evaluation boards (fixed set)")
+        sub.add_argument("--eval-boards", type=int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and the checkpoint with the best greedy play is kept")
         sub.add_argument("--eval-every", type=int, default=5, help=f"{learner.unit}s between evaluations")
         sub.add_argument("--checkpoint-every", type=int, default=1)
         sub.add_argument("--devices", type=int, default=None, help="local devices to use (default all)")

@@ -1,8 +1,9 @@
 """Run directories: train any registered learner into one, resume it, load it back.
 
 A run directory holds ``config.json`` (``{"learner": name, "config": {...}}``), orbax
-checkpoints, ``metrics.jsonl`` (one line per chunk or epoch, with evaluations on a fixed
-board set) and, at the end, ``summary.json``. A run killed at any moment (even SIGKILL)
+checkpoints, ``metrics.jsonl`` (one line per chunk or epoch, with evaluations on fixed
+random boards), ``best/`` (the evaluated checkpoint with the best greedy play) and, at the
+end, ``summary.json``. A run killed at any moment (even SIGKILL)
 continues from its last checkpoint with ``resume=True`` and ends exactly as an
 uninterrupted run with the same seed would.
 """
@@ -15,13 +16,11 @@ import time
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import AxisType
 from tqdm import tqdm
 
 from jaxdust.core import configs, files, game
-from jaxdust.core.boards import EVAL_FILE, read_board_file
 from jaxdust.core.play import play_boards
 from jaxdust.learn import checkpoint, learners
 from jaxdust.search.beam import beam_lengths
@@ -36,11 +35,12 @@ class RunError(ValueError):
 # ---------------------------------------------------------------------------------------
 
 
+EVALUATION_SEED = 2026  # not the evaluation set's boards: models are selected on these
+
+
 def evaluation_boards(size: game.GameConfig, count: int) -> jax.Array:
-    """The first ``count`` boards of the fixed eval set (8x6x5), else fixed random ones."""
-    if (size.width, size.height, size.colors) == (8, 6, 5):
-        return jnp.stack([r.board for r in read_board_file(EVAL_FILE)[:count]])
-    keys = jax.random.split(jax.random.key(2026), count)
+    """``count`` fixed random boards, the same in every run of one size."""
+    keys = jax.random.split(jax.random.key(EVALUATION_SEED), count)
     return jax.vmap(lambda k: game.random_board(k, size))(keys)
 
 
@@ -93,6 +93,10 @@ class Run:
         os.makedirs(directory, exist_ok=True)
         files.atomic_write_json(os.path.join(directory, "config.json"), self.saved)
         self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"))
+        # Models are selected by value-greedy play on the evaluation boards: the best
+        # evaluated state is kept apart from the newest (which resume continues from).
+        self.best = checkpoint.Checkpoints(os.path.join(directory, BEST_DIR), max_to_keep=1)
+        self.best_greedy = float("inf")
         self.metrics_path = os.path.join(directory, "metrics.jsonl")
         self.elapsed_before = 0.0
         self.started = time.perf_counter()
@@ -111,6 +115,7 @@ class Run:
         files.atomic_write_bytes(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
         if kept:
             self.elapsed_before = kept[-1]["seconds"]
+        self.best_greedy = min((r["greedy_clicks"] for r in kept if "greedy_clicks" in r), default=float("inf"))
 
     def seconds(self) -> float:
         return self.elapsed_before + time.perf_counter() - self.started
@@ -121,9 +126,15 @@ class Run:
             handle.flush()
             os.fsync(handle.fileno())
 
+    def keep_if_best(self, step: int, state, greedy: float) -> None:
+        if greedy < self.best_greedy:
+            self.best_greedy = greedy
+            self.best.save(step, state, self.saved)
+
     def finish(self, summary: dict) -> None:
         files.atomic_write_json(os.path.join(self.directory, "summary.json"), summary)
         self.checkpoints.close()
+        self.best.close()
 
 
 def make_mesh(devices: int | None):
@@ -165,6 +176,7 @@ def train(learner_name: str, config, args) -> dict:
             if index % args.eval_every == 0 or index == trainer.total:
                 last_evaluation = evaluate(state)
                 record.update(last_evaluation)
+                run.keep_if_best(index, state, last_evaluation["greedy_clicks"])
             record["seconds"] = run.seconds()
             run.log(record)
             out_of_time = bool(args.minutes) and run.seconds() > 60 * args.minutes and index < trainer.total
@@ -178,7 +190,8 @@ def train(learner_name: str, config, args) -> dict:
                 return {}
     summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
                **trainer.info(state),
-               **(last_evaluation or evaluate(state))}
+               **(last_evaluation or evaluate(state)), "best_greedy_clicks": run.best_greedy,
+               "best_step": run.best.steps()[-1]}
     run.finish(summary)
     return summary
 
@@ -197,8 +210,13 @@ class TrainedAgent(NamedTuple):
     step: int  # the checkpoint's chunk or epoch
 
 
-def load_run(directory: str) -> TrainedAgent:
-    """The newest checkpoint of a ``train.py`` run.
+BEST_DIR = "best"
+
+
+def load_run(directory: str, newest: bool = False) -> TrainedAgent:
+    """A ``train.py`` run's selected checkpoint: the one with the best value-greedy play on
+    its evaluation boards (``best/``), or with ``newest`` (or in runs without one) the
+    newest checkpoint.
 
     Raises:
       RunError: one line naming the problem (no run there, no checkpoint, a damaged or
@@ -206,7 +224,9 @@ def load_run(directory: str) -> TrainedAgent:
     """
     learner, config = _read_run_config(directory)
     saved = {"learner": learner.name, "config": configs.to_json(config)}
-    checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"))
+    best = os.path.join(directory, BEST_DIR)
+    use_best = not newest and os.path.isdir(best) and any(name.isdigit() for name in os.listdir(best))
+    checkpoints = checkpoint.Checkpoints(best if use_best else os.path.join(directory, "checkpoints"))
     try:
         step, state = checkpoints.restore(learner.template(config), saved)
     except checkpoint.CheckpointError as error:

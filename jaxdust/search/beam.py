@@ -78,6 +78,22 @@ def canonical_hash(board: jax.Array) -> jax.Array:
     return jnp.where(direct_first, direct, mirrored)
 
 
+def sort_distinct(scores: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Candidates sorted by score, repeats marked: boards with equal ``canonical_hash`` and
+    equal score are one position (reached twice, or mirrored), kept once.
+
+    Args: scores float32 ``[K]``; hashes uint32 ``[K, 2]``.
+    Returns the order int32 ``[K]`` and the sorted scores ``[K]``, inf at every repeat.
+    """
+    order = jnp.lexsort((hashes[:, 1], hashes[:, 0], scores))
+    sorted_scores, sorted_hashes = scores[order], hashes[order]
+    repeat = jnp.concatenate([
+        jnp.array([False]),
+        (sorted_scores[1:] == sorted_scores[:-1]) & jnp.all(sorted_hashes[1:] == sorted_hashes[:-1], axis=1),
+    ])
+    return order, jnp.where(repeat, jnp.inf, sorted_scores)
+
+
 class BeamResult(NamedTuple):
     length: jax.Array  # int32 [], clicks of the solution found; -1 if none within max_clicks
     actions: jax.Array  # int32 [max_clicks], flat actions x * height + y, -1 after the end
@@ -143,13 +159,7 @@ def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_
 
         scores = jnp.where(valid, scorer(kids, params), jnp.inf)
         hashes = jax.vmap(canonical_hash)(kids)
-        order = jnp.lexsort((hashes[:, 1], hashes[:, 0], scores))
-        sorted_scores, sorted_hashes = scores[order], hashes[order]
-        repeat = jnp.concatenate([
-            jnp.array([False]),
-            (sorted_scores[1:] == sorted_scores[:-1]) & jnp.all(sorted_hashes[1:] == sorted_hashes[:-1], axis=1),
-        ])
-        sorted_scores = jnp.where(repeat, jnp.inf, sorted_scores)
+        order, sorted_scores = sort_distinct(scores, hashes)
         if rescorer is None:
             ranked = jnp.argsort(sorted_scores, stable=True)[:width]
             keep, kept_scores = order[ranked], sorted_scores[ranked]

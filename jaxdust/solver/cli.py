@@ -4,7 +4,12 @@
     echo 335122421413111551154255131234544142315221411124 | python -m jaxdust.solver -
 
 One JSON line per board (its line number, the board, ``dataclasses.asdict(Solution)``); an
-existing ``--out`` file is resumed, boards already in it are skipped.
+existing ``--out`` file is resumed, boards already in it are skipped. ``--board-file`` also
+writes the boards proven optimal, with their optimum, as a board file (``data/boards``
+format), e.g. the proven 8x6 set the learners benchmark uses:
+
+    head -n 102 data/boards/eval_8x6x5.txt | python -m jaxdust.solver - --jobs 1 \
+        --out results/proven-8x6.jsonl --board-file data/boards/optimal_8x6x5.txt
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import sys
 from tqdm import tqdm
 
 from jaxdust.core.boards import header_shape, parse_board
-from jaxdust.core.files import recover_json_lines
+from jaxdust.core.files import atomic_write_bytes, recover_json_lines
 from jaxdust.solver.api import solve
 
 
@@ -59,6 +64,7 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes (default: all cores)")
     parser.add_argument("--beam-width", type=int, default=None, help="default: by board size")
     parser.add_argument("--out", default="-", help="JSON lines output; an existing file is resumed")
+    parser.add_argument("--board-file", help="also write the boards proven optimal and their optimum here")
     args = parser.parse_args(argv)
 
     if args.boards == "-":
@@ -72,6 +78,8 @@ def main(argv=None) -> int:
     done = {record["line"] for record in recover_json_lines(args.out)} if args.out != "-" else set()
     todo = [(*job, args.time_limit, args.beam_width) for job in jobs if job[0] not in done]
 
+    if args.board_file and args.out == "-":
+        parser.exit(2, "python -m jaxdust.solver: error: --board-file needs --out FILE\n")
     output = sys.stdout if args.out == "-" else open(args.out, "a")
     errors = 0
     context = multiprocessing.get_context("spawn")  # workers must not inherit JAX's threads
@@ -89,4 +97,19 @@ def main(argv=None) -> int:
     finally:
         if output is not sys.stdout:
             output.close()
+    if args.board_file:
+        write_proven(recover_json_lines(args.out), jobs, args.board_file)
     return 1 if errors else 0
+
+
+def write_proven(records, jobs, path) -> None:
+    """The boards of ``jobs`` whose record proves them optimal, in input order, as a board file."""
+    shapes = {number: (width, height) for number, _, width, height in jobs}
+    proven = sorted((r for r in records if r.get("optimal") and r["line"] in shapes), key=lambda r: r["line"])
+    if not proven:
+        raise SystemExit("python -m jaxdust.solver: error: no board was proven optimal; --board-file not written")
+    width, height = parse_board(proven[0]["board"], *shapes[proven[0]["line"]]).shape
+    colors = max(int(c) for r in proven for c in r["board"])
+    header = (f"# width={width} height={height} colors={colors}; cells listed x-major: cell (x,y) is character "
+              f"x*{height}+y, y=0 bottom row\n# board optimal_clicks (proven by python -m jaxdust.solver)\n")
+    atomic_write_bytes(path, (header + "".join(f"{r['board']} {r['length']}\n" for r in proven)).encode())
