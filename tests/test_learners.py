@@ -58,6 +58,25 @@ def test_value_head_starts_at_the_hand_made_estimate():
     np.testing.assert_allclose(value, expected, rtol=1e-6)
 
 
+def test_conv_torso_starts_at_the_estimate_and_sees_where_cells_are():
+    boards = jnp.stack([r.board for r in jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[:3]])
+    network = networks.ValueQNetwork((16,), 5, prior=True, conv=(4, 4))
+    params = network.init(jax.random.key(0), boards)
+    value, per_cell = network.apply(params, boards)
+    expected = jax.vmap(heuristic_features)(boards) @ jnp.asarray(HEURISTIC_WEIGHTS, jnp.float32)
+    np.testing.assert_allclose(value, expected, rtol=1e-6)
+    np.testing.assert_allclose(per_cell, np.repeat(np.asarray(expected)[:, None], 48, 1), rtol=1e-6)
+    assert params["params"]["Conv_0"]["kernel"].shape == (3, 3, 6 + 3 + 4, 4)
+
+    planes = np.asarray(networks.board_planes(boards, 5))
+    flat, _ = networks.encode_with_features(boards, 5)
+    np.testing.assert_array_equal(planes[..., :6].reshape(3, -1), np.asarray(flat)[:, : 48 * 6])
+    np.testing.assert_array_equal(planes[..., 6:9].reshape(3, -1), np.asarray(flat)[:, 48 * 6: 48 * 9])
+    # Position planes: column 0 and 7 are equally far from the centre, in opposite halves.
+    assert planes[0, 0, 0, 9] == planes[0, 7, 0, 9] == 0.4375 and planes[0, 3, 0, 9] == 0.0625
+    assert planes[0, 0, 0, 10] == 1 and planes[0, 7, 0, 10] == 0 and np.isclose(planes[0, 2, 5, 11], 5 / 6)
+
+
 def test_q_scorer_turns_values_into_clicks_left():
     scorer = agents.QScorer((8,), 5)
     network = networks.QNetwork((8,), 5)

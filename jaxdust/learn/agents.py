@@ -77,9 +77,11 @@ class ClicksArgmin:
     hidden: tuple[int, ...]
     colors: int
     prior: bool = True
+    conv: tuple[int, ...] = ()
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
-        _, per_cell = networks.ValueQNetwork(self.hidden, self.colors, self.prior).apply(params, board[None])
+        network = networks.ValueQNetwork(self.hidden, self.colors, self.prior, self.conv)
+        _, per_cell = network.apply(params, board[None])
         return networks.masked_argmax(-per_cell[0], board.reshape(-1) != 0)
 
 
@@ -90,7 +92,8 @@ class ValueHeadScorer:
     hidden: tuple[int, ...]
     colors: int
     prior: bool = True
+    conv: tuple[int, ...] = ()
 
     def __call__(self, boards: jax.Array, params) -> jax.Array:
-        value, _ = networks.ValueQNetwork(self.hidden, self.colors, self.prior).apply(params, boards)
+        value, _ = networks.ValueQNetwork(self.hidden, self.colors, self.prior, self.conv).apply(params, boards)
         return jnp.where(jnp.any(boards != 0, axis=(1, 2)), value, 0.0)

@@ -51,6 +51,7 @@ from jaxdust.search.beam import canonical_hash, sort_distinct
 class AVIConfig:
     game: GameConfig = GameConfig()
     hidden: tuple[int, ...] = (256, 256)
+    conv: tuple[int, ...] = ()  # channels of 3x3 convolutions before the dense layers (none: an MLP)
     prior: bool = True  # both heads start at the hand-made estimate (networks.ValueQNetwork)
     num_envs: int = 512  # beam slots: num_envs / beam_width boards in play at once
     beam_width: int = 8  # positions kept per board (1 = epsilon-greedy games)
@@ -83,7 +84,7 @@ class AVIConfig:
 
     @property
     def network(self) -> networks.ValueQNetwork:
-        return networks.ValueQNetwork(tuple(self.hidden), self.game.colors, self.prior)
+        return networks.ValueQNetwork(tuple(self.hidden), self.game.colors, self.prior, tuple(self.conv))
 
     @property
     def boards_in_play(self) -> int:

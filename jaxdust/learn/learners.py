@@ -89,8 +89,10 @@ register(Learner(
     trainer=_avi_trainer,
     template=lambda config: avi.make_avi(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
-    policy=lambda config: agents.ClicksArgmin(tuple(config.hidden), config.game.colors, config.prior),
-    scorer=lambda config: agents.ValueHeadScorer(tuple(config.hidden), config.game.colors, config.prior),
+    policy=lambda config: agents.ClicksArgmin(tuple(config.hidden), config.game.colors, config.prior,
+                                              tuple(config.conv)),
+    scorer=lambda config: agents.ValueHeadScorer(tuple(config.hidden), config.game.colors, config.prior,
+                                                 tuple(config.conv)),
 ))
 
 

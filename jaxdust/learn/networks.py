@@ -125,24 +125,49 @@ def masked_max(values: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.where(jnp.any(mask, axis=-1), best, 0.0)
 
 
+def board_planes(boards: jax.Array, colors: int) -> jax.Array:
+    """Per-cell input planes for convolutions: float32 ``[..., W, H, colors + 7]``: the
+    one-hot cell, its three rule features (``rule_features``) and where it is, since the
+    slide toward the centre makes the game depend on position: distance to the centre
+    column, which half, the row, and the column."""
+    *batch, width, height = boards.shape
+    flat_boards = boards.reshape(-1, width, height)
+    per_cell = jax.vmap(rule_features)(flat_boards)[0].reshape(*batch, width, height, 3)
+    x = (jnp.arange(width, dtype=jnp.float32) + 0.5) / width
+    y = jnp.arange(height, dtype=jnp.float32) / height
+    position = jnp.stack(jnp.broadcast_arrays(
+        jnp.abs(x - 0.5)[:, None], (x < 0.5).astype(jnp.float32)[:, None], y[None, :], x[:, None]), -1)
+    position = jnp.broadcast_to(position, (*batch, width, height, 4))
+    return jnp.concatenate([jax.nn.one_hot(boards, colors + 1, dtype=jnp.float32), per_cell, position], -1)
+
+
 class ValueQNetwork(nn.Module):
     """Shared torso, two heads in clicks-left units: the value of the board ``[...]`` and,
     per cell, the value after clicking it ``[..., W * H]`` (lower is better).
 
     With ``prior`` both heads start at the hand-made estimate of the board (zero-initialised
     corrections), so untrained play is the heuristic's; without it they start at a constant.
-    The rule features are always input (``encode_with_features``).
+    The rule features are always input (``encode_with_features``). With ``conv`` channels
+    the cells first pass through 3x3 convolutions over ``board_planes`` (translation-
+    equivariant cluster detectors), whose output replaces the flat cell inputs of the MLP.
     """
 
     hidden: Sequence[int]
     colors: int
     prior: bool = True
+    conv: Sequence[int] = ()
 
     @nn.compact
     def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
         cells = boards.shape[-2] * boards.shape[-1]
         inputs, estimate = encode_with_features(boards, self.colors)
         base = estimate if self.prior else jnp.full(estimate.shape, 10.0, jnp.float32)
+        if self.conv:
+            x = board_planes(boards, self.colors)
+            for channels in self.conv:
+                x = nn.relu(nn.Conv(channels, (3, 3), padding="SAME", kernel_init=nn.initializers.he_normal())(x))
+            board_inputs = inputs[..., -HEURISTIC_WEIGHTS.shape[0]:]  # the scaled board features
+            inputs = jnp.concatenate([x.reshape(*boards.shape[:-2], -1), board_inputs], -1)
         torso = MLP(self.hidden)(inputs)
         value = base + nn.Dense(1, kernel_init=nn.initializers.zeros, name="value")(torso)[..., 0]
         per_cell = base[..., None] + nn.Dense(cells, kernel_init=nn.initializers.zeros, name="q")(torso)
