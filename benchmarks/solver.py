@@ -64,7 +64,10 @@ def _run(jobs, processes):
 
 
 def _percentiles(values):
+    """p10 / p50 / p90 / max, or None for no values (e.g. --reference-boards 0)."""
     values = np.asarray(values, float)
+    if not values.size:
+        return None
     return {f"p{q}": float(np.percentile(values, q)) for q in (10, 50, 90)} | {"max": float(values.max())}
 
 
@@ -73,11 +76,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--sets", default="6x6,8x4,8x6")
     parser.add_argument("--boards-8x6", type=int, default=100)
     parser.add_argument("--time-limit", type=float, default=300.0, help="seconds per board")
-    parser.add_argument("--reference-boards", type=int, default=20, help="boards per set run by the reference")
+    parser.add_argument("--reference-boards", type=int, default=20,
+                        help="boards per set run by the reference (0: none, no speedup column)")
     parser.add_argument("--reference-limit", type=float, default=60.0, help="seconds per board for the reference")
     parser.add_argument("--jobs", type=int, default=1, help="boards solved at once, one core each")
     parser.add_argument("--out", default="results/solver.json")
     args = parser.parse_args(argv)
+    if args.reference_boards < 0:
+        parser.error(f"--reference-boards must be >= 0, got {args.reference_boards}")
 
     report = {"benchmark": "solver", "cpu": platform.processor() or platform.machine(),
               "cpu_count": os.cpu_count(), "jobs": args.jobs, "time_limit": args.time_limit,
@@ -92,7 +98,8 @@ def main(argv=None) -> dict:
         start = time.perf_counter()
         results = _run([(*t, args.time_limit, False) for t in texts], args.jobs)
         wall = time.perf_counter() - start
-        reference = _run([(*t, args.reference_limit, True) for t in texts[: args.reference_boards]], args.jobs)
+        reference = _run([(*t, args.reference_limit, True) for t in texts[: args.reference_boards]], args.jobs) \
+            if args.reference_boards else []
 
         if "optimal" in description:
             wrong = [r["board"] for r in results if r["proven"] and r["length"] != r["known"]]
@@ -129,9 +136,9 @@ def main(argv=None) -> dict:
         ref = s["reference"]
         nodes = f"{s['nodes']['p50']:,.0f}" if s["nodes"] else "-"
         speed = f"{ref['median_speedup_where_both_proved']:.1f}x" if ref["median_speedup_where_both_proved"] else "-"
+        reference = f"{ref['seconds']['p50']:.2f} ({ref['proven']}/{ref['boards']})" if ref["seconds"] else "-"
         print(f"| {name} | {s['boards']} | {s['proven']} | {s['seconds']['p50']:.3f} | {s['seconds']['p90']:.2f} "
-              f"| {s['seconds']['max']:.2f} | {nodes} | {s['mean_length']:.2f} "
-              f"| {ref['seconds']['p50']:.2f} ({ref['proven']}/{ref['boards']}) | {speed} |")
+              f"| {s['seconds']['max']:.2f} | {nodes} | {s['mean_length']:.2f} | {reference} | {speed} |")
     print(f"\nwrote {args.out}")
     return report
 

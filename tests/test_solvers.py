@@ -550,3 +550,17 @@ def test_node_limited_results_do_not_depend_on_the_clock(boards_dir, monkeypatch
     monkeypatch.setattr(api.time, "perf_counter", lambda: 10.0 * next(ticks))
     slow = [solve(b, node_limit=20_000_000) for b in boards]
     assert [(s.length, s.nodes, s.clicks) for s in slow] == [(s.length, s.nodes, s.clicks) for s in normal]
+
+
+def test_solver_benchmark_runs_without_reference_boards(tmp_path, boards_dir):
+    """``benchmarks/solver.py --reference-boards 0`` reports no speedup instead of crashing."""
+    out = tmp_path / "solver.json"
+    result = subprocess.run([sys.executable, "benchmarks/solver.py", "--sets", "8x4", "--reference-boards", "0",
+                             "--jobs", "1", "--out", str(out)], capture_output=True, text=True, cwd=boards_dir.parent.parent)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(out.read_text())["sets"]["8x4"]
+    assert summary["proven"] == summary["boards"] == 60
+    assert summary["reference"]["boards"] == 0 and summary["reference"]["median_speedup_where_both_proved"] is None
+    bad = subprocess.run([sys.executable, "benchmarks/solver.py", "--reference-boards", "-1"],
+                         capture_output=True, text=True, cwd=boards_dir.parent.parent)
+    assert bad.returncode == 2 and "--reference-boards must be >= 0" in bad.stderr
