@@ -4,6 +4,7 @@ learning on small boards measured against exact optima."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxdust import solve
 from jaxdust.core import game
@@ -86,12 +87,15 @@ def test_exploring_beam_picks_every_distinct_child_sometimes():
     assert {1, 2} <= picks and len(picks & {0, 4}) == 1  # the duplicate of child 0 is one choice
 
 
-def test_search_lines_replay_to_a_cleared_board_and_bound_the_optimum():
+@pytest.mark.parametrize("child_share", [1.0, 0.1])  # 0.1: most children fall beyond the slots
+def test_search_lines_replay_to_a_cleared_board_and_bound_the_optimum(child_share):
     size = GameConfig(5, 4, 3)
     config = avi.AVIConfig(game=size, hidden=(32,), num_envs=64, beam_width=4, buffer_lines=64, total_updates=60,
-                           chunk_updates=60, child_share=1.0)
+                           chunk_updates=60, child_share=child_share)
     init, run_chunk = avi.make_avi(config)
     runner, metrics = run_chunk(init(jax.random.key(1)))
+    assert (int(metrics.dropped) > 0) == (child_share < 1)
+    assert np.isfinite(float(metrics.loss)) and np.isfinite(float(metrics.target))
     lines = jax.tree.map(np.asarray, runner.lines)
     stored = min(int(lines.written), config.buffer_lines)
     assert int(metrics.episodes) == int(lines.written) > 20

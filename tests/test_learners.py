@@ -358,3 +358,14 @@ def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_run):
     boards = runs.evaluation_boards(selected.config.game, 16)  # the run's --eval-boards
     replayed = runs.greedy_clicks(boards, selected.scorer, selected.params, 4 * selected.config.game.num_cells)
     assert replayed == best["greedy_clicks"]  # the state that was evaluated, not a later one
+
+
+def test_resuming_before_the_best_checkpoint_redoes_it(tmp_path):
+    args = ("--eval-every", "1", "--checkpoint-every", "3")
+    run_train(tmp_path / "run", *args)
+    first = json.load(open(tmp_path / "run" / "summary.json"))
+    assert first["best_step"] > 3  # else resuming at 3 would not replay the best step
+    # Resuming at 3 replays the best step: its checkpoint is made again, not refused as existing.
+    run_train(tmp_path / "run", *args, "--resume", "--resume-step", "3")
+    again = json.load(open(tmp_path / "run" / "summary.json"))
+    assert (again["best_step"], again["best_greedy_clicks"]) == (first["best_step"], first["best_greedy_clicks"])

@@ -77,8 +77,12 @@ class AVIConfig:
             raise ValueError("total_updates, chunk_updates and target_period must be >= 1")
         if self.beam_width < 1 or self.num_envs % self.beam_width:
             raise ValueError(f"beam_width ({self.beam_width}) must be >= 1 and divide num_envs ({self.num_envs})")
-        if not 0.0 <= self.capped_share <= 1.0 or self.buffer_lines < 1:
-            raise ValueError("capped_share must be in [0, 1] and buffer_lines >= 1")
+        if not 0.0 <= self.capped_share <= 1.0:
+            raise ValueError(f"capped_share must be in [0, 1], got {self.capped_share}")
+        if self.buffer_lines < self.num_envs // self.beam_width:
+            # Every board may finish in one iteration; each needs its own row.
+            raise ValueError(f"buffer_lines ({self.buffer_lines}) must be >= boards in play "
+                             f"({self.num_envs // self.beam_width})")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
 
@@ -254,6 +258,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         labels, child_values = expansion.labels, expansion.values
         backup = 1.0 + jnp.min(child_values, axis=1)
         target = jnp.minimum(backup, cap)
+        trained = trained & jnp.isfinite(target)  # all children beyond the slots: no target
         cell_values = 1.0 + jnp.take_along_axis(child_values, jnp.maximum(labels, 0), axis=1)
         on_line = (labels == jnp.take_along_axis(labels, jnp.maximum(cap_action, 0)[:, None], axis=1)) & (cap_action[:, None] >= 0)
         cell_values = jnp.where(on_line, jnp.minimum(cell_values, cap[:, None]), cell_values)
@@ -296,6 +301,13 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         slot = jnp.arange(count)
         path = runner.path.at[slot, slot_depth].set(runner.boards)[parent]
         path_actions = runner.path_actions[parent].at[slot, slot_depth].set(action)
+        # A board whose children all fell beyond the slots (fresh boards at the start have
+        # the most) waits for the next iteration rather than taking another board's child.
+        stalled = ~jnp.any(jnp.isfinite(child_values[:count].reshape(boards_count, width * cells)), axis=1)
+        stalled_slot = jnp.repeat(stalled, width)
+        after = jnp.where(stalled_slot[:, None, None], runner.boards, after)
+        path = jnp.where(stalled_slot[:, None, None, None], runner.path, path)
+        path_actions = jnp.where(stalled_slot[:, None], runner.path_actions, path_actions)
 
         cleared = jax.vmap(game.is_done)(after).reshape(boards_count, width)
         finished = jnp.any(cleared, axis=1)
@@ -309,10 +321,11 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
                       runner.lines.written + jnp.sum(finished, dtype=jnp.int32))
         restart = jnp.repeat(finished, width)
         after = jnp.where(restart[:, None, None], jnp.repeat(fresh_boards(reset_key), width, axis=0), after)
-        depth = jnp.where(finished, 0, length)
+        depth = jnp.where(finished, 0, jnp.where(stalled, runner.depth, length))
         runner = Runner(train, target_params, after, path, path_actions, depth, lines, key, update)
         line_capped = jnp.sum(trained[count:] & (cap[count:] < backup[count:])) / jnp.maximum(jnp.sum(trained[count:]), 1)
-        return runner, (loss, value_error, jnp.mean(target[:count]), line_capped, jnp.sum(finished),
+        mean_target = jnp.sum(jnp.where(trained[:count], target[:count], 0.0)) / jnp.maximum(jnp.sum(trained[:count]), 1)
+        return runner, (loss, value_error, mean_target, line_capped, jnp.sum(finished),
                         jnp.sum(jnp.where(finished, length, 0)), expansion.dropped)
 
     def run_chunk(runner: Runner) -> tuple[Runner, ChunkMetrics]:

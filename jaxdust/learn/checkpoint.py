@@ -91,6 +91,9 @@ class Checkpoints:
             raise CheckpointError(f"checkpoint {step} in {self.directory} cannot be read ({_brief(error)}){hint}") from None
         return step, _data_to_keys(restored["state"], like)
 
+    def delete(self, step: int) -> None:
+        self.manager.delete(step)
+
     def close(self) -> None:
         self.manager.close()
 

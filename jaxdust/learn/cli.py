@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = subparsers.add_parser(name, help=learner.description)
         sub.add_argument("--run-dir", default=None, help=f"default: runs/{name}-<seed>")
         sub.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
-        sub.add_argument("--resume-step", type=int, default=None, help="restore this checkpoint, not the newest")
+        sub.add_argument("--resume-step", type=int, default=None, help="restore this checkpoint, not the newest (later ones are deleted: they are redone)")
         sub.add_argument("--seed", type=int, default=0)
         sub.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
         sub.add_argument("--eval-boards", type=int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and the checkpoint with the best greedy play is kept")

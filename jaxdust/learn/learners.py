@@ -74,6 +74,9 @@ def _lockstep_trainer(make, config, mesh, chunks: int, counters) -> Trainer:
 
 
 def _avi_trainer(config: avi.AVIConfig, args, mesh) -> Trainer:
+    if mesh is not None and config.boards_in_play % mesh.size:  # each device holds whole beams
+        raise ValueError(f"{config.boards_in_play} boards in play (--num-envs {config.num_envs} / --beam-width "
+                         f"{config.beam_width}) must divide over {mesh.size} devices")
     return _lockstep_trainer(avi.make_avi, config, mesh, config.total_updates // config.chunk_updates,
                              lambda runner: {"updates": int(runner.update),
                                              "positions": int(runner.update) * config.num_envs})

@@ -107,7 +107,20 @@ class Run:
         except checkpoint.CheckpointError as error:
             raise RunError(str(error)) from None
         self._truncate_metrics(done)
+        self._truncate_checkpoints(done)
         return done, state
+
+    def _truncate_checkpoints(self, done: int) -> None:
+        """Forget checkpoints of steps after ``done`` (``--resume-step``: they will be
+        redone); the best greedy play is then that of the best checkpoint kept, or none."""
+        for manager in (self.checkpoints, self.best):
+            for step in manager.steps():
+                if step > done:
+                    manager.delete(step)
+        kept = self.best.steps()
+        greedy = {r["chunk"]: r["greedy_clicks"] for r in files.recover_json_lines(self.metrics_path)
+                  if "greedy_clicks" in r}
+        self.best_greedy = greedy.get(kept[-1], float("inf")) if kept else float("inf")
 
     def _truncate_metrics(self, done: int) -> None:
         """Drop log lines of steps after the checkpoint (they will be redone)."""
@@ -115,7 +128,6 @@ class Run:
         files.atomic_write_bytes(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
         if kept:
             self.elapsed_before = kept[-1]["seconds"]
-        self.best_greedy = min((r["greedy_clicks"] for r in kept if "greedy_clicks" in r), default=float("inf"))
 
     def seconds(self) -> float:
         return self.elapsed_before + time.perf_counter() - self.started
@@ -191,7 +203,7 @@ def train(learner_name: str, config, args) -> dict:
     summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
                **trainer.info(state),
                **(last_evaluation or evaluate(state)), "best_greedy_clicks": run.best_greedy,
-               "best_step": run.best.steps()[-1]}
+               "best_step": (run.best.steps() or [None])[-1]}
     run.finish(summary)
     return summary
 

@@ -108,7 +108,10 @@ def write_proven(records, jobs, path) -> None:
     proven = sorted((r for r in records if r.get("optimal") and r["line"] in shapes), key=lambda r: r["line"])
     if not proven:
         raise SystemExit("python -m jaxdust.solver: error: no board was proven optimal; --board-file not written")
-    width, height = parse_board(proven[0]["board"], *shapes[proven[0]["line"]]).shape
+    sizes = {parse_board(r["board"], *shapes[r["line"]]).shape for r in proven}
+    if len(sizes) > 1:
+        raise SystemExit(f"python -m jaxdust.solver: error: --board-file needs boards of one size, got {sorted(sizes)}")
+    (width, height), = sizes
     colors = max(int(c) for r in proven for c in r["board"])
     header = (f"# width={width} height={height} colors={colors}; cells listed x-major: cell (x,y) is character "
               f"x*{height}+y, y=0 bottom row\n# board optimal_clicks (proven by python -m jaxdust.solver)\n")
