@@ -47,14 +47,14 @@ def mean_clicks(lengths, cap):
     return float(np.mean(np.where(np.asarray(lengths) < 0, cap, lengths)))
 
 
-def play_set(boards, optimum, cap, policy=None, scorer=None, params=None) -> dict:
-    """Argmax play (when ``policy`` is given) and the ``scorer``'s beams at ``WIDTHS`` on one
+def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths=WIDTHS) -> dict:
+    """Argmax play (when ``policy`` is given) and the ``scorer``'s beams at ``widths`` on one
     board set: mean clicks, and with ``optimum`` the gap and the share played optimally."""
     lengths = {}
     if policy is not None:
         played = play_boards(boards, policy, jax.random.key(1), cap, params)
         lengths["argmax"] = np.where(np.asarray(played.cleared), np.asarray(played.clicks), cap)
-    for width in WIDTHS:
+    for width in widths:
         found = beam_lengths(boards, width, scorer, params, cap)
         lengths[f"width_{width}"] = np.where(found < 0, cap, found)
     row = {}

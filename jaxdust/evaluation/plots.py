@@ -56,16 +56,30 @@ def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, r
 
 
 def learning_curves(curves: dict[str, tuple[np.ndarray, np.ndarray]], references: dict[str, float],
-                    title: str) -> bytes:
-    """Mean clicks of each curve's play against wall-clock minutes, with horizontal references."""
-    figure, axis = _subplots((7, 4))
-    for name, (seconds, clicks) in curves.items():
-        axis.plot(np.asarray(seconds) / 60, clicks, marker="o", markersize=3, label=name)
-    for name, value in references.items():
+                    title: str, ylabel: str = "mean clicks") -> bytes:
+    """A measure of each curve's play (mean clicks by default) against wall-clock minutes,
+    with horizontal references."""
+    return variant_curves({name: {"": curve} for name, curve in curves.items()}, title, ylabel, references)
+
+
+def variant_curves(curves: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], title: str, ylabel: str,
+                   references: dict[str, float] | None = None) -> bytes:
+    """Several plays of several variants against wall-clock minutes: one colour per variant
+    (``curves[variant][play] = (seconds, values)``), one line style per play."""
+    figure, axis = _subplots((8, 4.5) if len(curves) > 4 else (7, 4))
+    colours = [f"C{i}" for i in range(10)]
+    styles = ["-", "--", ":", "-."]
+    plays = list(dict.fromkeys(play for by_play in curves.values() for play in by_play))
+    for index, (variant, by_play) in enumerate(curves.items()):
+        for play, (seconds, values) in by_play.items():
+            axis.plot(np.asarray(seconds) / 60, values, color=colours[index % 10],
+                      linestyle=styles[plays.index(play) % 4], marker="o", markersize=3,
+                      label=f"{variant}, {play}" if play else variant)
+    for name, value in (references or {}).items():
         axis.axhline(value, linestyle=":", linewidth=1, color="grey")
-        axis.text(axis.get_xlim()[1], value, f" {name} {value:.1f}", va="center", fontsize=7)
+        axis.text(axis.get_xlim()[1], value, f" {name} {value:.2f}", va="center", fontsize=7)
     axis.set_xlabel("minutes of training")
-    axis.set_ylabel("mean clicks")
+    axis.set_ylabel(ylabel)
     axis.set_title(title)
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=7, ncol=2)
     return _png(figure)

@@ -78,9 +78,10 @@ class ClicksArgmin:
     colors: int
     prior: bool = True
     conv: tuple[int, ...] = ()
+    features: bool = True
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
-        network = networks.ValueQNetwork(self.hidden, self.colors, self.prior, self.conv)
+        network = networks.ValueQNetwork(self.hidden, self.colors, self.prior, self.conv, self.features)
         _, per_cell = network.apply(params, board[None])
         return networks.masked_argmax(-per_cell[0], board.reshape(-1) != 0)
 
@@ -93,7 +94,9 @@ class ValueHeadScorer:
     colors: int
     prior: bool = True
     conv: tuple[int, ...] = ()
+    features: bool = True
 
     def __call__(self, boards: jax.Array, params) -> jax.Array:
-        value, _ = networks.ValueQNetwork(self.hidden, self.colors, self.prior, self.conv).apply(params, boards)
+        network = networks.ValueQNetwork(self.hidden, self.colors, self.prior, self.conv, self.features)
+        value, _ = network.apply(params, boards)
         return jnp.where(jnp.any(boards != 0, axis=(1, 2)), value, 0.0)

@@ -53,6 +53,7 @@ class AVIConfig:
     hidden: tuple[int, ...] = (256, 256)
     conv: tuple[int, ...] = ()  # channels of 3x3 convolutions before the dense layers (none: an MLP)
     prior: bool = True  # both heads start at the hand-made estimate (networks.ValueQNetwork)
+    features: bool = True  # exact rule features as inputs beside the one-hot cells
     num_envs: int = 512  # beam slots: num_envs / beam_width boards in play at once
     beam_width: int = 8  # positions kept per board (1 = epsilon-greedy games)
     capped_share: float = 0.25  # positions per update from search lines, as a share of num_envs
@@ -88,7 +89,8 @@ class AVIConfig:
 
     @property
     def network(self) -> networks.ValueQNetwork:
-        return networks.ValueQNetwork(tuple(self.hidden), self.game.colors, self.prior, tuple(self.conv))
+        return networks.ValueQNetwork(tuple(self.hidden), self.game.colors, self.prior, tuple(self.conv),
+                                      self.features)
 
     @property
     def boards_in_play(self) -> int:

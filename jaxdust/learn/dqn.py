@@ -6,6 +6,11 @@ boards, and the Q-network takes ``updates_per_step`` gradient steps on sampled b
 against a target network (Double DQN by default). Illegal clicks (empty cells) are
 masked in the greedy choice, in the bootstrap maximum and in exploration.
 
+With ``backup="full"`` the sampled boards are expanded by the simulator and *every*
+occupied cell learns its one-step target ``r + gamma * max Q_target(child)`` at once
+(``jaxdust.learn.avi``'s backup in reward units; one step, no Double DQN), instead of only
+the clicked cell's sampled n-step target.
+
 Rewards default to the original post's (+10 clear, -1 click, -10 empty click). With -1
 per click and ``gamma = 1`` the return from a position with ``n`` clicks left is
 ``10 - (n - 1)``, so ``11 - max_a Q`` estimates the clicks left: exactly the heuristic a
@@ -35,7 +40,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 from jaxdust.core import env as dust_env
 from jaxdust.core import game
-from jaxdust.learn import networks
+from jaxdust.learn import avi, networks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +65,8 @@ class DQNConfig:
     double_dqn: bool = True
     target_period: int = 250  # updates between target-network copies; 0: no target network
     bootstrap: str = "max"  # "max" (Q-learning) or "mean" (the original post)
+    backup: str = "sampled"  # "sampled": the clicked cell's n-step target; "full": every cell's one-step target
+    child_share: float = 0.5  # full backup: child slots per update, as a share of batch_size * cells
     mask_actions: bool = True
     epsilon_start: float = 1.0
     epsilon_end: float = 0.01
@@ -75,6 +82,12 @@ class DQNConfig:
             raise ValueError("batch_size cannot exceed buffer_size")
         if self.n_step < 1:
             raise ValueError(f"n_step must be >= 1, got {self.n_step}")
+        if self.backup not in ("sampled", "full"):
+            raise ValueError(f"backup must be 'sampled' or 'full', got {self.backup!r}")
+        if self.backup == "full" and (not self.mask_actions or self.bootstrap != "max"):
+            raise ValueError("backup 'full' needs mask_actions and bootstrap 'max' (it backs up occupied cells)")
+        if not 0.0 < self.child_share <= 1.0:
+            raise ValueError(f"child_share must be in (0, 1], got {self.child_share}")
 
     @classmethod
     def original(cls, **overrides) -> "DQNConfig":
@@ -235,6 +248,34 @@ def td_targets(config: DQNConfig, q_online_next, q_target_next, q_taken, batch: 
     return config.target_mix * target + (1.0 - config.target_mix) * q_taken
 
 
+def full_backup_targets(config: DQNConfig, q_target, boards: jax.Array, slots: int) -> tuple[jax.Array, jax.Array]:
+    """Every occupied cell's one-step target at once, its child made by the simulator (the
+    backup of ``jaxdust.learn.avi`` in reward units): ``r(a) + gamma * max_b
+    q_target(child(s, a))[b]``, 0 for the bootstrap of a cleared board. (Double DQN's
+    choice by the online network made no difference on 4x3 boards; what destabilises this
+    backup is copying the target too often at a high learning rate: 5 updates at 3e-3
+    oscillates by +-7 clicks where 50 at 1e-3 converges.)
+
+    Args:
+      q_target: int8 ``[M, W, H]`` -> float32 ``[M, W * H]``, the target network.
+      boards: int8 ``[B, W, H]``.
+      slots: children expanded at most (static); cells whose child falls beyond get no target.
+
+    Returns float32 targets ``[B, W * H]`` and bool ``[B, W * H]``, which cells have one.
+    """
+    def cost(children):  # expand() minimises, so it gets the negated bootstrap value
+        return -networks.masked_max(q_target(children), legal_mask(children, True))
+
+    expansion = avi.expand(boards, slots, cost)
+    first_cell = jnp.maximum(expansion.labels, 0)  # cells of one cluster share its child
+    at_cell = jnp.take_along_axis(expansion.values, first_cell, axis=1)
+    child = jnp.minimum(jnp.take_along_axis(expansion.index, first_cell, axis=1), slots - 1)
+    cleared = jax.vmap(game.is_done)(expansion.children)[child]
+    reward = jnp.where(cleared, config.rewards.clear, config.rewards.click)
+    trained = (expansion.labels >= 0) & jnp.isfinite(at_cell)
+    return jax.lax.stop_gradient(jnp.where(trained, reward - config.gamma * at_cell, 0.0)), trained
+
+
 def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
     """Games, their click windows and the replay buffer split over the mesh's ``data``
     axis; parameters, optimiser state and counters replicated."""
@@ -289,7 +330,17 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
         fraction = jnp.clip(iteration / span, 0.0, 1.0)
         return config.epsilon_start + fraction * (config.epsilon_end - config.epsilon_start)
 
+    child_slots = max(1, int(config.child_share * config.batch_size * config.game.num_cells))
+
+    def full_backup_loss(params, target_params, batch: Batch):
+        target, trained = full_backup_targets(config, lambda b: network.apply(target_params, b), batch.boards,
+                                              child_slots)
+        q = network.apply(params, batch.boards)
+        return jnp.sum(jnp.where(trained, optax.huber_loss(q, target), 0.0)) / jnp.maximum(jnp.sum(trained), 1)
+
     def loss_fn(params, target_params, batch: Batch):
+        if config.backup == "full":
+            return full_backup_loss(params, target_params, batch)
         q = network.apply(params, batch.boards)
         q_taken = jnp.take_along_axis(q, batch.actions[:, None], axis=-1)[:, 0]
         q_online_next = network.apply(params, batch.next_boards) if config.double_dqn else None

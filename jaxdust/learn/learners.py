@@ -12,7 +12,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 
-from jaxdust.learn import agents, avi, dqn, imitation
+from jaxdust.learn import agents, avi, dqn, imitation, networks
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
 
 
@@ -86,16 +86,16 @@ register(Learner(
     name="avi",
     description="approximate value iteration over every click, value and per-cell heads (jaxdust.learn.avi)",
     config_class=avi.AVIConfig,
-    presets={"default": avi.AVIConfig()},
+    presets={"default": avi.AVIConfig(), "original": avi.AVIConfig(hidden=networks.PRESETS["original"])},
     unit="chunk",
     add_arguments=lambda parser: None,
     trainer=_avi_trainer,
     template=lambda config: avi.make_avi(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
     policy=lambda config: agents.ClicksArgmin(tuple(config.hidden), config.game.colors, config.prior,
-                                              tuple(config.conv)),
+                                              tuple(config.conv), config.features),
     scorer=lambda config: agents.ValueHeadScorer(tuple(config.hidden), config.game.colors, config.prior,
-                                                 tuple(config.conv)),
+                                                 tuple(config.conv), config.features),
 ))
 
 

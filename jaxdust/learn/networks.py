@@ -125,14 +125,18 @@ def masked_max(values: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.where(jnp.any(mask, axis=-1), best, 0.0)
 
 
-def board_planes(boards: jax.Array, colors: int) -> jax.Array:
+def board_planes(boards: jax.Array, colors: int, features: bool = True) -> jax.Array:
     """Per-cell input planes for convolutions: float32 ``[..., W, H, colors + 7]``: the
-    one-hot cell, its three rule features (``rule_features``) and where it is, since the
-    slide toward the centre makes the game depend on position: distance to the centre
-    column, which half, the row, and the column."""
+    one-hot cell, its three rule features (``rule_features``; left out without
+    ``features``: ``colors + 4`` planes) and where it is, since the slide toward the centre
+    makes the game depend on position: distance to the centre column, which half, the row,
+    and the column."""
     *batch, width, height = boards.shape
     flat_boards = boards.reshape(-1, width, height)
-    per_cell = jax.vmap(rule_features)(flat_boards)[0].reshape(*batch, width, height, 3)
+    if features:
+        per_cell = jax.vmap(rule_features)(flat_boards)[0].reshape(*batch, width, height, 3)
+    else:
+        per_cell = jnp.zeros((*batch, width, height, 0), jnp.float32)
     x = (jnp.arange(width, dtype=jnp.float32) + 0.5) / width
     y = jnp.arange(height, dtype=jnp.float32) / height
     position = jnp.stack(jnp.broadcast_arrays(
@@ -147,27 +151,33 @@ class ValueQNetwork(nn.Module):
 
     With ``prior`` both heads start at the hand-made estimate of the board (zero-initialised
     corrections), so untrained play is the heuristic's; without it they start at a constant.
-    The rule features are always input (``encode_with_features``). With ``conv`` channels
-    the cells first pass through 3x3 convolutions over ``board_planes`` (translation-
-    equivariant cluster detectors), whose output replaces the flat cell inputs of the MLP.
+    With ``features`` the exact rule features are input (``encode_with_features``),
+    without it only the one-hot cells. With ``conv`` channels the cells first pass through
+    3x3 convolutions over ``board_planes`` (translation-equivariant cluster detectors),
+    whose output replaces the flat cell inputs of the MLP.
     """
 
     hidden: Sequence[int]
     colors: int
     prior: bool = True
     conv: Sequence[int] = ()
+    features: bool = True
 
     @nn.compact
     def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
         cells = boards.shape[-2] * boards.shape[-1]
         inputs, estimate = encode_with_features(boards, self.colors)
         base = estimate if self.prior else jnp.full(estimate.shape, 10.0, jnp.float32)
+        board_inputs = inputs[..., -HEURISTIC_WEIGHTS.shape[0]:]  # the scaled board features
+        if not self.features:
+            inputs = encode(boards, self.colors)
         if self.conv:
-            x = board_planes(boards, self.colors)
+            x = board_planes(boards, self.colors, self.features)
             for channels in self.conv:
                 x = nn.relu(nn.Conv(channels, (3, 3), padding="SAME", kernel_init=nn.initializers.he_normal())(x))
-            board_inputs = inputs[..., -HEURISTIC_WEIGHTS.shape[0]:]  # the scaled board features
-            inputs = jnp.concatenate([x.reshape(*boards.shape[:-2], -1), board_inputs], -1)
+            inputs = x.reshape(*boards.shape[:-2], -1)
+            if self.features:
+                inputs = jnp.concatenate([inputs, board_inputs], -1)
         torso = MLP(self.hidden)(inputs)
         value = base + nn.Dense(1, kernel_init=nn.initializers.zeros, name="value")(torso)[..., 0]
         per_cell = base[..., None] + nn.Dense(cells, kernel_init=nn.initializers.zeros, name="q")(torso)

@@ -1,0 +1,190 @@
+"""Learners and networks side by side at equal wall time, with curves of play against time.
+
+Each variant is a registered learner with some settings changed. It gets ``--minutes`` of
+training on this machine: a short calibration measures its seconds per update, its
+schedule (learning-rate decay, exploration) is sized to end at the budget, and the clock
+stops while it is evaluated. At ``--points`` evenly spaced moments it plays the 100 proven
+boards of ``data/boards/optimal_8x6x5.txt`` (argmax of the per-cell output, greedy = a
+width-1 beam on the value, and a width-8 beam: mean clicks and share optimal); the last
+point also plays 1000 fresh random boards (argmax and greedy). The model measured is the
+one training ends with (no selection).
+
+Sets: ``networks`` (the MLP default, the original 5 x 1500 layers, a convolutional torso,
+without the rule features, without the heuristic prior, with neither) and ``backups``
+(Deep Q-learning with its sampled n-step target against the full-width backup of every
+cell, beside value iteration). Variants already measured (``--out-dir``/<variant>.json)
+are reused, so two processes pinned to a core each can share a set:
+
+    taskset -c 0 python benchmarks/equal_time.py --variants mlp,conv,no-prior,dqn-sampled &
+    taskset -c 1 python benchmarks/equal_time.py --variants original,no-features,raw,dqn-full,dqn-full-25
+    python benchmarks/equal_time.py --set networks     # the table and curves from saved variants
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import time
+
+import jax
+import numpy as np
+
+from jaxdust.core import files
+from jaxdust.core.boards import read_board_file
+from jaxdust.evaluation import plots
+from jaxdust.learn import learners
+from jaxdust.search.heuristic import heuristic_scorer
+
+from learners import PROVEN_FILE, fresh_boards, play_set  # benchmarks/learners.py
+
+VARIANTS = {  # name -> (learner, settings changed from its default config, what it is)
+    "mlp": ("avi", {}, "value iteration, MLP 256x256, rule features, heuristic prior (the default)"),
+    "original": ("avi", {"hidden": (1500,) * 5}, "the original post's 5 x 1500 MLP"),
+    "conv": ("avi", {"conv": (16, 16)}, "two 3x3 convolutions (16 channels, position planes) before the MLP"),
+    "no-features": ("avi", {"features": False}, "one-hot cells only (no rule features)"),
+    "no-prior": ("avi", {"prior": False}, "heads start at a constant, not the heuristic"),
+    "raw": ("avi", {"features": False, "prior": False}, "one-hot cells, no prior"),
+    "dqn-sampled": ("dqn", {}, "Deep Q-learning, the clicked cell's 5-step target (the default)"),
+    "dqn-full": ("dqn", {"backup": "full"}, "Deep Q-learning, every cell's one-step target (full width)"),
+    # A one-step backup moves values one click per target copy: copied as often as avi's.
+    "dqn-full-25": ("dqn", {"backup": "full", "target_period": 25}, "the same, target copied every 25 updates"),
+}
+SETS = {
+    "networks": ["mlp", "original", "conv", "no-features", "no-prior", "raw"],
+    "backups": ["dqn-sampled", "dqn-full", "dqn-full-25", "mlp"],
+}
+
+
+def sized(learner: str, config, units: int, chunk: int):
+    """``config`` with a schedule of ``units`` updates (env steps for dqn) in chunks of ``chunk``."""
+    if learner == "avi":
+        return dataclasses.replace(config, total_updates=units, chunk_updates=chunk)
+    if learner == "dqn":
+        return dataclasses.replace(config, total_steps=units * config.num_envs, chunk_iterations=chunk)
+    raise ValueError(f"equal-time runs support avi and dqn, not {learner}")
+
+
+CALIBRATION_CHUNK = {"avi": 5, "dqn": 50}  # dqn's first 32 iterations only fill the replay
+
+
+def seconds_per_unit(learner: learners.Learner, config, seed: int) -> float:
+    """Time one warm chunk of the learner (after a first chunk that compiles and warms up)."""
+    chunk = CALIBRATION_CHUNK[learner.name]
+    trainer = learner.trainer(sized(learner.name, config, 10**6, chunk), argparse.Namespace(), None)
+    state = trainer.init(jax.random.key(seed))
+    state, _ = trainer.step(state, 1)
+    jax.block_until_ready(state)
+    start = time.perf_counter()
+    state, _ = trainer.step(state, 2)
+    jax.block_until_ready(state)
+    return (time.perf_counter() - start) / chunk
+
+
+def measure(name: str, minutes: float, points: int, seed: int, sets: dict, cap: int) -> dict:
+    learner_name, changes, description = VARIANTS[name]
+    learner = learners.get(learner_name)
+    config = dataclasses.replace(learner.presets["default"], **changes)
+    calibration_start = time.perf_counter()
+    per_unit = seconds_per_unit(learner, config, seed)
+    calibration = time.perf_counter() - calibration_start
+    chunk = max(1, int(60 * minutes / per_unit / points))
+    config = sized(learner_name, config, chunk * points, chunk)
+    trainer = learner.trainer(config, argparse.Namespace(), None)
+    policy, scorer = learner.policy(config), learner.scorer(config)
+    state = trainer.init(jax.random.key(seed))
+    trained_seconds, curve = 0.0, []
+    for index in range(1, trainer.total + 1):
+        start = time.perf_counter()
+        state, metrics = trainer.step(state, index)
+        jax.block_until_ready(state)
+        trained_seconds += time.perf_counter() - start
+        params = learner.params(state)
+        point = {"seconds": trained_seconds, "units": index * chunk,
+                 "proven": play_set(*sets["proven"], cap, policy, scorer, params, widths=(1, 8))}
+        if index == trainer.total:
+            point["fresh"] = play_set(*sets["fresh"], cap, policy, scorer, params, widths=(1,))
+        curve.append(point)
+        print(f"{name} {index}/{trainer.total} {trained_seconds / 60:.1f} min: "
+              f"{json.dumps({k: v['mean'] for k, v in point['proven'].items()})}", flush=True)
+    return {"variant": name, "learner": learner_name, "description": description, "changes": changes,
+            "seconds_per_unit": per_unit, "calibration_seconds": calibration, "units": chunk * points,
+            "unit": "updates" if learner_name == "avi" else "env steps per game", "curve": curve}
+
+
+def print_table(results: dict, minutes: float, heuristic: dict) -> None:
+    print(f"\nEqual wall time (a budget of {minutes:g} minutes of training each); the final model; mean clicks "
+          "on fresh boards, mean clicks (share optimal) on proven ones\n")
+    print("| variant | minutes | updates | fresh argmax | fresh greedy | proven argmax | proven greedy | proven width 8 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, result in results.items():
+        final = result["curve"][-1]
+        proven = final["proven"]
+        cells = [f"{final['fresh']['argmax']['mean']:.2f}", f"{final['fresh']['width_1']['mean']:.2f}"]
+        cells += [f"{proven[k]['mean']:.2f} ({100 * proven[k]['optimal']:.0f}%)" for k in ("argmax", "width_1", "width_8")]
+        print(f"| {name}: {result['description']} | {final['seconds'] / 60:.1f} | {result['units']} | "
+              + " | ".join(cells) + " |")
+    proven = heuristic["proven"]
+    print(f"| hand-made heuristic | - | - | - | {heuristic['fresh']['width_1']['mean']:.2f} | - | "
+          + " | ".join(f"{proven[k]['mean']:.2f} ({100 * proven[k]['optimal']:.0f}%)" for k in ("width_1", "width_8"))
+          + " |")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", choices=sorted(SETS), default="networks")
+    parser.add_argument("--variants", default=None, help=f"comma-separated, from {', '.join(VARIANTS)} "
+                                                          "(default: the --set)")
+    parser.add_argument("--minutes", type=float, default=8.0, help="training wall time per variant")
+    parser.add_argument("--points", type=int, default=4, help="evaluations along each run")
+    parser.add_argument("--boards", type=int, default=1000, help="fresh random boards at the end")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-dir", default="results/equal_time")
+    args = parser.parse_args(argv)
+    names = args.variants.split(",") if args.variants else SETS[args.set]
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown or args.minutes <= 0 or args.points < 1 or args.boards < 1:
+        parser.error(f"unknown variants {unknown}" if unknown else "--minutes, --points and --boards must be positive")
+
+    records = read_board_file(PROVEN_FILE)
+    sets = {"proven": (jax.numpy.stack([r.board for r in records]), np.array([r.values[-1] for r in records])),
+            "fresh": (fresh_boards(args.boards, seed=10_000 + args.seed), None)}
+    hardware = {"cpu": platform.processor() or platform.machine(), "cores": len(os.sched_getaffinity(0)),
+                "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind}
+    results = {}
+    for name in names:
+        path = os.path.join(args.out_dir, f"{name}.json")
+        if os.path.exists(path):
+            with open(path) as handle:
+                saved = json.load(handle)
+            if saved["minutes"] == args.minutes and saved["seed"] == args.seed:
+                results[name] = saved
+                continue
+        result = measure(name, args.minutes, args.points, args.seed, sets, cap=4 * 48)
+        results[name] = {**result, "minutes": args.minutes, "seed": args.seed, "hardware": hardware}
+        files.atomic_write_json(path, results[name])
+
+    heuristic = {set_name: play_set(*board_set, 4 * 48, scorer=heuristic_scorer, widths=(1, 8) if set_name == "proven" else (1,))
+                 for set_name, board_set in sets.items()}
+    print_table(results, args.minutes, heuristic)
+    label = args.variants.replace(",", "+") if args.variants else args.set
+    for measure_name, measure, ylabel in (("clicks", "mean", "mean clicks"), ("optimal", "optimal", "share optimal")):
+        curves = {name: {play: (np.array([point["seconds"] for point in result["curve"]]),
+                                np.array([point["proven"][key][measure] for point in result["curve"]]))
+                         for key, play in (("width_1", "greedy"), ("width_8", "width 8"))}
+                  for name, result in results.items()}
+        references = {f"heuristic, {play}": heuristic["proven"][key][measure]
+                      for key, play in (("width_1", "greedy"), ("width_8", "width 8"))}
+        if measure == "mean":
+            references["proven optimum"] = float(np.mean(sets["proven"][1]))
+        figure = plots.variant_curves(curves, f"{len(records)} proven 8x6 boards, equal training time", ylabel,
+                                      references)
+        files.atomic_write_bytes(os.path.join(args.out_dir, f"{label}-{measure_name}.png"), figure)
+    print(f"\nwrote {args.out_dir}/<variant>.json and {args.out_dir}/{label}-clicks.png, -optimal.png")
+    return results
+
+
+if __name__ == "__main__":
+    main()
