@@ -3,7 +3,8 @@
 Each variant is a registered learner with some settings changed. It gets ``--minutes`` of
 training on this machine: a short calibration measures its seconds per update, its
 schedule (learning-rate decay, exploration) is sized to end at the budget, and the clock
-stops while it is evaluated. At ``--points`` evenly spaced moments it plays the 100 proven
+stops while it is evaluated (it runs while the sized program compiles, so runs end up to a
+minute or so off the budget; the table gives each run's minutes). At ``--points`` evenly spaced moments it plays the 100 proven
 boards of ``data/boards/optimal_8x6x5.txt`` (argmax of the per-cell output, greedy = a
 width-1 beam on the value, and a width-8 beam: mean clicks and share optimal); the last
 point also plays 1000 fresh random boards (argmax and greedy). The model measured is the
@@ -153,35 +154,38 @@ def main(argv=None):
             "fresh": (fresh_boards(args.boards, seed=10_000 + args.seed), None)}
     hardware = {"cpu": platform.processor() or platform.machine(), "cores": len(os.sched_getaffinity(0)),
                 "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind}
+    settings = {"minutes": args.minutes, "seed": args.seed, "points": args.points, "boards": args.boards}
     results = {}
     for name in names:
         path = os.path.join(args.out_dir, f"{name}.json")
         if os.path.exists(path):
             with open(path) as handle:
                 saved = json.load(handle)
-            if saved["minutes"] == args.minutes and saved["seed"] == args.seed:
+            if all(saved.get(k) == v for k, v in settings.items()) and saved["changes"] == json.loads(
+                    json.dumps(VARIANTS[name][1])):
                 results[name] = saved
                 continue
+            print(f"{path} was measured with other settings: measuring {name} again")
         result = measure(name, args.minutes, args.points, args.seed, sets, cap=4 * 48)
-        results[name] = {**result, "minutes": args.minutes, "seed": args.seed, "hardware": hardware}
+        results[name] = {**result, **settings, "hardware": hardware}
         files.atomic_write_json(path, results[name])
 
     heuristic = {set_name: play_set(*board_set, 4 * 48, scorer=heuristic_scorer, widths=(1, 8) if set_name == "proven" else (1,))
                  for set_name, board_set in sets.items()}
     print_table(results, args.minutes, heuristic)
     label = args.variants.replace(",", "+") if args.variants else args.set
-    for measure_name, measure, ylabel in (("clicks", "mean", "mean clicks"), ("optimal", "optimal", "share optimal")):
+    for figure_name, field, ylabel in (("clicks", "mean", "mean clicks"), ("optimal", "optimal", "share optimal")):
         curves = {name: {play: (np.array([point["seconds"] for point in result["curve"]]),
-                                np.array([point["proven"][key][measure] for point in result["curve"]]))
+                                np.array([point["proven"][key][field] for point in result["curve"]]))
                          for key, play in (("width_1", "greedy"), ("width_8", "width 8"))}
                   for name, result in results.items()}
-        references = {f"heuristic, {play}": heuristic["proven"][key][measure]
+        references = {f"heuristic, {play}": heuristic["proven"][key][field]
                       for key, play in (("width_1", "greedy"), ("width_8", "width 8"))}
-        if measure == "mean":
+        if field == "mean":
             references["proven optimum"] = float(np.mean(sets["proven"][1]))
         figure = plots.variant_curves(curves, f"{len(records)} proven 8x6 boards, equal training time", ylabel,
                                       references)
-        files.atomic_write_bytes(os.path.join(args.out_dir, f"{label}-{measure_name}.png"), figure)
+        files.atomic_write_bytes(os.path.join(args.out_dir, f"{label}-{figure_name}.png"), figure)
     print(f"\nwrote {args.out_dir}/<variant>.json and {args.out_dir}/{label}-clicks.png, -optimal.png")
     return results
 

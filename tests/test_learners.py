@@ -427,3 +427,23 @@ def test_resuming_before_the_best_checkpoint_redoes_it(tmp_path):
     run_train(tmp_path / "run", *args, "--resume", "--resume-step", "3")
     again = json.load(open(tmp_path / "run" / "summary.json"))
     assert (again["best_step"], again["best_greedy_clicks"]) == (first["best_step"], first["best_greedy_clicks"])
+
+
+def test_equal_time_benchmark_trains_measures_and_reuses(tmp_path):
+    """benchmarks/equal_time.py end to end on a tiny budget: a variant is calibrated,
+    trained and played; its saved result is reused by the next call with the same settings."""
+    command = [sys.executable, "benchmarks/equal_time.py", "--variants", "mlp", "--minutes", "0.02", "--points", "1",
+               "--boards", "8", "--out-dir", str(tmp_path)]
+    first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr[-2000:]
+    with open(tmp_path / "mlp.json") as handle:
+        result = json.load(handle)
+    (point,) = result["curve"]
+    optimum = np.mean([r.values[-1] for r in jaxdust.read_board_file(os.path.join(ROOT, "data/boards/optimal_8x6x5.txt"))])
+    for play in ("argmax", "width_1", "width_8"):  # nothing beats the proven optimum
+        assert point["proven"][play]["mean"] >= optimum and 0 <= point["proven"][play]["optimal"] <= 1
+    assert point["proven"]["width_8"]["mean"] <= point["proven"]["width_1"]["mean"] + 0.5
+    assert result["units"] >= 1 and point["seconds"] > 0 and "fresh" in point
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and "mlp 1/1" not in again.stdout and "| mlp:" in again.stdout
+    assert (tmp_path / "mlp-clicks.png").read_bytes()[:4] == b"\x89PNG"

@@ -8,8 +8,8 @@ masked in the greedy choice, in the bootstrap maximum and in exploration.
 
 With ``backup="full"`` the sampled boards are expanded by the simulator and *every*
 occupied cell learns its one-step target ``r + gamma * max Q_target(child)`` at once
-(``jaxdust.learn.avi``'s backup in reward units; one step, no Double DQN), instead of only
-the clicked cell's sampled n-step target.
+(``jaxdust.learn.avi``'s backup in reward units; ``n_step`` and ``double_dqn`` do not apply),
+instead of only the clicked cell's sampled n-step target.
 
 Rewards default to the original post's (+10 clear, -1 click, -10 empty click). With -1
 per click and ``gamma = 1`` the return from a position with ``n`` clicks left is
@@ -84,8 +84,9 @@ class DQNConfig:
             raise ValueError(f"n_step must be >= 1, got {self.n_step}")
         if self.backup not in ("sampled", "full"):
             raise ValueError(f"backup must be 'sampled' or 'full', got {self.backup!r}")
-        if self.backup == "full" and (not self.mask_actions or self.bootstrap != "max"):
-            raise ValueError("backup 'full' needs mask_actions and bootstrap 'max' (it backs up occupied cells)")
+        if self.backup == "full" and (not self.mask_actions or self.bootstrap != "max" or self.target_mix != 1.0):
+            raise ValueError("backup 'full' needs mask_actions, bootstrap 'max' and target_mix 1 "
+                             "(it backs up occupied cells, one step, without the original's mixing)")
         if not 0.0 < self.child_share <= 1.0:
             raise ValueError(f"child_share must be in (0, 1], got {self.child_share}")
 

@@ -126,9 +126,9 @@ def masked_max(values: jax.Array, mask: jax.Array) -> jax.Array:
 
 
 def board_planes(boards: jax.Array, colors: int, features: bool = True) -> jax.Array:
-    """Per-cell input planes for convolutions: float32 ``[..., W, H, colors + 7]``: the
-    one-hot cell, its three rule features (``rule_features``; left out without
-    ``features``: ``colors + 4`` planes) and where it is, since the slide toward the centre
+    """Per-cell input planes for convolutions: float32 ``[..., W, H, colors + 8]``: the
+    one-hot cell (``colors + 1``), its three rule features (``rule_features``; left out
+    without ``features``: ``colors + 5`` planes) and where it is, since the slide toward the centre
     makes the game depend on position: distance to the centre column, which half, the row,
     and the column."""
     *batch, width, height = boards.shape
