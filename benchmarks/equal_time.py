@@ -34,12 +34,11 @@ import jax
 import numpy as np
 
 from jaxdust.core import files
-from jaxdust.core.boards import read_board_file
 from jaxdust.evaluation import plots
 from jaxdust.learn import learners
 from jaxdust.search.heuristic import heuristic_scorer
 
-from learners import PROVEN_FILE, fresh_boards, play_set  # benchmarks/learners.py
+from learners import CAP, board_sets, play_set  # benchmarks/learners.py
 
 VARIANTS = {  # name -> (learner, settings changed from its default config, what it is)
     "mlp": ("avi", {}, "value iteration, MLP 256x256, rule features, heuristic prior (the default)"),
@@ -84,7 +83,7 @@ def seconds_per_unit(learner: learners.Learner, config, seed: int) -> float:
     return (time.perf_counter() - start) / chunk
 
 
-def measure(name: str, minutes: float, points: int, seed: int, sets: dict, cap: int) -> dict:
+def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> dict:
     learner_name, changes, description = VARIANTS[name]
     learner = learners.get(learner_name)
     config = dataclasses.replace(learner.presets["default"], **changes)
@@ -104,9 +103,9 @@ def measure(name: str, minutes: float, points: int, seed: int, sets: dict, cap: 
         trained_seconds += time.perf_counter() - start
         params = learner.params(state)
         point = {"seconds": trained_seconds, "units": index * chunk,
-                 "proven": play_set(*sets["proven"], cap, policy, scorer, params, widths=(1, 8))}
+                 "proven": play_set(*sets["proven"], CAP, policy, scorer, params, widths=(1, 8))}
         if index == trainer.total:
-            point["fresh"] = play_set(*sets["fresh"], cap, policy, scorer, params, widths=(1,))
+            point["fresh"] = play_set(*sets["fresh"], CAP, policy, scorer, params, widths=(1,))
         curve.append(point)
         print(f"{name} {index}/{trainer.total} {trained_seconds / 60:.1f} min: "
               f"{json.dumps({k: v['mean'] for k, v in point['proven'].items()})}", flush=True)
@@ -149,9 +148,7 @@ def main(argv=None):
     if unknown or args.minutes <= 0 or args.points < 1 or args.boards < 1:
         parser.error(f"unknown variants {unknown}" if unknown else "--minutes, --points and --boards must be positive")
 
-    records = read_board_file(PROVEN_FILE)
-    sets = {"proven": (jax.numpy.stack([r.board for r in records]), np.array([r.values[-1] for r in records])),
-            "fresh": (fresh_boards(args.boards, seed=10_000 + args.seed), None)}
+    sets = board_sets(args.boards, args.seed)
     hardware = {"cpu": platform.processor() or platform.machine(), "cores": len(os.sched_getaffinity(0)),
                 "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind}
     settings = {"minutes": args.minutes, "seed": args.seed, "points": args.points, "boards": args.boards}
@@ -166,11 +163,12 @@ def main(argv=None):
                 results[name] = saved
                 continue
             print(f"{path} was measured with other settings: measuring {name} again")
-        result = measure(name, args.minutes, args.points, args.seed, sets, cap=4 * 48)
+        result = measure(name, args.minutes, args.points, args.seed, sets)
         results[name] = {**result, **settings, "hardware": hardware}
         files.atomic_write_json(path, results[name])
 
-    heuristic = {set_name: play_set(*board_set, 4 * 48, scorer=heuristic_scorer, widths=(1, 8) if set_name == "proven" else (1,))
+    heuristic = {set_name: play_set(*board_set, CAP, scorer=heuristic_scorer,
+                                    widths=(1, 8) if set_name == "proven" else (1,))
                  for set_name, board_set in sets.items()}
     print_table(results, args.minutes, heuristic)
     label = args.variants.replace(",", "+") if args.variants else args.set
@@ -183,7 +181,7 @@ def main(argv=None):
                       for key, play in (("width_1", "greedy"), ("width_8", "width 8"))}
         if field == "mean":
             references["proven optimum"] = float(np.mean(sets["proven"][1]))
-        figure = plots.variant_curves(curves, f"{len(records)} proven 8x6 boards, equal training time", ylabel,
+        figure = plots.variant_curves(curves, f"{len(sets['proven'][1])} proven 8x6 boards, equal training time", ylabel,
                                       references)
         files.atomic_write_bytes(os.path.join(args.out_dir, f"{label}-{figure_name}.png"), figure)
     print(f"\nwrote {args.out_dir}/<variant>.json and {args.out_dir}/{label}-clicks.png, -optimal.png")

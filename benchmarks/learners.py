@@ -40,11 +40,16 @@ def fresh_boards(count: int, seed: int) -> jax.Array:
 
 
 WIDTHS = (1, 8, 64)
+CAP = 4 * 48  # clicks an unfinished game counts as
 PROVEN_FILE = "data/boards/optimal_8x6x5.txt"
 
 
-def mean_clicks(lengths, cap):
-    return float(np.mean(np.where(np.asarray(lengths) < 0, cap, lengths)))
+def board_sets(fresh: int, seed: int) -> dict:
+    """``{"fresh": (boards, None), "proven": (boards, optima)}``: ``fresh`` random 8x6 boards
+    (seed 10000 + ``seed``) and the boards of ``PROVEN_FILE`` with their proven optima."""
+    records = read_board_file(PROVEN_FILE)
+    return {"fresh": (fresh_boards(fresh, seed=10_000 + seed), None),
+            "proven": (jax.numpy.stack([r.board for r in records]), np.array([r.values[-1] for r in records]))}
 
 
 def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths=WIDTHS) -> dict:
@@ -94,10 +99,7 @@ def main(argv=None):
     parser.add_argument("--out", default="results/learners.json")
     args = parser.parse_args(argv)
 
-    sets = {"fresh": (fresh_boards(args.boards, seed=10_000 + args.seed), None)}
-    records = read_board_file(PROVEN_FILE)
-    sets["proven"] = (jax.numpy.stack([r.board for r in records]), np.array([r.values[-1] for r in records]))
-    cap = 4 * 48
+    sets = board_sets(args.boards, args.seed)
     report = {"benchmark": "learners", "cpu": platform.processor() or platform.machine(),
               "cpu_count": os.cpu_count(), "backend": jax.default_backend(),
               "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "proven_file": PROVEN_FILE,
@@ -126,13 +128,13 @@ def main(argv=None):
         trained = runs.load_run(run_dir)
         row = {"training_seconds": summary["seconds"] + data_seconds, "data_seconds": data_seconds}
         for set_name, (boards, optimum) in sets.items():
-            row[set_name] = play_set(boards, optimum, cap, trained.policy, trained.scorer, trained.params)
+            row[set_name] = play_set(boards, optimum, CAP, trained.policy, trained.scorer, trained.params)
         report["learners"][learner] = row
         print(f"{learner}: {json.dumps(row)}", flush=True)
 
     report["references"] = {"hand-made heuristic": {
-        set_name: play_set(boards, optimum, cap, scorer=heuristic_scorer) for set_name, (boards, optimum) in sets.items()}}
-    largest = play_boards(sets["fresh"][0], baselines.largest_cluster, jax.random.key(0), cap)
+        set_name: play_set(boards, optimum, CAP, scorer=heuristic_scorer) for set_name, (boards, optimum) in sets.items()}}
+    largest = play_boards(sets["fresh"][0], baselines.largest_cluster, jax.random.key(0), CAP)
     report["references"]["largest cluster first"] = {"fresh": {"argmax": {"mean": float(np.mean(largest.clicks))}}}
     report["curves"] = {name: {"seconds": c[0].tolist(), "clicks": c[1].tolist()} for name, c in curves.items()}
 
@@ -148,7 +150,7 @@ def main(argv=None):
     hardware = f"{report['cpu_count']} cores, {report['backend']}"
     print_table(f"Learners, default runs; {args.boards} fresh random 8x6 boards, mean clicks ({hardware})",
                 {name: row["fresh"] for name, row in rows.items()}, proven=False)
-    print_table(f"The same on the {len(records)} proven boards of {PROVEN_FILE}: mean clicks (share optimal); "
+    print_table(f"The same on the {len(sets['proven'][1])} proven boards of {PROVEN_FILE}: mean clicks (share optimal); "
                 f"mean optimum {np.mean(sets['proven'][1]):.2f}",
                 {name: row["proven"] for name, row in rows.items() if "proven" in row}, proven=True)
     print(f"\nwrote {args.out} and {os.path.splitext(args.out)[0]}.png")
