@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
-from jaxdust.core import configs, files, game
+from jaxdust.core import configs, files, flags, game
 from jaxdust.core.boards import EVAL_FILE, board_to_text, read_board_file
 from jaxdust.evaluation import plots, registry, stats
 
@@ -41,55 +41,52 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, str]:
     """Boards ``[N, W, H]``, best known lengths (or None) and a description."""
     if args.random:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
-        boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)
-        return boards, None, f"{args.random} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
-    if not os.path.exists(args.boards):
-        raise SystemExit(f"evaluate.py: error: board file not found: {args.boards}")
-    try:
-        records = read_board_file(args.boards)
-    except ValueError as error:
-        raise SystemExit(f"evaluate.py: error: {error}") from None
+        boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
+        return boards, None, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
+    records = read_board_file(args.boards, limit=args.limit)  # ValueError naming file and line
     if not records:
-        raise SystemExit(f"evaluate.py: error: no boards in {args.boards}")
+        raise ValueError(f"no boards in {args.boards}")
     boards = jnp.stack([r.board for r in records])
     best = np.array([r.values[-1] for r in records]) if all(r.values for r in records) else None
-    return boards, best, f"{len(records)} boards from {os.path.relpath(args.boards)}"
+    described = f"{len(records)} boards from {os.path.relpath(args.boards)}"
+    return boards, best, described if args.limit is None else f"first {described}"
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--boards", default=EVAL_FILE, help="board file (default: the fixed eval set)")
-    parser.add_argument("--random", type=int, default=0, metavar="N", help="use N random boards instead")
+    parser = flags.Parser(prog="evaluate.py", description=__doc__,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--boards", type=flags.input_file, default=EVAL_FILE,
+                        help="board file (default: the fixed eval set)")
+    parser.add_argument("--random", type=flags.non_negative_int, default=0, metavar="N",
+                        help="use N random boards instead")
     parser.add_argument("--size", type=configs.size_flag, default=game.GameConfig(), help="WxHxC for --random")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--agents", default="random,largest",
                         help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")
-    parser.add_argument("--limit", type=int, default=None, help="use only the first N boards")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes for the solvers")
-    parser.add_argument("--max-clicks", type=int, default=None, help="click cap (default: cells on the board)")
-    parser.add_argument("--chunk", type=int, default=256, help="boards played at once")
+    parser.add_argument("--limit", type=flags.positive_int, default=None, help="use only the first N boards")
+    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes for the solvers")
+    parser.add_argument("--max-clicks", type=flags.positive_int, default=None,
+                        help="click cap (default: cells on the board)")
+    parser.add_argument("--chunk", type=flags.positive_int, default=256, help="boards played at once")
     parser.add_argument("--reference", default=None,
                         help="agent to compare against, or 'best' for the file's best known (default)")
-    parser.add_argument("--out", default="results/evaluate")
+    parser.add_argument("--out", type=flags.output_dir, default="results/evaluate")
     args = parser.parse_args(argv)
 
-    agents = [a.strip() for a in args.agents.split(",") if a.strip()]
-    for agent in agents:
-        try:
-            registry.parse_agent(agent)
-        except ValueError as error:
-            parser.error(str(error))
+    try:
+        agents = registry.parse_agent_list(args.agents)
+    except ValueError as error:
+        flags.fail(parser, f"--agents: {error}")
 
-    boards, best, description = load_board_set(args)
-    if args.limit and args.limit < len(boards):
-        description = f"first {args.limit} of {description}"
-        boards = boards[: args.limit]
-        best = None if best is None else best[: args.limit]
+    try:
+        boards, best, description = load_board_set(args)
+    except ValueError as error:
+        flags.fail(parser, str(error))
     num_boards, width, height = boards.shape
     max_clicks = args.max_clicks or width * height
     reference = args.reference or ("best" if best is not None else agents[-1])
     if reference not in agents and not (reference == "best" and best is not None):
-        parser.error(f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
+        flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
     print(f"{description}; backend {jax.default_backend()}")
 
     results, per_board = {}, {}
@@ -103,7 +100,7 @@ def main(argv=None) -> dict:
                     chunk=args.chunk, jobs=args.jobs, progress=bar.update,
                 )
             except ValueError as error:
-                raise SystemExit(f"evaluate.py: error: agent {name}: {error}") from None
+                flags.fail(parser, f"agent {name}: {error}")
             results[name] = {"seconds_per_board": (time.perf_counter() - start) / num_boards,
                              "proven": played.get("proven"), "cleared": played["cleared"]}
             per_board[name] = played["clicks"]

@@ -25,7 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxdust
-from jaxdust.core import files
+from jaxdust.core import files, flags
 from jaxdust.search import beam, heuristic
 from jaxdust.solver import bitboard
 from jaxdust.solver.upper_bound import beam_upper_bound
@@ -69,11 +69,11 @@ def run_numba(boards, width, weights, shortlist=0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--boards", type=int, default=200)
-    parser.add_argument("--width", type=int, default=2000)
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--boards", type=flags.positive_int, default=200)
+    parser.add_argument("--width", type=flags.positive_int, default=2000)
     parser.add_argument("--only", default="", help="run only the rows whose name contains this")
-    parser.add_argument("--out", default="results/beam.json")
+    parser.add_argument("--out", type=flags.output_file, default="results/beam.json")
     args = parser.parse_args(argv)
 
     records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[: args.boards]

@@ -25,7 +25,7 @@ import tempfile
 import numpy as np
 from tqdm import tqdm
 
-from jaxdust.core import files
+from jaxdust.core import files, flags
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -66,16 +66,16 @@ def _prove(source: str, cache: str, board: str, time_limit: float, cpu: int | No
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("old", help="git revision (or WORKTREE)")
     parser.add_argument("new", help="git revision (or WORKTREE)")
-    parser.add_argument("--length", type=int, default=12,
+    parser.add_argument("--length", type=flags.positive_int, default=12,
                         help="take eval boards whose best known length is this (default 12: ~2-6 s each)")
-    parser.add_argument("--boards", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--time-limit", type=float, default=600.0, help="seconds per proof")
-    parser.add_argument("--cpu", type=int, default=0, help="core to pin the proofs to (taskset)")
-    parser.add_argument("--out", default="results/compare_solvers.json")
+    parser.add_argument("--boards", type=flags.positive_int, default=10)
+    parser.add_argument("--rounds", type=flags.positive_int, default=2)
+    parser.add_argument("--time-limit", type=flags.positive_float, default=600.0, help="seconds per proof")
+    parser.add_argument("--cpu", type=flags.non_negative_int, default=0, help="core to pin the proofs to (taskset)")
+    parser.add_argument("--out", type=flags.output_file, default="results/compare_solvers.json")
     args = parser.parse_args(argv)
 
     with open(BOARDS) as handle:

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from jax.sharding import PartitionSpec  # noqa: E402
 
 import jaxdust
-from jaxdust.core import files, game, reference
+from jaxdust.core import files, flags, game, reference
 
 FULL_SWEEP = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536]
 QUICK_SWEEP = [1, 64, 1024, 4096, 16384]
@@ -109,14 +109,14 @@ def measure(env, num_games: int, devices: list, min_clicks: int, repeats: int, s
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a smaller sweep of batch sizes")
-    parser.add_argument("--batch-sizes", type=lambda s: [int(v) for v in s.split(",")], default=None)
-    parser.add_argument("--min-clicks", type=int, default=1 << 19, help="clicks per timed call")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--reference-seconds", type=float, default=3.0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="results/env_throughput.json")
+    parser.add_argument("--batch-sizes", type=flags.positive_ints, default=None)
+    parser.add_argument("--min-clicks", type=flags.positive_int, default=1 << 19, help="clicks per timed call")
+    parser.add_argument("--repeats", type=flags.positive_int, default=3)
+    parser.add_argument("--reference-seconds", type=flags.positive_float, default=3.0)
+    parser.add_argument("--seed", type=flags.seed, default=0)
+    parser.add_argument("--out", type=flags.output_file, default="results/env_throughput.json")
     args = parser.parse_args(argv)
 
     config = game.GameConfig()

@@ -33,7 +33,7 @@ import time
 import jax
 import numpy as np
 
-from jaxdust.core import files
+from jaxdust.core import files, flags
 from jaxdust.evaluation import plots
 from jaxdust.learn import learners
 from jaxdust.search.heuristic import heuristic_scorer
@@ -133,15 +133,15 @@ def print_table(results: dict, minutes: float, heuristic: dict) -> None:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="networks")
     parser.add_argument("--variants", default=None, help=f"comma-separated, from {', '.join(VARIANTS)} "
                                                           "(default: the --set)")
-    parser.add_argument("--minutes", type=float, default=8.0, help="training wall time per variant")
-    parser.add_argument("--points", type=int, default=4, help="evaluations along each run")
-    parser.add_argument("--boards", type=int, default=1000, help="fresh random boards at the end")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out-dir", default="results/equal_time")
+    parser.add_argument("--minutes", type=flags.positive_float, default=8.0, help="training wall time per variant")
+    parser.add_argument("--points", type=flags.positive_int, default=4, help="evaluations along each run")
+    parser.add_argument("--boards", type=flags.positive_int, default=1000, help="fresh random boards at the end")
+    parser.add_argument("--seed", type=flags.seed, default=0)
+    parser.add_argument("--out-dir", type=flags.output_dir, default="results/equal_time")
     args = parser.parse_args(argv)
     names = args.variants.split(",") if args.variants else SETS[args.set]
     unknown = [name for name in names if name not in VARIANTS]

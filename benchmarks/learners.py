@@ -25,7 +25,7 @@ import time
 import jax
 import numpy as np
 
-from jaxdust.core import files, game
+from jaxdust.core import files, flags, game
 from jaxdust.core.boards import read_board_file
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines, plots
@@ -89,14 +89,14 @@ def print_table(title, rows, proven):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--learners", default="avi,dqn,imitation")
-    parser.add_argument("--runs-dir", default="results/learners")
-    parser.add_argument("--boards", type=int, default=1000, help="fresh random boards for the final evaluation")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--runs-dir", type=flags.output_dir, default="results/learners")
+    parser.add_argument("--boards", type=flags.positive_int, default=1000, help="fresh random boards for the final evaluation")
+    parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--dqn-flags", default="", help="extra train.py flags for dqn, e.g. '--total-steps 100000'")
     parser.add_argument("--imitation-flags", default="", help="extra train.py flags for imitation")
-    parser.add_argument("--out", default="results/learners.json")
+    parser.add_argument("--out", type=flags.output_file, default="results/learners.json")
     args = parser.parse_args(argv)
 
     sets = board_sets(args.boards, args.seed)

@@ -12,7 +12,7 @@ import argparse
 import os
 import platform
 
-from jaxdust.core import files
+from jaxdust.core import files, flags
 from jaxdust.evaluation import ranking
 from jaxdust.learn.runs import load_run
 from jaxdust.search.beam import lookahead_heuristic
@@ -20,10 +20,10 @@ from jaxdust.search.heuristic import heuristic_scorer
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", default=ranking.RANKING_FILE)
     parser.add_argument("--runs", default="", help="comma-separated train.py run directories")
-    parser.add_argument("--out", default="results/ranking.json")
+    parser.add_argument("--out", type=flags.output_file, default="results/ranking.json")
     args = parser.parse_args(argv)
 
     records = ranking.load(args.set)

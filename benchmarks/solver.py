@@ -23,7 +23,7 @@ import numpy as np
 
 import jaxdust
 from jaxdust import solve
-from jaxdust.core import files
+from jaxdust.core import files, flags
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SETS = {
@@ -72,18 +72,16 @@ def _percentiles(values):
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default="6x6,8x4,8x6")
-    parser.add_argument("--boards-8x6", type=int, default=100)
-    parser.add_argument("--time-limit", type=float, default=300.0, help="seconds per board")
-    parser.add_argument("--reference-boards", type=int, default=20,
+    parser.add_argument("--boards-8x6", type=flags.positive_int, default=100)
+    parser.add_argument("--time-limit", type=flags.positive_float, default=300.0, help="seconds per board")
+    parser.add_argument("--reference-boards", type=flags.non_negative_int, default=20,
                         help="boards per set run by the reference (0: none, no speedup column)")
-    parser.add_argument("--reference-limit", type=float, default=60.0, help="seconds per board for the reference")
-    parser.add_argument("--jobs", type=int, default=1, help="boards solved at once, one core each")
-    parser.add_argument("--out", default="results/solver.json")
+    parser.add_argument("--reference-limit", type=flags.positive_float, default=60.0, help="seconds per board for the reference")
+    parser.add_argument("--jobs", type=flags.positive_int, default=1, help="boards solved at once, one core each")
+    parser.add_argument("--out", type=flags.output_file, default="results/solver.json")
     args = parser.parse_args(argv)
-    if args.reference_boards < 0:
-        parser.error(f"--reference-boards must be >= 0, got {args.reference_boards}")
 
     report = {"benchmark": "solver", "cpu": platform.processor() or platform.machine(),
               "cpu_count": os.cpu_count(), "jobs": args.jobs, "time_limit": args.time_limit,

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 import jaxdust
-from jaxdust.core import files
+from jaxdust.core import files, flags
 from jaxdust.search import heuristic
 from jaxdust.solver import bitboard
 from jaxdust.solver.upper_bound import beam_upper_bound
@@ -33,10 +33,10 @@ def mean_length(planes_list, geometry, width, weights):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--width", type=int, default=150, help="beam width while tuning")
-    parser.add_argument("--check-width", type=int, default=2000, help="beam width on held-out boards")
-    parser.add_argument("--out", default="results/tune_heuristic.json")
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--width", type=flags.positive_int, default=150, help="beam width while tuning")
+    parser.add_argument("--check-width", type=flags.positive_int, default=2000, help="beam width on held-out boards")
+    parser.add_argument("--out", type=flags.output_file, default="results/tune_heuristic.json")
     args = parser.parse_args(argv)
 
     records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust.core import game
+from jaxdust.core import files, game
 
 DEFAULT_SHAPE = (game.GameConfig().width, game.GameConfig().height)
 # The board sets shipped with the repository (RULES.md): a fixed 8x6x5 evaluation set and
@@ -154,43 +154,53 @@ class BoardRecord(NamedTuple):
 
 
 def header_shape(line: str) -> tuple[int | None, int | None]:
-    """The shape a ``# width=W height=H`` comment line sets, else ``(None, None)``."""
-    fields = dict(part.split("=", 1) for part in line.lstrip("#").split() if "=" in part)
-    try:
-        return int(fields["width"]), int(fields["height"])
-    except (KeyError, ValueError):
+    """The shape a ``# width=W height=H`` comment line sets, else ``(None, None)``;
+    ValueError when it names a width or height that is not a positive integer."""
+    fields = dict(part.split("=", 1) for part in line.lstrip("#").replace(";", " ").split() if "=" in part)
+    if "width" not in fields and "height" not in fields:
         return None, None
+    shape = []
+    for name in ("width", "height"):
+        value = fields.get(name, "").strip()
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"header {line.strip()!r}: {name} must be a positive integer, got {value!r}")
+        shape.append(int(value))
+    return shape[0], shape[1]
 
 
 def read_board_file(path: str | os.PathLike, width: int | None = None,
-                    height: int | None = None) -> list[BoardRecord]:
+                    height: int | None = None, limit: int | None = None) -> list[BoardRecord]:
     """Boards from a file in the ``boards/`` format.
 
     Lines starting with ``#`` are comments; a ``# width=W height=H`` comment sets the
     shape unless given here. Each other non-blank line is a board in text form followed
-    by optional integers.
+    by optional integers. ``limit``: read only the first that many boards.
 
     Raises:
       ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line.
     """
     records = []
-    with open(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            text = line.strip()
-            if text.startswith("#"):
-                header_width, header_height = header_shape(text)
-                width = width or header_width
-                height = height or header_height
-                continue
-            if not text:
-                continue
-            digits, *rest = text.split()
+    for number, line in enumerate(files.read_text(os.fspath(path), "board file").splitlines(), start=1):
+        text = line.strip()
+        if text.startswith("#"):
             try:
-                board = parse_board(digits, width, height)
-                values = tuple(int(v) for v in rest)
+                header_width, header_height = header_shape(text)
             except ValueError as error:
                 raise ValueError(f"{path}:{number}: {error}") from None
-            records.append(BoardRecord(board, values, number))
+            width = width or header_width
+            height = height or header_height
+            continue
+        if not text:
+            continue
+        digits, *rest = text.split()
+        try:
+            board = parse_board(digits, width, height)
+            values = tuple(int(v) for v in rest)
+        except ValueError as error:
+            raise ValueError(f"{path}:{number}: {error}") from None
+        records.append(BoardRecord(board, values, number))
+        if len(records) == limit:
+            break
     return records
 
 

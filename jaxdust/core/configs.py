@@ -12,6 +12,7 @@ import json
 import math
 import typing
 
+from jaxdust.core import flags
 from jaxdust.core.boards import parse_size
 from jaxdust.core.game import GameConfig
 
@@ -42,6 +43,32 @@ def from_json(config_class, data: dict):
     return config_class(**values)
 
 
+class FieldError(ValueError):
+    """A config field holds a value out of its range; ``field`` names it (flags map it to
+    their own name)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field} {message}")
+        self.field = field
+        self.problem = message
+
+
+def require(config, positive=(), non_negative=(), unit_interval=(), finite=()) -> None:
+    """Range checks for a config's ``__post_init__``: FieldError for the first field out of
+    range. Every number named must also be finite and (for int fields) an int."""
+    hints = typing.get_type_hints(type(config))
+    for names, ok, wanted in ((positive, lambda v: v > 0, "> 0"), (non_negative, lambda v: v >= 0, ">= 0"),
+                              (unit_interval, lambda v: 0 <= v <= 1, "in [0, 1]"),
+                              (finite, lambda v: True, "finite")):
+        for name in names:
+            value = getattr(config, name)
+            if hints[name] is int and (not isinstance(value, int) or isinstance(value, bool)):
+                raise FieldError(name, f"must be an integer, got {value!r}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
+                    or not ok(value):
+                raise FieldError(name, f"must be {wanted}, got {value!r}")
+
+
 # ---------------------------------------------------------------------------------------
 # Flags: one per field; a nested config's fields get its name as a prefix, and a
 # GameConfig is one --size WxHxC flag.
@@ -57,15 +84,9 @@ def size_flag(text: str) -> GameConfig:
 
 
 def _checked(kind):
-    """An argparse type for ``kind`` that refuses inf and nan for floats."""
-    if kind is float:
-        def number(text: str) -> float:
-            value = float(text)
-            if not math.isfinite(value):
-                raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
-            return value
-        return number
-    return kind
+    """An argparse type for ``kind``: integers must be integers, floats finite (ranges are
+    the config's own ``__post_init__`` checks)."""
+    return {int: flags.integer, float: flags.finite_float}.get(kind, kind)
 
 
 def _tuple_of_ints(text: str) -> tuple[int, ...]:
@@ -99,7 +120,11 @@ def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "") -
 
 
 def from_flags(args: argparse.Namespace, base, prefix: str = ""):
-    """``base`` with every field whose flag was given replaced (nested configs too)."""
+    """``base`` with every field whose flag was given replaced (nested configs too).
+
+    Raises:
+      ValueError: naming the flag when the config refuses its value.
+    """
     hints = typing.get_type_hints(type(base))
     changes = {}
     for field in dataclasses.fields(base):
@@ -108,4 +133,7 @@ def from_flags(args: argparse.Namespace, base, prefix: str = ""):
             changes[field.name] = from_flags(args, getattr(base, field.name), prefix + field.name + "_")
         elif getattr(args, prefix + field.name, None) is not None:
             changes[field.name] = getattr(args, prefix + field.name)
-    return dataclasses.replace(base, **changes)
+    try:
+        return dataclasses.replace(base, **changes)
+    except FieldError as error:
+        raise ValueError(f"--{(prefix + error.field).replace('_', '-')} {error.problem}") from None

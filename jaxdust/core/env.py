@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from typing import NamedTuple
 
 import jax
@@ -84,6 +85,12 @@ class Rewards:
     click: float = -1.0
     empty_click: float = -10.0
 
+    def __post_init__(self):
+        for name in ("clear", "click", "empty_click"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+
 
 @dataclasses.dataclass(frozen=True)
 class DustEnv:
@@ -95,6 +102,10 @@ class DustEnv:
     auto_reset: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.game, GameConfig) or not isinstance(self.rewards, Rewards):
+            raise TypeError(f"DustEnv needs a GameConfig and Rewards, got {self.game!r}, {self.rewards!r}")
+        if self.max_clicks is not None and (not isinstance(self.max_clicks, int) or isinstance(self.max_clicks, bool)):
+            raise TypeError(f"max_clicks must be an int or None, got {self.max_clicks!r}")
         if self.max_clicks is not None and self.max_clicks < 1:
             raise ValueError(f"max_clicks must be >= 1 or None, got {self.max_clicks}")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from typing import Any
 
@@ -33,20 +34,51 @@ def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
     atomic_write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
 
 
+def read_text(path: str, what: str = "file") -> str:
+    """A text file's contents (``-``: standard input).
+
+    Raises:
+      ValueError: naming the file when it cannot be read or is not UTF-8 text.
+    """
+    name = "standard input" if path == "-" else path
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{what} {name} is not UTF-8 text (byte {error.start} is "
+                         f"{error.object[error.start]:#04x})") from None
+    except OSError as error:
+        raise ValueError(f"cannot read {what} {name}: {error.strerror}") from None
+
+
 def recover_json_lines(path: str | os.PathLike) -> list:
     """The records of a JSON-lines file written by appending, *repairing the file*: a torn
-    last line (a process killed mid-write) is cut off it, so appending can continue cleanly.
-    A missing file reads as no records."""
+    last line (a process killed mid-write: no newline at its end) is cut off it, so
+    appending can continue cleanly. A missing file reads as no records.
+
+    Raises:
+      ValueError: when a line other than a torn last one is not JSON (the file was not
+        written by appending records, e.g. a board file given as ``--out``); nothing is cut.
+    """
     records, keep = [], 0
     if not os.path.exists(path):
         return records
     with open(path, "rb") as handle:
-        for line in handle:
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                break
-            keep += len(line)
-    with open(path, "r+b") as handle:
-        handle.truncate(keep)
+        lines = handle.readlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.endswith(b"\n"):  # torn, even if what was written parses
+            break
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise ValueError(f"{path}:{number} is not a JSON line; is it a file this program "
+                             "wrote? (nothing was changed)") from None
+        keep += len(line)
+    if keep < sum(len(line) for line in lines):
+        with open(path, "r+b") as handle:
+            handle.truncate(keep)
     return records

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
-from jaxdust.core import game, reference
+from jaxdust.core import flags, game, reference
 from jaxdust.core.boards import BOARDS_DIR, board_to_text, parse_board
 from jaxdust.core.files import recover_json_lines
 from jaxdust.search.heuristic import Scorer, heuristic_scorer
@@ -178,15 +178,17 @@ def board_records(index: int, node_limit: int, per_line: int = 2, seed_base: int
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jaxdust.evaluation.ranking", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--boards", type=int, default=40, help="held-out boards to draw positions from")
-    parser.add_argument("--out", default=RANKING_FILE, help="JSON lines; an existing file is extended")
-    parser.add_argument("--node-limit", type=int, default=6_000_000, help="positions per child proof")
+    parser = flags.Parser(prog="python -m jaxdust.evaluation.ranking", description=__doc__,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--boards", type=flags.positive_int, default=40, help="held-out boards to draw positions from")
+    parser.add_argument("--out", type=flags.output_file, default=RANKING_FILE,
+                        help="JSON lines; an existing file is extended")
+    parser.add_argument("--node-limit", type=flags.positive_int, default=6_000_000, help="positions per child proof")
     args = parser.parse_args(argv)
-    if args.boards < 1 or args.node_limit < 1:
-        parser.error("--boards and --node-limit must be positive")
-    done = {r["board_index"] for r in recover_json_lines(args.out)} if os.path.exists(args.out) else set()
+    try:
+        done = {r["board_index"] for r in recover_json_lines(args.out)}
+    except (ValueError, KeyError, TypeError):
+        flags.fail(parser, f"--out {args.out} is not a ranking file this program wrote (nothing was changed)")
     start = max(done) + 1 if done else 0  # boards are written whole and in order
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "a") as out:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import multiprocessing
+import os
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -63,6 +64,22 @@ def parse_agent(text: str) -> tuple[Agent, Any]:
     if rest and agent.parameter is None:
         raise ValueError(f"agent {name!r} takes no parameter")
     return agent, agent.parse(rest)
+
+
+def parse_agent_list(text: str) -> list[str]:
+    """The agent names of a comma-separated list, each checked by ``parse_agent``;
+    ValueError for an empty list, a repeated agent or a bad one."""
+    names = [part.strip() for part in text.split(",")]
+    if not any(names):
+        raise ValueError(f"no agent given; choose from {', '.join(AGENTS)}")
+    if not all(names):
+        raise ValueError(f"empty name in {text!r}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} given more than once")
+    for name in names:
+        parse_agent(name)
+    return names
 
 
 def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = 256,
@@ -180,10 +197,17 @@ register(Agent(
 ))
 
 
+def _run_directory(text: str) -> str:
+    """Checked before any agent plays, so a typo does not waste the agents before it."""
+    if not os.path.isfile(os.path.join(text, "config.json")):
+        raise ValueError(f"{text} is not a train.py run directory (no {os.path.join(text, 'config.json')})")
+    return text
+
+
 def _run_only(text: str) -> str:
     if not text:
         raise ValueError("needs a run directory: greedy:RUN_DIR")
-    return text
+    return _run_directory(text)
 
 
 def _run_and_width(text: str) -> tuple[str, int]:
@@ -192,8 +216,8 @@ def _run_and_width(text: str) -> tuple[str, int]:
         raise ValueError("needs a run directory: lookahead:RUN_DIR[:WIDTH]")
     run, _, width = text.rpartition(":")
     if run and width.isdigit():
-        return run, _number(width, "lookahead: width", 1, integer=True)
-    return text, 1
+        return _run_directory(run), _number(width, "lookahead: width", 1, integer=True)
+    return _run_directory(text), 1
 
 
 def _play_greedy(run: str, boards, context: Context) -> dict:

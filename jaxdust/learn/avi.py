@@ -41,7 +41,7 @@ import optax
 from flax.training.train_state import TrainState
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from jaxdust.core import game
+from jaxdust.core import configs, game
 from jaxdust.core.game import GameConfig
 from jaxdust.learn import networks
 from jaxdust.search.beam import canonical_hash, sort_distinct
@@ -72,6 +72,10 @@ class AVIConfig:
     temperature: float = 0.5  # clicks; the softmax of the listwise loss is over -Q / temperature
 
     def __post_init__(self):
+        configs.require(self, positive=("num_envs", "beam_width", "buffer_lines", "total_updates", "chunk_updates",
+                                        "learning_rate", "target_period", "huber_delta", "temperature"),
+                        non_negative=("q_weight", "listwise_weight"),
+                        unit_interval=("capped_share", "final_lr_fraction", "epsilon_max", "random_share"))
         if not 0.0 < self.child_share <= 1.0:
             raise ValueError(f"child_share must be in (0, 1], got {self.child_share}")
         if self.total_updates < 1 or self.chunk_updates < 1 or self.target_period < 1:

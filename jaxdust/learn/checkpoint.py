@@ -4,28 +4,97 @@ A checkpoint holds the complete learner state (parameters, optimiser state, step
 keys, environment states, replay buffer) and the run's config as JSON. orbax writes each
 step into a temporary directory and renames it when complete, so a process killed while
 saving leaves the earlier checkpoints as they were; ``max_to_keep`` bounds the disk used.
+A checkpoint damaged afterwards (a file truncated, overwritten or deleted) is found by its
+checksums or by reading it back, and can be set aside so that its step can be saved again.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import zlib
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+
+from jaxdust.core import files
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint cannot be used (damaged, or made with another config)."""
 
 
+class UnreadableCheckpoint(CheckpointError):
+    """Checkpoint ``step``'s files are damaged or missing (other checkpoints may be fine)."""
+
+    def __init__(self, message: str, step: int, reason: str = ""):
+        super().__init__(message)
+        self.step, self.reason = step, reason or message
+
+
+class NoReadableCheckpoint(CheckpointError):
+    """Every checkpoint in a directory is damaged (``damaged``: each one's error, newest first)."""
+
+    def __init__(self, directory: str, damaged: list[UnreadableCheckpoint]):
+        steps = sorted(error.step for error in damaged)
+        super().__init__(f"every checkpoint in {directory} is unreadable: {steps} "
+                         f"(checkpoint {damaged[0].step}: {damaged[0].reason})")
+        self.damaged = damaged
+
+
+# orbax keeps no checksums of array data: bytes overwritten there would restore silently.
+CHECKSUMS = "checksums.json"
+DAMAGED = ".damaged"  # suffix of set-aside step directories: orbax lists only digit names
+
+
+def _crc32(path: str) -> int:
+    crc = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 24):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def _write_checksums(directory: str) -> None:
+    paths = [os.path.join(root, name) for root, _, names in os.walk(directory) for name in names]
+    sums = {os.path.relpath(path, directory): _crc32(path) for path in paths}
+    files.atomic_write_json(os.path.join(directory, CHECKSUMS), sums)
+
+
+def _damage(directory: str) -> str | None:
+    """What is wrong with a step directory's files by its checksums (None: nothing seen;
+    a checkpoint saved by a process killed before it wrote them has none)."""
+    path = os.path.join(directory, CHECKSUMS)
+    if not os.path.exists(path):
+        return None if os.listdir(directory) else "its directory is empty"
+    try:
+        with open(path) as handle:
+            sums = dict(json.load(handle))
+    except (OSError, ValueError, TypeError):
+        return f"{CHECKSUMS} is damaged"
+    for relative, crc in sorted(sums.items()):
+        if not os.path.isfile(os.path.join(directory, relative)):
+            return f"{relative} is missing"
+        if _crc32(os.path.join(directory, relative)) != crc:
+            return f"{relative} has changed since it was saved"
+    return None
+
+
 def _is_key(leaf) -> bool:
-    return isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+    return hasattr(leaf, "dtype") and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def _key_data(key):
+    if isinstance(key, jax.Array):
+        return jax.random.key_data(key)
+    data = jax.eval_shape(jax.random.key_data, key)
+    return jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=key.sharding)
 
 
 def _keys_to_data(tree):
-    """Typed PRNG keys become their uint32 data (what orbax can store)."""
-    return jax.tree.map(lambda leaf: jax.random.key_data(leaf) if _is_key(leaf) else leaf, tree)
+    """Typed PRNG keys (or their shapes) become their uint32 data (what orbax can store)."""
+    return jax.tree.map(lambda leaf: _key_data(leaf) if _is_key(leaf) else leaf, tree)
 
 
 def _data_to_keys(tree, like):
@@ -33,7 +102,8 @@ def _data_to_keys(tree, like):
 
 
 class Checkpoints:
-    """``save(step, state, config)`` and ``restore(like, config)`` in ``directory``."""
+    """``save(step, state, config)``, ``restore(like, config)`` (or ``restore_newest``,
+    past damaged ones) and ``set_aside(step)`` (a damaged one) in ``directory``."""
 
     def __init__(self, directory: str, max_to_keep: int = 3):
         self.directory = os.path.abspath(directory)
@@ -57,13 +127,19 @@ class Checkpoints:
             force=True,
         )
         self.manager.wait_until_finished()
+        if jax.process_index() == 0:  # orbax has finished every process's files by now
+            _write_checksums(self._path(step))
 
-    def restore(self, like: Any, config: dict, step: int | None = None) -> tuple[int, Any]:
+    def _path(self, step: int) -> str:
+        return os.path.join(self.directory, str(step))
+
+    def restore(self, like: Any, config: dict, step: int | None = None, hint: str = "") -> tuple[int, Any]:
         """The newest (or given) checkpoint, shaped like ``like`` (e.g. a fresh state).
 
         Raises:
-          CheckpointError: with a one-line reason when there is none, it was made with
-            another config, or it cannot be read (earlier ones are named).
+          CheckpointError: with a one-line reason when there is none or it was made with
+            another config; UnreadableCheckpoint when it cannot be read, naming the other
+            checkpoints that can (each read to know), followed by ``hint`` if there are any.
         """
         steps = self.steps()
         if not steps:
@@ -71,12 +147,51 @@ class Checkpoints:
         step = steps[-1] if step is None else step
         if step not in steps:
             raise CheckpointError(f"no checkpoint {step} in {self.directory}; there are {steps}")
-        earlier = [s for s in steps if s < step]
-        hint = f"; earlier checkpoints {earlier} are intact (restore one with --resume-step)" if earlier else ""
+        try:
+            return step, self.read(step, like, config)
+        except UnreadableCheckpoint as error:
+            intact = [s for s in steps if s != step and self.readable(s, like, config)]
+            others = f"checkpoints {intact} are intact{hint}" if intact else "no other checkpoint can be read"
+            raise UnreadableCheckpoint(f"{error}; {others}", step, error.reason) from None
+
+    def restore_newest(self, like: Any, config: dict) -> tuple[int, Any, list[UnreadableCheckpoint]]:
+        """The newest checkpoint that can be read, and why each newer one cannot.
+
+        Raises:
+          CheckpointError: when there is none, or the newest readable one was made with
+            another config; NoReadableCheckpoint when none can be read.
+        """
+        steps = self.steps()
+        if not steps:
+            raise CheckpointError(f"no checkpoint in {self.directory}")
+        damaged = []
+        for step in reversed(steps):
+            try:
+                return step, self.read(step, like, config), damaged
+            except UnreadableCheckpoint as error:
+                damaged.append(error)
+        raise NoReadableCheckpoint(self.directory, damaged)
+
+    def readable(self, step: int, like: Any, config: dict) -> bool:
+        try:
+            self.read(step, like, config)
+            return True
+        except CheckpointError:
+            return False
+
+    def read(self, step: int, like: Any, config: dict) -> Any:
+        """Checkpoint ``step``'s state, shaped like ``like`` (arrays, or ``jax.eval_shape``
+        of them); UnreadableCheckpoint or CheckpointError (another config)."""
+        def unreadable(reason: str) -> UnreadableCheckpoint:
+            message = f"checkpoint {step} in {self.directory} cannot be read ({reason})"
+            return UnreadableCheckpoint(message, step, reason)
+
+        if damage := _damage(self._path(step)):
+            raise unreadable(damage)
         try:
             saved_config = self.manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]
         except Exception as error:  # orbax raises several types for unreadable files
-            raise CheckpointError(f"checkpoint {step} in {self.directory} cannot be read ({_brief(error)}){hint}") from None
+            raise unreadable(_brief(error)) from None
         if saved_config != config:
             saved_flat, flat = _flatten(saved_config), _flatten(config)
             changed = sorted(k for k in set(saved_flat) | set(flat) if saved_flat.get(k) != flat.get(k))
@@ -88,11 +203,25 @@ class Checkpoints:
         try:
             restored = self.manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
         except Exception as error:
-            raise CheckpointError(f"checkpoint {step} in {self.directory} cannot be read ({_brief(error)}){hint}") from None
-        return step, _data_to_keys(restored["state"], like)
+            raise unreadable(_brief(error)) from None
+        return _data_to_keys(restored["state"], like)
 
     def delete(self, step: int) -> None:
         self.manager.delete(step)
+
+    def set_aside(self, step: int) -> str:
+        """Rename a damaged checkpoint out of orbax's sight (kept for inspection, and its
+        step can be saved again); returns the new path."""
+        target, copy = self._path(step) + DAMAGED, 1
+        while os.path.exists(target):
+            copy += 1
+            target = f"{self._path(step)}{DAMAGED}-{copy}"
+        if jax.process_index() == 0:
+            os.rename(self._path(step), target)
+        if jax.process_count() > 1:
+            ocp.multihost.sync_global_processes(f"jaxdust set_aside {step}")
+        self.manager.reload()  # it caches the steps; a stale one would refuse to save this step
+        return target
 
     def close(self) -> None:
         self.manager.close()

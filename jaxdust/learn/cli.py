@@ -16,8 +16,8 @@ and ends exactly as an uninterrupted run with the same seed would.
 
 All local devices are used: games, replay and minibatches are split over them, parameters
 replicated (data parallelism through ``jax.sharding``). Several hosts: start the same
-command on each with ``--distributed`` after setting JAX's coordinator variables (see
-README, "Scaling out").
+command on each with ``--distributed --coordinator HOST:PORT --num-processes N --process-id I`` (see
+README, "Scaling to several GPUs or hosts").
 """
 
 from __future__ import annotations
@@ -29,25 +29,33 @@ import sys
 
 import jax
 
-from jaxdust.core import configs
+from jaxdust.core import configs, flags
 from jaxdust.learn import learners, runs
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(prog="train.py", description=__doc__,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     subparsers = parser.add_subparsers(dest="learner", required=True)
     for name, learner in learners.LEARNERS.items():
         sub = subparsers.add_parser(name, help=learner.description)
-        sub.add_argument("--run-dir", default=None, help=f"default: runs/{name}-<seed>")
+        sub.add_argument("--run-dir", type=flags.output_dir, default=None, help=f"default: runs/{name}-<seed>")
         sub.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
-        sub.add_argument("--resume-step", type=int, default=None, help="restore this checkpoint, not the newest (later ones are deleted: they are redone)")
-        sub.add_argument("--seed", type=int, default=0)
-        sub.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
-        sub.add_argument("--eval-boards", type=int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and the checkpoint with the best greedy play is kept")
-        sub.add_argument("--eval-every", type=int, default=5, help=f"{learner.unit}s between evaluations")
-        sub.add_argument("--checkpoint-every", type=int, default=1)
-        sub.add_argument("--devices", type=int, default=None, help="local devices to use (default all)")
-        sub.add_argument("--distributed", action="store_true", help="jax.distributed.initialize() first")
+        sub.add_argument("--resume-step", type=flags.positive_int, default=None, help="restore this checkpoint, not the newest (later ones are deleted: they are redone)")
+        sub.add_argument("--seed", type=flags.seed, default=0)
+        sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) after this long")
+        sub.add_argument("--eval-boards", type=flags.positive_int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and the checkpoint with the best greedy play is kept")
+        sub.add_argument("--eval-every", type=flags.positive_int, default=5, help=f"{learner.unit}s between evaluations")
+        sub.add_argument("--checkpoint-every", type=flags.positive_int, default=1)
+        sub.add_argument("--devices", type=flags.positive_int, default=None, help="local devices to use (default all)")
+        sub.add_argument("--distributed", action="store_true",
+                         help="one of several processes (hosts) training together: jax.distributed.initialize() "
+                              "first, with the three flags below; any left out JAX detects (SLURM, Open MPI, ...; "
+                              "the coordinator also from JAX_COORDINATOR_ADDRESS)")
+        sub.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="with --distributed: process 0's address")
+        sub.add_argument("--num-processes", type=flags.positive_int, default=None, help="with --distributed")
+        sub.add_argument("--process-id", type=flags.non_negative_int, default=None,
+                         help="with --distributed: 0 for the coordinator")
         sub.add_argument("--preset", choices=tuple(learner.presets), default="default")
         learner.add_arguments(sub)
         configs.add_flags(sub, learner.config_class)
@@ -60,21 +68,30 @@ DEFAULT_LEARNER = "avi"  # the best measured (README, "Learners")
 def main(argv=None) -> dict:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in learners.LEARNERS:
+        flags.fail(parser, f"unknown learner {argv[0]!r}; choose from {', '.join(learners.LEARNERS)}")
     if not argv or (argv[0] not in learners.LEARNERS and argv[0] not in ("-h", "--help")):
         argv = [DEFAULT_LEARNER, *argv]  # no learner named: flags go to the default one
     args = parser.parse_args(argv)
     learner = learners.get(args.learner)
-    if args.distributed:
-        jax.distributed.initialize()
+    if args.resume_step is not None and not args.resume:
+        flags.fail(parser, "--resume-step needs --resume")
+    if args.distributed and args.num_processes is not None and args.process_id is not None \
+            and args.process_id >= args.num_processes:
+        flags.fail(parser, f"--process-id {args.process_id} must be below --num-processes {args.num_processes}")
+    if args.distributed:  # before anything starts JAX's backend (jax.local_device_count() below does)
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    if args.devices is not None and args.devices > jax.local_device_count():
+        flags.fail(parser, f"--devices {args.devices}: only {jax.local_device_count()} local device(s)")
     args.run_dir = args.run_dir or os.path.join("runs", f"{args.learner}-{args.seed}")
     try:
         config = configs.from_flags(args, learner.presets[args.preset])
     except (ValueError, TypeError) as error:
-        parser.exit(2, f"train.py: error: {error}\n")
+        flags.fail(parser, str(error))
     try:
         summary = runs.train(args.learner, config, args)
     except runs.RunError as error:
-        parser.exit(2, f"train.py: error: {error}\n")
+        flags.fail(parser, str(error))
     if summary:
         print(json.dumps(summary, indent=2))
     return summary

@@ -30,13 +30,14 @@ import json
 import multiprocessing
 import os
 import sys
+import zipfile
 from typing import NamedTuple
 
 import numpy as np
 
 from tqdm import tqdm
 
-from jaxdust.core import configs, files
+from jaxdust.core import configs, files, flags
 from jaxdust.core.game import GameConfig
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
 from jaxdust.solver import bitboard
@@ -59,6 +60,11 @@ class DatasetConfig:
     def __post_init__(self):
         if self.labeller not in ("exact", "beam"):
             raise ValueError(f"labeller must be 'exact' or 'beam', got {self.labeller!r}")
+        configs.require(self, positive=("boards", "node_limit", "beam_width", "shard_size"),
+                        non_negative=("seed",))
+        if self.game.num_cells > bitboard.MAX_CELLS:
+            raise ValueError(f"a {self.game.width}x{self.game.height} board has {self.game.num_cells} cells; "
+                             f"the solver handles at most {bitboard.MAX_CELLS}")
 
 
 class Dataset(NamedTuple):
@@ -165,8 +171,19 @@ def _shard_bytes(config: DatasetConfig, records: list[dict], seen: set[bytes]) -
         "board_id": np.array([r[4] for r in rows], np.int32),
         "step": np.array([r[5] for r in rows], np.int16),
     }
+    return _npz_bytes(arrays)
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """What ``np.savez_compressed`` writes, but with a fixed timestamp on each member
+    (numpy stamps the current time), so equal data give byte-identical shards."""
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, array in arrays.items():
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
     return buffer.getvalue()
 
 
@@ -226,7 +243,8 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
     ) as bar:
         if jobs > 1:
             pool = multiprocessing.get_context("spawn").Pool(jobs)
-            results = pool.imap_unordered(_label_job, [(config, i) for i in todo])
+            # In board order, so the journal is the same whatever --jobs (and after a resume).
+            results = pool.imap(_label_job, [(config, i) for i in todo])
         else:
             pool, results = None, (label_board(config, i) for i in todo)
         try:
@@ -244,8 +262,12 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
 
 
 def load_dataset(directory: str) -> Dataset:
-    """All samples of a finished (or partly written) data set, in board order."""
-    with open(os.path.join(directory, "manifest.json")) as handle:
+    """All samples of a finished (or partly written) data set, in board order; ValueError
+    when ``directory`` holds none."""
+    path = os.path.join(directory, "manifest.json")
+    if not os.path.isfile(path):
+        raise ValueError(f"{directory} is not a data set (no manifest.json)")
+    with open(path) as handle:
         manifest = json.load(handle)
     parts = []
     for name in manifest["shards"]:
@@ -257,31 +279,28 @@ def load_dataset(directory: str) -> Dataset:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = flags.Parser(
         prog="python -m jaxdust.learn.datasets", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     defaults = DatasetConfig()
-    parser.add_argument("--out", required=True, help="directory; an existing run there is resumed")
-    parser.add_argument("--boards", type=int, default=defaults.boards)
+    parser.add_argument("--out", type=flags.output_dir, required=True,
+                        help="directory; an existing run there is resumed")
+    parser.add_argument("--boards", type=flags.positive_int, default=defaults.boards)
     parser.add_argument("--size", type=configs.size_flag, default="8x6x5", help="WxHxC (width x height x colours)")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--seed", type=flags.seed, default=defaults.seed)
     parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller)
-    parser.add_argument("--node-limit", type=int, default=defaults.node_limit, help="exact: per search")
-    parser.add_argument("--beam-width", type=int, default=defaults.beam_width, help="beam: width")
-    parser.add_argument("--shard-size", type=int, default=defaults.shard_size)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--node-limit", type=flags.positive_int, default=defaults.node_limit, help="exact: per search")
+    parser.add_argument("--beam-width", type=flags.positive_int, default=defaults.beam_width, help="beam: width")
+    parser.add_argument("--shard-size", type=flags.positive_int, default=defaults.shard_size)
+    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count())
     args = parser.parse_args(argv)
-    size = args.size
-    if size.num_cells > bitboard.MAX_CELLS:
-        parser.error(f"--size {size.width}x{size.height}x{size.colors}: the solver handles at most "
-                     f"{bitboard.MAX_CELLS} cells")
-    config = DatasetConfig(size, args.boards, args.seed, args.labeller, args.node_limit, args.beam_width,
-                           args.shard_size)
     try:
+        config = DatasetConfig(args.size, args.boards, args.seed, args.labeller, args.node_limit, args.beam_width,
+                               args.shard_size)
         make_dataset(args.out, config, jobs=args.jobs)
     except ValueError as error:
-        parser.exit(2, f"python -m jaxdust.learn.datasets: error: {error}\n")
+        flags.fail(parser, str(error))
     data = load_dataset(args.out)
     print(f"{args.out}: {len(data.boards)} samples from {config.boards} boards, "
           f"{data.proven.mean():.1%} with proven cost-to-go, "

@@ -39,7 +39,7 @@ from flax.training.train_state import TrainState
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from jaxdust.core import env as dust_env
-from jaxdust.core import game
+from jaxdust.core import configs, game
 from jaxdust.learn import avi, networks
 
 
@@ -76,6 +76,11 @@ class DQNConfig:
     max_clicks: int = 100  # truncation of one game
 
     def __post_init__(self):
+        configs.require(self, positive=("num_envs", "total_steps", "chunk_iterations", "buffer_size", "batch_size",
+                                        "updates_per_step", "learning_rate", "max_clicks", "n_step"),
+                        non_negative=("learning_starts", "max_grad_norm", "target_period", "random_moves_per_game"),
+                        unit_interval=("final_lr_fraction", "gamma", "target_mix", "epsilon_start", "epsilon_end",
+                                       "epsilon_fraction"))
         if self.bootstrap not in ("max", "mean"):
             raise ValueError(f"bootstrap must be 'max' or 'mean', got {self.bootstrap!r}")
         if self.batch_size > self.buffer_size:

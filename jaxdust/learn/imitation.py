@@ -23,6 +23,7 @@ import optax
 from flax.training.train_state import TrainState
 from jax.sharding import NamedSharding, PartitionSpec as P
 
+from jaxdust.core import configs
 from jaxdust.core.game import GameConfig
 from jaxdust.learn import networks
 from jaxdust.learn.datasets import Dataset
@@ -41,6 +42,13 @@ class ImitationConfig:
     value_weight: float = 0.2  # value loss (clicks^2 scale) against the per-cell BCE
     validation_share: float = 0.1  # of source boards held out
     mirror: bool = True  # also train on mirror images (the rules are symmetric)
+
+    def __post_init__(self):
+        configs.require(self, positive=("epochs", "batch_size", "learning_rate"),
+                        non_negative=("weight_decay", "value_weight"),
+                        unit_interval=("final_lr_fraction",))
+        if not 0.0 < self.validation_share < 1.0:
+            raise configs.FieldError("validation_share", f"must be in (0, 1), got {self.validation_share}")
 
     @property
     def network(self) -> networks.PolicyValueNetwork:

@@ -12,6 +12,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 
+from jaxdust.core import flags
 from jaxdust.learn import agents, avi, dqn, imitation, networks
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
 
@@ -130,19 +131,26 @@ register(Learner(
 
 
 def _imitation_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", default=None, help="a jaxdust.learn.datasets directory (default: make one)")
-    parser.add_argument("--data-boards", type=int, default=30_000, help="boards to label when making data")
-    parser.add_argument("--data-beam-width", type=int, default=32, help="beam width of those labels")
+    parser.add_argument("--data", type=flags.input_dir, default=None,
+                        help="a jaxdust.learn.datasets directory (default: make one)")
+    parser.add_argument("--data-boards", type=flags.positive_int, default=30_000, help="boards to label when making data")
+    parser.add_argument("--data-beam-width", type=flags.positive_int, default=32, help="beam width of those labels")
 
 
 def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer:
     data_dir = args.data or os.path.join(args.run_dir, "data")
+    if not args.data and jax.process_count() > 1:  # every process would make it, into one directory
+        raise ValueError("over several processes (--distributed), make the data first "
+                         "(python -m jaxdust.learn.datasets) and pass --data")
     if not args.data:
         data_config = DatasetConfig(config.game, boards=args.data_boards, seed=args.seed + 1, labeller="beam",
                                     beam_width=args.data_beam_width, shard_size=1000)
         print(f"making {args.data_boards} beam-labelled boards in {data_dir}", file=sys.stderr)
         make_dataset(data_dir, data_config, jobs=os.cpu_count())
     data = load_dataset(data_dir)
+    if data.boards.shape[1:] != (config.game.width, config.game.height):
+        raise ValueError(f"{data_dir} holds {data.boards.shape[1]}x{data.boards.shape[2]} boards, "
+                         f"not {config.game.width}x{config.game.height} (--size)")
     init, run_epoch, validate = imitation.make_imitation(config, data, mesh)
 
     def step(state, epoch):

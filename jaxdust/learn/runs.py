@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import AxisType
 from tqdm import tqdm
 
@@ -90,8 +92,15 @@ class Run:
             if saved_learner is not learner or saved_config != config:
                 raise RunError(f"{directory} holds a {saved_learner.name} run with other settings; "
                                "resume it with the same ones or use another --run-dir")
+        # Several processes (train.py --distributed) share the directory: all of them look
+        # before process 0 writes, and only it writes the files here (orbax coordinates
+        # the checkpoints itself).
+        self.primary = jax.process_index() == 0
+        if jax.process_count() > 1:
+            multihost_utils.sync_global_devices("jaxdust run directory checked")
         os.makedirs(directory, exist_ok=True)
-        files.atomic_write_json(os.path.join(directory, "config.json"), self.saved)
+        if self.primary:
+            files.atomic_write_json(os.path.join(directory, "config.json"), self.saved)
         self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"))
         # Models are selected by value-greedy play on the evaluation boards: the best
         # evaluated state is kept apart from the newest (which resume continues from).
@@ -102,13 +111,27 @@ class Run:
         self.started = time.perf_counter()
 
     def restore(self, like, step=None):
+        """Checkpoint ``step``, or the newest that can be read: newer damaged ones are set
+        aside with a warning (their steps are redone, as are those after ``step``)."""
         try:
-            done, state = self.checkpoints.restore(like, self.saved, step)
+            if step is None:
+                done, state, damaged = self.checkpoints.restore_newest(like, self.saved)
+            else:
+                hint = " (restore one with --resume-step)"
+                done, state = self.checkpoints.restore(like, self.saved, step, hint)
+                damaged = []
         except checkpoint.CheckpointError as error:
             raise RunError(str(error)) from None
+        for error in damaged:
+            moved = self.checkpoints.set_aside(error.step)
+            print(f"warning: {error}; moved to {moved}, resuming from checkpoint {done}", file=sys.stderr)
         self._truncate_metrics(done)
         self._truncate_checkpoints(done)
         return done, state
+
+    def start_over(self) -> None:
+        self._truncate_metrics(0)
+        self._truncate_checkpoints(0)
 
     def _truncate_checkpoints(self, done: int) -> None:
         """Forget checkpoints of steps after ``done`` (``--resume-step``: they will be
@@ -125,7 +148,8 @@ class Run:
     def _truncate_metrics(self, done: int) -> None:
         """Drop log lines of steps after the checkpoint (they will be redone)."""
         kept = [r for r in files.recover_json_lines(self.metrics_path) if r["chunk"] <= done]
-        files.atomic_write_bytes(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
+        if self.primary:
+            files.atomic_write_bytes(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
         if kept:
             self.elapsed_before = kept[-1]["seconds"]
 
@@ -133,6 +157,8 @@ class Run:
         return self.elapsed_before + time.perf_counter() - self.started
 
     def log(self, record: dict) -> None:
+        if not self.primary:
+            return
         with open(self.metrics_path, "a") as handle:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
@@ -144,17 +170,28 @@ class Run:
             self.best.save(step, state, self.saved)
 
     def finish(self, summary: dict) -> None:
-        files.atomic_write_json(os.path.join(self.directory, "summary.json"), summary)
+        if self.primary:
+            files.atomic_write_json(os.path.join(self.directory, "summary.json"), summary)
         self.checkpoints.close()
         self.best.close()
 
 
 def make_mesh(devices: int | None):
-    """A one-axis ``data`` mesh over the first ``devices`` local devices (None for one)."""
-    chosen = jax.devices()[: devices or len(jax.devices())]
+    """A one-axis ``data`` mesh over the first ``devices`` local devices of every process
+    (all by default; None for one device in all). Process 0's devices come first, so a
+    run over several processes splits its data as one process with all devices would."""
+    chosen = [d for p in range(jax.process_count()) for d in jax.local_devices(p)[:devices or None]]
     if len(chosen) == 1:
         return None
     return jax.make_mesh((len(chosen),), ("data",), axis_types=(AxisType.Auto,), devices=chosen)
+
+
+def _process_0_says(flag: bool) -> bool:
+    """Process 0's ``flag``, in every process: their clocks differ, and one that stopped
+    alone would leave the others waiting forever in the next step's collectives."""
+    if jax.process_count() == 1:
+        return flag
+    return bool(multihost_utils.broadcast_one_to_all(np.bool_(flag)))
 
 
 def train(learner_name: str, config, args) -> dict:
@@ -171,6 +208,8 @@ def train(learner_name: str, config, args) -> dict:
     done = 0
     if args.resume and run.checkpoints.steps():
         done, state = run.restore(state, args.resume_step)
+    elif args.resume:  # killed before its first checkpoint: what it logged is redone
+        run.start_over()
     boards = evaluation_boards(config.game, args.eval_boards)
     policy, scorer = learner.policy(config), learner.scorer(config)
     cap = 4 * config.game.num_cells
@@ -191,7 +230,8 @@ def train(learner_name: str, config, args) -> dict:
                 run.keep_if_best(index, state, last_evaluation["greedy_clicks"])
             record["seconds"] = run.seconds()
             run.log(record)
-            out_of_time = bool(args.minutes) and run.seconds() > 60 * args.minutes and index < trainer.total
+            out_of_time = (bool(args.minutes) and _process_0_says(run.seconds() > 60 * args.minutes)
+                           and index < trainer.total)
             if index % args.checkpoint_every == 0 or index == trainer.total or out_of_time:
                 run.checkpoints.save(index, state, run.saved)
             bar.set_postfix(greedy=record.get("greedy_clicks", float("nan")),
@@ -230,20 +270,39 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
     its evaluation boards (``best/``), or with ``newest`` (or in runs without one) the
     newest checkpoint.
 
+    A damaged checkpoint is skipped with a one-line warning on stderr (the run directory is
+    left as it is: it may be training): a damaged ``best/`` falls back to the newest
+    checkpoint that can be read.
+
     Raises:
-      RunError: one line naming the problem (no run there, no checkpoint, a damaged or
-        incompatible checkpoint).
+      RunError: one line naming the problem (no run there, no checkpoint, none that can
+        be read, or an incompatible one).
     """
     learner, config = _read_run_config(directory)
     saved = {"learner": learner.name, "config": configs.to_json(config)}
     best = os.path.join(directory, BEST_DIR)
     use_best = not newest and os.path.isdir(best) and any(name.isdigit() for name in os.listdir(best))
-    checkpoints = checkpoint.Checkpoints(best if use_best else os.path.join(directory, "checkpoints"))
-    try:
-        step, state = checkpoints.restore(learner.template(config), saved)
-    except checkpoint.CheckpointError as error:
-        raise RunError(str(error)) from None
-    finally:
-        checkpoints.close()
-    return TrainedAgent(learner.name, config, learner.params(state), learner.policy(config),
-                        learner.scorer(config), step)
+    sources = [best] if use_best else []
+    sources.append(os.path.join(directory, "checkpoints"))
+    # Shapes only (making the template takes seconds), placed as a fresh one would be: on
+    # one device, whatever devices the run was trained on.
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    like = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device),
+                        jax.eval_shape(lambda: learner.template(config)))
+    unreadable = []  # NoReadableCheckpoint of each source tried
+    for source in sources:
+        checkpoints = checkpoint.Checkpoints(source)
+        try:
+            step, state, skipped = checkpoints.restore_newest(like, saved)
+        except checkpoint.NoReadableCheckpoint as error:
+            unreadable.append(error)
+            continue
+        except checkpoint.CheckpointError as error:  # none there, or made with another config
+            raise RunError("; ".join(map(str, [*unreadable, error]))) from None
+        finally:
+            checkpoints.close()
+        for error in [*(d for e in unreadable for d in e.damaged), *skipped]:
+            print(f"warning: {error}; using checkpoint {step} in {source}", file=sys.stderr)
+        return TrainedAgent(learner.name, config, learner.params(state), learner.policy(config),
+                            learner.scorer(config), step)
+    raise RunError("; ".join(map(str, unreadable)))

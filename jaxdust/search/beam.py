@@ -127,7 +127,17 @@ def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_
       rescorer: a costlier scorer (e.g. ``lookahead_heuristic``) that reorders the
         ``shortlist * width`` best distinct children under ``scorer`` before ``width``
         are kept; it gets ``params`` too.
+
+    Raises:
+      ValueError: when tracing, for a board that is not 2-D or a size that is not a
+        positive integer.
     """
+    if board.ndim != 2:
+        raise ValueError(f"beam_search takes one board [W, H] (jax.vmap it for several), got shape {board.shape}")
+    for name, value in (("width", width), ("max_children", max_children), ("max_clicks", max_clicks),
+                        ("shortlist", shortlist)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValueError(f"beam_search: {name} must be a positive integer, got {value!r}")
     board_width, board_height = board.shape
     cells = board_width * board_height
     children = max_children or cells
@@ -209,6 +219,8 @@ def beam_lengths(boards, width: int, scorer: Scorer = heuristic_scorer, params=N
     """Clicks the beam search of ``width`` needs on each of ``boards`` (int8 ``[N, W, H]``),
     searched in groups on the default device; -1 where it gives up at ``max_clicks``.
     ``progress(n)`` is called after each group."""
+    if boards.ndim != 3:
+        raise ValueError(f"beam_lengths takes boards [N, W, H], got shape {boards.shape}")
     search = _batched_lengths(width, scorer, max_clicks)
     group = max(1, 4096 // max(width, 1))  # boards searched at once
     lengths = []

@@ -54,7 +54,9 @@ def heuristic_features(board: jax.Array) -> jax.Array:
 
 def linear_scorer(weights) -> Scorer:
     """A scorer ``weights . heuristic_features(board)`` over a batch of boards."""
-    weights = jnp.asarray(np.asarray(weights), jnp.float32)
+    # numpy, not a device array: one made at import would start JAX's backend before
+    # train.py --distributed can call jax.distributed.initialize().
+    weights = np.asarray(weights, np.float32)
 
     def score(boards: jax.Array, params=None) -> jax.Array:
         return jax.vmap(heuristic_features)(boards) @ weights

@@ -8,11 +8,13 @@ limit it returns the best solution found and the bound proven so far.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
 
 from jaxdust.core.boards import board_array
+from jaxdust.core.game import MAX_COLORS
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
 from jaxdust.solver import bitboard, halves, ida, table as storage
@@ -24,9 +26,9 @@ from jaxdust.solver.upper_bound import beam_upper_bound
 # GROWTH per budget the coming search skips).
 MAX_TABLE_BITS = 25  # 256 MB
 GROWTH = 15  # each extra click of budget generates ~15x the positions (8x6 proofs)
-# Under a node limit the search's own decisions (whether to widen the beam) count positions
-# instead of reading the clock, at about this rate (2-core AMD EPYC), so that results
-# depend on the board and the limit alone, not on the machine or its load.
+# Without a time limit the search's own decisions (whether to widen the beam) count
+# positions instead of reading the clock, at about this rate (2-core AMD EPYC), so that
+# results depend on the board and the node limit alone, not on the machine or its load.
 POSITIONS_PER_SECOND = 1_200_000
 
 
@@ -110,6 +112,21 @@ def _load_compiled_code() -> None:
     _compiled = True
 
 
+def _check_limits(time_limit, node_limit, colors, beam_width) -> None:
+    def is_int(value):
+        return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not math.isfinite(time_limit) or time_limit <= 0):
+        raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    if node_limit is not None and (not is_int(node_limit) or node_limit < 1):
+        raise ValueError(f"node_limit must be a positive integer or None, got {node_limit!r}")
+    if colors is not None and (not is_int(colors) or not 1 <= colors <= MAX_COLORS):
+        raise ValueError(f"colors must be an integer in 1..{MAX_COLORS} or None, got {colors!r}")
+    if beam_width is not None and (not is_int(beam_width) or beam_width < 0):
+        raise ValueError(f"beam_width must be an integer >= 0 or None, got {beam_width!r}")
+
+
 def solve(board, time_limit: float | None = None, *, node_limit: int | None = None,
           colors: int | None = None, beam_width: int | None = None,
           table: TranspositionTable | None = None, prune: bool = True) -> Solution:
@@ -121,10 +138,11 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         The last search refutes upper bound - 1 directly (which refutes every smaller
         budget too); under a limit only when the search before predicts that it fits, so
         an expired limit still reports the bound of every search that finished.
-      node_limit: the same, counted in positions searched: results that do not depend on
-        the machine or its load (with a table that starts the same, e.g. a fresh one): the
-        search's own decisions then count positions too (``POSITIONS_PER_SECOND``). The half-game
-        bound's own small searches are not counted, so it bounds the work only roughly.
+      node_limit: the same, counted in positions searched. Without ``time_limit`` the
+        result does not depend on the machine or its load (with a table that starts the
+        same, e.g. a fresh one): the search's own decisions then count positions too
+        (``POSITIONS_PER_SECOND``), not seconds. The half-game bound's own small searches
+        are not counted, so it bounds the work only roughly.
       colors: number of colours (default: the largest colour on the board).
       beam_width: width of the initial beam search that supplies the upper bound
         (default ``default_beam_width``: 32 up to 40 cells, else 1024).
@@ -132,7 +150,11 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         ``initial_table_bits`` and grows with the search up to ``MAX_TABLE_BITS``.
       prune: False gives plain IDA* (colour bound and table only), for comparison;
         ``beam_width=0`` likewise skips the initial upper bound.
+
+    Raises:
+      ValueError: naming the argument for a bad board or limit, or a board over 64 cells.
     """
+    _check_limits(time_limit, node_limit, colors, beam_width)
     if time_limit is not None:
         _load_compiled_code()
     start = time.perf_counter()
@@ -146,8 +168,12 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     if not cells.any():
         return Solution([], 0, 0, True, 0, time.perf_counter() - start)
 
+    # Only a time limit lets the clock steer the search; otherwise its decisions count
+    # positions, so the same board and limits give the same solution on any machine.
+    clocked = time_limit is not None
+
     def seconds_so_far() -> float:
-        return nodes / POSITIONS_PER_SECOND if node_limit is not None else time.perf_counter() - start
+        return time.perf_counter() - start if clocked else nodes / POSITIONS_PER_SECOND
 
     geometry = bitboard.make_geometry(width, height)
     planes = bitboard.to_planes(cells, colors)
@@ -202,7 +228,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
             budget_left,
         )
         last_seconds, ran = time.perf_counter() - iteration_start, True
-        if node_limit is not None:
+        if not clocked:
             last_seconds = searched / POSITIONS_PER_SECOND
         nodes += searched
         if status == ida.FOUND:  # at most budget clicks; shortest once bound reaches it

@@ -4,7 +4,9 @@
     echo 335122421413111551154255131234544142315221411124 | python -m jaxdust.solver -
 
 One JSON line per board (its line number, the board, ``dataclasses.asdict(Solution)``); an
-existing ``--out`` file is resumed, boards already in it are skipped. ``--board-file`` also
+existing ``--out`` file is resumed, boards already in it are skipped. A board that cannot be
+solved (malformed, too large) gets a line with its ``error`` and the others are still
+solved; the exit status is then 1 (2: the command line or the file cannot be used). ``--board-file`` also
 writes the boards proven optimal, with their optimum, as a board file (``data/boards``
 format), e.g. the proven 8x6 set the learners benchmark uses:
 
@@ -23,8 +25,9 @@ import sys
 
 from tqdm import tqdm
 
+from jaxdust.core import flags
 from jaxdust.core.boards import header_shape, parse_board
-from jaxdust.core.files import atomic_write_bytes, recover_json_lines
+from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines
 from jaxdust.solver.api import solve
 
 
@@ -33,7 +36,10 @@ def _read_jobs(lines, width, height):
     for number, raw in enumerate(lines, start=1):
         text = raw.strip()
         if text.startswith("#"):
-            header_width, header_height = header_shape(text)
+            try:
+                header_width, header_height = header_shape(text)
+            except ValueError as error:
+                raise ValueError(f"line {number}: {error}") from None
             width, height = width or header_width, height or header_height
             continue
         if text:
@@ -41,45 +47,48 @@ def _read_jobs(lines, width, height):
 
 
 def _solve_job(job):
-    number, text, width, height, time_limit, beam_width = job
-    try:
-        board = parse_board(text, width, height)
+    number, text, width, height, time_limit, node_limit, beam_width = job
+    try:  # one bad board is reported on its line; the others are still solved
+        result = solve(parse_board(text, width, height), time_limit, node_limit=node_limit, beam_width=beam_width)
     except ValueError as error:
         return {"line": number, "board": text, "error": str(error)}
-    result = solve(board, time_limit, beam_width=beam_width)
     record = dataclasses.asdict(result)
     record["clicks"] = [list(c) for c in result.clicks]
     return {"line": number, "board": text, **record}
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = flags.Parser(
         prog="python -m jaxdust.solver", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("boards", help="file of boards in RULES.md text form, or - for stdin")
-    parser.add_argument("--width", type=int, default=None)
-    parser.add_argument("--height", type=int, default=None)
-    parser.add_argument("--time-limit", type=float, default=None, help="seconds per board")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes (default: all cores)")
-    parser.add_argument("--beam-width", type=int, default=None, help="default: by board size")
-    parser.add_argument("--out", default="-", help="JSON lines output; an existing file is resumed")
-    parser.add_argument("--board-file", help="also write the boards proven optimal and their optimum here")
+    parser.add_argument("boards", type=flags.input_file, help="file of boards in RULES.md text form, or - for stdin")
+    parser.add_argument("--width", type=flags.positive_int, default=None)
+    parser.add_argument("--height", type=flags.positive_int, default=None)
+    parser.add_argument("--time-limit", type=flags.positive_float, default=None, help="seconds per board")
+    parser.add_argument("--node-limit", type=flags.positive_int, default=None,
+                        help="positions per board (without --time-limit the results are the same on any machine)")
+    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes (default: all cores)")
+    parser.add_argument("--beam-width", type=flags.positive_int, default=None, help="default: by board size")
+    parser.add_argument("--out", type=flags.output_file, default="-",
+                        help="JSON lines output; an existing file is resumed")
+    parser.add_argument("--board-file", type=flags.output_file,
+                        help="also write the boards proven optimal and their optimum here")
     args = parser.parse_args(argv)
-
-    if args.boards == "-":
-        lines = sys.stdin.read().splitlines()
-    else:
-        if not os.path.exists(args.boards):
-            parser.exit(2, f"python -m jaxdust.solver: error: no such file: {args.boards}\n")
-        with open(args.boards) as handle:
-            lines = handle.read().splitlines()
-    jobs = list(_read_jobs(lines, args.width, args.height))
-    done = {record["line"] for record in recover_json_lines(args.out)} if args.out != "-" else set()
-    todo = [(*job, args.time_limit, args.beam_width) for job in jobs if job[0] not in done]
-
     if args.board_file and args.out == "-":
-        parser.exit(2, "python -m jaxdust.solver: error: --board-file needs --out FILE\n")
+        flags.fail(parser, "--board-file needs --out FILE")
+
+    try:
+        jobs = list(_read_jobs(read_text(args.boards, "board file").splitlines(), args.width, args.height))
+        done = {record["line"] for record in recover_json_lines(args.out)} if args.out != "-" else set()
+    except ValueError as error:
+        flags.fail(parser, str(error))
+    if not jobs:
+        flags.fail(parser, f"no boards in {'standard input' if args.boards == '-' else args.boards}")
+    todo = [(*job, args.time_limit, args.node_limit, args.beam_width) for job in jobs if job[0] not in done]
+
+    if args.out != "-":
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     output = sys.stdout if args.out == "-" else open(args.out, "a")
     errors = 0
     context = multiprocessing.get_context("spawn")  # workers must not inherit JAX's threads

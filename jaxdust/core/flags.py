@@ -1,0 +1,127 @@
+"""Argparse types that check a flag's value where it is parsed, so every command line
+refuses bad input the same way: one line naming the flag and the problem, exit status 2.
+
+    parser.add_argument("--boards", type=flags.positive_int)
+    parser.add_argument("--time-limit", type=flags.positive_float)
+
+argparse prefixes the message with the flag (``argument --boards: must be a positive
+integer, got '0'``). ``fail(parser, message)`` is the same exit for problems found after
+parsing (a file that cannot be read, flags that contradict each other). ``Parser`` keeps
+argparse's own errors (an unknown flag, a missing argument) to one line as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (no usage block: ``--help`` has it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+seed = non_negative_int  # numpy's generators refuse negative seeds
+
+
+def positive_ints(text: str) -> list[int]:
+    """Comma-separated positive integers, e.g. ``1024,16384``."""
+    try:
+        return [positive_int(part) for part in text.split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be comma-separated positive integers, got {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    return _finite(text)
+
+
+def input_file(text: str) -> str:
+    """An existing regular file, or ``-`` for standard input."""
+    if text == "-":
+        return text
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
+    if not os.access(text, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text} cannot be read (permission denied)")
+    return text
+
+
+def input_dir(text: str) -> str:
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"no such directory: {text}")
+    return text
+
+
+def output_file(text: str) -> str:
+    """A file to write (its folder is created when written); refused if it is a folder."""
+    if text == "-":
+        return text
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
+    parent = os.path.dirname(os.path.abspath(text))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is a file")
+    return text
+
+
+def output_dir(text: str) -> str:
+    """A folder to write into (created when needed); refused if it is a file."""
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a directory")
+    parent = os.path.abspath(text)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is a file")
+    return text
+
+
+def fail(parser: argparse.ArgumentParser, message: str) -> None:
+    """Exit 2 with ``prog: error: message``, as argparse does for a bad flag."""
+    parser.exit(2, f"{parser.prog}: error: {message}\n")

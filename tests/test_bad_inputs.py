@@ -1,0 +1,312 @@
+"""Bad input, everywhere: every command line refuses it with exit status 2 and one line that
+names the flag or file and the problem (never a traceback or a hang), and the parsers behind
+them raise ValueError and nothing else on any text (hypothesis)."""
+
+import json
+import os
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import evaluate
+import jaxdust
+from jaxdust.core import boards as board_io
+from jaxdust.core import files
+from jaxdust.evaluation import ranking, registry
+from jaxdust.learn import cli as train_cli
+from jaxdust.learn import datasets
+from jaxdust.learn.datasets import DatasetConfig
+from jaxdust.solver import cli as solver_cli
+
+BOARDS_FILE = os.path.join(board_io.BOARDS_DIR, "optimal_8x4x5.txt")
+MAINS = {
+    "evaluate": evaluate.main,
+    "solver": lambda argv: solver_cli.main([BOARDS_FILE, *argv]),
+    "datasets": lambda argv: datasets.main(["--out", "never-written", *argv]),
+    "ranking": ranking.main,
+    "train": train_cli.main,
+    "solver-file": solver_cli.main,  # the board file is the case's own
+    "datasets-out": datasets.main,
+}
+
+
+def refused(cli: str, argv: list[str], capsys) -> str:
+    """The one line a refused command prints; fails unless it exits with status 2."""
+    with pytest.raises(SystemExit) as exit_info:
+        MAINS[cli](argv)
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "Traceback" not in lines[0]
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Numbers: every numeric flag of every command, each out of range in every way.
+# ---------------------------------------------------------------------------------------
+
+BAD_VALUES = {
+    "positive int": ["0", "-3", "2.5", "inf", "x"],
+    "non-negative int": ["-1", "2.5", "x"],
+    "positive float": ["0", "-1", "inf", "nan", "x"],
+    "fraction": ["-0.1", "1.5", "nan"],
+}
+NUMERIC_FLAGS = {
+    "solver": {"positive int": ["--width", "--height", "--jobs", "--beam-width", "--node-limit"], "positive float": ["--time-limit"]},
+    "evaluate": {"positive int": ["--limit", "--jobs", "--max-clicks", "--chunk"],
+                 "non-negative int": ["--random", "--seed"]},
+    "datasets": {"positive int": ["--boards", "--node-limit", "--beam-width", "--shard-size", "--jobs"],
+                 "non-negative int": ["--seed"]},
+    "ranking": {"positive int": ["--boards", "--node-limit"]},
+    "train": {"positive int": ["--eval-boards", "--eval-every", "--checkpoint-every", "--devices",
+                               "--num-processes", "--total-updates", "--num-envs", "--target-period"],
+              "non-negative int": ["--seed", "--process-id"], "positive float": ["--minutes", "--learning-rate", "--temperature"],
+              "fraction": ["--capped-share", "--epsilon-max"]},
+    "train dqn": {"positive int": ["--batch-size", "--n-step", "--buffer-size"], "fraction": ["--gamma"]},
+    "train imitation": {"positive int": ["--epochs", "--data-boards", "--data-beam-width"]},
+}
+NUMBER_CASES = [
+    (cli, flag, value)
+    for cli, kinds in NUMERIC_FLAGS.items() for kind, names in kinds.items()
+    for flag in names for value in BAD_VALUES[kind]
+]
+
+
+@pytest.mark.parametrize("cli, flag, value", NUMBER_CASES, ids=[" ".join(c) for c in NUMBER_CASES])
+def test_numeric_flags_are_checked(cli, flag, value, capsys):
+    command, *learner = cli.split()
+    line = refused(command, [*learner, flag, value], capsys)
+    assert flag in line and "must be" in line and value.lstrip("-") in line
+
+
+# ---------------------------------------------------------------------------------------
+# Files, agents, sizes and flags that contradict each other
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bad_files(tmp_path):
+    board = "1" * 32
+    paths = {
+        "missing": tmp_path / "missing.txt",
+        "folder": tmp_path,
+        "not utf-8": tmp_path / "latin1.txt",
+        "bad header": tmp_path / "header.txt",
+        "empty": tmp_path / "empty.txt",
+        "comments only": tmp_path / "comments.txt",
+        "bad line": tmp_path / "bad-line.txt",
+        "board file": tmp_path / "boards.txt",
+    }
+    paths["not utf-8"].write_bytes(b"# width=8 height=4\n" + board.encode() + b" 9 \xe9\n")
+    paths["bad header"].write_text(f"# width=eight height=4\n{board}\n")
+    paths["empty"].write_text("")
+    paths["comments only"].write_text("# width=8 height=4\n# nothing else\n")
+    paths["bad line"].write_text(f"# width=8 height=4\n{board} 1\n{board[:-2]} 2\n")
+    paths["board file"].write_text(f"# width=8 height=4\n{board} 1\n")
+    return {name: str(path) for name, path in paths.items()}
+
+
+FILE_CASES = [
+    # (command, argv with {file names}, words the message must contain)
+    ("solver-file", ["{missing}"], ["missing.txt", "no such file"]),
+    ("solver-file", ["{folder}"], ["is a directory"]),
+    ("solver-file", ["{not utf-8}"], ["latin1.txt", "not UTF-8", "0xe9"]),
+    ("solver-file", ["{bad header}"], ["line 1", "width must be a positive integer", "'eight'"]),
+    ("solver-file", ["{empty}"], ["no boards in", "empty.txt"]),
+    ("solver-file", ["{comments only}"], ["no boards in", "comments.txt"]),
+    ("solver-file", ["{board file}", "--out", "{folder}"], ["--out", "is a directory"]),
+    ("solver-file", ["{board file}", "--out", "{board file}"], ["boards.txt:1 is not a JSON line", "nothing was changed"]),
+    ("solver-file", ["{board file}", "--out", "{board file}/x.jsonl"], ["--out", "is a file"]),
+    ("solver-file", ["{board file}", "--board-file", "x.txt"], ["--board-file needs --out"]),
+    ("evaluate", ["--boards", "{missing}"], ["--boards", "no such file"]),
+    ("evaluate", ["--boards", "{folder}"], ["--boards", "is a directory"]),
+    ("evaluate", ["--boards", "{not utf-8}"], ["latin1.txt", "not UTF-8"]),
+    ("evaluate", ["--boards", "{bad header}"], ["header.txt:1", "width must be a positive integer"]),
+    ("evaluate", ["--boards", "{empty}"], ["no boards in", "empty.txt"]),
+    ("evaluate", ["--boards", "{bad line}"], ["bad-line.txt:3", "30 digits"]),
+    ("evaluate", ["--out", "{board file}"], ["--out", "is a file"]),
+    ("evaluate", ["--agents", ""], ["--agents", "no agent given"]),
+    ("evaluate", ["--agents", ","], ["--agents", "no agent given"]),
+    ("evaluate", ["--agents", "largest,,random"], ["--agents", "empty name"]),
+    ("evaluate", ["--agents", "largest,largest"], ["largest given more than once"]),
+    ("evaluate", ["--agents", "telepathy"], ["unknown agent 'telepathy'", "largest"]),
+    ("evaluate", ["--agents", "largest:3"], ["'largest' takes no parameter"]),
+    ("evaluate", ["--agents", "dfs:0"], ["dfs", "positive integer", "'0'"]),
+    ("evaluate", ["--agents", "beam:inf"], ["beam", "positive integer", "'inf'"]),
+    ("evaluate", ["--agents", "beam:-5"], ["beam", "positive integer", "'-5'"]),
+    ("evaluate", ["--agents", "beam:2.5"], ["beam", "positive integer", "'2.5'"]),
+    ("evaluate", ["--agents", "solver:0"], ["solver", "positive number", "'0'"]),
+    ("evaluate", ["--agents", "solver:nan"], ["solver", "positive number", "'nan'"]),
+    ("evaluate", ["--agents", "greedy"], ["greedy", "needs a run directory"]),
+    ("evaluate", ["--agents", "greedy:{folder}/no-run"], ["no-run", "not a train.py run directory"]),
+    ("evaluate", ["--agents", "lookahead:{folder}/no-run:8"], ["no-run", "not a train.py run directory"]),
+    ("evaluate", ["--agents", "largest", "--reference", "random"], ["--reference", "'random'"]),
+    ("evaluate", ["--size", "8x6x10", "--random", "3"], ["--size", "colors must be in 1..9"]),
+    ("evaluate", ["--size", "8by6", "--random", "3"], ["--size", "must look like 8x6x5"]),
+    ("evaluate", ["--telepathy"], ["unrecognized arguments: --telepathy"]),
+    ("datasets", ["--size", "8x6x10"], ["--size", "colors must be in 1..9"]),
+    ("datasets", ["--size", "1x6x5"], ["--size", "width must be >= 2"]),
+    ("datasets", ["--size", "8x0x5"], ["--size", "height must be >= 1"]),
+    ("datasets", ["--size", "9x8x5"], ["72 cells", "at most 64"]),
+    ("datasets", ["--labeller", "oracle"], ["--labeller", "invalid choice"]),
+    ("datasets-out", ["--out", "{board file}"], ["--out", "is a file"]),
+    ("ranking", ["--out", "{board file}"], ["--out", "not a ranking file", "nothing was changed"]),
+    ("ranking", ["--out", "{folder}"], ["--out", "is a directory"]),
+    ("train", ["bogus"], ["unknown learner 'bogus'", "avi"]),
+    ("train", ["--resume-step", "3"], ["--resume-step needs --resume"]),
+    ("train", ["--distributed", "--num-processes", "2", "--process-id", "2"], ["--process-id 2 must be below"]),
+    ("train", ["--devices", "999"], ["--devices 999", "local device"]),
+    ("train", ["--run-dir", "{board file}"], ["--run-dir", "is a file"]),
+    ("train", ["--run-dir", "{folder}/fresh", "--resume"], ["nothing to resume"]),
+    ("train", ["--hidden", "0,3"], ["--hidden", "positive integers"]),
+    ("train", ["--hidden", "wide"], ["--hidden", "'wide'"]),
+    ("train", ["--size", "3x3x99"], ["--size", "colors must be in 1..9"]),
+    ("train", ["--beam-width", "3"], ["beam_width (3) must be >= 1 and divide num_envs (512)"]),
+    ("train", ["--preset", "huge"], ["--preset", "invalid choice"]),
+    ("train", ["dqn", "--bootstrap", "median"], ["bootstrap must be 'max' or 'mean'"]),
+    ("train", ["dqn", "--batch-size", "512", "--buffer-size", "256"], ["batch_size cannot exceed buffer_size"]),
+    ("train", ["imitation", "--data", "{missing}"], ["--data", "no such directory"]),
+    ("train", ["imitation", "--data", "{folder}", "--run-dir", "{folder}/run"], ["not a data set", "manifest.json"]),
+]
+
+
+@pytest.mark.parametrize("cli, argv, words", FILE_CASES, ids=[f"{c[0]} {' '.join(c[1])}" for c in FILE_CASES])
+def test_bad_files_agents_and_settings_are_named(cli, argv, words, bad_files, capsys):
+    argv = [arg.format(**bad_files) for arg in argv]
+    words = [word.format(**bad_files) for word in words]
+    before = {name: Path(path).read_bytes() for name, path in bad_files.items() if os.path.isfile(path)}
+    line = refused(cli, argv, capsys)
+    for word in words:
+        assert word in line, (word, line)
+    after = {name: Path(path).read_bytes() for name, path in bad_files.items() if os.path.isfile(path)}
+    assert after == before  # a refused command changes no file it was given
+
+
+def test_one_bad_board_is_reported_by_line_and_the_others_are_solved(tmp_path, capsys):
+    good = "31332522144325534512113254533545"
+    board_file = tmp_path / "mixed.txt"
+    board_file.write_text(f"# width=8 height=4\n{good} 10\n3133252214432553451211325453354x\n"
+                          f"{'1' * 65}\n{good[::-1]}\n")
+    out = tmp_path / "new" / "folder" / "out.jsonl"  # its folder is created
+    assert solver_cli.main([str(board_file), "--jobs", "1", "--out", str(out)]) == 1
+    records = {r["line"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert sorted(records) == [2, 3, 4, 5]
+    assert records[2]["optimal"] and records[2]["length"] == 10 and records[5]["optimal"]
+    assert "position 31" in records[3]["error"] and "65 digits" in records[4]["error"]
+    err = capsys.readouterr().err
+    assert "line 3:" in err and "line 4:" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------
+# The parsers behind the command lines, on any text
+# ---------------------------------------------------------------------------------------
+
+board_texts = st.one_of(
+    st.text(max_size=80),
+    st.text(alphabet="0123456789", min_size=0, max_size=70),
+    st.lists(st.sampled_from("0123456789 \n#=xwidthegh"), max_size=90).map("".join),
+)
+
+
+@settings(max_examples=300)
+@given(text=board_texts, width=st.one_of(st.none(), st.integers(-2, 12)), height=st.one_of(st.none(), st.integers(-2, 12)))
+def test_parse_board_accepts_or_names_the_problem(text, width, height):
+    try:
+        board = board_io.parse_board(text, width, height)
+    except ValueError as error:
+        assert str(error)
+        return
+    assert board.ndim == 2 and board.shape[0] >= 2 and board.size == len(text.strip())
+    assert board_io.board_to_text(board) == text.strip()
+
+
+@settings(max_examples=200)
+@given(data=st.one_of(st.binary(max_size=200),
+                      st.lists(st.one_of(st.just("# width=8 height=4\n"), st.just("# width=0\n"),
+                                         st.just("1" * 32 + " 5\n"), st.just("2" * 32 + "\n"), st.just("12x\n"),
+                                         st.just("\n"), st.just("# note\n"), st.just("1" * 32 + " five\n")),
+                               max_size=8).map(lambda lines: "".join(lines).encode())))
+def test_board_files_parse_or_name_the_line(data, tmp_path_factory):
+    path = tmp_path_factory.mktemp("fuzz") / "boards.txt"
+    path.write_bytes(data)
+    try:
+        records = board_io.read_board_file(path)
+    except ValueError as error:
+        assert str(path) in str(error)
+        return
+    for record in records:
+        assert record.board.shape == (8, 4) or record.board.size == len(data.decode().splitlines()[record.line - 1].split()[0])
+
+
+@settings(max_examples=300)
+@given(text=st.one_of(st.text(max_size=30),
+                      st.tuples(st.sampled_from(sorted(registry.AGENTS) + ["", "x"]),
+                                st.sampled_from(["", ":", ":0", ":1", ":-1", ":2.5", ":inf", ":nan", ":1e3", ":abc", ":3:4"]))
+                      .map("".join)))
+def test_agent_specs_parse_or_name_the_problem(text):
+    try:
+        names = registry.parse_agent_list(text)
+    except ValueError as error:
+        assert str(error)
+        return
+    assert names and len(set(names)) == len(names)
+    for name in names:
+        agent, settings_ = registry.parse_agent(name)
+        if agent.name in ("dfs", "beam"):
+            assert isinstance(settings_, int) and settings_ >= 1
+        if agent.name == "solver":
+            assert np.isfinite(settings_) and settings_ > 0
+
+
+@settings(max_examples=200)
+@given(data=st.binary(max_size=120))
+def test_json_lines_recover_or_refuse_without_losing_data(data, tmp_path_factory):
+    path = tmp_path_factory.mktemp("lines") / "log.jsonl"
+    path.write_bytes(data)
+    try:
+        records = files.recover_json_lines(path)
+    except ValueError:
+        assert path.read_bytes() == data  # refused: left as it was
+        return
+    kept = path.read_bytes()
+    assert data.startswith(kept) and (kept == data or b"\n" not in data[len(kept):])
+    assert len(records) == kept.count(b"\n")
+
+
+# ---------------------------------------------------------------------------------------
+# The library's entry points
+# ---------------------------------------------------------------------------------------
+
+API_CASES = [
+    (lambda: jaxdust.solve("1" * 48, time_limit=0), "time_limit"),
+    (lambda: jaxdust.solve("1" * 48, time_limit=float("inf")), "time_limit"),
+    (lambda: jaxdust.solve("1" * 48, node_limit=0), "node_limit"),
+    (lambda: jaxdust.solve("1" * 48, node_limit=2.5), "node_limit"),
+    (lambda: jaxdust.solve("1" * 48, colors=10), "colors"),
+    (lambda: jaxdust.solve("1" * 48, beam_width=-1), "beam_width"),
+    (lambda: jaxdust.solve("1" * 72, width=9), "width"),
+    (lambda: jaxdust.solve(np.ones((9, 8), int)), "at most 64 cells"),
+    (lambda: jaxdust.solve("2" * 48, colors=1), "colour 2"),
+    (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=0), "width"),
+    (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=2, max_clicks=-1), "max_clicks"),
+    (lambda: jaxdust.beam_search(jnp.ones((2, 8, 6), jnp.int8), width=2), "jax.vmap"),
+    (lambda: jaxdust.DustEnv(max_clicks=0), "max_clicks"),
+    (lambda: jaxdust.DustEnv(rewards=jaxdust.Rewards(click=float("nan"))), "click"),
+    (lambda: jaxdust.GameConfig(8, 6, 10), "colors"),
+    (lambda: jaxdust.GameConfig(1, 6, 5), "width"),
+    (lambda: jaxdust.parse_board("1" * 47), "47 digits"),
+    (lambda: jaxdust.parse_board([[1, 2], [3]]), "rectangular"),
+    (lambda: jaxdust.parse_board(np.full((8, 6), 1.5)), "dtype"),
+    (lambda: DatasetConfig(boards=0), "boards"),
+    (lambda: DatasetConfig(game=jaxdust.GameConfig(9, 8, 5)), "at most 64"),
+]
+
+
+@pytest.mark.parametrize("call, word", API_CASES, ids=[w for _, w in API_CASES])
+def test_library_entry_points_name_the_problem(call, word):
+    with pytest.raises((ValueError, TypeError), match=word):
+        call()

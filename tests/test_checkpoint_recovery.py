@@ -1,0 +1,183 @@
+"""Damaged checkpoints: found, set aside on resume, skipped by load_run, and named truthfully."""
+
+import json
+import os
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+from jaxdust.learn import cli, runs
+
+# Four chunks, a checkpoint after each (three kept: 2, 3 and 4), evaluated every other one.
+TRAIN_ARGS = ["dqn", "--total-steps", str(32 * 40), "--num-envs", "32", "--chunk-iterations", "10",
+              "--hidden", "32", "--buffer-size", "1024", "--batch-size", "32", "--learning-starts", "64",
+              "--no-features", "--eval-boards", "16", "--eval-every", "2"]
+
+
+def train(run_dir, *extra):
+    return cli.main([*TRAIN_ARGS, "--run-dir", str(run_dir), *extra])
+
+
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory):
+    """The uninterrupted run that the recovered ones must end equal to."""
+    directory = tmp_path_factory.mktemp("whole") / "run"
+    train(directory)
+    assert sorted(os.listdir(directory / "checkpoints")) == ["2", "3", "4"]
+    return directory
+
+
+@pytest.fixture
+def run(whole_run, tmp_path):
+    """A copy of the whole run, to damage."""
+    return shutil.copytree(whole_run, tmp_path / "run")
+
+
+def _largest_array_file(step_dir):
+    arrays = [os.path.join(root, name) for root, _, names in os.walk(step_dir / "state")
+              for name in names if os.sep + "d" + os.sep in os.path.join(root, name)]
+    return max(arrays, key=os.path.getsize)
+
+
+def _truncate(step_dir):
+    path = _largest_array_file(step_dir)
+    os.truncate(path, os.path.getsize(path) // 2)
+
+
+def _delete_metadata(step_dir):
+    os.remove(step_dir / "state" / "_METADATA")
+
+
+def _overwrite(step_dir):
+    """Garbage bytes inside an array file, its size kept: orbax itself restores this."""
+    path = _largest_array_file(step_dir)
+    with open(path, "r+b") as handle:
+        handle.seek(os.path.getsize(path) // 2)
+        handle.write(np.random.default_rng(0).bytes(64))
+
+
+def _empty(step_dir):
+    shutil.rmtree(step_dir)
+    step_dir.mkdir()
+
+
+DAMAGE = {"truncated array file": _truncate, "deleted metadata file": _delete_metadata,
+          "garbage bytes": _overwrite, "empty step directory": _empty}
+
+
+def warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("warning:")]
+
+
+def comparable(run_dir):
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for record in (*lines, summary):
+        record.pop("seconds")
+    return lines, summary
+
+
+def assert_same_end(run_dir, whole_run):
+    assert comparable(run_dir) == comparable(whole_run)
+    ours, theirs = (runs.load_run(str(d), newest=True) for d in (run_dir, whole_run))
+    assert ours.step == theirs.step == 4
+    for a, b in zip(jax.tree.leaves(ours.params), jax.tree.leaves(theirs.params), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kind", DAMAGE)
+def test_each_kind_of_damage_is_found_and_skipped(run, kind, capsys):
+    DAMAGE[kind](run / "checkpoints" / "4")
+    loaded = runs.load_run(str(run), newest=True)
+    assert loaded.step == 3
+    [warning] = warnings(capsys.readouterr().err)
+    assert "checkpoint 4 in" in warning and "cannot be read (" in warning and "using checkpoint 3" in warning
+    assert os.path.isdir(run / "checkpoints" / "4")  # a reader leaves the run as it is
+
+
+def test_checkpoints_without_checksums_are_checked_by_reading(run, capsys):
+    """As saved by a process killed between orbax's save and the checksums."""
+    os.remove(run / "checkpoints" / "4" / "checksums.json")
+    assert runs.load_run(str(run), newest=True).step == 4
+    _truncate(run / "checkpoints" / "4")
+    assert runs.load_run(str(run), newest=True).step == 3
+    [warning] = warnings(capsys.readouterr().err)
+    assert "checkpoint 4 in" in warning
+
+
+def test_resume_sets_a_damaged_newest_aside_and_ends_as_uninterrupted(run, whole_run, capsys):
+    _truncate(run / "checkpoints" / "4")
+    _overwrite(run / "checkpoints" / "3")  # the next one is damaged too: resume from 2
+    train(run, "--resume")
+    lines = warnings(capsys.readouterr().err)
+    assert len(lines) == 2 and "checkpoint 4 in" in lines[0] and "checkpoint 3 in" in lines[1]
+    assert all("resuming from checkpoint 2" in line for line in lines)
+    assert {"4.damaged", "3.damaged"} <= set(os.listdir(run / "checkpoints"))
+    assert_same_end(run, whole_run)
+
+
+def test_resume_step_redoes_later_checkpoints_damaged_or_not(run, whole_run):
+    _overwrite(run / "checkpoints" / "4")  # 3 stays intact
+    train(run, "--resume", "--resume-step", "2")  # no "step already exists" when redoing 3 and 4
+    assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]
+    assert_same_end(run, whole_run)
+
+
+def test_a_damaged_resume_step_names_only_checkpoints_that_were_read(run, capsys):
+    _truncate(run / "checkpoints" / "3")
+    _empty(run / "checkpoints" / "4")
+    with pytest.raises(SystemExit) as exit_info:
+        train(run, "--resume", "--resume-step", "3")
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "checkpoint 3 in" in line and "checkpoints [2] are intact (restore one with --resume-step)" in line
+
+
+def test_every_checkpoint_damaged_is_one_clear_error(run, capsys):
+    for step in ("2", "3", "4"):
+        _truncate(run / "checkpoints" / step)
+    with pytest.raises(SystemExit) as exit_info:
+        train(run, "--resume")
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "every checkpoint in" in line and "is unreadable: [2, 3, 4]" in line and "intact" not in line
+    assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]  # nothing set aside
+
+
+def test_load_run_falls_back_from_a_damaged_best(run, whole_run, capsys):
+    best_step = json.loads((whole_run / "summary.json").read_text())["best_step"]
+    _delete_metadata(run / "best" / str(best_step))
+    loaded = runs.load_run(str(run))
+    assert loaded.step == 4  # the newest in checkpoints/
+    [warning] = warnings(capsys.readouterr().err)
+    assert f"checkpoint {best_step} in {run / 'best'} cannot be read" in warning
+
+    for step in ("2", "3", "4"):
+        _empty(run / "checkpoints" / step)
+    with pytest.raises(runs.RunError) as error:
+        runs.load_run(str(run))
+    message = str(error.value)
+    assert "\n" not in message and "--resume-step" not in message
+    assert "every checkpoint in" in message and "[2, 3, 4]" in message
+
+
+def test_evaluate_plays_a_run_whose_best_is_damaged(run, whole_run, tmp_path, capsys):
+    import evaluate
+
+    best_step = json.loads((whole_run / "summary.json").read_text())["best_step"]
+    _truncate(run / "best" / str(best_step))
+    report = evaluate.main(["--random", "4", "--agents", f"greedy:{run}", "--out", str(tmp_path / "eval")])
+    assert report["agents"][f"greedy:{run}"]["boards"] == 4
+    [warning] = warnings(capsys.readouterr().err)
+    assert f"checkpoint {best_step} in" in warning and "using checkpoint 4" in warning
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_over_cleanly(run, whole_run):
+    """Its log may hold lines of chunks never checkpointed: resuming redoes them once."""
+    shutil.rmtree(run / "checkpoints")
+    shutil.rmtree(run / "best")
+    os.remove(run / "summary.json")
+    train(run, "--resume")
+    assert_same_end(run, whole_run)
