@@ -129,7 +129,8 @@ def killed_run(piece: str, out: str, kills: int, duration: float, rng: random.Ra
         process = subprocess.Popen(command_for(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             # A restarted run has less left to do: kill within the first 80% of a whole one.
-            process.wait(timeout=rng.uniform(0.1, 0.8) * duration)
+            if process.wait(timeout=rng.uniform(0.1, 0.8) * duration) != 0:
+                raise RuntimeError(f"{piece} failed on its own after {done['kills']} kill(s) in {out}")
             done["finished_before_kill"] += 1
             shutil.rmtree(out)  # it won the race: start over, so the next kill lands
             os.makedirs(out)

@@ -56,7 +56,8 @@ BAD_VALUES = {
     "fraction": ["-0.1", "1.5", "nan"],
 }
 NUMERIC_FLAGS = {
-    "solver": {"positive int": ["--width", "--height", "--jobs", "--beam-width", "--node-limit"], "positive float": ["--time-limit"]},
+    "solver": {"positive int": ["--width", "--height", "--jobs", "--node-limit"], "non-negative int": ["--beam-width"],
+               "positive float": ["--time-limit"]},
     "evaluate": {"positive int": ["--limit", "--jobs", "--max-clicks", "--chunk"],
                  "non-negative int": ["--random", "--seed"]},
     "datasets": {"positive int": ["--boards", "--node-limit", "--beam-width", "--shard-size", "--jobs"],
@@ -100,7 +101,11 @@ def bad_files(tmp_path):
         "comments only": tmp_path / "comments.txt",
         "bad line": tmp_path / "bad-line.txt",
         "board file": tmp_path / "boards.txt",
+        "no newline": tmp_path / "notes.txt",
+        "other records": tmp_path / "metrics.jsonl",
     }
+    paths["no newline"].write_text("my notes, no newline")
+    paths["other records"].write_text('{"chunk": 1, "loss": 0.5}\n')
     paths["not utf-8"].write_bytes(b"# width=8 height=4\n" + board.encode() + b" 9 \xe9\n")
     paths["bad header"].write_text(f"# width=eight height=4\n{board}\n")
     paths["empty"].write_text("")
@@ -119,7 +124,7 @@ FILE_CASES = [
     ("solver-file", ["{empty}"], ["no boards in", "empty.txt"]),
     ("solver-file", ["{comments only}"], ["no boards in", "comments.txt"]),
     ("solver-file", ["{board file}", "--out", "{folder}"], ["--out", "is a directory"]),
-    ("solver-file", ["{board file}", "--out", "{board file}"], ["boards.txt:1 is not a JSON line", "nothing was changed"]),
+    ("solver-file", ["{board file}", "--out", "{board file}"], ["boards.txt:1 is not a JSON record", "nothing was changed"]),
     ("solver-file", ["{board file}", "--out", "{board file}/x.jsonl"], ["--out", "is a file"]),
     ("solver-file", ["{board file}", "--board-file", "x.txt"], ["--board-file needs --out"]),
     ("evaluate", ["--boards", "{missing}"], ["--boards", "no such file"]),
@@ -154,7 +159,10 @@ FILE_CASES = [
     ("datasets", ["--size", "9x8x5"], ["72 cells", "at most 64"]),
     ("datasets", ["--labeller", "oracle"], ["--labeller", "invalid choice"]),
     ("datasets-out", ["--out", "{board file}"], ["--out", "is a file"]),
-    ("ranking", ["--out", "{board file}"], ["--out", "not a ranking file", "nothing was changed"]),
+    ("ranking", ["--out", "{board file}"], ["--out", "not a ranking file"]),
+    ("ranking", ["--out", "-"], ["--out", "must be a file name"]),
+    ("solver-file", ["{board file}", "--out", "{no newline}"], ["notes.txt:1 is not a JSON record"]),
+    ("solver-file", ["{board file}", "--out", "{other records}"], ["not solver results"]),
     ("ranking", ["--out", "{folder}"], ["--out", "is a directory"]),
     ("train", ["bogus"], ["unknown learner 'bogus'", "avi"]),
     ("train", ["--resume-step", "3"], ["--resume-step needs --resume"]),
@@ -262,8 +270,10 @@ def test_agent_specs_parse_or_name_the_problem(text):
             assert np.isfinite(settings_) and settings_ > 0
 
 
-@settings(max_examples=200)
-@given(data=st.binary(max_size=120))
+@settings(max_examples=300)
+@given(data=st.one_of(st.binary(max_size=120),
+                      st.lists(st.sampled_from([b'{"a": 1}\n', b'{"b": [2]}\n', b'{"c"', b'{"d": 4}', b"notes",
+                                                b"\n", b"[1]\n", b"7\n", b"\xff"]), max_size=6).map(b"".join)))
 def test_json_lines_recover_or_refuse_without_losing_data(data, tmp_path_factory):
     path = tmp_path_factory.mktemp("lines") / "log.jsonl"
     path.write_bytes(data)
@@ -273,7 +283,8 @@ def test_json_lines_recover_or_refuse_without_losing_data(data, tmp_path_factory
         assert path.read_bytes() == data  # refused: left as it was
         return
     kept = path.read_bytes()
-    assert data.startswith(kept) and (kept == data or b"\n" not in data[len(kept):])
+    torn = data[len(kept):]
+    assert data.startswith(kept) and (kept == data or (torn.startswith(b"{") and b"\n" not in torn))
     assert len(records) == kept.count(b"\n")
 
 

@@ -55,14 +55,15 @@ def read_text(path: str, what: str = "file") -> str:
         raise ValueError(f"cannot read {what} {name}: {error.strerror}") from None
 
 
-def recover_json_lines(path: str | os.PathLike) -> list:
-    """The records of a JSON-lines file written by appending, *repairing the file*: a torn
-    last line (a process killed mid-write: no newline at its end) is cut off it, so
-    appending can continue cleanly. A missing file reads as no records.
+def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
+    """The records (JSON objects, one per line) of a file written by appending, *repairing
+    the file* (unless ``repair`` is False: e.g. a second process that only reads): a torn
+    last line (a process killed mid-write: the start of an object, no newline at its end)
+    is cut off it, so appending can continue cleanly. A missing file reads as no records.
 
     Raises:
-      ValueError: when a line other than a torn last one is not JSON (the file was not
-        written by appending records, e.g. a board file given as ``--out``); nothing is cut.
+      ValueError: when any other line is not a JSON object (the file was not written by
+        appending records, e.g. a board file given as ``--out``); nothing is cut.
     """
     records, keep = [], 0
     if not os.path.exists(path):
@@ -70,15 +71,18 @@ def recover_json_lines(path: str | os.PathLike) -> list:
     with open(path, "rb") as handle:
         lines = handle.readlines()
     for number, line in enumerate(lines, start=1):
-        if not line.endswith(b"\n"):  # torn, even if what was written parses
+        if not line.endswith(b"\n") and line.startswith(b"{"):  # torn, even if it parses
             break
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except ValueError:
-            raise ValueError(f"{path}:{number} is not a JSON line; is it a file this program "
-                             "wrote? (nothing was changed)") from None
+            record = None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}:{number} is not a JSON record; is it a file this program "
+                             "wrote? (nothing was changed)")
+        records.append(record)
         keep += len(line)
-    if keep < sum(len(line) for line in lines):
+    if repair and keep < sum(len(line) for line in lines):
         with open(path, "r+b") as handle:
             handle.truncate(keep)
     return records

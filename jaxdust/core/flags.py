@@ -96,10 +96,15 @@ def input_dir(text: str) -> str:
     return text
 
 
+def output_file_or_stdout(text: str) -> str:
+    """``-`` (standard output) or an ``output_file``."""
+    return text if text == "-" else output_file(text)
+
+
 def output_file(text: str) -> str:
     """A file to write (its folder is created when written); refused if it is a folder."""
     if text == "-":
-        return text
+        raise argparse.ArgumentTypeError("must be a file name (- for standard output is not supported here)")
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
     parent = os.path.dirname(os.path.abspath(text))

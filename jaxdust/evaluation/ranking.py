@@ -188,7 +188,7 @@ def main(argv=None) -> int:
     try:
         done = {r["board_index"] for r in recover_json_lines(args.out)}
     except (ValueError, KeyError, TypeError):
-        flags.fail(parser, f"--out {args.out} is not a ranking file this program wrote (nothing was changed)")
+        flags.fail(parser, f"--out {args.out} is not a ranking file this program wrote")
     start = max(done) + 1 if done else 0  # boards are written whole and in order
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "a") as out:

@@ -77,8 +77,8 @@ class DQNConfig:
 
     def __post_init__(self):
         configs.require(self, positive=("num_envs", "total_steps", "chunk_iterations", "buffer_size", "batch_size",
-                                        "updates_per_step", "learning_rate", "max_clicks", "n_step"),
-                        non_negative=("learning_starts", "max_grad_norm", "target_period", "random_moves_per_game"),
+                                        "updates_per_step", "learning_rate", "max_clicks", "n_step", "max_grad_norm"),
+                        non_negative=("learning_starts", "target_period", "random_moves_per_game"),
                         unit_interval=("final_lr_fraction", "gamma", "target_mix", "epsilon_start", "epsilon_end",
                                        "epsilon_fraction"))
         if self.bootstrap not in ("max", "mean"):

@@ -141,13 +141,13 @@ class Run:
                 if step > done:
                     manager.delete(step)
         kept = self.best.steps()
-        greedy = {r["chunk"]: r["greedy_clicks"] for r in files.recover_json_lines(self.metrics_path)
+        greedy = {r["chunk"]: r["greedy_clicks"] for r in files.recover_json_lines(self.metrics_path, repair=self.primary)
                   if "greedy_clicks" in r}
         self.best_greedy = greedy.get(kept[-1], float("inf")) if kept else float("inf")
 
     def _truncate_metrics(self, done: int) -> None:
         """Drop log lines of steps after the checkpoint (they will be redone)."""
-        kept = [r for r in files.recover_json_lines(self.metrics_path) if r["chunk"] <= done]
+        kept = [r for r in files.recover_json_lines(self.metrics_path, repair=self.primary) if r["chunk"] <= done]
         if self.primary:
             files.atomic_write_bytes(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
         if kept:

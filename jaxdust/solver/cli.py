@@ -50,7 +50,7 @@ def _solve_job(job):
     number, text, width, height, time_limit, node_limit, beam_width = job
     try:  # one bad board is reported on its line; the others are still solved
         result = solve(parse_board(text, width, height), time_limit, node_limit=node_limit, beam_width=beam_width)
-    except ValueError as error:
+    except (ValueError, TimeoutError) as error:  # TimeoutError: --beam-width 0 and out of time
         return {"line": number, "board": text, "error": str(error)}
     record = dataclasses.asdict(result)
     record["clicks"] = [list(c) for c in result.clicks]
@@ -69,8 +69,9 @@ def main(argv=None) -> int:
     parser.add_argument("--node-limit", type=flags.positive_int, default=None,
                         help="positions per board (without --time-limit the results are the same on any machine)")
     parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes (default: all cores)")
-    parser.add_argument("--beam-width", type=flags.positive_int, default=None, help="default: by board size")
-    parser.add_argument("--out", type=flags.output_file, default="-",
+    parser.add_argument("--beam-width", type=flags.non_negative_int, default=None,
+                        help="default: by board size; 0: no initial upper bound (plain iterative deepening)")
+    parser.add_argument("--out", type=flags.output_file_or_stdout, default="-",
                         help="JSON lines output; an existing file is resumed")
     parser.add_argument("--board-file", type=flags.output_file,
                         help="also write the boards proven optimal and their optimum here")
@@ -80,9 +81,12 @@ def main(argv=None) -> int:
 
     try:
         jobs = list(_read_jobs(read_text(args.boards, "board file").splitlines(), args.width, args.height))
-        done = {record["line"] for record in recover_json_lines(args.out)} if args.out != "-" else set()
+        previous = recover_json_lines(args.out) if args.out != "-" else []
+        done = {record["line"] for record in previous}
     except ValueError as error:
         flags.fail(parser, str(error))
+    except KeyError:
+        flags.fail(parser, f"--out {args.out} holds JSON records that are not solver results")
     if not jobs:
         flags.fail(parser, f"no boards in {'standard input' if args.boards == '-' else args.boards}")
     todo = [(*job, args.time_limit, args.node_limit, args.beam_width) for job in jobs if job[0] not in done]
@@ -90,7 +94,7 @@ def main(argv=None) -> int:
     if args.out != "-":
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     output = sys.stdout if args.out == "-" else open(args.out, "a")
-    errors = 0
+    errors = sum("error" in record for record in previous)  # from an earlier, resumed run
     context = multiprocessing.get_context("spawn")  # workers must not inherit JAX's threads
     try:
         with context.Pool(max(1, args.jobs)) as pool, tqdm(
