@@ -15,7 +15,7 @@ The package is layered; each layer imports only the ones above it in this list:
 The names below are the everyday API.
 """
 
-from jaxdust.core.boards import board_to_text, parse_board, read_board_file, replay
+from jaxdust.core.boards import board_to_text, parse_board, positions, read_board_file, replay
 from jaxdust.core.env import DustEnv, Observation, Rewards, State, StepType, TimeStep
 from jaxdust.core.game import (
     GameConfig,
@@ -34,7 +34,8 @@ from jaxdust.core.game import (
     slide_to_centre,
 )
 from jaxdust.core.play import play_boards
-from jaxdust.core.render import BoardView, board_letters, board_svg
+from jaxdust.core.registry import make, registered
+from jaxdust.core.render import BoardView, board_letters, board_rgb, board_svg, game_gif
 from jaxdust.search.beam import beam_search
 from jaxdust.solver.api import Solution, solve
 
@@ -53,6 +54,7 @@ __all__ = [
     "apply_gravity",
     "beam_search",
     "board_letters",
+    "board_rgb",
     "board_svg",
     "board_to_text",
     "click",
@@ -62,13 +64,17 @@ __all__ = [
     "cluster_mask",
     "cluster_sizes",
     "contract",
+    "game_gif",
     "is_done",
     "legal_action_mask",
+    "make",
     "one_hot",
     "parse_board",
     "play_boards",
+    "positions",
     "random_board",
     "read_board_file",
+    "registered",
     "replay",
     "slide_to_centre",
     "solve",

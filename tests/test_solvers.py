@@ -393,7 +393,8 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
     # A torn last line is dropped and solved again; finished lines are not redone.
     out.write_text(out.read_text()[:-20])
     proven_file = tmp_path / "proven.txt"
-    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)]) == 0
+    # Still status 1: the output holds the bad line's error from the first run.
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)]) == 1
     again = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["line"] for r in again] == [3, 4, 5, 6, 7]
     # The board file holds the proven boards (not the broken line) and reads back as one.

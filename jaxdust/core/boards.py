@@ -205,6 +205,38 @@ def read_board_file(path: str | os.PathLike, width: int | None = None,
 
 
 _jit_click = jax.jit(game.click)
+_jit_cluster = jax.jit(game.cluster_mask)
+
+
+def positions(board, clicks: Iterable[Sequence[int]]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Every position of a played game and the cluster each click removes.
+
+    Returns:
+      ``(boards, clusters)``: ``len(clicks) + 1`` int8 ``[W, H]`` boards (the start, then
+      the board after each click) and, for each board, the bool ``[W, H]`` cluster clicked
+      there (all False for the last), e.g. for ``render.game_gif``.
+
+    Raises:
+      ValueError: naming the step index of a click that is out of range or on an empty
+        cell (a solution never wastes a click).
+    """
+    board = parse_board(board)
+    width, height = board.shape
+    boards, clusters = [np.asarray(board)], []
+    for step, click in enumerate(clicks):
+        try:
+            x, y = (int(v) for v in click)
+        except (TypeError, ValueError):
+            raise ValueError(f"click {step}: {click!r} is not an (x, y) pair of ints") from None
+        if not (0 <= x < width and 0 <= y < height):
+            raise ValueError(f"click {step}: ({x}, {y}) is outside the {width}x{height} board")
+        if int(board[x, y]) == 0:
+            raise ValueError(f"click {step}: ({x}, {y}) is an empty cell")
+        clusters.append(np.asarray(_jit_cluster(board, x, y)))
+        board, _ = _jit_click(board, x, y)
+        boards.append(np.asarray(board))
+    clusters.append(np.zeros((width, height), bool))
+    return boards, clusters
 
 
 def replay(board, clicks: Iterable[Sequence[int]]) -> tuple[jax.Array, int]:
@@ -214,21 +246,7 @@ def replay(board, clicks: Iterable[Sequence[int]]) -> tuple[jax.Array, int]:
       ``(final_board, number_of_clicks)``.
 
     Raises:
-      ValueError: naming the step index of a click that is out of range or on an empty
-        cell (a solution never wastes a click).
+      ValueError: as ``positions``.
     """
-    board = parse_board(board)
-    width, height = board.shape
-    count = 0
-    for step, click in enumerate(clicks):
-        try:
-            x, y = (int(v) for v in click)
-        except (TypeError, ValueError):
-            raise ValueError(f"click {step}: {click!r} is not an (x, y) pair of ints") from None
-        if not (0 <= x < width and 0 <= y < height):
-            raise ValueError(f"click {step}: ({x}, {y}) is outside the {width}x{height} board")
-        board, removed = _jit_click(board, x, y)
-        if int(removed) == 0:
-            raise ValueError(f"click {step}: ({x}, {y}) is an empty cell")
-        count += 1
-    return board, count
+    boards, _ = positions(board, clicks)
+    return jnp.asarray(boards[-1]), len(boards) - 1

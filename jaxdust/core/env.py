@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxdust.core import game, render
@@ -108,6 +109,11 @@ class DustEnv:
             raise TypeError(f"max_clicks must be an int or None, got {self.max_clicks!r}")
         if self.max_clicks is not None and self.max_clicks < 1:
             raise ValueError(f"max_clicks must be >= 1 or None, got {self.max_clicks}")
+
+    def render(self, state: State, cell_size: int = 16) -> np.ndarray:
+        """One state's board as an RGB image, uint8 ``[H * cell_size, W * cell_size, 3]``
+        (host-side, not jittable); ``render.game_gif`` strings such frames together."""
+        return render.board_rgb(state.board, cell_size=cell_size)
 
     @property
     def num_actions(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import io
 
 import numpy as np
 
@@ -85,3 +86,55 @@ class BoardView:
 
     def __repr__(self) -> str:
         return board_letters(self.board)
+
+
+def _rgb(hex_colour: str) -> tuple[int, int, int]:
+    return tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+
+
+_RGB = np.array([_rgb(c) for c in PALETTE], np.uint8)
+_FRAME = np.array(_rgb("#3b3a36"), np.uint8)
+
+
+def board_rgb(board, highlight=None, cell_size: int = 16) -> np.ndarray:
+    """One board as an image: uint8 ``[height * cell_size, width * cell_size, 3]``, top row
+    first (what ``render(mode="rgb_array")`` returns in Gymnasium); ``highlight`` (bool
+    ``[W, H]``) draws those cells with a white border."""
+    cells = np.asarray(board)
+    if cells.ndim != 2:
+        raise ValueError(f"board_rgb renders one board [width, height], got shape {cells.shape}")
+    if cell_size < 4:
+        raise ValueError(f"cell_size must be >= 4 pixels, got {cell_size}")
+    marked = np.zeros(cells.shape, bool) if highlight is None else np.asarray(highlight, bool)
+    rows = np.flipud(cells.T)  # [H, W], top row first
+    marked = np.flipud(marked.T)
+    inset = max(1, cell_size // 8)
+    tile = np.zeros((cell_size, cell_size), bool)
+    tile[inset:-inset, inset:-inset] = True  # the coloured part of a cell; the rest is frame
+    border = tile.copy()
+    border[2 * inset : -2 * inset, 2 * inset : -2 * inset] = False
+    colours = np.repeat(np.repeat(_RGB[rows], cell_size, 0), cell_size, 1)
+    inside = np.tile(tile, rows.shape)
+    ring = np.tile(border, rows.shape) & np.repeat(np.repeat(marked, cell_size, 0), cell_size, 1)
+    image = np.where(inside[..., None], colours, _FRAME)
+    image[ring] = 255
+    return image
+
+
+def game_gif(boards, highlights=None, cell_size: int = 24, milliseconds: int = 500) -> bytes:
+    """A GIF of positions ``boards`` (a sequence of ``[W, H]`` boards, e.g. from
+    ``jaxdust.positions``), each shown ``milliseconds``, the last twice as long;
+    ``highlights`` (one bool ``[W, H]`` or None per board) marks the cluster clicked next."""
+    from PIL import Image  # matplotlib's own dependency: no extra install
+
+    boards = list(boards)
+    if not boards:
+        raise ValueError("game_gif needs at least one board")
+    highlights = list(highlights) if highlights is not None else [None] * len(boards)
+    if len(highlights) != len(boards):
+        raise ValueError(f"{len(highlights)} highlights for {len(boards)} boards")
+    frames = [Image.fromarray(board_rgb(b, h, cell_size)) for b, h in zip(boards, highlights)]
+    durations = [milliseconds] * (len(frames) - 1) + [2 * milliseconds]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=durations, loop=0)
+    return buffer.getvalue()

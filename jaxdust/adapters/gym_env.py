@@ -1,0 +1,157 @@
+"""The dust game under Gymnasium's API: ``DustGymEnv`` (one game) and ``DustVectorEnv``
+(many games, stepped as one batched, jitted JAX call: no Python loop per game).
+
+    env = DustGymEnv("Dust-8x6x5-v0", render_mode="rgb_array")
+    obs, info = env.reset(seed=0)      # or gymnasium.make("jaxdust/Dust-8x6x5-v0") once imported
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample(mask=info["action_mask"]))
+
+Observations are the board, int8 ``[W, H]`` (0 empty, 1..colours); actions click cell
+``(a // H, a % H)``; ``info["action_mask"]`` (int8 ``[W * H]``, 1 on occupied cells, the
+form ``Discrete.sample(mask=...)`` takes) says which clicks are legal. Rewards as
+``jaxdust.DustEnv``: -1 per click, +10 for the click that clears the board, -10 for a click
+on an empty cell. ``terminated``: the board is clear; ``truncated``: the env's click cap.
+The vector env resets finished games in the same step (``AutoresetMode.SAME_STEP``): the
+final board is in ``info["final_obs"]`` where ``info["_final_obs"]`` is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+try:
+    import gymnasium
+    from gymnasium import spaces
+    from gymnasium.vector import AutoresetMode, VectorEnv
+    from gymnasium.vector.utils import batch_space
+except ImportError as error:  # an optional extra
+    raise ImportError('the Gymnasium adapter needs gymnasium: pip install "jaxdust[gymnasium]"') from error
+
+from jaxdust.core.boards import parse_board
+from jaxdust.core.env import DustEnv
+from jaxdust.core.registry import make, registered
+
+
+def _dust_env(env: DustEnv | str, auto_reset: bool) -> DustEnv:
+    env = make(env) if isinstance(env, str) else env
+    if not isinstance(env, DustEnv):
+        raise TypeError(f"expected a DustEnv or a registered id, got {type(env).__name__}")
+    return dataclasses.replace(env, auto_reset=auto_reset)
+
+
+def _board_space(env: DustEnv) -> spaces.Box:
+    return spaces.Box(0, env.game.colors, (env.game.width, env.game.height), np.int8)
+
+
+def _seed_key(rng: np.random.Generator) -> jax.Array:
+    """A JAX key drawn from Gymnasium's seeded generator, so ``reset(seed=s)`` repeats."""
+    return jax.random.key(int(rng.integers(2**31)))
+
+
+class DustGymEnv(gymnasium.Env):
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
+
+    def __init__(self, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None):
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.env = _dust_env(env, auto_reset=False)
+        self.render_mode = render_mode
+        self.observation_space = _board_space(self.env)
+        self.action_space = spaces.Discrete(self.env.game.num_cells)
+        self._reset = jax.jit(self.env.reset)
+        self._step = jax.jit(self.env.step)
+        self._state = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """``options={"board": ...}`` starts from that board (anything ``parse_board`` takes)."""
+        super().reset(seed=seed)
+        board = (options or {}).get("board")
+        if board is not None:
+            board = parse_board(board)
+            if board.shape != self.observation_space.shape:
+                raise ValueError(f"board of shape {board.shape}, this env plays {self.observation_space.shape}")
+        self._state, timestep = self._reset(_seed_key(self.np_random), board)
+        return np.asarray(timestep.observation.board), self._info(timestep)
+
+    def step(self, action):
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        self._state, timestep = self._step(self._state, jnp.int32(action))
+        last, cleared = bool(timestep.step_type == 2), bool(timestep.discount == 0)
+        return (np.asarray(timestep.observation.board), float(timestep.reward), last and cleared,
+                last and not cleared, self._info(timestep))
+
+    def render(self):
+        if self.render_mode == "rgb_array" and self._state is not None:
+            return self.env.render(self._state)
+        return None
+
+    def action_masks(self) -> np.ndarray:
+        """Legal clicks, bool ``[W * H]`` (the method maskable agents, e.g. sb3-contrib's, call)."""
+        return np.asarray(self.env.observe(self._state.board).action_mask)
+
+    @staticmethod
+    def _info(timestep) -> dict:
+        return {"action_mask": np.asarray(timestep.observation.action_mask, np.int8),
+                "clicks": int(timestep.extras["clicks"])}
+
+
+class DustVectorEnv(VectorEnv):
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(self, num_envs: int, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None):
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.env = _dust_env(env, auto_reset=True)
+        self.num_envs = num_envs
+        self.render_mode = render_mode
+        self.single_observation_space = _board_space(self.env)
+        self.single_action_space = spaces.Discrete(self.env.game.num_cells)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._reset = jax.jit(jax.vmap(self.env.reset))
+        self._step = jax.jit(jax.vmap(self.env.step))
+        self._state = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        keys = jax.random.split(_seed_key(self.np_random), self.num_envs)
+        self._state, timestep = self._reset(keys)
+        return np.asarray(timestep.observation.board), self._info(timestep)
+
+    def step(self, actions):
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        actions = np.asarray(actions, np.int32).reshape(self.num_envs)
+        self._state, timestep = self._step(self._state, jnp.asarray(actions))
+        last = np.asarray(timestep.step_type) == 2
+        cleared = np.asarray(timestep.discount) == 0
+        info = self._info(timestep)
+        if last.any():
+            info["final_obs"] = np.asarray(timestep.extras["next_board"])
+            info["_final_obs"] = last
+        return (np.asarray(timestep.observation.board), np.asarray(timestep.reward), last & cleared,
+                last & ~cleared, info)
+
+    def render(self):
+        if self.render_mode == "rgb_array" and self._state is not None:
+            return [self.env.render(jax.tree.map(lambda leaf: leaf[i], self._state)) for i in range(self.num_envs)]
+        return None
+
+    @staticmethod
+    def _info(timestep) -> dict:
+        return {"action_mask": np.asarray(timestep.observation.action_mask, np.int8),
+                "clicks": np.asarray(timestep.extras["clicks"])}
+
+
+# gymnasium.make("jaxdust/Dust-8x6x5-v0") and gymnasium.make_vec(..., num_envs=N): every
+# registered size, single and vector.
+for _env_id in registered():
+    if f"jaxdust/{_env_id}" not in gymnasium.registry:
+        gymnasium.register(f"jaxdust/{_env_id}", entry_point=DustGymEnv, vector_entry_point=DustVectorEnv,
+                           kwargs={"env": _env_id})

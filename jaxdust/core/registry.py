@@ -1,0 +1,56 @@
+"""Named environments: ``jaxdust.make("Dust-8x6x5-v0")``.
+
+An id names the board (width x height x colours) and the version of the rules (RULES.md;
+``v0`` is the only one so far), so a result reported against an id stays comparable. Each
+registered id is a ``DustEnv`` with a click cap of four clicks per cell (a game of random
+clicks always ends) and auto-reset off; keyword arguments to ``make`` override any field.
+
+    env = jaxdust.make("Dust-6x6x5-v0", auto_reset=True)
+    jaxdust.registered()  # ['Dust-6x6x5-v0', 'Dust-8x4x5-v0', 'Dust-8x6x5-v0', ...]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxdust.core.env import DustEnv
+from jaxdust.core.game import GameConfig
+
+RULES_VERSION = "v0"
+
+_REGISTRY: dict[str, DustEnv] = {}
+
+
+def register(env_id: str, env: DustEnv) -> None:
+    """Add ``env`` under ``env_id``; ValueError if the id is taken by another env."""
+    if not isinstance(env, DustEnv):
+        raise TypeError(f"register needs a DustEnv, got {type(env).__name__}")
+    if _REGISTRY.get(env_id, env) != env:
+        raise ValueError(f"{env_id!r} is already registered as {_REGISTRY[env_id]}")
+    _REGISTRY[env_id] = env
+
+
+def registered() -> list[str]:
+    """The ids ``make`` knows, in the order they were registered."""
+    return list(_REGISTRY)
+
+
+def make(env_id: str, **overrides) -> DustEnv:
+    """The environment registered as ``env_id``, with ``overrides`` (any ``DustEnv`` field).
+
+    Raises:
+      ValueError: for an unknown id (the message lists the known ones) or a bad override.
+    """
+    if env_id not in _REGISTRY:
+        raise ValueError(f"unknown environment {env_id!r}; registered: {', '.join(registered())}")
+    fields = {field.name for field in dataclasses.fields(DustEnv)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(f"DustEnv has no field(s) {', '.join(unknown)}; fields: {', '.join(sorted(fields))}")
+    return dataclasses.replace(_REGISTRY[env_id], **overrides)
+
+
+# The board sets in data/boards and the sizes of the throughput table.
+for _width, _height in ((6, 6), (8, 4), (8, 6), (10, 10), (15, 15)):
+    _game = GameConfig(_width, _height, 5)
+    register(f"Dust-{_width}x{_height}x5-{RULES_VERSION}", DustEnv(game=_game, max_clicks=4 * _game.num_cells))

@@ -1,0 +1,74 @@
+"""Named environments (jaxdust.make) and pictures that move (RGB frames, GIFs of games)."""
+
+import io
+
+import jax
+import numpy as np
+import pytest
+from PIL import Image
+
+import jaxdust
+from jaxdust.core import render
+
+BOARD = "335122421413111551154255131234544142315221411124"  # 8x6
+
+
+def test_make_builds_the_named_board_size_and_steps_it():
+    assert jaxdust.registered()[:3] == ["Dust-6x6x5-v0", "Dust-8x4x5-v0", "Dust-8x6x5-v0"]
+    for env_id in jaxdust.registered():
+        env = jaxdust.make(env_id)
+        width, height, colors = (int(v) for v in env_id.split("-")[1].split("x"))
+        assert (env.game.width, env.game.height, env.game.colors) == (width, height, colors)
+        state, timestep = env.reset(jax.random.key(0))
+        assert timestep.observation.action_mask.shape == (width * height,)
+        assert int(state.board.max()) <= colors
+    env = jaxdust.make("Dust-6x6x5-v0", auto_reset=True, max_clicks=3)
+    assert env.auto_reset and env.max_clicks == 3 and env.game.width == 6
+
+
+@pytest.mark.parametrize("env_id, kwargs, message", [
+    ("Dust-7x7x5-v0", {}, "registered: Dust-6x6x5-v0, Dust-8x4x5-v0"),
+    ("dust-8x6x5-v0", {}, "unknown environment"),
+    ("Dust-8x6x5-v0", {"colours": 4}, "no field(s) colours"),
+    ("Dust-8x6x5-v0", {"max_clicks": 0}, "max_clicks must be >= 1"),
+])
+def test_make_names_what_is_wrong(env_id, kwargs, message):
+    with pytest.raises(ValueError) as error:
+        jaxdust.make(env_id, **kwargs)
+    assert message in str(error.value)
+
+
+def test_rgb_frames_show_each_cell_in_its_colour():
+    board = np.array(jaxdust.parse_board(BOARD))
+    highlight = np.array(jaxdust.cluster_mask(board, 0, 0))
+    image = jaxdust.board_rgb(board, highlight, cell_size=10)
+    assert image.shape == (60, 80, 3) and image.dtype == np.uint8
+    for x in range(8):
+        for y in range(6):
+            row, col = (5 - y) * 10 + 5, x * 10 + 5  # the centre of cell (x, y); y = 0 is the bottom row
+            assert tuple(image[row, col]) == render._rgb(render.PALETTE[board[x, y]])
+            ring = tuple(image[(5 - y) * 10 + 1, x * 10 + 5])  # the top edge of the coloured part
+            assert (ring == (255, 255, 255)) == bool(highlight[x, y])
+    state, _ = jaxdust.make("Dust-8x6x5-v0").reset(jax.random.key(0), jaxdust.parse_board(BOARD))
+    np.testing.assert_array_equal(jaxdust.make("Dust-8x6x5-v0").render(state, cell_size=10),
+                                  jaxdust.board_rgb(board, cell_size=10))
+
+
+def test_a_solved_game_becomes_a_gif_of_every_position():
+    solution = jaxdust.solve(BOARD)
+    boards, clusters = jaxdust.positions(BOARD, solution.clicks)
+    assert len(boards) == solution.length + 1 and not boards[-1].any()
+    for before, cluster, after, (x, y) in zip(boards, clusters, boards[1:], solution.clicks):
+        np.testing.assert_array_equal(cluster, jaxdust.cluster_mask(before, x, y))
+        assert after.astype(bool).sum() == before.astype(bool).sum() - cluster.sum()
+    gif = Image.open(io.BytesIO(jaxdust.game_gif(boards, clusters, cell_size=8)))
+    assert gif.n_frames == len(boards)
+    for index in (0, len(boards) // 2):
+        gif.seek(index)
+        np.testing.assert_array_equal(np.asarray(gif.convert("RGB")),
+                                      jaxdust.board_rgb(boards[index], clusters[index], cell_size=8))
+
+
+def test_positions_refuse_a_wasted_click():
+    with pytest.raises(ValueError, match="click 1: .* is an empty cell"):
+        jaxdust.positions("1" * 48, [(0, 0), (0, 0)])
