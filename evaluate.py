@@ -11,7 +11,8 @@ width 1, the default, plays greedily with respect to the network's value of the 
 
 Writes ``summary.json``, per-board ``boards.csv``, ``lengths.png`` (overlaid length
 histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
-original post's key figure) into ``--out``.
+original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
+each agent's game on board i < N, the cluster clicked next outlined.
 
 The board set is a file in the ``data/boards`` format (the last number on a line is the best
 known length) or ``--random N`` boards drawn from ``--seed``. Prints a summary table and
@@ -33,7 +34,8 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxdust.core import configs, files, flags, game
-from jaxdust.core.boards import EVAL_FILE, board_to_text, read_board_file
+from jaxdust.core.boards import EVAL_FILE, board_to_text, positions, read_board_file
+from jaxdust.core.render import game_gif
 from jaxdust.evaluation import plots, registry, stats
 
 
@@ -50,6 +52,10 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, str]:
     best = np.array([r.values[-1] for r in records]) if all(r.values for r in records) else None
     described = f"{len(records)} boards from {os.path.relpath(args.boards)}"
     return boards, best, described if args.limit is None else f"first {described}"
+
+
+def _file_safe(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name)
 
 
 def main(argv=None) -> dict:
@@ -70,6 +76,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--chunk", type=flags.positive_int, default=256, help="boards played at once")
     parser.add_argument("--reference", default=None,
                         help="agent to compare against, or 'best' for the file's best known (default)")
+    parser.add_argument("--animate", type=flags.non_negative_int, default=0, metavar="N",
+                        help="also write a GIF of each agent's game on the first N boards")
     parser.add_argument("--out", type=flags.output_dir, default="results/evaluate")
     args = parser.parse_args(argv)
 
@@ -97,13 +105,20 @@ def main(argv=None) -> dict:
             try:
                 played = registry.run_agent(
                     name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
-                    chunk=args.chunk, jobs=args.jobs, progress=bar.update,
+                    chunk=args.chunk, jobs=args.jobs, progress=bar.update, solutions=args.animate,
                 )
             except ValueError as error:
                 flags.fail(parser, f"agent {name}: {error}")
             results[name] = {"seconds_per_board": (time.perf_counter() - start) / num_boards,
                              "proven": played.get("proven"), "cleared": played["cleared"]}
             per_board[name] = played["clicks"]
+            for board_index, clicks in enumerate(played["solutions"]):
+                try:
+                    gif = game_gif(*positions(boards[board_index], clicks))
+                except ValueError as error:  # a policy that wasted a click on an empty cell
+                    print(f"evaluate.py: no GIF of {name} on board {board_index}: {error}", file=sys.stderr)
+                    continue
+                files.atomic_write_bytes(os.path.join(args.out, f"game-{_file_safe(name)}-{board_index}.gif"), gif)
 
     reference_lengths = best if reference == "best" else per_board[reference]
     for name in agents:
@@ -148,8 +163,7 @@ def main(argv=None) -> dict:
     for name in agents:
         if name != reference:
             figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name)
-            safe = "".join(c if c.isalnum() else "-" for c in name)
-            files.atomic_write_bytes(os.path.join(args.out, f"joint-{safe}.png"), figure)
+            files.atomic_write_bytes(os.path.join(args.out, f"joint-{_file_safe(name)}.png"), figure)
     print(f"\nwrote summary.json, boards.csv, lengths.png and joint-*.png to {args.out}")
     return report
 

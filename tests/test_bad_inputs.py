@@ -59,7 +59,7 @@ NUMERIC_FLAGS = {
     "solver": {"positive int": ["--width", "--height", "--jobs", "--node-limit"], "non-negative int": ["--beam-width"],
                "positive float": ["--time-limit"]},
     "evaluate": {"positive int": ["--limit", "--jobs", "--max-clicks", "--chunk"],
-                 "non-negative int": ["--random", "--seed"]},
+                 "non-negative int": ["--random", "--seed", "--animate"]},
     "datasets": {"positive int": ["--boards", "--node-limit", "--beam-width", "--shard-size", "--jobs"],
                  "non-negative int": ["--seed"]},
     "ranking": {"positive int": ["--boards", "--node-limit"]},

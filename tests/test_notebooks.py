@@ -14,6 +14,19 @@ def test_there_are_three_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_notebooks_are_executed_and_open_in_colab(path):
+    """Stored with their outputs (``python notebooks/execute.py``), so they read unrun."""
+    notebook = nbformat.read(path, as_version=4)
+    counts = [c.get("execution_count") for c in notebook.cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1))  # run top to bottom, in one kernel
+    assert any(c.get("outputs") for c in notebook.cells if c.cell_type == "code")
+    assert not [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                if o.get("output_type") == "error"]
+    colab = f"https://colab.research.google.com/github/jaxdust/jaxdust/blob/main/notebooks/{path.name}"
+    assert colab in notebook.cells[0].source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path):
     notebook = nbformat.read(path, as_version=4)
     assert "SMALL = True" in notebook.cells[2].source

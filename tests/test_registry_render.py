@@ -72,3 +72,23 @@ def test_a_solved_game_becomes_a_gif_of_every_position():
 def test_positions_refuse_a_wasted_click():
     with pytest.raises(ValueError, match="click 1: .* is an empty cell"):
         jaxdust.positions("1" * 48, [(0, 0), (0, 0)])
+
+
+def test_evaluate_animates_each_agents_games(tmp_path, boards_dir):
+    import evaluate
+
+    out = tmp_path / "eval"
+    evaluate.main(["--boards", str(boards_dir / "optimal_8x4x5.txt"), "--limit", "3", "--jobs", "1",
+                   "--agents", "largest,beam:4,dfs:500,solver:5", "--animate", "2", "--out", str(out)])
+    rows = (out / "boards.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    for agent in ("largest", "beam:4", "dfs:500", "solver:5"):
+        safe = "".join(c if c.isalnum() else "-" for c in agent)
+        assert not (out / f"game-{safe}-2.gif").exists()  # only the first two boards
+        for index in range(2):
+            gif = Image.open(out / f"game-{safe}-{index}.gif")
+            clicks = int(rows[index + 1].split(",")[header.index(agent)])
+            assert gif.n_frames == clicks + 1  # the game evaluate.py counted, position by position
+            gif.seek(gif.n_frames - 1)
+            np.testing.assert_array_equal(np.asarray(gif.convert("RGB")),  # cleared
+                                          jaxdust.board_rgb(np.zeros((8, 4), np.int8), cell_size=24))

@@ -22,7 +22,7 @@ from jaxdust.core import game
 from jaxdust.core.play import play_in_chunks
 from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import load_run
-from jaxdust.search.beam import beam_lengths
+from jaxdust.search.beam import beam_lengths, beam_search
 from jaxdust.search.heuristic import heuristic_scorer
 from jaxdust.solver.api import solve
 from jaxdust.solver.dfs import solve_dfs
@@ -36,6 +36,7 @@ class Context(NamedTuple):
     chunk: int  # boards played at once by device policies
     jobs: int  # processes for the CPU solvers
     progress: Callable[[int], Any] | None  # called with the number of boards just finished
+    solutions: int = 0  # keep the clicks [(x, y), ...] played on this many first boards
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,15 +84,23 @@ def parse_agent_list(text: str) -> list[str]:
 
 
 def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = 256,
-              jobs: int = 1, progress=None) -> dict:
+              jobs: int = 1, progress=None, solutions: int = 0) -> dict:
     """Play or solve every board with agent ``text``.
 
-    Returns numpy arrays ``clicks`` [N] and ``cleared`` [N], and ``proven`` [N] for the
-    exact solver (its length is then the optimum). Raises ValueError for an unusable agent.
+    Returns numpy arrays ``clicks`` [N] and ``cleared`` [N], ``proven`` [N] for the exact
+    solver (its length is then the optimum), and with ``solutions`` the clicks
+    ``[(x, y), ...]`` it played on the first that many boards (``"solutions"``, e.g. for
+    ``jaxdust.game_gif``). Raises ValueError for an unusable agent.
     """
     agent, settings = parse_agent(text)
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
-    return agent.play(settings, boards, Context(key, max_clicks, min(chunk, boards.shape[0]), jobs, progress))
+    context = Context(key, max_clicks, min(chunk, boards.shape[0]), jobs, progress, solutions)
+    return agent.play(settings, boards, context)
+
+
+def _clicks(actions, height: int) -> list[tuple[int, int]]:
+    """Flat actions (``-1`` after the end) as ``[(x, y), ...]``."""
+    return [divmod(int(a), height) for a in np.asarray(actions) if a >= 0]
 
 
 # ---------------------------------------------------------------------------------------
@@ -119,12 +128,18 @@ def _no_parameter(text: str) -> None:
 
 def _play_policy(policy, params, boards, context: Context) -> dict:
     played = play_in_chunks(boards, policy, context.key, context.max_clicks, context.chunk, context.progress, params)
-    return {"clicks": np.asarray(played.clicks), "cleared": np.asarray(played.cleared)}
+    return {"clicks": np.asarray(played.clicks), "cleared": np.asarray(played.cleared),
+            "solutions": [_clicks(a, boards.shape[2]) for a in np.asarray(played.actions[: context.solutions])]}
 
 
 def _play_beam(width: int, scorer, params, boards, context: Context) -> dict:
     lengths = beam_lengths(boards, width, scorer, params, context.max_clicks, context.progress)
-    return {"clicks": np.where(lengths < 0, context.max_clicks, lengths), "cleared": lengths >= 0}
+    solutions = []
+    for board in boards[: context.solutions]:  # searched again, one by one: the same search
+        found = beam_search(board, width=width, scorer=scorer, params=params, max_clicks=context.max_clicks)
+        solutions.append(_clicks(found.actions[: max(int(found.length), 0)], boards.shape[2]))
+    return {"clicks": np.where(lengths < 0, context.max_clicks, lengths), "cleared": lengths >= 0,
+            "solutions": solutions}
 
 
 def _in_processes(work: Callable, items: list, context: Context) -> list:
@@ -155,14 +170,15 @@ register(Agent("largest", "clicks the largest cluster", None, _no_parameter,
                lambda _, boards, context: _play_policy(baselines.largest_cluster, None, boards, context)))
 
 
-def _dfs_length(job) -> int:
+def _dfs_clicks(job) -> list:
     board, positions = job
-    return len(solve_dfs(board, time_limit=None, node_limit=positions))
+    return solve_dfs(board, time_limit=None, node_limit=positions)
 
 
 def _play_dfs(positions: int, boards, context: Context) -> dict:
-    lengths = _in_processes(_dfs_length, [(b, positions) for b in np.asarray(boards)], context)
-    return {"clicks": np.array(lengths), "cleared": np.ones(len(lengths), bool)}
+    found = _in_processes(_dfs_clicks, [(b, positions) for b in np.asarray(boards)], context)
+    return {"clicks": np.array([len(clicks) for clicks in found]), "cleared": np.ones(len(found), bool),
+            "solutions": found[: context.solutions]}
 
 
 register(Agent(
@@ -178,16 +194,16 @@ register(Agent(
 ))
 
 
-def _solver_result(job) -> tuple[int, bool]:
+def _solver_result(job) -> tuple[int, bool, list]:
     board, seconds = job
     result = solve(board, time_limit=seconds)
-    return result.length, result.optimal
+    return result.length, result.optimal, result.clicks
 
 
 def _play_solver(seconds: float, boards, context: Context) -> dict:
     results = _in_processes(_solver_result, [(b, seconds) for b in np.asarray(boards)], context)
     return {"clicks": np.array([r[0] for r in results]), "cleared": np.ones(len(results), bool),
-            "proven": np.array([r[1] for r in results])}
+            "proven": np.array([r[1] for r in results]), "solutions": [r[2] for r in results[: context.solutions]]}
 
 
 register(Agent(

@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--eval-boards", type=flags.positive_int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and the checkpoint with the best greedy play is kept")
         sub.add_argument("--eval-every", type=flags.positive_int, default=5, help=f"{learner.unit}s between evaluations")
         sub.add_argument("--checkpoint-every", type=flags.positive_int, default=1)
+        sub.add_argument("--tensorboard", action="store_true",
+                         help="also write metrics.jsonl's scalars for TensorBoard, into RUN_DIR/tensorboard "
+                              '(pip install "jaxdust[tensorboard]")')
         sub.add_argument("--devices", type=flags.positive_int, default=None, help="local devices to use (default all)")
         sub.add_argument("--distributed", action="store_true",
                          help="one of several processes (hosts) training together: jax.distributed.initialize() "

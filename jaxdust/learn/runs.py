@@ -79,7 +79,8 @@ def _read_run_config(directory: str) -> tuple[learners.Learner, Any]:
 class Run:
     """Checkpoints, the metrics log and the wall clock of one run directory."""
 
-    def __init__(self, directory: str, learner: learners.Learner, config, resume: bool):
+    def __init__(self, directory: str, learner: learners.Learner, config, resume: bool,
+                 tensorboard: bool = False):
         self.directory = directory
         self.saved = {"learner": learner.name, "config": configs.to_json(config)}
         existing = os.path.exists(os.path.join(directory, "config.json"))
@@ -107,6 +108,8 @@ class Run:
         self.best = checkpoint.Checkpoints(os.path.join(directory, BEST_DIR), max_to_keep=1)
         self.best_greedy = float("inf")
         self.metrics_path = os.path.join(directory, "metrics.jsonl")
+        self.tensorboard = _tensorboard_writer(os.path.join(directory, TENSORBOARD_DIR)) \
+            if tensorboard and self.primary else None
         self.elapsed_before = 0.0
         self.started = time.perf_counter()
 
@@ -163,6 +166,11 @@ class Run:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+        if self.tensorboard is not None:
+            for name, value in record.items():
+                if name != "chunk" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                    self.tensorboard.add_scalar(name, value, record["chunk"])
+            self.tensorboard.flush()
 
     def keep_if_best(self, step: int, state, greedy: float) -> None:
         if greedy < self.best_greedy:
@@ -174,6 +182,22 @@ class Run:
             files.atomic_write_json(os.path.join(self.directory, "summary.json"), summary)
         self.checkpoints.close()
         self.best.close()
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+
+
+TENSORBOARD_DIR = "tensorboard"
+
+
+def _tensorboard_writer(directory: str):
+    """A TensorBoard event writer (the optional ``tensorboardX``); each session of a run
+    (a start or a resume) writes its own event file, and the viewer shows a redone step's
+    newest value."""
+    try:
+        from tensorboardX import SummaryWriter
+    except ImportError:
+        raise RunError('--tensorboard needs tensorboardX: pip install "jaxdust[tensorboard]"') from None
+    return SummaryWriter(directory)
 
 
 def make_mesh(devices: int | None):
@@ -199,7 +223,7 @@ def train(learner_name: str, config, args) -> dict:
     the fields of ``args``). Returns the summary, or {} when ``args.minutes`` stopped it
     early (a checkpoint is saved; resume continues). Raises RunError or ValueError."""
     learner = learners.get(learner_name)
-    run = Run(args.run_dir, learner, config, args.resume)
+    run = Run(args.run_dir, learner, config, args.resume, getattr(args, "tensorboard", False))
     try:
         trainer = learner.trainer(config, args, make_mesh(args.devices))
     except ValueError as error:  # settings the learner cannot run with

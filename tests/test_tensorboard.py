@@ -1,0 +1,48 @@
+"""train.py --tensorboard writes the same scalars as metrics.jsonl, step by step."""
+
+import json
+import os
+import struct
+
+import numpy as np
+from tensorboardX.proto import event_pb2
+
+from jaxdust.learn import cli
+
+TRAIN_ARGS = ["dqn", "--total-steps", str(32 * 40), "--num-envs", "32", "--chunk-iterations", "10",
+              "--hidden", "32", "--buffer-size", "1024", "--batch-size", "32", "--learning-starts", "64",
+              "--no-features", "--eval-boards", "16", "--eval-every", "2"]
+
+
+def scalars(directory) -> dict:
+    """{(tag, step): value} from every TensorBoard event file (TFRecord framing) in ``directory``."""
+    found = {}
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), "rb") as handle:
+            data = handle.read()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack("<Q", data[offset : offset + 8])
+            event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
+            offset += 12 + length + 4
+            for value in event.summary.value:
+                found[value.tag, event.step] = value.simple_value
+    return found
+
+
+def test_tensorboard_scalars_equal_the_metrics_log(tmp_path):
+    run = tmp_path / "run"
+    cli.main([*TRAIN_ARGS, "--run-dir", str(run), "--tensorboard"])
+    written = scalars(run / "tensorboard")
+    expected = {(name, record["chunk"]): value
+                for record in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+                for name, value in record.items() if name != "chunk"}
+    assert ("greedy_clicks", 4) in expected and ("seconds", 1) in expected
+    assert set(written) == set(expected)
+    for key, value in expected.items():
+        assert written[key] == np.float32(value), key
+
+
+def test_without_the_flag_no_event_files(tmp_path):
+    cli.main([*TRAIN_ARGS, "--run-dir", str(tmp_path / "run"), "--total-steps", str(32 * 10)])
+    assert not (tmp_path / "run" / "tensorboard").exists()
