@@ -17,9 +17,9 @@ import numpy as np
 from jaxdust.core import files, game
 
 DEFAULT_SHAPE = (game.GameConfig().width, game.GameConfig().height)
-# The board sets shipped with the repository (RULES.md): a fixed 8x6x5 evaluation set and
-# boards with proven optima.
-BOARDS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data", "boards")
+# The board sets (RULES.md): a fixed 8x6x5 evaluation set and boards with proven optima.
+# jaxdust/data links to the repository's data/ folder, so an installed wheel carries them.
+BOARDS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "boards")
 EVAL_FILE = os.path.join(BOARDS_DIR, "eval_8x6x5.txt")
 
 

@@ -1,0 +1,41 @@
+"""A wheel built from the repository carries what it needs: installed on its own (into an
+empty folder, away from the checkout), the README's API example runs and the board sets
+read; the optional extras stay optional in its metadata."""
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(ROOT)],
+                   check=True, capture_output=True, timeout=600)
+    [wheel] = (tmp_path / "dist").glob("jaxdust-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert {"jaxdust/data/boards/eval_8x6x5.txt", "jaxdust/data/boards/optimal_8x6x5.txt"} <= names
+    requires = re.findall(r"^Requires-Dist: (.*)$", metadata, re.M)
+    for optional in ("jumanji", "gymnasium", "tensorboardX"):
+        assert all("extra ==" in line for line in requires if line.startswith(optional)), requires
+
+    # Dependencies come from the test environment; jaxdust only from the wheel.
+    target = tmp_path / "installed"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=600)
+    example = re.search(r"## API in ten lines\n\n```python\n(.*?)```", README, re.S).group(1)
+    check = example + (
+        "\nimport jaxdust.core.boards as b, pathlib, sys\n"
+        f"assert pathlib.Path(jaxdust.__file__).is_relative_to({str(target)!r}), jaxdust.__file__\n"
+        "assert len(jaxdust.read_board_file(b.EVAL_FILE)) == 1000\n"
+        "assert len(jaxdust.read_board_file(pathlib.Path(b.BOARDS_DIR) / 'optimal_8x6x5.txt')) == 100\n"
+        "print('wheel ok')\n")
+    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}
+    result = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0 and "wheel ok" in result.stdout, result.stderr[-3000:]
