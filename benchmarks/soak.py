@@ -48,11 +48,6 @@ def _bytes(path: str) -> bytes:
         return handle.read()
 
 
-def _json_lines(path: str) -> list:
-    with open(path) as handle:
-        return [json.loads(line) for line in handle]
-
-
 def _folder_bytes(directory: str) -> dict:
     return {name: _bytes(os.path.join(directory, name)).hex() for name in sorted(os.listdir(directory))}
 
@@ -65,7 +60,7 @@ def train_command(out: str) -> list:
 
 
 def train_result(out: str):
-    return {"metrics": [_without(r, "seconds") for r in _json_lines(os.path.join(out, "metrics.jsonl"))],
+    return {"metrics": [_without(r, "seconds") for r in files.recover_json_lines(os.path.join(out, "metrics.jsonl"), repair=False)],
             "summary": _without(json.loads(_bytes(os.path.join(out, "summary.json"))), "seconds")}
 
 
@@ -79,7 +74,7 @@ def solve_command(out: str) -> list:
 
 
 def solve_result(out: str):
-    records = _json_lines(os.path.join(out, "solutions.jsonl"))
+    records = files.recover_json_lines(os.path.join(out, "solutions.jsonl"), repair=False)
     return sorted((_without(r, "seconds") for r in records), key=lambda r: r["line"])
 
 

@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 from jaxdust.learn import cli, runs
+from tests.conftest import TINY_DQN
 
 # Four chunks, a checkpoint after each (three kept: 2, 3 and 4), evaluated every other one.
-TRAIN_ARGS = ["dqn", "--total-steps", str(32 * 40), "--num-envs", "32", "--chunk-iterations", "10",
-              "--hidden", "32", "--buffer-size", "1024", "--batch-size", "32", "--learning-starts", "64",
-              "--no-features", "--eval-boards", "16", "--eval-every", "2"]
+TRAIN_ARGS = [*TINY_DQN, "--total-steps", str(32 * 40)]
 
 
 def train(run_dir, *extra):

@@ -19,6 +19,7 @@ from jaxdust.evaluation import baselines
 from jaxdust.learn import agents, checkpoint, dqn, imitation, networks
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
+from tests.conftest import TINY_DQN
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(num_envs=32, chunk_iterations=10, hidden=(32,), buffer_size=1024, batch_size=32,
@@ -330,9 +331,7 @@ print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sha
     assert abs(report["loss"][0] - report["loss"][1]) < 1e-5
 
 
-TRAIN_ARGS = ["dqn", "--total-steps", str(32 * 60), "--num-envs", "32", "--chunk-iterations", "10", "--hidden", "32",
-              "--buffer-size", "1024", "--batch-size", "32", "--learning-starts", "64", "--no-features",
-              "--eval-boards", "16", "--eval-every", "2"]
+TRAIN_ARGS = [*TINY_DQN, "--total-steps", str(32 * 60)]
 
 
 def run_train(run_dir, *extra, check=True):

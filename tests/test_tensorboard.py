@@ -8,10 +8,9 @@ import numpy as np
 from tensorboardX.proto import event_pb2
 
 from jaxdust.learn import cli
+from tests.conftest import TINY_DQN
 
-TRAIN_ARGS = ["dqn", "--total-steps", str(32 * 40), "--num-envs", "32", "--chunk-iterations", "10",
-              "--hidden", "32", "--buffer-size", "1024", "--batch-size", "32", "--learning-starts", "64",
-              "--no-features", "--eval-boards", "16", "--eval-every", "2"]
+TRAIN_ARGS = [*TINY_DQN, "--total-steps", str(32 * 40)]
 
 
 def scalars(directory) -> dict:

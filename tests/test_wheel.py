@@ -3,6 +3,7 @@ empty folder, away from the checkout), the README's API example runs and the boa
 read; the optional extras stay optional in its metadata."""
 
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,7 +14,11 @@ README = (ROOT / "README.md").read_text()
 
 
 def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(ROOT)],
+    # Built from a copy: setuptools builds in the source tree, and a build/ folder left in the
+    # checkout would carry stale files into later wheels.
+    source = shutil.copytree(ROOT, tmp_path / "source", symlinks=True, ignore=shutil.ignore_patterns(
+        ".*", "build", "dist", "runs", "results", "*.egg-info", "__pycache__", "notebooks"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(source)],
                    check=True, capture_output=True, timeout=600)
     [wheel] = (tmp_path / "dist").glob("jaxdust-*.whl")
     with zipfile.ZipFile(wheel) as archive:

@@ -32,14 +32,19 @@ except ImportError as error:  # an optional extra
 
 from jaxdust.core.boards import parse_board
 from jaxdust.core.env import DustEnv
-from jaxdust.core.registry import make, registered
+from jaxdust.core.registry import as_env, registered
 
 
-def _dust_env(env: DustEnv | str, auto_reset: bool) -> DustEnv:
-    env = make(env) if isinstance(env, str) else env
-    if not isinstance(env, DustEnv):
-        raise TypeError(f"expected a DustEnv or a registered id, got {type(env).__name__}")
-    return dataclasses.replace(env, auto_reset=auto_reset)
+def _check_render_mode(render_mode: str | None) -> None:
+    if render_mode not in (None, "rgb_array"):
+        raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+
+
+def _info(timestep, clicks=np.asarray) -> dict:
+    """Legal clicks and clicks made (as ``clicks`` makes them: an int for one game), of one
+    game or, batched, of each."""
+    return {"action_mask": np.asarray(timestep.observation.action_mask, np.int8),
+            "clicks": clicks(timestep.extras["clicks"])}
 
 
 def _board_space(env: DustEnv) -> spaces.Box:
@@ -55,9 +60,8 @@ class DustGymEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
 
     def __init__(self, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None):
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        self.env = _dust_env(env, auto_reset=False)
+        _check_render_mode(render_mode)
+        self.env = dataclasses.replace(as_env(env), auto_reset=False)
         self.render_mode = render_mode
         self.observation_space = _board_space(self.env)
         self.action_space = spaces.Discrete(self.env.game.num_cells)
@@ -74,7 +78,7 @@ class DustGymEnv(gymnasium.Env):
             if board.shape != self.observation_space.shape:
                 raise ValueError(f"board of shape {board.shape}, this env plays {self.observation_space.shape}")
         self._state, timestep = self._reset(_seed_key(self.np_random), board)
-        return np.asarray(timestep.observation.board), self._info(timestep)
+        return np.asarray(timestep.observation.board), _info(timestep, int)
 
     def step(self, action):
         if self._state is None:
@@ -82,7 +86,7 @@ class DustGymEnv(gymnasium.Env):
         self._state, timestep = self._step(self._state, jnp.int32(action))
         last, cleared = bool(timestep.step_type == 2), bool(timestep.discount == 0)
         return (np.asarray(timestep.observation.board), float(timestep.reward), last and cleared,
-                last and not cleared, self._info(timestep))
+                last and not cleared, _info(timestep, int))
 
     def render(self):
         if self.render_mode == "rgb_array" and self._state is not None:
@@ -93,10 +97,6 @@ class DustGymEnv(gymnasium.Env):
         """Legal clicks, bool ``[W * H]`` (the method maskable agents, e.g. sb3-contrib's, call)."""
         return np.asarray(self.env.observe(self._state.board).action_mask)
 
-    @staticmethod
-    def _info(timestep) -> dict:
-        return {"action_mask": np.asarray(timestep.observation.action_mask, np.int8),
-                "clicks": int(timestep.extras["clicks"])}
 
 
 class DustVectorEnv(VectorEnv):
@@ -105,9 +105,8 @@ class DustVectorEnv(VectorEnv):
     def __init__(self, num_envs: int, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None):
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        self.env = _dust_env(env, auto_reset=True)
+        _check_render_mode(render_mode)
+        self.env = dataclasses.replace(as_env(env), auto_reset=True)
         self.num_envs = num_envs
         self.render_mode = render_mode
         self.single_observation_space = _board_space(self.env)
@@ -122,7 +121,7 @@ class DustVectorEnv(VectorEnv):
         super().reset(seed=seed)
         keys = jax.random.split(_seed_key(self.np_random), self.num_envs)
         self._state, timestep = self._reset(keys)
-        return np.asarray(timestep.observation.board), self._info(timestep)
+        return np.asarray(timestep.observation.board), _info(timestep)
 
     def step(self, actions):
         if self._state is None:
@@ -131,7 +130,7 @@ class DustVectorEnv(VectorEnv):
         self._state, timestep = self._step(self._state, jnp.asarray(actions))
         last = np.asarray(timestep.step_type) == 2
         cleared = np.asarray(timestep.discount) == 0
-        info = self._info(timestep)
+        info = _info(timestep)
         if last.any():
             info["final_obs"] = np.asarray(timestep.extras["next_board"])
             info["_final_obs"] = last
@@ -143,10 +142,6 @@ class DustVectorEnv(VectorEnv):
             return [self.env.render(jax.tree.map(lambda leaf: leaf[i], self._state)) for i in range(self.num_envs)]
         return None
 
-    @staticmethod
-    def _info(timestep) -> dict:
-        return {"action_mask": np.asarray(timestep.observation.action_mask, np.int8),
-                "clicks": np.asarray(timestep.extras["clicks"])}
 
 
 # gymnasium.make("jaxdust/Dust-8x6x5-v0") and gymnasium.make_vec(..., num_envs=N): every

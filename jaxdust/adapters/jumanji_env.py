@@ -24,14 +24,12 @@ except ImportError as error:  # an optional extra
     raise ImportError('the Jumanji adapter needs jumanji: pip install "jaxdust[jumanji]"') from error
 
 from jaxdust.core.env import DustEnv, Observation, State
-from jaxdust.core.registry import make
+from jaxdust.core.registry import as_env
 
 
 class DustJumanji(jumanji.Environment[State, specs.DiscreteArray, Observation]):
     def __init__(self, env: DustEnv | str = "Dust-8x6x5-v0"):
-        self.env = make(env) if isinstance(env, str) else env
-        if not isinstance(self.env, DustEnv):
-            raise TypeError(f"DustJumanji wraps a DustEnv or a registered id, got {type(env).__name__}")
+        self.env = as_env(env)
         if self.env.auto_reset:
             raise ValueError("pass a DustEnv without auto_reset: Jumanji's AutoResetWrapper does the resets")
         super().__init__()

@@ -168,6 +168,24 @@ def header_shape(line: str) -> tuple[int | None, int | None]:
     return shape[0], shape[1]
 
 
+def board_lines(lines: Iterable[str], width: int | None = None, height: int | None = None,
+                source: str | None = None):
+    """``(line_number, fields, width, height)`` for each board line of a board file: blank
+    lines and ``#`` comments are skipped, and a ``# width=W height=H`` comment sets the shape
+    unless given. ValueError ``"<source>:<line>: ..."`` (``"line <line>: ..."`` without a
+    source) for a bad header."""
+    for number, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if text.startswith("#"):
+            try:
+                header_width, header_height = header_shape(text)
+            except ValueError as error:
+                raise ValueError(f"{source}:{number}: {error}" if source else f"line {number}: {error}") from None
+            width, height = width or header_width, height or header_height
+        elif text:
+            yield number, text.split(), width, height
+
+
 def read_board_file(path: str | os.PathLike, width: int | None = None,
                     height: int | None = None, limit: int | None = None) -> list[BoardRecord]:
     """Boards from a file in the ``boards/`` format.
@@ -180,21 +198,10 @@ def read_board_file(path: str | os.PathLike, width: int | None = None,
       ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line.
     """
     records = []
-    for number, line in enumerate(files.read_text(os.fspath(path), "board file").splitlines(), start=1):
-        text = line.strip()
-        if text.startswith("#"):
-            try:
-                header_width, header_height = header_shape(text)
-            except ValueError as error:
-                raise ValueError(f"{path}:{number}: {error}") from None
-            width = width or header_width
-            height = height or header_height
-            continue
-        if not text:
-            continue
-        digits, *rest = text.split()
+    lines = files.read_text(os.fspath(path), "board file").splitlines()
+    for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, str(path)):
         try:
-            board = parse_board(digits, width, height)
+            board = parse_board(digits, line_width, line_height)
             values = tuple(int(v) for v in rest)
         except ValueError as error:
             raise ValueError(f"{path}:{number}: {error}") from None

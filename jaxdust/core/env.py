@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 from typing import NamedTuple
 
 import jax
@@ -34,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxdust.core import game, render
+from jaxdust.core import configs, game, render
 from jaxdust.core.game import GameConfig
 
 
@@ -87,10 +86,7 @@ class Rewards:
     empty_click: float = -10.0
 
     def __post_init__(self):
-        for name in ("clear", "click", "empty_click"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        configs.require(self, finite=("clear", "click", "empty_click"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,7 @@ def integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
 
 
-def _finite(text: str) -> float:
+def finite_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -67,14 +67,10 @@ def positive_ints(text: str) -> list[int]:
 
 
 def positive_float(text: str) -> float:
-    value = _finite(text)
+    value = finite_float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
-
-
-def finite_float(text: str) -> float:
-    return _finite(text)
 
 
 def input_file(text: str) -> str:
@@ -107,23 +103,22 @@ def output_file(text: str) -> str:
         raise argparse.ArgumentTypeError("must be a file name (- for standard output is not supported here)")
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
-    parent = os.path.dirname(os.path.abspath(text))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is a file")
-    return text
+    return _creatable(text, os.path.dirname(os.path.abspath(text)))
 
 
 def output_dir(text: str) -> str:
     """A folder to write into (created when needed); refused if it is a file."""
     if os.path.exists(text) and not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a file, not a directory")
-    parent = os.path.abspath(text)
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is a file")
+    return _creatable(text, os.path.abspath(text))
+
+
+def _creatable(text: str, folder: str) -> str:
+    """``text`` if ``folder`` exists or can be made: its nearest existing ancestor is a folder."""
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} is a file")
     return text
 
 

@@ -35,6 +35,14 @@ def registered() -> list[str]:
     return list(_REGISTRY)
 
 
+def as_env(env: DustEnv | str) -> DustEnv:
+    """``env`` itself, or the environment registered under that id (for APIs that take either)."""
+    env = make(env) if isinstance(env, str) else env
+    if not isinstance(env, DustEnv):
+        raise TypeError(f"expected a DustEnv or a registered id, got {type(env).__name__}")
+    return env
+
+
 def make(env_id: str, **overrides) -> DustEnv:
     """The environment registered as ``env_id``, with ``overrides`` (any ``DustEnv`` field).
 

@@ -7,6 +7,7 @@ import io
 
 import numpy as np
 
+FRAME = "#3b3a36"  # around and between the cells
 # Colour 1..9 as letters for text and as fills for SVG; index 0 is the empty cell.
 LETTERS = ".ABCDEFGHI"
 PALETTE = (
@@ -50,7 +51,7 @@ def board_svg(board, highlight=None, cell_size: int = 28, title: str | None = No
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
         f'viewBox="0 0 {total_w} {total_h}">',
-        f'<rect width="{total_w}" height="{total_h}" fill="#3b3a36" rx="4"/>',
+        f'<rect width="{total_w}" height="{total_h}" fill="{FRAME}" rx="4"/>',
     ]
     if title:
         parts.append(
@@ -93,7 +94,7 @@ def _rgb(hex_colour: str) -> tuple[int, int, int]:
 
 
 _RGB = np.array([_rgb(c) for c in PALETTE], np.uint8)
-_FRAME = np.array(_rgb("#3b3a36"), np.uint8)
+_FRAME = np.array(_rgb(FRAME), np.uint8)
 
 
 def board_rgb(board, highlight=None, cell_size: int = 16) -> np.ndarray:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import multiprocessing
-import os
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -21,7 +20,7 @@ import numpy as np
 from jaxdust.core import game
 from jaxdust.core.play import play_in_chunks
 from jaxdust.evaluation import baselines
-from jaxdust.learn.runs import load_run
+from jaxdust.learn.runs import load_run, read_run_config
 from jaxdust.search.beam import beam_lengths, beam_search
 from jaxdust.search.heuristic import heuristic_scorer
 from jaxdust.solver.api import solve
@@ -215,8 +214,7 @@ register(Agent(
 
 def _run_directory(text: str) -> str:
     """Checked before any agent plays, so a typo does not waste the agents before it."""
-    if not os.path.isfile(os.path.join(text, "config.json")):
-        raise ValueError(f"{text} is not a train.py run directory (no {os.path.join(text, 'config.json')})")
+    read_run_config(text)  # RunError, a ValueError
     return text
 
 

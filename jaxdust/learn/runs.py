@@ -63,10 +63,11 @@ def greedy_clicks(boards, scorer, params, max_clicks: int) -> float:
 # ---------------------------------------------------------------------------------------
 
 
-def _read_run_config(directory: str) -> tuple[learners.Learner, Any]:
+def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
+    """The learner and config of a ``train.py`` run directory; RunError naming the problem."""
     path = os.path.join(directory, "config.json")
     if not os.path.exists(path):
-        raise RunError(f"{directory} is not a train.py run (no config.json)")
+        raise RunError(f"{directory} is not a train.py run directory (no config.json)")
     try:
         with open(path) as handle:
             saved = json.load(handle)
@@ -89,7 +90,7 @@ class Run:
         if resume and not existing:
             raise RunError(f"nothing to resume in {directory}")
         if existing:
-            saved_learner, saved_config = _read_run_config(directory)
+            saved_learner, saved_config = read_run_config(directory)
             if saved_learner is not learner or saved_config != config:
                 raise RunError(f"{directory} holds a {saved_learner.name} run with other settings; "
                                "resume it with the same ones or use another --run-dir")
@@ -302,7 +303,7 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
       RunError: one line naming the problem (no run there, no checkpoint, none that can
         be read, or an incompatible one).
     """
-    learner, config = _read_run_config(directory)
+    learner, config = read_run_config(directory)
     saved = {"learner": learner.name, "config": configs.to_json(config)}
     best = os.path.join(directory, BEST_DIR)
     use_best = not newest and os.path.isdir(best) and any(name.isdigit() for name in os.listdir(best))

@@ -26,24 +26,9 @@ import sys
 from tqdm import tqdm
 
 from jaxdust.core import flags
-from jaxdust.core.boards import header_shape, parse_board
+from jaxdust.core.boards import board_lines, parse_board
 from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines
 from jaxdust.solver.api import solve
-
-
-def _read_jobs(lines, width, height):
-    """``(line_number, text, width, height)`` per board line; comments may set the shape."""
-    for number, raw in enumerate(lines, start=1):
-        text = raw.strip()
-        if text.startswith("#"):
-            try:
-                header_width, header_height = header_shape(text)
-            except ValueError as error:
-                raise ValueError(f"line {number}: {error}") from None
-            width, height = width or header_width, height or header_height
-            continue
-        if text:
-            yield number, text.split()[0], width, height
 
 
 def _solve_job(job):
@@ -80,7 +65,9 @@ def main(argv=None) -> int:
         flags.fail(parser, "--board-file needs --out FILE")
 
     try:
-        jobs = list(_read_jobs(read_text(args.boards, "board file").splitlines(), args.width, args.height))
+        lines = read_text(args.boards, "board file").splitlines()
+        jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
+                for number, fields, width, height in board_lines(lines, args.width, args.height)]
         previous = recover_json_lines(args.out) if args.out != "-" else []
         done = {record["line"] for record in previous}
     except ValueError as error:
