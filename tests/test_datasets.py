@@ -92,6 +92,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, small_set)
     assert journal.read_text().count("\n") < config.boards  # it really stopped part way
     with open(journal, "a") as handle:
         handle.write('{"index": 99, "cli')  # as if killed in the middle of a line
+    (directory / ".tmp-abc123shard-00001.npz").write_bytes(b"PK")  # as if killed while writing a shard
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert directory_bytes(directory) == directory_bytes(small_set[0])
 

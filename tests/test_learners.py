@@ -366,7 +366,10 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_run):
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not (killed / "summary.json").exists()  # it really died part way
+    leftover = killed / ".tmp-abc123metrics.jsonl"
+    leftover.write_text("{}")  # as if killed while rewriting the metrics
     run_train(killed, "--resume")
+    assert not leftover.exists()
     assert comparable(killed) == comparable(whole_run)
     summaries = [json.load(open(d / "summary.json")) for d in (killed, whole_run)]
     assert summaries[0]["greedy_clicks"] == summaries[1]["greedy_clicks"]

@@ -9,12 +9,15 @@ import tempfile
 from typing import Any
 
 
+TEMPORARY_PREFIX = ".tmp-"
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it over."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=TEMPORARY_PREFIX, suffix=os.path.basename(path))
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -28,6 +31,20 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
+    """Delete the temporary files of atomic writes that a killed process left in ``directory``.
+
+    Call it only where this process is the one writer of ``directory`` (a resumed run),
+    since another writer's temporary file is in use.
+    """
+    for name in os.listdir(directory):
+        if name.startswith(TEMPORARY_PREFIX):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except FileNotFoundError:
+                pass
 
 
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:

@@ -199,6 +199,7 @@ def _label_job(job):
 def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress: bool = True) -> dict:
     """Create (or resume) a data set in ``directory``; returns its manifest."""
     os.makedirs(directory, exist_ok=True)
+    files.remove_leftover_temporaries(directory)
     manifest_path = os.path.join(directory, "manifest.json")
     settings = configs.to_json(config)
     if os.path.exists(manifest_path):

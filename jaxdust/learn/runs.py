@@ -102,6 +102,7 @@ class Run:
             multihost_utils.sync_global_devices("jaxdust run directory checked")
         os.makedirs(directory, exist_ok=True)
         if self.primary:
+            files.remove_leftover_temporaries(directory)
             files.atomic_write_json(os.path.join(directory, "config.json"), self.saved)
         self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"))
         # Models are selected by value-greedy play on the evaluation boards: the best
