@@ -4,8 +4,8 @@
     python evaluate.py --agents random,largest --random 500 --seed 1 --size 6x6x5
     python evaluate.py --agents largest,dfs,beam:500,solver:5 --limit 100
 
-Agents are ``name[:value]``: random, largest, dfs[:positions searched], beam[:width],
-solver[:seconds per board], greedy:RUN_DIR (a train.py run clicking the argmax of its
+Agents are ``name[:value]``: random, largest, dfs[:positions searched], beam[:width] (JAX),
+cpu-beam[:width] (numba, with the one-click lookahead), solver[:seconds per board], greedy:RUN_DIR (a train.py run clicking the argmax of its
 per-cell output) and lookahead:RUN_DIR[:width] (beam search scored by the run's network;
 width 1, the default, plays greedily with respect to the network's value of the result).
 

@@ -387,6 +387,10 @@ def test_trained_runs_play_through_evaluate(tmp_path, capsys):
     with pytest.raises(SystemExit):
         evaluate.main(["--limit", "4", "--agents", f"greedy:{tmp_path / 'missing'}", "--out", str(tmp_path / "x")])
     assert "not a train.py run directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"lookahead:{tmp_path / 'run'}",
+                       "--out", str(tmp_path / "y")])
+    assert "was trained on 8x6 boards; these are 6x6" in capsys.readouterr().err
 
 
 def test_train_refuses_to_mix_runs(tmp_path):

@@ -21,9 +21,11 @@ from jaxdust.core import game
 from jaxdust.core.play import play_in_chunks
 from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import load_run, read_run_config
-from jaxdust.search.beam import beam_lengths, beam_search
-from jaxdust.search.heuristic import heuristic_scorer
+from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_lengths, beam_search
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_scorer
+from jaxdust.solver import bitboard
 from jaxdust.solver.api import solve
+from jaxdust.solver.upper_bound import beam_upper_bound
 from jaxdust.solver.dfs import solve_dfs
 
 
@@ -193,6 +195,29 @@ register(Agent(
 ))
 
 
+def _cpu_beam_result(job) -> list:
+    board, width = job
+    width_cells, height = board.shape
+    path = np.zeros(width_cells * height, np.uint64)
+    length = beam_upper_bound(bitboard.to_planes(board, int(board.max())), bitboard.make_geometry(width_cells, height),
+                              width, HEURISTIC_WEIGHTS, path, LOOKAHEAD_SHORTLIST)
+    return bitboard.path_clicks(path, length, height)
+
+
+def _play_cpu_beam(width: int, boards, context: Context) -> dict:
+    found = _in_processes(_cpu_beam_result, [(b, width) for b in np.asarray(boards)], context)
+    return {"clicks": np.array([len(clicks) for clicks in found]), "cleared": np.ones(len(found), bool),
+            "solutions": found[: context.solutions]}
+
+
+register(Agent(
+    "cpu-beam", "numba beam search (the solver's upper bound): tuned scorer, one-click lookahead "
+    "on a shortlist", "width",
+    lambda text: _number(text, "cpu-beam: width", 2000, integer=True),
+    _play_cpu_beam,
+))
+
+
 def _solver_result(job) -> tuple[int, bool, list]:
     board, seconds = job
     result = solve(board, time_limit=seconds)
@@ -234,14 +259,24 @@ def _run_and_width(text: str) -> tuple[str, int]:
     return _run_directory(text), 1
 
 
-def _play_greedy(run: str, boards, context: Context) -> dict:
+def _load_for(run: str, boards):
+    """The run, refused (ValueError) when its network was trained on another board size."""
     trained = load_run(run)
+    size = trained.config.game
+    if (size.width, size.height) != tuple(boards.shape[1:]):
+        raise ValueError(f"{run} was trained on {size.width}x{size.height} boards; these are "
+                         f"{boards.shape[1]}x{boards.shape[2]}")
+    return trained
+
+
+def _play_greedy(run: str, boards, context: Context) -> dict:
+    trained = _load_for(run, boards)
     return _play_policy(trained.policy, trained.params, boards, context)
 
 
 def _play_lookahead(spec: tuple[str, int], boards, context: Context) -> dict:
     run, width = spec
-    trained = load_run(run)
+    trained = _load_for(run, boards)
     return _play_beam(width, trained.scorer, trained.params, boards, context)
 
 

@@ -1,0 +1,187 @@
+"""The fewest-clicks benchmark: versioned board sets with proven optima, and one scorer.
+
+    from jaxdust.evaluation import benchmark
+    benchmark.score("beam:64", "8x6x5")             # any agent evaluate.py knows; prints the row
+    benchmark.score(my_solver, "6x6x5", name="mine")  # or your function: boards -> clicks
+
+A set is a file ``data/boards/fewest_clicks_v<version>_<W>x<H>x<C>.txt``: each line is a
+board, the fewest clicks found for it and the proven lower bound; where the two are equal
+the length is the optimum. A set never changes once published: new boards or a better
+bound make a new version, so scores stay comparable.
+
+A solver's own solutions are replayed on the boards before they count, so a row cannot
+claim a length that does not clear its board.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Callable, Sequence
+
+import jax
+import numpy as np
+from tqdm import tqdm
+
+from jaxdust.core import boards as board_io
+from jaxdust.core import files, game
+
+VERSION = 1
+SIZES = ("8x6x5", "6x6x5", "8x4x5")
+
+Solver = Callable[[np.ndarray], Sequence[Sequence[tuple[int, int]]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class BoardSet:
+    """A benchmark set: boards int8 ``[N, W, H]``, ``best`` [N] (fewest clicks found) and
+    ``lower`` [N] (proven lower bound; equal to ``best`` where that is optimal)."""
+
+    name: str  # e.g. "8x6x5 v1"
+    boards: np.ndarray
+    best: np.ndarray
+    lower: np.ndarray
+
+    @property
+    def proven(self) -> np.ndarray:
+        return self.best == self.lower
+
+
+def set_path(size: str, version: int = VERSION) -> str:
+    return os.path.join(board_io.BOARDS_DIR, f"fewest_clicks_v{version}_{size}.txt")
+
+
+def load_set(size: str = "8x6x5", version: int = VERSION, limit: int | None = None) -> BoardSet:
+    """The published set of ``size`` (one of ``SIZES``); ``limit``: its first boards only.
+
+    Raises:
+      ValueError: for an unknown size or version, naming the ones there are.
+    """
+    path = set_path(size, version)
+    if not os.path.exists(path):
+        known = sorted(name for name in os.listdir(board_io.BOARDS_DIR) if name.startswith("fewest_clicks_"))
+        raise ValueError(f"no benchmark set {size} v{version}; there are {', '.join(known)}")
+    records = board_io.read_board_file(path, limit=limit)
+    values = np.array([record.values for record in records])
+    return BoardSet(f"{size} v{version}", np.stack([np.asarray(r.board) for r in records]),
+                    values[:, 0], values[:, 1])
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One agent's score on one set. Boards it did not clear count at their click cap."""
+
+    agent: str
+    set: str
+    boards: int
+    mean_clicks: float
+    optimal: float  # share of proven boards cleared in their optimal number of clicks
+    gap: float  # mean clicks above the optimum, over the proven boards
+    cleared: float  # share of boards cleared
+    seconds_per_board: float
+
+    HEADER = ("| agent | mean clicks | optimal | gap to optimum | cleared | time per board |\n"
+              "|---|---:|---:|---:|---:|---:|")
+
+    def markdown(self) -> str:
+        seconds = self.seconds_per_board
+        timing = f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+        return (f"| {self.agent} | {self.mean_clicks:.3f} | {self.optimal:.1%} | {self.gap:+.3f} | "
+                f"{self.cleared:.1%} | {timing} |")
+
+
+def row(agent: str, board_set: BoardSet, clicks, cleared, seconds: float) -> Row:
+    """The row of per-board ``clicks`` [N] and ``cleared`` [N] on ``board_set``'s first N boards."""
+    clicks, cleared = np.asarray(clicks), np.asarray(cleared, bool)
+    count = clicks.shape[0]
+    best, proven = board_set.best[:count], board_set.proven[:count]
+    if np.any(cleared & proven & (clicks < best)):
+        raise ValueError(f"{agent}: a length below a proven optimum; its solutions are wrong")
+    return Row(agent, board_set.name, count, float(clicks.mean()),
+               float(np.mean((clicks == best)[proven] & cleared[proven])) if proven.any() else float("nan"),
+               float(np.mean((clicks - best)[proven])) if proven.any() else float("nan"),
+               float(cleared.mean()), seconds / count)
+
+
+def _replayed_lengths(board_set: BoardSet, solutions, max_clicks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths of a solver's solutions, each replayed: one that does not clear its board
+    counts as not cleared, at ``max_clicks``."""
+    if len(solutions) != len(board_set.boards):
+        raise ValueError(f"the solver returned {len(solutions)} solutions for {len(board_set.boards)} boards")
+    clicks, cleared = [], []
+    for index, (board, solution) in enumerate(zip(board_set.boards, solutions)):
+        try:
+            final, length = board_io.replay(board, solution)
+        except ValueError as error:
+            raise ValueError(f"solution for board {index}: {error}") from None
+        done = bool(game.is_done(final)) and length <= max_clicks
+        clicks.append(length if done else max_clicks)
+        cleared.append(done)
+    return np.array(clicks), np.array(cleared)
+
+
+def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str | None = None,
+          seed: int = 0, jobs: int = 1, limit: int | None = None, progress: bool = True,
+          show: bool = True) -> Row:
+    """Score an agent on a benchmark set, print its row (``show``) and return it.
+
+    Args:
+      agent: an agent name as ``evaluate.py --agents`` takes it (``"largest"``,
+        ``"beam:64"``, ``"lookahead:RUN_DIR:8"``, ...), or a function taking the boards
+        (int8 ``[N, W, H]`` numpy) and returning one solution ``[(x, y), ...]`` per board;
+        those solutions are replayed, and one that does not clear its board counts as not
+        cleared.
+      board_set: a size from ``SIZES`` (the current version) or a ``BoardSet``.
+      name: the row's name (default: the agent's name, or the function's).
+      seed: for stochastic agents.
+      jobs: processes for the CPU solvers among the named agents.
+      limit: score the set's first boards only (the row says how many).
+    """
+    from jaxdust.evaluation import registry  # it imports the learners; not needed for load_set
+
+    if isinstance(board_set, str):
+        board_set = load_set(board_set, limit=limit)
+    elif limit is not None:
+        board_set = dataclasses.replace(board_set, boards=board_set.boards[:limit], best=board_set.best[:limit],
+                                        lower=board_set.lower[:limit])
+    count, width, height = board_set.boards.shape
+    max_clicks = width * height
+    start = time.perf_counter()
+    if callable(agent):
+        solutions = agent(board_set.boards)
+        seconds = time.perf_counter() - start
+        clicks, cleared = _replayed_lengths(board_set, solutions, max_clicks)
+        label = name or getattr(agent, "__name__", "solver")
+    else:
+        with tqdm(total=count, unit="board", desc=agent, disable=not progress or None, leave=False) as bar:
+            result = registry.run_agent(agent, board_set.boards, key=jax.random.key(seed), max_clicks=max_clicks,
+                                        jobs=jobs, progress=bar.update)
+        seconds = time.perf_counter() - start
+        clicks, cleared = result["clicks"], result["cleared"]
+        label = name or agent
+    scored = row(label, board_set, clicks, cleared, seconds)
+    if show:
+        print(f"{board_set.name}, {count} boards\n{Row.HEADER}\n{scored.markdown()}")
+    return scored
+
+
+def write_set(size: str, boards: np.ndarray, best, lower, source: str, version: int = VERSION) -> str:
+    """Publish a set as ``set_path(size, version)`` and return the path; a published
+    version is never rewritten (ValueError), since scores on it must stay comparable."""
+    path = set_path(size, version)
+    if os.path.exists(path):
+        raise ValueError(f"{path} is published; make version {version + 1} instead")
+    best, lower = np.asarray(best), np.asarray(lower)
+    if np.any(lower > best):
+        raise ValueError("a lower bound above the fewest clicks found")
+    _, width, height = boards.shape
+    colors = int(np.max(boards))
+    lines = [f"# width={width} height={height} colors={colors}; cells listed x-major: cell (x,y) is character "
+             f"x*{height}+y, y=0 bottom row",
+             f"# fewest-clicks benchmark, set {size} version {version}: {len(boards)} boards, "
+             f"{int(np.sum(best == lower))} with a proven optimum",
+             f"# columns: board, fewest clicks found, proven lower bound (equal: the optimum). {source}"]
+    lines += [f"{board_io.board_to_text(board)} {b} {lo}" for board, b, lo in zip(boards, best, lower)]
+    files.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
+    return path

@@ -1,0 +1,139 @@
+"""The fewest-clicks benchmark: its published sets, the scorer and the leaderboard script."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+import jaxdust
+from jaxdust.core import boards as board_io
+from jaxdust.evaluation import benchmark, registry
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("size", ["6x6x5", "8x4x5"])
+def test_small_sets_hold_the_proven_boards(size, boards_dir):
+    board_set = benchmark.load_set(size)
+    optimal = jaxdust.read_board_file(boards_dir / f"optimal_{size}.txt")
+    assert board_set.boards.shape[0] == len(optimal) == 60
+    np.testing.assert_array_equal(board_set.boards, np.stack([np.asarray(r.board) for r in optimal]))
+    np.testing.assert_array_equal(board_set.best, [r.values[-1] for r in optimal])
+    assert board_set.proven.all()
+
+
+def test_the_1000_board_set_is_the_evaluation_set_with_bounds(boards_dir):
+    if not os.path.exists(benchmark.set_path("8x6x5")):
+        pytest.skip("the 8x6x5 set is not published in this checkout")
+    board_set = benchmark.load_set("8x6x5")
+    evaluation = jaxdust.read_board_file(boards_dir / "eval_8x6x5.txt")
+    np.testing.assert_array_equal(board_set.boards, np.stack([np.asarray(r.board) for r in evaluation]))
+    beam_5000 = np.array([r.values[-1] for r in evaluation])
+    assert (board_set.lower <= board_set.best).all() and (board_set.best <= beam_5000).all()
+    first_100 = [r.values[-1] for r in jaxdust.read_board_file(boards_dir / "optimal_8x6x5.txt")]
+    np.testing.assert_array_equal(board_set.best[:100], first_100)
+    assert board_set.proven.mean() > 0.95
+
+
+def test_unknown_set_names_the_published_ones():
+    with pytest.raises(ValueError, match="no benchmark set 9x9x5 v1; there are .*fewest_clicks_v1_6x6x5.txt"):
+        benchmark.load_set("9x9x5")
+
+
+def _solver_solutions(boards):
+    return [jaxdust.solve(board).clicks for board in boards]
+
+
+def test_a_solvers_own_solutions_are_replayed_and_scored():
+    exact = benchmark.score(_solver_solutions, "8x4x5", name="exact", limit=6, show=False)
+    assert (exact.boards, exact.mean_clicks, exact.optimal, exact.gap, exact.cleared) == (
+        6, pytest.approx(benchmark.load_set("8x4x5").best[:6].mean()), 1.0, 0.0, 1.0)
+
+    def stops_one_click_short(boards):
+        return [solution[:-1] for solution in _solver_solutions(boards)]
+
+    short = benchmark.score(stops_one_click_short, "8x4x5", limit=6, show=False)
+    assert short.cleared == 0.0 and short.mean_clicks == 32 and short.optimal == 0.0
+
+    def clicks_an_empty_cell(boards):
+        return [solution + [(0, 3)] for solution in _solver_solutions(boards)]
+
+    with pytest.raises(ValueError, match="solution for board 0: click .* is an empty cell"):
+        benchmark.score(clicks_an_empty_cell, "8x4x5", limit=2, show=False)
+    with pytest.raises(ValueError, match="returned 1 solutions for 2 boards"):
+        benchmark.score(lambda boards: _solver_solutions(boards[:1]), "8x4x5", limit=2, show=False)
+
+
+def test_named_agents_score_as_evaluate_plays_them(capsys):
+    board_set = benchmark.load_set("6x6x5", limit=12)
+    scored = benchmark.score("largest", board_set)
+    played = registry.run_agent("largest", board_set.boards, key=jax.random.key(0), max_clicks=36)
+    assert scored.mean_clicks == pytest.approx(played["clicks"].mean())
+    assert scored.gap == pytest.approx((played["clicks"] - board_set.best).mean())
+    assert scored.optimal == pytest.approx(np.mean(played["clicks"] == board_set.best))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "6x6x5 v1, 12 boards" and printed[1] == benchmark.Row.HEADER.splitlines()[0]
+    assert printed[-1] == scored.markdown() and printed[-1].startswith("| largest | ")
+
+
+def test_a_length_below_a_proven_optimum_is_refused():
+    board_set = benchmark.load_set("6x6x5", limit=3)
+    with pytest.raises(ValueError, match="below a proven optimum"):
+        benchmark.row("liar", board_set, board_set.best - 1, np.ones(3, bool), 1.0)
+
+
+def test_cpu_beam_agent_returns_replayable_solutions_no_shorter_than_the_optimum():
+    board_set = benchmark.load_set("6x6x5", limit=8)
+    found = registry.run_agent("cpu-beam:50", board_set.boards, key=None, max_clicks=36, solutions=8)
+    for board, solution, clicks in zip(board_set.boards, found["solutions"], found["clicks"]):
+        final, count = jaxdust.replay(board, solution)
+        assert bool(jaxdust.is_done(final)) and count == clicks
+    assert (found["clicks"] >= board_set.best).all()
+
+
+def test_published_sets_are_never_rewritten(tmp_path, monkeypatch):
+    monkeypatch.setattr(board_io, "BOARDS_DIR", str(tmp_path))
+    source = np.stack([np.asarray(r.board) for r in
+                       jaxdust.read_board_file(os.path.join(ROOT, "data/boards/optimal_8x4x5.txt"), limit=3)])
+    path = benchmark.write_set("8x4x5", source, [9, 9, 10], [9, 8, 10], "test")
+    again = benchmark.load_set("8x4x5")
+    np.testing.assert_array_equal(again.boards, source)
+    assert again.proven.tolist() == [True, False, True]
+    with pytest.raises(ValueError, match="is published; make version 2"):
+        benchmark.write_set("8x4x5", source, [9, 9, 10], [9, 9, 10], "test")
+    with pytest.raises(ValueError, match="lower bound above"):
+        benchmark.write_set("8x4x5", source, [9, 9, 10], [9, 10, 10], "test", version=2)
+    assert os.path.exists(path) and not os.path.exists(benchmark.set_path("8x4x5", 2))
+
+
+def test_leaderboard_script_resumes_from_its_rows(tmp_path):
+    command = [sys.executable, os.path.join(ROOT, "benchmarks/leaderboard.py"), "--set", "8x4x5", "--limit", "5",
+               "--entries", "largest,cpu-beam:20", "--jobs", "1", "--out", str(tmp_path / "board.json")]
+    first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    report = json.loads((tmp_path / "board.json").read_text())
+    assert [row["agent"] for row in report["rows"]] == ["largest cluster first",
+                                                        "numba beam, tuned heuristic + lookahead, width 20"]
+    assert report["rows"][1]["mean_clicks"] <= report["rows"][0]["mean_clicks"]
+    cached = tmp_path / "results/leaderboard/8x4x5-first5/largest.json"
+    row = json.loads(cached.read_text())
+    cached.write_text(json.dumps({**row, "mean_clicks": 99.0}))  # a kept row is not measured again
+    second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "| largest cluster first | 99.000 |" in second.stdout
+    assert "| largest cluster first |" in first.stdout
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--entries", "largest,telepathy"], "--entries/--runs: unknown agent 'telepathy'"),
+    (["--runs", "avi"], "--runs: 'avi' is not LABEL=RUN_DIR"),
+    (["--runs", "avi=no/such/run"], "no/such/run"),
+    (["--limit", "0"], "--limit"),
+])
+def test_leaderboard_refuses_bad_entries_in_one_line(argv, words, tmp_path):
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks/leaderboard.py"), "--set", "8x4x5", *argv],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert words in result.stderr and not (tmp_path / "results").exists()
