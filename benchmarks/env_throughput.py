@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from jax.sharding import PartitionSpec  # noqa: E402
 
 import jaxdust
-from jaxdust.core import files, flags, game, reference
+from jaxdust.core import configs, files, flags, game, reference
 
 FULL_SWEEP = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536]
 QUICK_SWEEP = [1, 64, 1024, 4096, 16384]
@@ -108,6 +108,37 @@ def measure(env, num_games: int, devices: list, min_clicks: int, repeats: int, s
     }
 
 
+def state_bytes(env: jaxdust.DustEnv) -> int:
+    """Bytes of one game's state (a PRNG key counts as its raw data)."""
+    state = env.init(jax.random.key(0))
+    leaves = [jax.random.key_data(leaf) if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key) else leaf
+              for leaf in jax.tree.leaves(state)]
+    return sum(leaf.size * leaf.dtype.itemsize for leaf in leaves)
+
+
+def size_table(args, all_devices) -> list[dict]:
+    """How the cost of a click grows with the board: one batch size, every device."""
+    rows = []
+    for text in filter(None, args.board_sizes.split(",")):
+        config = configs.size_flag(text)
+        env = jaxdust.DustEnv(config, auto_reset=True)
+        devices = all_devices if args.size_games % len(all_devices) == 0 else all_devices[:1]
+        row = measure(env, args.size_games, devices, args.min_clicks, args.repeats, args.seed)
+        reference = numpy_reference_rate(config, args.reference_seconds, args.seed)
+        rows.append({"board": text, "cells": config.num_cells, "state_bytes_per_game": state_bytes(env),
+                     "clicks_per_second": row["clicks_per_second"], "numpy_clicks_per_second": reference,
+                     "speedup_vs_numpy": row["clicks_per_second"] / reference, "games": args.size_games,
+                     "devices": len(devices)})
+    if rows:
+        print(f"\nBy board size ({args.size_games:,} games, {rows[0]['devices']} device(s)):")
+        print("| board | cells | clicks/s | x NumPy | bytes of state per game |")
+        print("|---|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['board']} | {r['cells']} | {r['clicks_per_second']:,.0f} | {r['speedup_vs_numpy']:,.0f} | "
+                  f"{r['state_bytes_per_game']} |")
+    return rows
+
+
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a smaller sweep of batch sizes")
@@ -115,6 +146,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--min-clicks", type=flags.positive_int, default=1 << 19, help="clicks per timed call")
     parser.add_argument("--repeats", type=flags.positive_int, default=3)
     parser.add_argument("--reference-seconds", type=flags.positive_float, default=3.0)
+    parser.add_argument("--board-sizes", default="6x6x5,8x6x5,10x10x5,15x15x5",
+                        help="WxHxC boards of the size table ('' for none)")
+    parser.add_argument("--size-games", type=flags.positive_int, default=16384,
+                        help="games per batch in the size table")
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out", type=flags.output_file, default="results/env_throughput.json")
     args = parser.parse_args(argv)
@@ -166,6 +201,7 @@ def main(argv=None) -> dict:
               f"{r['speedup_vs_numpy']:,.0f} | {1e3 * r['seconds_per_call'] / r['steps_per_call']:.3f} |")
     print(f"\nbest: {best['clicks_per_second']:,.0f} clicks/s with {best['games']:,} games on "
           f"{best['devices']} device(s)")
+    report["board_sizes"] = size_table(args, all_devices)
     files.atomic_write_json(args.out, report)
     print(f"wrote {args.out}")
     return report

@@ -1,0 +1,227 @@
+"""Estimated GPU figures from XLA's own cost analysis, for when no GPU is at hand.
+
+    python benchmarks/gpu_estimate.py            # H100 figures: 3.35 TB/s, 60 TFLOP/s fp32, 80 GB
+
+For three programs (a batched environment step with random legal clicks and auto-reset,
+one expansion of a width-2000 beam on one board, one update of the default value learner
+``avi``) it compiles the program on this machine and reads XLA's cost analysis (flops and
+bytes accessed) and memory analysis (arguments, outputs, temporaries). XLA counts a loop's
+body once, whatever its trip count, so the two data-dependent loops of the game core (the
+flood fill of a click, the label propagation that finds clusters) are replaced for the
+analysis by the measured number of passes, unrolled: on a batch, such a loop runs as many
+passes as its slowest element needs, so the count is the batch's maximum, measured on
+random play at the same batch size. The roofline bound is then
+``time >= max(flops / peak flops, bytes / memory bandwidth)``, and the largest batch is
+the memory per game divided into the GPU's memory. These are **estimates**, upper bounds
+on speed: real kernels reach a fraction of the roofline, and a GPU compiler fuses
+differently from the CPU one whose analysis this is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import platform
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxdust
+from jaxdust.core import configs, files, flags, game
+from jaxdust.learn import avi
+from jaxdust.search import beam
+
+GPU = {"name": "H100 (80 GB)", "bandwidth": 3.35e12, "flops": 60e12, "memory": 80e9}
+
+
+@contextlib.contextmanager
+def _fixed_point(replacement):
+    """Trace the game core with ``game._fixed_point`` replaced."""
+    original = game._fixed_point
+    game._fixed_point = replacement
+    try:
+        yield
+    finally:
+        game._fixed_point = original
+
+
+def _counting(passes: list):
+    """A fixed point that also appends the passes it took (per element under vmap) to
+    ``passes``, at trace time, for the traced function to return."""
+
+    def counting(update, start):
+        def changed(carry):
+            return jnp.any(carry[0] != carry[1])
+
+        def step(carry):
+            return carry[1], update(carry[1]), carry[2] + 1
+
+        _, result, count = jax.lax.while_loop(changed, step, (~start, start, jnp.int32(0)))
+        passes.append(count)
+        return result
+
+    return counting
+
+
+def _unrolled(passes: int):
+    """A fixed point of exactly ``passes`` updates, unrolled, so the cost analysis counts
+    every pass."""
+
+    def fixed(update, start):
+        value = start
+        for _ in range(passes):
+            value = update(value)
+        return value
+
+    return fixed
+
+
+def _batch_max_passes(function, inputs) -> int:
+    """Passes of the slowest element of the batch ``inputs`` for the (single) fixed point of
+    ``function``, i.e. what the batched loop runs."""
+    passes: list = []
+
+    def counted(item):
+        passes.clear()
+        result = function(item)
+        return result, passes[0]
+
+    with _fixed_point(_counting(passes)):
+        _, counts = jax.jit(jax.vmap(counted))(inputs)
+    return int(np.max(counts))
+
+
+def _analyse(function, *args, passes: int) -> tuple[float, float, float]:
+    """XLA's flops, bytes accessed and memory (arguments + outputs + temporaries) of
+    ``jit(function)(*args)`` with every fixed point run ``passes`` times."""
+    with _fixed_point(_unrolled(passes)):  # a fresh function: jit's cache would skip the trace
+        compiled = jax.jit(lambda *a: function(*a)).lower(*args).compile()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    memory = compiled.memory_analysis()
+    total = memory.argument_size_in_bytes + memory.output_size_in_bytes + memory.temp_size_in_bytes
+    return float(cost["flops"]), float(cost["bytes accessed"]), float(total)
+
+
+def _bytes(tree) -> int:
+    """Bytes of a pytree's arrays (a PRNG key counts as its raw data)."""
+    total = 0
+    for leaf in jax.tree.leaves(tree):
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        total += leaf.size * leaf.dtype.itemsize
+    return total
+
+
+def random_positions(count: int, size: game.GameConfig, seed: int, clicks: int = 24):
+    """``count`` positions of random legal play (0 to ``clicks`` clicks from a fresh board)."""
+    keys = jax.random.split(jax.random.key(seed), count)
+
+    def play(key):
+        board_key, depth_key, key = jax.random.split(key, 3)
+        depth = jax.random.randint(depth_key, (), 0, clicks + 1)
+
+        def click(i, carry):
+            board, key = carry
+            key, action_key = jax.random.split(key)
+            action = game.random_legal_action(action_key, game.legal_action_mask(board).reshape(-1))
+            played, _ = game.click_action(board, action)
+            return jnp.where((i < depth) & ~game.is_done(board), played, board), key
+
+        return jax.lax.fori_loop(0, clicks, click, (game.random_board(board_key, size), key))[0]
+
+    return jax.jit(jax.vmap(play))(keys)
+
+
+def env_step(batch: int, size: game.GameConfig, seed: int) -> dict:
+    """One random legal click in each of ``batch`` games, auto-reset on (what
+    benchmarks/env_throughput.py times)."""
+    env = jaxdust.DustEnv(game=size, auto_reset=True)
+    states, _ = jax.vmap(env.reset)(jax.random.split(jax.random.key(seed), batch))
+
+    def random_click(state):
+        key, action_key = jax.random.split(state.key)
+        action = game.random_legal_action(action_key, game.legal_action_mask(state.board).reshape(-1))
+        return env.step(state.replace(key=key), action)[0]
+
+    positions = random_positions(batch, size, seed)
+    flood = _batch_max_passes(lambda board: random_click(env.init(jax.random.key(0), board)), positions)
+    flops, accessed, memory = _analyse(jax.vmap(random_click), states, passes=flood)
+    return {"program": f"env step, {size.width}x{size.height}x{size.colors}", "item": "click", "batch": batch,
+            "passes": flood, "flops": flops, "bytes": accessed, "memory": memory,
+            "state_bytes": _bytes(jax.tree.map(lambda leaf: leaf[0], states))}
+
+
+def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
+    """One click of a width-``width`` beam with the lookahead rescorer (benchmarks/beam.py's
+    JAX row) on one board: ``beam_search`` stopped after one click runs its loop body once."""
+    board = random_positions(1, size, seed, clicks=0)[0]
+    labels = _batch_max_passes(game.cluster_labels, random_positions(width, size, seed + 1))
+
+    def expansion(board):
+        return beam.beam_search(board, width=width, rescorer=beam.lookahead_heuristic, max_clicks=1).length
+
+    flops, accessed, memory = _analyse(expansion, board, passes=labels)
+    return {"program": f"beam expansion, width {width}, lookahead", "item": "expansion", "batch": 1,
+            "passes": labels, "flops": flops, "bytes": accessed, "memory": memory,
+            "state_bytes": width * (size.num_cells + 4 * size.num_cells)}  # boards + click histories
+
+
+def training_update(config: avi.AVIConfig, seed: int) -> dict:
+    """One update of ``train.py avi``'s default learner (a chunk of one iteration)."""
+    config = dataclasses.replace(config, chunk_updates=1)
+    init, run_chunk = avi.make_avi(config)
+    runner = init(jax.random.key(seed))
+    positions = random_positions(config.num_envs + config.capped_positions, config.game, seed)
+    labels = _batch_max_passes(game.cluster_labels, positions)
+    flops, accessed, memory = _analyse(run_chunk, runner, passes=labels)
+    return {"program": f"avi update ({config.num_envs} slots, MLP {list(config.hidden)})", "item": "update",
+            "batch": 1, "passes": labels, "flops": flops, "bytes": accessed, "memory": memory,
+            "state_bytes": _bytes(runner)}
+
+
+def bounds(estimate: dict) -> dict:
+    """The roofline rate and the largest batch in the GPU's memory."""
+    compute, transfer = estimate["flops"] / GPU["flops"], estimate["bytes"] / GPU["bandwidth"]
+    per_item = estimate["memory"] / estimate["batch"]
+    return {**estimate, "bound": "memory" if transfer > compute else "compute",
+            "roofline_per_s": estimate["batch"] / max(compute, transfer),
+            "memory_per_item": per_item, "largest_batch": int(GPU["memory"] // per_item)}
+
+
+def main(argv=None) -> dict:
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env-batches", default="1024,65536,1048576",
+                        help="games per env step to analyse (comma-separated)")
+    parser.add_argument("--sizes", default="8x6x5", help="board sizes for the env rows")
+    parser.add_argument("--beam-width", type=flags.positive_int, default=2000)
+    parser.add_argument("--seed", type=flags.seed, default=0)
+    parser.add_argument("--out", type=flags.output_file, default="results/gpu_estimate.json")
+    args = parser.parse_args(argv)
+
+    rows = []
+    for size in args.sizes.split(","):
+        for batch in (int(b) for b in args.env_batches.split(",")):
+            rows.append(bounds(env_step(batch, configs.size_flag(size), args.seed)))
+    rows.append(bounds(beam_expansion(args.beam_width, game.GameConfig(), args.seed)))
+    rows.append(bounds(training_update(avi.AVIConfig(), args.seed)))
+
+    print(f"ESTIMATES, not measurements: XLA cost analysis of the CPU-compiled programs "
+          f"(jax {jax.__version__}, {platform.processor() or platform.machine()}), roofline for an {GPU['name']}: "
+          f"{GPU['bandwidth'] / 1e12:.2f} TB/s, {GPU['flops'] / 1e12:.0f} TFLOP/s fp32")
+    print("| program | batch | loop passes | flops per item | bytes per item | bound | roofline items/s | "
+          "memory per item | largest batch in 80 GB |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['program']} | {row['batch']:,} | {row['passes']} | {row['flops'] / row['batch']:,.0f} | "
+              f"{row['bytes'] / row['batch']:,.0f} | {row['bound']} | {row['roofline_per_s']:,.3g} {row['item']}s | "
+              f"{row['memory_per_item']:,.0f} B | {row['largest_batch']:,} |")
+    report = {"benchmark": "gpu_estimate", "estimate": True, "gpu": GPU, "jax": jax.__version__, "rows": rows}
+    files.atomic_write_json(args.out, report)
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""The GPU estimate's loop accounting: the passes it counts are the ones a batched loop runs."""
+
+import importlib.util
+import os
+
+import jax
+import numpy as np
+
+from jaxdust.core import game
+
+_spec = importlib.util.spec_from_file_location(
+    "gpu_estimate", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks/gpu_estimate.py"))
+gpu_estimate = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gpu_estimate)
+
+
+def test_counted_passes_are_exactly_what_the_batch_needs():
+    positions = gpu_estimate.random_positions(64, game.GameConfig(), seed=3)
+    passes = gpu_estimate._batch_max_passes(game.cluster_labels, positions)
+    exact = jax.vmap(game.cluster_labels)(positions)
+
+    def labels_after(count):
+        with gpu_estimate._fixed_point(gpu_estimate._unrolled(count)):
+            return jax.jit(jax.vmap(game.cluster_labels))(positions)
+
+    # The count includes the pass that finds nothing changed, so one fewer still labels all.
+    np.testing.assert_array_equal(labels_after(passes - 1), exact)
+    assert not np.array_equal(labels_after(passes - 2), exact)
+
+
+def test_unrolled_passes_are_counted_by_the_cost_analysis():
+    board = gpu_estimate.random_positions(1, game.GameConfig(), seed=0)[0]
+    few, _, _ = gpu_estimate._analyse(game.cluster_labels, board, passes=2)
+    many, _, _ = gpu_estimate._analyse(game.cluster_labels, board, passes=6)
+    assert many > 2 * few  # three times the passes: at least twice the flops (fusion varies)
+
+
+def test_the_roofline_picks_the_slower_of_compute_and_memory():
+    row = gpu_estimate.bounds({"flops": 60e12, "bytes": 1.0, "memory": 8e9, "batch": 10})
+    assert row["bound"] == "compute" and row["roofline_per_s"] == 10.0 and row["largest_batch"] == 100
+    row = gpu_estimate.bounds({"flops": 1.0, "bytes": 6.7e12, "memory": 1.0, "batch": 1})
+    assert row["bound"] == "memory" and row["roofline_per_s"] == 0.5
