@@ -108,26 +108,18 @@ def measure(env, num_games: int, devices: list, min_clicks: int, repeats: int, s
     }
 
 
-def state_bytes(env: jaxdust.DustEnv) -> int:
-    """Bytes of one game's state (a PRNG key counts as its raw data)."""
-    state = env.init(jax.random.key(0))
-    leaves = [jax.random.key_data(leaf) if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key) else leaf
-              for leaf in jax.tree.leaves(state)]
-    return sum(leaf.size * leaf.dtype.itemsize for leaf in leaves)
-
-
 def size_table(args, all_devices) -> list[dict]:
     """How the cost of a click grows with the board: one batch size, every device."""
     rows = []
-    for text in filter(None, args.board_sizes.split(",")):
-        config = configs.size_flag(text)
+    for config in args.board_sizes:
+        text = f"{config.width}x{config.height}x{config.colors}"
         env = jaxdust.DustEnv(config, auto_reset=True)
         devices = all_devices if args.size_games % len(all_devices) == 0 else all_devices[:1]
         row = measure(env, args.size_games, devices, args.min_clicks, args.repeats, args.seed)
-        reference = numpy_reference_rate(config, args.reference_seconds, args.seed)
-        rows.append({"board": text, "cells": config.num_cells, "state_bytes_per_game": state_bytes(env),
-                     "clicks_per_second": row["clicks_per_second"], "numpy_clicks_per_second": reference,
-                     "speedup_vs_numpy": row["clicks_per_second"] / reference, "games": args.size_games,
+        numpy_rate = numpy_reference_rate(config, args.reference_seconds, args.seed)
+        rows.append({"board": text, "cells": config.num_cells, "state_bytes_per_game": env.state_bytes(),
+                     "clicks_per_second": row["clicks_per_second"], "numpy_clicks_per_second": numpy_rate,
+                     "speedup_vs_numpy": row["clicks_per_second"] / numpy_rate, "games": args.size_games,
                      "devices": len(devices)})
     if rows:
         print(f"\nBy board size ({args.size_games:,} games, {rows[0]['devices']} device(s)):")
@@ -146,8 +138,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--min-clicks", type=flags.positive_int, default=1 << 19, help="clicks per timed call")
     parser.add_argument("--repeats", type=flags.positive_int, default=3)
     parser.add_argument("--reference-seconds", type=flags.positive_float, default=3.0)
-    parser.add_argument("--board-sizes", default="6x6x5,8x6x5,10x10x5,15x15x5",
-                        help="WxHxC boards of the size table ('' for none)")
+    parser.add_argument("--board-sizes", type=configs.size_list_flag,
+                        default=configs.size_list_flag("6x6x5,8x6x5,10x10x5,15x15x5"),
+                        help="WxHxC,... boards of the size table")
     parser.add_argument("--size-games", type=flags.positive_int, default=16384,
                         help="games per batch in the size table")
     parser.add_argument("--seed", type=flags.seed, default=0)

@@ -7,6 +7,7 @@
 (boards it could not prove within its time keep both, unequal). 6x6x5 and 8x4x5: the
 boards of ``optimal_6x6x5.txt`` and ``optimal_8x4x5.txt``, whose optima the solver proved
 (``tests/test_solvers.py`` proves them again). A set already published is left alone.
+Prints the solver's proof times on the 1000 boards by optimal length.
 """
 
 from __future__ import annotations
@@ -16,8 +17,23 @@ import os
 import numpy as np
 
 from jaxdust.core import boards as board_io
-from jaxdust.core import files, flags
+from jaxdust.core import flags
 from jaxdust.evaluation import benchmark
+
+
+def length_table(records: list[dict]) -> str:
+    """Proof times by optimal length (markdown), the solver's distribution over the set."""
+    lengths = np.array([r["length"] for r in records])
+    seconds = np.array([r["seconds"] for r in records])
+    proven = np.array([r["optimal"] for r in records])
+    lines = ["| clicks | boards | proven | median s | p90 s | max s |", "|---:|---:|---:|---:|---:|---:|"]
+    for length in np.unique(lengths):
+        times = seconds[lengths == length]
+        lines.append(f"| {length} | {times.size} | {proven[lengths == length].sum()} | {np.median(times):.2f} | "
+                     f"{np.percentile(times, 90):.1f} | {times.max():.1f} |")
+    lines.append(f"| all | {len(records)} | {proven.sum()} | {np.median(seconds):.2f} | "
+                 f"{np.percentile(seconds, 90):.1f} | {seconds.max():.1f} |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> None:
@@ -32,17 +48,16 @@ def main(argv=None) -> None:
             optima = [r.values[-1] for r in records]
             print(benchmark.write_set(size, np.stack([np.asarray(r.board) for r in records]), optima, optima,
                                       "Optima proven by python -m jaxdust.solver."))
+    boards = np.stack([np.asarray(r.board) for r in board_io.read_board_file(board_io.EVAL_FILE)])
+    try:
+        solved = benchmark.solver_log_records(args.solver_log, boards)
+    except ValueError as error:
+        parser.error(f"--solver-log: {error}")
     if not os.path.exists(benchmark.set_path("8x6x5")):
-        records = board_io.read_board_file(board_io.EVAL_FILE)
-        found = {r["board"]: r for r in files.recover_json_lines(args.solver_log, repair=False) if "length" in r}
-        texts = [board_io.board_to_text(r.board) for r in records]
-        missing = [t for t in texts if t not in found]
-        if missing:
-            parser.error(f"--solver-log: {len(missing)} of the 1000 boards are not in it yet")
-        print(benchmark.write_set("8x6x5", np.stack([np.asarray(r.board) for r in records]),
-                                  [found[t]["length"] for t in texts], [found[t]["lower_bound"] for t in texts],
+        print(benchmark.write_set("8x6x5", boards, [r["length"] for r in solved], [r["lower_bound"] for r in solved],
                                   "The boards of eval_8x6x5.txt; python -m jaxdust.solver --time-limit 300."))
-
+    print(f"The solver on the {len(solved)} boards, by length (one board per process):")
+    print(length_table(solved))
 
 if __name__ == "__main__":
     main()

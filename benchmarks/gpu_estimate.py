@@ -10,7 +10,10 @@ body once, whatever its trip count, so the two data-dependent loops of the game 
 flood fill of a click, the label propagation that finds clusters) are replaced for the
 analysis by the measured number of passes, unrolled: on a batch, such a loop runs as many
 passes as its slowest element needs, so the count is the batch's maximum, measured on
-random play at the same batch size. The roofline bound is then
+random positions (for the env step at the same batch size; for the beam and the learner
+at the number of positions expanded per step, though their children come in larger
+batches). The lookahead rescorer's ``lax.map`` over chunks of boards is a loop as well, so
+the analysis runs it as one batch. Integer work counts as flops. The roofline bound is then
 ``time >= max(flops / peak flops, bytes / memory bandwidth)``, and the largest batch is
 the memory per game divided into the GPU's memory. These are **estimates**, upper bounds
 on speed: real kernels reach a fraction of the roofline, and a GPU compiler fuses
@@ -31,7 +34,9 @@ import numpy as np
 import jaxdust
 from jaxdust.core import configs, files, flags, game
 from jaxdust.learn import avi
+from jaxdust.core.env import tree_bytes
 from jaxdust.search import beam
+from jaxdust.search.heuristic import heuristic_scorer
 
 GPU = {"name": "H100 (80 GB)", "bandwidth": 3.35e12, "flops": 60e12, "memory": 80e9}
 
@@ -41,10 +46,12 @@ def _fixed_point(replacement):
     """Trace the game core with ``game._fixed_point`` replaced."""
     original = game._fixed_point
     game._fixed_point = replacement
+    jax.clear_caches()  # jitted callees (beam_search, run_chunk) would reuse old traces
     try:
         yield
     finally:
         game._fixed_point = original
+        jax.clear_caches()
 
 
 def _counting(passes: list):
@@ -86,6 +93,8 @@ def _batch_max_passes(function, inputs) -> int:
     def counted(item):
         passes.clear()
         result = function(item)
+        if len(passes) != 1:
+            raise ValueError(f"expected one fixed point, traced {len(passes)}")
         return result, passes[0]
 
     with _fixed_point(_counting(passes)):
@@ -93,26 +102,19 @@ def _batch_max_passes(function, inputs) -> int:
     return int(np.max(counts))
 
 
-def _analyse(function, *args, passes: int) -> tuple[float, float, float]:
-    """XLA's flops, bytes accessed and memory (arguments + outputs + temporaries) of
-    ``jit(function)(*args)`` with every fixed point run ``passes`` times."""
-    with _fixed_point(_unrolled(passes)):  # a fresh function: jit's cache would skip the trace
-        compiled = jax.jit(lambda *a: function(*a)).lower(*args).compile()
+def _analyse(function, *args, passes: int, donate: bool = False) -> tuple[float, float, float]:
+    """XLA's flops, bytes accessed and memory (arguments + outputs + temporaries, less the
+    outputs that reuse donated arguments) of ``jit(function)(*args)`` with every fixed
+    point run ``passes`` times."""
+    with _fixed_point(_unrolled(passes)):
+        donated = tuple(range(len(args))) if donate else ()
+        compiled = jax.jit(lambda *a: function(*a), donate_argnums=donated).lower(*args).compile()
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     memory = compiled.memory_analysis()
-    total = memory.argument_size_in_bytes + memory.output_size_in_bytes + memory.temp_size_in_bytes
+    total = (memory.argument_size_in_bytes + memory.output_size_in_bytes + memory.temp_size_in_bytes
+             - memory.alias_size_in_bytes)
     return float(cost["flops"]), float(cost["bytes accessed"]), float(total)
-
-
-def _bytes(tree) -> int:
-    """Bytes of a pytree's arrays (a PRNG key counts as its raw data)."""
-    total = 0
-    for leaf in jax.tree.leaves(tree):
-        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
-            leaf = jax.random.key_data(leaf)
-        total += leaf.size * leaf.dtype.itemsize
-    return total
 
 
 def random_positions(count: int, size: game.GameConfig, seed: int, clicks: int = 24):
@@ -151,7 +153,7 @@ def env_step(batch: int, size: game.GameConfig, seed: int) -> dict:
     flops, accessed, memory = _analyse(jax.vmap(random_click), states, passes=flood)
     return {"program": f"env step, {size.width}x{size.height}x{size.colors}", "item": "click", "batch": batch,
             "passes": flood, "flops": flops, "bytes": accessed, "memory": memory,
-            "state_bytes": _bytes(jax.tree.map(lambda leaf: leaf[0], states))}
+            "state_bytes": env.state_bytes()}
 
 
 def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
@@ -160,8 +162,10 @@ def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
     board = random_positions(1, size, seed, clicks=0)[0]
     labels = _batch_max_passes(game.cluster_labels, random_positions(width, size, seed + 1))
 
+    rescorer = beam.lookahead_scorer(heuristic_scorer, batch_size=beam.LOOKAHEAD_SHORTLIST * width)
+
     def expansion(board):
-        return beam.beam_search(board, width=width, rescorer=beam.lookahead_heuristic, max_clicks=1).length
+        return beam.beam_search(board, width=width, rescorer=rescorer, max_clicks=1).length
 
     flops, accessed, memory = _analyse(expansion, board, passes=labels)
     return {"program": f"beam expansion, width {width}, lookahead", "item": "expansion", "batch": 1,
@@ -176,35 +180,37 @@ def training_update(config: avi.AVIConfig, seed: int) -> dict:
     runner = init(jax.random.key(seed))
     positions = random_positions(config.num_envs + config.capped_positions, config.game, seed)
     labels = _batch_max_passes(game.cluster_labels, positions)
-    flops, accessed, memory = _analyse(run_chunk, runner, passes=labels)
+    flops, accessed, memory = _analyse(run_chunk, runner, passes=labels, donate=True)
     return {"program": f"avi update ({config.num_envs} slots, MLP {list(config.hidden)})", "item": "update",
             "batch": 1, "passes": labels, "flops": flops, "bytes": accessed, "memory": memory,
-            "state_bytes": _bytes(runner)}
+            "state_bytes": tree_bytes(runner), "per_batch": False}
 
 
 def bounds(estimate: dict) -> dict:
     """The roofline rate and the largest batch in the GPU's memory."""
     compute, transfer = estimate["flops"] / GPU["flops"], estimate["bytes"] / GPU["bandwidth"]
     per_item = estimate["memory"] / estimate["batch"]
+    largest = int(GPU["memory"] // per_item) if estimate.get("per_batch", True) else None
     return {**estimate, "bound": "memory" if transfer > compute else "compute",
             "roofline_per_s": estimate["batch"] / max(compute, transfer),
-            "memory_per_item": per_item, "largest_batch": int(GPU["memory"] // per_item)}
+            "memory_per_item": per_item, "largest_batch": largest}
 
 
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env-batches", default="1024,65536,1048576",
+    parser.add_argument("--env-batches", type=flags.positive_ints, default=[1024, 65536, 1048576],
                         help="games per env step to analyse (comma-separated)")
-    parser.add_argument("--sizes", default="8x6x5", help="board sizes for the env rows")
+    parser.add_argument("--sizes", type=configs.size_list_flag, default=[game.GameConfig()],
+                        help="board sizes for the env rows, WxHxC,...")
     parser.add_argument("--beam-width", type=flags.positive_int, default=2000)
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out", type=flags.output_file, default="results/gpu_estimate.json")
     args = parser.parse_args(argv)
 
     rows = []
-    for size in args.sizes.split(","):
-        for batch in (int(b) for b in args.env_batches.split(",")):
-            rows.append(bounds(env_step(batch, configs.size_flag(size), args.seed)))
+    for size in args.sizes:
+        for batch in args.env_batches:
+            rows.append(bounds(env_step(batch, size, args.seed)))
     rows.append(bounds(beam_expansion(args.beam_width, game.GameConfig(), args.seed)))
     rows.append(bounds(training_update(avi.AVIConfig(), args.seed)))
 
@@ -215,9 +221,10 @@ def main(argv=None) -> dict:
           "memory per item | largest batch in 80 GB |")
     print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
     for row in rows:
+        largest = "-" if row["largest_batch"] is None else f"{row['largest_batch']:,}"
         print(f"| {row['program']} | {row['batch']:,} | {row['passes']} | {row['flops'] / row['batch']:,.0f} | "
               f"{row['bytes'] / row['batch']:,.0f} | {row['bound']} | {row['roofline_per_s']:,.3g} {row['item']}s | "
-              f"{row['memory_per_item']:,.0f} B | {row['largest_batch']:,} |")
+              f"{row['memory_per_item']:,.0f} B | {largest} |")
     report = {"benchmark": "gpu_estimate", "estimate": True, "gpu": GPU, "jax": jax.__version__, "rows": rows}
     files.atomic_write_json(args.out, report)
     return report

@@ -176,3 +176,11 @@ def test_env_game_matches_reference_rewards():
             total += float(ts.reward)
         assert total == 10.0 - (len(clicks) - 1)
         assert bool(ts.last())
+
+
+def test_state_bytes_count_the_board_the_click_counter_and_the_key():
+    from jaxdust.core.env import DustEnv
+    from jaxdust.core.game import GameConfig
+
+    assert DustEnv().state_bytes() == 8 * 6 + 4 + 8  # int8 cells, int32 clicks, two uint32 key words
+    assert DustEnv(GameConfig(15, 15, 5)).state_bytes() == 225 + 4 + 8

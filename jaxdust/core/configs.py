@@ -83,6 +83,11 @@ def size_flag(text: str) -> GameConfig:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def size_list_flag(text: str) -> list[GameConfig]:
+    """An argparse type for comma-separated sizes, ``6x6x5,8x6x5``."""
+    return [size_flag(part) for part in text.split(",")]
+
+
 def _checked(kind):
     """An argparse type for ``kind``: integers must be integers, floats finite (ranges are
     the config's own ``__post_init__`` checks)."""

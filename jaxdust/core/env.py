@@ -89,6 +89,16 @@ class Rewards:
         configs.require(self, finite=("clear", "click", "empty_click"))
 
 
+def tree_bytes(tree) -> int:
+    """Bytes of a pytree's arrays, a PRNG key counted as its raw data."""
+    total = 0
+    for leaf in jax.tree.leaves(tree):
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        total += leaf.size * leaf.dtype.itemsize
+    return total
+
+
 @dataclasses.dataclass(frozen=True)
 class DustEnv:
     """See the module docstring for observations, actions, rewards and episode ends."""
@@ -110,6 +120,10 @@ class DustEnv:
         """One state's board as an RGB image, uint8 ``[H * cell_size, W * cell_size, 3]``
         (host-side, not jittable); ``render.game_gif`` strings such frames together."""
         return render.board_rgb(state.board, cell_size=cell_size)
+
+    def state_bytes(self) -> int:
+        """Bytes of one game's ``State`` on a device (to size a batch to a GPU's memory)."""
+        return tree_bytes(self.init(jax.random.key(0)))
 
     @property
     def num_actions(self) -> int:

@@ -197,6 +197,8 @@ register(Agent(
 
 def _cpu_beam_result(job) -> list:
     board, width = job
+    if not board.any():
+        return []
     width_cells, height = board.shape
     path = np.zeros(width_cells * height, np.uint64)
     length = beam_upper_bound(bitboard.to_planes(board, int(board.max())), bitboard.make_geometry(width_cells, height),

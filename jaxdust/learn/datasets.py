@@ -199,7 +199,6 @@ def _label_job(job):
 def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress: bool = True) -> dict:
     """Create (or resume) a data set in ``directory``; returns its manifest."""
     os.makedirs(directory, exist_ok=True)
-    files.remove_leftover_temporaries(directory)
     manifest_path = os.path.join(directory, "manifest.json")
     settings = configs.to_json(config)
     if os.path.exists(manifest_path):
@@ -214,6 +213,7 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         manifest = {"format": FORMAT_VERSION, "config": settings, "shards": []}
         files.atomic_write_json(manifest_path, manifest)
 
+    files.remove_leftover_temporaries(directory)  # this run's to write now (its settings matched)
     journal_path = os.path.join(directory, "journal.jsonl")
     records = {record["index"]: record for record in files.recover_json_lines(journal_path)}
     num_shards = -(-config.boards // config.shard_size)
