@@ -24,7 +24,8 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    assert {"jaxdust/data/boards/eval_8x6x5.txt", "jaxdust/data/boards/optimal_8x6x5.txt"} <= names
+    assert {"jaxdust/data/boards/eval_8x6x5.txt", "jaxdust/data/boards/optimal_8x6x5.txt",
+            "jaxdust/data/boards/fewest_clicks_v1_8x6x5.txt"} <= names
     requires = re.findall(r"^Requires-Dist: (.*)$", metadata, re.M)
     for optional in ("jumanji", "gymnasium", "tensorboardX"):
         assert all("extra ==" in line for line in requires if line.startswith(optional)), requires
@@ -39,6 +40,8 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
         f"assert pathlib.Path(jaxdust.__file__).is_relative_to({str(target)!r}), jaxdust.__file__\n"
         "assert len(jaxdust.read_board_file(b.EVAL_FILE)) == 1000\n"
         "assert len(jaxdust.read_board_file(pathlib.Path(b.BOARDS_DIR) / 'optimal_8x6x5.txt')) == 100\n"
+        "from jaxdust.evaluation import benchmark\n"
+        "assert all(benchmark.load_set(size).proven.all() for size in benchmark.SIZES)\n"
         "print('wheel ok')\n")
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}
     result = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True,
