@@ -73,11 +73,12 @@ def main(argv=None) -> dict:
         if not equals or not label or not run:
             parser.error(f"--runs: {item!r} is not LABEL=RUN_DIR")
         runs += learner_entries(label, run)
+    names = args.entries.split(",") if args.entries else []
     try:  # every agent checked (a run directory read) before the first plays
-        registry.parse_agent_list(",".join([args.entries] * bool(args.entries) + [entry for entry, _ in runs]))
+        registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]))
     except ValueError as error:
         parser.error(f"--entries/--runs: {error}")
-    entries = [(entry, describe(entry)) for entry in args.entries.split(",") if args.entries] + runs
+    entries = [(name, describe(name)) for name in names] + runs
     try:
         board_set = benchmark.load_set(args.set, limit=args.limit)
     except ValueError as error:

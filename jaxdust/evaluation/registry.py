@@ -22,11 +22,10 @@ from jaxdust.core.play import play_in_chunks
 from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import load_run, read_run_config
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_lengths, beam_search
-from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_scorer
-from jaxdust.solver import bitboard
+from jaxdust.search.heuristic import heuristic_scorer
 from jaxdust.solver.api import solve
-from jaxdust.solver.upper_bound import beam_upper_bound
 from jaxdust.solver.dfs import solve_dfs
+from jaxdust.solver.upper_bound import beam_clicks
 
 
 class Context(NamedTuple):
@@ -197,13 +196,7 @@ register(Agent(
 
 def _cpu_beam_result(job) -> list:
     board, width = job
-    if not board.any():
-        return []
-    width_cells, height = board.shape
-    path = np.zeros(width_cells * height, np.uint64)
-    length = beam_upper_bound(bitboard.to_planes(board, int(board.max())), bitboard.make_geometry(width_cells, height),
-                              width, HEURISTIC_WEIGHTS, path, LOOKAHEAD_SHORTLIST)
-    return bitboard.path_clicks(path, length, height)
+    return beam_clicks(board, width, int(board.max()), LOOKAHEAD_SHORTLIST)
 
 
 def _play_cpu_beam(width: int, boards, context: Context) -> dict:

@@ -39,10 +39,9 @@ from tqdm import tqdm
 
 from jaxdust.core import configs, files, flags
 from jaxdust.core.game import GameConfig
-from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
 from jaxdust.solver import bitboard
 from jaxdust.solver.api import TranspositionTable, solve
-from jaxdust.solver.upper_bound import beam_upper_bound
+from jaxdust.solver.upper_bound import beam_clicks
 
 FORMAT_VERSION = 1
 
@@ -101,12 +100,8 @@ def click_with_mask(board: np.ndarray, x: int, y: int, colors: int) -> tuple[np.
 
 
 def _beam_labels(config: DatasetConfig, board: np.ndarray) -> dict:
-    geometry = bitboard.make_geometry(config.game.width, config.game.height)
-    path = np.zeros(config.game.width * config.game.height, np.uint64)
-    length = beam_upper_bound(bitboard.to_planes(board, config.game.colors), geometry, config.beam_width,
-                              HEURISTIC_WEIGHTS, path)
-    return {"clicks": [[int(x), int(y)] for x, y in bitboard.path_clicks(path, length, config.game.height)],
-            "proven": [False] * length}
+    clicks = beam_clicks(board, config.beam_width, config.game.colors)
+    return {"clicks": [[int(x), int(y)] for x, y in clicks], "proven": [False] * len(clicks)}
 
 
 def label_board(config: DatasetConfig, index: int) -> dict:

@@ -10,8 +10,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from jaxdust.search.heuristic import FEATURES
-from jaxdust.solver.bitboard import clusters, count_colours, popcount, remove_in_place
+from jaxdust.search.heuristic import FEATURES, HEURISTIC_WEIGHTS
+from jaxdust.solver.bitboard import (
+    clusters,
+    count_colours,
+    make_geometry,
+    path_clicks,
+    popcount,
+    remove_in_place,
+    to_planes,
+)
 from jaxdust.solver.ida import position_key
 
 
@@ -135,3 +143,15 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
                 break
         alive = kept
     return -1
+
+
+def beam_clicks(board: np.ndarray, width: int, colors: int, shortlist: int = 0) -> list[tuple[int, int]]:
+    """The solution ``[(x, y), ...]`` that ``beam_upper_bound`` finds with the tuned weights
+    for one int board ``[W, H]`` of ``colors`` colours (none for an empty board)."""
+    if not np.any(board):
+        return []
+    board_width, height = board.shape
+    path = np.zeros(board_width * height, np.uint64)
+    length = beam_upper_bound(to_planes(board, colors), make_geometry(board_width, height), width,
+                              HEURISTIC_WEIGHTS, path, shortlist)
+    return path_clicks(path, length, height)
