@@ -4,7 +4,8 @@ On the same boards in the same run: the numba beam (the exact solver's upper bou
 the original beam search's score (colours + 0.6 * extra clusters) as the reference, with
 the tuned hand-made heuristic, and with the tuned heuristic plus a one-click lookahead on
 a shortlist of 4 x width children; then ``jaxdust.search.beam.beam_search`` with the same
-scorers. Every solution is replayed under the game core. The JSON is rewritten after
+scorers, 16 boards per compiled search (``--batch``), with the time per board and the
+boards where the lengths equal the numba beam's. Every solution is replayed under the game core. The JSON is rewritten after
 each row, so an interrupted run keeps what it measured.
 
     python benchmarks/beam.py                          # 200 boards, width 2000
@@ -39,17 +40,23 @@ def _check(board, clicks, length):
         raise AssertionError("a beam solution does not clear its board")
 
 
-def run_jax(boards, width, scorer, rescorer=None):
+def run_jax(boards, width, scorer, rescorer=None, batch=16):
+    """``batch`` boards per compiled search (the last batch padded with empty boards)."""
     search = functools.partial(beam.beam_search, width=width, scorer=scorer, rescorer=rescorer)
-    search(boards[0]).length.block_until_ready()  # compile
-    lengths, start = [], time.perf_counter()
-    for board in tqdm(boards, leave=False, disable=None):
-        result = search(board)
-        length = int(result.length)
-        height = board.shape[1]
-        _check(board, [divmod(int(a), height) for a in np.asarray(result.actions)[:length]], length)
-        lengths.append(length)
-    return np.array(lengths), (time.perf_counter() - start) / len(boards)
+    stacked = np.stack(boards)
+    padded = np.concatenate([stacked, np.zeros((-len(boards) % batch, *stacked.shape[1:]), stacked.dtype)])
+    search(jax.numpy.asarray(padded[:batch])).length.block_until_ready()  # compile
+    lengths, actions, start = [], [], time.perf_counter()
+    for first in tqdm(range(0, len(boards), batch), leave=False, disable=None):
+        result = search(jax.numpy.asarray(padded[first : first + batch]))
+        lengths.append(np.asarray(result.length))
+        actions.append(np.asarray(result.actions))
+    seconds = (time.perf_counter() - start) / len(boards)
+    height = boards[0].shape[1]
+    lengths, actions = np.concatenate(lengths)[: len(boards)], np.concatenate(actions)
+    for board, length, found in zip(boards, lengths, actions):  # replay outside the timed loop
+        _check(board, [divmod(int(a), height) for a in found[:length]], length)
+    return lengths, seconds
 
 
 def run_numba(boards, width, weights, shortlist=0):
@@ -73,6 +80,7 @@ def main(argv=None):
     parser.add_argument("--boards", type=flags.positive_int, default=200)
     parser.add_argument("--width", type=flags.positive_int, default=2000)
     parser.add_argument("--only", default="", help="run only the rows whose name contains this")
+    parser.add_argument("--batch", type=flags.positive_int, default=16, help="boards per JAX search")
     parser.add_argument("--out", type=flags.output_file, default="results/beam.json")
     args = parser.parse_args(argv)
 
@@ -91,22 +99,29 @@ def main(argv=None):
         ("numba, tuned heuristic", lambda: run_numba(boards, args.width, weights)),
         ("numba, tuned + lookahead", lambda: run_numba(boards, args.width, weights, beam.LOOKAHEAD_SHORTLIST)),
         ("jax, tuned + lookahead", lambda: run_jax(boards, args.width, heuristic.heuristic_scorer,
-                                                   beam.lookahead_heuristic)),
-        ("jax, tuned heuristic", lambda: run_jax(boards, args.width, heuristic.heuristic_scorer)),
+                                                   beam.lookahead_heuristic, args.batch)),
+        ("jax, tuned heuristic", lambda: run_jax(boards, args.width, heuristic.heuristic_scorer, None, args.batch)),
     ]:
         if args.only not in name:
             continue
         lengths, seconds = runner()
         rows[name] = {"mean": float(lengths.mean()), "share_equal_best_known": float(np.mean(lengths <= best_known)),
                       "seconds_per_board": seconds, "lengths": lengths.tolist()}
+        twin = rows.get(name.replace("jax", "numba")) if name.startswith("jax") else None
+        if twin is not None:  # the numba beam with the same scorer, same run
+            rows[name]["time_vs_numba"] = seconds / twin["seconds_per_board"]
+            rows[name]["boards_equal_to_numba"] = int(np.sum(lengths == np.array(twin["lengths"])))
         print(f"  {name}: mean {lengths.mean():.3f}, {seconds:.2f} s per board", flush=True)
         files.atomic_write_json(args.out, report)
     print(f"\nBeam search, width {args.width}, first {len(boards)} boards of data/boards/eval_8x6x5.txt "
           f"(best known mean {best_known.mean():.3f}); JAX on {report['backend']} ({device.device_kind})\n")
-    print("| search | mean clicks | share at or below best known | s per board |")
-    print("|---|---:|---:|---:|")
+    print("| search | mean clicks | share at or below best known | s per board | time / numba's | lengths equal to numba's |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, row in rows.items():
-        print(f"| {name} | {row['mean']:.3f} | {row['share_equal_best_known']:.1%} | {row['seconds_per_board']:.2f} |")
+        ratio = f"{row['time_vs_numba']:.1f}x" if "time_vs_numba" in row else ""
+        equal = f"{row['boards_equal_to_numba']} / {len(boards)}" if "boards_equal_to_numba" in row else ""
+        print(f"| {name} | {row['mean']:.3f} | {row['share_equal_best_known']:.1%} | {row['seconds_per_board']:.2f} "
+              f"| {ratio} | {equal} |")
     files.atomic_write_json(args.out, report)
     print(f"\nwrote {args.out}")
 

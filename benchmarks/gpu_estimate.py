@@ -12,8 +12,8 @@ analysis by the measured number of passes, unrolled: on a batch, such a loop run
 passes as its slowest element needs, so the count is the batch's maximum, measured on
 random positions (for the env step at the same batch size; for the beam and the learner
 at the number of positions expanded per step, though their children come in larger
-batches). The lookahead rescorer's ``lax.map`` over chunks of boards is a loop as well, so
-the analysis runs it as one batch. Integer work counts as flops. The roofline bound is then
+batches). The beam's chunked loops over children are loops as well, so the analysis runs
+each as one chunk of exactly the children random positions have. Integer work counts as flops. The roofline bound is then
 ``time >= max(flops / peak flops, bytes / memory bandwidth)``, and the largest batch is
 the memory per game divided into the GPU's memory. These are **estimates**, upper bounds
 on speed: real kernels reach a fraction of the roofline, and a GPU compiler fuses
@@ -93,9 +93,11 @@ def _batch_max_passes(function, inputs) -> int:
     def counted(item):
         passes.clear()
         result = function(item)
-        if len(passes) != 1:
-            raise ValueError(f"expected one fixed point, traced {len(passes)}")
-        return result, passes[0]
+        if not passes:
+            raise ValueError("traced no fixed point")
+        # A custom_vmap function (game.cluster_labels) is traced unbatched, then by its
+        # batching rule: the last fixed point traced is the one that runs.
+        return result, passes[-1]
 
     with _fixed_point(_counting(passes)):
         _, counts = jax.jit(jax.vmap(counted))(inputs)
@@ -158,19 +160,35 @@ def env_step(batch: int, size: game.GameConfig, seed: int) -> dict:
 
 def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
     """One click of a width-``width`` beam with the lookahead rescorer (benchmarks/beam.py's
-    JAX row) on one board: ``beam_search`` stopped after one click runs its loop body once."""
-    board = random_positions(1, size, seed, clicks=0)[0]
-    labels = _batch_max_passes(game.cluster_labels, random_positions(width, size, seed + 1))
+    JAX row): every cluster of ``width`` positions played, scored and hashed, then the
+    lookahead over ``LOOKAHEAD_SHORTLIST * width`` of the children. Both run their chunked
+    loop as one chunk of exactly the children that random positions have, so the analysis
+    counts the work once per child (the top-k selection in between is left out: small)."""
+    positions = random_positions(width, size, seed)
+    listed = random_positions(beam.LOOKAHEAD_SHORTLIST * width, size, seed + 1)
+    labels = max(_batch_max_passes(game.cluster_labels, positions), _batch_max_passes(game.cluster_labels, listed))
 
-    rescorer = beam.lookahead_scorer(heuristic_scorer, batch_size=beam.LOOKAHEAD_SHORTLIST * width)
+    def children_of(boards):
+        flat = jax.vmap(game.cluster_labels)(boards).reshape(boards.shape[0], -1)
+        return int(jnp.sum(flat == jnp.arange(size.num_cells)))
 
-    def expansion(board):
-        return beam.beam_search(board, width=width, rescorer=rescorer, max_clicks=1).length
+    expanded, looked = children_of(positions), children_of(listed)
 
-    flops, accessed, memory = _analyse(expansion, board, passes=labels)
+    def expansion(positions, listed):
+        def visit(total, start, children, parent, action, valid):
+            scores = jnp.where(valid, heuristic_scorer(children), jnp.inf)
+            hashes = jax.vmap(beam.canonical_hash)(children)
+            return total + jnp.sum(scores) + jnp.sum(hashes[:, 0]).astype(jnp.float32)
+
+        alive = jnp.ones(positions.shape[0], bool)
+        flat = jax.vmap(game.cluster_labels)(positions).reshape(positions.shape[0], -1)
+        scored = beam.for_each_child(positions, flat, alive, expanded, visit, jnp.float32(0))[2]
+        return scored + jnp.sum(beam.lookahead_scorer(heuristic_scorer, chunk=looked)(listed))
+
+    flops, accessed, memory = _analyse(expansion, positions, listed, passes=labels)
     return {"program": f"beam expansion, width {width}, lookahead", "item": "expansion", "batch": 1,
-            "passes": labels, "flops": flops, "bytes": accessed, "memory": memory,
-            "state_bytes": width * (size.num_cells + 4 * size.num_cells)}  # boards + click histories
+            "passes": labels, "children": expanded + looked, "flops": flops, "bytes": accessed,
+            "memory": memory, "state_bytes": width * size.num_cells * (1 + 4 + 8)}  # boards, labels, parent and move logs
 
 
 def training_update(config: avi.AVIConfig, seed: int) -> dict:

@@ -304,7 +304,7 @@ API_CASES = [
     (lambda: jaxdust.solve("2" * 48, colors=1), "colour 2"),
     (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=0), "width"),
     (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=2, max_clicks=-1), "max_clicks"),
-    (lambda: jaxdust.beam_search(jnp.ones((2, 8, 6), jnp.int8), width=2), "jax.vmap"),
+    (lambda: jaxdust.beam_search(jnp.ones((2, 2, 8, 6), jnp.int8), width=2), "[B, W, H]"),
     (lambda: jaxdust.DustEnv(max_clicks=0), "max_clicks"),
     (lambda: jaxdust.DustEnv(rewards=jaxdust.Rewards(click=float("nan"))), "click"),
     (lambda: jaxdust.GameConfig(8, 6, 10), "colors"),

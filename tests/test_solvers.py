@@ -459,15 +459,83 @@ def test_beam_search_solutions_replay_and_never_beat_the_optimum(boards_dir):
         assert count == length and bool(jaxdust.is_done(final))
 
 
-def test_wider_beams_are_no_worse_and_vmap_over_boards(boards_dir):
+def test_wider_beams_are_no_worse(boards_dir):
     records = jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")[:8]
     boards = jnp.stack([r.board for r in records])
-    narrow = jax.vmap(lambda b: beam.beam_search(b, width=4).length)(boards)
-    wide = jax.vmap(lambda b: beam.beam_search(b, width=64).length)(boards)
+    narrow = beam.beam_search(boards, width=4).length
+    wide = beam.beam_search(boards, width=64).length
     optimal = np.array([r.values[0] for r in records])
     assert np.all(np.asarray(wide) >= optimal)
     assert np.asarray(wide).sum() <= np.asarray(narrow).sum()
     assert np.mean(np.asarray(wide) == optimal) >= 0.5
+
+
+@pytest.mark.parametrize("lookahead", [False, True])
+def test_a_batch_searches_each_board_as_alone_and_as_the_numba_beam(boards_dir, lookahead):
+    """One compiled search over a batch (an empty board and a one-click board included)
+    gives each board what a search of it alone gives, and the numba beam's lengths."""
+    records = jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")[:10]
+    boards = [r.board for r in records] + [np.zeros((6, 6), np.int8), np.full((6, 6), 3, np.int8)]
+    rescorer = beam.lookahead_heuristic if lookahead else None
+    # A small chunk makes several chunks per click, and a shortlist of 8 x 16 runs the
+    # selection's top-k prefix (not the whole-row sort) on the first boards' rows.
+    batch = beam.beam_search(jnp.asarray(np.stack(boards)), width=16, rescorer=rescorer, chunk=64)
+    geometry = bitboard.make_geometry(6, 6)
+    path = np.zeros(36, np.uint64)
+    for i, board in enumerate(boards):
+        alone = beam.beam_search(jnp.asarray(board), width=16, rescorer=rescorer)
+        length = int(batch.length[i])
+        assert length == int(alone.length)
+        np.testing.assert_array_equal(batch.actions[i], alone.actions)
+        final, count = jaxdust.replay(board, [divmod(int(a), 6) for a in np.asarray(batch.actions[i])[:length]])
+        assert bool(jaxdust.is_done(final)) and count == length
+        if board.any():
+            shortlist = LOOKAHEAD_SHORTLIST if lookahead else 0
+            assert length == upper_bound.beam_upper_bound(planes_of(board, 5), geometry, 16, HEURISTIC_WEIGHTS,
+                                                          path, shortlist)
+    assert int(batch.length[-2]) == 0 and int(batch.length[-1]) == 1
+
+
+def test_the_selection_prefix_agrees_with_sorting_whole_rows():
+    """``_best_distinct`` sorts a top-k prefix of each row when that decides; many tied
+    scores and repeated hashes force the whole-row path on some rows."""
+    rng = np.random.default_rng(5)
+    for ties in (3, 1000):  # scores in 0..ties-1: heavy ties, then few
+        scores = rng.integers(0, ties, size=(4, 300)).astype(np.float32)
+        scores[:, 250:] = np.inf  # children past the end of a board's run
+        hashes = rng.integers(0, 40, size=(4, 300, 2)).astype(np.uint32)
+        scores, hashes = jnp.asarray(scores), jnp.asarray(hashes)
+
+        def hashes_of(columns):
+            return jnp.take_along_axis(hashes, columns[..., None], axis=1)
+
+        for count in (5, 40, 200):
+            got = beam._best_distinct(scores, hashes_of, count)
+            whole = beam._first_distinct(scores, hashes, count)[:2]
+            np.testing.assert_array_equal(got[1], whole[1])
+            finite = np.isfinite(np.asarray(whole[1]))
+            np.testing.assert_array_equal(np.asarray(got[0])[finite], np.asarray(whole[0])[finite])
+
+
+def test_every_cluster_of_every_alive_position_is_played_once():
+    rng = np.random.default_rng(8)
+    boards = np.stack(_partly_played_boards(rng, 12, 5, 4, 3))
+    alive = np.arange(12) % 3 != 0
+    labels = jax.vmap(jaxdust.cluster_labels)(jnp.asarray(boards)).reshape(12, -1)
+
+    def visit(seen, start, children, parent, action, valid):
+        boards_seen, codes = seen
+        codes = jax.lax.dynamic_update_slice(codes, jnp.where(valid, parent * 20 + action, -1), (start,))
+        return jax.lax.dynamic_update_slice(boards_seen, children, (start, 0, 0)), codes
+
+    seen = (jnp.zeros((12 * 20, 5, 4), jnp.int8), jnp.full(12 * 20, -1))
+    _, count, (children, codes) = beam.for_each_child(jnp.asarray(boards), labels, jnp.asarray(alive), 7, visit, seen)
+    expected = [(i, x * 4 + y) for i in range(12) if alive[i]
+                for x, y in np.argwhere(ref.cluster_representatives(boards[i]))]
+    assert int(count) == len(expected)
+    assert [divmod(int(c), 20) for c in np.asarray(codes)[: len(expected)]] == sorted(expected)
+    for (parent, action), child in zip(sorted(expected), np.asarray(children)):
+        np.testing.assert_array_equal(child, ref.click(boards[parent], *divmod(action, 4))[0])
 
 
 def test_canonical_beam_hash_merges_mirror_images():

@@ -194,23 +194,38 @@ def cluster_mask(board: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
 
 
 def _same_colour_neighbour(board: jax.Array, offset: int, axis: int) -> jax.Array:
-    """bool ``[W, H]``: the cell ``offset`` away along ``axis`` exists and has my colour."""
+    """bool, ``board``'s shape: the cell ``offset`` away along ``axis`` exists and has my colour."""
     neighbour = _shift(board, -offset, axis)  # neighbour[x] = board[x + offset]
     return (neighbour == board) & (board != 0)
 
 
-def cluster_labels(board: jax.Array) -> jax.Array:
-    """Cluster id of every cell: int32 ``[W, H]``.
+def label_dtype(cells: int):
+    """The narrowest signed integer type that holds ``0..cells``: the labels' working type."""
+    for dtype in (jnp.int8, jnp.int16):
+        if cells <= jnp.iinfo(dtype).max:
+            return dtype
+    return jnp.int32
 
-    The id of an occupied cell is the smallest flat index ``x * height + y`` in its
-    cluster; empty cells get ``-1``. Minimum-label propagation over same-colour edges, run
-    to a fixed point.
+
+def cell_index(width: int, height: int, dtype=jnp.int32, batch_dims: int = 0) -> jax.Array:
+    """Flat index ``x * height + y`` of every cell: ``[W, H]`` then ``batch_dims`` ones."""
+    index = jnp.arange(width * height, dtype=dtype)
+    return index.reshape((width, height) + (1,) * batch_dims)
+
+
+def labels_cells_first(boards: jax.Array) -> jax.Array:
+    """``cluster_labels`` of boards int8 ``[W, H, ...]`` (batch axes last), in
+    ``label_dtype(W * H)``, with ``W * H`` (not ``-1``) on empty cells.
+
+    Batch axes last is how XLA on a CPU vectorises this: the shifts then move whole
+    contiguous rows of boards, and narrow labels fill more lanes (5x faster per board than
+    the batch-first layout ``vmap`` gives, at 8,192 boards of 8 x 6).
     """
-    width, height = board.shape
-    occupied = board != 0
-    big = jnp.int32(width * height)
-    index = jnp.arange(width * height, dtype=jnp.int32).reshape(width, height)
-    links = [(o, a, _same_colour_neighbour(board, o, a)) for a in (0, 1) for o in (1, -1)]
+    width, height = boards.shape[:2]
+    cells = width * height
+    dtype = label_dtype(cells)
+    occupied = boards != 0
+    links = [(o, a, _same_colour_neighbour(boards, o, a)) for a in (0, 1) for o in (1, -1)]
 
     def relax(labels: jax.Array) -> jax.Array:
         for offset, axis, linked in links:
@@ -218,8 +233,29 @@ def cluster_labels(board: jax.Array) -> jax.Array:
             labels = jnp.where(linked, jnp.minimum(labels, neighbour), labels)
         return labels
 
-    labels = _fixed_point(relax, jnp.where(occupied, index, big))
-    return jnp.where(occupied, labels, -1)
+    start = jnp.where(occupied, cell_index(width, height, dtype, boards.ndim - 2), jnp.asarray(cells, dtype))
+    return _fixed_point(relax, start)
+
+
+def _public_labels(labels: jax.Array, cells: int) -> jax.Array:
+    return jnp.where(labels == cells, -1, labels.astype(jnp.int32))
+
+
+@jax.custom_batching.custom_vmap
+def cluster_labels(board: jax.Array) -> jax.Array:
+    """Cluster id of every cell: int32 ``[W, H]``.
+
+    The id of an occupied cell is the smallest flat index ``x * height + y`` in its
+    cluster; empty cells get ``-1``. Minimum-label propagation over same-colour edges, run
+    to a fixed point. Under ``jax.vmap`` the batch is moved last (``labels_cells_first``).
+    """
+    return _public_labels(labels_cells_first(board), board.size)
+
+
+@cluster_labels.def_vmap
+def _cluster_labels_vmap(axis_size: int, in_batched: list, boards: jax.Array):
+    labels = labels_cells_first(jnp.moveaxis(boards, 0, -1))
+    return jnp.moveaxis(_public_labels(labels, boards.shape[1] * boards.shape[2]), -1, 0), True
 
 
 def cluster_sizes(board: jax.Array) -> jax.Array:

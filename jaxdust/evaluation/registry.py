@@ -135,9 +135,11 @@ def _play_policy(policy, params, boards, context: Context) -> dict:
 def _play_beam(width: int, scorer, params, boards, context: Context) -> dict:
     lengths = beam_lengths(boards, width, scorer, params, context.max_clicks, context.progress)
     solutions = []
-    for board in boards[: context.solutions]:  # searched again, one by one: the same search
-        found = beam_search(board, width=width, scorer=scorer, params=params, max_clicks=context.max_clicks)
-        solutions.append(_clicks(found.actions[: max(int(found.length), 0)], boards.shape[2]))
+    if context.solutions:  # searched again: the same search (each board's beam is its own)
+        found = beam_search(boards[: context.solutions], width=width, scorer=scorer, params=params,
+                            max_clicks=context.max_clicks)
+        for length, actions in zip(np.asarray(found.length), np.asarray(found.actions)):
+            solutions.append(_clicks(actions[: max(int(length), 0)], boards.shape[2]))
     return {"clicks": np.where(lengths < 0, context.max_clicks, lengths), "cleared": lengths >= 0,
             "solutions": solutions}
 

@@ -1,9 +1,11 @@
-"""Anytime search in JAX: a batched beam search with a pluggable scorer (CPU or GPU).
+"""Anytime search in JAX: a beam search over a batch of boards with a pluggable scorer.
 
-Each click, every kept position is expanded by every cluster (one action per cluster), the
-children are scored, positions equal up to the mirror image ``x -> width - 1 - x`` are kept
-once, and the ``width`` best survive. The search stops at the first click that empties a
-board, which gives the shortest solution this beam can see.
+Each click, every kept position is expanded by every cluster (one child per cluster, made
+``chunk`` at a time from a compacted list, so the work follows the number of clusters and
+not the ``W * H`` cells), the children are scored, positions equal up to the mirror image
+``x -> width - 1 - x`` are kept once, and the ``width`` best of each board survive. A board's
+search stops at the first click that empties it, which gives the shortest solution this
+beam can see. All boards of a batch advance together in one compiled loop (CPU or GPU).
 
 A *scorer* is ``scorer(boards, params)``: int8 boards ``[M, W, H]`` and its parameters
 (a pytree, or None) to float32 ``[M]``, lower is better (an estimate of the clicks left).
@@ -24,33 +26,68 @@ from jaxdust.core import game
 from jaxdust.search.heuristic import Scorer, heuristic_scorer
 
 LOOKAHEAD_SHORTLIST = 4  # children per kept position that the lookahead rescoring sees
+CHUNK = 8192  # children made and scored at a time
 
 
-def _play(board: jax.Array, labels: jax.Array, actions: jax.Array) -> jax.Array:
-    """Boards after clicking each flat cell of ``actions`` ``[K]``: int8 ``[K, W, H]``.
-    ``labels`` are ``game.cluster_labels(board)`` flattened."""
-    masks = (labels[None, :] == actions[:, None]).reshape(actions.shape[0], *board.shape)
-    return jax.vmap(game.remove_and_contract, in_axes=(None, 0))(board, masks)[0]
+def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk: int, visit, carry):
+    """Play every cluster of every alive position, ``chunk`` children at a time.
+
+    The (position, cluster) pairs are compacted first, so the work follows the number of
+    clusters (about 15 on a typical 8 x 6 search position) rather than the ``W * H``
+    cells; the loop runs as many chunks as there are children, a data-dependent count.
+
+    Args:
+      boards: int8 ``[M, W, H]``; labels: int32 ``[M, W * H]`` (``game.cluster_labels``
+        flattened); alive: bool ``[M]``, the positions to expand.
+      visit: ``visit(carry, start, children [C, W, H], parent [C], action [C], valid [C])
+        -> carry``: pair ``start + i`` is ``children[i]``, made by clicking flat cell
+        ``action[i]`` of ``boards[parent[i]]``; ``valid`` is False past the last pair.
+
+    Returns ``(pairs, count, carry)``: int32 ``[P]`` pair codes ``parent * W * H + action``
+    in position then cell order (``P`` is ``M * W * H`` rounded up to ``chunk``), how many
+    are real, and the final carry.
+    """
+    count_boards, width, height = boards.shape
+    cells = width * height
+    is_action = (labels == jnp.arange(cells, dtype=labels.dtype)) & alive[:, None]
+    capacity = -(-count_boards * cells // chunk) * chunk
+    flat = jnp.pad(is_action.reshape(-1), (0, capacity - count_boards * cells))
+    count = jnp.sum(flat, dtype=jnp.int32)
+    pairs = jnp.nonzero(flat, size=capacity, fill_value=0)[0].astype(jnp.int32)
+
+    def one_chunk(k, carry):
+        start = k * chunk
+        code = jax.lax.dynamic_slice(pairs, (start,), (chunk,))
+        valid = start + jnp.arange(chunk) < count
+        parent, action = code // cells, code % cells
+        removed = (labels[parent] == action[:, None]).reshape(chunk, width, height)
+        children = jax.vmap(game.remove_and_contract)(boards[parent], removed)[0]
+        return visit(carry, start, children, parent, action, valid)
+
+    return pairs, count, jax.lax.fori_loop(0, (count + chunk - 1) // chunk, one_chunk, carry)
 
 
-def lookahead_scorer(base: Scorer, batch_size: int = 256) -> Scorer:
+def _labels(boards: jax.Array) -> jax.Array:
+    """int32 ``[M, W * H]``: ``game.cluster_labels`` of boards ``[M, W, H]``, flattened."""
+    return jax.vmap(game.cluster_labels)(boards).reshape(boards.shape[0], -1)
+
+
+def lookahead_scorer(base: Scorer, chunk: int = CHUNK) -> Scorer:
     """A scorer that plays every cluster of each board and keeps the best outcome:
-    ``1 + min(base(child))``, with ``base = 0`` for an emptied board. It sees the next
-    click's effect exactly, for one ``base`` call per cluster; pair it with the beam's
-    ``shortlist`` so only the most promising children pay that. ``batch_size`` boards are
-    expanded at a time (bounds memory; ``W * H`` children each)."""
+    ``1 + min(base(child))``, with ``base = 0`` for an emptied board (and 0 for an empty
+    board). It sees the next click's effect exactly, for one ``base`` call per cluster;
+    pair it with the beam's ``shortlist`` so only the most promising children pay that.
+    ``chunk`` children are made and scored at a time."""
 
     def score(boards: jax.Array, params=None) -> jax.Array:
-        cell_index = jnp.arange(boards.shape[1] * boards.shape[2], dtype=jnp.int32)
+        alive = ~jax.vmap(game.is_done)(boards)
 
-        def one(board):
-            labels = game.cluster_labels(board).reshape(-1)
-            children = _play(board, labels, cell_index)
+        def visit(best, start, children, parent, action, valid):
             values = jnp.where(jax.vmap(game.is_done)(children), 0.0, base(children, params))
-            best = jnp.min(jnp.where(labels == cell_index, values, jnp.inf))
-            return jnp.where(game.is_done(board), 0.0, 1.0 + best)
+            return best.at[parent].min(jnp.where(valid, values, jnp.inf))
 
-        return jax.lax.map(one, boards, batch_size=batch_size)
+        best = for_each_child(boards, _labels(boards), alive, chunk, visit, jnp.full(boards.shape[0], jnp.inf))[2]
+        return jnp.where(alive, 1.0 + best, 0.0)
 
     return score
 
@@ -82,151 +119,228 @@ def sort_distinct(scores: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.
     """Candidates sorted by score, repeats marked: boards with equal ``canonical_hash`` and
     equal score are one position (reached twice, or mirrored), kept once.
 
-    Args: scores float32 ``[K]``; hashes uint32 ``[K, 2]``.
-    Returns the order int32 ``[K]`` and the sorted scores ``[K]``, inf at every repeat.
+    Args: scores float32 ``[..., K]``; hashes uint32 ``[..., K, 2]`` (rows sorted apart).
+    Returns the order int32 ``[..., K]`` and the sorted scores ``[..., K]``, inf at every
+    repeat.
     """
-    order = jnp.lexsort((hashes[:, 1], hashes[:, 0], scores))
-    sorted_scores, sorted_hashes = scores[order], hashes[order]
-    repeat = jnp.concatenate([
-        jnp.array([False]),
-        (sorted_scores[1:] == sorted_scores[:-1]) & jnp.all(sorted_hashes[1:] == sorted_hashes[:-1], axis=1),
-    ])
+    order = jnp.lexsort((hashes[..., 1], hashes[..., 0], scores), axis=-1)
+    sorted_scores = jnp.take_along_axis(scores, order, axis=-1)
+    sorted_hashes = jnp.take_along_axis(hashes, order[..., None], axis=-2)
+    repeat = (sorted_scores[..., 1:] == sorted_scores[..., :-1]) & jnp.all(
+        sorted_hashes[..., 1:, :] == sorted_hashes[..., :-1, :], axis=-1)
+    repeat = jnp.concatenate([jnp.zeros_like(repeat[..., :1]), repeat], axis=-1)
     return order, jnp.where(repeat, jnp.inf, sorted_scores)
 
 
+def _first_distinct(scores: jax.Array, hashes: jax.Array, count: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The ``count`` best distinct candidates of each row (``sort_distinct``'s order).
+
+    Args: scores float32 ``[B, K]``; hashes uint32 ``[B, K, 2]``.
+    Returns their columns int32 ``[B, count]``, scores ``[B, count]`` (inf: fewer exist),
+    and, per row, how many distinct candidates score below the row's largest finite-or-not
+    score ``[B]`` (what ``_best_distinct`` checks).
+    """
+    order, distinct = sort_distinct(scores, hashes)
+    position = jnp.where(jnp.isfinite(distinct), jnp.arange(scores.shape[-1]), scores.shape[-1])
+    first, pick = jax.lax.top_k(-position, count)  # top_k keeps the lower index of ties
+    found = -first < scores.shape[-1]
+    columns = jnp.take_along_axis(order, pick, axis=-1)
+    chosen = jnp.where(found, jnp.take_along_axis(distinct, pick, axis=-1), jnp.inf)
+    below_last = jnp.sum(distinct < jnp.max(scores, axis=-1, keepdims=True), axis=-1)
+    return columns, chosen, below_last
+
+
+def _best_distinct(scores: jax.Array, hashes_of, count: int) -> tuple[jax.Array, jax.Array]:
+    """``_first_distinct`` over whole rows, sorting only a ``top_k`` prefix when it decides.
+
+    Args: scores float32 ``[B, R]``; ``hashes_of(columns [B, K]) -> uint32 [B, K, 2]``.
+
+    Sorting ``R`` (96,000 at width 2000 on 8 x 6) costs ~10x a ``top_k`` of twice
+    ``count``; the prefix decides whenever ``count`` distinct candidates score strictly
+    below its last score (ties at its edge would otherwise be cut by index, not by hash).
+    """
+    rows = scores.shape[-1]
+    prefix = min(rows, 2 * count)
+    if prefix == rows:
+        return _first_distinct(scores, hashes_of(jnp.broadcast_to(jnp.arange(rows), scores.shape)), count)[:2]
+    negated, columns = jax.lax.top_k(-scores, prefix)
+    picked, chosen, below_last = _first_distinct(-negated, hashes_of(columns), count)
+    decided = (below_last >= count) | ~jnp.isfinite(negated[:, -1])
+
+    def whole_rows():
+        every = jnp.broadcast_to(jnp.arange(rows), scores.shape)
+        return _first_distinct(scores, hashes_of(every), count)[:2]
+
+    return jax.lax.cond(jnp.all(decided), lambda: (jnp.take_along_axis(columns, picked, axis=-1), chosen),
+                        whole_rows)
+
+
 class BeamResult(NamedTuple):
-    length: jax.Array  # int32 [], clicks of the solution found; -1 if none within max_clicks
-    actions: jax.Array  # int32 [max_clicks], flat actions x * height + y, -1 after the end
+    length: jax.Array  # int32 [B] ([] for one board): clicks of the solution; -1 if none within max_clicks
+    actions: jax.Array  # int32 [B, max_clicks] ([max_clicks]): flat actions x * height + y, -1 after the end
 
 
 class _BeamCarry(NamedTuple):
-    boards: jax.Array  # int8 [B, W, H]
-    alive: jax.Array  # bool [B]
-    history: jax.Array  # int32 [B, max_clicks]
+    boards: jax.Array  # int8 [B * width, W, H]; board b's beam is rows b * width ...
+    labels: jax.Array  # int32 [B * width, W * H]
+    alive: jax.Array  # bool [B * width]
+    parents: jax.Array  # int32 [max_clicks, B * width], each kept position's row one click earlier
+    moves: jax.Array  # int32 [max_clicks, B * width], the flat action that made it
     depth: jax.Array  # int32 []
-    length: jax.Array  # int32 [], -1 until a board is cleared
-    solution: jax.Array  # int32 [max_clicks]
+    length: jax.Array  # int32 [B], -1 until a board is cleared
+    last_parent: jax.Array  # int32 [B], the row the clearing click was made from
+    last_move: jax.Array  # int32 [B], the clearing click
 
 
-@functools.partial(jax.jit, static_argnames=("width", "scorer", "max_children", "max_clicks", "rescorer",
-                                             "shortlist"))
-def beam_search(board: jax.Array, width: int = 2000, scorer: Scorer = heuristic_scorer,
-                max_children: int | None = None, max_clicks: int | None = None,
-                params=None, rescorer: Scorer | None = None,
-                shortlist: int = LOOKAHEAD_SHORTLIST) -> BeamResult:
-    """Beam search from one board (int8 ``[W, H]``); ``jax.vmap`` it for several boards.
+@functools.partial(jax.jit, static_argnames=("width", "scorer", "max_clicks", "rescorer", "shortlist", "chunk"))
+def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic_scorer,
+                max_clicks: int | None = None, params=None, rescorer: Scorer | None = None,
+                shortlist: int = LOOKAHEAD_SHORTLIST, chunk: int = CHUNK) -> BeamResult:
+    """Beam search from a batch of boards (int8 ``[B, W, H]``), or one board ``[W, H]``.
+
+    Every board keeps its own ``width`` positions; the boards share one compiled loop that
+    runs until the last of them is cleared, so a batch costs about its slowest board's
+    clicks times the children of all boards.
 
     Args:
-      width: positions kept per click.
+      width: positions kept per board and click.
       scorer: ``scorer(boards [M, W, H], params) -> [M]``, lower is better; a static
         argument, so pass a module-level function or one object reused across calls.
-      max_children: clusters expanded per position (the first in cell order); default all
-        cells, which never drops one.
       max_clicks: give up after this many clicks (default: cells on the board).
       params: the scorer's parameters (traced, so new weights need no recompilation).
-      rescorer: a costlier scorer (e.g. ``lookahead_heuristic``) that reorders the
-        ``shortlist * width`` best distinct children under ``scorer`` before ``width``
-        are kept; it gets ``params`` too.
+      rescorer: a costlier scorer (e.g. ``lookahead_heuristic``) that reorders each
+        board's ``shortlist * width`` best distinct children under ``scorer`` before
+        ``width`` are kept; it gets ``params`` too.
+      chunk: children made and scored at a time (bounds memory).
+
+    Returns a ``BeamResult``, batched like ``boards``.
 
     Raises:
-      ValueError: when tracing, for a board that is not 2-D or a size that is not a
-        positive integer.
+      ValueError: when tracing, for boards that are not 2-D or 3-D or a size that is not
+        a positive integer.
     """
-    if board.ndim != 2:
-        raise ValueError(f"beam_search takes one board [W, H] (jax.vmap it for several), got shape {board.shape}")
-    for name, value in (("width", width), ("max_children", max_children), ("max_clicks", max_clicks),
-                        ("shortlist", shortlist)):
+    if boards.ndim not in (2, 3):
+        raise ValueError(f"beam_search takes boards [B, W, H] or one board [W, H], got shape {boards.shape}")
+    for name, value in (("width", width), ("max_clicks", max_clicks), ("shortlist", shortlist), ("chunk", chunk)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ValueError(f"beam_search: {name} must be a positive integer, got {value!r}")
-    board_width, board_height = board.shape
+    if boards.ndim == 2:
+        found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk)
+        return BeamResult(found.length[0], found.actions[0])
+    count, board_width, board_height = boards.shape
     cells = board_width * board_height
-    children = max_children or cells
     max_clicks = max_clicks or cells
-    cell_index = jnp.arange(cells, dtype=jnp.int32)
-
-    def expand(position: jax.Array, alive: jax.Array):
-        """Children of one position: boards [K, W, H], actions [K], valid [K]."""
-        labels = game.cluster_labels(position).reshape(-1)
-        is_action = (labels == cell_index) & alive
-        key = jnp.where(is_action, cell_index, cells + cell_index)
-        actions = -jax.lax.top_k(-key, children)[0]  # the first ``children`` actions
-        valid = actions < cells
-        actions = jnp.where(valid, actions, 0)
-        return _play(position, labels, actions), actions, valid
+    rows = count * width
+    listed = shortlist * width if rescorer is not None else width  # children per board that reach the rescorer
+    board_of_row = jnp.arange(rows) // width
 
     def step(carry: _BeamCarry) -> _BeamCarry:
-        kids, actions, valid = jax.vmap(expand)(carry.boards, carry.alive)  # [B, K, ...]
-        kids = kids.reshape(-1, board_width, board_height)
-        actions, valid = actions.reshape(-1), valid.reshape(-1)
-        parents = jnp.repeat(jnp.arange(width), children)
+        def visit(found, start, children, parent, action, valid):
+            scores, hashes, cleared = found
+            done = valid & jax.vmap(game.is_done)(children)
+            values = jnp.where(valid, scorer(children, params), jnp.inf)
+            return (jax.lax.dynamic_update_slice(scores, values, (start,)),
+                    jax.lax.dynamic_update_slice(hashes, jax.vmap(canonical_hash)(children), (start, 0)),
+                    jax.lax.dynamic_update_slice(cleared, done, (start,)))
 
-        cleared = valid & jax.vmap(game.is_done)(kids)
-        first = jnp.argmax(cleared)
-        finished = jnp.any(cleared)
-        solution = jnp.where(
-            finished, carry.history[parents[first]].at[carry.depth].set(actions[first]), carry.solution
-        )
+        capacity = -(-rows * cells // chunk) * chunk
+        empty = (jnp.full(capacity, jnp.inf), jnp.zeros((capacity, 2), jnp.uint32), jnp.zeros(capacity, bool))
+        pairs, _, (scores, hashes, cleared) = for_each_child(
+            carry.boards, carry.labels, carry.alive, chunk, visit, empty)
 
-        scores = jnp.where(valid, scorer(kids, params), jnp.inf)
-        hashes = jax.vmap(canonical_hash)(kids)
-        order, sorted_scores = sort_distinct(scores, hashes)
+        # Children are listed position by position, so each board's form one run of the list.
+        clusters = jnp.sum(carry.labels == jnp.arange(cells), axis=1) * carry.alive
+        per_board = jnp.sum(clusters.reshape(count, width), axis=1)
+        offset = jnp.cumsum(per_board) - per_board
+        column = jnp.arange(width * cells)
+        in_run = column < per_board[:, None]
+        listed_at = jnp.where(in_run, offset[:, None] + column, 0)  # [B, width * cells], index in the list
+        run_scores = jnp.where(in_run, scores[listed_at], jnp.inf)
+        run_cleared = in_run & cleared[listed_at]
+
+        finished = jnp.any(run_cleared, axis=1) & (carry.length < 0)
+        first = pairs[offset + jnp.argmax(run_cleared, axis=1)]
+        last_parent = jnp.where(finished, first // cells, carry.last_parent)
+        last_move = jnp.where(finished, first % cells, carry.last_move)
+        length = jnp.where(finished, carry.depth + 1, carry.length)
+
+        def hashes_of(columns):
+            return hashes[jnp.take_along_axis(listed_at, columns, axis=1)]
+
+        listed_columns, listed_scores = _best_distinct(run_scores, hashes_of, listed)
+        code = pairs[jnp.take_along_axis(listed_at, listed_columns, axis=1)].reshape(-1)
+        parent, action = code // cells, code % cells
+        removed = (carry.labels[parent] == action[:, None]).reshape(-1, board_width, board_height)
+        children = jax.vmap(game.remove_and_contract)(carry.boards[parent], removed)[0]
         if rescorer is None:
-            ranked = jnp.argsort(sorted_scores, stable=True)[:width]
-            keep, kept_scores = order[ranked], sorted_scores[ranked]
+            keep, kept_scores = jnp.arange(rows), listed_scores.reshape(-1)
         else:
-            ranked = jnp.argsort(sorted_scores, stable=True)[: shortlist * width]
-            short, short_scores = order[ranked], sorted_scores[ranked]
-            rescored = jnp.where(jnp.isfinite(short_scores), rescorer(kids[short], params), jnp.inf)
-            best = jnp.argsort(rescored, stable=True)[:width]
-            keep, kept_scores = short[best], rescored[best]
-        history = carry.history[parents[keep]].at[:, carry.depth].set(actions[keep])
+            rescored = jnp.where(jnp.isfinite(listed_scores),
+                                 rescorer(children, params).reshape(count, listed), jnp.inf)
+            negated, best = jax.lax.top_k(-rescored, width)  # ties keep the shortlist's order
+            keep, kept_scores = (best + jnp.arange(count)[:, None] * listed).reshape(-1), -negated.reshape(-1)
+        boards = children[keep]
         return _BeamCarry(
-            boards=kids[keep],
-            alive=jnp.isfinite(kept_scores),
-            history=history,
+            boards=boards,
+            labels=_labels(boards),
+            alive=jnp.isfinite(kept_scores) & (length < 0)[board_of_row],
+            parents=carry.parents.at[carry.depth].set(parent[keep]),
+            moves=carry.moves.at[carry.depth].set(action[keep]),
             depth=carry.depth + 1,
-            length=jnp.where(finished, carry.depth + 1, carry.length),
-            solution=solution,
+            length=length,
+            last_parent=last_parent,
+            last_move=last_move,
         )
 
     def searching(carry: _BeamCarry) -> jax.Array:
-        return (carry.length < 0) & (carry.depth < max_clicks) & jnp.any(carry.alive)
+        return (carry.depth < max_clicks) & jnp.any(carry.alive)
 
+    start_boards = jnp.zeros((rows, board_width, board_height), boards.dtype).at[::width].set(boards)
+    first_row = jnp.arange(rows) % width == 0
+    start_done = jax.vmap(game.is_done)(boards)
     start = _BeamCarry(
-        boards=jnp.zeros((width, board_width, board_height), board.dtype).at[0].set(board),
-        alive=jnp.zeros(width, bool).at[0].set(True),
-        history=jnp.full((width, max_clicks), -1, jnp.int32),
+        boards=start_boards,
+        labels=_labels(start_boards),
+        alive=first_row & ~start_done[board_of_row],
+        parents=jnp.zeros((max_clicks, rows), jnp.int32),
+        moves=jnp.zeros((max_clicks, rows), jnp.int32),
         depth=jnp.int32(0),
-        length=jnp.where(game.is_done(board), 0, -1).astype(jnp.int32),
-        solution=jnp.full(max_clicks, -1, jnp.int32),
+        length=jnp.where(start_done, 0, -1).astype(jnp.int32),
+        last_parent=jnp.zeros(count, jnp.int32),
+        last_move=jnp.zeros(count, jnp.int32),
     )
     end = jax.lax.while_loop(searching, step, start)
-    return BeamResult(end.length, end.solution)
 
+    def trace_back(i, state):
+        actions, row = state
+        depth = max_clicks - 1 - i
+        earlier = depth < end.length - 1
+        actions = actions.at[:, depth].set(jnp.where(earlier, end.moves[depth, row], actions[:, depth]))
+        return actions, jnp.where(earlier, end.parents[depth, row], row)
 
-@functools.lru_cache(maxsize=32)
-def _batched_lengths(width: int, scorer: Scorer, max_clicks: int | None):
-    """One compiled search per setting, so evaluating again (e.g. during training) reuses it
-    instead of tracing a new function each call."""
-    return jax.jit(jax.vmap(
-        lambda b, p: beam_search(b, width=width, scorer=scorer, params=p, max_clicks=max_clicks).length,
-        in_axes=(0, None),
-    ))
+    clicks = jnp.arange(max_clicks)
+    actions = jnp.where((clicks == end.length[:, None] - 1), end.last_move[:, None], -1)
+    actions = jax.lax.fori_loop(0, max_clicks, trace_back, (actions, end.last_parent))[0]
+    return BeamResult(end.length, actions)
 
 
 def beam_lengths(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
                  max_clicks: int | None = None, progress=None) -> np.ndarray:
     """Clicks the beam search of ``width`` needs on each of ``boards`` (int8 ``[N, W, H]``),
-    searched in groups on the default device; -1 where it gives up at ``max_clicks``.
-    ``progress(n)`` is called after each group."""
+    searched in batches of about 65,536 positions on the default device; -1 where it gives
+    up at ``max_clicks``. ``progress(n)`` is called after each batch."""
     if boards.ndim != 3:
         raise ValueError(f"beam_lengths takes boards [N, W, H], got shape {boards.shape}")
-    search = _batched_lengths(width, scorer, max_clicks)
-    group = max(1, 4096 // max(width, 1))  # boards searched at once
+    total = boards.shape[0]
+    group = min(total, max(1, 65536 // width))
     lengths = []
-    for start in range(0, boards.shape[0], group):
-        part = boards[start : start + group]
-        lengths.append(np.asarray(search(part, params)))
+    for start in range(0, total, group):
+        part = jnp.asarray(boards[start : start + group])
+        real = part.shape[0]
+        if real < group:  # empty boards fill the last batch, so one compiled search serves all
+            part = jnp.concatenate([part, jnp.zeros((group - real, *part.shape[1:]), part.dtype)])
+        found = beam_search(part, width=width, scorer=scorer, params=params, max_clicks=max_clicks)
+        lengths.append(np.asarray(found.length)[:real])
         if progress is not None:
-            progress(part.shape[0])
+            progress(real)
     return np.concatenate(lengths)

@@ -26,30 +26,55 @@ REFERENCE_WEIGHTS = np.array([1.0, 0.6, 0.0, 0.0, 0.0])
 Scorer = Callable[[jax.Array, object], jax.Array]
 
 
-def heuristic_features(board: jax.Array) -> jax.Array:
-    """``FEATURES`` of one board: float32 ``[5]``.
+def _sum_rows(rows: jax.Array, dtype) -> jax.Array:
+    """``rows [K, M]`` summed over ``K`` as ``dtype [M]``, written out as K - 1 additions:
+    XLA on a CPU fuses those into one vectorised pass, where ``jnp.sum`` over the leading
+    axis ran ~2x slower here."""
+    total = rows[0].astype(dtype)
+    for row in rows[1:]:
+        total = total + row.astype(dtype)
+    return total
+
+
+def batch_features(boards: jax.Array) -> jax.Array:
+    """``FEATURES`` of boards int8 ``[M, W, H]``: float32 ``[M, 5]``.
 
     Colours left, extra clusters (clusters - colours), whether no colour is a single
-    cluster, cells left, and the largest cluster's size.
+    cluster, cells left, and the largest cluster's size. Computed with the batch axis last
+    (``game.labels_cells_first``); cluster sizes are one scatter-add over all boards, which
+    on a CPU beats comparing every cell with every label (0.2 against 1.4 us per board).
     """
-    width, height = board.shape
+    count, width, height = boards.shape
     cells = width * height
-    labels = game.cluster_labels(board).reshape(-1)
-    flat = board.reshape(-1)
-    representative = labels == jnp.arange(cells)
-    per_colour = jnp.sum(
-        representative[None, :] & (flat[None, :] == jnp.arange(1, game.MAX_COLORS + 1)[:, None]),
-        axis=1,
-    )  # [9] clusters of each colour
-    colours = jnp.sum(per_colour > 0)
-    sizes = jnp.zeros(cells + 1, jnp.int32).at[labels].add(1, mode="drop")[:cells]
+    columns = jnp.moveaxis(boards, 0, -1).reshape(cells, count)  # [cells, M]
+    labels = game.labels_cells_first(columns.reshape(width, height, count)).reshape(cells, count)
+    dtype = labels.dtype
+    representative = labels == game.cell_index(width, height, dtype, 1).reshape(cells, 1)
+    first_colours = jnp.where(representative, columns, jnp.zeros((), columns.dtype))
+    per_colour = jnp.stack([_sum_rows(first_colours == colour, dtype)
+                            for colour in range(1, game.MAX_COLORS + 1)])  # [9, M] clusters of each colour
+    colours = jnp.sum(per_colour > 0, axis=0, dtype=jnp.int32)
+    slots = jnp.arange(count, dtype=jnp.int32)[:, None] * (cells + 1) + labels.T.astype(jnp.int32)
+    sizes = jnp.zeros(count * (cells + 1), jnp.int32).at[slots.reshape(-1)].add(1)  # empty cells: slot `cells`
     return jnp.stack([
         colours,
-        jnp.sum(representative) - colours,
-        (colours > 0) & ~jnp.any(per_colour == 1),
-        jnp.sum(flat != 0),
-        jnp.max(sizes),
-    ]).astype(jnp.float32)
+        _sum_rows(representative, jnp.int32) - colours,
+        (colours > 0) & ~jnp.any(per_colour == 1, axis=0),
+        _sum_rows(columns != 0, jnp.int32),
+        jnp.max(sizes.reshape(count, cells + 1)[:, :cells], axis=1),
+    ], axis=1).astype(jnp.float32)
+
+
+@jax.custom_batching.custom_vmap
+def heuristic_features(board: jax.Array) -> jax.Array:
+    """``FEATURES`` of one board int8 ``[W, H]``: float32 ``[5]`` (see ``batch_features``,
+    which ``jax.vmap`` of this calls)."""
+    return batch_features(board[None])[0]
+
+
+@heuristic_features.def_vmap
+def _heuristic_features_vmap(axis_size: int, in_batched: list, boards: jax.Array):
+    return batch_features(boards), True
 
 
 def linear_scorer(weights) -> Scorer:
@@ -59,7 +84,7 @@ def linear_scorer(weights) -> Scorer:
     weights = np.asarray(weights, np.float32)
 
     def score(boards: jax.Array, params=None) -> jax.Array:
-        return jax.vmap(heuristic_features)(boards) @ weights
+        return batch_features(boards) @ weights
 
     return score
 
