@@ -16,7 +16,6 @@ each row, so an interrupted run keeps what it measured.
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import platform
 import time
@@ -41,19 +40,15 @@ def _check(board, clicks, length):
 
 
 def run_jax(boards, width, scorer, rescorer=None, batch=16):
-    """``batch`` boards per compiled search (the last batch padded with empty boards)."""
-    search = functools.partial(beam.beam_search, width=width, scorer=scorer, rescorer=rescorer)
+    """``batch`` boards per compiled search (``beam.beam_solutions``)."""
     stacked = np.stack(boards)
-    padded = np.concatenate([stacked, np.zeros((-len(boards) % batch, *stacked.shape[1:]), stacked.dtype)])
-    search(jax.numpy.asarray(padded[:batch])).length.block_until_ready()  # compile
-    lengths, actions, start = [], [], time.perf_counter()
-    for first in tqdm(range(0, len(boards), batch), leave=False, disable=None):
-        result = search(jax.numpy.asarray(padded[first : first + batch]))
-        lengths.append(np.asarray(result.length))
-        actions.append(np.asarray(result.actions))
+    beam.beam_solutions(stacked[:batch], width, scorer, rescorer=rescorer, batch=batch)  # compile
+    start = time.perf_counter()
+    with tqdm(total=len(boards), leave=False, disable=None) as bar:
+        lengths, actions = beam.beam_solutions(stacked, width, scorer, rescorer=rescorer, batch=batch,
+                                               progress=bar.update)
     seconds = (time.perf_counter() - start) / len(boards)
     height = boards[0].shape[1]
-    lengths, actions = np.concatenate(lengths)[: len(boards)], np.concatenate(actions)
     for board, length, found in zip(boards, lengths, actions):  # replay outside the timed loop
         _check(board, [divmod(int(a), height) for a in found[:length]], length)
     return lengths, seconds

@@ -21,7 +21,7 @@ from jaxdust.core import game
 from jaxdust.core.play import play_in_chunks
 from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import load_run, read_run_config
-from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_lengths, beam_search
+from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_solutions
 from jaxdust.search.heuristic import heuristic_scorer
 from jaxdust.solver.api import solve
 from jaxdust.solver.dfs import solve_dfs
@@ -133,13 +133,9 @@ def _play_policy(policy, params, boards, context: Context) -> dict:
 
 
 def _play_beam(width: int, scorer, params, boards, context: Context) -> dict:
-    lengths = beam_lengths(boards, width, scorer, params, context.max_clicks, context.progress)
-    solutions = []
-    if context.solutions:  # searched again: the same search (each board's beam is its own)
-        found = beam_search(boards[: context.solutions], width=width, scorer=scorer, params=params,
-                            max_clicks=context.max_clicks)
-        for length, actions in zip(np.asarray(found.length), np.asarray(found.actions)):
-            solutions.append(_clicks(actions[: max(int(length), 0)], boards.shape[2]))
+    lengths, actions = beam_solutions(boards, width, scorer, params, context.max_clicks, progress=context.progress)
+    solutions = [_clicks(found[: max(int(length), 0)], boards.shape[2])
+                 for length, found in zip(lengths[: context.solutions], actions[: context.solutions])]
     return {"clicks": np.where(lengths < 0, context.max_clicks, lengths), "cleared": lengths >= 0,
             "solutions": solutions}
 

@@ -33,7 +33,7 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
     """Play every cluster of every alive position, ``chunk`` children at a time.
 
     The (position, cluster) pairs are compacted first, so the work follows the number of
-    clusters (about 15 on a typical 8 x 6 search position) rather than the ``W * H``
+    clusters (about 26 on 8 x 6 boards a few random clicks in) rather than the ``W * H``
     cells; the loop runs as many chunks as there are children, a data-dependent count.
 
     Args:
@@ -43,16 +43,18 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
         -> carry``: pair ``start + i`` is ``children[i]``, made by clicking flat cell
         ``action[i]`` of ``boards[parent[i]]``; ``valid`` is False past the last pair.
 
-    Returns ``(pairs, count, carry)``: int32 ``[P]`` pair codes ``parent * W * H + action``
-    in position then cell order (``P`` is ``M * W * H`` rounded up to ``chunk``), how many
-    are real, and the final carry.
+    Returns ``(pairs, per_position, carry)``: int32 ``[P]`` pair codes
+    ``parent * W * H + action`` in position then cell order (``P`` is ``M * W * H``
+    rounded up to ``chunk``; the first ``sum(per_position)`` are real), int32 ``[M]`` the
+    children of each position, and the final carry.
     """
     count_boards, width, height = boards.shape
     cells = width * height
     is_action = (labels == jnp.arange(cells, dtype=labels.dtype)) & alive[:, None]
+    per_position = jnp.sum(is_action, axis=1, dtype=jnp.int32)
     capacity = -(-count_boards * cells // chunk) * chunk
     flat = jnp.pad(is_action.reshape(-1), (0, capacity - count_boards * cells))
-    count = jnp.sum(flat, dtype=jnp.int32)
+    count = jnp.sum(per_position)
     pairs = jnp.nonzero(flat, size=capacity, fill_value=0)[0].astype(jnp.int32)
 
     def one_chunk(k, carry):
@@ -64,7 +66,7 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
         children = jax.vmap(game.remove_and_contract)(boards[parent], removed)[0]
         return visit(carry, start, children, parent, action, valid)
 
-    return pairs, count, jax.lax.fori_loop(0, (count + chunk - 1) // chunk, one_chunk, carry)
+    return pairs, per_position, jax.lax.fori_loop(0, (count + chunk - 1) // chunk, one_chunk, carry)
 
 
 def _labels(boards: jax.Array) -> jax.Array:
@@ -136,9 +138,8 @@ def _first_distinct(scores: jax.Array, hashes: jax.Array, count: int) -> tuple[j
     """The ``count`` best distinct candidates of each row (``sort_distinct``'s order).
 
     Args: scores float32 ``[B, K]``; hashes uint32 ``[B, K, 2]``.
-    Returns their columns int32 ``[B, count]``, scores ``[B, count]`` (inf: fewer exist),
-    and, per row, how many distinct candidates score below the row's largest finite-or-not
-    score ``[B]`` (what ``_best_distinct`` checks).
+    Returns their columns int32 ``[B, count]``, their scores ``[B, count]`` (inf: fewer
+    exist), and ``sort_distinct``'s sorted scores ``[B, K]`` (inf at repeats).
     """
     order, distinct = sort_distinct(scores, hashes)
     position = jnp.where(jnp.isfinite(distinct), jnp.arange(scores.shape[-1]), scores.shape[-1])
@@ -146,8 +147,7 @@ def _first_distinct(scores: jax.Array, hashes: jax.Array, count: int) -> tuple[j
     found = -first < scores.shape[-1]
     columns = jnp.take_along_axis(order, pick, axis=-1)
     chosen = jnp.where(found, jnp.take_along_axis(distinct, pick, axis=-1), jnp.inf)
-    below_last = jnp.sum(distinct < jnp.max(scores, axis=-1, keepdims=True), axis=-1)
-    return columns, chosen, below_last
+    return columns, chosen, distinct
 
 
 def _best_distinct(scores: jax.Array, hashes_of, count: int) -> tuple[jax.Array, jax.Array]:
@@ -163,9 +163,10 @@ def _best_distinct(scores: jax.Array, hashes_of, count: int) -> tuple[jax.Array,
     prefix = min(rows, 2 * count)
     if prefix == rows:
         return _first_distinct(scores, hashes_of(jnp.broadcast_to(jnp.arange(rows), scores.shape)), count)[:2]
-    negated, columns = jax.lax.top_k(-scores, prefix)
-    picked, chosen, below_last = _first_distinct(-negated, hashes_of(columns), count)
-    decided = (below_last >= count) | ~jnp.isfinite(negated[:, -1])
+    negated, columns = jax.lax.top_k(-scores, prefix)  # the prefix, best first
+    picked, chosen, distinct = _first_distinct(-negated, hashes_of(columns), count)
+    last = -negated[:, -1:]
+    decided = (jnp.sum(distinct < last, axis=-1) >= count) | ~jnp.isfinite(last[:, 0])
 
     def whole_rows():
         every = jnp.broadcast_to(jnp.arange(rows), scores.shape)
@@ -245,12 +246,11 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
 
         capacity = -(-rows * cells // chunk) * chunk
         empty = (jnp.full(capacity, jnp.inf), jnp.zeros((capacity, 2), jnp.uint32), jnp.zeros(capacity, bool))
-        pairs, _, (scores, hashes, cleared) = for_each_child(
+        pairs, per_position, (scores, hashes, cleared) = for_each_child(
             carry.boards, carry.labels, carry.alive, chunk, visit, empty)
 
         # Children are listed position by position, so each board's form one run of the list.
-        clusters = jnp.sum(carry.labels == jnp.arange(cells), axis=1) * carry.alive
-        per_board = jnp.sum(clusters.reshape(count, width), axis=1)
+        per_board = jnp.sum(per_position.reshape(count, width), axis=1)
         offset = jnp.cumsum(per_board) - per_board
         column = jnp.arange(width * cells)
         in_run = column < per_board[:, None]
@@ -324,23 +324,36 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
     return BeamResult(end.length, actions)
 
 
-def beam_lengths(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
-                 max_clicks: int | None = None, progress=None) -> np.ndarray:
-    """Clicks the beam search of ``width`` needs on each of ``boards`` (int8 ``[N, W, H]``),
-    searched in batches of about 65,536 positions on the default device; -1 where it gives
-    up at ``max_clicks``. ``progress(n)`` is called after each batch."""
+def beam_solutions(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
+                   max_clicks: int | None = None, rescorer: Scorer | None = None, batch: int | None = None,
+                   progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """``beam_search`` of ``boards`` (int8 ``[N, W, H]``), ``batch`` boards per call (default:
+    about 65,536 positions' worth) on the default device; the last batch is padded with
+    empty boards, so one compiled search serves all. ``progress(n)`` is called after each.
+
+    Returns NumPy ``(lengths [N], actions [N, max_clicks])`` as in ``BeamResult``.
+    """
     if boards.ndim != 3:
-        raise ValueError(f"beam_lengths takes boards [N, W, H], got shape {boards.shape}")
+        raise ValueError(f"beam search takes boards [N, W, H], got shape {boards.shape}")
     total = boards.shape[0]
-    group = min(total, max(1, 65536 // width))
-    lengths = []
+    group = min(total, batch or max(1, 65536 // width))
+    lengths, actions = [], []
     for start in range(0, total, group):
         part = jnp.asarray(boards[start : start + group])
         real = part.shape[0]
-        if real < group:  # empty boards fill the last batch, so one compiled search serves all
+        if real < group:
             part = jnp.concatenate([part, jnp.zeros((group - real, *part.shape[1:]), part.dtype)])
-        found = beam_search(part, width=width, scorer=scorer, params=params, max_clicks=max_clicks)
+        found = beam_search(part, width=width, scorer=scorer, params=params, max_clicks=max_clicks,
+                            rescorer=rescorer)
         lengths.append(np.asarray(found.length)[:real])
+        actions.append(np.asarray(found.actions)[:real])
         if progress is not None:
             progress(real)
-    return np.concatenate(lengths)
+    return np.concatenate(lengths), np.concatenate(actions)
+
+
+def beam_lengths(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
+                 max_clicks: int | None = None, progress=None) -> np.ndarray:
+    """Clicks the beam search of ``width`` needs on each of ``boards`` (int8 ``[N, W, H]``;
+    ``beam_solutions``' batches); -1 where it gives up at ``max_clicks``."""
+    return beam_solutions(boards, width, scorer, params, max_clicks, progress=progress)[0]
