@@ -92,12 +92,18 @@ def test_one_hot_marks_empty_in_channel_zero():
     np.testing.assert_array_equal(planes[0, 1], [0, 0, 0, 1])
 
 
-@pytest.mark.parametrize("height", [1, 5, 31, 32, 33, 70])
-def test_column_packing_round_trips(height):
-    mask = jax.random.bernoulli(jax.random.key(height), 0.5, (3, height))
+@pytest.mark.parametrize(
+    "height, dtype, words",
+    [(1, jnp.uint8, 1), (8, jnp.uint8, 1), (9, jnp.uint16, 1), (16, jnp.uint16, 1), (17, jnp.uint32, 1),
+     (32, jnp.uint32, 1), (33, jnp.uint32, 2), (70, jnp.uint32, 3)],
+)
+def test_column_packing_round_trips(height, dtype, words):
+    mask = jax.random.bernoulli(jax.random.key(height), 0.5, (3, height, 5))  # trailing batch axis
     packed = game.pack_columns(mask)
-    assert packed.shape == (3, -(-height // 32)) and packed.dtype == jnp.uint32
+    assert packed.shape == (3, words, 5) and packed.dtype == dtype
     np.testing.assert_array_equal(game.unpack_columns(packed, height), mask)
+    one = game.pack_columns(mask[..., 2])
+    np.testing.assert_array_equal(one, packed[..., 2])
 
 
 def test_game_config_rejects_bad_sizes():
@@ -141,6 +147,18 @@ def test_random_legal_action_is_uniform_over_the_mask():
     assert counts[[0, 2, 5, 6]].sum() == 0
     np.testing.assert_allclose(counts[[1, 3, 4]] / 30000, 1 / 3, atol=0.015)
     assert int(game.random_legal_action(jax.random.key(0), jnp.zeros(6, bool))) == 6
+
+
+@pytest.mark.parametrize("size", [1, 6, 31, 32, 33, 48, 100, 225])
+def test_kth_true_finds_every_true_index(size):
+    rng = np.random.default_rng(size)
+    masks = rng.random((40, size)) < rng.random((40, 1))
+    masks[0] = True
+    find = jax.jit(jax.vmap(game.kth_true, (None, 0)))
+    for mask in masks:
+        expected = np.flatnonzero(mask)
+        found = find(jnp.asarray(mask), jnp.arange(size))  # ranks past the count are not asked
+        np.testing.assert_array_equal(found[: len(expected)], expected)
 
 
 # ---------------------------------------------------------------------------------------

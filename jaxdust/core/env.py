@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from typing import NamedTuple
 
 import jax
@@ -163,30 +164,100 @@ class DustEnv:
         return state, timestep
 
     def step(self, state: State, action: jax.Array) -> tuple[State, TimeStep]:
-        board, removed = game.click_action(state.board, action)
-        finished_before = game.is_done(state.board)
-        cleared = game.is_done(board) & ~finished_before
-        clicks = state.clicks + jnp.where(finished_before, 0, 1).astype(jnp.int32)
+        """One click. Under ``jax.vmap`` the whole batch is stepped at once by ``step_batch``."""
+        return _batched_step(self)(state, action)
+
+    def step_batch(self, states: State, actions: jax.Array) -> tuple[State, TimeStep]:
+        """``step`` for a batch: states with leading axis ``[B]``, actions int32 ``[B]``;
+        what ``jax.vmap(env.step)`` runs.
+
+        The boards are clicked with the batch axis last (``game.click_cells_first``); the
+        clicked colour and the occupied count come from the batch-first boards (one gather,
+        one row sum); a board is cleared when the click removed every occupied cell.
+        """
+        num_games = actions.shape[0]
+        cells = states.board.reshape(num_games, -1)
+        colour = jnp.take_along_axis(cells, actions[:, None], axis=1, mode="fill", fill_value=0)[:, 0]
+        occupied = jnp.sum(cells != 0, axis=1, dtype=jnp.int32)
+        boards, removed = game.click_cells_first(jnp.moveaxis(states.board, 0, -1), actions, colour)
+        board = jnp.moveaxis(boards, -1, 0)
+
+        finished_before = occupied == 0
+        cleared = (removed == occupied) & ~finished_before
+        clicks = states.clicks + jnp.where(finished_before, 0, 1).astype(jnp.int32)
         reward = jnp.where(
             removed == 0,
             self.rewards.empty_click,
             jnp.where(cleared, self.rewards.clear, self.rewards.click),
         )
         reward = jnp.where(finished_before, 0.0, reward).astype(jnp.float32)
-        truncated = jnp.bool_(False)
+        truncated = jnp.zeros_like(cleared)
         if self.max_clicks is not None:
             truncated = (clicks >= self.max_clicks) & ~cleared & ~finished_before
         last = cleared | truncated | finished_before
         extras = {"removed": removed, "clicks": clicks, "next_board": board}
-        next_state = State(board=board, clicks=clicks, key=state.key)
+        next_states = State(board=board, clicks=clicks, key=states.key)
         if self.auto_reset:
-            fresh = self.init(state.key)
-            next_state = jax.tree.map(lambda new, old: jnp.where(last, new, old), fresh, next_state)
+            next_states = self._reset_finished(next_states, last)
         timestep = TimeStep(
             step_type=jnp.where(last, StepType.LAST, StepType.MID).astype(jnp.int8),
             reward=reward,
             discount=jnp.where(cleared | finished_before, 0.0, 1.0).astype(jnp.float32),
-            observation=self.observe(next_state.board),
+            observation=jax.vmap(self.observe)(next_states.board),
             extras=extras,
         )
-        return next_state, timestep
+        return next_states, timestep
+
+    def _reset_finished(self, states: State, last: jax.Array) -> State:
+        """Games whose episode ended (bool ``[B]``) restart from ``init(state.key)``.
+
+        Random play ends an episode every ~30 clicks on 8x6, so only the finished games
+        draw fresh boards (the threefry draws are most of a reset's cost): up to ``B // 8``
+        of them are gathered, drawn and scattered back; a step with more falls back to
+        drawing for every game. Both give the same states.
+        """
+        num_games = last.shape[0]
+        capacity = num_games // 8
+
+        def every(states: State) -> State:
+            fresh = jax.vmap(self.init)(states.key)
+            return jax.tree.map(lambda new, old: jnp.where(_per_game(last, new), new, old), fresh, states)
+
+        if capacity == 0:
+            return every(states)
+
+        def few(states: State) -> State:
+            (finished,) = jnp.nonzero(last, size=capacity, fill_value=num_games)
+            fresh = jax.vmap(self.init)(states.key[jnp.minimum(finished, num_games - 1)])
+            return jax.tree.map(lambda old, new: old.at[finished].set(new, mode="drop"), states, fresh)
+
+        return jax.lax.cond(jnp.sum(last, dtype=jnp.int32) <= capacity, few, every, states)
+
+
+def _per_game(flags: jax.Array, like: jax.Array) -> jax.Array:
+    """``flags [B]`` shaped to broadcast against ``like [B, ...]``."""
+    return flags.reshape(flags.shape + (1,) * (like.ndim - 1))
+
+
+@functools.cache
+def _batched_step(env: DustEnv):
+    """``env.step`` as a ``custom_vmap``: alone it is a batch of one; under ``vmap`` the
+    whole batch goes to ``env.step_batch`` (unmapped arguments broadcast)."""
+
+    def step_one(state: State, action: jax.Array):
+        states, actions = jax.tree.map(lambda leaf: leaf[None], (state, jnp.asarray(action, jnp.int32)))
+        return jax.tree.map(lambda leaf: leaf[0], env.step_batch(states, actions))
+
+    stepper = jax.custom_batching.custom_vmap(step_one)
+
+    @stepper.def_vmap
+    def _rule(axis_size: int, in_batched, state: State, action: jax.Array):
+        state, action = jax.tree.map(
+            lambda leaf, batched: leaf if batched else jnp.broadcast_to(leaf, (axis_size,) + leaf.shape),
+            (state, action),
+            tuple(in_batched),
+        )
+        outputs = env.step_batch(state, jnp.asarray(action, jnp.int32))
+        return outputs, jax.tree.map(lambda _: True, outputs)
+
+    return stepper
