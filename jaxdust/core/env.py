@@ -20,6 +20,9 @@ configuration, and ``jax.vmap(env.step)`` steps thousands of games in lockstep.
   reward, discount and ``LAST`` step type; ``extras["next_board"]`` keeps the board the
   click produced.
 - Stepping an already finished state (no auto-reset) changes nothing and gives reward 0.
+- **Batches**: ``jax.vmap(env.step)`` runs ``env.step_batch`` once on the whole batch (a
+  ``custom_vmap`` rule), which clicks with the batch axis last; results equal stepping
+  each game alone.
 """
 
 from __future__ import annotations
