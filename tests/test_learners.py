@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
@@ -356,15 +355,14 @@ def whole_run(tmp_path_factory):
 
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_run):
     killed = tmp_path / "killed"
-    process = subprocess.Popen([sys.executable, "train.py", *TRAIN_ARGS, "--run-dir", str(killed)],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoints = killed / "checkpoints"
-    deadline = time.time() + 180
-    while time.time() < deadline and not (checkpoints.exists() and any(p.name.isdigit() and int(p.name) >= 2
-                                                                        for p in checkpoints.iterdir())):
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    # The run kills itself (SIGKILL) once checkpoint 2 is on disk; polling for it from here
+    # raced the run, which could finish between two polls.
+    killer = ("import os, signal, sys; from jaxdust.learn import checkpoint as c, cli; save = c.Checkpoints.save; "
+              "c.Checkpoints.save = lambda self, step, *rest: (save(self, step, *rest), step >= 2 and "
+              "self.directory.endswith('checkpoints') and os.kill(os.getpid(), signal.SIGKILL)); cli.main()")
+    process = subprocess.run([sys.executable, "-c", killer, *TRAIN_ARGS, "--run-dir", str(killed)],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert process.returncode == -signal.SIGKILL
     assert not (killed / "summary.json").exists()  # it really died part way
     leftover = killed / ".tmp-abc123metrics.jsonl"
     leftover.write_text("{}")  # as if killed while rewriting the metrics
