@@ -35,7 +35,7 @@ import jaxdust
 from jaxdust.core import configs, files, flags, game
 from jaxdust.learn import avi
 from jaxdust.core.env import tree_bytes
-from jaxdust.search import beam
+from jaxdust.search import beam, keys
 from jaxdust.search.heuristic import heuristic_scorer
 
 GPU = {"name": "H100 (80 GB)", "bandwidth": 3.35e12, "flops": 60e12, "memory": 80e9}
@@ -160,10 +160,12 @@ def env_step(batch: int, size: game.GameConfig, seed: int) -> dict:
 
 def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
     """One click of a width-``width`` beam with the lookahead rescorer (benchmarks/beam.py's
-    JAX row): every cluster of ``width`` positions played, scored and hashed, then the
-    lookahead over ``LOOKAHEAD_SHORTLIST * width`` of the children. Both run their chunked
-    loop as one chunk of exactly the children that random positions have, so the analysis
-    counts the work once per child (the top-k selection in between is left out: small)."""
+    JAX row): every cluster of ``width`` positions played and scored, the solver keys of
+    the ``2 * LOOKAHEAD_SHORTLIST * width`` best, then the lookahead over
+    ``LOOKAHEAD_SHORTLIST * width`` of them. The chunked loops run as one chunk of exactly
+    the children that random positions have, so the analysis counts the work once per child
+    (the top-k selection in between is left out: small; so is all but one pass of the key's
+    loop over colours, a few percent of a child's work)."""
     positions = random_positions(width, size, seed)
     listed = random_positions(beam.LOOKAHEAD_SHORTLIST * width, size, seed + 1)
     labels = max(_batch_max_passes(game.cluster_labels, positions), _batch_max_passes(game.cluster_labels, listed))
@@ -176,14 +178,14 @@ def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
 
     def expansion(positions, listed):
         def visit(total, start, children, parent, action, valid):
-            scores = jnp.where(valid, heuristic_scorer(children), jnp.inf)
-            hashes = jax.vmap(beam.canonical_hash)(children)
-            return total + jnp.sum(scores) + jnp.sum(hashes[:, 0]).astype(jnp.float32)
+            return total + jnp.sum(jnp.where(valid, heuristic_scorer(children), jnp.inf))
 
         alive = jnp.ones(positions.shape[0], bool)
         flat = jax.vmap(game.cluster_labels)(positions).reshape(positions.shape[0], -1)
         scored = beam.for_each_child(positions, flat, alive, expanded, visit, jnp.float32(0))[2]
-        return scored + jnp.sum(beam.lookahead_scorer(heuristic_scorer, chunk=looked)(listed))
+        keyed = jax.vmap(keys.solver_key)(jnp.concatenate([listed, listed]))
+        return (scored + jnp.sum(beam.lookahead_scorer(heuristic_scorer, chunk=looked)(listed))
+                + jnp.sum(keyed[:, 0]).astype(jnp.float32))
 
     flops, accessed, memory = _analyse(expansion, positions, listed, passes=labels)
     return {"program": f"beam expansion, width {width}, lookahead", "item": "expansion", "batch": 1,

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxdust
-from jaxdust.search import beam
+from jaxdust.search import beam, keys
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.solver import api, bitboard, halves, ida, upper_bound
@@ -540,10 +540,25 @@ def test_every_cluster_of_every_alive_position_is_played_once():
         np.testing.assert_array_equal(child, ref.click(boards[parent], *divmod(action, 4))[0])
 
 
-def test_canonical_beam_hash_merges_mirror_images():
-    board = jnp.asarray(ref.random_board(np.random.default_rng(1), 8, 6, 5))
-    np.testing.assert_array_equal(beam.canonical_hash(board), beam.canonical_hash(board[::-1]))
-    assert not np.array_equal(beam.canonical_hash(board), beam.canonical_hash(jnp.roll(board, 1, axis=1)))
+@pytest.mark.parametrize("width, height, colors", [(8, 6, 5), (6, 6, 9), (8, 8, 3), (9, 9, 4)])
+def test_jax_position_keys_are_the_solvers(width, height, colors):
+    """The JAX beam breaks ties by the same key as the numba beam, so the two keep the same
+    positions: equal to ``ida.position_key`` (whatever the number of planes) up to 64 cells,
+    mirror-invariant and telling boards apart beyond."""
+    rng = np.random.default_rng(width * height + colors)
+    boards = np.stack([ref.random_board(rng, width, height, colors) for _ in range(64)])
+    boards[:32] = np.where(rng.random(boards[:32].shape) < 0.5, 0, boards[:32])  # absent colours, empty cells
+    got = np.asarray(jax.jit(jax.vmap(keys.solver_key))(jnp.asarray(boards)))
+    assert got.dtype == np.uint32 and got.shape == (64, 2)
+    np.testing.assert_array_equal(got, np.asarray(jax.vmap(keys.solver_key)(jnp.asarray(boards[:, ::-1]))))
+    np.testing.assert_array_equal(np.asarray(keys.solver_key(jnp.asarray(boards[3]))), got[3])
+    assert len({tuple(key) for key in got}) == len({min(b.tobytes(), b[::-1].tobytes()) for b in boards})
+    if width * height <= 64:
+        geometry = bitboard.make_geometry(width, height)
+        for board, key in zip(boards, got):
+            for planes in (colors, 9):
+                solver_key = int(ida.position_key(bitboard.to_planes(board, planes), geometry))
+                assert solver_key == (int(key[0]) << 32) | int(key[1])
 
 
 def _partly_played_boards(rng, count, width, height, colors):

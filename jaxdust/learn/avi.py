@@ -44,7 +44,8 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from jaxdust.core import configs, game
 from jaxdust.core.game import GameConfig
 from jaxdust.learn import networks
-from jaxdust.search.beam import canonical_hash, sort_distinct
+from jaxdust.search.beam import sort_distinct
+from jaxdust.search.keys import canonical_hash
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,6 +24,7 @@ import numpy as np
 
 from jaxdust.core import game
 from jaxdust.search.heuristic import Scorer, heuristic_scorer
+from jaxdust.search.keys import solver_key
 
 LOOKAHEAD_SHORTLIST = 4  # children per kept position that the lookahead rescoring sees
 CHUNK = 8192  # children made and scored at a time
@@ -96,30 +97,10 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK) -> Scorer:
 
 lookahead_heuristic = lookahead_scorer(heuristic_scorer)
 
-# Two independent 32-bit hashes of a board; collisions only merge two beam entries.
-_HASH_MULTIPLIERS = np.random.default_rng(20261121).integers(1, 2**32, size=(2, 1024), dtype=np.uint64)
-_HASH_MULTIPLIERS = (_HASH_MULTIPLIERS | 1).astype(np.uint32)
-
-
-def _hash_pair(board: jax.Array) -> jax.Array:
-    """uint32 ``[2]`` hash of one board."""
-    values = board.reshape(-1).astype(jnp.uint32) + jnp.uint32(1)
-    multipliers = jnp.asarray(_HASH_MULTIPLIERS[:, : values.shape[0]])
-    mixed = jnp.sum(values[None, :] * multipliers, axis=1, dtype=jnp.uint32)
-    mixed = (mixed ^ jnp.right_shift(mixed, 15)) * jnp.uint32(0x2C1B3C6D)
-    return mixed ^ jnp.right_shift(mixed, 12)
-
-
-def canonical_hash(board: jax.Array) -> jax.Array:
-    """uint32 ``[2]``, equal for a board and its mirror image (the smaller of the two)."""
-    direct, mirrored = _hash_pair(board), _hash_pair(board[::-1])
-    direct_first = (direct[0] < mirrored[0]) | ((direct[0] == mirrored[0]) & (direct[1] <= mirrored[1]))
-    return jnp.where(direct_first, direct, mirrored)
-
-
 def sort_distinct(scores: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Candidates sorted by score, repeats marked: boards with equal ``canonical_hash`` and
-    equal score are one position (reached twice, or mirrored), kept once.
+    """Candidates sorted by score then key (``keys.solver_key``: the numba beam's order), repeats
+    marked: boards with equal key and equal score are one position (reached twice, or
+    mirrored), kept once.
 
     Args: scores float32 ``[..., K]``; hashes uint32 ``[..., K, 2]`` (rows sorted apart).
     Returns the order int32 ``[..., K]`` and the sorted scores ``[..., K]``, inf at every
@@ -237,16 +218,15 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
 
     def step(carry: _BeamCarry) -> _BeamCarry:
         def visit(found, start, children, parent, action, valid):
-            scores, hashes, cleared = found
+            scores, cleared = found
             done = valid & jax.vmap(game.is_done)(children)
             values = jnp.where(valid, scorer(children, params), jnp.inf)
             return (jax.lax.dynamic_update_slice(scores, values, (start,)),
-                    jax.lax.dynamic_update_slice(hashes, jax.vmap(canonical_hash)(children), (start, 0)),
                     jax.lax.dynamic_update_slice(cleared, done, (start,)))
 
         capacity = -(-rows * cells // chunk) * chunk
-        empty = (jnp.full(capacity, jnp.inf), jnp.zeros((capacity, 2), jnp.uint32), jnp.zeros(capacity, bool))
-        pairs, per_position, (scores, hashes, cleared) = for_each_child(
+        empty = (jnp.full(capacity, jnp.inf), jnp.zeros(capacity, bool))
+        pairs, per_position, (scores, cleared) = for_each_child(
             carry.boards, carry.labels, carry.alive, chunk, visit, empty)
 
         # Children are listed position by position, so each board's form one run of the list.
@@ -264,14 +244,19 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
         last_move = jnp.where(finished, first % cells, carry.last_move)
         length = jnp.where(finished, carry.depth + 1, carry.length)
 
+        def children_at(columns):  # [B, K] columns of the runs -> parents, actions, boards, all [B * K]
+            code = pairs[jnp.take_along_axis(listed_at, columns, axis=1)].reshape(-1)
+            parent, action = code // cells, code % cells
+            removed = (carry.labels[parent] == action[:, None]).reshape(-1, board_width, board_height)
+            return parent, action, jax.vmap(game.remove_and_contract)(carry.boards[parent], removed)[0]
+
         def hashes_of(columns):
-            return hashes[jnp.take_along_axis(listed_at, columns, axis=1)]
+            # Keys cost ~half a score, so only the few candidates that can be kept are made
+            # again and keyed, not every child.
+            return jax.vmap(solver_key)(children_at(columns)[2]).reshape(*columns.shape, 2)
 
         listed_columns, listed_scores = _best_distinct(run_scores, hashes_of, listed)
-        code = pairs[jnp.take_along_axis(listed_at, listed_columns, axis=1)].reshape(-1)
-        parent, action = code // cells, code % cells
-        removed = (carry.labels[parent] == action[:, None]).reshape(-1, board_width, board_height)
-        children = jax.vmap(game.remove_and_contract)(carry.boards[parent], removed)[0]
+        parent, action, children = children_at(listed_columns)
         if rescorer is None:
             keep, kept_scores = jnp.arange(rows), listed_scores.reshape(-1)
         else:

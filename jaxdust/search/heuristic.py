@@ -21,6 +21,12 @@ FEATURES = ("colours", "extra_clusters", "no_single_colour", "cells", "largest_c
 HEURISTIC_WEIGHTS = np.array([1.0, 0.15, 0.35, 0.015, -0.045])
 REFERENCE_WEIGHTS = np.array([1.0, 0.6, 0.0, 0.0, 0.0])
 
+# Scores are whole multiples of this. With weights on this grid a score is an exact sum
+# (integer features times integer weights), so positions of equal worth tie exactly,
+# whatever the order of summation, float32 or float64; JAX and numba beams then break the
+# tie the same way (by position key) and find the same solutions.
+SCORE_STEP = 1e-4
+
 # A scorer maps int8 boards [M, W, H] and its parameters (a pytree, or None) to float32 [M],
 # an estimate of the clicks left: lower is better.
 Scorer = Callable[[jax.Array, object], jax.Array]
@@ -81,10 +87,11 @@ def linear_scorer(weights) -> Scorer:
     """A scorer ``weights . heuristic_features(board)`` over a batch of boards."""
     # numpy, not a device array: one made at import would start JAX's backend before
     # train.py --distributed can call jax.distributed.initialize().
-    weights = np.asarray(weights, np.float32)
+    steps = np.asarray(weights, np.float64) / SCORE_STEP  # whole numbers for weights on the grid
+    steps = steps.astype(np.float32)
 
     def score(boards: jax.Array, params=None) -> jax.Array:
-        return batch_features(boards) @ weights
+        return jnp.round(batch_features(boards) @ steps) * np.float32(SCORE_STEP)
 
     return score
 

@@ -59,10 +59,14 @@ def _mirror(plane, geometry):
 
 @numba.njit(cache=True, inline="always")
 def position_key(planes, geometry):
-    """Hash of a position, equal for a board and its mirror image."""
+    """Hash of a position, equal for a board and its mirror image. Absent colours add
+    nothing, so the key does not depend on the number of planes (``jaxdust.search.keys``
+    computes the same key in JAX)."""
     direct = ZERO
     mirrored = ZERO
     for c in range(planes.shape[0]):
+        if not planes[c]:
+            continue
         salt = U64(c + 1) * _COLOUR_SALT
         direct += mix(planes[c] ^ salt)
         mirrored += mix(_mirror(planes[c], geometry) ^ salt)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from jaxdust.search.heuristic import FEATURES, HEURISTIC_WEIGHTS
+from jaxdust.search.heuristic import FEATURES, HEURISTIC_WEIGHTS, SCORE_STEP
 from jaxdust.solver.bitboard import (
     clusters,
     count_colours,
@@ -46,6 +46,12 @@ def board_features(planes, geometry, masks, colours, group_start, out):
     out[4] = largest
 
 
+@numba.njit(cache=True, inline="always")
+def _score(weights, features):
+    """``weights . features`` rounded to ``SCORE_STEP``, as ``heuristic.linear_scorer``."""
+    return np.floor(np.dot(weights, features) / SCORE_STEP + 0.5) * SCORE_STEP
+
+
 @numba.njit(cache=True)
 def _lookahead_score(child, geometry, weights, masks, colours, group_start, scratch_masks,
                      scratch_colours, features, grandchild):
@@ -59,7 +65,7 @@ def _lookahead_score(child, geometry, weights, masks, colours, group_start, scra
         if count_colours(grandchild) == 0:
             return 1.0
         board_features(grandchild, geometry, scratch_masks, scratch_colours, group_start, features)
-        best = min(best, np.dot(weights, features))
+        best = min(best, _score(weights, features))
     return 1.0 + best
 
 
@@ -123,7 +129,7 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
         order = by_key[distinct]
         for position in order:
             board_features(candidates[position], geometry, scratch_masks, scratch_colours, group_start, features)
-            scores[position] = np.dot(weights, features)
+            scores[position] = _score(weights, features)
         order = order[np.argsort(scores[order], kind="mergesort")]
         if shortlist > 0:
             order = order[: shortlist * width]
