@@ -208,18 +208,24 @@ class _FixedPointCarry(NamedTuple):
     current: jax.Array
 
 
-def _fixed_point(update, start: jax.Array) -> jax.Array:
+def _fixed_point(update, start: jax.Array, passes_per_check: int = 1) -> jax.Array:
     """Apply ``update`` until the array stops changing (``update`` must be monotone).
 
-    One ``update`` per loop iteration: XLA fuses several stencil steps only by
-    recomputing neighbours of neighbours, which costs more than the checks it saves.
+    Never several stencil steps in one expression: XLA fuses them only by recomputing
+    neighbours of neighbours, which costs more than the checks it saves. Extra passes run
+    in an inner loop instead (``passes_per_check``), whose body XLA keeps apart: on a CPU
+    the check (a compare and a tree reduction) costs more than a label pass, so checking
+    every second pass made the beam ~10% faster.
     """
 
     def changed(carry: _FixedPointCarry) -> jax.Array:
         return jnp.any(carry.previous != carry.current)
 
     def step(carry: _FixedPointCarry) -> _FixedPointCarry:
-        return _FixedPointCarry(carry.current, update(carry.current))
+        current = carry.current
+        if passes_per_check > 1:
+            current = jax.lax.fori_loop(0, passes_per_check - 1, lambda _, value: update(value), current)
+        return _FixedPointCarry(current, update(current))
 
     # ``previous`` starts as the complement so that the first check always passes.
     return jax.lax.while_loop(changed, step, _FixedPointCarry(~start, start)).current
@@ -331,7 +337,7 @@ def labels_cells_first(boards: jax.Array) -> jax.Array:
         return labels
 
     start = jnp.where(occupied, cell_index(width, height, dtype, boards.ndim - 2), jnp.asarray(cells, dtype))
-    return _fixed_point(relax, start)
+    return _fixed_point(relax, start, passes_per_check=2)
 
 
 def _public_labels(labels: jax.Array, cells: int) -> jax.Array:
