@@ -58,7 +58,7 @@ def _counting(passes: list):
     """A fixed point that also appends the passes it took (per element under vmap) to
     ``passes``, at trace time, for the traced function to return."""
 
-    def counting(update, start):
+    def counting(update, start, passes_per_check=1):  # the check interval adds at most one pass: ignored
         def changed(carry):
             return jnp.any(carry[0] != carry[1])
 
@@ -76,7 +76,7 @@ def _unrolled(passes: int):
     """A fixed point of exactly ``passes`` updates, unrolled, so the cost analysis counts
     every pass."""
 
-    def fixed(update, start):
+    def fixed(update, start, passes_per_check=1):
         value = start
         for _ in range(passes):
             value = update(value)
