@@ -98,9 +98,9 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK) -> Scorer:
 lookahead_heuristic = lookahead_scorer(heuristic_scorer)
 
 def sort_distinct(scores: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Candidates sorted by score then key (``keys.solver_key``: the numba beam's order), repeats
-    marked: boards with equal key and equal score are one position (reached twice, or
-    mirrored), kept once.
+    """Candidates sorted by score then key, repeats marked: boards with equal key and equal
+    score are one position (reached twice, or mirrored), kept once. The beam's keys are
+    ``keys.solver_key`` (then this is the numba beam's order); avi's, ``keys.canonical_hash``.
 
     Args: scores float32 ``[..., K]``; hashes uint32 ``[..., K, 2]`` (rows sorted apart).
     Returns the order int32 ``[..., K]`` and the sorted scores ``[..., K]``, inf at every

@@ -4,9 +4,11 @@
 merge positions with equal keys and break score ties by it, so a JAX beam and the numba
 beam with the same scorer keep the same positions and find solutions of the same length.
 ``canonical_hash`` is ~5x cheaper and only merges equal positions (value iteration's
-beams, where the order of ties does not need to match anything). A solver key is the smaller of a board's and its mirror image's (``x -> W - 1 - x``)
-64-bit sums of splitmix64-mixed colour planes; JAX without x64 has no 64-bit integers, so
-the arithmetic runs on ``(high, low)`` uint32 pairs. Boards of more than 64 cells have
+beams, where the order of ties does not need to match anything). A solver key is the
+smaller of a board's and its mirror image's 64-bit sums of splitmix64-mixed colour planes;
+JAX without x64 has no 64-bit integers, so the arithmetic runs on ``(high, low)`` uint32
+pairs. Its constants repeat the solver's (``search`` may not import ``solver``); the tests
+compare the two keys. Boards of more than 64 cells have
 several words per plane (the solver's planes stop at 64 cells; the key extends past them).
 """
 
