@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxdust
-from jaxdust.search import beam, keys
+from jaxdust.search import beam, selection, keys
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.solver import api, bitboard, halves, ida, upper_bound
@@ -517,27 +517,63 @@ def test_the_selection_prefix_agrees_with_sorting_whole_rows():
             np.testing.assert_array_equal(np.asarray(got[0])[finite], np.asarray(whole[0])[finite])
 
 
-def test_every_cluster_of_every_alive_position_is_played_once():
+@pytest.mark.parametrize("columns", [5, 300])
+def test_selection_picks_top_ks_set_and_compacts_as_nonzero(columns):
+    """``smallest_columns`` keeps the set ``top_k`` keeps (ties to the lower column, -0 before
+    +0, negatives, infinities), ``first_trues`` is ``nonzero`` and ``trues_before`` an
+    exclusive running count, on row lengths that are and are not whole 32-bit words."""
+    rng = np.random.default_rng(columns)
+    scores = rng.integers(-4, 5, size=(6, columns)).astype(np.float32) * np.float32(0.25)
+    scores[0] = rng.normal(size=columns)  # no ties
+    scores[1, ::3] = np.inf
+    scores[2, : columns // 2] = np.inf  # fewer finite scores than some counts
+    scores[3] = -scores[3] * 0.0  # only +0 and -0
+    scores[4, ::2] = -np.inf
+    for count in sorted({1, 2, columns // 3 + 1, columns - 1, columns} - {0}):
+        picked, last = selection.smallest_columns(jnp.asarray(scores), count)
+        negated, expected = jax.lax.top_k(-jnp.asarray(scores), count)
+        np.testing.assert_array_equal(picked, np.sort(np.asarray(expected), axis=1))
+        np.testing.assert_array_equal(last[:, 0], -negated[:, -1])
+    mask = rng.random((3, columns)) < 0.3
+    mask[1] = False
+    before = np.cumsum(mask, axis=1) - mask
+    np.testing.assert_array_equal(selection.trues_before(jnp.asarray(mask)), before)
+    for count in (1, columns // 2 + 1, columns):
+        found, exists = selection.first_trues(jnp.asarray(mask), count)
+        for row in range(3):
+            expected = np.flatnonzero(mask[row])[:count]
+            np.testing.assert_array_equal(np.asarray(found[row])[: len(expected)], expected)
+            np.testing.assert_array_equal(exists[row], np.arange(count) < len(expected))
+
+
+@pytest.mark.parametrize("width, height, colors", [(5, 4, 3), (8, 6, 5), (9, 9, 6)])  # 1, 2 and 3 mask words
+def test_every_cluster_of_every_alive_position_is_played_once(width, height, colors):
     rng = np.random.default_rng(8)
-    boards = np.stack(_partly_played_boards(rng, 12, 5, 4, 3))
+    cells = width * height
+    boards = np.stack(_partly_played_boards(rng, 12, width, height, colors))
     alive = np.arange(12) % 3 != 0
     labels = jax.vmap(jaxdust.cluster_labels)(jnp.asarray(boards)).reshape(12, -1)
 
     def visit(seen, start, children, parent, action, valid):
         boards_seen, codes = seen
-        codes = jax.lax.dynamic_update_slice(codes, jnp.where(valid, parent * 20 + action, -1), (start,))
+        codes = jax.lax.dynamic_update_slice(codes, jnp.where(valid, parent * cells + action, -1), (start,))
         return jax.lax.dynamic_update_slice(boards_seen, children, (start, 0, 0)), codes
 
-    seen = (jnp.zeros((12 * 20, 5, 4), jnp.int8), jnp.full(12 * 20, -1))
-    _, per_position, (children, codes) = beam.for_each_child(jnp.asarray(boards), labels, jnp.asarray(alive), 7,
-                                                             visit, seen)
-    expected = [(i, x * 4 + y) for i in range(12) if alive[i]
+    seen = (jnp.zeros((12 * cells, width, height), jnp.int8), jnp.full(12 * cells, -1))
+    listing, (children, codes) = beam.for_each_child(jnp.asarray(boards), labels, jnp.asarray(alive), 7, visit, seen)
+    expected = [(i, x * height + y) for i in range(12) if alive[i]
                 for x, y in np.argwhere(ref.cluster_representatives(boards[i]))]
-    np.testing.assert_array_equal(per_position, [np.count_nonzero(ref.cluster_representatives(b)) if a else 0
-                                                 for b, a in zip(boards, alive)])
-    assert [divmod(int(c), 20) for c in np.asarray(codes)[: len(expected)]] == sorted(expected)
+    np.testing.assert_array_equal(listing.per_position, [np.count_nonzero(ref.cluster_representatives(b)) if a else 0
+                                                         for b, a in zip(boards, alive)])
+    assert int(listing.count) == len(expected)
+    assert [divmod(int(c), cells) for c in np.asarray(codes)[: len(expected)]] == sorted(expected)
+    assert np.all(np.asarray(codes)[len(expected):] == -1)
+    # Any entry can be read out of order, as the beam reads the ones it keeps.
+    shuffled = rng.permutation(len(expected))
+    assert [divmod(int(c), cells) for c in listing.code_at(jnp.asarray(shuffled, jnp.int32))] == [
+        sorted(expected)[i] for i in shuffled]
     for (parent, action), child in zip(sorted(expected), np.asarray(children)):
-        np.testing.assert_array_equal(child, ref.click(boards[parent], *divmod(action, 4))[0])
+        np.testing.assert_array_equal(child, ref.click(boards[parent], *divmod(action, height))[0])
 
 
 @pytest.mark.parametrize("width, height, colors", [(8, 6, 5), (6, 6, 9), (8, 8, 3), (9, 9, 4)])

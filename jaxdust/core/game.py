@@ -93,7 +93,7 @@ def random_legal_action(key: jax.Array, action_mask: jax.Array) -> jax.Array:
     return jnp.where(count == 0, action_mask.shape[0], kth_true(action_mask, k))
 
 
-def _inclusive_prefix_sum(values: jax.Array, axis: int) -> jax.Array:
+def inclusive_prefix_sum(values: jax.Array, axis: int) -> jax.Array:
     """Running total along ``axis``: ``[1 0 1 1] -> [1 1 2 3]``.
 
     Log-step shift-and-add: elementwise work that XLA fuses, where ``jnp.cumsum`` lowers
@@ -120,19 +120,23 @@ def kth_true(mask: jax.Array, k: jax.Array) -> jax.Array:
     weights = jnp.left_shift(jnp.uint32(1), jnp.arange(32, dtype=jnp.uint32))
     words = jnp.sum(jnp.where(padded, weights, jnp.uint32(0)), axis=1, dtype=jnp.uint32)
     counts = jax.lax.population_count(words).astype(jnp.int32)
-    before = _inclusive_prefix_sum(counts, axis=0) - counts
+    before = inclusive_prefix_sum(counts, axis=0) - counts
     index = jnp.sum(before + counts <= k, dtype=jnp.int32)  # whole words before the k-th True
     index = jnp.minimum(index, words_count - 1)
-    word = words[index]
-    rank = k - before[index]
-    position = jnp.int32(0)
+    return 32 * index + kth_set_bit(words[index], k - before[index])
+
+
+def kth_set_bit(word: jax.Array, rank: jax.Array) -> jax.Array:
+    """int32: the position of the ``rank``-th (from 0) set bit of uint32 ``word`` (any
+    matching shapes), by a binary search on popcounts of its halves."""
+    position = jnp.zeros(jnp.shape(rank), jnp.int32)
     for half in (16, 8, 4, 2, 1):
         low = jax.lax.population_count(word & jnp.uint32((1 << half) - 1)).astype(jnp.int32)
         beyond = rank >= low
         rank = jnp.where(beyond, rank - low, rank)
         word = jnp.where(beyond, jnp.right_shift(word, half), word)
         position = position + jnp.where(beyond, half, 0)
-    return 32 * index + position
+    return position
 
 
 # ---------------------------------------------------------------------------------------
@@ -203,6 +207,20 @@ def _grow_packed(packed: jax.Array) -> jax.Array:
     return packed | up | down | _shift(packed, 1, 0) | _shift(packed, -1, 0)
 
 
+def fold_rows(values: jax.Array, combine=jnp.bitwise_or, axes: int = 1) -> jax.Array:
+    """``values`` combined over its first ``axes`` axes: shape ``values.shape[axes:]``.
+
+    Written as ``combine`` of one row after another, which XLA on a CPU fuses into one
+    vectorised pass over the trailing (batch) axes; its own reductions over leading axes
+    ran several times slower (``is_done`` of 8,192 children of 8 x 6: ~70 ns a board).
+    """
+    rows = values.reshape(-1, *values.shape[axes:])
+    folded = rows[0]
+    for row in rows[1:]:
+        folded = combine(folded, row)
+    return folded
+
+
 class _FixedPointCarry(NamedTuple):
     previous: jax.Array
     current: jax.Array
@@ -214,12 +232,15 @@ def _fixed_point(update, start: jax.Array, passes_per_check: int = 1) -> jax.Arr
     Never several stencil steps in one expression: XLA fuses them only by recomputing
     neighbours of neighbours, which costs more than the checks it saves. Extra passes run
     in an inner loop instead (``passes_per_check``), whose body XLA keeps apart: on a CPU
-    the check (a compare and a tree reduction) costs more than a label pass, so checking
-    every second pass made the beam ~10% faster.
+    the check costs about a label pass, so checking every second pass made labels ~30%
+    faster (0.37 to 0.24 us per 8 x 6 board, 8,192 at a time).
     """
 
     def changed(carry: _FixedPointCarry) -> jax.Array:
-        return jnp.any(carry.previous != carry.current)
+        # A third cheaper on a CPU than ``any(previous != current)``: XLA turns that into a
+        # compare and a reduce-window over the whole array.
+        difference = jnp.bitwise_xor(carry.previous, carry.current)
+        return jnp.any(fold_rows(difference, axes=difference.ndim - 1) != 0)
 
     def step(carry: _FixedPointCarry) -> _FixedPointCarry:
         current = carry.current
@@ -489,9 +510,10 @@ def click(board: jax.Array, x: jax.Array, y: jax.Array) -> tuple[jax.Array, jax.
     return click_action(board, _action_at(board, x, y))
 
 
+@batch_last_vmap
 def is_done(board: jax.Array) -> jax.Array:
-    """bool scalar: the board is empty."""
-    return ~jnp.any(board != 0)
+    """bool scalar: the board (int8 ``[W, H]``) is empty."""
+    return fold_rows(board, axes=2) == 0
 
 
 def one_hot(board: jax.Array, colors: int, dtype=jnp.float32) -> jax.Array:

@@ -25,49 +25,82 @@ import numpy as np
 from jaxdust.core import game
 from jaxdust.search.heuristic import Scorer, heuristic_scorer
 from jaxdust.search.keys import solver_key
+from jaxdust.search.selection import first_trues, pack_words, smallest_columns
 
 LOOKAHEAD_SHORTLIST = 4  # children per kept position that the lookahead rescoring sees
 CHUNK = 8192  # children made and scored at a time
 
 
+class ChildList(NamedTuple):
+    """The (position, cluster) pairs of a batch of positions, in position then cell order,
+    listed without being compacted: ``code_at`` finds any entry from per-position
+    bit masks, so a caller pays for the entries it reads, not for every cell."""
+
+    per_position: jax.Array  # int32 [M]: children of each position
+    ends: jax.Array  # int32 [M]: children of positions 0..m together
+    words: jax.Array  # uint32 [M, ceil(W * H / 32)]: bit c of a position's words: cell c is a cluster's first
+    cells: int
+
+    @property
+    def count(self) -> jax.Array:
+        return self.ends[-1]
+
+    def code_at(self, index: jax.Array) -> jax.Array:
+        """int32, ``index``'s shape: the pair code ``parent * W * H + action`` of the list's
+        ``index``-th entry (below ``count``): the position by a binary search of ``ends``,
+        the cell by the rank inside its mask."""
+        parent = jnp.minimum(jnp.searchsorted(self.ends, index, side="right"), self.ends.shape[0] - 1)
+        rank = index - (self.ends[parent] - self.per_position[parent])
+        action = jnp.zeros_like(index)
+        for word in range(self.words.shape[1] - 1):  # skip whole words before the rank-th bit
+            bits = jax.lax.population_count(self.words[parent, word]).astype(jnp.int32)
+            later = (action == 32 * word) & (rank >= bits)
+            rank = jnp.where(later, rank - bits, rank)
+            action = jnp.where(later, action + 32, action)
+        word = jnp.take_along_axis(self.words[parent], (action // 32)[..., None], axis=-1)[..., 0]
+        return (parent * self.cells + action + game.kth_set_bit(word, rank)).astype(jnp.int32)
+
+
+def list_children(labels: jax.Array, alive: jax.Array) -> ChildList:
+    """The ``ChildList`` of positions with labels int32 ``[M, W * H]`` (``game.cluster_labels``
+    flattened) whose ``alive`` (bool ``[M]``) is set: one child per cluster."""
+    cells = labels.shape[1]
+    is_action = (labels == jnp.arange(cells, dtype=labels.dtype)) & alive[:, None]
+    per_position = jnp.sum(is_action, axis=1, dtype=jnp.int32)
+    return ChildList(per_position, game.inclusive_prefix_sum(per_position, axis=0), pack_words(is_action), cells)
+
+
 def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk: int, visit, carry):
     """Play every cluster of every alive position, ``chunk`` children at a time.
 
-    The (position, cluster) pairs are compacted first, so the work follows the number of
-    clusters (about 26 on 8 x 6 boards a few random clicks in) rather than the ``W * H``
-    cells; the loop runs as many chunks as there are children, a data-dependent count.
+    The work follows the number of clusters (about 26 on 8 x 6 boards a few random clicks
+    in) rather than the ``W * H`` cells: each chunk reads its entries of the
+    ``list_children`` list, and the loop runs as many chunks as there are children.
 
     Args:
       boards: int8 ``[M, W, H]``; labels: int32 ``[M, W * H]`` (``game.cluster_labels``
         flattened); alive: bool ``[M]``, the positions to expand.
       visit: ``visit(carry, start, children [C, W, H], parent [C], action [C], valid [C])
-        -> carry``: pair ``start + i`` is ``children[i]``, made by clicking flat cell
-        ``action[i]`` of ``boards[parent[i]]``; ``valid`` is False past the last pair.
+        -> carry``: entry ``start + i`` of the list is ``children[i]``, made by clicking
+        flat cell ``action[i]`` of ``boards[parent[i]]``; ``valid`` is False past the end.
 
-    Returns ``(pairs, per_position, carry)``: int32 ``[P]`` pair codes
-    ``parent * W * H + action`` in position then cell order (``P`` is ``M * W * H``
-    rounded up to ``chunk``; the first ``sum(per_position)`` are real), int32 ``[M]`` the
-    children of each position, and the final carry.
+    Returns ``(listing, carry)``: the ``ChildList`` and the final carry.
     """
-    count_boards, width, height = boards.shape
+    width, height = boards.shape[1:]
     cells = width * height
-    is_action = (labels == jnp.arange(cells, dtype=labels.dtype)) & alive[:, None]
-    per_position = jnp.sum(is_action, axis=1, dtype=jnp.int32)
-    capacity = -(-count_boards * cells // chunk) * chunk
-    flat = jnp.pad(is_action.reshape(-1), (0, capacity - count_boards * cells))
-    count = jnp.sum(per_position)
-    pairs = jnp.nonzero(flat, size=capacity, fill_value=0)[0].astype(jnp.int32)
+    listing = list_children(labels, alive)
 
     def one_chunk(k, carry):
         start = k * chunk
-        code = jax.lax.dynamic_slice(pairs, (start,), (chunk,))
-        valid = start + jnp.arange(chunk) < count
+        index = start + jnp.arange(chunk, dtype=jnp.int32)
+        valid = index < listing.count
+        code = jnp.where(valid, listing.code_at(index), 0)
         parent, action = code // cells, code % cells
         removed = (labels[parent] == action[:, None]).reshape(chunk, width, height)
         children = jax.vmap(game.remove_and_contract)(boards[parent], removed)[0]
         return visit(carry, start, children, parent, action, valid)
 
-    return pairs, per_position, jax.lax.fori_loop(0, (count + chunk - 1) // chunk, one_chunk, carry)
+    return listing, jax.lax.fori_loop(0, (listing.count + chunk - 1) // chunk, one_chunk, carry)
 
 
 def _labels(boards: jax.Array) -> jax.Array:
@@ -89,7 +122,7 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK) -> Scorer:
             values = jnp.where(jax.vmap(game.is_done)(children), 0.0, base(children, params))
             return best.at[parent].min(jnp.where(valid, values, jnp.inf))
 
-        best = for_each_child(boards, _labels(boards), alive, chunk, visit, jnp.full(boards.shape[0], jnp.inf))[2]
+        best = for_each_child(boards, _labels(boards), alive, chunk, visit, jnp.full(boards.shape[0], jnp.inf))[1]
         return jnp.where(alive, 1.0 + best, 0.0)
 
     return score
@@ -123,9 +156,7 @@ def _first_distinct(scores: jax.Array, hashes: jax.Array, count: int) -> tuple[j
     exist), and ``sort_distinct``'s sorted scores ``[B, K]`` (inf at repeats).
     """
     order, distinct = sort_distinct(scores, hashes)
-    position = jnp.where(jnp.isfinite(distinct), jnp.arange(scores.shape[-1]), scores.shape[-1])
-    first, pick = jax.lax.top_k(-position, count)  # top_k keeps the lower index of ties
-    found = -first < scores.shape[-1]
+    pick, found = first_trues(jnp.isfinite(distinct), count)
     columns = jnp.take_along_axis(order, pick, axis=-1)
     chosen = jnp.where(found, jnp.take_along_axis(distinct, pick, axis=-1), jnp.inf)
     return columns, chosen, distinct
@@ -148,9 +179,8 @@ def _best_distinct(scores: jax.Array, hashes_of, count: int, prefixes: tuple[int
     prefix = min(rows, prefixes[0] * count) if prefixes else rows
     if prefix == rows:
         return _first_distinct(scores, hashes_of(jnp.broadcast_to(jnp.arange(rows), scores.shape)), count)[:2]
-    negated, columns = jax.lax.top_k(-scores, prefix)  # the prefix, best first
-    picked, chosen, distinct = _first_distinct(-negated, hashes_of(columns), count)
-    last = -negated[:, -1:]
+    columns, last = smallest_columns(scores, prefix)
+    picked, chosen, distinct = _first_distinct(jnp.take_along_axis(scores, columns, axis=1), hashes_of(columns), count)
     decided = (jnp.sum(distinct < last, axis=-1) >= count) | ~jnp.isfinite(last[:, 0])
     return jax.lax.cond(jnp.all(decided), lambda: (jnp.take_along_axis(columns, picked, axis=-1), chosen),
                         lambda: _best_distinct(scores, hashes_of, count, prefixes[1:]))
@@ -225,11 +255,11 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
 
         capacity = -(-rows * cells // chunk) * chunk
         empty = (jnp.full(capacity, jnp.inf), jnp.zeros(capacity, bool))
-        pairs, per_position, (scores, cleared) = for_each_child(
+        listing, (scores, cleared) = for_each_child(
             carry.boards, carry.labels, carry.alive, chunk, visit, empty)
 
         # Children are listed position by position, so each board's form one run of the list.
-        per_board = jnp.sum(per_position.reshape(count, width), axis=1)
+        per_board = jnp.sum(listing.per_position.reshape(count, width), axis=1)
         offset = jnp.cumsum(per_board) - per_board
         column = jnp.arange(width * cells)
         in_run = column < per_board[:, None]
@@ -238,13 +268,13 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
         run_cleared = in_run & cleared[listed_at]
 
         finished = jnp.any(run_cleared, axis=1) & (carry.length < 0)
-        first = pairs[offset + jnp.argmax(run_cleared, axis=1)]
+        first = listing.code_at(offset + jnp.argmax(run_cleared, axis=1).astype(jnp.int32))
         last_parent = jnp.where(finished, first // cells, carry.last_parent)
         last_move = jnp.where(finished, first % cells, carry.last_move)
         length = jnp.where(finished, carry.depth + 1, carry.length)
 
         def children_at(columns):  # [B, K] columns of the runs -> parents, actions, boards, all [B * K]
-            code = pairs[jnp.take_along_axis(listed_at, columns, axis=1)].reshape(-1)
+            code = listing.code_at(jnp.take_along_axis(listed_at, columns, axis=1).reshape(-1))
             parent, action = code // cells, code % cells
             removed = (carry.labels[parent] == action[:, None]).reshape(-1, board_width, board_height)
             return parent, action, jax.vmap(game.remove_and_contract)(carry.boards[parent], removed)[0]

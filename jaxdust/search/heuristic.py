@@ -32,23 +32,14 @@ SCORE_STEP = 1e-4
 Scorer = Callable[[jax.Array, object], jax.Array]
 
 
-def _sum_rows(rows: jax.Array, dtype) -> jax.Array:
-    """``rows [K, M]`` summed over ``K`` as ``dtype [M]``, written out as K - 1 additions:
-    XLA on a CPU fuses those into one vectorised pass, where ``jnp.sum`` over the leading
-    axis ran ~2x slower here."""
-    total = rows[0].astype(dtype)
-    for row in rows[1:]:
-        total = total + row.astype(dtype)
-    return total
-
-
 def batch_features(boards: jax.Array) -> jax.Array:
     """``FEATURES`` of boards int8 ``[M, W, H]``: float32 ``[M, 5]``.
 
     Colours left, extra clusters (clusters - colours), whether no colour is a single
     cluster, cells left, and the largest cluster's size. Computed with the batch axis last
-    (``game.labels_cells_first``); cluster sizes are one scatter-add over all boards, which
-    on a CPU beats comparing every cell with every label (0.2 against 1.4 us per board).
+    (``game.labels_cells_first``), sums over cells as ``game.fold_rows``; cluster sizes
+    are one scatter-add over all boards, which on a CPU beats comparing every cell with
+    every label (0.1 against 1.4 us per board).
     """
     count, width, height = boards.shape
     cells = width * height
@@ -57,17 +48,20 @@ def batch_features(boards: jax.Array) -> jax.Array:
     dtype = labels.dtype
     representative = labels == game.cell_index(width, height, dtype, 1).reshape(cells, 1)
     first_colours = jnp.where(representative, columns, jnp.zeros((), columns.dtype))
-    per_colour = jnp.stack([_sum_rows(first_colours == colour, dtype)
+    per_colour = jnp.stack([game.fold_rows((first_colours == colour).astype(dtype), jnp.add)
                             for colour in range(1, game.MAX_COLORS + 1)])  # [9, M] clusters of each colour
-    colours = jnp.sum(per_colour > 0, axis=0, dtype=jnp.int32)
-    slots = jnp.arange(count, dtype=jnp.int32)[:, None] * (cells + 1) + labels.T.astype(jnp.int32)
-    sizes = jnp.zeros(count * (cells + 1), jnp.int32).at[slots.reshape(-1)].add(1)  # empty cells: slot `cells`
+    colours = game.fold_rows((per_colour > 0).astype(jnp.int32), jnp.add)
+    # Sizes label-major ([label, board]), in the labels' cell-major order: no transposed copy,
+    # and neighbouring boards write to neighbouring slots (2x faster than board-major).
+    slots = labels.astype(jnp.int32) * count + jnp.arange(count, dtype=jnp.int32)
+    sizes = jnp.zeros((cells + 1) * count, jnp.int32).at[slots.reshape(-1)].add(
+        1, mode="promise_in_bounds").reshape(cells + 1, count)  # empty cells: row `cells`
     return jnp.stack([
         colours,
-        _sum_rows(representative, jnp.int32) - colours,
-        (colours > 0) & ~jnp.any(per_colour == 1, axis=0),
-        _sum_rows(columns != 0, jnp.int32),
-        jnp.max(sizes.reshape(count, cells + 1)[:, :cells], axis=1),
+        game.fold_rows(representative.astype(jnp.int32), jnp.add) - colours,
+        (colours > 0) & ~game.fold_rows(per_colour == 1),
+        game.fold_rows((columns != 0).astype(jnp.int32), jnp.add),
+        game.fold_rows(sizes[:cells], jnp.maximum),
     ], axis=1).astype(jnp.float32)
 
 
