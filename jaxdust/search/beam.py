@@ -1,7 +1,7 @@
 """Anytime search in JAX: a beam search over a batch of boards with a pluggable scorer.
 
 Each click, every kept position is expanded by every cluster (one child per cluster, made
-``chunk`` at a time from a compacted list, so the work follows the number of clusters and
+``chunk`` at a time from a ``ChildList``, so the work follows the number of clusters and
 not the ``W * H`` cells), the children are scored, positions equal up to the mirror image
 ``x -> width - 1 - x`` are kept once, and the ``width`` best of each board survive. A board's
 search stops at the first click that empties it, which gives the shortest solution this
@@ -164,11 +164,12 @@ def _first_distinct(scores: jax.Array, hashes: jax.Array, count: int) -> tuple[j
 
 def _best_distinct(scores: jax.Array, hashes_of, count: int, prefixes: tuple[int, ...] = (2, 8)
                    ) -> tuple[jax.Array, jax.Array]:
-    """``_first_distinct`` over whole rows, sorting only a ``top_k`` prefix when it decides.
+    """``_first_distinct`` over whole rows, sorting only a prefix (the smallest scores, as
+    ``selection.smallest_columns`` picks them) when it decides.
 
     Args: scores float32 ``[B, R]``; ``hashes_of(columns [B, K]) -> uint32 [B, K, 2]``.
 
-    Sorting ``R`` (96,000 at width 2000 on 8 x 6) costs ~10x a ``top_k`` of twice
+    Sorting ``R`` (96,000 at width 2000 on 8 x 6) costs ~10x picking and sorting twice
     ``count``; the prefix decides whenever ``count`` distinct candidates score strictly
     below its last score (ties at its edge would otherwise be cut by index, not by key).
     When it does not, a longer prefix (``prefixes`` times ``count``) is tried, then whole
