@@ -4,7 +4,8 @@ On the same boards in the same run: the numba beam (the exact solver's upper bou
 the original beam search's score (colours + 0.6 * extra clusters) as the reference, with
 the tuned hand-made heuristic, and with the tuned heuristic plus a one-click lookahead on
 a shortlist of 4 x width children; then ``jaxdust.search.beam.beam_search`` with the same
-scorers, 16 boards per compiled search (``--batch``), with the time per board and the
+scorers, ``beam.default_batch`` boards per compiled search (``--batch``: 2 at width 2000
+on a CPU), with the time per board and the
 boards where the lengths equal the numba beam's. Every solution is replayed under the game core. The JSON is rewritten after
 each row, so an interrupted run keeps what it measured.
 
@@ -39,9 +40,10 @@ def _check(board, clicks, length):
         raise AssertionError("a beam solution does not clear its board")
 
 
-def run_jax(boards, width, scorer, rescorer=None, batch=16):
+def run_jax(boards, width, scorer, rescorer=None, batch=None):
     """``batch`` boards per compiled search (``beam.beam_solutions``)."""
     stacked = np.stack(boards)
+    batch = batch or beam.default_batch(width)
     beam.beam_solutions(stacked[:batch], width, scorer, rescorer=rescorer, batch=batch)  # compile
     start = time.perf_counter()
     with tqdm(total=len(boards), leave=False, disable=None) as bar:
@@ -75,7 +77,8 @@ def main(argv=None):
     parser.add_argument("--boards", type=flags.positive_int, default=200)
     parser.add_argument("--width", type=flags.positive_int, default=2000)
     parser.add_argument("--only", default="", help="run only the rows whose name contains this")
-    parser.add_argument("--batch", type=flags.positive_int, default=16, help="boards per JAX search")
+    parser.add_argument("--batch", type=flags.positive_int, default=None,
+                        help="boards per JAX search (default: beam.default_batch)")
     parser.add_argument("--out", type=flags.output_file, default="results/beam.json")
     args = parser.parse_args(argv)
 
@@ -87,6 +90,7 @@ def main(argv=None):
     report = {"benchmark": "beam", "boards": len(boards), "width": args.width,
               "best_known_mean": float(best_known.mean()), "backend": jax.default_backend(),
               "device_kind": device.device_kind, "cpu": platform.processor() or platform.machine(),
+              "jax_boards_per_search": args.batch or beam.default_batch(args.width),
               "results": rows}
     weights = heuristic.HEURISTIC_WEIGHTS
     for name, runner in [
@@ -109,7 +113,8 @@ def main(argv=None):
         print(f"  {name}: mean {lengths.mean():.3f}, {seconds:.2f} s per board", flush=True)
         files.atomic_write_json(args.out, report)
     print(f"\nBeam search, width {args.width}, first {len(boards)} boards of data/boards/eval_8x6x5.txt "
-          f"(best known mean {best_known.mean():.3f}); JAX on {report['backend']} ({device.device_kind})\n")
+          f"(best known mean {best_known.mean():.3f}); JAX on {report['backend']} ({device.device_kind}), "
+          f"{report['jax_boards_per_search']} boards per search\n")
     print("| search | mean clicks | share at or below best known | s per board | time / numba's | lengths equal to numba's |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, row in rows.items():

@@ -339,19 +339,29 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
     return BeamResult(end.length, actions)
 
 
+def default_batch(width: int) -> int:
+    """Boards per ``beam_search`` call: about 4,096 positions' worth on a CPU, 65,536 on an
+    accelerator. A batch runs until its slowest board is cleared, and every click's
+    selection spans every board's rows; on a 2-core CPU, 2 boards at width 2000 ran 1.6x
+    faster per board than 32, 64 at width 64 and 512 at width 8 ~1.2-1.4x faster than
+    1,024 and 8,192 (``python benchmarks/beam.py --batch``)."""
+    positions = 4096 if jax.default_backend() == "cpu" else 65536
+    return max(1, positions // width)
+
+
 def beam_solutions(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
                    max_clicks: int | None = None, rescorer: Scorer | None = None, batch: int | None = None,
                    progress=None) -> tuple[np.ndarray, np.ndarray]:
-    """``beam_search`` of ``boards`` (int8 ``[N, W, H]``), ``batch`` boards per call (default:
-    about 65,536 positions' worth) on the default device; the last batch is padded with
-    empty boards, so one compiled search serves all. ``progress(n)`` is called after each.
+    """``beam_search`` of ``boards`` (int8 ``[N, W, H]``), ``batch`` boards per call on the
+    default device (default: ``default_batch``); the last batch is padded with empty
+    boards, so one compiled search serves all. ``progress(n)`` is called after each.
 
     Returns NumPy ``(lengths [N], actions [N, max_clicks])`` as in ``BeamResult``.
     """
     if boards.ndim != 3:
         raise ValueError(f"beam search takes boards [N, W, H], got shape {boards.shape}")
     total = boards.shape[0]
-    group = min(total, batch or max(1, 65536 // width))
+    group = min(total, batch or default_batch(width))
     lengths, actions = [], []
     for start in range(0, total, group):
         part = jnp.asarray(boards[start : start + group])
