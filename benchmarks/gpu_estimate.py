@@ -164,7 +164,7 @@ def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
     the ``2 * LOOKAHEAD_SHORTLIST * width`` best, then the lookahead over
     ``LOOKAHEAD_SHORTLIST * width`` of them. The chunked loops run as one chunk of exactly
     the children that random positions have, so the analysis counts the work once per child
-    (the top-k selection in between is left out: small; so is all but one pass of the key's
+    (the selection in between is left out: small; so is all but one pass of the key's
     loop over colours, a few percent of a child's work)."""
     positions = random_positions(width, size, seed)
     listed = random_positions(beam.LOOKAHEAD_SHORTLIST * width, size, seed + 1)
@@ -182,7 +182,7 @@ def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
 
         alive = jnp.ones(positions.shape[0], bool)
         flat = jax.vmap(game.cluster_labels)(positions).reshape(positions.shape[0], -1)
-        scored = beam.for_each_child(positions, flat, alive, expanded, visit, jnp.float32(0))[2]
+        scored = beam.for_each_child(positions, flat, alive, expanded, visit, jnp.float32(0))[1]
         keyed = jax.vmap(keys.solver_key)(jnp.concatenate([listed, listed]))
         return (scored + jnp.sum(beam.lookahead_scorer(heuristic_scorer, chunk=looked)(listed))
                 + jnp.sum(keyed[:, 0]).astype(jnp.float32))

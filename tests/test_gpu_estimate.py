@@ -40,3 +40,10 @@ def test_the_roofline_picks_the_slower_of_compute_and_memory():
     assert row["bound"] == "compute" and row["roofline_per_s"] == 10.0 and row["largest_batch"] == 100
     row = gpu_estimate.bounds({"flops": 1.0, "bytes": 6.7e12, "memory": 1.0, "batch": 1})
     assert row["bound"] == "memory" and row["roofline_per_s"] == 0.5
+
+
+def test_the_beam_expansion_is_analysed_and_grows_with_the_width():
+    narrow = gpu_estimate.beam_expansion(4, game.GameConfig(), seed=1)
+    wide = gpu_estimate.beam_expansion(16, game.GameConfig(), seed=1)
+    assert wide["children"] > 2 * narrow["children"] > 0
+    assert wide["flops"] > 2 * narrow["flops"] and wide["bytes"] > 2 * narrow["bytes"]
