@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 BOARD_DTYPE = jnp.int8
 MAX_COLORS = 9
@@ -106,6 +107,18 @@ def inclusive_prefix_sum(values: jax.Array, axis: int) -> jax.Array:
     return values
 
 
+BIT = np.left_shift(np.uint32(1), np.arange(32, dtype=np.uint32))  # BIT[i]: bit i of a word
+
+
+def pack_words(mask: jax.Array) -> jax.Array:
+    """uint32 ``[..., ceil(N / 32)]``: bool ``mask [..., N]``, column ``32 * w + i`` as bit
+    ``i`` of word ``w`` (columns past ``N`` clear)."""
+    size = mask.shape[-1]
+    padded = jnp.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(0, -size % 32)])
+    bits = jnp.where(padded.reshape(*mask.shape[:-1], -1, 32), BIT, np.uint32(0))
+    return jnp.sum(bits, axis=-1, dtype=jnp.uint32)
+
+
 def kth_true(mask: jax.Array, k: jax.Array) -> jax.Array:
     """Index of the ``k``-th (from 0) True of ``mask`` (bool ``[N]``, ``k`` below its count).
 
@@ -114,11 +127,8 @@ def kth_true(mask: jax.Array, k: jax.Array) -> jax.Array:
     ``vmap`` they run along the batch; a prefix sum over the ``N`` cells would shift along
     each mask's own short axis instead.
     """
-    size = mask.shape[0]
-    words_count = -(-size // 32)
-    padded = jnp.pad(mask, (0, words_count * 32 - size)).reshape(words_count, 32)
-    weights = jnp.left_shift(jnp.uint32(1), jnp.arange(32, dtype=jnp.uint32))
-    words = jnp.sum(jnp.where(padded, weights, jnp.uint32(0)), axis=1, dtype=jnp.uint32)
+    words = pack_words(mask)
+    words_count = words.shape[0]
     counts = jax.lax.population_count(words).astype(jnp.int32)
     before = inclusive_prefix_sum(counts, axis=0) - counts
     index = jnp.sum(before + counts <= k, dtype=jnp.int32)  # whole words before the k-th True

@@ -25,7 +25,7 @@ import numpy as np
 from jaxdust.core import game
 from jaxdust.search.heuristic import Scorer, heuristic_scorer
 from jaxdust.search.keys import solver_key
-from jaxdust.search.selection import first_trues, pack_words, smallest_columns
+from jaxdust.search.selection import first_trues, smallest_columns
 
 LOOKAHEAD_SHORTLIST = 4  # children per kept position that the lookahead rescoring sees
 CHUNK = 8192  # children made and scored at a time
@@ -51,13 +51,14 @@ class ChildList(NamedTuple):
         the cell by the rank inside its mask."""
         parent = jnp.minimum(jnp.searchsorted(self.ends, index, side="right"), self.ends.shape[0] - 1)
         rank = index - (self.ends[parent] - self.per_position[parent])
+        words = self.words[parent]
         action = jnp.zeros_like(index)
-        for word in range(self.words.shape[1] - 1):  # skip whole words before the rank-th bit
-            bits = jax.lax.population_count(self.words[parent, word]).astype(jnp.int32)
+        for word in range(words.shape[-1] - 1):  # skip whole words before the rank-th bit
+            bits = jax.lax.population_count(words[..., word]).astype(jnp.int32)
             later = (action == 32 * word) & (rank >= bits)
             rank = jnp.where(later, rank - bits, rank)
             action = jnp.where(later, action + 32, action)
-        word = jnp.take_along_axis(self.words[parent], (action // 32)[..., None], axis=-1)[..., 0]
+        word = jnp.take_along_axis(words, (action // 32)[..., None], axis=-1)[..., 0]
         return (parent * self.cells + action + game.kth_set_bit(word, rank)).astype(jnp.int32)
 
 
@@ -67,7 +68,16 @@ def list_children(labels: jax.Array, alive: jax.Array) -> ChildList:
     cells = labels.shape[1]
     is_action = (labels == jnp.arange(cells, dtype=labels.dtype)) & alive[:, None]
     per_position = jnp.sum(is_action, axis=1, dtype=jnp.int32)
-    return ChildList(per_position, game.inclusive_prefix_sum(per_position, axis=0), pack_words(is_action), cells)
+    return ChildList(per_position, game.inclusive_prefix_sum(per_position, axis=0), game.pack_words(is_action), cells)
+
+
+def play_codes(boards: jax.Array, labels: jax.Array, code: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The children of pair codes ``parent * W * H + action`` (int32 ``[C]``) of boards int8
+    ``[M, W, H]`` with labels ``[M, W * H]``: ``(parent [C], action [C], children [C, W, H])``."""
+    width, height = boards.shape[1:]
+    parent, action = code // (width * height), code % (width * height)
+    removed = (labels[parent] == action[:, None]).reshape(-1, width, height)
+    return parent, action, jax.vmap(game.remove_and_contract)(boards[parent], removed)[0]
 
 
 def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk: int, visit, carry):
@@ -86,18 +96,13 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
 
     Returns ``(listing, carry)``: the ``ChildList`` and the final carry.
     """
-    width, height = boards.shape[1:]
-    cells = width * height
     listing = list_children(labels, alive)
 
     def one_chunk(k, carry):
         start = k * chunk
         index = start + jnp.arange(chunk, dtype=jnp.int32)
         valid = index < listing.count
-        code = jnp.where(valid, listing.code_at(index), 0)
-        parent, action = code // cells, code % cells
-        removed = (labels[parent] == action[:, None]).reshape(chunk, width, height)
-        children = jax.vmap(game.remove_and_contract)(boards[parent], removed)[0]
+        parent, action, children = play_codes(boards, labels, jnp.where(valid, listing.code_at(index), 0))
         return visit(carry, start, children, parent, action, valid)
 
     return listing, jax.lax.fori_loop(0, (listing.count + chunk - 1) // chunk, one_chunk, carry)
@@ -276,9 +281,7 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
 
         def children_at(columns):  # [B, K] columns of the runs -> parents, actions, boards, all [B * K]
             code = listing.code_at(jnp.take_along_axis(listed_at, columns, axis=1).reshape(-1))
-            parent, action = code // cells, code % cells
-            removed = (carry.labels[parent] == action[:, None]).reshape(-1, board_width, board_height)
-            return parent, action, jax.vmap(game.remove_and_contract)(carry.boards[parent], removed)[0]
+            return play_codes(carry.boards, carry.labels, code)
 
         def hashes_of(columns):
             # Keys cost ~half a score, so only the few candidates that can be kept are made

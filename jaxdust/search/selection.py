@@ -15,25 +15,14 @@ import numpy as np
 
 from jaxdust.core import game
 
-_BITS = np.left_shift(np.uint32(1), np.arange(32, dtype=np.uint32))  # bit i of a word
-
-
-def pack_words(mask: jax.Array) -> jax.Array:
-    """uint32 ``[..., ceil(N / 32)]``: bool ``mask [..., N]``, column ``32 * w + i`` as bit
-    ``i`` of word ``w`` (columns past ``N`` clear)."""
-    size = mask.shape[-1]
-    padded = jnp.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(0, -size % 32)])
-    bits = jnp.where(padded.reshape(*mask.shape[:-1], -1, 32), _BITS, np.uint32(0))
-    return jnp.sum(bits, axis=-1, dtype=jnp.uint32)
-
 
 def trues_before(mask: jax.Array) -> jax.Array:
     """int32 ``[B, R]``: how many Trues of bool ``mask [B, R]`` lie left of each column."""
     rows, columns = mask.shape
-    words = pack_words(mask)
+    words = game.pack_words(mask)
     counts = jax.lax.population_count(words).astype(jnp.int32)
     before = game.inclusive_prefix_sum(counts, axis=1) - counts
-    inside = jax.lax.population_count(words[:, :, None] & (_BITS - np.uint32(1))).astype(jnp.int32)
+    inside = jax.lax.population_count(words[:, :, None] & (game.BIT - np.uint32(1))).astype(jnp.int32)
     return (before[:, :, None] + inside).reshape(rows, -1)[:, :columns]
 
 
