@@ -345,9 +345,10 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
 def default_batch(width: int) -> int:
     """Boards per ``beam_search`` call: about 4,096 positions' worth on a CPU, 65,536 on an
     accelerator. A batch runs until its slowest board is cleared, and every click's
-    selection spans every board's rows; on a 2-core CPU, 2 boards at width 2000 ran 1.6x
-    faster per board than 32, 64 at width 64 and 512 at width 8 ~1.2-1.4x faster than
-    1,024 and 8,192 (``python benchmarks/beam.py --batch``)."""
+    selection spans every board's rows; on a 2-core CPU (scratch runs of this function),
+    2 boards at width 2000 ran 1.6x faster per board than 32, and 64 at width 64 and 512
+    at width 8 ~1.2-1.4x faster than 512 and 64 (``benchmarks/beam.py --batch N`` times
+    width 2000)."""
     positions = 4096 if jax.default_backend() == "cpu" else 65536
     return max(1, positions // width)
 
