@@ -1,13 +1,18 @@
 """Evaluate agents, solvers and baselines on a board set.
 
-    python evaluate.py                                  # baselines on data/boards/eval_8x6x5.txt
+    python evaluate.py                                  # baselines on the 1000 boards with proven optima
     python evaluate.py --agents random,largest --random 500 --seed 1 --size 6x6x5
     python evaluate.py --agents largest,dfs,beam:500,solver:5 --limit 100
+    python evaluate.py --agents policy:runs/avi-0,value:runs/avi-0:8,mcts:runs/avi-0:64
 
 Agents are ``name[:value]``: random, largest, dfs[:positions searched], beam[:width] (JAX),
-cpu-beam[:width] (numba, with the one-click lookahead), solver[:seconds per board], greedy:RUN_DIR (a train.py run clicking the argmax of its
-per-cell output) and lookahead:RUN_DIR[:width] (beam search scored by the run's network;
-width 1, the default, plays greedily with respect to the network's value of the result).
+cpu-beam[:width] (numba, with the one-click lookahead), solver[:seconds per board],
+mcts-heuristic[:simulations], and for a train.py run: policy:RUN_DIR (the network's own
+choice, the argmax of its output, no simulation), value:RUN_DIR[:width] (beam search scored
+by the run's value; width 1, the default, is greedy play on it) and
+mcts:RUN_DIR[:simulations] (Gumbel MuZero over the simulator with the run's policy and
+value, 64 simulations by default). ``greedy:`` and ``lookahead:`` are the old names of
+``policy:`` and ``value:``.
 
 Writes ``summary.json``, per-board ``boards.csv``, ``lengths.png`` (overlaid length
 histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
@@ -15,8 +20,9 @@ original post's key figure) into ``--out``; with ``--animate N`` also ``game-<ag
 each agent's game on board i < N, the cluster clicked next outlined.
 
 The board set is a file in the ``data/boards`` format (the last number on a line is the best
-known length) or ``--random N`` boards drawn from ``--seed``. Prints a summary table and
-writes ``summary.json`` and a per-board ``boards.csv`` into ``--out``.
+known length, or the proven lower bound of a fewest-clicks set: where every line's two
+numbers agree, the reference is the proven optimum) or ``--random N`` boards drawn from
+``--seed``.
 """
 
 from __future__ import annotations
@@ -34,24 +40,27 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxdust.core import configs, files, flags, game
-from jaxdust.core.boards import EVAL_FILE, board_to_text, positions, read_board_file
+from jaxdust.core.boards import board_to_text, positions, read_board_file
 from jaxdust.core.render import game_gif
-from jaxdust.evaluation import plots, registry, stats
+from jaxdust.evaluation import benchmark, plots, registry, stats
 
 
-def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, str]:
-    """Boards ``[N, W, H]``, best known lengths (or None) and a description."""
+def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
+    """Boards ``[N, W, H]``, best known lengths (or None), whether all of them are proven
+    optimal (a fewest-clicks set whose lines give equal length and lower bound) and a
+    description."""
     if args.random:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
-        return boards, None, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
+        return boards, None, False, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
     records = read_board_file(args.boards, limit=args.limit)  # ValueError naming file and line
     if not records:
         raise ValueError(f"no boards in {args.boards}")
     boards = jnp.stack([r.board for r in records])
     best = np.array([r.values[-1] for r in records]) if all(r.values for r in records) else None
+    proven = best is not None and all(len(r.values) >= 2 and r.values[-2] == r.values[-1] for r in records)
     described = f"{len(records)} boards from {os.path.relpath(args.boards)}"
-    return boards, best, described if args.limit is None else f"first {described}"
+    return boards, best, proven, described if args.limit is None else f"first {described}"
 
 
 def _file_safe(name: str) -> str:
@@ -61,8 +70,9 @@ def _file_safe(name: str) -> str:
 def main(argv=None) -> dict:
     parser = flags.Parser(prog="evaluate.py", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--boards", type=flags.input_file, default=EVAL_FILE,
-                        help="board file (default: the fixed eval set)")
+    parser.add_argument("--boards", type=flags.input_file, default=benchmark.set_path("8x6x5"),
+                        help="board file (default: the fewest-clicks set, the 1000 evaluation boards with "
+                             "their proven optima)")
     parser.add_argument("--random", type=flags.non_negative_int, default=0, metavar="N",
                         help="use N random boards instead")
     parser.add_argument("--size", type=configs.size_flag, default=game.GameConfig(), help="WxHxC for --random")
@@ -87,7 +97,7 @@ def main(argv=None) -> dict:
         flags.fail(parser, f"--agents: {error}")
 
     try:
-        boards, best, description = load_board_set(args)
+        boards, best, proven, description = load_board_set(args)
     except ValueError as error:
         flags.fail(parser, str(error))
     num_boards, width, height = boards.shape
@@ -129,9 +139,11 @@ def main(argv=None) -> dict:
             summary["proven_optimal"] = float(np.mean(run["proven"]))
         results[name] = summary
 
-    label = max(10, *(len(a) for a in agents))
+    best_row = "optimal (proven)" if proven else "best known"
+    label = max(len(best_row), *(len(a) for a in agents))
     header = f"{'agent':<{label}} {'mean':>7} {'median':>7} {'std':>6}"
-    header += f" {'=best':>6} {'gap':>6}" if best is not None else ""
+    best_name = "optimal" if proven else "best known"
+    header += f" {'=opt' if proven else '=best':>6} {'gap':>6}" if best is not None else ""
     header += f" {'>=ref':>6} {'uncleared':>9} {'ms/board':>9}"
     print("\n" + header)
     for name, s in results.items():
@@ -142,24 +154,26 @@ def main(argv=None) -> dict:
         line += f" {s['not_cleared']:>9d} {1e3 * s['seconds_per_board']:>9.3f}"
         print(line)
     if best is not None:
-        print(f"{'best known':<{label}} {best.mean():>7.2f} {np.median(best):>7.1f} {best.std():>6.2f}")
+        print(f"{best_row:<{label}} {best.mean():>7.2f} {np.median(best):>7.1f} "
+              f"{best.std():>6.2f}")
 
-    print(f"(>=ref: share of boards at least as short as {'the best known' if reference == 'best' else reference})")
+    print(f"(>=ref: share of boards at least as short as {('the optimum' if proven else 'the best known') if reference == 'best' else reference})")
 
-    report = {"boards": description, "backend": jax.default_backend(), "reference": reference, "agents": results}
+    report = {"boards": description, "backend": jax.default_backend(), "reference": reference,
+              "reference_proven_optimal": proven, "agents": results}
     files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
     table = io.StringIO()
     writer = csv.writer(table)
-    writer.writerow(["board", *agents] + (["best_known"] if best is not None else []))
+    writer.writerow(["board", *agents] + ([best_name.replace(" ", "_")] if best is not None else []))
     for i in range(num_boards):
         row = [board_to_text(boards[i]), *(int(per_board[a][i]) for a in agents)]
         writer.writerow(row + ([int(best[i])] if best is not None else []))
     files.atomic_write_bytes(os.path.join(args.out, "boards.csv"), table.getvalue().encode())
     shown = dict(per_board)
     if best is not None:
-        shown["best known"] = best
+        shown[best_name] = best
     files.atomic_write_bytes(os.path.join(args.out, "lengths.png"), plots.length_histograms(shown, description))
-    reference_name = "best known" if reference == "best" else reference
+    reference_name = best_name if reference == "best" else reference
     for name in agents:
         if name != reference:
             figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name)

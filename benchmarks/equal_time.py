@@ -5,12 +5,14 @@ training on this machine: a short calibration measures its seconds per update, i
 schedule (learning-rate decay, exploration) is sized to end at the budget, and the clock
 stops while it is evaluated (it runs while the sized program compiles, so runs end up to a
 minute or so off the budget; the table gives each run's minutes). At ``--points`` evenly spaced moments it plays the 100 proven
-boards of ``data/boards/optimal_8x6x5.txt`` (argmax of the per-cell output, greedy = a
+boards of ``data/boards/optimal_8x6x5.txt`` (argmax of the network's output, greedy = a
 width-1 beam on the value, and a width-8 beam: mean clicks and share optimal); the last
-point also plays 1000 fresh random boards (argmax and greedy). The model measured is the
-one training ends with (no selection).
+point also plays width 64 and Gumbel MuZero with 64 simulations (learners with a policy and
+a value) on the proven boards, and 1000 fresh random boards (argmax, greedy and width 8).
+The model measured is the one training ends with (no selection).
 
-Sets: ``networks`` (the MLP default, the original 5 x 1500 layers, a convolutional torso,
+Sets: ``policy`` (the default's message-passing policy head against a shared per-cell MLP
+and a plain dense head), ``networks`` (the MLP default, the original 5 x 1500 layers, a convolutional torso,
 without the rule features, without the heuristic prior, with neither) and ``backups``
 (Deep Q-learning with its sampled n-step target against the full-width backup of every
 cell, beside value iteration). Variants already measured (``--out-dir``/<variant>.json)
@@ -37,11 +39,15 @@ from jaxdust.core import files, flags
 from jaxdust.evaluation import plots
 from jaxdust.learn import learners
 from jaxdust.search.heuristic import heuristic_scorer
+from jaxdust.search.mcts import heuristic_evaluator
 
-from learners import CAP, board_sets, play_set  # benchmarks/learners.py
+from learners import CAP, MCTS_SIMULATIONS, board_sets, play_set  # benchmarks/learners.py
 
 VARIANTS = {  # name -> (learner, settings changed from its default config, what it is)
-    "mlp": ("avi", {}, "value iteration, MLP 256x256, rule features, heuristic prior (the default)"),
+    "mlp": ("avi", {}, "value iteration and its search's policy, MLP 256x256, rule features, heuristic prior, "
+                       "message-passing policy head (the default)"),
+    "policy-plain": ("avi", {"cell_rounds": 0}, "policy head: one per-cell MLP shared by all cells, no messages"),
+    "policy-dense": ("avi", {"cell_head": False, "cell_rounds": 0}, "policy head: one dense layer, a logit per cell"),
     "original": ("avi", {"hidden": (1500,) * 5}, "the original post's 5 x 1500 MLP"),
     "conv": ("avi", {"conv": (16, 16)}, "two 3x3 convolutions (16 channels, position planes) before the MLP"),
     "no-features": ("avi", {"features": False}, "one-hot cells only (no rule features)"),
@@ -55,6 +61,7 @@ VARIANTS = {  # name -> (learner, settings changed from its default config, what
 SETS = {
     "networks": ["mlp", "original", "conv", "no-features", "no-prior", "raw"],
     "backups": ["dqn-sampled", "dqn-full", "dqn-full-25", "mlp"],
+    "policy": ["mlp", "policy-plain", "policy-dense"],
 }
 
 
@@ -93,7 +100,7 @@ def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> di
     chunk = max(1, int(60 * minutes / per_unit / points))
     config = sized(learner_name, config, chunk * points, chunk)
     trainer = learner.trainer(config, argparse.Namespace(), None)
-    policy, scorer = learner.policy(config), learner.scorer(config)
+    policy, scorer, evaluator = learner.policy(config), learner.scorer(config), learner.evaluator(config)
     state = trainer.init(jax.random.key(seed))
     trained_seconds, curve = 0.0, []
     for index in range(1, trainer.total + 1):
@@ -102,10 +109,12 @@ def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> di
         jax.block_until_ready(state)
         trained_seconds += time.perf_counter() - start
         params = learner.params(state)
+        final = index == trainer.total
         point = {"seconds": trained_seconds, "units": index * chunk,
-                 "proven": play_set(*sets["proven"], CAP, policy, scorer, params, widths=(1, 8))}
-        if index == trainer.total:
-            point["fresh"] = play_set(*sets["fresh"], CAP, policy, scorer, params, widths=(1,))
+                 "proven": play_set(*sets["proven"], CAP, policy, scorer, params, widths=(1, 8, 64) if final else (1, 8),
+                                    evaluator=evaluator if final else None)}
+        if final:
+            point["fresh"] = play_set(*sets["fresh"], CAP, policy, scorer, params, widths=(1, 8))
         curve.append(point)
         print(f"{name} {index}/{trainer.total} {trained_seconds / 60:.1f} min: "
               f"{json.dumps({k: v['mean'] for k, v in point['proven'].items()})}", flush=True)
@@ -117,18 +126,25 @@ def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> di
 def print_table(results: dict, minutes: float, heuristic: dict) -> None:
     print(f"\nEqual wall time (a budget of {minutes:g} minutes of training each); the final model; mean clicks "
           "on fresh boards, mean clicks (share optimal) on proven ones\n")
-    print("| variant | minutes | updates | fresh argmax | fresh greedy | proven argmax | proven greedy | proven width 8 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    fresh_columns, proven_columns = ("argmax", "width_1", "width_8"), ("argmax", "width_1", "width_8", "width_64",
+                                                                       f"mcts_{MCTS_SIMULATIONS}")
+    names = {"argmax": "argmax", "width_1": "greedy", "width_8": "width 8", "width_64": "width 64",
+             f"mcts_{MCTS_SIMULATIONS}": f"mcts {MCTS_SIMULATIONS}"}
+    print("| variant | minutes | updates | " + " | ".join(f"fresh {names[c]}" for c in fresh_columns) + " | "
+          + " | ".join(f"proven {names[c]}" for c in proven_columns) + " |")
+    print("|---|---:|---:|" + "---:|" * (len(fresh_columns) + len(proven_columns)))
+
+    def cells(row, columns, share):
+        return [("-" if column not in row else f"{row[column]['mean']:.2f}"
+                 + (f" ({100 * row[column]['optimal']:.0f}%)" if share else "")) for column in columns]
+
     for name, result in results.items():
         final = result["curve"][-1]
-        proven = final["proven"]
-        cells = [f"{final['fresh']['argmax']['mean']:.2f}", f"{final['fresh']['width_1']['mean']:.2f}"]
-        cells += [f"{proven[k]['mean']:.2f} ({100 * proven[k]['optimal']:.0f}%)" for k in ("argmax", "width_1", "width_8")]
         print(f"| {name}: {result['description']} | {final['seconds'] / 60:.1f} | {result['units']} | "
-              + " | ".join(cells) + " |")
-    proven = heuristic["proven"]
-    print(f"| hand-made heuristic | - | - | - | {heuristic['fresh']['width_1']['mean']:.2f} | - | "
-          + " | ".join(f"{proven[k]['mean']:.2f} ({100 * proven[k]['optimal']:.0f}%)" for k in ("width_1", "width_8"))
+              + " | ".join(cells(final["fresh"], fresh_columns, False) + cells(final["proven"], proven_columns, True))
+              + " |")
+    print("| hand-made heuristic (uniform prior for mcts) | - | - | "
+          + " | ".join(cells(heuristic["fresh"], fresh_columns, False) + cells(heuristic["proven"], proven_columns, True))
           + " |")
 
 
@@ -140,6 +156,8 @@ def main(argv=None):
     parser.add_argument("--minutes", type=flags.positive_float, default=8.0, help="training wall time per variant")
     parser.add_argument("--points", type=flags.positive_int, default=4, help="evaluations along each run")
     parser.add_argument("--boards", type=flags.positive_int, default=1000, help="fresh random boards at the end")
+    parser.add_argument("--proven-boards", type=flags.positive_int, default=None,
+                        help="play only the first N proven boards (default all 100)")
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out-dir", type=flags.output_dir, default="results/equal_time")
     args = parser.parse_args(argv)
@@ -148,10 +166,11 @@ def main(argv=None):
     if unknown or args.minutes <= 0 or args.points < 1 or args.boards < 1:
         parser.error(f"unknown variants {unknown}" if unknown else "--minutes, --points and --boards must be positive")
 
-    sets = board_sets(args.boards, args.seed)
+    sets = board_sets(args.boards, args.seed, args.proven_boards)
     hardware = {"cpu": platform.processor() or platform.machine(), "cores": len(os.sched_getaffinity(0)),
                 "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind}
-    settings = {"minutes": args.minutes, "seed": args.seed, "points": args.points, "boards": args.boards}
+    settings = {"minutes": args.minutes, "seed": args.seed, "points": args.points, "boards": args.boards,
+                "proven_boards": args.proven_boards}
     results = {}
     for name in names:
         path = os.path.join(args.out_dir, f"{name}.json")
@@ -168,14 +187,15 @@ def main(argv=None):
         files.atomic_write_json(path, results[name])
 
     heuristic = {set_name: play_set(*board_set, CAP, scorer=heuristic_scorer,
-                                    widths=(1, 8) if set_name == "proven" else (1,))
+                                    widths=(1, 8, 64) if set_name == "proven" else (1, 8),
+                                    evaluator=heuristic_evaluator if set_name == "proven" else None)
                  for set_name, board_set in sets.items()}
     print_table(results, args.minutes, heuristic)
     label = args.variants.replace(",", "+") if args.variants else args.set
     for figure_name, field, ylabel in (("clicks", "mean", "mean clicks"), ("optimal", "optimal", "share optimal")):
         curves = {name: {play: (np.array([point["seconds"] for point in result["curve"]]),
                                 np.array([point["proven"][key][field] for point in result["curve"]]))
-                         for key, play in (("width_1", "greedy"), ("width_8", "width 8"))}
+                         for key, play in (("width_1", "greedy"), ("width_8", "width 8"), ("argmax", "argmax"))}
                   for name, result in results.items()}
         references = {f"heuristic, {play}": heuristic["proven"][key][field]
                       for key, play in (("width_1", "greedy"), ("width_8", "width 8"))}

@@ -4,8 +4,9 @@
     python benchmarks/leaderboard.py --runs avi=results/learners/avi,dqn=results/learners/dqn
     python benchmarks/leaderboard.py --set 6x6x5 --entries random,largest,dfs,beam:64,solver:300
 
-Each learner run adds four rows: the argmax of its per-cell output, and beam search on its
-value at widths 1 (greedy), 8 and 64. Each row is kept under ``results/leaderboard/`` as
+Each learner run adds four rows: its policy alone (the argmax of its output, no
+simulation), and beam search on its value at widths 1 (greedy), 8 and 64; a fifth, Gumbel
+MuZero with 64 simulations, for learners with a policy and a value. Each row is kept under ``results/leaderboard/`` as
 soon as it is measured, so an interrupted run resumes (``--fresh`` measures again). The
 exact solver's row on the 1000-board set comes from the log of the run that made the set
 (``--solver-log``; re-solving all 1000 boards takes an hour on two cores).
@@ -25,6 +26,7 @@ import numpy as np
 
 from jaxdust.core import files, flags
 from jaxdust.evaluation import benchmark, registry
+from jaxdust.learn.runs import read_run_config
 
 DEFAULT_ENTRIES = "random,largest,dfs,beam:1,beam:8,beam:64,cpu-beam:2000"
 LABELS = {"random": "random legal click", "largest": "largest cluster first",
@@ -39,10 +41,17 @@ def describe(entry: str) -> str:
 
 
 def learner_entries(label: str, run: str) -> list[tuple[str, str]]:
-    return [(f"greedy:{run}", f"{label}, argmax of its per-cell output"),
-            (f"lookahead:{run}:1", f"{label}, greedy on its value (width 1)"),
-            (f"lookahead:{run}:8", f"{label}, beam on its value, width 8"),
-            (f"lookahead:{run}:64", f"{label}, beam on its value, width 64")]
+    entries = [(f"policy:{run}", f"{label}, its policy alone (argmax, no simulation)"),
+               (f"value:{run}:1", f"{label}, greedy on its value (width 1)"),
+               (f"value:{run}:8", f"{label}, beam on its value, width 8"),
+               (f"value:{run}:64", f"{label}, beam on its value, width 64")]
+    try:
+        learner, config = read_run_config(run)
+    except ValueError:  # the entries' check below says what is wrong, in one line
+        return entries
+    if learner.evaluator(config) is not None:
+        entries.append((f"mcts:{run}:64", f"{label}, Gumbel MuZero on its policy and value, 64 simulations"))
+    return entries
 
 
 def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.Row:
@@ -56,7 +65,7 @@ def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", default="8x6x5", choices=benchmark.SIZES)
     parser.add_argument("--entries", default=DEFAULT_ENTRIES, help="agents as evaluate.py names them ('' for none)")
-    parser.add_argument("--runs", default="", help="LABEL=RUN_DIR,... learner runs (four rows each)")
+    parser.add_argument("--runs", default="", help="LABEL=RUN_DIR,... learner runs (four or five rows each)")
     parser.add_argument("--solver-log", type=flags.input_file, default=None,
                         help="JSON lines of python -m jaxdust.solver --time-limit 300 on the set's boards")
     parser.add_argument("--limit", type=flags.positive_int, default=None, help="the set's first N boards only")

@@ -2,9 +2,11 @@
 
 Trains each learner with ``train.py``'s defaults (the imitation run includes making its
 data, which counts as training time), draws mean greedy and argmax clicks against wall
-time, then plays two board sets with every trained network: argmax of its per-cell
-output, and its value as the scorer of a width-1 (greedy), width-8 and width-64 beam,
-beside the hand-made heuristic at the same widths in the same run. The sets: 1000 fresh
+time, then plays two board sets with every trained network: argmax of its output (the policy,
+no simulation), its value as the scorer of a width-1 (greedy), width-8 and width-64 beam,
+and Gumbel MuZero with 64 simulations on its policy and value (learners that have both),
+beside the hand-made heuristic at the same widths (and MCTS with a uniform prior) in the
+same run. The sets: 1000 fresh
 random 8x6 boards (seed 10000 + --seed) and the 100 boards of
 ``data/boards/optimal_8x6x5.txt`` (the first 100 of the evaluation set, each optimum
 proven by ``python -m jaxdust.solver``), where the gap to the optimum and the share of
@@ -27,11 +29,12 @@ import numpy as np
 
 from jaxdust.core import files, flags, game
 from jaxdust.core.boards import read_board_file
-from jaxdust.core.play import play_boards
+from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, plots
 from jaxdust.learn import cli, runs
 from jaxdust.search.beam import beam_lengths
 from jaxdust.search.heuristic import heuristic_scorer
+from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
 
 
 def fresh_boards(count: int, seed: int) -> jax.Array:
@@ -40,31 +43,49 @@ def fresh_boards(count: int, seed: int) -> jax.Array:
 
 
 WIDTHS = (1, 8, 64)
+MCTS_SIMULATIONS = 64
+MCTS_CHUNK = 256  # boards searched at once
 CAP = 4 * 48  # clicks an unfinished game counts as
 PROVEN_FILE = "data/boards/optimal_8x6x5.txt"
 
 
-def board_sets(fresh: int, seed: int) -> dict:
+def board_sets(fresh: int, seed: int, proven: int | None = None) -> dict:
     """``{"fresh": (boards, None), "proven": (boards, optima)}``: ``fresh`` random 8x6 boards
-    (seed 10000 + ``seed``) and the boards of ``PROVEN_FILE`` with their proven optima."""
-    records = read_board_file(PROVEN_FILE)
+    (seed 10000 + ``seed``) and the boards of ``PROVEN_FILE`` (the first ``proven``, default
+    all) with their proven optima."""
+    records = read_board_file(PROVEN_FILE, limit=proven)
     return {"fresh": (fresh_boards(fresh, seed=10_000 + seed), None),
             "proven": (jax.numpy.stack([r.board for r in records]), np.array([r.values[-1] for r in records]))}
 
 
-def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths=WIDTHS) -> dict:
-    """Argmax play (when ``policy`` is given) and the ``scorer``'s beams at ``widths`` on one
-    board set: mean clicks, and with ``optimum`` the gap and the share played optimally."""
-    lengths = {}
+def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths=WIDTHS, evaluator=None,
+             simulations=(MCTS_SIMULATIONS,)) -> dict:
+    """Argmax play (when ``policy`` is given), the ``scorer``'s beams at ``widths`` and, with
+    an ``evaluator``, Gumbel MuZero at each of ``simulations`` on one board set: mean clicks
+    and milliseconds per board (compilation included), and with ``optimum`` the gap and the
+    share played optimally."""
+    lengths, seconds = {}, {}
+
+    def played_by(policy_fn):
+        played = play_in_chunks(boards, policy_fn, jax.random.key(1), cap, MCTS_CHUNK, params=params)
+        return np.where(np.asarray(played.cleared), np.asarray(played.clicks), cap)
+
+    def timed(name, play):
+        start = time.perf_counter()
+        lengths[name] = play()
+        seconds[name] = time.perf_counter() - start
+
     if policy is not None:
-        played = play_boards(boards, policy, jax.random.key(1), cap, params)
-        lengths["argmax"] = np.where(np.asarray(played.cleared), np.asarray(played.clicks), cap)
+        timed("argmax", lambda: played_by(policy))
     for width in widths:
-        found = beam_lengths(boards, width, scorer, params, cap)
-        lengths[f"width_{width}"] = np.where(found < 0, cap, found)
+        timed(f"width_{width}", lambda: (lambda found: np.where(found < 0, cap, found))(
+            beam_lengths(boards, width, scorer, params, cap)))
+    if evaluator is not None:
+        for count in simulations:
+            timed(f"mcts_{count}", lambda: played_by(MCTSPolicy(evaluator, count)))
     row = {}
     for name, clicks in lengths.items():
-        row[name] = {"mean": float(np.mean(clicks))}
+        row[name] = {"mean": float(np.mean(clicks)), "ms_per_board": 1e3 * seconds[name] / len(clicks)}
         if optimum is not None:
             row[name]["gap"] = float(np.mean(clicks - optimum))
             row[name]["optimal"] = float(np.mean(clicks == optimum))
@@ -72,7 +93,7 @@ def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths
 
 
 def print_table(title, rows, proven):
-    columns = ["argmax"] + [f"width_{w}" for w in WIDTHS]
+    columns = ["argmax"] + [f"width_{w}" for w in WIDTHS] + [f"mcts_{MCTS_SIMULATIONS}"]
     print(f"\n{title}\n")
     print("| agent | " + " | ".join(c.replace("_", " ") for c in columns) + " |")
     print("|---|" + "---:|" * len(columns))
@@ -94,6 +115,7 @@ def main(argv=None):
     parser.add_argument("--runs-dir", type=flags.output_dir, default="results/learners")
     parser.add_argument("--boards", type=flags.positive_int, default=1000, help="fresh random boards for the final evaluation")
     parser.add_argument("--seed", type=flags.seed, default=0)
+    parser.add_argument("--avi-flags", default="", help="extra train.py flags for avi, e.g. '--total-updates 9000'")
     parser.add_argument("--dqn-flags", default="", help="extra train.py flags for dqn, e.g. '--total-steps 100000'")
     parser.add_argument("--imitation-flags", default="", help="extra train.py flags for imitation")
     parser.add_argument("--out", type=flags.output_file, default="results/learners.json")
@@ -111,7 +133,7 @@ def main(argv=None):
         start = time.perf_counter()
         if not os.path.exists(os.path.join(run_dir, "summary.json")):
             resume = ["--resume"] if os.path.exists(os.path.join(run_dir, "config.json")) else []
-            extra = (args.dqn_flags if learner == "dqn" else args.imitation_flags).split()
+            extra = {"avi": args.avi_flags, "dqn": args.dqn_flags, "imitation": args.imitation_flags}[learner].split()
             cli.main([learner, "--run-dir", run_dir, "--seed", str(args.seed), *resume, *extra])
         wall = time.perf_counter() - start
         lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
@@ -128,12 +150,14 @@ def main(argv=None):
         trained = runs.load_run(run_dir)
         row = {"training_seconds": summary["seconds"] + data_seconds, "data_seconds": data_seconds}
         for set_name, (boards, optimum) in sets.items():
-            row[set_name] = play_set(boards, optimum, CAP, trained.policy, trained.scorer, trained.params)
+            row[set_name] = play_set(boards, optimum, CAP, trained.policy, trained.scorer, trained.params,
+                                     evaluator=trained.evaluator)
         report["learners"][learner] = row
         print(f"{learner}: {json.dumps(row)}", flush=True)
 
     report["references"] = {"hand-made heuristic": {
-        set_name: play_set(boards, optimum, CAP, scorer=heuristic_scorer) for set_name, (boards, optimum) in sets.items()}}
+        set_name: play_set(boards, optimum, CAP, scorer=heuristic_scorer, evaluator=heuristic_evaluator)
+        for set_name, (boards, optimum) in sets.items()}}
     largest = play_boards(sets["fresh"][0], baselines.largest_cluster, jax.random.key(0), CAP)
     report["references"]["largest cluster first"] = {"fresh": {"argmax": {"mean": float(np.mean(largest.clicks))}}}
     report["curves"] = {name: {"seconds": c[0].tolist(), "clicks": c[1].tolist()} for name, c in curves.items()}

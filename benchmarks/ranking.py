@@ -1,6 +1,7 @@
 """How well each value function ranks a position's children, on the exact-label ranking set
 (``jaxdust.evaluation.ranking``): the hand-made heuristic, its one-click lookahead, and the
-value of any trained runs, in the same run.
+value and the policy (its clusters' probabilities, no simulation) of any trained runs, in
+the same run.
 
     python benchmarks/ranking.py                              # the references only
     python benchmarks/ranking.py --runs results/avi-default   # and a trained run's value
@@ -28,20 +29,27 @@ def main(argv=None) -> dict:
 
     records = ranking.load(args.set)
     scorers = {"hand-made heuristic": (heuristic_scorer, None), "heuristic, one-click lookahead": (lookahead_heuristic, None)}
+    policies = {}
     for run in filter(None, args.runs.split(",")):
         trained = load_run(run)
-        scorers[f"{trained.learner} value ({os.path.basename(os.path.normpath(run))})"] = (trained.scorer, trained.params)
+        label = os.path.basename(os.path.normpath(run))
+        scorers[f"{trained.learner} value ({label})"] = (trained.scorer, trained.params)
+        if trained.evaluator is not None:
+            policies[f"{trained.learner} policy ({label})"] = (trained.evaluator, trained.params)
     report = {"benchmark": "ranking", "set": os.path.relpath(args.set), "positions": len(records),
               "cpu": platform.processor() or platform.machine(), "scorers": {}}
     for name, (scorer, params) in scorers.items():
         report["scorers"][name] = ranking.ranking_metrics(ranking.scorer_scores(records, scorer, params), records)
+    for name, (evaluator, params) in policies.items():  # a policy ranks clusters; it estimates no clicks
+        report["scorers"][name] = ranking.ranking_metrics(ranking.policy_scores(records, evaluator, params), records,
+                                                          clicks_left=False)
 
     buckets = [f"{low}-{high}" for low, high in ranking.CELL_BUCKETS]
     print(f"\n{len(records)} positions of {os.path.relpath(args.set)}\n")
     print("| scorer | top-1 optimal | regret per decision | pairwise | " + " | ".join(f"error, {b} cells" for b in buckets) + " |")
     print("|---|---:|---:|---:|" + "---:|" * len(buckets))
     for name, m in report["scorers"].items():
-        errors = " | ".join(f"{m['error_by_cells_left'][b]:.2f}" for b in buckets)
+        errors = " | ".join(f"{m['error_by_cells_left'][b]:.2f}" if "error_by_cells_left" in m else "" for b in buckets)
         print(f"| {name} | {m['top1']:.3f} | {m['regret']:.3f} | {m['pairwise']:.3f} | {errors} |")
     files.atomic_write_json(args.out, report)
     return report

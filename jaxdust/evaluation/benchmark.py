@@ -128,7 +128,7 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
 
     Args:
       agent: an agent name as ``evaluate.py --agents`` takes it (``"largest"``,
-        ``"beam:64"``, ``"lookahead:RUN_DIR:8"``, ...), or a function taking the boards
+        ``"beam:64"``, ``"value:RUN_DIR:8"``, ``"mcts:RUN_DIR:64"``, ...), or a function taking the boards
         (int8 ``[N, W, H]`` numpy) and returning one solution ``[(x, y), ...]`` per board;
         those solutions are replayed, and one that does not clear its board counts as not
         cleared.

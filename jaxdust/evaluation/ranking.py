@@ -31,6 +31,7 @@ from jaxdust.core import flags, game, reference
 from jaxdust.core.boards import BOARDS_DIR, board_to_text, parse_board
 from jaxdust.core.files import recover_json_lines
 from jaxdust.search.heuristic import Scorer, heuristic_scorer
+from jaxdust.search.mcts import cluster_log_probs
 from jaxdust.solver.api import MAX_TABLE_BITS, TranspositionTable, solve
 
 RANKING_FILE = os.path.join(os.path.dirname(BOARDS_DIR), "ranking", "ranking_8x6x5.jsonl")
@@ -77,6 +78,17 @@ def scorer_scores(records: list[dict], scorer: Scorer, params=None) -> list[np.n
         values = np.asarray(score(jnp.asarray(padded), params))[: len(kids)]
         out.append(np.where(kids.reshape(len(kids), -1).any(axis=1), values, 0.0))
     return out
+
+
+def policy_scores(records: list[dict], evaluator, params, width: int = 8, height: int = 6) -> list[np.ndarray]:
+    """Each record's children scored by minus the log-probability a policy gives their
+    cluster (lower is better, as ``ranking_metrics`` wants). ``evaluator(boards, params)``
+    returns clicks left and click logits ``[N, W * H]`` (``jaxdust.search.mcts``)."""
+    boards = jnp.stack([parse_board(record["board"], width, height) for record in records])
+    _, logits = jax.jit(evaluator)(boards, params)
+    labels = jax.vmap(game.cluster_labels)(boards).reshape(len(records), -1)
+    log_probs = np.asarray(cluster_log_probs(logits, labels))
+    return [-log_probs[i][record["actions"]] for i, record in enumerate(records)]
 
 
 def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: bool = True) -> dict:

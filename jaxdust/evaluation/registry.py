@@ -1,6 +1,6 @@
 """Every way of clearing boards behind one interface: ``run_agent("beam:500", boards, ...)``.
 
-An agent is named ``name[:value]`` (``"solver:5"``, ``"lookahead:runs/avi-0:8"``). The
+An agent is named ``name[:value]`` (``"solver:5"``, ``"value:runs/avi-0:8"``). The
 registry ``AGENTS`` holds one ``Agent`` per name: its description, a parser for the text
 after the colon and a function that plays a batch of boards. A new agent is one
 ``register(Agent(...))`` call; ``evaluate.py`` and the benchmarks pick it up from there.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import multiprocessing
+import sys
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -23,6 +24,7 @@ from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import load_run, read_run_config
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_solutions
 from jaxdust.search.heuristic import heuristic_scorer
+from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
 from jaxdust.solver.api import solve
 from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.upper_bound import beam_clicks
@@ -236,20 +238,24 @@ def _run_directory(text: str) -> str:
     return text
 
 
-def _run_only(text: str) -> str:
-    if not text:
-        raise ValueError("needs a run directory: greedy:RUN_DIR")
-    return _run_directory(text)
+def _run_only(name: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if not text:
+            raise ValueError(f"needs a run directory: {name}:RUN_DIR")
+        return _run_directory(text)
+    return parse
 
 
-def _run_and_width(text: str) -> tuple[str, int]:
-    """``RUN_DIR`` or ``RUN_DIR:WIDTH`` (a run directory may itself contain ':')."""
-    if not text:
-        raise ValueError("needs a run directory: lookahead:RUN_DIR[:WIDTH]")
-    run, _, width = text.rpartition(":")
-    if run and width.isdigit():
-        return _run_directory(run), _number(width, "lookahead: width", 1, integer=True)
-    return _run_directory(text), 1
+def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple[str, int]]:
+    """A parser of ``RUN_DIR`` or ``RUN_DIR:NUMBER`` (a run directory may itself contain ':')."""
+    def parse(text: str) -> tuple[str, int]:
+        if not text:
+            raise ValueError(f"needs a run directory: {name}:RUN_DIR[:{what.upper()}]")
+        run, _, number = text.rpartition(":")
+        if run and number.isdigit():
+            return _run_directory(run), _number(number, f"{name}: {what}", default, integer=True)
+        return _run_directory(text), default
+    return parse
 
 
 def _load_for(run: str, boards):
@@ -262,18 +268,51 @@ def _load_for(run: str, boards):
     return trained
 
 
-def _play_greedy(run: str, boards, context: Context) -> dict:
+def _play_run_policy(run: str, boards, context: Context) -> dict:
     trained = _load_for(run, boards)
     return _play_policy(trained.policy, trained.params, boards, context)
 
 
-def _play_lookahead(spec: tuple[str, int], boards, context: Context) -> dict:
+def _play_run_value(spec: tuple[str, int], boards, context: Context) -> dict:
     run, width = spec
     trained = _load_for(run, boards)
     return _play_beam(width, trained.scorer, trained.params, boards, context)
 
 
-register(Agent("greedy", "a trained run (train.py) clicking the argmax of its per-cell output",
-               "run directory", _run_only, _play_greedy))
-register(Agent("lookahead", "beam search scored by a trained run's value (width 1: greedy on it)",
-               "run directory[:width]", _run_and_width, _play_lookahead))
+def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
+    run, simulations = spec
+    trained = _load_for(run, boards)
+    if trained.evaluator is None:
+        raise ValueError(f"{run} is a {trained.learner} run, which has no policy and value to search with")
+    return _play_policy(MCTSPolicy(trained.evaluator, simulations), trained.params, boards, context)
+
+
+register(Agent("policy", "a trained run (train.py) playing its network's own choice: the argmax of its output, "
+               "no simulation", "run directory", _run_only("policy"), _play_run_policy))
+register(Agent("value", "beam search scored by a trained run's value (width 1: greedy on it)",
+               "run directory[:width]", _run_and_number("value", "width", 1), _play_run_value))
+register(Agent("mcts", "Gumbel MuZero search (mctx) over the simulator with a trained run's policy and value, "
+               "noise off", "run directory[:simulations]", _run_and_number("mcts", "simulations", 64),
+               _play_run_mcts))
+register(Agent("mcts-heuristic", "Gumbel MuZero search (mctx) with the hand-made estimate as value and a "
+               "uniform prior", "simulations",
+               lambda text: _number(text, "mcts-heuristic: simulations", 64, integer=True),
+               lambda simulations, boards, context: _play_policy(MCTSPolicy(heuristic_evaluator, simulations),
+                                                                 None, boards, context)))
+
+
+def _renamed(old: str, new_name: str, parse: Callable[[str], Any]) -> Agent:
+    """The agent ``new_name`` under its old name, which says so (one line on stderr) when
+    it plays; ``parse`` names the old agent in its errors."""
+    new = AGENTS[new_name]
+
+    def play(settings, boards, context: Context) -> dict:
+        print(f"notice: agent {old!r} is now {new_name!r} ({old}:RUN is {new_name}:RUN); "
+              f"the old name goes in the next release", file=sys.stderr)
+        return new.play(settings, boards, context)
+
+    return Agent(old, f"old name of {new_name!r}", new.parameter, parse, play)
+
+
+register(_renamed("greedy", "policy", _run_only("greedy")))
+register(_renamed("lookahead", "value", _run_and_number("lookahead", "width", 1)))

@@ -9,8 +9,10 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from jaxdust.core import game
 from jaxdust.core.env import Rewards
 from jaxdust.learn import networks
+from jaxdust.search.mcts import cluster_log_probs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,33 +72,50 @@ class ValueScorer:
 
 
 @dataclasses.dataclass(frozen=True)
-class ClicksArgmin:
-    """Click the occupied cell whose per-cell head predicts the fewest clicks left (no
-    simulation): the argmax play of a ``ValueQNetwork``."""
+class ClusterArgmax:
+    """Click the cluster the policy head finds most likely (no simulation): the argmax
+    play of a ``ValuePolicyNetwork``, at the cluster's first cell."""
 
-    hidden: tuple[int, ...]
-    colors: int
-    prior: bool = True
-    conv: tuple[int, ...] = ()
-    features: bool = True
+    network: networks.ValuePolicyNetwork
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
-        network = networks.ValueQNetwork(self.hidden, self.colors, self.prior, self.conv, self.features)
-        _, per_cell = network.apply(params, board[None])
-        return networks.masked_argmax(-per_cell[0], board.reshape(-1) != 0)
+        _, logits = self.network.apply(params, board[None])
+        labels = game.cluster_labels(board).reshape(-1)
+        # Every cell of a cluster holds the same value: argmax returns the first of them.
+        return jnp.argmax(cluster_log_probs(logits[0], labels)).astype(jnp.int32)
 
 
 @dataclasses.dataclass(frozen=True)
 class ValueHeadScorer:
-    """A ``ValueQNetwork``'s value head (0 for an empty board)."""
+    """A ``ValuePolicyNetwork``'s value head (0 for an empty board)."""
+
+    network: networks.ValuePolicyNetwork
+
+    def __call__(self, boards: jax.Array, params) -> jax.Array:
+        value, _ = self.network.apply(params, boards)
+        return jnp.where(jnp.any(boards != 0, axis=(1, 2)), value, 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkEvaluator:
+    """A ``ValuePolicyNetwork`` as the evaluator of ``jaxdust.search.mcts``: clicks left
+    ``[N]`` and click logits ``[N, W * H]``."""
+
+    network: networks.ValuePolicyNetwork
+
+    def __call__(self, boards: jax.Array, params) -> tuple[jax.Array, jax.Array]:
+        return self.network.apply(params, boards)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyValueEvaluator:
+    """The imitation network (``PolicyValueNetwork``) as an evaluator of
+    ``jaxdust.search.mcts``: its cost-to-go and its click logits."""
 
     hidden: tuple[int, ...]
     colors: int
-    prior: bool = True
-    conv: tuple[int, ...] = ()
-    features: bool = True
+    features: bool = False
 
-    def __call__(self, boards: jax.Array, params) -> jax.Array:
-        network = networks.ValueQNetwork(self.hidden, self.colors, self.prior, self.conv, self.features)
-        value, _ = network.apply(params, boards)
-        return jnp.where(jnp.any(boards != 0, axis=(1, 2)), value, 0.0)
+    def __call__(self, boards: jax.Array, params) -> tuple[jax.Array, jax.Array]:
+        logits, cost = networks.PolicyValueNetwork(self.hidden, self.colors, self.features).apply(params, boards)
+        return cost, logits

@@ -1,16 +1,10 @@
 """Approximate value iteration on the simulator, improved by its own search (expert
-iteration), the whole loop in ``jit``.
+iteration), with a policy trained on what that search chooses; the whole loop in ``jit``.
 
 The rules are known, so no click needs to be sampled to learn its value: every position
 is backed up over *all* its distinct clicks at once,
 
-    y(s) = min over clusters c of 1 + V_target(child(s, c)),   V_target(empty) = 0,
-
-and the per-cell head learns ``Q(s, a) = 1 + V_target(child(s, a))`` for every occupied cell
-in the same pass (cells of one cluster share their child), so argmax play needs no
-simulation. Beside the regression, a listwise loss (cross-entropy between the softmax of
-the backed-up and of the predicted per-cell values, over the legal cells) trains the
-per-cell head on the *order* of the clicks, which is all argmax play uses.
+    y(s) = min over clusters c of 1 + V_target(child(s, c)),   V_target(empty) = 0.
 
 One-step backups alone converge towards the value of the network's own greedy play: where
 it ranks children wrongly, the minimum picks a worse child than the best, and that error
@@ -24,6 +18,15 @@ the positions along it (``V(s) <= clicks the line still took from s``); those po
 to a ring buffer of search lines and ``capped_share`` of each batch is drawn from it, so
 labels improve as the network (and the search it guides) does. ``beam_width = 1`` is plain
 epsilon-greedy play. The target network is copied every ``target_period`` updates.
+
+The policy head plays without simulating: its logits over cells make a distribution over
+clusters (``mcts.cluster_log_probs``: all cells of a cluster are one click), trained by
+cross-entropy towards what the search chose. On a position drawn from a search line the
+target is the cluster the line clicked there (unless that click was a random one); on the
+positions in play it is ``softmax(-(1 + V_target(child)) / policy_temperature)`` over the
+clusters, the full-width one-click search's preference. Both targets come from the
+expansion the backup makes anyway. The policy trains on one random slot of each beam and
+on every search-line position.
 
     init, run_chunk = make_avi(config)
     runner = init(key)
@@ -46,6 +49,7 @@ from jaxdust.core.game import GameConfig
 from jaxdust.learn import networks
 from jaxdust.search.beam import sort_distinct
 from jaxdust.search.keys import canonical_hash
+from jaxdust.search.mcts import cluster_log_probs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,14 +72,16 @@ class AVIConfig:
     epsilon_max: float = 0.3  # board i of B picks at random with probability epsilon_max * i / B
     random_share: float = 0.1  # share of boards that always pick at random
     huber_delta: float = 1.0
-    q_weight: float = 1.0  # weight of the per-cell regression beside the value loss
-    listwise_weight: float = 1.0  # weight of the per-cell listwise loss
-    temperature: float = 0.5  # clicks; the softmax of the listwise loss is over -Q / temperature
+    cell_head: bool = True  # a per-cell policy term shared by all cells (networks.ValuePolicyNetwork)
+    cell_rounds: int = 4  # rounds of the cell head's messages between neighbours and within clusters
+    cell_width: int = 64  # the cell head's channels per cell
+    policy_weight: float = 1.0  # weight of the policy's cross-entropy beside the value loss
+    policy_temperature: float = 0.25  # clicks; soft policy targets are softmax(-(1 + V(child)) / this)
 
     def __post_init__(self):
-        configs.require(self, positive=("num_envs", "beam_width", "buffer_lines", "total_updates", "chunk_updates",
-                                        "learning_rate", "target_period", "huber_delta", "temperature"),
-                        non_negative=("q_weight", "listwise_weight"),
+        configs.require(self, positive=("num_envs", "beam_width", "cell_width", "buffer_lines", "total_updates", "chunk_updates",
+                                        "learning_rate", "target_period", "huber_delta", "policy_temperature"),
+                        non_negative=("policy_weight", "cell_rounds"),
                         unit_interval=("capped_share", "final_lr_fraction", "epsilon_max", "random_share"))
         if not 0.0 < self.child_share <= 1.0:
             raise ValueError(f"child_share must be in (0, 1], got {self.child_share}")
@@ -89,13 +95,12 @@ class AVIConfig:
             # Every board may finish in one iteration; each needs its own row.
             raise ValueError(f"buffer_lines ({self.buffer_lines}) must be >= boards in play "
                              f"({self.num_envs // self.beam_width})")
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
 
     @property
-    def network(self) -> networks.ValueQNetwork:
-        return networks.ValueQNetwork(tuple(self.hidden), self.game.colors, self.prior, tuple(self.conv),
-                                      self.features)
+    def network(self) -> networks.ValuePolicyNetwork:
+        return networks.ValuePolicyNetwork(tuple(self.hidden), self.game.colors, self.prior, tuple(self.conv),
+                                           self.features, self.cell_head, self.cell_rounds,
+                                           self.cell_width)
 
     @property
     def boards_in_play(self) -> int:
@@ -116,6 +121,7 @@ class Lines(NamedTuple):
 
     positions: jax.Array  # int8 [R, L, W, H], the position before each click
     actions: jax.Array  # int32 [R, L], the click played from it
+    explored: jax.Array  # bool [R, L], the click was picked at random (no policy target)
     length: jax.Array  # int32 [R], clicks of the line (0 = empty row)
     written: jax.Array  # int32 [], lines written so far
 
@@ -126,6 +132,7 @@ class Runner(NamedTuple):
     boards: jax.Array  # int8 [N, W, H], the beam slots' positions (board b owns slots b*w .. b*w+w-1)
     path: jax.Array  # int8 [N, L, W, H], each slot's line from its board's start
     path_actions: jax.Array  # int32 [N, L]
+    path_explored: jax.Array  # bool [N, L]
     depth: jax.Array  # int32 [B], clicks made by each board's beam
     lines: Lines
     key: jax.Array
@@ -135,6 +142,8 @@ class Runner(NamedTuple):
 class ChunkMetrics(NamedTuple):
     loss: jax.Array  # float32 [], mean over the chunk's updates
     value_error: jax.Array  # float32 [], mean |V(s) - y(s)|, clicks
+    policy_loss: jax.Array  # float32 [], cross-entropy of the policy over clusters
+    policy_agreement: jax.Array  # float32 [], share of positions whose most likely cluster is the target's
     target: jax.Array  # float32 [], mean backed-up value of the positions trained on
     capped: jax.Array  # float32 [], share of search-line positions whose cap was below the backup
     episodes: jax.Array  # int32 [], boards cleared in the chunk
@@ -209,7 +218,7 @@ def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
     state and the line buffer replicated."""
     def spec(path, leaf):
         name = getattr(path[0], "name", "")
-        if name in ("boards", "path", "path_actions", "depth"):
+        if name in ("boards", "path", "path_actions", "path_explored", "depth"):
             return NamedSharding(mesh, P("data"))
         return NamedSharding(mesh, P())
 
@@ -237,57 +246,72 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         params = network.init(network_key, jnp.zeros((1, size.width, size.height), game.BOARD_DTYPE))
         train = TrainState.create(apply_fn=network.apply, params=params, tx=optimizer)
         lines = Lines(jnp.zeros((buffer_lines, cells, size.width, size.height), game.BOARD_DTYPE),
-                      jnp.zeros((buffer_lines, cells), jnp.int32), jnp.zeros(buffer_lines, jnp.int32), jnp.int32(0))
+                      jnp.zeros((buffer_lines, cells), jnp.int32), jnp.zeros((buffer_lines, cells), bool),
+                      jnp.zeros(buffer_lines, jnp.int32), jnp.int32(0))
         return Runner(train, params, jnp.repeat(fresh_boards(board_key), width, axis=0),
                       jnp.zeros((count, cells, size.width, size.height), game.BOARD_DTYPE),
-                      jnp.zeros((count, cells), jnp.int32), jnp.zeros(boards_count, jnp.int32), lines, key,
-                      jnp.int32(0))
+                      jnp.zeros((count, cells), jnp.int32), jnp.zeros((count, cells), bool),
+                      jnp.zeros(boards_count, jnp.int32), lines, key, jnp.int32(0))
 
     def sample_lines(lines: Lines, key):
-        """``capped`` positions of stored lines, their caps (inf for none) and line actions."""
+        """``capped`` positions of stored lines, their caps (inf for none), the lines' clicks
+        from them and whether those were random."""
         row_key, depth_key = jax.random.split(key)
         filled = jnp.minimum(lines.written, buffer_lines)
         rows = game.uniform_below(game.random_halfwords(row_key, capped), jnp.maximum(filled, 1))
         length = lines.length[rows]
         steps = game.uniform_below(game.random_halfwords(depth_key, capped), jnp.maximum(length, 1))
         cap = jnp.where(length > 0, (length - steps).astype(jnp.float32), jnp.inf)
-        return lines.positions[rows, steps], cap, lines.actions[rows, steps]
+        return lines.positions[rows, steps], cap, lines.actions[rows, steps], lines.explored[rows, steps]
 
     def iteration(runner: Runner, _):
-        key, line_key, explore_key, select_key, reset_key = jax.random.split(runner.key, 5)
-        line_boards, cap, cap_action = sample_lines(runner.lines, line_key)
+        key, line_key, explore_key, select_key, reset_key, slot_key = jax.random.split(runner.key, 6)
+        line_boards, cap, cap_action, cap_explored = sample_lines(runner.lines, line_key)
         boards = jnp.concatenate([runner.boards, line_boards])
         trained = jnp.concatenate([jnp.ones(count, bool), jnp.isfinite(cap)])
         cap = jnp.concatenate([jnp.full(count, jnp.inf), cap])
         cap_action = jnp.concatenate([jnp.full(count, -1, jnp.int32), cap_action])
+        cap_explored = jnp.concatenate([jnp.zeros(count, bool), cap_explored])
 
         expansion = expand(boards, slots, lambda b: network.apply(runner.target_params, b)[0])
         labels, child_values = expansion.labels, expansion.values
         backup = 1.0 + jnp.min(child_values, axis=1)
         target = jnp.minimum(backup, cap)
         trained = trained & jnp.isfinite(target)  # all children beyond the slots: no target
-        cell_values = 1.0 + jnp.take_along_axis(child_values, jnp.maximum(labels, 0), axis=1)
-        on_line = (labels == jnp.take_along_axis(labels, jnp.maximum(cap_action, 0)[:, None], axis=1)) & (cap_action[:, None] >= 0)
-        cell_values = jnp.where(on_line, jnp.minimum(cell_values, cap[:, None]), cell_values)
-        trained_cells = (labels >= 0) & jnp.isfinite(cell_values) & trained[:, None]
-        cell_targets = jnp.where(trained_cells, cell_values, 0.0)
-        # Masked cells get a large finite logit, not -inf: a row with none left stays finite.
-        target_order = jax.nn.softmax(jnp.where(trained_cells, -cell_targets / config.temperature, -1e9), axis=1)
-        target_order = jnp.where(trained_cells, target_order, 0.0)
         weight = trained.astype(jnp.float32)
+        # The policy trains on one random slot of each board's beam (its slots are close
+        # relatives, and the policy head costs far more per position than the value) and
+        # on every search-line position. Its targets over clusters, at each cluster's
+        # first cell: the cluster a search line clicked from the position (unless the
+        # click was random), elsewhere the softmax of the backed-up child values.
+        policy_slot = game.uniform_below(game.random_halfwords(slot_key, boards_count), width)
+        policy_rows = jnp.concatenate([board_index * width + policy_slot, count + jnp.arange(capped)])
+        row_labels, row_values = labels[policy_rows], child_values[policy_rows]
+        has_child = jnp.isfinite(row_values)
+        soft = jax.nn.softmax(jnp.where(has_child, -row_values / config.policy_temperature, -1e9), axis=1)
+        soft = jnp.where(has_child, soft, 0.0)
+        row_action = cap_action[policy_rows]
+        line_cluster = jnp.take_along_axis(row_labels, jnp.maximum(row_action, 0)[:, None], axis=1)[:, 0]
+        use_line = (row_action >= 0) & ~cap_explored[policy_rows] & (line_cluster >= 0)
+        policy_target = jnp.where(use_line[:, None], jax.nn.one_hot(line_cluster, cells), soft)
+        target_cluster = jnp.take_along_axis(row_labels, jnp.argmax(policy_target, axis=1)[:, None], axis=1)[:, 0]
+        row_weight = weight[policy_rows]
 
         def loss_fn(params):
-            value, per_cell = network.apply(params, boards)
+            value, _ = network.apply(params, boards)  # the policy head's work is cut from this call
             value_loss = jnp.sum(weight * optax.huber_loss(value, jnp.where(trained, target, 0.0), delta=config.huber_delta))
             value_loss = value_loss / jnp.sum(weight)
-            cell_loss = jnp.where(trained_cells, optax.huber_loss(per_cell, cell_targets, delta=config.huber_delta), 0.0)
-            cell_loss = jnp.sum(cell_loss) / jnp.maximum(jnp.sum(trained_cells), 1)
-            log_order = jax.nn.log_softmax(jnp.where(trained_cells, -per_cell / config.temperature, -1e9), axis=1)
-            listwise = -jnp.sum(jnp.where(trained_cells, target_order * log_order, 0.0)) / jnp.sum(weight)
-            loss = value_loss + config.q_weight * cell_loss + config.listwise_weight * listwise
-            return loss, jnp.sum(weight * jnp.abs(value - jnp.where(trained, target, 0.0))) / jnp.sum(weight)
+            _, logits = network.apply(params, boards[policy_rows])
+            log_probs = cluster_log_probs(logits, row_labels)
+            cross = -jnp.sum(jnp.where(policy_target > 0, policy_target * log_probs, 0.0), axis=1)
+            policy_loss = jnp.sum(row_weight * cross) / jnp.maximum(jnp.sum(row_weight), 1.0)
+            picked = jnp.take_along_axis(row_labels, jnp.argmax(log_probs, axis=1)[:, None], axis=1)[:, 0]
+            agreement = jnp.sum(row_weight * (picked == target_cluster)) / jnp.maximum(jnp.sum(row_weight), 1.0)
+            value_error = jnp.sum(weight * jnp.abs(value - jnp.where(trained, target, 0.0))) / jnp.sum(weight)
+            return value_loss + config.policy_weight * policy_loss, (value_error, policy_loss, agreement)
 
-        (loss, value_error), grads = jax.value_and_grad(loss_fn, has_aux=True)(runner.train.params)
+        (loss, (value_error, policy_loss, agreement)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            runner.train.params)
         train = runner.train.apply_gradients(grads=grads)
         update = runner.update + 1
         copy = update % config.target_period == 0
@@ -308,6 +332,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         slot = jnp.arange(count)
         path = runner.path.at[slot, slot_depth].set(runner.boards)[parent]
         path_actions = runner.path_actions[parent].at[slot, slot_depth].set(action)
+        path_explored = runner.path_explored[parent].at[slot, slot_depth].set(jnp.repeat(explore, width))
         # A board whose children all fell beyond the slots (fresh boards at the start have
         # the most) waits for the next iteration rather than taking another board's child.
         stalled = ~jnp.any(jnp.isfinite(child_values[:count].reshape(boards_count, width * cells)), axis=1)
@@ -315,6 +340,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         after = jnp.where(stalled_slot[:, None, None], runner.boards, after)
         path = jnp.where(stalled_slot[:, None, None, None], runner.path, path)
         path_actions = jnp.where(stalled_slot[:, None], runner.path_actions, path_actions)
+        path_explored = jnp.where(stalled_slot[:, None], runner.path_explored, path_explored)
 
         cleared = jax.vmap(game.is_done)(after).reshape(boards_count, width)
         finished = jnp.any(cleared, axis=1)
@@ -324,22 +350,24 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         rows = jnp.where(finished, rows, buffer_lines)
         lines = Lines(runner.lines.positions.at[rows].set(path[winner], mode="drop"),
                       runner.lines.actions.at[rows].set(path_actions[winner], mode="drop"),
+                      runner.lines.explored.at[rows].set(path_explored[winner], mode="drop"),
                       runner.lines.length.at[rows].set(length, mode="drop"),
                       runner.lines.written + jnp.sum(finished, dtype=jnp.int32))
         restart = jnp.repeat(finished, width)
         after = jnp.where(restart[:, None, None], jnp.repeat(fresh_boards(reset_key), width, axis=0), after)
         depth = jnp.where(finished, 0, jnp.where(stalled, runner.depth, length))
-        runner = Runner(train, target_params, after, path, path_actions, depth, lines, key, update)
+        runner = Runner(train, target_params, after, path, path_actions, path_explored, depth, lines, key, update)
         line_capped = jnp.sum(trained[count:] & (cap[count:] < backup[count:])) / jnp.maximum(jnp.sum(trained[count:]), 1)
         mean_target = jnp.sum(jnp.where(trained[:count], target[:count], 0.0)) / jnp.maximum(jnp.sum(trained[:count]), 1)
-        return runner, (loss, value_error, mean_target, line_capped, jnp.sum(finished),
+        return runner, (loss, value_error, policy_loss, agreement, mean_target, line_capped, jnp.sum(finished),
                         jnp.sum(jnp.where(finished, length, 0)), expansion.dropped)
 
     def run_chunk(runner: Runner) -> tuple[Runner, ChunkMetrics]:
-        runner, (loss, value_error, target, line_capped, finished, clicks, dropped) = jax.lax.scan(
-            iteration, runner, None, length=config.chunk_updates)
+        runner, (loss, value_error, policy_loss, agreement, target, line_capped, finished, clicks, dropped) = \
+            jax.lax.scan(iteration, runner, None, length=config.chunk_updates)
         episodes = jnp.sum(finished)
-        return runner, ChunkMetrics(jnp.mean(loss), jnp.mean(value_error), jnp.mean(target), jnp.mean(line_capped),
+        return runner, ChunkMetrics(jnp.mean(loss), jnp.mean(value_error), jnp.mean(policy_loss),
+                                    jnp.mean(agreement), jnp.mean(target), jnp.mean(line_capped),
                                     episodes, jnp.sum(clicks) / jnp.maximum(episodes, 1), jnp.sum(dropped))
 
     if mesh is None:

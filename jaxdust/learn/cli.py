@@ -1,6 +1,6 @@
 """``train.py``: train a dust-game agent with any registered learner (``jaxdust.learn.learners``).
 
-    python train.py                             # the default learner (avi), about 12 minutes on 2 cores
+    python train.py                             # the default learner (avi: value and policy), about 5 minutes on 2 cores
     python train.py dqn                         # Deep Q-learning, about 9 minutes on 2 cores
     python train.py dqn --preset original       # the original post's learner, for comparison
     python train.py imitation                   # makes its own beam-labelled data first

@@ -37,8 +37,9 @@ class Learner:
     trainer: Callable[[Any, argparse.Namespace, Any], Trainer]  # (config, args, mesh)
     template: Callable[[Any], Any]  # config -> a state shaped like a checkpoint's
     params: Callable[[Any], Any]  # state -> network parameters
-    policy: Callable[[Any], Any]  # config -> argmax policy over the per-cell output
+    policy: Callable[[Any], Any]  # config -> argmax policy over the network's output
     scorer: Callable[[Any], Any]  # config -> scorer of clicks left (beam search, greedy)
+    evaluator: Callable[[Any], Any] = lambda config: None  # config -> jaxdust.search.mcts evaluator, if any
 
 
 LEARNERS: dict[str, Learner] = {}
@@ -85,7 +86,7 @@ def _avi_trainer(config: avi.AVIConfig, args, mesh) -> Trainer:
 
 register(Learner(
     name="avi",
-    description="approximate value iteration over every click, value and per-cell heads (jaxdust.learn.avi)",
+    description="approximate value iteration over every click and a policy trained on its search's choices (jaxdust.learn.avi)",
     config_class=avi.AVIConfig,
     presets={"default": avi.AVIConfig(), "original": avi.AVIConfig(hidden=networks.PRESETS["original"])},
     unit="chunk",
@@ -93,10 +94,9 @@ register(Learner(
     trainer=_avi_trainer,
     template=lambda config: avi.make_avi(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
-    policy=lambda config: agents.ClicksArgmin(tuple(config.hidden), config.game.colors, config.prior,
-                                              tuple(config.conv), config.features),
-    scorer=lambda config: agents.ValueHeadScorer(tuple(config.hidden), config.game.colors, config.prior,
-                                                 tuple(config.conv), config.features),
+    policy=lambda config: agents.ClusterArgmax(config.network),
+    scorer=lambda config: agents.ValueHeadScorer(config.network),
+    evaluator=lambda config: agents.NetworkEvaluator(config.network),
 ))
 
 
@@ -173,4 +173,5 @@ register(Learner(
     params=lambda state: state.params,
     policy=lambda config: agents.PolicyGreedy(tuple(config.hidden), config.game.colors, config.features),
     scorer=lambda config: agents.ValueScorer(tuple(config.hidden), config.game.colors, config.features),
+    evaluator=lambda config: agents.PolicyValueEvaluator(tuple(config.hidden), config.game.colors, config.features),
 ))

@@ -1,4 +1,5 @@
-"""Flax MLPs over boards: a Q-network and a policy/value network.
+"""Flax networks over boards: a Q-network (dqn), a policy/value network (imitation) and a
+value/policy network whose policy head passes messages between cells (avi).
 
 Networks take int8 boards ``[..., W, H]`` and one-hot them inside (channel 0 = empty), so
 replay buffers and data sets stay int8. Outputs are per cell in the flat action order
@@ -125,18 +126,18 @@ def masked_max(values: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.where(jnp.any(mask, axis=-1), best, 0.0)
 
 
-def board_planes(boards: jax.Array, colors: int, features: bool = True) -> jax.Array:
+def board_planes(boards: jax.Array, colors: int, features: bool = True, per_cell: jax.Array | None = None) -> jax.Array:
     """Per-cell input planes for convolutions: float32 ``[..., W, H, colors + 8]``: the
-    one-hot cell (``colors + 1``), its three rule features (``rule_features``; left out
-    without ``features``: ``colors + 5`` planes) and where it is, since the slide toward the centre
-    makes the game depend on position: distance to the centre column, which half, the row,
-    and the column."""
+    one-hot cell (``colors + 1``), its three rule features (``rule_features``, or
+    ``per_cell`` ``[..., W, H, 3]`` where already computed; left out without ``features``:
+    ``colors + 5`` planes) and where it is, since the slide toward the centre makes the game
+    depend on position: distance to the centre column, which half, the row, and the column."""
     *batch, width, height = boards.shape
-    flat_boards = boards.reshape(-1, width, height)
-    if features:
-        per_cell = jax.vmap(rule_features)(flat_boards)[0].reshape(*batch, width, height, 3)
-    else:
+    if not features:
         per_cell = jnp.zeros((*batch, width, height, 0), jnp.float32)
+    elif per_cell is None:
+        flat_boards = boards.reshape(-1, width, height)
+        per_cell = jax.vmap(rule_features)(flat_boards)[0].reshape(*batch, width, height, 3)
     x = (jnp.arange(width, dtype=jnp.float32) + 0.5) / width
     y = jnp.arange(height, dtype=jnp.float32) / height
     position = jnp.stack(jnp.broadcast_arrays(
@@ -145,16 +146,24 @@ def board_planes(boards: jax.Array, colors: int, features: bool = True) -> jax.A
     return jnp.concatenate([jax.nn.one_hot(boards, colors + 1, dtype=jnp.float32), per_cell, position], -1)
 
 
-class ValueQNetwork(nn.Module):
-    """Shared torso, two heads in clicks-left units: the value of the board ``[...]`` and,
-    per cell, the value after clicking it ``[..., W * H]`` (lower is better).
+class ValuePolicyNetwork(nn.Module):
+    """Shared torso, two heads: the value of the board in clicks left ``[...]`` (lower is
+    better) and click logits per cell ``[..., W * H]`` (a policy over clusters through
+    ``cluster_log_probs``).
 
-    With ``prior`` both heads start at the hand-made estimate of the board (zero-initialised
-    corrections), so untrained play is the heuristic's; without it they start at a constant.
-    With ``features`` the exact rule features are input (``encode_with_features``),
-    without it only the one-hot cells. With ``conv`` channels the cells first pass through
-    3x3 convolutions over ``board_planes`` (translation-equivariant cluster detectors),
-    whose output replaces the flat cell inputs of the MLP.
+    With ``prior`` the value head starts at the hand-made estimate of the board (a
+    zero-initialised correction), so untrained greedy play is the heuristic's; without it,
+    at a constant. With ``features`` the exact rule features are input
+    (``encode_with_features``), without it only the one-hot cells. With ``conv`` channels the
+    cells first pass through 3x3 convolutions over ``board_planes``, whose output replaces
+    the flat cell inputs of the MLP. With ``cell_head`` every cell's logit also gets a term
+    from one small MLP shared by all cells, over that cell's planes and a summary of the
+    torso: what makes a click good is mostly the same wherever the cluster stands, and a
+    shared head learns it once instead of once per cell. Over ``cell_rounds`` residual
+    rounds of ``cell_width`` channels each cell hears its four neighbours, the mean of its
+    cluster, of its column and of its row: what a click changes (what falls into the hole,
+    which clusters then touch) is spatial, and a flat layer over the torso did not learn it.
+    Logits start at zero (uniform).
     """
 
     hidden: Sequence[int]
@@ -162,6 +171,9 @@ class ValueQNetwork(nn.Module):
     prior: bool = True
     conv: Sequence[int] = ()
     features: bool = True
+    cell_head: bool = True
+    cell_rounds: int = 0
+    cell_width: int = 64
 
     @nn.compact
     def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -169,16 +181,68 @@ class ValueQNetwork(nn.Module):
         inputs, estimate = encode_with_features(boards, self.colors)
         base = estimate if self.prior else jnp.full(estimate.shape, 10.0, jnp.float32)
         board_inputs = inputs[..., -HEURISTIC_WEIGHTS.shape[0]:]  # the scaled board features
+        one_hot_size = cells * (self.colors + 1)  # encode_with_features puts the per-cell features next
+        per_cell = inputs[..., one_hot_size: one_hot_size + 3 * cells].reshape(*boards.shape, 3)
+        planes = board_planes(boards, self.colors, self.features, per_cell)
         if not self.features:
             inputs = encode(boards, self.colors)
+        cell_inputs = planes
         if self.conv:
-            x = board_planes(boards, self.colors, self.features)
+            x = planes
             for channels in self.conv:
                 x = nn.relu(nn.Conv(channels, (3, 3), padding="SAME", kernel_init=nn.initializers.he_normal())(x))
             inputs = x.reshape(*boards.shape[:-2], -1)
             if self.features:
                 inputs = jnp.concatenate([inputs, board_inputs], -1)
+            cell_inputs = jnp.concatenate([planes, x], -1)  # the cell head sees each cell's neighbourhood too
         torso = MLP(self.hidden)(inputs)
         value = base + nn.Dense(1, kernel_init=nn.initializers.zeros, name="value")(torso)[..., 0]
-        per_cell = base[..., None] + nn.Dense(cells, kernel_init=nn.initializers.zeros, name="q")(torso)
-        return value, per_cell
+        logits = nn.Dense(cells, kernel_init=nn.initializers.zeros, name="policy")(torso)
+        if self.cell_head:
+            context = nn.Dense(self.cell_width, name="cell_context")(torso)
+            x = nn.relu(nn.Dense(self.cell_width, name="cell_planes")(cell_inputs) + context[..., None, None, :])
+            if self.cell_rounds:
+                clusters = cluster_means(boards)
+            for round_index in range(self.cell_rounds):
+                # Each cell hears its four neighbours, its cluster, its column (where gravity
+                # acts) and its row (where the halves slide).
+                column = jnp.broadcast_to(jnp.mean(x, axis=-2, keepdims=True), x.shape)
+                row = jnp.broadcast_to(jnp.mean(x, axis=-3, keepdims=True), x.shape)
+                messages = jnp.concatenate([x, *neighbours(x), _apply_means(clusters, x), column, row], -1)
+                x = x + nn.relu(nn.Dense(self.cell_width, kernel_init=nn.initializers.he_normal(),
+                                         name=f"cell_round_{round_index}")(messages))
+            x = nn.relu(nn.Dense(self.cell_width, kernel_init=nn.initializers.he_normal(), name="cell_hidden")(x))
+            cell_logits = nn.Dense(1, kernel_init=nn.initializers.zeros, name="cell_logit")(x)[..., 0]
+            logits = logits + cell_logits.reshape(*boards.shape[:-2], cells)
+        return value, logits
+
+
+def neighbours(x: jax.Array) -> tuple[jax.Array, ...]:
+    """Each cell's left, right, lower and upper neighbour's vector (zeros past the edge):
+    four float32 ``[..., W, H, D]`` from ``x`` ``[..., W, H, D]``."""
+    def shifted(axis: int, step: int) -> jax.Array:
+        pad = [(0, 0)] * x.ndim
+        pad[axis] = (1, 0) if step > 0 else (0, 1)
+        padded = jnp.pad(x, pad)
+        size = x.shape[axis]
+        return jax.lax.slice_in_dim(padded, 0, size, axis=axis) if step > 0 else \
+            jax.lax.slice_in_dim(padded, 1, size + 1, axis=axis)
+    width_axis, height_axis = x.ndim - 3, x.ndim - 2
+    return shifted(width_axis, 1), shifted(width_axis, -1), shifted(height_axis, 1), shifted(height_axis, -1)
+
+
+def cluster_means(boards: jax.Array) -> jax.Array:
+    """float32 ``[..., W * H, W * H]``: row ``i`` averages over the cells of cell ``i``'s
+    cluster (zeros for an empty cell), so a product with it shares what the cells of one
+    cluster know among them."""
+    *batch, width, height = boards.shape
+    labels = jax.vmap(game.cluster_labels)(boards.reshape(-1, width, height)).reshape(*batch, width * height)
+    same = ((labels[..., :, None] == labels[..., None, :]) & (labels[..., None, :] >= 0)).astype(jnp.float32)
+    return same / jnp.maximum(jnp.sum(same, -1, keepdims=True), 1.0)
+
+
+def _apply_means(means: jax.Array, x: jax.Array) -> jax.Array:
+    """``means`` ``[..., C, C]`` applied to the cell vectors ``x`` ``[..., W, H, D]``."""
+    flat = x.reshape(*x.shape[:-3], -1, x.shape[-1])
+    return (means @ flat).reshape(x.shape)
+

@@ -283,8 +283,9 @@ class TrainedAgent(NamedTuple):
     learner: str  # a name in jaxdust.learn.learners.LEARNERS
     config: Any  # the run's config dataclass
     params: Any  # network parameters from the newest checkpoint
-    policy: Any  # policy(key, board, params): argmax of the per-cell output
+    policy: Any  # policy(key, board, params): argmax of the network's output
     scorer: Any  # scorer(boards, params): clicks left, for the beam search
+    evaluator: Any  # evaluator(boards, params) -> (clicks left, logits) for jaxdust.search.mcts; None if none
     step: int  # the checkpoint's chunk or epoch
 
 
@@ -330,5 +331,5 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
         for error in [*(d for e in unreadable for d in e.damaged), *skipped]:
             print(f"warning: {error}; using checkpoint {step} in {source}", file=sys.stderr)
         return TrainedAgent(learner.name, config, learner.params(state), learner.policy(config),
-                            learner.scorer(config), step)
+                            learner.scorer(config), learner.evaluator(config), step)
     raise RunError("; ".join(map(str, unreadable)))

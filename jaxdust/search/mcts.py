@@ -1,0 +1,109 @@
+"""Monte Carlo tree search over the exact simulator: Gumbel MuZero from ``mctx``.
+
+The model the search plans with is the game itself (``game.click_action``), so only the
+evaluation of a position is learned or hand-made: an *evaluator* maps boards to clicks
+left and click logits,
+
+    evaluate(boards int8 [N, W, H], params) -> (clicks_left float32 [N], logits float32 [N, W * H])
+
+In mctx's terms a click is reward -1, a cleared board ends the episode (discount 0) and a
+position's value is minus its clicks left, so the search maximises minus the clicks. An
+action is a cell; only each cluster's first cell is a legal action (the others are the
+same click), and a cluster's prior is the summed probability of its cells.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+from jaxdust.core import game
+from jaxdust.search.heuristic import heuristic_scorer
+
+Evaluator = Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]]
+
+_MASKED = -1e9  # the logit of an illegal action: finite, so softmaxes stay defined
+
+
+def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
+    """Log-probability of clicking each cell's cluster: float32 ``[..., N]``.
+
+    Every cell of a cluster is the same click, so a policy over cells is a policy over
+    clusters whose probability is the sum of its cells' (softmax over occupied cells).
+    ``labels`` int32 ``[..., N]`` are ``game.cluster_labels`` (``-1`` empty); empty cells
+    and boards with no occupied cell get ``-inf``. Logits ``[0, 0, 0, 9]`` with labels
+    ``[0, 0, 2, -1]`` -> ``log([2/3, 2/3, 1/3, 0])``.
+    """
+    occupied = labels >= 0
+    log_cells = jax.nn.log_softmax(jnp.where(occupied, logits, -1e9), axis=-1)
+    same = (labels[..., :, None] == labels[..., None, :]) & occupied[..., None, :]
+    pooled = jax.nn.logsumexp(jnp.where(same, log_cells[..., None, :], -jnp.inf), axis=-1)
+    return jnp.where(occupied, pooled, -jnp.inf)
+
+
+def cluster_prior(boards: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Prior logits over clusters and the legal actions: float32 ``[N, W * H]`` (each
+    cluster's log-probability at its first cell, ``_MASKED`` elsewhere) and bool
+    ``[N, W * H]`` (the first cells)."""
+    labels = jax.vmap(game.cluster_labels)(boards).reshape(boards.shape[0], -1)
+    first = labels == jnp.arange(labels.shape[1], dtype=labels.dtype)
+    return jnp.where(first, cluster_log_probs(logits, labels), _MASKED), first
+
+
+def heuristic_evaluator(boards: jax.Array, params=None) -> tuple[jax.Array, jax.Array]:
+    """The tuned hand-made estimate as the value, a uniform prior over cells."""
+    return heuristic_scorer(boards, None), jnp.zeros((boards.shape[0], boards.shape[1] * boards.shape[2]))
+
+
+def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simulations: int,
+           considered: int = 16, gumbel_scale: float = 0.0) -> mctx.PolicyOutput:
+    """One Gumbel MuZero search from each board.
+
+    Args:
+      boards: int8 ``[N, W, H]``, none of them empty.
+      evaluate: the evaluator (module docstring); ``params`` are passed to it.
+      simulations: simulations per board (static).
+      considered: actions Sequential Halving starts from at the root (static).
+      gumbel_scale: 0 plays deterministically (evaluation); 1 is mctx's default noise.
+
+    Returns mctx's ``PolicyOutput``: ``action`` int32 ``[N]`` and ``action_weights``
+    float32 ``[N, W * H]``, the improved policy (a training target).
+    """
+    def evaluated(positions):
+        clicks_left, logits = evaluate(positions, params)
+        prior, legal = cluster_prior(positions, logits)
+        done = jax.vmap(game.is_done)(positions)
+        return jnp.where(done, 0.0, -clicks_left), prior, legal, done
+
+    value, prior, legal, _ = evaluated(boards)
+    root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=boards)
+
+    def recurrent_fn(params, key, action, positions):
+        children, _ = jax.vmap(game.click_action)(positions, action)
+        playing = ~jax.vmap(game.is_done)(positions)
+        child_value, child_prior, _, cleared = evaluated(children)
+        output = mctx.RecurrentFnOutput(reward=jnp.where(playing, -1.0, 0.0),
+                                        discount=jnp.where(cleared, 0.0, 1.0),
+                                        prior_logits=child_prior, value=child_value)
+        return output, children
+
+    return mctx.gumbel_muzero_policy(params, key, root, recurrent_fn, simulations, invalid_actions=~legal,
+                                     max_num_considered_actions=considered, gumbel_scale=gumbel_scale)
+
+
+@dataclasses.dataclass(frozen=True)
+class MCTSPolicy:
+    """A ``jaxdust.core.play`` policy: the action of a ``search`` of ``simulations`` from
+    the board (noise off). ``evaluate`` must be hashable (a module-level function or a
+    frozen dataclass)."""
+
+    evaluate: Evaluator
+    simulations: int = 64
+    considered: int = 16
+
+    def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
+        return search(board[None], self.evaluate, params, key, self.simulations, self.considered).action[0]

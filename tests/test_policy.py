@@ -1,0 +1,130 @@
+"""The policy over clusters: its maths, the network's policy head, Gumbel MuZero search
+(mctx) over the simulator, and the policy / value / mcts agents (the avi learner's policy
+targets are tested in test_avi.py)."""
+
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxdust import solve
+from jaxdust.core import game
+from jaxdust.core.game import GameConfig
+from jaxdust.core.play import play_boards
+from jaxdust.evaluation import baselines, ranking, registry
+from jaxdust.learn import networks
+from jaxdust.search import mcts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SMALL = GameConfig(4, 3, 3)  # the exact solver proves these in microseconds
+
+
+def random_boards(count, size, seed):
+    return jax.vmap(lambda k: game.random_board(k, size))(jax.random.split(jax.random.key(seed), count))
+
+
+def optimum(boards, colors):
+    return np.array([solve(b, colors=colors).length for b in np.asarray(boards)], float)
+
+
+def test_cluster_log_probs_sum_the_cells_of_each_cluster():
+    log_probs = mcts.cluster_log_probs(jnp.array([0.0, 0.0, 0.0, 9.0]), jnp.array([0, 0, 2, -1]))
+    np.testing.assert_allclose(np.exp(log_probs), [2 / 3, 2 / 3, 1 / 3, 0.0], rtol=1e-6)
+    # Random logits on random boards: one probability per cluster, summing to one.
+    boards = random_boards(5, GameConfig(), seed=4)
+    labels = jax.vmap(game.cluster_labels)(boards).reshape(5, -1)
+    logits = jax.random.normal(jax.random.key(1), (5, 48))
+    probs = np.exp(np.asarray(mcts.cluster_log_probs(logits, labels)))
+    labels = np.asarray(labels)
+    for row, label in zip(probs, labels):
+        first = label == np.arange(48)
+        np.testing.assert_allclose(row[first].sum(), 1.0, rtol=1e-5)
+        np.testing.assert_allclose(row[label >= 0], row[label[label >= 0]], rtol=1e-6)  # shared by the cluster
+
+
+def test_cell_messages_reach_neighbours_and_cluster_mates():
+    x = jnp.arange(6.0).reshape(3, 2, 1)  # W=3, H=2
+    left, right, below, above = (np.asarray(a)[..., 0] for a in networks.neighbours(x))
+    assert left.tolist() == [[0, 0], [0, 1], [2, 3]] and right.tolist() == [[2, 3], [4, 5], [0, 0]]
+    assert below.tolist() == [[0, 0], [0, 2], [0, 4]] and above.tolist() == [[1, 0], [3, 0], [5, 0]]
+    board = jnp.asarray([[1, 1], [2, 0], [1, 3]], jnp.int8)  # the 1s at x=0 are one cluster, (2, 0) another
+    means = np.asarray(networks.cluster_means(board[None]))[0]
+    np.testing.assert_allclose(means[0], [0.5, 0.5, 0, 0, 0, 0])
+    np.testing.assert_allclose(means[4], [0, 0, 0, 0, 1, 0])
+    np.testing.assert_allclose(means[3], 0.0)  # empty
+
+
+def test_policy_head_starts_uniform_over_cells_and_value_at_the_estimate():
+    boards = random_boards(3, GameConfig(), seed=2)
+    network = networks.ValuePolicyNetwork((16,), 5, cell_rounds=1)
+    params = network.init(jax.random.key(0), boards)
+    value, logits = network.apply(params, boards)
+    np.testing.assert_allclose(logits, 0.0)
+    from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
+    expected = jax.vmap(heuristic_features)(boards) @ jnp.asarray(HEURISTIC_WEIGHTS, jnp.float32)
+    np.testing.assert_allclose(value, expected, rtol=1e-6)
+
+
+def test_mcts_plays_tiny_boards_near_optimally_and_only_legal_clicks():
+    boards = random_boards(24, SMALL, seed=5)
+    best = optimum(boards, 3)
+    played = play_boards(boards, mcts.MCTSPolicy(mcts.heuristic_evaluator, 64), jax.random.key(0), 12, None)
+    assert bool(np.all(played.cleared))
+    largest = play_boards(boards, baselines.largest_cluster, jax.random.key(0), 12)
+    clicks = np.asarray(played.clicks, float)
+    assert clicks.mean() - best.mean() < 0.25, (clicks.mean(), best.mean())
+    assert clicks.mean() < np.asarray(largest.clicks, float).mean()
+    output = mcts.search(boards, mcts.heuristic_evaluator, None, jax.random.key(1), 16)
+    labels = np.asarray(jax.vmap(game.cluster_labels)(boards)).reshape(24, -1)
+    weights = np.asarray(output.action_weights)
+    first = labels == np.arange(12)
+    assert np.all(weights[~first] == 0) and np.allclose(weights.sum(1), 1.0, atol=1e-5)
+    assert np.all(first[np.arange(24), np.asarray(output.action)])
+
+
+def test_mcts_prefers_the_click_that_clears():
+    # 1 2 1 in a row: clicking the 2 lets the 1s meet, then one click clears.
+    board = jnp.asarray([[1], [2], [1], [0]], jnp.int8).reshape(4, 1)
+    output = mcts.search(board[None], mcts.heuristic_evaluator, None, jax.random.key(0), 8)
+    assert int(output.action[0]) == 1
+
+
+def test_policy_scores_rank_children_by_cluster_probability():
+    records = ranking.load()[:6]
+
+    def oracle(boards, params):  # logits: minus each first cell's exact child value
+        logits = np.full((boards.shape[0], 48), -1e4, np.float32)  # other cells of a cluster add nothing
+        for row, record in enumerate(records):
+            logits[row, record["actions"]] = -np.asarray(record["child_values"], np.float32) * 10
+        return jnp.zeros(boards.shape[0]), jnp.asarray(logits)
+
+    metrics = ranking.ranking_metrics(ranking.policy_scores(records, oracle, None), records, clicks_left=False)
+    assert metrics["top1"] == 1.0 and metrics["regret"] == 0.0
+
+
+def test_agents_policy_value_and_mcts_through_evaluate(tmp_path, capsys):
+    import evaluate
+
+    run = tmp_path / "run"
+    subprocess.run([sys.executable, "train.py", "avi", "--hidden", "16", "--num-envs", "32", "--beam-width", "2",
+                    "--buffer-lines", "32", "--total-updates", "20", "--chunk-updates", "10", "--eval-boards", "8",
+                    "--cell-rounds", "1", "--run-dir", str(run)], check=True, cwd=ROOT, capture_output=True)
+    names = [f"policy:{run}", f"value:{run}:2", f"mcts:{run}:8", f"greedy:{run}", f"lookahead:{run}:2"]
+    report = evaluate.main(["--limit", "6", "--agents", ",".join(names), "--out", str(tmp_path / "eval")])
+    err = capsys.readouterr().err
+    assert "agent 'greedy' is now 'policy'" in err and "agent 'lookahead' is now 'value'" in err
+    for name in names:
+        assert report["agents"][name]["boards"] == 6 and report["agents"][name]["not_cleared"] == 0
+    # The old names play exactly what the new ones do.
+    assert report["agents"][f"greedy:{run}"]["mean"] == report["agents"][f"policy:{run}"]["mean"]
+    assert report["agents"][f"lookahead:{run}:2"]["mean"] == report["agents"][f"value:{run}:2"]["mean"]
+    with pytest.raises(ValueError, match="no policy and value"):
+        dqn_run = tmp_path / "dqn"
+        from tests.conftest import TINY_DQN
+        subprocess.run([sys.executable, "train.py", *TINY_DQN, "--total-steps", "640", "--run-dir", str(dqn_run)],
+                       check=True, cwd=ROOT, capture_output=True)
+        registry.run_agent(f"mcts:{dqn_run}", random_boards(2, GameConfig(), 0), key=jax.random.key(0), max_clicks=48)
