@@ -117,6 +117,10 @@ def test_agents_policy_value_and_mcts_through_evaluate(tmp_path, capsys):
     report = evaluate.main(["--limit", "6", "--agents", ",".join(names), "--out", str(tmp_path / "eval")])
     err = capsys.readouterr().err
     assert "agent 'greedy' is now 'policy'" in err and "agent 'lookahead' is now 'value'" in err
+    assert report["reference_proven_optimal"]  # the default set: the fewest-clicks boards, all proven
+    unproven = evaluate.main(["--limit", "3", "--agents", "largest", "--boards", os.path.join(ROOT, "data/boards/eval_8x6x5.txt"),
+                              "--out", str(tmp_path / "eval-unproven")])
+    assert not unproven["reference_proven_optimal"]  # best known lengths of a beam
     for name in names:
         assert report["agents"][name]["boards"] == 6 and report["agents"][name]["not_cleared"] == 0
     # The old names play exactly what the new ones do.

@@ -39,7 +39,7 @@ def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
     ``[0, 0, 2, -1]`` -> ``log([2/3, 2/3, 1/3, 0])``.
     """
     occupied = labels >= 0
-    log_cells = jax.nn.log_softmax(jnp.where(occupied, logits, -1e9), axis=-1)
+    log_cells = jax.nn.log_softmax(jnp.where(occupied, logits, _MASKED), axis=-1)
     same = (labels[..., :, None] == labels[..., None, :]) & occupied[..., None, :]
     pooled = jax.nn.logsumexp(jnp.where(same, log_cells[..., None, :], -jnp.inf), axis=-1)
     return jnp.where(occupied, pooled, -jnp.inf)
