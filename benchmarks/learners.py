@@ -44,7 +44,7 @@ def fresh_boards(count: int, seed: int) -> jax.Array:
 
 WIDTHS = (1, 8, 64)
 MCTS_SIMULATIONS = 64
-MCTS_CHUNK = 256  # boards searched at once
+PLAY_CHUNK = 256  # boards played at once by a policy (an MCTS player holds a tree per board)
 CAP = 4 * 48  # clicks an unfinished game counts as
 PROVEN_FILE = "data/boards/optimal_8x6x5.txt"
 
@@ -67,8 +67,12 @@ def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths
     lengths, seconds = {}, {}
 
     def played_by(policy_fn):
-        played = play_in_chunks(boards, policy_fn, jax.random.key(1), cap, MCTS_CHUNK, params=params)
+        played = play_in_chunks(boards, policy_fn, jax.random.key(1), cap, PLAY_CHUNK, params=params)
         return np.where(np.asarray(played.cleared), np.asarray(played.clicks), cap)
+
+    def beamed(width):
+        found = beam_lengths(boards, width, scorer, params, cap)
+        return np.where(found < 0, cap, found)
 
     def timed(name, play):
         start = time.perf_counter()
@@ -78,8 +82,7 @@ def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths
     if policy is not None:
         timed("argmax", lambda: played_by(policy))
     for width in widths:
-        timed(f"width_{width}", lambda: (lambda found: np.where(found < 0, cap, found))(
-            beam_lengths(boards, width, scorer, params, cap)))
+        timed(f"width_{width}", lambda: beamed(width))
     if evaluator is not None:
         for count in simulations:
             timed(f"mcts_{count}", lambda: played_by(MCTSPolicy(evaluator, count)))

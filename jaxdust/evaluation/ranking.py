@@ -31,7 +31,7 @@ from jaxdust.core import flags, game, reference
 from jaxdust.core.boards import BOARDS_DIR, board_to_text, parse_board
 from jaxdust.core.files import recover_json_lines
 from jaxdust.search.heuristic import Scorer, heuristic_scorer
-from jaxdust.search.mcts import cluster_log_probs
+from jaxdust.search.mcts import cluster_prior
 from jaxdust.solver.api import MAX_TABLE_BITS, TranspositionTable, solve
 
 RANKING_FILE = os.path.join(os.path.dirname(BOARDS_DIR), "ranking", "ranking_8x6x5.jsonl")
@@ -86,8 +86,7 @@ def policy_scores(records: list[dict], evaluator, params, width: int = 8, height
     returns clicks left and click logits ``[N, W * H]`` (``jaxdust.search.mcts``)."""
     boards = jnp.stack([parse_board(record["board"], width, height) for record in records])
     _, logits = jax.jit(evaluator)(boards, params)
-    labels = jax.vmap(game.cluster_labels)(boards).reshape(len(records), -1)
-    log_probs = np.asarray(cluster_log_probs(logits, labels))
+    log_probs = np.asarray(cluster_prior(boards, logits)[0])  # the records' actions are clusters' first cells
     return [-log_probs[i][record["actions"]] for i, record in enumerate(records)]
 
 

@@ -9,10 +9,9 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from jaxdust.core import game
 from jaxdust.core.env import Rewards
 from jaxdust.learn import networks
-from jaxdust.search.mcts import cluster_log_probs
+from jaxdust.search.mcts import cluster_prior
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,9 +79,8 @@ class ClusterArgmax:
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
         _, logits = self.network.apply(params, board[None])
-        labels = game.cluster_labels(board).reshape(-1)
-        # Every cell of a cluster holds the same value: argmax returns the first of them.
-        return jnp.argmax(cluster_log_probs(logits[0], labels)).astype(jnp.int32)
+        prior, _ = cluster_prior(board[None], logits)
+        return jnp.argmax(prior[0]).astype(jnp.int32)
 
 
 @dataclasses.dataclass(frozen=True)
