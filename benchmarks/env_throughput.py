@@ -1,6 +1,7 @@
 """Clicks per second of batched random legal play, against the NumPy reference.
 
-Each game clicks a uniformly random occupied cell every step; finished games restart on a
+Each game clicks a uniformly random legal cell every step (any occupied cell in the dust
+game); finished games restart on a
 fresh random board (``DustEnv(auto_reset=True)``). The loop is ``jit`` + ``vmap`` +
 ``lax.scan``; with several devices (one per CPU core by default) the batch is split with
 ``shard_map`` so every device plays its share. The NumPy reference (plain loops, from
@@ -9,6 +10,10 @@ machine.
 
     python benchmarks/env_throughput.py                 # full table, 1 to 65,536 games
     python benchmarks/env_throughput.py --quick         # a smaller sweep
+    python benchmarks/env_throughput.py --batch-sizes 16384 --ids SameGame-15x15x5-v0,Dust-8x6x5-v0
+
+The per-id table plays every registered id (each rule set and size) at one batch size
+beside the dust game's 8x6x5 in the same run.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np  # noqa: E402
 from jax.sharding import PartitionSpec  # noqa: E402
 
 import jaxdust
-from jaxdust.core import configs, files, flags, game, reference
+from jaxdust.core import files, flags, game, reference
 
 FULL_SWEEP = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536]
 QUICK_SWEEP = [1, 64, 1024, 4096, 16384]
@@ -52,6 +57,15 @@ def numpy_reference_rate(config: game.GameConfig, seconds: float, seed: int) -> 
     return clicks / (time.perf_counter() - start)
 
 
+def _ids_flag(text: str) -> list[str]:
+    ids = [name for name in text.split(",") if name]
+    unknown = [name for name in ids if name not in jaxdust.registered()]
+    if unknown or not ids:
+        raise argparse.ArgumentTypeError(f"unknown ids {', '.join(unknown) or text!r}; registered: "
+                                         f"{', '.join(jaxdust.registered())}")
+    return ids
+
+
 def make_play(env: jaxdust.DustEnv, num_steps: int, devices: list):
     """A jitted ``(states, key) -> (states, episodes)`` playing ``num_steps`` random clicks
     in every game; with several devices each plays its slice of the batch."""
@@ -62,7 +76,8 @@ def make_play(env: jaxdust.DustEnv, num_steps: int, devices: list):
         num_games = states.board.shape[0]
 
         def one_step(states, step_key):
-            masks = states.board.reshape(num_games, -1) != 0
+            masks = jax.vmap(lambda board: game.legal_action_mask(board, env.game.rules))(states.board)
+            masks = masks.reshape(num_games, -1)
             actions = jax.vmap(game.random_legal_action)(jax.random.split(step_key, num_games), masks)
             states, timestep = jax.vmap(env.step)(states, actions)
             return states, jnp.sum(timestep.last(), dtype=jnp.int32)
@@ -108,25 +123,33 @@ def measure(env, num_games: int, devices: list, min_clicks: int, repeats: int, s
     }
 
 
-def size_table(args, all_devices) -> list[dict]:
-    """How the cost of a click grows with the board: one batch size, every device."""
+def id_table(args, all_devices) -> list[dict]:
+    """Every registered id (rule sets and sizes) at one batch size, every device, beside the
+    dust game's 8x6x5 in the same run (and the NumPy reference for the dust ids)."""
     rows = []
-    for config in args.board_sizes:
-        text = f"{config.width}x{config.height}x{config.colors}"
-        env = jaxdust.DustEnv(config, auto_reset=True)
-        devices = all_devices if args.size_games % len(all_devices) == 0 else all_devices[:1]
-        row = measure(env, args.size_games, devices, args.min_clicks, args.repeats, args.seed)
-        numpy_rate = numpy_reference_rate(config, args.reference_seconds, args.seed)
-        rows.append({"board": text, "cells": config.num_cells, "state_bytes_per_game": env.state_bytes(),
-                     "clicks_per_second": row["clicks_per_second"], "numpy_clicks_per_second": numpy_rate,
-                     "speedup_vs_numpy": row["clicks_per_second"] / numpy_rate, "games": args.size_games,
-                     "devices": len(devices)})
+    devices = all_devices if args.id_games % len(all_devices) == 0 else all_devices[:1]
+    for env_id in args.ids:
+        env = jaxdust.make(env_id, auto_reset=True)
+        row = measure(env, args.id_games, devices, args.min_clicks, args.repeats, args.seed)
+        numpy_rate = (numpy_reference_rate(env.game, args.reference_seconds, args.seed)
+                      if env.game.rules == "dust" else None)
+        rows.append({"id": env_id, "rules": env.game.rules, "cells": env.game.num_cells,
+                     "state_bytes_per_game": env.state_bytes(), "clicks_per_second": row["clicks_per_second"],
+                     "numpy_clicks_per_second": numpy_rate,
+                     "speedup_vs_numpy": row["clicks_per_second"] / numpy_rate if numpy_rate else None,
+                     "games": args.id_games, "devices": len(devices)})
+        print(f"  {env_id}: {row['clicks_per_second']:,.0f} clicks/s", flush=True)
+    reference = next((r for r in rows if r["id"] == "Dust-8x6x5-v0"), None)
+    for r in rows:
+        r["vs_dust_8x6x5"] = r["clicks_per_second"] / reference["clicks_per_second"] if reference else None
     if rows:
-        print(f"\nBy board size ({args.size_games:,} games, {rows[0]['devices']} device(s)):")
-        print("| board | cells | clicks/s | x NumPy | bytes of state per game |")
-        print("|---|---:|---:|---:|---:|")
+        print(f"\nBy registered id ({args.id_games:,} games, {rows[0]['devices']} device(s)):")
+        print("| id | cells | clicks/s | / Dust-8x6x5-v0's | x NumPy | bytes of state per game |")
+        print("|---|---:|---:|---:|---:|---:|")
         for r in rows:
-            print(f"| {r['board']} | {r['cells']} | {r['clicks_per_second']:,.0f} | {r['speedup_vs_numpy']:,.0f} | "
+            versus = f"{r['vs_dust_8x6x5']:.2f}" if r["vs_dust_8x6x5"] is not None else "-"
+            numpy_ratio = f"{r['speedup_vs_numpy']:,.0f}" if r["speedup_vs_numpy"] else "-"
+            print(f"| {r['id']} | {r['cells']} | {r['clicks_per_second']:,.0f} | {versus} | {numpy_ratio} | "
                   f"{r['state_bytes_per_game']} |")
     return rows
 
@@ -138,11 +161,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--min-clicks", type=flags.positive_int, default=1 << 19, help="clicks per timed call")
     parser.add_argument("--repeats", type=flags.positive_int, default=3)
     parser.add_argument("--reference-seconds", type=flags.positive_float, default=3.0)
-    parser.add_argument("--board-sizes", type=configs.size_list_flag,
-                        default=configs.size_list_flag("6x6x5,8x6x5,10x10x5,15x15x5"),
-                        help="WxHxC,... boards of the size table")
-    parser.add_argument("--size-games", type=flags.positive_int, default=16384,
-                        help="games per batch in the size table")
+    parser.add_argument("--ids", type=_ids_flag, default=jaxdust.registered(),
+                        help="comma-separated registered ids of the per-id table (default all)")
+    parser.add_argument("--id-games", type=flags.positive_int, default=16384,
+                        help="games per batch in the per-id table")
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out", type=flags.output_file, default="results/env_throughput.json")
     args = parser.parse_args(argv)
@@ -194,7 +216,7 @@ def main(argv=None) -> dict:
               f"{r['speedup_vs_numpy']:,.0f} | {1e3 * r['seconds_per_call'] / r['steps_per_call']:.3f} |")
     print(f"\nbest: {best['clicks_per_second']:,.0f} clicks/s with {best['games']:,} games on "
           f"{best['devices']} device(s)")
-    report["board_sizes"] = size_table(args, all_devices)
+    report["ids"] = id_table(args, all_devices)
     files.atomic_write_json(args.out, report)
     print(f"wrote {args.out}")
     return report

@@ -48,6 +48,9 @@ VARIANTS = {  # name -> (learner, settings changed from its default config, what
                        "message-passing policy head (the default)"),
     "policy-plain": ("avi", {"cell_rounds": 0}, "policy head: one per-cell MLP shared by all cells, no messages"),
     "policy-dense": ("avi", {"cell_head": False, "cell_rounds": 0}, "policy head: one dense layer, a logit per cell"),
+    "policy-mcts": ("avi", {"policy_teacher": "mcts"},
+                    "policy trained on a 16-simulation Gumbel MuZero search's improved policy (mctx)"),
+    "policy-wide": ("avi", {"beam_width": 16}, "wider teacher: beams of 16 (32 boards in play instead of 64)"),
     "original": ("avi", {"hidden": (1500,) * 5}, "the original post's 5 x 1500 MLP"),
     "conv": ("avi", {"conv": (16, 16)}, "two 3x3 convolutions (16 channels, position planes) before the MLP"),
     "no-features": ("avi", {"features": False}, "one-hot cells only (no rule features)"),
@@ -61,7 +64,7 @@ VARIANTS = {  # name -> (learner, settings changed from its default config, what
 SETS = {
     "networks": ["mlp", "original", "conv", "no-features", "no-prior", "raw"],
     "backups": ["dqn-sampled", "dqn-full", "dqn-full-25", "mlp"],
-    "policy": ["mlp", "policy-plain", "policy-dense"],
+    "policy": ["mlp", "policy-plain", "policy-dense", "policy-mcts", "policy-wide"],
 }
 
 

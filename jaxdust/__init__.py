@@ -1,4 +1,5 @@
-"""jaxdust: a JAX simulator, solvers and learners for the dust tile-clearing puzzle.
+"""jaxdust: a JAX simulator, solvers and learners for the dust tile-clearing puzzle and its
+family (Former, SameGame, Clickomania: ``GameConfig.rules``).
 
 Rules and array conventions: RULES.md. Boards are int8 ``[width, height]`` arrays,
 ``board[x, y]`` with ``y = 0`` the bottom row, 0 empty and 1..colors colours.
@@ -15,10 +16,12 @@ The package is layered; each layer imports only the ones above it in this list:
 The names below are the everyday API.
 """
 
-from jaxdust.core.boards import board_to_text, parse_board, positions, read_board_file, replay
+from jaxdust.core.boards import board_to_text, parse_board, positions, read_board_file, replay, score
 from jaxdust.core.env import DustEnv, Observation, Rewards, State, StepType, TimeStep
 from jaxdust.core.game import (
+    RULES,
     GameConfig,
+    Rules,
     apply_gravity,
     click,
     click_action,
@@ -28,9 +31,11 @@ from jaxdust.core.game import (
     cluster_sizes,
     contract,
     is_done,
+    is_over,
     legal_action_mask,
     one_hot,
     random_board,
+    settle,
     slide_to_centre,
 )
 from jaxdust.core.play import play_boards
@@ -39,12 +44,14 @@ from jaxdust.core.render import BoardView, board_letters, board_rgb, board_svg, 
 from jaxdust.search.beam import beam_search
 from jaxdust.solver.api import Solution, solve
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BoardView",
     "DustEnv",
     "GameConfig",
+    "RULES",
+    "Rules",
     "Observation",
     "Rewards",
     "Solution",
@@ -66,6 +73,7 @@ __all__ = [
     "contract",
     "game_gif",
     "is_done",
+    "is_over",
     "legal_action_mask",
     "make",
     "one_hot",
@@ -76,6 +84,8 @@ __all__ = [
     "read_board_file",
     "registered",
     "replay",
+    "score",
+    "settle",
     "slide_to_centre",
     "solve",
 ]

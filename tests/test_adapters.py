@@ -102,6 +102,20 @@ def test_gymnasium_env_plays_a_given_board_by_the_rules():
     assert env.render().shape == (6 * 16, 8 * 16, 3)
 
 
+@pytest.mark.parametrize("action", [48, -1, 1.5, "3", [1, 2]])
+def test_gymnasium_envs_refuse_actions_outside_their_space(action):
+    env = DustGymEnv()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="Discrete\\(48\\)|one action per step"):
+        env.step(action)
+    vector = DustVectorEnv(2)
+    vector.reset(seed=0)
+    with pytest.raises(ValueError, match="Discrete\\(48\\)|2 actions per step"):
+        vector.step([action, 0] if np.ndim(action) == 0 else action + [0])
+    env.step(np.int64(47))  # the last cell is inside
+    vector.step(np.array([0, 47]))
+
+
 def test_vector_env_resets_finished_games_in_the_same_step():
     env = gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=32)
     assert isinstance(env, DustVectorEnv) and env.action_space.shape == (32,)

@@ -96,6 +96,24 @@ def test_policy_learns_to_play_small_boards_near_optimally(small_run):
             board, _ = ref.click(board, *divmod(int(action), SMALL.height))
 
 
+def test_mcts_teacher_trains_the_policy_on_the_search_it_runs():
+    config = avi.AVIConfig(game=SMALL, hidden=(64, 64), prior=False, num_envs=128, total_updates=600,
+                           learning_rate=3e-3, chunk_updates=300, child_share=1.0, target_period=5, cell_rounds=1,
+                           policy_teacher="mcts", teacher_simulations=8)
+    init, run_chunk = avi.make_avi(config)
+    runner, first = run_chunk(init(jax.random.key(1)))
+    runner, last = run_chunk(runner)
+    assert np.isfinite(float(first.policy_loss)) and float(last.policy_loss) < float(first.policy_loss)
+    assert float(last.policy_agreement) > 0.6  # the network's argmax is the search's choice
+    boards = random_boards(60, SMALL, seed=11)
+    best = np.array([solve(b, colors=3).length for b in np.asarray(boards)], float)
+    played = play_boards(boards, agents.ClusterArgmax(config.network), jax.random.key(0), 12, runner.train.params)
+    random_clicks = np.asarray(play_boards(boards, baselines.random_legal, jax.random.key(0), 12).clicks, float)
+    assert bool(np.all(played.cleared))
+    clicks = np.asarray(played.clicks, float)
+    assert clicks.mean() - best.mean() < 0.35 * (random_clicks.mean() - best.mean()), (clicks.mean(), best.mean())
+
+
 def test_random_clicks_give_no_line_targets():
     def explored(random_share, epsilon_max):
         config = avi.AVIConfig(game=SMALL, hidden=(16,), num_envs=32, beam_width=2, buffer_lines=64, total_updates=40,

@@ -13,6 +13,7 @@ import pytest
 
 from jaxdust import solve
 from jaxdust.core import game
+from jaxdust.core import reference as ref
 from jaxdust.core.game import GameConfig
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines, ranking, registry
@@ -84,6 +85,32 @@ def test_mcts_plays_tiny_boards_near_optimally_and_only_legal_clicks():
     first = labels == np.arange(12)
     assert np.all(weights[~first] == 0) and np.allclose(weights.sum(1), 1.0, atol=1e-5)
     assert np.all(first[np.arange(24), np.asarray(output.action)])
+
+
+def test_mcts_model_step_equals_the_reference_click():
+    size = GameConfig(6, 5, 4)
+    boards = np.array(random_boards(40, size, seed=5))
+    rng = np.random.default_rng(0)
+    actions = np.array([rng.choice(np.flatnonzero(ref.cluster_labels(b).reshape(-1) == np.arange(30)))
+                        for b in boards], np.int32)
+    boards[-3:] = 0  # mctx may step past a cleared board
+    output, children = mcts.recurrent_fn(mcts.heuristic_evaluator)(None, jax.random.key(0), jnp.asarray(actions),
+                                                                   jnp.asarray(boards))
+    heuristic = np.asarray(mcts.heuristic_evaluator(children)[0])
+    for board, action, child, reward, discount, value, prior, estimate in zip(
+            boards, actions, np.asarray(children), *map(np.asarray, (output.reward, output.discount, output.value,
+                                                                     output.prior_logits)), heuristic):
+        playing = not ref.is_done(board)
+        expected = ref.click(board, *divmod(int(action), size.height))[0] if playing else board
+        np.testing.assert_array_equal(child, expected)
+        assert reward == (-1.0 if playing else 0.0)
+        assert discount == (0.0 if ref.is_done(expected) else 1.0)
+        assert value == (0.0 if ref.is_done(expected) else -estimate)
+        first = ref.cluster_labels(expected).reshape(-1) == np.arange(30)
+        assert np.all(prior[~first] == mcts._MASKED) and np.all(prior[first] > mcts._MASKED)
+        if first.any():  # a uniform prior over cells: each cluster's probability is its share of the cells
+            sizes = ref.cluster_sizes(expected).reshape(-1)[first]
+            np.testing.assert_allclose(np.exp(prior[first]), sizes / sizes.sum(), rtol=1e-5)
 
 
 def test_mcts_prefers_the_click_that_clears():

@@ -118,3 +118,50 @@ def test_done_iff_empty(loose):
     board, _ = loose
     assert bool(is_done(jnp.asarray(board))) == (not board.any())
     assert bool(is_done(jnp.zeros_like(jnp.asarray(board))))
+
+
+# ---------------------------------------------------------------------------------------
+# The family's rule sets (RULES.md, "The family"): the same properties under each
+# ---------------------------------------------------------------------------------------
+
+FAMILY = ("former", "samegame", "clickomania", "dust")
+family_click = jax.jit(game.click, static_argnames="rules")
+family_settle = jax.jit(game.contract, static_argnames="rules")
+
+
+@st.composite
+def family_positions(draw):
+    """A rule set, a board settled under it (by the JAX settle, checked below against
+    parse_board's independent check) and a cell to click."""
+    rules = draw(st.sampled_from(FAMILY))
+    loose, colors = draw(loose_boards())
+    board = np.asarray(family_settle(jnp.asarray(loose), rules=rules))
+    width, height = board.shape
+    return rules, board, draw(st.integers(0, width - 1)), draw(st.integers(0, height - 1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(family_positions())
+def test_family_clicks_keep_boards_settled_and_remove_whole_groups(case):
+    from jaxdust.core.boards import parse_board
+    rules, board, x, y = case
+    parse_board(board, rules=rules)  # settling settles, by parse_board's own check
+    np.testing.assert_array_equal(np.asarray(family_settle(jnp.asarray(board), rules=rules)), board)  # idempotent
+    new, removed = map(np.asarray, family_click(jnp.asarray(board), x, y, rules=rules))
+    parse_board(new, rules=rules)
+    group = int(np.asarray(cluster_mask(jnp.asarray(board), x, y)).sum())
+    assert removed == (group if group >= game.rules_of(rules).min_group else 0)
+    colour = board[x, y]
+    for value in range(1, 10):  # only the clicked group's colour loses cells, exactly its size
+        lost = np.sum(board == value) - np.sum(new == value)
+        assert lost == (removed if value == colour else 0)
+    if removed == 0:
+        np.testing.assert_array_equal(new, board)
+    if rules == "former":  # nothing moves sideways: each column keeps its colours, in order
+        kept = np.where(np.asarray(cluster_mask(jnp.asarray(board), x, y)), 0, board)
+        for column, after in zip(kept, new):
+            np.testing.assert_array_equal(column[column != 0], after[after != 0])
+    if rules in ("samegame", "clickomania"):  # columns move as wholes, in order
+        kept = np.where(np.asarray(cluster_mask(jnp.asarray(board), x, y)) & (removed > 0), 0, board)
+        columns = [column[column != 0] for column in kept if column.any()]
+        assert [list(c) for c in columns] == [list(c[c != 0]) for c in new if c.any()]

@@ -30,3 +30,19 @@ def test_readme_api_example_runs():
     code = re.search(r"## API in ten lines\n\n```python\n(.*?)```", README, re.S).group(1)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_readme_family_example_runs():
+    code = re.search(r"## The SameGame family\n.*?```python\n(.*?)```", README, re.S).group(1)
+    namespace = {}
+    exec(code, namespace)
+    assert int(namespace["removed"]) != 1  # samegame never removes a single cell
+    assert namespace["env"].game.rules == "samegame" and namespace["mask"].shape == (15, 15)
+
+
+def test_version_is_the_changelog_s_newest():
+    import jaxdust
+    root = pathlib.Path(__file__).resolve().parent.parent
+    version = re.search(r'^version = "(.+)"', (root / "pyproject.toml").read_text(), re.M).group(1)
+    newest = re.search(r"^## (\S+)", (root / "CHANGELOG.md").read_text(), re.M).group(1)
+    assert jaxdust.__version__ == version == newest

@@ -51,6 +51,18 @@ def _board_space(env: DustEnv) -> spaces.Box:
     return spaces.Box(0, env.game.colors, (env.game.width, env.game.height), np.int8)
 
 
+def _checked_actions(actions, count: int) -> np.ndarray:
+    """``actions`` as int32, or ValueError for any that is not a whole number in
+    ``[0, count)`` (the JAX env itself turns those into no-ops under ``jit``)."""
+    array = np.asarray(actions)
+    if not (np.issubdtype(array.dtype, np.integer) or (np.issubdtype(array.dtype, np.floating)
+                                                       and np.all(array == np.round(array)))):
+        raise ValueError(f"actions must be integers in Discrete({count}), got {actions!r}")
+    if np.any((array < 0) | (array >= count)):
+        raise ValueError(f"action {actions!r} is outside Discrete({count}): cells are 0..{count - 1}")
+    return array.astype(np.int32)
+
+
 def _seed_key(rng: np.random.Generator) -> jax.Array:
     """A JAX key drawn from Gymnasium's seeded generator, so ``reset(seed=s)`` repeats."""
     return jax.random.key(int(rng.integers(2**31)))
@@ -74,7 +86,7 @@ class DustGymEnv(gymnasium.Env):
         super().reset(seed=seed)
         board = (options or {}).get("board")
         if board is not None:
-            board = parse_board(board)
+            board = parse_board(board, rules=self.env.game.rules)
             if board.shape != self.observation_space.shape:
                 raise ValueError(f"board of shape {board.shape}, this env plays {self.observation_space.shape}")
         self._state, timestep = self._reset(_seed_key(self.np_random), board)
@@ -83,6 +95,9 @@ class DustGymEnv(gymnasium.Env):
     def step(self, action):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
+        action = _checked_actions(action, self.env.game.num_cells)
+        if action.shape:
+            raise ValueError(f"one action per step, got {action.shape} of them")
         self._state, timestep = self._step(self._state, jnp.int32(action))
         last, cleared = bool(timestep.step_type == 2), bool(timestep.discount == 0)
         return (np.asarray(timestep.observation.board), float(timestep.reward), last and cleared,
@@ -126,7 +141,10 @@ class DustVectorEnv(VectorEnv):
     def step(self, actions):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        actions = np.asarray(actions, np.int32).reshape(self.num_envs)
+        actions = _checked_actions(actions, self.env.game.num_cells)
+        if actions.size != self.num_envs:
+            raise ValueError(f"{self.num_envs} actions per step, got {actions.size}")
+        actions = actions.reshape(self.num_envs)
         self._state, timestep = self._step(self._state, jnp.asarray(actions))
         last = np.asarray(timestep.step_type) == 2
         cleared = np.asarray(timestep.discount) == 0

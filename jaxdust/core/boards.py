@@ -55,35 +55,36 @@ def _text_to_array(text: str, width: int | None, height: int | None) -> np.ndarr
     return np.frombuffer(digits.encode(), np.uint8).astype(np.int64).reshape(width, height) - 48
 
 
-def _check_settled(board: np.ndarray) -> None:
+def _check_settled(board: np.ndarray, rules: str = "dust") -> None:
+    """ValueError naming the first cell or line that ``game.settle`` under ``rules`` would move."""
     width, height = board.shape
     occupied = board != 0
+    advice = f"a board must be settled under the {rules} rules (call jaxdust.contract(board, rules={rules!r}) first)"
     floating = occupied[:, 1:] & ~occupied[:, :-1]
     if floating.any():
         x, y = np.argwhere(floating)[0]
-        raise ValueError(
-            f"cell ({x}, {y + 1}) floats above an empty cell; a board must be settled "
-            "(call jaxdust.contract on it first)"
-        )
+        raise ValueError(f"cell ({x}, {y + 1}) floats above an empty cell; {advice}")
+    sideways = game.rules_of(rules).sideways
+    if sideways == "left":
+        filled = occupied[:, 0]
+        if filled.any() and not filled[: width - int(np.argmax(filled[::-1]))].all():
+            x = int(np.argmin(filled))
+            raise ValueError(f"column x={x} is empty but a column right of it is not; {advice}")
+    if sideways != "centre":
+        return
     half = width // 2
     for y in range(height):
         row = occupied[:, y]
         left, right = row[:half], row[half:]
         # Settled rows are solid runs that touch the centre line from both sides.
         if left.any() and not left[int(np.argmax(left)) :].all():
-            raise ValueError(
-                f"row y={y}: the left half has a gap before the centre; "
-                "a board must be settled (call jaxdust.contract on it first)"
-            )
+            raise ValueError(f"row y={y}: the left half has a gap before the centre; {advice}")
         if right.any() and not right[: len(right) - int(np.argmax(right[::-1]))].all():
-            raise ValueError(
-                f"row y={y}: the right half has a gap after the centre; "
-                "a board must be settled (call jaxdust.contract on it first)"
-            )
+            raise ValueError(f"row y={y}: the right half has a gap after the centre; {advice}")
 
 
-def parse_board(data, width: int | None = None, height: int | None = None) -> jax.Array:
-    """A validated board: int8 ``[width, height]``.
+def parse_board(data, width: int | None = None, height: int | None = None, rules: str = "dust") -> jax.Array:
+    """A validated board: int8 ``[width, height]``, settled under ``rules`` (RULES.md).
 
     Args:
       data: the RULES.md text form (``width*height`` digits, x-major: cell ``(x, y)`` is
@@ -93,9 +94,11 @@ def parse_board(data, width: int | None = None, height: int | None = None) -> ja
         them can be inferred from the length; for arrays they are checked when given.
 
     Raises:
-      ValueError: naming the problem (shape, dtype, a value outside 0..9, a floating cell
-        or a row not packed against the centre).
+      ValueError: naming the problem (shape, dtype, a value outside 0..9, unknown rules, a
+        floating cell, a row not packed against the centre (dust) or an empty column left
+        of a filled one (samegame, clickomania)).
     """
+    game.rules_of(rules)
     if isinstance(data, str):
         array = _text_to_array(data, width, height)
     else:
@@ -120,7 +123,7 @@ def parse_board(data, width: int | None = None, height: int | None = None) -> ja
             f"cell ({bad[0]}, {bad[1]}) holds {array[tuple(bad)]}; colours are 0 (empty) to "
             f"{game.MAX_COLORS}"
         )
-    _check_settled(array)
+    _check_settled(array, rules)
     return jnp.asarray(array, dtype=game.BOARD_DTYPE)
 
 
@@ -211,12 +214,12 @@ def read_board_file(path: str | os.PathLike, width: int | None = None,
     return records
 
 
-_jit_click = jax.jit(game.click)
+_jit_click = jax.jit(game.click, static_argnames="rules")
 _jit_cluster = jax.jit(game.cluster_mask)
 
 
-def positions(board, clicks: Iterable[Sequence[int]]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Every position of a played game and the cluster each click removes.
+def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Every position of a game played under ``rules`` and the cluster each click removes.
 
     Returns:
       ``(boards, clusters)``: ``len(clicks) + 1`` int8 ``[W, H]`` boards (the start, then
@@ -224,11 +227,12 @@ def positions(board, clicks: Iterable[Sequence[int]]) -> tuple[list[np.ndarray],
       there (all False for the last), e.g. for ``render.game_gif``.
 
     Raises:
-      ValueError: naming the step index of a click that is out of range or on an empty
-        cell (a solution never wastes a click).
+      ValueError: naming the step index of a click that is out of range, on an empty cell
+        or on a group smaller than the rules allow (a played line never wastes a click).
     """
-    board = parse_board(board)
+    board = parse_board(board, rules=rules)
     width, height = board.shape
+    smallest = game.rules_of(rules).min_group
     boards, clusters = [np.asarray(board)], []
     for step, click in enumerate(clicks):
         try:
@@ -239,15 +243,19 @@ def positions(board, clicks: Iterable[Sequence[int]]) -> tuple[list[np.ndarray],
             raise ValueError(f"click {step}: ({x}, {y}) is outside the {width}x{height} board")
         if int(board[x, y]) == 0:
             raise ValueError(f"click {step}: ({x}, {y}) is an empty cell")
-        clusters.append(np.asarray(_jit_cluster(board, x, y)))
-        board, _ = _jit_click(board, x, y)
+        cluster = np.asarray(_jit_cluster(board, x, y))
+        if cluster.sum() < smallest:
+            raise ValueError(f"click {step}: ({x}, {y}) is a group of {cluster.sum()}; {rules} removes groups of "
+                             f"{smallest} or more")
+        clusters.append(cluster)
+        board, _ = _jit_click(board, x, y, rules=rules)
         boards.append(np.asarray(board))
     clusters.append(np.zeros((width, height), bool))
     return boards, clusters
 
 
-def replay(board, clicks: Iterable[Sequence[int]]) -> tuple[jax.Array, int]:
-    """Apply clicks ``[(x, y), ...]`` in order.
+def replay(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tuple[jax.Array, int]:
+    """Apply clicks ``[(x, y), ...]`` in order under ``rules``.
 
     Returns:
       ``(final_board, number_of_clicks)``.
@@ -255,5 +263,26 @@ def replay(board, clicks: Iterable[Sequence[int]]) -> tuple[jax.Array, int]:
     Raises:
       ValueError: as ``positions``.
     """
-    boards, _ = positions(board, clicks)
+    boards, _ = positions(board, clicks, rules)
     return jnp.asarray(boards[-1]), len(boards) - 1
+
+
+def score(board, clicks: Iterable[Sequence[int]], rules: str = "samegame") -> int:
+    """A played line's result by the rules' objective (RULES.md): SameGame's points
+    (``(n - 2)^2`` for each group of ``n``, +1000 if the board ends empty), Clickomania's
+    cells left, or the clicks of the fewest-clicks games (the line must clear the board).
+
+    Raises:
+      ValueError: as ``positions``, or a fewest-clicks line that leaves cells.
+    """
+    boards, clusters = positions(board, clicks, rules)
+    objective = game.rules_of(rules).objective
+    if objective == "points":
+        cleared = game.CLEAR_BONUS if not boards[-1].any() else 0
+        return int(sum(int(game.points(int(cluster.sum()))) for cluster in clusters)) + cleared
+    if objective == "cells_left":
+        return int(np.count_nonzero(boards[-1]))
+    if boards[-1].any():
+        raise ValueError(f"the line leaves {np.count_nonzero(boards[-1])} cells; {rules} scores lines that clear "
+                         "the board")
+    return len(boards) - 1

@@ -69,6 +69,12 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=()) -
                 raise FieldError(name, f"must be {wanted}, got {value!r}")
 
 
+def require_rules(game_config: GameConfig, supported: tuple[str, ...], what: str) -> None:
+    """ValueError unless ``game_config.rules`` is one that ``what`` plays (so far)."""
+    if game_config.rules not in supported:
+        raise ValueError(f"{what} plays the {', '.join(supported)} rules so far, not {game_config.rules!r}")
+
+
 # ---------------------------------------------------------------------------------------
 # Flags: one per field; a nested config's fields get its name as a prefix, and a
 # GameConfig is one --size WxHxC flag.

@@ -1,20 +1,28 @@
-"""The dust game as a reinforcement-learning environment (Jumanji-style, fully jittable).
+"""The dust game and its family as a reinforcement-learning environment (Jumanji-style,
+fully jittable). The rule set is the config's (``GameConfig.rules``, RULES.md).
 
 ``DustEnv`` is a frozen dataclass: hashable, so ``jax.jit(env.step)`` compiles once per
 configuration, and ``jax.vmap(env.step)`` steps thousands of games in lockstep.
 
 - **Observation** ``Observation``: ``board`` int8 ``[W, H]``; ``one_hot`` float32
   ``[W, H, colors + 1]`` (channel 0 marks empty cells); ``action_mask`` bool ``[W * H]``,
-  True on occupied cells.
-- **Action** int32 scalar in ``[0, W * H)``: click cell ``(a // H, a % H)``.
-- **Reward** float32: ``rewards.clear`` (+10) for the click that empties the board,
-  ``rewards.empty_click`` (-10) for a click on an empty cell (a no-op), ``rewards.click``
-  (-1) for any other click.
-- **Discount** float32: 0 once the board is cleared, else 1 (truncation keeps 1, so a
+  True where a click removes something (occupied cells; for ``samegame`` and
+  ``clickomania``, cells in a group of 2 or more).
+- **Action** int32 scalar in ``[0, W * H)``: click cell ``(a // H, a % H)``. Under ``jit``
+  an action outside that range cannot raise: it removes nothing and is rewarded as a click
+  that removes nothing (the Gymnasium adapter refuses such actions).
+- **Reward** float32, by the rules' objective. Fewest clicks (``dust``, ``former``):
+  ``rewards.clear`` (+10) for the click that empties the board, ``rewards.empty_click``
+  (-10) for a click that removes nothing (a no-op), ``rewards.click`` (-1) for any other
+  click. Points (``samegame``): ``(n - 2)^2`` for a group of ``n``, plus 1000 for the click
+  that clears the board, 0 for a click that removes nothing. Cells left (``clickomania``):
+  the cells removed, so a game's return is its board's cells minus those left.
+- **Discount** float32: 0 once the episode terminates, else 1 (truncation keeps 1, so a
   learner bootstraps through it). With ``-1`` per click and discount 1, ``-Q`` counts the
   clicks left.
-- **Termination** when the board is empty; **truncation** after ``max_clicks`` clicks if
-  set. Both give ``StepType.LAST``.
+- **Termination** when no click removes anything any more (the board is empty, or for
+  ``samegame`` and ``clickomania`` no two touching cells share a colour); **truncation**
+  after ``max_clicks`` clicks if set. Both give ``StepType.LAST``.
 - **Auto-reset** (``auto_reset=True``): a step that ends an episode returns the state and
   observation of a fresh random board drawn from ``state.key``, with the final step's
   reward, discount and ``LAST`` step type; ``extras["next_board"]`` keeps the board the
@@ -145,7 +153,7 @@ class DustEnv:
         return Observation(
             board=board,
             one_hot=game.one_hot(board, self.game.colors),
-            action_mask=game.legal_action_mask(board).reshape(-1),
+            action_mask=game.legal_action_mask(board, self.game.rules).reshape(-1),
         )
 
     def init(self, key: jax.Array, board: jax.Array | None = None) -> State:
@@ -179,25 +187,35 @@ class DustEnv:
         one row sum); a board is cleared when the click removed every occupied cell.
         """
         num_games = actions.shape[0]
+        rules = game.rules_of(self.game.rules)
         cells = states.board.reshape(num_games, -1)
         colour = jnp.take_along_axis(cells, actions[:, None], axis=1, mode="fill", fill_value=0)[:, 0]
         occupied = jnp.sum(cells != 0, axis=1, dtype=jnp.int32)
-        boards, removed = game.click_cells_first(jnp.moveaxis(states.board, 0, -1), actions, colour)
+        boards_last = jnp.moveaxis(states.board, 0, -1)
+        boards, removed = game.click_cells_first(boards_last, actions, colour, rules.name)
         board = jnp.moveaxis(boards, -1, 0)
 
-        finished_before = occupied == 0
+        if rules.min_group == 1:  # a non-empty board always has a click
+            finished_before = occupied == 0
+            stuck = jnp.zeros_like(finished_before)
+        else:
+            finished_before = ~jnp.any(game.in_group_of_two(boards_last), axis=(0, 1))
+            stuck = ~jnp.any(game.in_group_of_two(boards), axis=(0, 1)) & ~finished_before
         cleared = (removed == occupied) & ~finished_before
+        terminated = cleared | stuck
         clicks = states.clicks + jnp.where(finished_before, 0, 1).astype(jnp.int32)
-        reward = jnp.where(
-            removed == 0,
-            self.rewards.empty_click,
-            jnp.where(cleared, self.rewards.clear, self.rewards.click),
-        )
+        if rules.objective == "clicks":
+            reward = jnp.where(removed == 0, self.rewards.empty_click,
+                               jnp.where(cleared, self.rewards.clear, self.rewards.click))
+        elif rules.objective == "points":
+            reward = game.points(removed) + jnp.where(cleared, game.CLEAR_BONUS, 0)
+        else:  # cells_left: the return is the cells removed, the board's cells minus those left
+            reward = removed
         reward = jnp.where(finished_before, 0.0, reward).astype(jnp.float32)
         truncated = jnp.zeros_like(cleared)
         if self.max_clicks is not None:
-            truncated = (clicks >= self.max_clicks) & ~cleared & ~finished_before
-        last = cleared | truncated | finished_before
+            truncated = (clicks >= self.max_clicks) & ~terminated & ~finished_before
+        last = terminated | truncated | finished_before
         extras = {"removed": removed, "clicks": clicks, "next_board": board}
         next_states = State(board=board, clicks=clicks, key=states.key)
         if self.auto_reset:
@@ -205,7 +223,7 @@ class DustEnv:
         timestep = TimeStep(
             step_type=jnp.where(last, StepType.LAST, StepType.MID).astype(jnp.int8),
             reward=reward,
-            discount=jnp.where(cleared | finished_before, 0.0, 1.0).astype(jnp.float32),
+            discount=jnp.where(terminated | finished_before, 0.0, 1.0).astype(jnp.float32),
             observation=jax.vmap(self.observe)(next_states.board),
             extras=extras,
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import tempfile
 
 
 class Parser(argparse.ArgumentParser):
@@ -119,6 +120,12 @@ def _creatable(text: str, folder: str) -> str:
         folder = os.path.dirname(folder)
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} is a file")
+    if folder != os.path.abspath(text) or not os.access(folder, os.W_OK):
+        try:  # a folder can refuse new entries whatever its mode says (/proc, read-only mounts)
+            os.rmdir(tempfile.mkdtemp(dir=folder))
+        except OSError as error:
+            raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} takes no new folders "
+                                             f"({error.strerror})") from None
     return text
 
 

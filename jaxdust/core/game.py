@@ -23,6 +23,7 @@ broadcasts its result back over the cells.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -34,14 +35,45 @@ MAX_COLORS = 9
 
 
 @dataclasses.dataclass(frozen=True)
+class Rules:
+    """One rule set of the family (RULES.md): which groups a click may remove, how the
+    board settles afterwards and what a player optimises."""
+
+    name: str
+    min_group: int  # smallest group a click removes (smaller ones: the click changes nothing)
+    sideways: str  # after gravity: "centre" (row halves to the centre), "left" (empty columns close), "none"
+    objective: str  # "clicks" (fewest to clear), "points" ((n - 2)^2 a group, +1000 if cleared), "cells_left"
+
+
+RULES = {rules.name: rules for rules in (
+    Rules("dust", 1, "centre", "clicks"),
+    Rules("former", 1, "none", "clicks"),
+    Rules("samegame", 2, "left", "points"),
+    Rules("clickomania", 2, "left", "cells_left"),
+)}
+CLEAR_BONUS = 1000  # SameGame's points for a cleared board
+
+
+def rules_of(name: str) -> Rules:
+    """The rule set called ``name``; ValueError naming the known ones otherwise."""
+    if name not in RULES:
+        raise ValueError(f"unknown rules {name!r}; known: {', '.join(RULES)}")
+    return RULES[name]
+
+
+@dataclasses.dataclass(frozen=True)
 class GameConfig:
-    """Static size of a game. Hashable, so it can be a ``jit`` static argument."""
+    """Static size and rule set of a game. Hashable, so it can be a ``jit`` static argument."""
 
     width: int = 8
     height: int = 6
     colors: int = 5
+    rules: str = "dust"  # a name in RULES
 
     def __post_init__(self):
+        if not isinstance(self.rules, str):
+            raise TypeError(f"GameConfig.rules must be a str, got {self.rules!r}")
+        rules_of(self.rules)
         for name in ("width", "height", "colors"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
@@ -393,19 +425,44 @@ def cluster_sizes(board: jax.Array) -> jax.Array:
     return jnp.where(labels >= 0, counts[labels], 0).reshape(board.shape)
 
 
-def legal_action_mask(board: jax.Array) -> jax.Array:
-    """Cells worth clicking (occupied): bool ``[W, H]``."""
-    return board != 0
+def in_group_of_two(board: jax.Array) -> jax.Array:
+    """Occupied cells with a same-coloured neighbour, i.e. in a group of 2 or more: bool,
+    ``board``'s shape ``[W, H, ...]``."""
+    return functools.reduce(jnp.logical_or, [_same_colour_neighbour(board, offset, axis)
+                                             for axis in (0, 1) for offset in (1, -1)])
 
 
-def cluster_action_mask(board: jax.Array) -> jax.Array:
-    """One cell per cluster, the one with the smallest flat index: bool ``[W, H]``.
+def legal_action_mask(board: jax.Array, rules: str = "dust") -> jax.Array:
+    """Cells a click removes something at: bool ``[W, H]`` (occupied cells, in a group of
+    at least the rules' ``min_group``)."""
+    if rules_of(rules).min_group == 1:
+        return board != 0
+    return in_group_of_two(board)
+
+
+def cluster_action_mask(board: jax.Array, rules: str = "dust") -> jax.Array:
+    """One cell per clickable cluster, the one with the smallest flat index: bool ``[W, H]``.
 
     Clicking any cell of a cluster has the same effect, so searches branch on these only.
     """
     width, height = board.shape
     index = jnp.arange(width * height, dtype=jnp.int32).reshape(width, height)
-    return cluster_labels(board) == index
+    return (cluster_labels(board) == index) & legal_action_mask(board, rules)
+
+
+def is_over(board: jax.Array, rules: str = "dust") -> jax.Array:
+    """bool scalar: no click removes anything (for ``dust`` and ``former``: the board is
+    empty; for ``samegame`` and ``clickomania``: no two touching cells share a colour)."""
+    if rules_of(rules).min_group == 1:
+        return is_done(board)
+    return ~jnp.any(in_group_of_two(board))
+
+
+def points(removed: jax.Array) -> jax.Array:
+    """SameGame's points for removing a group of ``removed`` cells: ``(removed - 2)^2``
+    (0 for fewer than 2), int32, any shape."""
+    removed = jnp.asarray(removed, jnp.int32)
+    return jnp.where(removed >= 2, (removed - 2) ** 2, 0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -447,14 +504,33 @@ def slide_to_centre(board: jax.Array) -> jax.Array:
     return jnp.concatenate([left, right], axis=0)
 
 
-def _contract(board: jax.Array) -> jax.Array:
-    return slide_to_centre(apply_gravity(board))
+def close_columns_left(board: jax.Array) -> jax.Array:
+    """Empty columns of a board after gravity (``[W, H, ...]``) removed, the columns right
+    of them moved left in order (SameGame): columns ``[a, 0, b] -> [a, b, 0]``.
+
+    After gravity a column is empty exactly when its bottom cell is. The new order of the
+    columns is a stable sort of the small ``[W, ...]`` emptiness flags, then one gather of
+    whole columns: a bubble of column selects, as ``_compact_to_front`` does for cells,
+    makes XLA recompute the chain of flags inside every cell's select (10x slower).
+    """
+    width = board.shape[0]
+    position = jnp.arange(width, dtype=jnp.int32).reshape((width,) + (1,) * (board.ndim - 2))
+    order = jnp.argsort(jnp.where(board[:, 0] != 0, position, position + width), axis=0)
+    return jnp.take_along_axis(board, order[:, None], axis=0)
 
 
-@batch_last_vmap
-def contract(board: jax.Array) -> jax.Array:
-    """Gravity, then every row toward the centre: int8 ``[W, H]`` -> int8 ``[W, H]``."""
-    return _contract(board)
+_SIDEWAYS = {"centre": slide_to_centre, "left": close_columns_left, "none": lambda board: board}
+
+
+def settle(board: jax.Array, rules: str = "dust") -> jax.Array:
+    """Gravity, then the rules' sideways move, on boards ``[W, H, ...]`` (any trailing
+    batch axes): what follows every click."""
+    return _SIDEWAYS[rules_of(rules).sideways](apply_gravity(board))
+
+
+def contract(board: jax.Array, rules: str = "dust") -> jax.Array:
+    """``settle`` one board int8 ``[W, H]`` (under ``jax.vmap``, the batch is moved last)."""
+    return _moves(rules).contract(board)
 
 
 # ---------------------------------------------------------------------------------------
@@ -467,57 +543,85 @@ def _count_packed(words: jax.Array) -> jax.Array:
     return jnp.sum(jax.lax.population_count(words).astype(jnp.int32), axis=(0, 1))
 
 
-@batch_last_vmap
-def remove_and_contract(board: jax.Array, removed_mask: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Empty the cells of ``removed_mask`` and contract.
-
-    Returns the new int8 board ``[W, H]`` and the int32 number of cells removed.
-    """
-    cleared = jnp.where(removed_mask, jnp.zeros((), board.dtype), board)
-    return _contract(cleared), jnp.sum(removed_mask, axis=(0, 1), dtype=jnp.int32)
-
-
-def click_cells_first(board: jax.Array, action: jax.Array, colour: jax.Array) -> tuple[jax.Array, jax.Array]:
+def click_cells_first(board: jax.Array, action: jax.Array, colour: jax.Array,
+                      rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """``click_action`` on boards int8 ``[W, H, ...]`` (batch axes last) whose clicked cell
     holds ``colour`` (``cell_values(board, action)``, which a caller may already have).
 
     Returns ``(new_boards, removed)``: int8 ``[W, H, ...]`` and int32 ``[...]``. The removed
-    count comes from the packed cluster, so nothing reduces over the contracted boards.
+    count comes from the packed cluster, so nothing reduces over the contracted boards. A
+    group smaller than the rules' ``min_group`` stays (``removed == 0``).
     """
     words = _cluster_at(board, action, colour)
+    removed = _count_packed(words)
+    if rules_of(rules).min_group > 1:
+        removed = jnp.where(removed >= rules_of(rules).min_group, removed, 0)
+        words = jnp.where(removed > 0, words, jnp.zeros((), words.dtype))
     cleared = jnp.where(unpack_columns(words, board.shape[1]), jnp.zeros((), board.dtype), board)
-    return _contract(cleared), _count_packed(words)
+    return settle(cleared, rules), removed
 
 
-@batch_last_vmap
-def click_action(board: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+class _Moves(NamedTuple):
+    contract: object
+    remove_and_contract: object
+    click_action: object
+
+
+@functools.cache
+def _moves(rules: str) -> _Moves:
+    """The batched moves of one rule set (``batch_last_vmap`` takes arrays only, so each
+    rule set gets its own)."""
+    rules_of(rules)
+
+    def remove_and_contract(board, removed_mask):
+        cleared = jnp.where(removed_mask, jnp.zeros((), board.dtype), board)
+        return settle(cleared, rules), jnp.sum(removed_mask, axis=(0, 1), dtype=jnp.int32)
+
+    def click_action(board, action):
+        return click_cells_first(board, action, cell_values(board, action), rules)
+
+    return _Moves(batch_last_vmap(lambda board: settle(board, rules)), batch_last_vmap(remove_and_contract),
+                  batch_last_vmap(click_action))
+
+
+def remove_and_contract(board: jax.Array, removed_mask: jax.Array, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
+    """Empty the cells of ``removed_mask`` and settle (whatever their groups' sizes).
+
+    Returns the new int8 board ``[W, H]`` and the int32 number of cells removed.
+    """
+    return _moves(rules).remove_and_contract(board, removed_mask)
+
+
+def click_action(board: jax.Array, action: jax.Array, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """``click`` addressed by the flat action index ``x * height + y``.
 
     Args:
       board: int8 ``[W, H]``.
       action: int scalar; an index outside ``[0, W * H)`` removes nothing.
+      rules: a name in ``RULES`` (static).
 
     Returns:
-      ``(new_board, removed)``: int8 ``[W, H]`` and int32 scalar. A click on an empty cell
-      returns the board unchanged and ``removed == 0``. Under ``jax.vmap`` pass arrays of
-      boards and actions.
+      ``(new_board, removed)``: int8 ``[W, H]`` and int32 scalar. A click on an empty cell,
+      or on a group smaller than the rules' ``min_group``, returns the board unchanged and
+      ``removed == 0``. Under ``jax.vmap`` pass arrays of boards and actions.
     """
-    return click_cells_first(board, action, cell_values(board, action))
+    return _moves(rules).click_action(board, action)
 
 
-def click(board: jax.Array, x: jax.Array, y: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Click cell ``(x, y)``: remove its cluster and contract.
+def click(board: jax.Array, x: jax.Array, y: jax.Array, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
+    """Click cell ``(x, y)``: remove its cluster and settle the board under ``rules``.
 
     Args:
       board: int8 ``[W, H]``.
       x, y: int scalars, ``0 <= x < W``, ``0 <= y < H``.
+      rules: a name in ``RULES`` (static; default the dust game).
 
     Returns:
-      ``(new_board, removed)``: int8 ``[W, H]`` and int32 scalar. A click on an empty cell
-      returns the board unchanged and ``removed == 0``. Under ``jax.vmap`` pass arrays of
-      boards and coordinates.
+      ``(new_board, removed)``: int8 ``[W, H]`` and int32 scalar. A click on an empty cell,
+      or on a group smaller than the rules' ``min_group``, returns the board unchanged and
+      ``removed == 0``. Under ``jax.vmap`` pass arrays of boards and coordinates.
     """
-    return click_action(board, _action_at(board, x, y))
+    return click_action(board, _action_at(board, x, y), rules)
 
 
 @batch_last_vmap

@@ -1,12 +1,14 @@
 """Named environments: ``jaxdust.make("Dust-8x6x5-v0")``.
 
-An id names the board (width x height x colours) and the version of the rules (RULES.md;
-``v0`` is the only one so far), so a result reported against an id stays comparable. Each
-registered id is a ``DustEnv`` with a click cap of four clicks per cell (a game of random
-clicks always ends) and auto-reset off; keyword arguments to ``make`` override any field.
+An id names the rule set, the board (width x height x colours) and the version of the rules
+(RULES.md; ``v0`` is the only one so far), so a result reported against an id stays
+comparable. Each registered id is a ``DustEnv`` with a click cap of four clicks per cell (a
+game of random clicks always ends) and auto-reset off; keyword arguments to ``make``
+override any field.
 
     env = jaxdust.make("Dust-6x6x5-v0", auto_reset=True)
-    jaxdust.registered()  # ['Dust-6x6x5-v0', 'Dust-8x4x5-v0', 'Dust-8x6x5-v0', ...]
+    jaxdust.make("SameGame-15x15x5-v0")  # the research benchmark's size, scored in points
+    jaxdust.registered()  # ['Dust-6x6x5-v0', ..., 'Former-7x9x4-v0', 'SameGame-15x15x5-v0', ...]
 """
 
 from __future__ import annotations
@@ -58,7 +60,11 @@ def make(env_id: str, **overrides) -> DustEnv:
     return dataclasses.replace(_REGISTRY[env_id], **overrides)
 
 
-# The board sets in data/boards and the sizes of the throughput table.
-for _width, _height in ((6, 6), (8, 4), (8, 6), (10, 10), (15, 15)):
-    _game = GameConfig(_width, _height, 5)
-    register(f"Dust-{_width}x{_height}x5-{RULES_VERSION}", DustEnv(game=_game, max_clicks=4 * _game.num_cells))
+ID_PREFIX = {"dust": "Dust", "former": "Former", "samegame": "SameGame", "clickomania": "Clickomania"}
+
+# The dust game's board sets in data/boards and the sizes of the throughput table; NRK's
+# daily Former puzzle; the SameGame research benchmark's size; a Clickomania size.
+for _game in [*(GameConfig(_width, _height, 5) for _width, _height in ((6, 6), (8, 4), (8, 6), (10, 10), (15, 15))),
+              GameConfig(7, 9, 4, "former"), GameConfig(15, 15, 5, "samegame"), GameConfig(10, 10, 4, "clickomania")]:
+    register(f"{ID_PREFIX[_game.rules]}-{_game.width}x{_game.height}x{_game.colors}-{RULES_VERSION}",
+             DustEnv(game=_game, max_clicks=4 * _game.num_cells))

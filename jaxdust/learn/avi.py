@@ -49,7 +49,10 @@ from jaxdust.core.game import GameConfig
 from jaxdust.learn import networks
 from jaxdust.search.beam import sort_distinct
 from jaxdust.search.keys import canonical_hash
-from jaxdust.search.mcts import cluster_log_probs
+from jaxdust.search import mcts
+
+
+POLICY_TEACHERS = ("lines", "mcts")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,12 +80,22 @@ class AVIConfig:
     cell_width: int = 64  # the cell head's channels per cell
     policy_weight: float = 1.0  # weight of the policy's cross-entropy beside the value loss
     policy_temperature: float = 0.25  # clicks; soft policy targets are softmax(-(1 + V(child)) / this)
+    # What the policy imitates: "lines" (the clicks of the beams' solutions, the child values'
+    # softmax elsewhere) or "mcts" (the improved policy of a Gumbel MuZero search from every
+    # policy row, planning with the target network: AlphaZero's target, at a search's cost).
+    policy_teacher: str = "lines"
+    teacher_simulations: int = 16
 
     def __post_init__(self):
+        configs.require_rules(self.game, ("dust",), "avi")
         configs.require(self, positive=("num_envs", "beam_width", "cell_width", "buffer_lines", "total_updates", "chunk_updates",
-                                        "learning_rate", "target_period", "huber_delta", "policy_temperature"),
+                                        "learning_rate", "target_period", "huber_delta", "policy_temperature",
+                                        "teacher_simulations"),
                         non_negative=("policy_weight", "cell_rounds"),
                         unit_interval=("capped_share", "final_lr_fraction", "epsilon_max", "random_share"))
+        if self.policy_teacher not in POLICY_TEACHERS:
+            raise configs.FieldError("policy_teacher", f"must be one of {', '.join(POLICY_TEACHERS)}, "
+                                                       f"got {self.policy_teacher!r}")
         if not 0.0 < self.child_share <= 1.0:
             raise ValueError(f"child_share must be in (0, 1], got {self.child_share}")
         if self.total_updates < 1 or self.chunk_updates < 1 or self.target_period < 1:
@@ -294,6 +307,12 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         line_cluster = jnp.take_along_axis(row_labels, jnp.maximum(row_action, 0)[:, None], axis=1)[:, 0]
         use_line = (row_action >= 0) & ~cap_explored[policy_rows] & (line_cluster >= 0)
         policy_target = jnp.where(use_line[:, None], jax.nn.one_hot(line_cluster, cells), soft)
+        if config.policy_teacher == "mcts":
+            searched = mcts.search(boards[policy_rows], lambda b, p: network.apply(p, b), runner.target_params,
+                                   jax.random.fold_in(slot_key, 1), config.teacher_simulations)
+            # A row without a position (the line buffer not yet filled) has no legal action,
+            # and mctx then spreads its weights over all cells: no target there.
+            policy_target = jnp.where(row_labels >= 0, searched.action_weights, 0.0)
         target_cluster = jnp.take_along_axis(row_labels, jnp.argmax(policy_target, axis=1)[:, None], axis=1)[:, 0]
         row_weight = weight[policy_rows]
 
@@ -302,7 +321,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
             value_loss = jnp.sum(weight * optax.huber_loss(value, jnp.where(trained, target, 0.0), delta=config.huber_delta))
             value_loss = value_loss / jnp.sum(weight)
             _, logits = network.apply(params, boards[policy_rows])
-            log_probs = cluster_log_probs(logits, row_labels)
+            log_probs = mcts.cluster_log_probs(logits, row_labels)
             cross = -jnp.sum(jnp.where(policy_target > 0, policy_target * log_probs, 0.0), axis=1)
             policy_loss = jnp.sum(row_weight * cross) / jnp.maximum(jnp.sum(row_weight), 1.0)
             picked = jnp.take_along_axis(row_labels, jnp.argmax(log_probs, axis=1)[:, None], axis=1)[:, 0]

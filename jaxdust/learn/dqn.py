@@ -76,6 +76,7 @@ class DQNConfig:
     max_clicks: int = 100  # truncation of one game
 
     def __post_init__(self):
+        configs.require_rules(self.game, ("dust",), "dqn")
         configs.require(self, positive=("num_envs", "total_steps", "chunk_iterations", "buffer_size", "batch_size",
                                         "updates_per_step", "learning_rate", "max_clicks", "n_step", "max_grad_norm"),
                         non_negative=("learning_starts", "target_period", "random_moves_per_game"),

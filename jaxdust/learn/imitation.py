@@ -44,6 +44,7 @@ class ImitationConfig:
     mirror: bool = True  # also train on mirror images (the rules are symmetric)
 
     def __post_init__(self):
+        configs.require_rules(self.game, ("dust",), "imitation")
         configs.require(self, positive=("epochs", "batch_size", "learning_rate"),
                         non_negative=("weight_decay", "value_weight"),
                         unit_interval=("final_lr_fraction",))

@@ -73,26 +73,33 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     Returns mctx's ``PolicyOutput``: ``action`` int32 ``[N]`` and ``action_weights``
     float32 ``[N, W * H]``, the improved policy (a training target).
     """
-    def evaluated(positions):
-        clicks_left, logits = evaluate(positions, params)
-        prior, legal = cluster_prior(positions, logits)
-        done = jax.vmap(game.is_done)(positions)
-        return jnp.where(done, 0.0, -clicks_left), prior, legal, done
-
-    value, prior, legal, _ = evaluated(boards)
+    value, prior, legal = _evaluated(evaluate, params, boards)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=boards)
+    return mctx.gumbel_muzero_policy(params, key, root, recurrent_fn(evaluate), simulations, invalid_actions=~legal,
+                                     max_num_considered_actions=considered, gumbel_scale=gumbel_scale)
 
-    def recurrent_fn(params, key, action, positions):
+
+def _evaluated(evaluate: Evaluator, params, positions: jax.Array):
+    """mctx's value (0 once cleared), prior logits and legal actions of ``positions``."""
+    clicks_left, logits = evaluate(positions, params)
+    prior, legal = cluster_prior(positions, logits)
+    return jnp.where(jax.vmap(game.is_done)(positions), 0.0, -clicks_left), prior, legal
+
+
+def recurrent_fn(evaluate: Evaluator):
+    """mctx's model step over the exact simulator: ``(params, key, action int32 [N],
+    boards int8 [N, W, H]) -> (RecurrentFnOutput, children int8 [N, W, H])``. A click is
+    reward -1; a click from a cleared board (mctx may step past the end) changes nothing
+    and costs nothing; a cleared child ends the episode (discount 0)."""
+    def step(params, key, action, positions):
         children, _ = jax.vmap(game.click_action)(positions, action)
         playing = ~jax.vmap(game.is_done)(positions)
-        child_value, child_prior, _, cleared = evaluated(children)
+        value, prior, _ = _evaluated(evaluate, params, children)
+        cleared = jax.vmap(game.is_done)(children)
         output = mctx.RecurrentFnOutput(reward=jnp.where(playing, -1.0, 0.0),
-                                        discount=jnp.where(cleared, 0.0, 1.0),
-                                        prior_logits=child_prior, value=child_value)
+                                        discount=jnp.where(cleared, 0.0, 1.0), prior_logits=prior, value=value)
         return output, children
-
-    return mctx.gumbel_muzero_policy(params, key, root, recurrent_fn, simulations, invalid_actions=~legal,
-                                     max_num_considered_actions=considered, gumbel_scale=gumbel_scale)
+    return step
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,350 @@
+"""Every GPU figure in one command, in steps that each fit a 10-minute slot and resume.
+
+    python benchmarks/gpu_suite.py --out results/gpu --step all     # all steps not yet done
+    python benchmarks/gpu_suite.py --out results/gpu --step train   # one more training piece
+    python benchmarks/gpu_suite.py --smoke --out /tmp/gpu           # every step in seconds, on a CPU
+
+Steps (``--step all`` runs each in this order, skipping what ``--out`` already holds, so
+the same command repeated after a time limit carries on where it stopped):
+
+- ``device``: the device, its memory, jax / jaxlib / CUDA versions, ``jax.devices()``.
+- ``env``: random-play clicks/s for every registered id, from 1,024 games up to the largest
+  batch that fits in memory (up to 2**26 games tried), with bytes per game; then the same
+  ids on the machine's CPU cores in the same run (``benchmarks/env_throughput.py``'s loop).
+- ``beam``: the JAX beam at widths 64 and 2000 on the first 200 evaluation boards, sweeping
+  the boards per compiled search, against the numba beam with the same scorer: s/board
+  and boards whose lengths equal numba's.
+- ``train``: the default learner for ``--pieces`` x ``--piece-minutes`` (3 x 9) with orbax
+  checkpoints, one piece per call, each a ``train.py --resume`` of the last. The first piece
+  times warm updates and sizes the schedule to the whole run.
+- ``eval``: the trained run on 1000 fresh boards and the 100 proven boards (argmax, greedy,
+  widths 8 and 64, mcts 64, share optimal), beside the hand-made heuristic in the same run.
+- ``report``: ``report.json`` and ``report.md`` (tables ready for the README, with the
+  measured-on line).
+
+Results are written atomically after every row, so a killed step keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+# The training step runs in this process after others have used the device: let JAX's
+# allocator grow rather than take 75% of the GPU up front.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import env_throughput  # noqa: E402  (benchmarks/; sets one XLA host device per CPU core)
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import beam as beam_benchmark  # noqa: E402  (benchmarks/beam.py)
+import equal_time  # noqa: E402
+import learners as learners_benchmark  # noqa: E402
+import jaxdust  # noqa: E402
+from jaxdust.core import configs, files, flags  # noqa: E402
+from jaxdust.learn import cli, learners, runs  # noqa: E402
+from jaxdust.search import heuristic  # noqa: E402
+from jaxdust.search.mcts import heuristic_evaluator  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+STEPS = ("device", "env", "beam", "train", "eval", "report")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """What each step measures; ``SMOKE`` shrinks everything to seconds on a CPU."""
+    env_ids: tuple[str, ...] | None = None  # None: every registered id
+    accelerator_games: tuple[int, ...] = tuple(1024 * 4**k for k in range(9))  # 1,024 .. 67,108,864
+    cpu_games: tuple[int, ...] = (1024, 16384, 65536)
+    accelerator_clicks: int = 1 << 24  # clicks per timed call
+    cpu_clicks: int = 1 << 19
+    repeats: int = 3
+    beam_boards: int = 200
+    beam_batches: dict = dataclasses.field(default_factory=lambda: {64: (16, 64, 200), 2000: (1, 4, 16)})
+    train_flags: tuple[str, ...] = ()
+    fresh_boards: int = 1000
+    proven_boards: int | None = None  # None: all 100
+    widths: tuple[int, ...] = (1, 8, 64)
+    simulations: int = 64
+
+
+SMOKE = Sizes(env_ids=("Dust-6x6x5-v0", "Dust-8x6x5-v0"), accelerator_games=(64, 256), cpu_games=(64,),
+              accelerator_clicks=1 << 10, cpu_clicks=1 << 10, repeats=1, beam_boards=4,
+              beam_batches={4: (2, 4)},
+              train_flags=("--hidden", "16", "--num-envs", "32", "--beam-width", "4", "--buffer-lines", "32",
+                           "--cell-rounds", "1", "--cell-width", "8", "--chunk-updates", "2", "--eval-boards", "8",
+                           "--eval-every", "1"),
+              fresh_boards=4, proven_boards=4, widths=(1, 4), simulations=2)
+
+
+def _load(path: str) -> dict:
+    if not os.path.exists(path):
+        return {}
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def _out_of_memory(error: Exception) -> bool:
+    text = str(error)
+    return "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower()
+
+
+def step_device(out: str, sizes: Sizes) -> dict:
+    device = jax.devices()[0]
+    memory = (device.memory_stats() or {}).get("bytes_limit")
+    report = {"backend": jax.default_backend(), "device_kind": device.device_kind,
+              "devices": [str(d) for d in jax.devices()], "memory_bytes": memory,
+              "platform_version": device.client.platform_version, "jax": jax.__version__,
+              "jaxlib": importlib.metadata.version("jaxlib"),
+              "cpu": platform.processor() or platform.machine(), "cpu_cores": os.cpu_count(),
+              "python": platform.python_version(), "date": datetime.date.today().isoformat(),
+              "commit": _commit()}
+    files.atomic_write_json(os.path.join(out, "device.json"), report)
+    print(f"device: {report['device_kind']} ({report['backend']}), {report['platform_version']}, jax {report['jax']}")
+    return report
+
+
+def _commit() -> str | None:
+    try:
+        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _sweep(env_id: str, devices: list, games: tuple[int, ...], clicks: int, repeats: int) -> list[dict]:
+    """``env_throughput.measure`` at each batch size until one does not fit in memory."""
+    env = jaxdust.make(env_id, auto_reset=True)
+    rows = []
+    for count in games:
+        layout = devices if count % len(devices) == 0 else devices[:1]
+        try:
+            with jax.default_device(layout[0]):
+                row = env_throughput.measure(env, count, layout, clicks, repeats, seed=0)
+        except jax.errors.JaxRuntimeError as error:
+            if not _out_of_memory(error):
+                raise
+            rows.append({"games": count, "out_of_memory": True})
+            print(f"  {env_id}: {count:,} games do not fit", flush=True)
+            break
+        rows.append(row)
+        print(f"  {env_id} on {layout[0].platform}: {count:>10,} games {row['clicks_per_second']:>16,.0f} clicks/s",
+              flush=True)
+    return rows
+
+
+def step_env(out: str, sizes: Sizes) -> dict:
+    path = os.path.join(out, "env.json")
+    report = _load(path) or {"accelerator": {}, "cpu": {}}
+    cpu = jax.devices("cpu")
+    targets = [("cpu", cpu, sizes.cpu_games, sizes.cpu_clicks)]
+    if jax.default_backend() != "cpu":
+        targets.insert(0, ("accelerator", jax.devices(), sizes.accelerator_games, sizes.accelerator_clicks))
+    for target, devices, games, clicks in targets:
+        for env_id in sizes.env_ids or jaxdust.registered():
+            if env_id in report[target]:
+                continue
+            rows = _sweep(env_id, devices, games, clicks, sizes.repeats)
+            report[target][env_id] = {"bytes_per_game": jaxdust.make(env_id).state_bytes(), "rows": rows,
+                                      "device_kind": devices[0].device_kind, "devices": len(devices)}
+            files.atomic_write_json(path, report)
+    return report
+
+
+def step_beam(out: str, sizes: Sizes) -> dict:
+    path = os.path.join(out, "beam.json")
+    report = _load(path) or {"rows": {}}
+    records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[: sizes.beam_boards]
+    boards = [record.board for record in records]
+    report["boards"] = len(boards)
+    for width, batches in sizes.beam_batches.items():
+        numba_name = f"numba, width {width}"
+        if numba_name not in report["rows"]:
+            lengths, seconds = beam_benchmark.run_numba(boards, width, heuristic.HEURISTIC_WEIGHTS)
+            report["rows"][numba_name] = {"width": width, "mean": float(lengths.mean()), "seconds_per_board": seconds,
+                                          "lengths": lengths.tolist()}
+            files.atomic_write_json(path, report)
+        numba = report["rows"][numba_name]
+        for batch in batches:
+            name = f"jax, width {width}, {batch} boards per search"
+            if name in report["rows"]:
+                continue
+            try:
+                lengths, seconds = beam_benchmark.run_jax(boards, width, heuristic.heuristic_scorer, batch=batch)
+            except jax.errors.JaxRuntimeError as error:
+                if not _out_of_memory(error):
+                    raise
+                report["rows"][name] = {"width": width, "batch": batch, "out_of_memory": True}
+                continue
+            report["rows"][name] = {
+                "width": width, "batch": batch, "mean": float(lengths.mean()), "seconds_per_board": seconds,
+                "time_vs_numba": seconds / numba["seconds_per_board"],
+                "boards_equal_to_numba": int(np.sum(lengths == np.array(numba["lengths"])))}
+            print(f"  {name}: {seconds:.3f} s per board, {report['rows'][name]['boards_equal_to_numba']} "
+                  f"of {len(boards)} equal to numba", flush=True)
+            files.atomic_write_json(path, report)
+    return report
+
+
+def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dict:
+    """One more piece of the training run (nothing once all ``pieces`` are done)."""
+    path = os.path.join(out, "train.json")
+    report = _load(path) or {"pieces": []}
+    run_dir = os.path.join(out, "run")
+    done = len(report["pieces"])
+    if done >= pieces or os.path.exists(os.path.join(run_dir, "summary.json")):
+        return report
+    calibration = 0.0
+    if "total_updates" not in report:
+        learner = learners.get(cli.DEFAULT_LEARNER)
+        config = configs_from(learner, sizes.train_flags)
+        calibration_start = time.perf_counter()
+        per_update = equal_time.seconds_per_unit(learner, config, seed=0)
+        calibration = time.perf_counter() - calibration_start
+        # Evaluations and checkpoints take about a tenth of a run's time.
+        total = max(config.chunk_updates, int(0.9 * 60 * pieces * piece_minutes / per_update))
+        total -= total % config.chunk_updates
+        report.update({"learner": learner.name, "seconds_per_update": per_update, "total_updates": total,
+                       "calibration_seconds": calibration, "flags": list(sizes.train_flags)})
+        files.atomic_write_json(path, report)
+    # A piece killed before it ended is not counted: the next call resumes from its checkpoint.
+    started = os.path.exists(os.path.join(run_dir, "config.json"))
+    trained = _trained_seconds(run_dir)
+    argv = [report["learner"], "--run-dir", run_dir, *sizes.train_flags, "--total-updates", str(report["total_updates"]),
+            *(["--resume"] if started else []),
+            "--minutes", f"{max(0.001, (trained + 60 * piece_minutes - calibration) / 60):.4f}"]
+    start = time.perf_counter()
+    cli.main(argv)
+    lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
+    report["pieces"].append({"piece": done + 1, "wall_seconds": time.perf_counter() - start,
+                             "last_chunk": lines[-1]["chunk"], "run_seconds": lines[-1]["seconds"],
+                             "finished": os.path.exists(os.path.join(run_dir, "summary.json"))})
+    files.atomic_write_json(path, report)
+    print(f"  piece {done + 1} of {pieces}: chunk {lines[-1]['chunk']}, {lines[-1]['seconds'] / 60:.1f} minutes "
+          "of training so far", flush=True)
+    return report
+
+
+def _trained_seconds(run_dir: str) -> float:
+    """Training seconds the run has logged (0 before its first chunk)."""
+    path = os.path.join(run_dir, "metrics.jsonl")
+    lines = files.recover_json_lines(path) if os.path.exists(path) else []
+    return lines[-1]["seconds"] if lines else 0.0
+
+
+def configs_from(learner: learners.Learner, flag_list) -> object:
+    """The learner's default config with ``train.py`` flags applied."""
+    args = cli.build_parser().parse_args([learner.name, *flag_list])
+    return configs.from_flags(args, learner.presets["default"])
+
+
+def step_eval(out: str, sizes: Sizes) -> dict:
+    path = os.path.join(out, "eval.json")
+    report = _load(path)
+    if report:
+        return report
+    sets = learners_benchmark.board_sets(sizes.fresh_boards, seed=0, proven=sizes.proven_boards)
+    trained = runs.load_run(os.path.join(out, "run"))
+    cap = learners_benchmark.CAP
+    report = {"step": trained.step, "fresh_boards": sizes.fresh_boards, "rows": {}}
+    for name, policy, scorer, params, evaluator in (
+            ("trained", trained.policy, trained.scorer, trained.params, trained.evaluator),
+            ("hand-made heuristic", None, heuristic.heuristic_scorer, None, heuristic_evaluator)):
+        report["rows"][name] = {
+            set_name: learners_benchmark.play_set(
+                boards, optimum, cap, policy, scorer, params,
+                widths=sizes.widths if set_name == "proven" else sizes.widths[:2],
+                evaluator=evaluator if set_name == "proven" else None, simulations=(sizes.simulations,))
+            for set_name, (boards, optimum) in sets.items()}
+        print(f"  {name}: {json.dumps(report['rows'][name])}", flush=True)
+    report["proven_optimum_mean"] = float(np.mean(sets["proven"][1]))
+    files.atomic_write_json(path, report)
+    return report
+
+
+def step_report(out: str, sizes: Sizes) -> dict:
+    parts = {name: _load(os.path.join(out, f"{name}.json")) for name in ("device", "env", "beam", "train", "eval")}
+    device = parts["device"]
+    lines = [f"Measured with `python benchmarks/gpu_suite.py --step all` on {device.get('device_kind')} "
+             f"({device.get('backend')}, {device.get('platform_version')}), jax {device.get('jax')}, "
+             f"{device.get('cpu_cores')} CPU cores, commit {device.get('commit')}, {device.get('date')}.", ""]
+    for target, table in parts["env"].items():
+        if not table:
+            continue
+        lines += [f"Random play, clicks/s ({target}):", "", "| id | bytes/game | games | clicks/s |", "|---|---:|---:|---:|"]
+        for env_id, entry in table.items():
+            measured = [r for r in entry["rows"] if "clicks_per_second" in r]
+            if measured:
+                best = max(measured, key=lambda r: r["clicks_per_second"])
+                lines.append(f"| {env_id} | {entry['bytes_per_game']} | {best['games']:,} | "
+                             f"{best['clicks_per_second']:,.0f} |")
+        lines.append("")
+    if parts["beam"].get("rows"):
+        lines += [f"Beam search on the first {parts['beam']['boards']} evaluation boards:", "",
+                  "| search | mean clicks | s/board | time / numba's | equal to numba |", "|---|---:|---:|---:|---:|"]
+        for name, row in parts["beam"]["rows"].items():
+            if "mean" in row:
+                ratio = f"{row['time_vs_numba']:.2f}x" if "time_vs_numba" in row else ""
+                equal = f"{row['boards_equal_to_numba']} / {parts['beam']['boards']}" if "time_vs_numba" in row else ""
+                lines.append(f"| {name} | {row['mean']:.3f} | {row['seconds_per_board']:.4f} | {ratio} | {equal} |")
+        lines.append("")
+    if parts["eval"].get("rows"):
+        train = parts["train"]
+        minutes = train["pieces"][-1]["run_seconds"] / 60 if train.get("pieces") else float("nan")
+        columns = ["argmax"] + [f"width_{w}" for w in sizes.widths] + [f"mcts_{sizes.simulations}"]
+        lines += [f"{train.get('learner')} trained {minutes:.1f} minutes ({train.get('total_updates')} updates "
+                  f"planned); proven boards: mean clicks (share optimal), mean optimum "
+                  f"{parts['eval']['proven_optimum_mean']:.2f}:", "",
+                  "| agent | set | " + " | ".join(c.replace("_", " ") for c in columns) + " |",
+                  "|---|---|" + "---:|" * len(columns)]
+        for name, by_set in parts["eval"]["rows"].items():
+            for set_name, row in by_set.items():
+                cells = [("-" if c not in row else f"{row[c]['mean']:.2f}"
+                          + (f" ({100 * row[c]['optimal']:.0f}%)" if "optimal" in row[c] else "")) for c in columns]
+                lines.append(f"| {name} | {set_name} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    files.atomic_write_bytes(os.path.join(out, "report.md"), text.encode())
+    files.atomic_write_json(os.path.join(out, "report.json"), parts)
+    print(text)
+    return parts
+
+
+def main(argv=None) -> dict:
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=flags.output_dir, default="results/gpu")
+    parser.add_argument("--step", choices=(*STEPS, "all"), default="all")
+    parser.add_argument("--smoke", action="store_true", help="every step for seconds (a CPU is enough)")
+    parser.add_argument("--pieces", type=flags.positive_int, default=3, help="training pieces")
+    parser.add_argument("--piece-minutes", type=flags.positive_float, default=9.0,
+                        help="training minutes per piece (compilation included)")
+    args = parser.parse_args(argv)
+    sizes = SMOKE if args.smoke else Sizes()
+    piece_minutes = 0.02 if args.smoke else args.piece_minutes
+    os.makedirs(args.out, exist_ok=True)
+    # Each step, and each training piece, may run in a new process: compiled programs are
+    # kept on disk so that a resumed piece does not compile again.
+    jax.config.update("jax_compilation_cache_dir", os.path.join(args.out, "jax_cache"))
+    steps = STEPS if args.step == "all" else (args.step,)
+    results = {}
+    for step in steps:
+        print(f"[{step}]", flush=True)
+        if step == "train":
+            # --step all runs every piece left; one piece per call of --step train.
+            for _ in range(args.pieces if args.step == "all" else 1):
+                results[step] = step_train(args.out, sizes, args.pieces, piece_minutes)
+        else:
+            results[step] = globals()[f"step_{step}"](args.out, sizes)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""``benchmarks/gpu_suite.py --smoke``: every step on a CPU in seconds, resumable."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import jaxdust
+from jaxdust.core import files
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUITE = os.path.join(ROOT, "benchmarks", "gpu_suite.py")
+
+
+def run_suite(out, *argv):
+    result = subprocess.run([sys.executable, SUITE, "--smoke", "--out", str(out), *argv], cwd=ROOT,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def load(out, name):
+    with open(os.path.join(out, f"{name}.json")) as handle:
+        return json.load(handle)
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu")
+    return out, run_suite(out, "--step", "all")
+
+
+def test_device_and_env_steps_measure_every_id_asked(suite):
+    out, _ = suite
+    device = load(out, "device")
+    assert device["backend"] == "cpu" and device["jax"] and device["jaxlib"] and device["devices"]
+    env = load(out, "env")
+    assert env["accelerator"] == {}  # no accelerator here: the CPU table alone
+    assert set(env["cpu"]) == {"Dust-6x6x5-v0", "Dust-8x6x5-v0"}
+    for env_id, entry in env["cpu"].items():
+        assert entry["bytes_per_game"] == jaxdust.make(env_id).state_bytes()
+        assert [row["games"] for row in entry["rows"]] == [64]
+        assert all(row["clicks_per_second"] > 0 and row["episodes_finished_in_last_call"] >= 0 for row in entry["rows"])
+
+
+def test_beam_step_matches_the_numba_beam(suite):
+    out, _ = suite
+    beam = load(out, "beam")
+    jax_rows = [row for name, row in beam["rows"].items() if name.startswith("jax")]
+    assert sorted((row["width"], row["batch"]) for row in jax_rows) == [(4, 2), (4, 4)]
+    for row in jax_rows:  # ties are ordered by the solver's key in both beams: the same lengths
+        assert row["boards_equal_to_numba"] == beam["boards"] == 4
+        assert row["mean"] == beam["rows"][f"numba, width {row['width']}"]["mean"]
+
+
+def test_training_runs_in_resumed_pieces_and_is_evaluated(suite):
+    out, _ = suite
+    train = load(out, "train")
+    assert train["learner"] == "avi" and train["total_updates"] > 0
+    assert [piece["piece"] for piece in train["pieces"]] == [1, 2, 3]
+    chunks = [piece["last_chunk"] for piece in train["pieces"]]
+    assert chunks == sorted(chunks) and len(set(chunks)) == 3  # each piece went on from the last
+    logged = [line["chunk"] for line in files.recover_json_lines(os.path.join(out, "run", "metrics.jsonl"))]
+    assert logged == list(range(1, chunks[-1] + 1))  # resumed, never restarted or repeated
+    rows = load(out, "eval")["rows"]
+    assert set(rows) == {"trained", "hand-made heuristic"}
+    assert set(rows["trained"]["proven"]) == {"argmax", "width_1", "width_4", "mcts_2"}
+    assert "argmax" not in rows["hand-made heuristic"]["proven"]
+    for by_set in rows.values():
+        for name, row in by_set["proven"].items():
+            assert 0.0 <= row["optimal"] <= 1.0 and row["gap"] >= 0.0, name
+
+
+def test_report_and_resumed_steps(suite):
+    out, stdout = suite
+    report = (out / "report.md").read_text()
+    assert "Measured with `python benchmarks/gpu_suite.py --step all` on" in report
+    assert "| Dust-8x6x5-v0 |" in report and "| jax, width 4, 4 boards per search |" in report
+    assert "| trained | proven |" in report
+    before = {name: (out / f"{name}.json").read_text() for name in ("env", "beam", "train", "eval")}
+    run_suite(out, "--step", "env")
+    run_suite(out, "--step", "train")  # all pieces done: nothing more
+    assert {name: (out / f"{name}.json").read_text() for name in before} == before
