@@ -1,11 +1,12 @@
 """Every GPU figure in one command, in steps that each fit a 10-minute slot and resume.
 
-    python benchmarks/gpu_suite.py --out results/gpu --step all     # all steps not yet done
+    python benchmarks/gpu_suite.py --out results/gpu --step all     # repeat until the report is whole
     python benchmarks/gpu_suite.py --out results/gpu --step train   # one more training piece
-    python benchmarks/gpu_suite.py --smoke --out /tmp/gpu           # every step in seconds, on a CPU
+    python benchmarks/gpu_suite.py --smoke --out /tmp/gpu           # seconds a step, on a CPU
 
-Steps (``--step all`` runs each in this order, skipping what ``--out`` already holds, so
-the same command repeated after a time limit carries on where it stopped):
+Steps (``--step all`` runs each in this order, skipping what ``--out`` already holds and
+one training piece per call, so the same command repeated, about five times of at most 10
+minutes, carries on where the last stopped or was killed):
 
 - ``device``: the device, its memory, jax / jaxlib / CUDA versions, ``jax.devices()``.
 - ``env``: random-play clicks/s for every registered id, from 1,024 games up to the largest
@@ -14,10 +15,10 @@ the same command repeated after a time limit carries on where it stopped):
 - ``beam``: the JAX beam at widths 64 and 2000 on the first 200 evaluation boards, sweeping
   the boards per compiled search, against the numba beam with the same scorer: s/board
   and boards whose lengths equal numba's.
-- ``train``: the default learner for ``--pieces`` x ``--piece-minutes`` (3 x 9) with orbax
+- ``train``: the default learner for ``--pieces`` x ``--piece-minutes`` (3 x 8.5) with orbax
   checkpoints, one piece per call, each a ``train.py --resume`` of the last. The first piece
   times warm updates and sizes the schedule to the whole run.
-- ``eval``: the trained run on 1000 fresh boards and the 100 proven boards (argmax, greedy,
+- ``eval`` (once the pieces are done): the trained run on 1000 fresh boards and the 100 proven boards (argmax, greedy,
   widths 8 and 64, mcts 64, share optimal), beside the hand-made heuristic in the same run.
 - ``report``: ``report.json`` and ``report.md`` (tables ready for the README, with the
   measured-on line).
@@ -71,6 +72,7 @@ class Sizes:
     beam_boards: int = 200
     beam_batches: dict = dataclasses.field(default_factory=lambda: {64: (16, 64, 200), 2000: (1, 4, 16)})
     train_flags: tuple[str, ...] = ()
+    train_updates: int | None = None  # None: as many as the pieces' minutes allow (timed)
     fresh_boards: int = 1000
     proven_boards: int | None = None  # None: all 100
     widths: tuple[int, ...] = (1, 8, 64)
@@ -83,6 +85,7 @@ SMOKE = Sizes(env_ids=("Dust-6x6x5-v0", "Dust-8x6x5-v0"), accelerator_games=(64,
               train_flags=("--hidden", "16", "--num-envs", "32", "--beam-width", "4", "--buffer-lines", "32",
                            "--cell-rounds", "1", "--cell-width", "8", "--chunk-updates", "2", "--eval-boards", "8",
                            "--eval-every", "1"),
+              train_updates=40,
               fresh_boards=4, proven_boards=4, widths=(1, 4), simulations=2)
 
 
@@ -98,7 +101,12 @@ def _out_of_memory(error: Exception) -> bool:
     return "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower()
 
 
-def step_device(out: str, sizes: Sizes) -> dict:
+def step_device(out: str, sizes: Sizes, again: bool = False) -> dict:
+    """The device and versions, kept from the first call (the report's measured-on line)
+    unless ``again``."""
+    path = os.path.join(out, "device.json")
+    if os.path.exists(path) and not again:
+        return _load(path)
     device = jax.devices()[0]
     memory = (device.memory_stats() or {}).get("bytes_limit")
     report = {"backend": jax.default_backend(), "device_kind": device.device_kind,
@@ -108,7 +116,7 @@ def step_device(out: str, sizes: Sizes) -> dict:
               "cpu": platform.processor() or platform.machine(), "cpu_cores": os.cpu_count(),
               "python": platform.python_version(), "date": datetime.date.today().isoformat(),
               "commit": _commit()}
-    files.atomic_write_json(os.path.join(out, "device.json"), report)
+    files.atomic_write_json(path, report)
     print(f"device: {report['device_kind']} ({report['backend']}), {report['platform_version']}, jax {report['jax']}")
     return report
 
@@ -121,25 +129,35 @@ def _commit() -> str | None:
         return None
 
 
-def _sweep(env_id: str, devices: list, games: tuple[int, ...], clicks: int, repeats: int) -> list[dict]:
-    """``env_throughput.measure`` at each batch size until one does not fit in memory."""
+def _sweep(env_id: str, devices: list, games: tuple[int, ...], clicks: int, repeats: int, entry: dict,
+           save) -> None:
+    """``env_throughput.measure`` at each batch size into ``entry["rows"]``, saved after every
+    row. The sweep stops at the first batch that fails (out of memory, or anything else,
+    whose error is kept); a batch left ``pending`` by a killed call counts as failed."""
     env = jaxdust.make(env_id, auto_reset=True)
-    rows = []
-    for count in games:
+    rows = entry["rows"]
+    if rows and (rows[-1].get("pending") or "error" in rows[-1]):
+        rows[-1].pop("pending", None)
+        rows[-1].setdefault("error", "the call measuring it was killed")
+        save()
+        return
+    for count in games[len(rows):]:
         layout = devices if count % len(devices) == 0 else devices[:1]
+        rows.append({"games": count, "pending": True})
+        save()
         try:
             with jax.default_device(layout[0]):
                 row = env_throughput.measure(env, count, layout, clicks, repeats, seed=0)
-        except jax.errors.JaxRuntimeError as error:
-            if not _out_of_memory(error):
-                raise
-            rows.append({"games": count, "out_of_memory": True})
-            print(f"  {env_id}: {count:,} games do not fit", flush=True)
-            break
-        rows.append(row)
+        except Exception as error:  # noqa: BLE001  (kept as the row's result; the sweep stops)
+            rows[-1] = {"games": count, "out_of_memory": _out_of_memory(error),
+                        "error": f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"}
+            save()
+            print(f"  {env_id}: {count:,} games failed ({rows[-1]['error']})", flush=True)
+            return
+        rows[-1] = row
+        save()
         print(f"  {env_id} on {layout[0].platform}: {count:>10,} games {row['clicks_per_second']:>16,.0f} clicks/s",
               flush=True)
-    return rows
 
 
 def step_env(out: str, sizes: Sizes) -> dict:
@@ -151,12 +169,13 @@ def step_env(out: str, sizes: Sizes) -> dict:
         targets.insert(0, ("accelerator", jax.devices(), sizes.accelerator_games, sizes.accelerator_clicks))
     for target, devices, games, clicks in targets:
         for env_id in sizes.env_ids or jaxdust.registered():
-            if env_id in report[target]:
-                continue
-            rows = _sweep(env_id, devices, games, clicks, sizes.repeats)
-            report[target][env_id] = {"bytes_per_game": jaxdust.make(env_id).state_bytes(), "rows": rows,
-                                      "device_kind": devices[0].device_kind, "devices": len(devices)}
-            files.atomic_write_json(path, report)
+            entry = report[target].setdefault(env_id, {
+                "bytes_per_game": jaxdust.make(env_id).state_bytes(), "rows": [],
+                "device_kind": devices[0].device_kind, "devices": len(devices)})
+            done = entry["rows"] and ("error" in entry["rows"][-1] or len(entry["rows"]) == len(games))
+            if not done:
+                _sweep(env_id, devices, games, clicks, sizes.repeats, entry,
+                       lambda: files.atomic_write_json(path, report))
     return report
 
 
@@ -178,12 +197,15 @@ def step_beam(out: str, sizes: Sizes) -> dict:
             name = f"jax, width {width}, {batch} boards per search"
             if name in report["rows"]:
                 continue
+            if any(row.get("out_of_memory") for row in report["rows"].values() if row.get("width") == width):
+                continue  # a smaller batch of this width did not fit
             try:
                 lengths, seconds = beam_benchmark.run_jax(boards, width, heuristic.heuristic_scorer, batch=batch)
             except jax.errors.JaxRuntimeError as error:
                 if not _out_of_memory(error):
                     raise
                 report["rows"][name] = {"width": width, "batch": batch, "out_of_memory": True}
+                files.atomic_write_json(path, report)
                 continue
             report["rows"][name] = {
                 "width": width, "batch": batch, "mean": float(lengths.mean()), "seconds_per_board": seconds,
@@ -210,11 +232,14 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
         calibration_start = time.perf_counter()
         per_update = equal_time.seconds_per_unit(learner, config, seed=0)
         calibration = time.perf_counter() - calibration_start
-        # Evaluations and checkpoints take about a tenth of a run's time.
-        total = max(config.chunk_updates, int(0.9 * 60 * pieces * piece_minutes / per_update))
+        # The first piece gives the calibration its time; evaluations and checkpoints take
+        # about a tenth of the rest.
+        total = sizes.train_updates or max(config.chunk_updates,
+                                           int(0.9 * (60 * pieces * piece_minutes - calibration) / per_update))
         total -= total % config.chunk_updates
         report.update({"learner": learner.name, "seconds_per_update": per_update, "total_updates": total,
-                       "calibration_seconds": calibration, "flags": list(sizes.train_flags)})
+                       "chunk_updates": config.chunk_updates, "calibration_seconds": calibration,
+                       "flags": list(sizes.train_flags)})
         files.atomic_write_json(path, report)
     # A piece killed before it ended is not counted: the next call resumes from its checkpoint.
     started = os.path.exists(os.path.join(run_dir, "config.json"))
@@ -227,11 +252,17 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
     lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
     report["pieces"].append({"piece": done + 1, "wall_seconds": time.perf_counter() - start,
                              "last_chunk": lines[-1]["chunk"], "run_seconds": lines[-1]["seconds"],
+                             "updates_done": lines[-1]["chunk"] * report["chunk_updates"],
                              "finished": os.path.exists(os.path.join(run_dir, "summary.json"))})
     files.atomic_write_json(path, report)
-    print(f"  piece {done + 1} of {pieces}: chunk {lines[-1]['chunk']}, {lines[-1]['seconds'] / 60:.1f} minutes "
-          "of training so far", flush=True)
+    print(f"  piece {done + 1} of {pieces}: {report['pieces'][-1]['updates_done']} of {report['total_updates']} updates, "
+          f"{lines[-1]['seconds'] / 60:.1f} minutes of training so far", flush=True)
     return report
+
+
+def training_finished(out: str, pieces: int) -> bool:
+    train = _load(os.path.join(out, "train.json"))
+    return len(train.get("pieces", [])) >= pieces or os.path.exists(os.path.join(out, "run", "summary.json"))
 
 
 def _trained_seconds(run_dir: str) -> float:
@@ -247,11 +278,14 @@ def configs_from(learner: learners.Learner, flag_list) -> object:
     return configs.from_flags(args, learner.presets["default"])
 
 
-def step_eval(out: str, sizes: Sizes) -> dict:
+def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     path = os.path.join(out, "eval.json")
     report = _load(path)
     if report:
         return report
+    if not training_finished(out, pieces):
+        print("  the training run is not finished: run --step train (or all) again first", flush=True)
+        return {}
     sets = learners_benchmark.board_sets(sizes.fresh_boards, seed=0, proven=sizes.proven_boards)
     trained = runs.load_run(os.path.join(out, "run"))
     cap = learners_benchmark.CAP
@@ -299,10 +333,11 @@ def step_report(out: str, sizes: Sizes) -> dict:
         lines.append("")
     if parts["eval"].get("rows"):
         train = parts["train"]
-        minutes = train["pieces"][-1]["run_seconds"] / 60 if train.get("pieces") else float("nan")
+        last = train["pieces"][-1] if train.get("pieces") else {}
+        minutes = last.get("run_seconds", float("nan")) / 60
         columns = ["argmax"] + [f"width_{w}" for w in sizes.widths] + [f"mcts_{sizes.simulations}"]
-        lines += [f"{train.get('learner')} trained {minutes:.1f} minutes ({train.get('total_updates')} updates "
-                  f"planned); proven boards: mean clicks (share optimal), mean optimum "
+        lines += [f"{train.get('learner')} trained {minutes:.1f} minutes ({last.get('updates_done')} of "
+                  f"{train.get('total_updates')} planned updates); proven boards: mean clicks (share optimal), mean optimum "
                   f"{parts['eval']['proven_optimum_mean']:.2f}:", "",
                   "| agent | set | " + " | ".join(c.replace("_", " ") for c in columns) + " |",
                   "|---|---|" + "---:|" * len(columns)]
@@ -324,10 +359,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--step", choices=(*STEPS, "all"), default="all")
     parser.add_argument("--smoke", action="store_true", help="every step for seconds (a CPU is enough)")
     parser.add_argument("--pieces", type=flags.positive_int, default=3, help="training pieces")
-    parser.add_argument("--piece-minutes", type=flags.positive_float, default=9.0,
-                        help="training minutes per piece (compilation included)")
+    parser.add_argument("--piece-minutes", type=flags.positive_float, default=8.5,
+                        help="training minutes per piece, compilation included (with start-up and the last "
+                             "chunk, a piece then fits a 10-minute slot)")
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else Sizes()
+    if args.smoke and "--piece-minutes" in (argv if argv is not None else sys.argv[1:]):
+        parser.error("--smoke sets its own piece length")
     piece_minutes = 0.02 if args.smoke else args.piece_minutes
     os.makedirs(args.out, exist_ok=True)
     # Each step, and each training piece, may run in a new process: compiled programs are
@@ -337,10 +375,12 @@ def main(argv=None) -> dict:
     results = {}
     for step in steps:
         print(f"[{step}]", flush=True)
-        if step == "train":
-            # --step all runs every piece left; one piece per call of --step train.
-            for _ in range(args.pieces if args.step == "all" else 1):
-                results[step] = step_train(args.out, sizes, args.pieces, piece_minutes)
+        if step == "train":  # one piece per call: each fits a 10-minute slot
+            results[step] = step_train(args.out, sizes, args.pieces, piece_minutes)
+        elif step == "eval":
+            results[step] = step_eval(args.out, sizes, args.pieces)
+        elif step == "device":
+            results[step] = step_device(args.out, sizes, again=args.step == "device")
         else:
             results[step] = globals()[f"step_{step}"](args.out, sizes)
     return results

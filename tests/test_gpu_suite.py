@@ -15,8 +15,9 @@ SUITE = os.path.join(ROOT, "benchmarks", "gpu_suite.py")
 
 
 def run_suite(out, *argv):
+    environment = {**os.environ, "JAX_PLATFORMS": "cpu"}  # the CPU table alone, also where a GPU is
     result = subprocess.run([sys.executable, SUITE, "--smoke", "--out", str(out), *argv], cwd=ROOT,
-                            capture_output=True, text=True, timeout=900)
+                            capture_output=True, text=True, timeout=900, env=environment)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
@@ -26,14 +27,20 @@ def load(out, name):
         return json.load(handle)
 
 
-@pytest.fixture(scope="module")
-def suite(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gpu")
-    return out, run_suite(out, "--step", "all")
+def test_smoke_suite_runs_every_step_in_resumed_calls(tmp_path):
+    """One test (xdist would run a shared module fixture once per worker): ``--step all``
+    three times, one training piece each, as on a GPU with 10-minute slots."""
+    first = run_suite(tmp_path, "--step", "all")
+    assert "the training run is not finished" in first and not (tmp_path / "eval.json").exists()
+    run_suite(tmp_path, "--step", "all")
+    stdout = run_suite(tmp_path, "--step", "all")
+    check_device_and_env(tmp_path)
+    check_beam(tmp_path)
+    check_training_and_evaluation(tmp_path)
+    check_report_and_resumed_steps(tmp_path, stdout)
 
 
-def test_device_and_env_steps_measure_every_id_asked(suite):
-    out, _ = suite
+def check_device_and_env(out):
     device = load(out, "device")
     assert device["backend"] == "cpu" and device["jax"] and device["jaxlib"] and device["devices"]
     env = load(out, "env")
@@ -45,8 +52,7 @@ def test_device_and_env_steps_measure_every_id_asked(suite):
         assert all(row["clicks_per_second"] > 0 and row["episodes_finished_in_last_call"] >= 0 for row in entry["rows"])
 
 
-def test_beam_step_matches_the_numba_beam(suite):
-    out, _ = suite
+def check_beam(out):
     beam = load(out, "beam")
     jax_rows = [row for name, row in beam["rows"].items() if name.startswith("jax")]
     assert sorted((row["width"], row["batch"]) for row in jax_rows) == [(4, 2), (4, 4)]
@@ -55,10 +61,10 @@ def test_beam_step_matches_the_numba_beam(suite):
         assert row["mean"] == beam["rows"][f"numba, width {row['width']}"]["mean"]
 
 
-def test_training_runs_in_resumed_pieces_and_is_evaluated(suite):
-    out, _ = suite
+def check_training_and_evaluation(out):
     train = load(out, "train")
     assert train["learner"] == "avi" and train["total_updates"] > 0
+    assert [piece["updates_done"] for piece in train["pieces"]] == [2, 4, 6]  # chunks of 2 updates
     assert [piece["piece"] for piece in train["pieces"]] == [1, 2, 3]
     chunks = [piece["last_chunk"] for piece in train["pieces"]]
     assert chunks == sorted(chunks) and len(set(chunks)) == 3  # each piece went on from the last
@@ -73,8 +79,7 @@ def test_training_runs_in_resumed_pieces_and_is_evaluated(suite):
             assert 0.0 <= row["optimal"] <= 1.0 and row["gap"] >= 0.0, name
 
 
-def test_report_and_resumed_steps(suite):
-    out, stdout = suite
+def check_report_and_resumed_steps(out, stdout):
     report = (out / "report.md").read_text()
     assert "Measured with `python benchmarks/gpu_suite.py --step all` on" in report
     assert "| Dust-8x6x5-v0 |" in report and "| jax, width 4, 4 boards per search |" in report

@@ -6,10 +6,13 @@
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample(mask=info["action_mask"]))
 
 Observations are the board, int8 ``[W, H]`` (0 empty, 1..colours); actions click cell
-``(a // H, a % H)``; ``info["action_mask"]`` (int8 ``[W * H]``, 1 on occupied cells, the
-form ``Discrete.sample(mask=...)`` takes) says which clicks are legal. Rewards as
-``jaxdust.DustEnv``: -1 per click, +10 for the click that clears the board, -10 for a click
-on an empty cell. ``terminated``: the board is clear; ``truncated``: the env's click cap.
+``(a // H, a % H)``, and an action outside ``Discrete(W * H)`` is refused (ValueError);
+``info["action_mask"]`` (int8 ``[W * H]``, 1 where a click removes something under the
+id's rules, the form ``Discrete.sample(mask=...)`` takes) says which clicks are legal.
+Rewards as ``jaxdust.DustEnv`` for the id's rules (the dust game: -1 per click, +10 for
+the click that clears the board, -10 for a click that removes nothing; SameGame: the
+points). ``terminated``: no click removes anything any more (for the dust game, the board
+is clear); ``truncated``: the env's click cap.
 The vector env resets finished games in the same step (``AutoresetMode.SAME_STEP``): the
 final board is in ``info["final_obs"]`` where ``info["_final_obs"]`` is set.
 """

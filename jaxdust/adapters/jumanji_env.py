@@ -4,8 +4,9 @@
     env = VmapWrapper(AutoResetWrapper(DustJumanji("Dust-8x6x5-v0")))
 
 Everything is ``jaxdust.DustEnv`` underneath (same state, observation and rewards); only
-the time step becomes Jumanji's and the specs Jumanji's. Episodes end (``LAST``) when the
-board is cleared (discount 0) or after the env's click cap (discount 1: a truncation).
+the time step becomes Jumanji's and the specs Jumanji's. Episodes end (``LAST``) when no
+click removes anything any more (the board is cleared, or for SameGame and Clickomania no
+group of 2 is left; discount 0) or after the env's click cap (discount 1: a truncation).
 """
 
 from __future__ import annotations

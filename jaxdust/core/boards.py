@@ -267,7 +267,7 @@ def replay(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tuple
     return jnp.asarray(boards[-1]), len(boards) - 1
 
 
-def score(board, clicks: Iterable[Sequence[int]], rules: str = "samegame") -> int:
+def score(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> int:
     """A played line's result by the rules' objective (RULES.md): SameGame's points
     (``(n - 2)^2`` for each group of ``n``, +1000 if the board ends empty), Clickomania's
     cells left, or the clicks of the fewest-clicks games (the line must clear the board).

@@ -16,7 +16,8 @@ configuration, and ``jax.vmap(env.step)`` steps thousands of games in lockstep.
   (-10) for a click that removes nothing (a no-op), ``rewards.click`` (-1) for any other
   click. Points (``samegame``): ``(n - 2)^2`` for a group of ``n``, plus 1000 for the click
   that clears the board, 0 for a click that removes nothing. Cells left (``clickomania``):
-  the cells removed, so a game's return is its board's cells minus those left.
+  the cells removed, so a game's return is its board's cells minus those left. ``Rewards``
+  applies to the fewest-clicks rule sets only.
 - **Discount** float32: 0 once the episode terminates, else 1 (truncation keeps 1, so a
   learner bootstraps through it). With ``-1`` per click and discount 1, ``-Q`` counts the
   clicks left.
