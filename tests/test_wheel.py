@@ -47,3 +47,17 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
     result = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0 and "wheel ok" in result.stdout, result.stderr[-3000:]
+
+    # The installed commands, from the wheel alone.
+    commands = target / "bin"
+    result = subprocess.run([str(commands / "jaxdust-evaluate"), "--limit", "2", "--agents", "largest", "--jobs", "1",
+                             "--out", str(tmp_path / "evaluated")], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "evaluated" / "summary.json").exists() and "optimal (proven)" in result.stdout
+    result = subprocess.run([str(commands / "jaxdust-solve"), "-", "--width", "4", "--height", "3", "--jobs", "1"],
+                            input="112233112233\n", cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and '"optimal": true' in result.stdout, result.stderr[-3000:]
+    result = subprocess.run([str(commands / "jaxdust-train"), "avi", "--total-updates", "0"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2 and "--total-updates must be > 0" in result.stderr  # parsed by the installed command

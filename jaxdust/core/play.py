@@ -19,23 +19,27 @@ Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, par
 
 
 class PlayResult(NamedTuple):
-    clicks: jax.Array  # int32 [N], clicks made (wasted empty-cell clicks included)
+    clicks: jax.Array  # int32 [N], clicks made (wasted clicks included)
     cleared: jax.Array  # bool [N], board emptied within the click cap
     actions: jax.Array  # int32 [N, max_clicks], flat actions taken; -1 after the game ended
+    points: jax.Array  # int32 [N], SameGame's points of the line: (n - 2)^2 a group, +1000 if cleared
+    cells_left: jax.Array  # int32 [N], occupied cells at the end
 
 
 class _PlayCarry(NamedTuple):
     boards: jax.Array  # int8 [N, W, H]
     clicks: jax.Array  # int32 [N]
+    points: jax.Array  # int32 [N]
     actions: jax.Array  # int32 [N, max_clicks]
     key: jax.Array  # PRNG key
     step: jax.Array  # int32 []
 
 
-@functools.partial(jax.jit, static_argnames=("policy", "max_clicks"))
+@functools.partial(jax.jit, static_argnames=("policy", "max_clicks", "rules"))
 def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: int,
-                params=None) -> PlayResult:
-    """Play every board with ``policy`` until it is empty or ``max_clicks`` clicks were made.
+                params=None, rules: str = "dust") -> PlayResult:
+    """Play every board with ``policy`` under ``rules`` until no click removes anything (for
+    the dust game: the board is empty) or ``max_clicks`` clicks were made.
 
     Args:
       boards: int8 ``[N, W, H]``.
@@ -45,24 +49,27 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
       max_clicks: the click cap; stops games that never finish (e.g. a policy that keeps
         clicking empty cells).
       params: the policy's parameters, passed to every call (traced, not baked in).
+      rules: a name in ``game.RULES`` (static).
 
     Stops as soon as every game has ended, so the loop costs the longest game, not the cap.
     """
     num_boards = boards.shape[0]
+    over = jax.vmap(lambda board: game.is_over(board, rules))
 
     def unfinished(carry: _PlayCarry) -> jax.Array:
-        return (carry.step < max_clicks) & ~jnp.all(jax.vmap(game.is_done)(carry.boards))
+        return (carry.step < max_clicks) & ~jnp.all(over(carry.boards))
 
     def one_click(carry: _PlayCarry) -> _PlayCarry:
         key, step_key = jax.random.split(carry.key)
         actions = jax.vmap(policy, in_axes=(0, 0, None))(
             jax.random.split(step_key, num_boards), carry.boards, params
         )
-        playing = ~jax.vmap(game.is_done)(carry.boards)
-        after, _ = jax.vmap(game.click_action)(carry.boards, actions)
+        playing = ~over(carry.boards)
+        after, removed = jax.vmap(lambda board, action: game.click_action(board, action, rules))(carry.boards, actions)
         return _PlayCarry(
             boards=jnp.where(playing[:, None, None], after, carry.boards),
             clicks=carry.clicks + playing,
+            points=carry.points + jnp.where(playing, game.points(removed), 0),
             actions=carry.actions.at[:, carry.step].set(jnp.where(playing, actions, -1)),
             key=key,
             step=carry.step + 1,
@@ -71,16 +78,19 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
     start = _PlayCarry(
         boards=boards,
         clicks=jnp.zeros(num_boards, jnp.int32),
+        points=jnp.zeros(num_boards, jnp.int32),
         actions=jnp.full((num_boards, max_clicks), -1, jnp.int32),
         key=key,
         step=jnp.int32(0),
     )
     end = jax.lax.while_loop(unfinished, one_click, start)
-    return PlayResult(end.clicks, jax.vmap(game.is_done)(end.boards), end.actions)
+    cleared = jax.vmap(game.is_done)(end.boards)
+    cells_left = jnp.sum(end.boards != 0, axis=(1, 2), dtype=jnp.int32)
+    return PlayResult(end.clicks, cleared, end.actions, end.points + jnp.where(cleared, game.CLEAR_BONUS, 0), cells_left)
 
 
 def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chunk: int,
-                   progress=None, params=None) -> PlayResult:
+                   progress=None, params=None, rules: str = "dust") -> PlayResult:
     """``play_boards`` over ``chunk`` boards at a time (one compilation: the last chunk is
     padded with empty boards, which end at once). ``progress(n)`` is called per chunk."""
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
@@ -90,7 +100,7 @@ def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chun
         part = boards[start : start + chunk]
         padding = chunk - part.shape[0]
         part = jnp.concatenate([part, jnp.zeros((padding, *part.shape[1:]), part.dtype)])
-        result = play_boards(part, policy, jax.random.fold_in(key, index), max_clicks, params)
+        result = play_boards(part, policy, jax.random.fold_in(key, index), max_clicks, params, rules)
         parts.append(jax.tree.map(lambda leaf: leaf[: chunk - padding], result))
         if progress is not None:
             progress(chunk - padding)

@@ -99,3 +99,8 @@ def main(argv=None) -> dict:
         print(json.dumps(summary, indent=2))
     return summary
 
+
+
+def run() -> None:
+    """The installed command's entry point (``jaxdust-train``)."""
+    main()

@@ -116,3 +116,8 @@ def write_proven(records, jobs, path) -> None:
     header = (f"# width={width} height={height} colors={colors}; cells listed x-major: cell (x,y) is character "
               f"x*{height}+y, y=0 bottom row\n# board optimal_clicks (proven by python -m jaxdust.solver)\n")
     atomic_write_bytes(path, (header + "".join(f"{r['board']} {r['length']}\n" for r in proven)).encode())
+
+
+def run() -> None:
+    """The installed command's entry point (``jaxdust-solve``): exits with ``main``'s status."""
+    raise SystemExit(main())

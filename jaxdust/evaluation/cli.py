@@ -1,0 +1,188 @@
+"""``evaluate.py`` (installed as ``jaxdust-evaluate``): evaluate agents, solvers and
+baselines on a board set.
+
+    python evaluate.py                                  # baselines on the 1000 boards with proven optima
+    python evaluate.py --agents random,largest --random 500 --seed 1 --size 6x6x5
+    python evaluate.py --agents largest,dfs,beam:500,solver:5 --limit 100
+    python evaluate.py --agents policy:runs/avi-0,value:runs/avi-0:8,mcts:runs/avi-0:64
+
+Agents are ``name[:value]``: random, largest, dfs[:positions searched], beam[:width] (JAX),
+cpu-beam[:width] (numba, with the one-click lookahead), solver[:seconds per board],
+mcts-heuristic[:simulations], and for a train.py run: policy:RUN_DIR (the network's own
+choice, the argmax of its output, no simulation), value:RUN_DIR[:width] (beam search scored
+by the run's value; width 1, the default, is greedy play on it) and
+mcts:RUN_DIR[:simulations] (Gumbel MuZero over the simulator with the run's policy and
+value, 64 simulations by default). ``greedy:`` and ``lookahead:`` are the old names of
+``policy:`` and ``value:``.
+
+Writes ``summary.json``, per-board ``boards.csv``, ``lengths.png`` (overlaid length
+histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
+original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
+each agent's game on board i < N, the cluster clicked next outlined.
+
+The board set is a file in the ``data/boards`` format (the last number on a line is the best
+known length, or the proven lower bound of a fewest-clicks set: where every line's two
+numbers agree, the reference is the proven optimum) or ``--random N`` boards drawn from
+``--seed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm import tqdm
+
+from jaxdust.core import configs, files, flags, game
+from jaxdust.core.boards import board_to_text, positions, read_board_file
+from jaxdust.core.render import game_gif
+from jaxdust.evaluation import benchmark, plots, registry, stats
+
+
+def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
+    """Boards ``[N, W, H]``, best known lengths (or None), whether all of them are proven
+    optimal (a fewest-clicks set whose lines give equal length and lower bound) and a
+    description."""
+    if args.random:
+        keys = jax.random.split(jax.random.key(args.seed), args.random)
+        boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
+        return boards, None, False, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
+    records = read_board_file(args.boards, limit=args.limit)  # ValueError naming file and line
+    if not records:
+        raise ValueError(f"no boards in {args.boards}")
+    boards = jnp.stack([r.board for r in records])
+    best = np.array([r.values[-1] for r in records]) if all(r.values for r in records) else None
+    proven = best is not None and all(len(r.values) >= 2 and r.values[-2] == r.values[-1] for r in records)
+    described = f"{len(records)} boards from {os.path.relpath(args.boards)}"
+    return boards, best, proven, described if args.limit is None else f"first {described}"
+
+
+def _file_safe(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name)
+
+
+def main(argv=None) -> dict:
+    parser = flags.Parser(prog="evaluate.py", description=__doc__,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--boards", type=flags.input_file, default=benchmark.set_path("8x6x5"),
+                        help="board file (default: the fewest-clicks set, the 1000 evaluation boards with "
+                             "their proven optima)")
+    parser.add_argument("--random", type=flags.non_negative_int, default=0, metavar="N",
+                        help="use N random boards instead")
+    parser.add_argument("--size", type=configs.size_flag, default=game.GameConfig(), help="WxHxC for --random")
+    parser.add_argument("--seed", type=flags.seed, default=0)
+    parser.add_argument("--agents", default="random,largest",
+                        help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")
+    parser.add_argument("--limit", type=flags.positive_int, default=None, help="use only the first N boards")
+    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes for the solvers")
+    parser.add_argument("--max-clicks", type=flags.positive_int, default=None,
+                        help="click cap (default: cells on the board)")
+    parser.add_argument("--chunk", type=flags.positive_int, default=256, help="boards played at once")
+    parser.add_argument("--reference", default=None,
+                        help="agent to compare against, or 'best' for the file's best known (default)")
+    parser.add_argument("--animate", type=flags.non_negative_int, default=0, metavar="N",
+                        help="also write a GIF of each agent's game on the first N boards")
+    parser.add_argument("--out", type=flags.output_dir, default="results/evaluate")
+    args = parser.parse_args(argv)
+
+    try:
+        agents = registry.parse_agent_list(args.agents)
+    except ValueError as error:
+        flags.fail(parser, f"--agents: {error}")
+
+    try:
+        boards, best, proven, description = load_board_set(args)
+    except ValueError as error:
+        flags.fail(parser, str(error))
+    num_boards, width, height = boards.shape
+    max_clicks = args.max_clicks or width * height
+    reference = args.reference or ("best" if best is not None else agents[-1])
+    if reference not in agents and not (reference == "best" and best is not None):
+        flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
+    print(f"{description}; backend {jax.default_backend()}")
+
+    results, per_board = {}, {}
+    with tqdm(total=num_boards * len(agents), unit="board", disable=None) as bar:
+        for index, name in enumerate(agents):
+            bar.set_description(name)
+            start = time.perf_counter()
+            try:
+                played = registry.run_agent(
+                    name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
+                    chunk=args.chunk, jobs=args.jobs, progress=bar.update, solutions=args.animate,
+                )
+            except ValueError as error:
+                flags.fail(parser, f"agent {name}: {error}")
+            results[name] = {"seconds_per_board": (time.perf_counter() - start) / num_boards,
+                             "proven": played.get("proven"), "cleared": played["cleared"]}
+            per_board[name] = played["clicks"]
+            for board_index, clicks in enumerate(played["solutions"]):
+                try:
+                    gif = game_gif(*positions(boards[board_index], clicks))
+                except ValueError as error:  # a policy that wasted a click on an empty cell
+                    print(f"evaluate.py: no GIF of {name} on board {board_index}: {error}", file=sys.stderr)
+                    continue
+                files.atomic_write_bytes(os.path.join(args.out, f"game-{_file_safe(name)}-{board_index}.gif"), gif)
+
+    reference_lengths = best if reference == "best" else per_board[reference]
+    for name in agents:
+        run = results[name]
+        summary = stats.summarize(per_board[name], run["cleared"], best_known=best, reference=reference_lengths)
+        summary["seconds_per_board"] = run["seconds_per_board"]
+        if run["proven"] is not None:
+            summary["proven_optimal"] = float(np.mean(run["proven"]))
+        results[name] = summary
+
+    best_row = "optimal (proven)" if proven else "best known"
+    label = max(len(best_row), *(len(a) for a in agents))
+    header = f"{'agent':<{label}} {'mean':>7} {'median':>7} {'std':>6}"
+    best_name = "optimal" if proven else "best known"
+    header += f" {'=opt' if proven else '=best':>6} {'gap':>6}" if best is not None else ""
+    header += f" {'>=ref':>6} {'uncleared':>9} {'ms/board':>9}"
+    print("\n" + header)
+    for name, s in results.items():
+        line = f"{name:<{label}} {s['mean']:>7.2f} {s['median']:>7.1f} {s['std']:>6.2f}"
+        if best is not None:
+            line += f" {s['share_equal_best']:>6.1%} {s['mean_gap_to_best']:>6.2f}"
+        line += f" {s['share_at_least_as_good_as_reference']:>6.1%}"
+        line += f" {s['not_cleared']:>9d} {1e3 * s['seconds_per_board']:>9.3f}"
+        print(line)
+    if best is not None:
+        print(f"{best_row:<{label}} {best.mean():>7.2f} {np.median(best):>7.1f} "
+              f"{best.std():>6.2f}")
+
+    print(f"(>=ref: share of boards at least as short as {('the optimum' if proven else 'the best known') if reference == 'best' else reference})")
+
+    report = {"boards": description, "backend": jax.default_backend(), "reference": reference,
+              "reference_proven_optimal": proven, "agents": results}
+    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["board", *agents] + ([best_name.replace(" ", "_")] if best is not None else []))
+    for i in range(num_boards):
+        row = [board_to_text(boards[i]), *(int(per_board[a][i]) for a in agents)]
+        writer.writerow(row + ([int(best[i])] if best is not None else []))
+    files.atomic_write_bytes(os.path.join(args.out, "boards.csv"), table.getvalue().encode())
+    shown = dict(per_board)
+    if best is not None:
+        shown[best_name] = best
+    files.atomic_write_bytes(os.path.join(args.out, "lengths.png"), plots.length_histograms(shown, description))
+    reference_name = best_name if reference == "best" else reference
+    for name in agents:
+        if name != reference:
+            figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name)
+            files.atomic_write_bytes(os.path.join(args.out, f"joint-{_file_safe(name)}.png"), figure)
+    print(f"\nwrote summary.json, boards.csv, lengths.png and joint-*.png to {args.out}")
+    return report
+
+
+def run() -> None:
+    """The installed command's entry point (exit status 0 once the report is written)."""
+    main()
