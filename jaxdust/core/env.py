@@ -200,8 +200,8 @@ class DustEnv:
             finished_before = occupied == 0
             stuck = jnp.zeros_like(finished_before)
         else:
-            finished_before = ~jnp.any(game.in_group_of_two(boards_last), axis=(0, 1))
-            stuck = ~jnp.any(game.in_group_of_two(boards), axis=(0, 1)) & ~finished_before
+            finished_before = game.is_over(boards_last, rules.name)
+            stuck = game.is_over(boards, rules.name) & ~finished_before
         cleared = (removed == occupied) & ~finished_before
         terminated = cleared | stuck
         clicks = states.clicks + jnp.where(finished_before, 0, 1).astype(jnp.int32)

@@ -451,11 +451,12 @@ def cluster_action_mask(board: jax.Array, rules: str = "dust") -> jax.Array:
 
 
 def is_over(board: jax.Array, rules: str = "dust") -> jax.Array:
-    """bool scalar: no click removes anything (for ``dust`` and ``former``: the board is
-    empty; for ``samegame`` and ``clickomania``: no two touching cells share a colour)."""
+    """No click removes anything (for ``dust`` and ``former``: the board is empty; for
+    ``samegame`` and ``clickomania``: no two touching cells share a colour): bool ``[...]``
+    for boards ``[W, H, ...]`` (a scalar for one board)."""
     if rules_of(rules).min_group == 1:
         return is_done(board)
-    return ~jnp.any(in_group_of_two(board))
+    return ~jnp.any(in_group_of_two(board), axis=(0, 1))
 
 
 def points(removed: jax.Array) -> jax.Array:

@@ -11,11 +11,6 @@ import jax.numpy as jnp
 from jaxdust.core import game
 
 
-def random_legal(key: jax.Array, board: jax.Array, params=None) -> jax.Array:
-    """Click a uniformly random occupied cell."""
-    return game.random_legal_action(key, game.legal_action_mask(board).reshape(-1))
-
-
 def largest_cluster(key: jax.Array, board: jax.Array, params=None) -> jax.Array:
     """Click the largest cluster; ties go to the cluster met first scanning rows
     bottom-up, left to right (the rule behind ``boards/eval_8x6x5.txt``). ``key`` is unused.
@@ -43,9 +38,12 @@ def largest_group(key: jax.Array, board: jax.Array, params=None) -> jax.Array:
 @dataclasses.dataclass(frozen=True)
 class RandomLegal:
     """A uniformly random click among the cells where a click removes something under
-    ``rules`` (for the dust game: ``random_legal``)."""
+    ``rules``."""
 
     rules: str = "dust"
 
     def __call__(self, key: jax.Array, board: jax.Array, params=None) -> jax.Array:
         return game.random_legal_action(key, game.legal_action_mask(board, self.rules).reshape(-1))
+
+
+random_legal = RandomLegal("dust")  # click a uniformly random occupied cell
