@@ -1,14 +1,18 @@
-"""SameGame for points on random boards: the baselines the literature's searches start from.
+"""SameGame for points on random boards: the literature's baselines and searches.
 
     python benchmarks/samegame.py                          # 100 random 15x15x5 boards
-    python benchmarks/samegame.py --boards 1000 --size 15x15x5
+    python benchmarks/samegame.py --boards 1000 --beam-widths 1,16 --nmcs2-boards 0
 
-Plays every board with each agent under the ``samegame`` rules, all boards in one compiled
-loop (``jaxdust.core.play.play_boards``): random legal clicks (groups of 2 or more), and
-largest-group greedy with UVa 758's tie-break (leftmost, then bottommost). Prints mean
-points (``(n - 2)^2`` a group, +1000 for a cleared board), share cleared, cells left and
-points per second; writes JSON. Beam search and nested Monte Carlo search rows are for a
-later version (RULES.md's family; the README says what is measured).
+Plays every board with each agent under the ``samegame`` rules:
+- random legal clicks (groups of 2 or more) and largest-group greedy with UVa 758's
+  tie-break (leftmost, then bottommost), all boards in one compiled JAX loop
+  (``jaxdust.core.play.play_boards``);
+- the numba beam for points at each of ``--beam-widths`` and nested Monte Carlo search
+  level 1 (``jaxdust.solver.points``), one board at a time on one core;
+- NMCS level 2 on the first ``--nmcs2-boards`` boards only (minutes a board), with the
+  other agents' mean on those same boards beside it.
+Prints mean points (``(n - 2)^2`` a group, +1000 for a cleared board), share cleared, cells
+left and seconds per board; writes JSON after each agent (a rerun repeats everything).
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ import time
 
 import jax
 import numpy as np
+from tqdm import tqdm
 
 from jaxdust.core import configs, files, flags, game
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
+from jaxdust.solver import points as points_search
 
 AGENTS = {"random legal": baselines.RandomLegal("samegame"), "largest group (UVa 758)": baselines.largest_group}
 
@@ -33,6 +39,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--boards", type=flags.positive_int, default=100)
     parser.add_argument("--size", type=configs.size_flag, default=game.GameConfig(15, 15, 5))
     parser.add_argument("--seed", type=flags.seed, default=0)
+    parser.add_argument("--beam-widths", type=flags.positive_ints, default=[1, 16, 256])
+    parser.add_argument("--nmcs2-boards", type=flags.non_negative_int, default=2)
     parser.add_argument("--out", type=flags.output_file, default="results/samegame.json")
     args = parser.parse_args(argv)
     size = game.GameConfig(args.size.width, args.size.height, args.size.colors, "samegame")
@@ -42,27 +50,54 @@ def main(argv=None) -> dict:
     report = {"benchmark": "samegame", "boards": args.boards, "size": [size.width, size.height, size.colors],
               "seed": args.seed, "backend": jax.default_backend(), "cpu": platform.processor() or platform.machine(),
               "cpu_count": os.cpu_count(), "agents": {}}
+    per_board = {}  # agent -> points of each board it played, for the NMCS-2 subset's row
     for name, policy in AGENTS.items():
         play_boards(boards[:2], policy, jax.random.key(1), cap, rules="samegame").points.block_until_ready()  # compile
         start = time.perf_counter()
         played = play_boards(boards, policy, jax.random.key(1), cap, rules="samegame")
-        points = np.asarray(played.points)
-        seconds = time.perf_counter() - start
-        report["agents"][name] = {"mean_points": float(points.mean()), "std_points": float(points.std()),
-                                  "cleared": float(np.mean(played.cleared)),
-                                  "mean_cells_left": float(np.mean(played.cells_left)),
-                                  "mean_clicks": float(np.mean(played.clicks)), "seconds": seconds,
-                                  "boards_per_second": args.boards / seconds}
+        per_board[name] = np.asarray(played.points)
+        record(report, args.out, name, per_board[name], np.asarray(played.cells_left), time.perf_counter() - start)
+
+    host_boards = np.asarray(boards)
+    searches = [(f"beam {width} (numba)", lambda b, w=width: points_search.beam(b, w)) for width in args.beam_widths]
+    searches.append(("NMCS level 1 (numba)", lambda b: points_search.nmcs(b, 1, seed=args.seed)))
+    points_search.beam(host_boards[0][:4, :4], 1), points_search.nmcs(host_boards[0][:4, :4], 2)  # compile
+    for name, search in searches:
+        lines = [search(board) for board in tqdm(host_boards, desc=name, unit="board", disable=None)]
+        per_board[name] = np.array([line.points for line in lines])
+        record(report, args.out, name, per_board[name], np.array([line.cells_left for line in lines]),
+               sum(line.seconds for line in lines))
+    if args.nmcs2_boards:
+        subset = host_boards[: args.nmcs2_boards]
+        lines = [points_search.nmcs(board, 2, seed=args.seed) for board in tqdm(subset, desc="NMCS level 2", unit="board", disable=None)]
+        name = f"NMCS level 2 (numba), first {len(subset)} boards"
+        record(report, args.out, name, np.array([line.points for line in lines]),
+               np.array([line.cells_left for line in lines]), sum(line.seconds for line in lines))
+        report["agents"][name]["others_on_these_boards"] = {
+            other: float(values[: len(subset)].mean()) for other, values in per_board.items()}
         files.atomic_write_json(args.out, report)
+
     print(f"\nSameGame, {args.boards} random {size.width}x{size.height}x{size.colors} boards (seed {args.seed}), "
           f"{report['backend']}, {report['cpu_count']} cores\n")
-    print("| agent | mean points | std | cleared | cells left | clicks | boards/s |")
+    print("| agent | boards | mean points | std | cleared | cells left | s/board |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, row in report["agents"].items():
-        print(f"| {name} | {row['mean_points']:.1f} | {row['std_points']:.1f} | {100 * row['cleared']:.0f}% | "
-              f"{row['mean_cells_left']:.1f} | {row['mean_clicks']:.1f} | {row['boards_per_second']:,.0f} |")
+        print(f"| {name} | {row['boards']} | {row['mean_points']:.1f} | {row['std_points']:.1f} | "
+              f"{100 * row['cleared']:.0f}% | {row['mean_cells_left']:.1f} | {row['seconds_per_board']:.4f} |")
+        if "others_on_these_boards" in row:
+            print("|  on those boards: " + ", ".join(f"{k} {v:.0f}" for k, v in row["others_on_these_boards"].items())
+                  + " | | | | | | |")
     print(f"\nwrote {args.out}")
     return report
+
+
+def record(report: dict, out: str, name: str, points: np.ndarray, cells_left: np.ndarray, seconds: float) -> None:
+    """One agent's row in the report, written at once (a long run keeps what it measured)."""
+    report["agents"][name] = {"boards": int(points.size), "mean_points": float(points.mean()),
+                              "std_points": float(points.std()), "cleared": float(np.mean(cells_left == 0)),
+                              "mean_cells_left": float(cells_left.mean()), "seconds": seconds,
+                              "seconds_per_board": seconds / points.size}
+    files.atomic_write_json(out, report)
 
 
 if __name__ == "__main__":

@@ -127,10 +127,10 @@ def parse_board(data, width: int | None = None, height: int | None = None, rules
     return jnp.asarray(array, dtype=game.BOARD_DTYPE)
 
 
-def board_array(board) -> np.ndarray:
-    """Anything ``parse_board`` accepts, as an int64 numpy ``[W, H]`` array (for the
-    numba solvers)."""
-    return np.asarray(parse_board(board), np.int64)
+def board_array(board, rules: str = "dust") -> np.ndarray:
+    """Anything ``parse_board`` accepts (settled under ``rules``), as an int64 numpy
+    ``[W, H]`` array (for the numba solvers)."""
+    return np.asarray(parse_board(board, rules=rules), np.int64)
 
 
 def parse_size(text: str) -> game.GameConfig:

@@ -61,6 +61,19 @@ def rules_of(name: str) -> Rules:
     return RULES[name]
 
 
+# The rule sets whose every group may be removed and whose goal is fewest clicks: the exact
+# solver and the fewest-clicks beam play these (SameGame's points: jaxdust.search.points).
+CLICK_RULES = tuple(name for name, rules in RULES.items() if rules.objective == "clicks" and rules.min_group == 1)
+
+
+def require_click_rules(rules: str, what: str) -> None:
+    """ValueError unless ``rules`` names a rule set of ``CLICK_RULES``; ``what`` names the caller."""
+    rules_of(rules)
+    if rules not in CLICK_RULES:
+        raise ValueError(f"{what} plays the fewest-clicks rules ({', '.join(CLICK_RULES)}), got {rules!r}; "
+                         "for points and cells left use jaxdust.search.points")
+
+
 @dataclasses.dataclass(frozen=True)
 class GameConfig:
     """Static size and rule set of a game. Hashable, so it can be a ``jit`` static argument."""

@@ -71,16 +71,20 @@ def list_children(labels: jax.Array, alive: jax.Array) -> ChildList:
     return ChildList(per_position, game.inclusive_prefix_sum(per_position, axis=0), game.pack_words(is_action), cells)
 
 
-def play_codes(boards: jax.Array, labels: jax.Array, code: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def play_codes(boards: jax.Array, labels: jax.Array, code: jax.Array, rules: str = "dust"
+               ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The children of pair codes ``parent * W * H + action`` (int32 ``[C]``) of boards int8
-    ``[M, W, H]`` with labels ``[M, W * H]``: ``(parent [C], action [C], children [C, W, H])``."""
+    ``[M, W, H]`` with labels ``[M, W * H]``, contracted under ``rules``:
+    ``(parent [C], action [C], children [C, W, H])``."""
     width, height = boards.shape[1:]
     parent, action = code // (width * height), code % (width * height)
     removed = (labels[parent] == action[:, None]).reshape(-1, width, height)
-    return parent, action, jax.vmap(game.remove_and_contract)(boards[parent], removed)[0]
+    contract = functools.partial(game.remove_and_contract, rules=rules)
+    return parent, action, jax.vmap(contract)(boards[parent], removed)[0]
 
 
-def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk: int, visit, carry):
+def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk: int, visit, carry,
+                   rules: str = "dust"):
     """Play every cluster of every alive position, ``chunk`` children at a time.
 
     The work follows the number of clusters (about 26 on 8 x 6 boards a few random clicks
@@ -93,6 +97,7 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
       visit: ``visit(carry, start, children [C, W, H], parent [C], action [C], valid [C])
         -> carry``: entry ``start + i`` of the list is ``children[i]``, made by clicking
         flat cell ``action[i]`` of ``boards[parent[i]]``; ``valid`` is False past the end.
+      rules: the click rule set the children are made by (``game.CLICK_RULES``).
 
     Returns ``(listing, carry)``: the ``ChildList`` and the final carry.
     """
@@ -102,7 +107,7 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
         start = k * chunk
         index = start + jnp.arange(chunk, dtype=jnp.int32)
         valid = index < listing.count
-        parent, action, children = play_codes(boards, labels, jnp.where(valid, listing.code_at(index), 0))
+        parent, action, children = play_codes(boards, labels, jnp.where(valid, listing.code_at(index), 0), rules)
         return visit(carry, start, children, parent, action, valid)
 
     return listing, jax.lax.fori_loop(0, (listing.count + chunk - 1) // chunk, one_chunk, carry)
@@ -113,12 +118,12 @@ def _labels(boards: jax.Array) -> jax.Array:
     return jax.vmap(game.cluster_labels)(boards).reshape(boards.shape[0], -1)
 
 
-def lookahead_scorer(base: Scorer, chunk: int = CHUNK) -> Scorer:
+def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> Scorer:
     """A scorer that plays every cluster of each board and keeps the best outcome:
     ``1 + min(base(child))``, with ``base = 0`` for an emptied board (and 0 for an empty
     board). It sees the next click's effect exactly, for one ``base`` call per cluster;
     pair it with the beam's ``shortlist`` so only the most promising children pay that.
-    ``chunk`` children are made and scored at a time."""
+    ``chunk`` children are made and scored at a time, under ``rules``."""
 
     def score(boards: jax.Array, params=None) -> jax.Array:
         alive = ~jax.vmap(game.is_done)(boards)
@@ -127,7 +132,8 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK) -> Scorer:
             values = jnp.where(jax.vmap(game.is_done)(children), 0.0, base(children, params))
             return best.at[parent].min(jnp.where(valid, values, jnp.inf))
 
-        best = for_each_child(boards, _labels(boards), alive, chunk, visit, jnp.full(boards.shape[0], jnp.inf))[1]
+        best = for_each_child(boards, _labels(boards), alive, chunk, visit, jnp.full(boards.shape[0], jnp.inf),
+                              rules)[1]
         return jnp.where(alive, 1.0 + best, 0.0)
 
     return score
@@ -209,10 +215,11 @@ class _BeamCarry(NamedTuple):
     last_move: jax.Array  # int32 [B], the clearing click
 
 
-@functools.partial(jax.jit, static_argnames=("width", "scorer", "max_clicks", "rescorer", "shortlist", "chunk"))
+@functools.partial(jax.jit, static_argnames=("width", "scorer", "max_clicks", "rescorer", "shortlist", "chunk",
+                                             "rules"))
 def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic_scorer,
                 max_clicks: int | None = None, params=None, rescorer: Scorer | None = None,
-                shortlist: int = LOOKAHEAD_SHORTLIST, chunk: int = CHUNK) -> BeamResult:
+                shortlist: int = LOOKAHEAD_SHORTLIST, chunk: int = CHUNK, rules: str = "dust") -> BeamResult:
     """Beam search from a batch of boards (int8 ``[B, W, H]``), or one board ``[W, H]``.
 
     Every board keeps its own ``width`` positions; the boards share one compiled loop that
@@ -229,20 +236,23 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
         board's ``shortlist * width`` best distinct children under ``scorer`` before
         ``width`` are kept; it gets ``params`` too.
       chunk: children made and scored at a time (bounds memory).
+      rules: a fewest-clicks rule set (``"dust"`` or ``"former"``); SameGame's points
+        have ``jaxdust.search.points``.
 
     Returns a ``BeamResult``, batched like ``boards``.
 
     Raises:
-      ValueError: when tracing, for boards that are not 2-D or 3-D or a size that is not
-        a positive integer.
+      ValueError: when tracing, for boards that are not 2-D or 3-D, a size that is not
+        a positive integer, or rules that are not a fewest-clicks rule set.
     """
     if boards.ndim not in (2, 3):
         raise ValueError(f"beam_search takes boards [B, W, H] or one board [W, H], got shape {boards.shape}")
     for name, value in (("width", width), ("max_clicks", max_clicks), ("shortlist", shortlist), ("chunk", chunk)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ValueError(f"beam_search: {name} must be a positive integer, got {value!r}")
+    game.require_click_rules(rules, "beam_search")
     if boards.ndim == 2:
-        found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk)
+        found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk, rules)
         return BeamResult(found.length[0], found.actions[0])
     count, board_width, board_height = boards.shape
     cells = board_width * board_height
@@ -262,7 +272,7 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
         capacity = -(-rows * cells // chunk) * chunk
         empty = (jnp.full(capacity, jnp.inf), jnp.zeros(capacity, bool))
         listing, (scores, cleared) = for_each_child(
-            carry.boards, carry.labels, carry.alive, chunk, visit, empty)
+            carry.boards, carry.labels, carry.alive, chunk, visit, empty, rules)
 
         # Children are listed position by position, so each board's form one run of the list.
         per_board = jnp.sum(listing.per_position.reshape(count, width), axis=1)
@@ -281,7 +291,7 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
 
         def children_at(columns):  # [B, K] columns of the runs -> parents, actions, boards, all [B * K]
             code = listing.code_at(jnp.take_along_axis(listed_at, columns, axis=1).reshape(-1))
-            return play_codes(carry.boards, carry.labels, code)
+            return play_codes(carry.boards, carry.labels, code, rules)
 
         def hashes_of(columns):
             # Keys cost ~half a score, so only the few candidates that can be kept are made
@@ -355,8 +365,8 @@ def default_batch(width: int) -> int:
 
 def beam_solutions(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
                    max_clicks: int | None = None, rescorer: Scorer | None = None, batch: int | None = None,
-                   progress=None) -> tuple[np.ndarray, np.ndarray]:
-    """``beam_search`` of ``boards`` (int8 ``[N, W, H]``), ``batch`` boards per call on the
+                   progress=None, rules: str = "dust") -> tuple[np.ndarray, np.ndarray]:
+    """``beam_search`` of ``boards`` (int8 ``[N, W, H]``) under ``rules``, ``batch`` boards per call on the
     default device (default: ``default_batch``); the last batch is padded with empty
     boards, so one compiled search serves all. ``progress(n)`` is called after each.
 
@@ -373,7 +383,7 @@ def beam_solutions(boards, width: int, scorer: Scorer = heuristic_scorer, params
         if real < group:
             part = jnp.concatenate([part, jnp.zeros((group - real, *part.shape[1:]), part.dtype)])
         found = beam_search(part, width=width, scorer=scorer, params=params, max_clicks=max_clicks,
-                            rescorer=rescorer)
+                            rescorer=rescorer, rules=rules)
         lengths.append(np.asarray(found.length)[:real])
         actions.append(np.asarray(found.actions)[:real])
         if progress is not None:
@@ -382,7 +392,7 @@ def beam_solutions(boards, width: int, scorer: Scorer = heuristic_scorer, params
 
 
 def beam_lengths(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
-                 max_clicks: int | None = None, progress=None) -> np.ndarray:
+                 max_clicks: int | None = None, progress=None, rules: str = "dust") -> np.ndarray:
     """Clicks the beam search of ``width`` needs on each of ``boards`` (int8 ``[N, W, H]``;
     ``beam_solutions``' batches); -1 where it gives up at ``max_clicks``."""
-    return beam_solutions(boards, width, scorer, params, max_clicks, progress=progress)[0]
+    return beam_solutions(boards, width, scorer, params, max_clicks, progress=progress, rules=rules)[0]

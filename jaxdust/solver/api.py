@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from jaxdust.core.boards import board_array
-from jaxdust.core.game import MAX_COLORS
+from jaxdust.core.game import MAX_COLORS, require_click_rules
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
 from jaxdust.solver import bitboard, halves, ida, table as storage
@@ -129,8 +129,10 @@ def _check_limits(time_limit, node_limit, colors, beam_width) -> None:
 
 def solve(board, time_limit: float | None = None, *, node_limit: int | None = None,
           colors: int | None = None, beam_width: int | None = None,
-          table: TranspositionTable | None = None, prune: bool = True) -> Solution:
-    """A shortest solution of ``board`` (anything ``parse_board`` accepts, at most 64 cells).
+          table: TranspositionTable | None = None, prune: bool = True, rules: str = "dust") -> Solution:
+    """A shortest solution of ``board`` (anything ``parse_board`` accepts, at most 64 cells)
+    under ``rules``: ``"dust"`` or ``"former"`` (``game.CLICK_RULES``, the fewest-clicks
+    rule sets).
 
     Args:
       time_limit: seconds; on expiry returns the best solution found and the proven bound.
@@ -147,18 +149,21 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
       beam_width: width of the initial beam search that supplies the upper bound
         (default ``default_beam_width``: 32 up to 40 cells, else 1024).
       table: transposition table; by default a fresh one that starts at
-        ``initial_table_bits`` and grows with the search up to ``MAX_TABLE_BITS``.
+        ``initial_table_bits`` and grows with the search up to ``MAX_TABLE_BITS``. Its
+        entries are facts about one rule set: share a table only between solves of one.
       prune: False gives plain IDA* (colour bound and table only), for comparison;
         ``beam_width=0`` likewise skips the initial upper bound.
 
     Raises:
-      ValueError: naming the argument for a bad board or limit, or a board over 64 cells.
+      ValueError: naming the argument for a bad board, limit or rule set (the points and
+        cells-left rule sets have ``jaxdust.search.points``), or a board over 64 cells.
     """
     _check_limits(time_limit, node_limit, colors, beam_width)
+    require_click_rules(rules, "the exact solver")
     if time_limit is not None:
         _load_compiled_code()
     start = time.perf_counter()
-    cells = board_array(board)
+    cells = board_array(board, rules)
     width, height = cells.shape
     if width * height > bitboard.MAX_CELLS:
         raise ValueError(f"the exact solver handles at most {bitboard.MAX_CELLS} cells, got {width}x{height}")
@@ -175,7 +180,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     def seconds_so_far() -> float:
         return time.perf_counter() - start if clocked else nodes / POSITIONS_PER_SECOND
 
-    geometry = bitboard.make_geometry(width, height)
+    geometry = bitboard.make_geometry(width, height, rules)
     planes = bitboard.to_planes(cells, colors)
     if table is None:
         table = TranspositionTable(initial_table_bits(width * height), MAX_TABLE_BITS)

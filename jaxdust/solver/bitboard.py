@@ -19,6 +19,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from jaxdust.core.game import require_click_rules, rules_of
+
 MAX_CELLS = 64
 U64 = np.uint64
 ONE = U64(1)
@@ -26,10 +28,11 @@ ZERO = U64(0)
 
 
 class Geometry(NamedTuple):
-    """Masks of one board size (numba receives it as a tuple)."""
+    """Masks of one board size and whether rows slide (numba receives it as a tuple)."""
 
     width: int
     height: int
+    slide: bool  # the dust game's centre slide follows gravity; False: gravity alone (former)
     full: np.uint64  # all cells
     not_bottom: np.uint64  # every cell but row 0
     not_top: np.uint64  # every cell but row height - 1
@@ -40,9 +43,12 @@ class Geometry(NamedTuple):
     beyond_touch: np.ndarray  # uint64 [2], cells no removal in that half can move or touch
 
 
-def make_geometry(width: int, height: int) -> Geometry:
+def make_geometry(width: int, height: int, rules: str = "dust") -> Geometry:
+    """Masks for ``width x height`` boards under ``rules``: the click objectives, whose
+    every group may be removed (``game.CLICK_RULES``)."""
     if width * height > MAX_CELLS:
         raise ValueError(f"bitboards hold at most {MAX_CELLS} cells, got {width}x{height}")
+    require_click_rules(rules, "the exact solver")
     cells = width * height
     full = (1 << cells) - 1
     column = np.array([((1 << height) - 1) << (x * height) for x in range(width)], np.uint64)
@@ -56,7 +62,7 @@ def make_geometry(width: int, height: int) -> Geometry:
         for y in range(height):
             outward_row[x, y] = sum(1 << (ox * height + y) for ox in outward)
     return Geometry(
-        width, height, U64(full), U64(full & ~row[0]), U64(full & ~row[height - 1]),
+        width, height, rules_of(rules).sideways == "centre", U64(full), U64(full & ~row[0]), U64(full & ~row[height - 1]),
         column, from_row, outward_row,
         np.array([left_cells, full & ~left_cells], np.uint64),
         np.array([sum(int(column[x]) for x in range(half + 1, width)),
@@ -169,7 +175,7 @@ def removal_reach(removed, occupied, geometry):
 
     Gravity moves only cells above the lowest removed cell of a column; a column of height
     ``h`` that loses ``k`` cells opens gaps in rows ``h - k .. h - 1`` only, and a row slide
-    moves only cells outward of its gap.
+    (``geometry.slide``) moves only cells outward of its gap.
     """
     reach = ZERO
     for x in range(geometry.width):
@@ -178,6 +184,8 @@ def removal_reach(removed, occupied, geometry):
         if not gone:
             continue
         reach |= column & ~(lowest_bit(gone) - ONE)
+        if not geometry.slide:
+            continue
         top = popcount(occupied & column)
         for y in range(top - popcount(gone), top):
             reach |= geometry.outward_row[x, y]
@@ -231,7 +239,8 @@ def _bit_length(n):
 @numba.njit(cache=True, inline="always")
 def remove_in_place(planes, removed, geometry):
     """Remove the cells of ``removed`` from ``planes`` (uint64 ``[colors]``, in place), then
-    contract. The board must be contracted already, as every position of a game is.
+    contract: gravity, and the centre slide where ``geometry.slide``. The board must be
+    contracted already, as every position of a game is.
 
     Both steps move each remaining cell toward its place by a distance ``d``: gravity by
     the removed cells below it in its column, the slide by the empty cells between it and
@@ -270,6 +279,8 @@ def remove_in_place(planes, removed, geometry):
             moved = planes[c] & moving
             planes[c] ^= moved ^ (moved >> step)
 
+    if not geometry.slide:
+        return
     # Toward the centre, within each half-row: the same compress with a column (``height``
     # bits) as the step, counting the gaps on the centre side of each cell. The left half
     # moves up the bits, the right half down; the prefix runs outward, so each half counts

@@ -29,12 +29,14 @@ from jaxdust.core import flags
 from jaxdust.core.boards import board_lines, parse_board
 from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines
 from jaxdust.solver.api import solve
+from jaxdust.core.game import CLICK_RULES
 
 
 def _solve_job(job):
-    number, text, width, height, time_limit, node_limit, beam_width = job
+    number, text, width, height, time_limit, node_limit, beam_width, rules = job
     try:  # one bad board is reported on its line; the others are still solved
-        result = solve(parse_board(text, width, height), time_limit, node_limit=node_limit, beam_width=beam_width)
+        result = solve(parse_board(text, width, height, rules), time_limit, node_limit=node_limit,
+                       beam_width=beam_width, rules=rules)
     except (ValueError, TimeoutError) as error:  # TimeoutError: --beam-width 0 and out of time
         return {"line": number, "board": text, "error": str(error)}
     record = dataclasses.asdict(result)
@@ -56,6 +58,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes (default: all cores)")
     parser.add_argument("--beam-width", type=flags.non_negative_int, default=None,
                         help="default: by board size; 0: no initial upper bound (plain iterative deepening)")
+    parser.add_argument("--rules", choices=CLICK_RULES, default="dust",
+                        help="rule set (RULES.md); the exact solver plays the fewest-clicks ones")
     parser.add_argument("--out", type=flags.output_file_or_stdout, default="-",
                         help="JSON lines output; an existing file is resumed")
     parser.add_argument("--board-file", type=flags.output_file,
@@ -76,7 +80,7 @@ def main(argv=None) -> int:
         flags.fail(parser, f"--out {args.out} holds JSON records that are not solver results")
     if not jobs:
         flags.fail(parser, f"no boards in {'standard input' if args.boards == '-' else args.boards}")
-    todo = [(*job, args.time_limit, args.node_limit, args.beam_width) for job in jobs if job[0] not in done]
+    todo = [(*job, args.time_limit, args.node_limit, args.beam_width, args.rules) for job in jobs if job[0] not in done]
 
     if args.out != "-":
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
@@ -98,23 +102,24 @@ def main(argv=None) -> int:
         if output is not sys.stdout:
             output.close()
     if args.board_file:
-        write_proven(recover_json_lines(args.out), jobs, args.board_file)
+        write_proven(recover_json_lines(args.out), jobs, args.board_file, args.rules)
     return 1 if errors else 0
 
 
-def write_proven(records, jobs, path) -> None:
+def write_proven(records, jobs, path, rules: str = "dust") -> None:
     """The boards of ``jobs`` whose record proves them optimal, in input order, as a board file."""
     shapes = {number: (width, height) for number, _, width, height in jobs}
     proven = sorted((r for r in records if r.get("optimal") and r["line"] in shapes), key=lambda r: r["line"])
     if not proven:
         raise SystemExit("python -m jaxdust.solver: error: no board was proven optimal; --board-file not written")
-    sizes = {parse_board(r["board"], *shapes[r["line"]]).shape for r in proven}
+    sizes = {parse_board(r["board"], *shapes[r["line"]], rules).shape for r in proven}
     if len(sizes) > 1:
         raise SystemExit(f"python -m jaxdust.solver: error: --board-file needs boards of one size, got {sorted(sizes)}")
     (width, height), = sizes
     colors = max(int(c) for r in proven for c in r["board"])
     header = (f"# width={width} height={height} colors={colors}; cells listed x-major: cell (x,y) is character "
-              f"x*{height}+y, y=0 bottom row\n# board optimal_clicks (proven by python -m jaxdust.solver)\n")
+              f"x*{height}+y, y=0 bottom row\n# board optimal_clicks (proven by python -m jaxdust.solver"
+              f"{'' if rules == 'dust' else ' --rules ' + rules})\n")
     atomic_write_bytes(path, (header + "".join(f"{r['board']} {r['length']}\n" for r in proven)).encode())
 
 

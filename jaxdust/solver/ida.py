@@ -10,7 +10,9 @@ the board). A move that removes the last cells of its colour lowers the colour c
 every other move leaves it, which prunes most moves before they are played when the budget
 is tight. Where the budget leaves spare clicks, the bound from each half of the board
 played on its own (``jaxdust.solver.halves``) is stronger: it prunes a position, and, at a node,
-every move within one half when the other half alone needs too many clicks.
+every move within one half when the other half alone needs too many clicks. Under gravity
+alone (the ``former`` rules) columns never move, so each run of adjacent columns holding a
+colour needs a click of its own (``column_runs``), a much stronger bound there.
 
 The transposition table maps the canonical hash of a position (the smaller of its hash and
 its mirror image's, ``x -> width - 1 - x``) to a proven lower bound on the clicks it
@@ -92,10 +94,74 @@ def bound_from(colours, singles):
     return colours if singles else colours + 1
 
 
+@numba.njit(cache=True, inline="always")
+def _columns_holding(plane, geometry):
+    """Bit ``x`` set when column ``x`` holds a cell of ``plane``."""
+    holds = 0
+    for x in range(geometry.width):
+        if plane & geometry.column[x]:
+            holds |= 1 << x
+    return holds
+
+
+@numba.njit(cache=True, inline="always")
+def _runs(holds):
+    return popcount(U64(holds & ~(holds << 1)))
+
+
+@numba.njit(cache=True, inline="always")
+def column_runs(planes, geometry):
+    """Under gravity alone (``not geometry.slide``): the runs of adjacent columns that hold
+    each colour, summed over colours, and whether some run's cells form one cluster.
+
+    Columns never move and a column that lacks a colour never gains it, so no group ever
+    joins two runs: a click removes cells of one run only, and ends a run only when it
+    removes all of them. Each run needs a click of its own, and while no run is one
+    cluster the next click ends none.
+    """
+    runs = 0
+    single = False
+    for c in range(planes.shape[0]):
+        plane = planes[c]
+        if not plane:
+            continue
+        holds = _columns_holding(plane, geometry)
+        runs += _runs(holds)
+        x = 0
+        while not single and x < geometry.width:
+            if not holds >> x & 1:
+                x += 1
+                continue
+            run = ZERO
+            while x < geometry.width and holds >> x & 1:
+                run |= geometry.column[x]
+                x += 1
+            cells = plane & run
+            single = flood(lowest_bit(cells), plane, geometry) == cells
+    return runs, single
+
+
+@numba.njit(cache=True, inline="always")
+def rule_bound(planes, geometry):
+    """The bound that only rules without a slide allow (0 where rows slide): the colours'
+    column runs, plus one when no run is a single cluster."""
+    if geometry.slide:
+        return 0
+    runs, single = column_runs(planes, geometry)
+    return runs if single or runs == 0 else runs + 1
+
+
+@numba.njit(cache=True, inline="always")
+def _ends_a_run(plane, move, geometry):
+    """Whether removing ``move`` (cells of ``plane``) leaves fewer column runs of it."""
+    return _runs(_columns_holding(plane & ~move, geometry)) < _runs(_columns_holding(plane, geometry))
+
+
 @numba.njit(cache=True)
 def lower_bound(planes, geometry):
     """Admissible lower bound on the clicks a position needs (0 for an empty board)."""
-    return bound_from(count_colours(planes), single_cluster_colours(planes, geometry))
+    return max(bound_from(count_colours(planes), single_cluster_colours(planes, geometry)),
+               rule_bound(planes, geometry))
 
 
 @numba.njit(cache=True, inline="always")
@@ -250,13 +316,19 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     use_halves = prune and halves.applies(geometry)
     half_values = np.zeros((depth_limit + 1, 2), np.int64)
     skip_within = np.zeros(depth_limit + 1, np.int64)
+    # Without a slide, a node whose column runs (column_runs) use up its budget may play
+    # only moves that end a run: any other leaves as many runs and one click fewer.
+    runs_only = not geometry.slide and prune
+    runs_at = np.zeros(depth_limit + 1, np.int64)
 
     boards[0] = root
     colours_left[0] = count_colours(root)
     singles[0] = single_cluster_colours(root, geometry)
-    if bound_from(colours_left[0], singles[0]) > budget:
+    if max(bound_from(colours_left[0], singles[0]), rule_bound(root, geometry)) > budget:
         return EXHAUSTED, 0, 0
     hashes[0] = position_key(root, geometry)
+    if runs_only:
+        runs_at[0] = column_runs(root, geometry)[0]
     if budget == colours_left[0]:
         move_count[0] = _finishing_moves(root, singles[0], masks[0], colours[0], finishes[0])
     else:
@@ -282,6 +354,9 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
             continue
         parent = boards[depth]
         move = masks[depth, index]
+        if runs_only and runs_at[depth] >= remaining and not _ends_a_run(
+                parent[colours[depth, index]], move, geometry):
+            continue
         if skip_within[depth] and not finishing and (
                 (skip_within[depth] & 1 and not move & geometry.half[1])
                 or (skip_within[depth] & 2 and not move & geometry.half[0])):
@@ -326,6 +401,11 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         child_singles = _child_singles(parent, child, singles[depth], candidates, geometry)
         if bound_from(child_colours, child_singles) + 1 > remaining:
             continue
+        child_runs = 0
+        if not geometry.slide:
+            child_runs, single_run = column_runs(child, geometry)
+            if child_runs + (0 if single_run else 1) + 1 > remaining:
+                continue
         key = position_key(child, geometry)
         if table_bound(table, key) + 1 > remaining:
             continue
@@ -357,6 +437,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         arrival_reach[depth] = move_reach if reach_known else removal_reach(move, occupied(parent), geometry)
         arrival_grown[depth] = grow(move, geometry)
         hashes[depth] = key
+        runs_at[depth] = child_runs
         colours_left[depth] = child_colours
         singles[depth] = child_singles
         if remaining - 1 == child_colours:

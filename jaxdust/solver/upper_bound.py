@@ -151,13 +151,14 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
     return -1
 
 
-def beam_clicks(board: np.ndarray, width: int, colors: int, shortlist: int = 0) -> list[tuple[int, int]]:
+def beam_clicks(board: np.ndarray, width: int, colors: int, shortlist: int = 0,
+                rules: str = "dust") -> list[tuple[int, int]]:
     """The solution ``[(x, y), ...]`` that ``beam_upper_bound`` finds with the tuned weights
-    for one int board ``[W, H]`` of ``colors`` colours (none for an empty board)."""
+    for one int board ``[W, H]`` of ``colors`` colours under ``rules`` (none for an empty board)."""
     if not np.any(board):
         return []
     board_width, height = board.shape
     path = np.zeros(board_width * height, np.uint64)
-    length = beam_upper_bound(to_planes(board, colors), make_geometry(board_width, height), width,
+    length = beam_upper_bound(to_planes(board, colors), make_geometry(board_width, height, rules), width,
                               HEURISTIC_WEIGHTS, path, shortlist)
     return path_clicks(path, length, height)

@@ -1,0 +1,228 @@
+"""Searches under the family's rule sets, against the independent reference
+(``tests/family_reference.py``): the bitboard rules and the exact solver under ``former``."""
+
+import json
+from collections import deque
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from tests import family_reference as fr
+import jaxdust
+from jaxdust.search import beam
+from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_scorer
+from jaxdust.solver import bitboard, ida, points, upper_bound
+from jaxdust.solver.cli import main as solve_main
+
+
+def brute_force_optimum(board: np.ndarray, rules: str) -> int:
+    """Fewest clicks to clear ``board`` by breadth-first search over the reference's moves."""
+    seen, frontier = {board.tobytes()}, deque([(board, 0)])
+    while frontier:
+        position, clicks = frontier.popleft()
+        if not position.any():
+            return clicks
+        for x, y in fr.legal_moves(position, rules):
+            child, _ = fr.click(position, x, y, rules)
+            if child.tobytes() not in seen:
+                seen.add(child.tobytes())
+                frontier.append((child, clicks + 1))
+    raise AssertionError("unreachable: every board of a click rule set can be cleared")
+
+
+@pytest.mark.parametrize("size", [(7, 9, 4), (5, 3, 3), (8, 8, 4), (2, 32, 2), (1, 5, 2)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_bitboard_former_clicks_match_reference(size):
+    width, height, colors = size
+    geometry = bitboard.make_geometry(width, height, "former")
+    assert not geometry.slide and bitboard.make_geometry(width, height).slide
+    rng = np.random.default_rng(sum(size))
+    transitions = 0
+    while transitions < 500:
+        board = fr.random_settled_board(rng, width, height, colors, "former")
+        while board.any():
+            x, y = fr.legal_moves(board, "former")[rng.integers(len(fr.legal_moves(board, "former")))]
+            planes = bitboard.to_planes(board, colors)
+            cluster = np.uint64(bitboard.flood(np.uint64(1 << int(x * height + y)), planes[board[x, y] - 1], geometry))
+            reach = int(bitboard.removal_reach(cluster, np.uint64(bitboard.occupied(planes)), geometry))
+            bitboard.remove_in_place(planes, cluster, geometry)
+            after, _ = fr.click(board, x, y, "former")
+            np.testing.assert_array_equal(bitboard.to_board(planes, width, height), after)
+            for cell in np.flatnonzero((after != board).reshape(-1)):
+                assert (reach >> int(cell)) & 1  # the commuting-moves rule relies on it
+            board, transitions = after, transitions + 1
+
+
+def test_former_solver_finds_the_brute_force_optimum():
+    """Proven optima under gravity alone equal breadth-first search's, the column-runs
+    bound never exceeds them, and each solution clears the board under the reference."""
+    rng = np.random.default_rng(7)
+    checked = above_colour_bound = 0
+    for width, height, colors in [(4, 3, 3), (5, 3, 3), (3, 5, 3), (4, 4, 4), (6, 2, 3)] * 6:
+        board = fr.random_settled_board(rng, width, height, colors, "former", hole_prob=0.1)
+        if not board.any():
+            continue
+        optimum = brute_force_optimum(board, "former")
+        geometry = bitboard.make_geometry(width, height, "former")
+        planes = bitboard.to_planes(board, colors)
+        assert ida.lower_bound(planes, geometry) <= optimum
+        above_colour_bound += ida.rule_bound(planes, geometry) > ida.bound_from(
+            bitboard.count_colours(planes), ida.single_cluster_colours(planes, geometry))
+        solution = jaxdust.solve(board, rules="former", colors=colors)
+        assert solution.optimal and solution.length == optimum
+        position = board
+        for x, y in solution.clicks:
+            position, removed = fr.click(position, x, y, "former")
+            assert removed > 0
+        assert not position.any()
+        checked += 1
+    assert checked >= 25 and above_colour_bound >= 5  # the runs bound is not vacuous
+
+
+def test_former_and_dust_optima_differ_and_boards_settle_by_their_rules():
+    # Column 1 is empty: settled under former (gravity only), not under dust's slide.
+    board = np.array([[1, 2], [0, 0], [2, 1]], np.int8)
+    assert jaxdust.solve(board, rules="former").length == brute_force_optimum(board, "former") == 4
+    with pytest.raises(ValueError, match="settled under the dust rules"):
+        jaxdust.solve(board)
+    # One board, two optima: the slide joins groups that gravity alone leaves apart.
+    board = np.array([[1, 3, 1], [2, 2, 2], [1, 1, 3], [3, 3, 2]], np.int8)
+    assert jaxdust.solve(board).length == brute_force_optimum(board, "dust") == 4
+    assert jaxdust.solve(board, rules="former").length == brute_force_optimum(board, "former") == 6
+
+
+@pytest.mark.parametrize("rules", ["samegame", "clickomania", "tetris"])
+def test_solver_refuses_rules_it_does_not_play(rules):
+    with pytest.raises(ValueError, match="dust, former" if rules != "tetris" else "known: dust, former"):
+        jaxdust.solve(np.ones((2, 2), np.int8), rules=rules)
+
+
+def test_solver_cli_proves_former_boards_into_a_board_file(tmp_path):
+    rng = np.random.default_rng(3)
+    boards = [fr.random_board(rng, 4, 4, 3) for _ in range(3)]
+    source = tmp_path / "boards.txt"
+    source.write_text("".join("".join(str(v) for v in b.reshape(-1)) + "\n" for b in boards))
+    out, proven = tmp_path / "out.jsonl", tmp_path / "proven.txt"
+    assert solve_main([str(source), "--rules", "former", "--width", "4", "--jobs", "1", "--out", str(out),
+                       "--board-file", str(proven)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["length"] for r in records] == [brute_force_optimum(b, "former") for b in boards]
+    assert "--rules former" in proven.read_text()
+    with pytest.raises(SystemExit):
+        solve_main([str(source), "--rules", "samegame", "--width", "4"])
+
+
+def test_former_beams_in_jax_and_numba_agree_and_clear_the_board():
+    """The batched JAX beam under ``former`` gives each board the numba beam's length (with
+    and without the lookahead) and lines that clear the board under the reference."""
+    rng = np.random.default_rng(11)
+    boards = np.stack([fr.random_settled_board(rng, 7, 9, 4, "former", hole_prob=0.2) for _ in range(6)])
+    geometry = bitboard.make_geometry(7, 9, "former")
+    path = np.zeros(63, np.uint64)
+    for rescorer, shortlist in [(None, 0), (beam.lookahead_scorer(heuristic_scorer, rules="former"),
+                                            LOOKAHEAD_SHORTLIST)]:
+        found = beam.beam_search(jnp.asarray(boards), width=16, rescorer=rescorer, chunk=256, rules="former")
+        for board, length, actions in zip(boards, np.asarray(found.length), np.asarray(found.actions)):
+            assert length == upper_bound.beam_upper_bound(bitboard.to_planes(board, 4), geometry, 16,
+                                                          HEURISTIC_WEIGHTS, path, shortlist)
+            position = board
+            for action in actions[:length]:
+                position, removed = fr.click(position, *divmod(int(action), 9), "former")
+                assert removed > 0
+            assert not position.any()
+    with pytest.raises(ValueError, match="beam_search plays the fewest-clicks rules"):
+        beam.beam_search(jnp.asarray(boards[:1]), width=16, rules="samegame")
+
+
+# ---------------------------------------------------------------------------------------
+# Points and cells left (jaxdust.solver.points)
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rules", list(fr.RULES))
+def test_grid_rules_match_reference(rules):
+    """The numba grid rules (any board size) give the reference's boards and group sizes."""
+    sideways, min_group = points._SIDEWAYS[jaxdust.RULES[rules].sideways], jaxdust.RULES[rules].min_group
+    rng = np.random.default_rng(len(rules))
+    clicks = 0
+    for width, height, colors in [(15, 15, 5), (7, 9, 4), (5, 3, 3), (1, 6, 2), (6, 1, 3)] * 6:
+        board = fr.random_settled_board(rng, width, height, colors, rules)
+        scratch = points._scratch(width * height)
+        while not fr.is_over(board, rules):
+            x, y = fr.legal_moves(board, rules)[rng.integers(len(fr.legal_moves(board, rules)))]
+            grid = board.astype(np.int8)
+            removed = points._click_cell(grid, x * height + y, *scratch[:4], sideways)
+            board, expected = fr.click(board, x, y, rules)
+            assert removed == expected >= min_group
+            np.testing.assert_array_equal(grid, board)
+            clicks += 1
+    assert clicks > 300
+
+
+def best_points(board: np.ndarray, rules: str) -> int:
+    """Most points (or fewest cells left, negated) over every line, by exhaustive search."""
+    best, stack, seen = -10**9, [(board, 0)], set()
+    while stack:
+        position, gained = stack.pop()
+        moves = fr.legal_moves(position, rules)
+        if not moves:
+            final = gained + (1000 if not position.any() else 0) if rules == "samegame" else -np.count_nonzero(position)
+            best = max(best, final)
+        for x, y in moves:
+            child, removed = fr.click(position, x, y, rules)
+            key = (child.tobytes(), gained + fr.points(removed))
+            if key not in seen:
+                seen.add(key)
+                stack.append((child, gained + fr.points(removed)))
+    return best
+
+
+@pytest.mark.parametrize("rules", ["samegame", "clickomania"])
+def test_points_searches_return_lines_the_reference_scores_alike(rules):
+    """Each search's line is legal under the reference, which gives the same points and
+    cells left; a beam wide enough to hold every position finds the exhaustive optimum."""
+    rng = np.random.default_rng(5)
+    for width, height, colors in [(4, 3, 3), (3, 4, 2), (5, 3, 3), (4, 4, 3)] * 2:
+        board = fr.random_board(rng, width, height, colors)
+        optimum = best_points(board, rules)
+        for line in (points.beam(board, 1, rules), points.beam(board, 4096, rules), points.nmcs(board, 1, rules),
+                     points.nmcs(board, 2, rules)):
+            position = board
+            for x, y in line.clicks:
+                position, removed = fr.click(position, x, y, rules)
+                assert removed >= 2
+            assert fr.is_over(position, rules)
+            assert line.cells_left == np.count_nonzero(position)
+            assert line.points == fr.line_points(board, line.clicks)
+            found = line.points if rules == "samegame" else -line.cells_left
+            assert found <= optimum
+        wide = points.beam(board, 4096, rules)
+        assert (wide.points if rules == "samegame" else -wide.cells_left) == optimum
+
+
+def test_points_searches_on_research_boards_are_seeded_and_beat_greedy():
+    rng = np.random.default_rng(0)
+    boards = [fr.random_board(rng, 15, 15, 5) for _ in range(3)]
+    greedy = np.mean([fr.largest_group_greedy(b)[1] for b in boards])
+    first = [points.nmcs(b, 1, seed=3) for b in boards]
+    assert [line.clicks for line in first] == [points.nmcs(b, 1, seed=3).clicks for b in boards]
+    assert [line.clicks for line in first] != [points.nmcs(b, 1, seed=4).clicks for b in boards]
+    assert np.mean([line.points for line in first]) > 2 * greedy
+    assert np.mean([points.beam(b, 16).points for b in boards]) > greedy
+    for line, board in zip(first, boards):
+        assert fr.line_points(board, line.clicks) == line.points
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda b: points.beam(b, 0), "width must be a positive integer"),
+    (lambda b: points.beam(b, 8, "dust"), "points searches play the points and cells-left rules"),
+    (lambda b: points.nmcs(b, 3), "level must be 1 or 2"),
+    (lambda b: points.nmcs(b, 1, seed=-1), "seed must be a non-negative integer"),
+    (lambda b: points.nmcs(b, 1, rules="tetris"), "unknown rules 'tetris'"),
+    (lambda b: points.beam(np.array([[0, 1], [2, 2]]), 8), "settled"),
+])
+def test_points_searches_refuse_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(np.full((3, 3), 2, np.int8))
