@@ -8,6 +8,13 @@
 boards of ``optimal_6x6x5.txt`` and ``optimal_8x4x5.txt``, whose optima the solver proved
 (``tests/test_solvers.py`` proves them again). A set already published is left alone.
 Prints the solver's proof times on the 1000 boards by optimal length.
+
+Former (NRK's 7x9x4, gravity alone): ``--former-boards FILE`` writes the 200 seeded random
+boards the ``fewest_clicks_v1_7x9x4_former`` set is to hold, for the solver to prove:
+
+    python benchmarks/fewest_clicks_sets.py --former-boards results/former_boards_7x9x4.txt
+    python -m jaxdust.solver results/former_boards_7x9x4.txt --rules former --jobs 2 \
+        --time-limit 900 --out results/solver-former-200.jsonl
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import os
 import numpy as np
 
 from jaxdust.core import boards as board_io
-from jaxdust.core import flags
+from jaxdust.core import files, flags, reference
 from jaxdust.evaluation import benchmark
 
 
@@ -36,11 +43,30 @@ def length_table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+FORMER_SEED = 794  # numpy's default_rng
+
+
+def former_boards(count: int = 200) -> str:
+    """``count`` random full 7x9 boards of 4 colours (NRK Former's size), as a board file."""
+    rng = np.random.default_rng(FORMER_SEED)
+    lines = ["# width=7 height=9 colors=4; cells listed x-major: cell (x,y) is character x*9+y, y=0 bottom row",
+             f"# {count} random boards (uniform colours, numpy default_rng({FORMER_SEED})), NRK Former's size"]
+    lines += [board_io.board_to_text(reference.random_board(rng, 7, 9, 4)) for _ in range(count)]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> None:
     parser = flags.Parser(description=__doc__)
-    parser.add_argument("--solver-log", type=flags.input_file, required=True,
+    parser.add_argument("--solver-log", type=flags.input_file,
                         help="JSON lines of python -m jaxdust.solver on data/boards/eval_8x6x5.txt")
+    parser.add_argument("--former-boards", type=flags.output_file, help="write the Former set's 200 boards here")
     args = parser.parse_args(argv)
+    if args.former_boards:
+        files.atomic_write_bytes(args.former_boards, former_boards().encode())
+        print(f"wrote {args.former_boards}")
+        return
+    if not args.solver_log:
+        parser.error("--solver-log is required (or --former-boards)")
 
     for size in ("6x6x5", "8x4x5"):
         if not os.path.exists(benchmark.set_path(size)):

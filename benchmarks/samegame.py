@@ -7,6 +7,8 @@ Plays every board with each agent under the ``samegame`` rules:
 - random legal clicks (groups of 2 or more) and largest-group greedy with UVa 758's
   tie-break (leftmost, then bottommost), all boards in one compiled JAX loop
   (``jaxdust.core.play.play_boards``);
+- the batched JAX beam for points (``jaxdust.points_beam``, all boards in one compiled
+  search) at each of ``--jax-widths``;
 - the numba beam for points at each of ``--beam-widths`` and nested Monte Carlo search
   level 1 (``jaxdust.solver.points``), one board at a time on one core;
 - NMCS level 2 on the first ``--nmcs2-boards`` boards only (minutes a board), with the
@@ -26,6 +28,8 @@ import jax
 import numpy as np
 from tqdm import tqdm
 
+import jaxdust
+from jaxdust import points_beam
 from jaxdust.core import configs, files, flags, game
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
@@ -40,6 +44,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--size", type=configs.size_flag, default=game.GameConfig(15, 15, 5))
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--beam-widths", type=flags.positive_ints, default=[1, 16, 256])
+    parser.add_argument("--jax-widths", type=flags.positive_ints, default=[1, 16])
     parser.add_argument("--nmcs2-boards", type=flags.non_negative_int, default=2)
     parser.add_argument("--out", type=flags.output_file, default="results/samegame.json")
     args = parser.parse_args(argv)
@@ -57,6 +62,17 @@ def main(argv=None) -> dict:
         played = play_boards(boards, policy, jax.random.key(1), cap, rules="samegame")
         per_board[name] = np.asarray(played.points)
         record(report, args.out, name, per_board[name], np.asarray(played.cells_left), time.perf_counter() - start)
+
+    for width in args.jax_widths:
+        points_beam(boards[:2], width=width).value.block_until_ready()  # compile
+        start = time.perf_counter()
+        found = points_beam(boards, width=width)
+        per_board[f"beam {width} (JAX, batched)"] = np.asarray(found.value)
+        cells_left = np.array([np.count_nonzero(np.asarray(jaxdust.replay(b, [divmod(int(a), size.height) for a in
+                                                                              actions[:length]], "samegame")[0]))
+                               for b, actions, length in zip(boards, np.asarray(found.actions), np.asarray(found.length))])
+        record(report, args.out, f"beam {width} (JAX, batched)", per_board[f"beam {width} (JAX, batched)"], cells_left,
+               time.perf_counter() - start)
 
     host_boards = np.asarray(boards)
     searches = [(f"beam {width} (numba)", lambda b, w=width: points_search.beam(b, w)) for width in args.beam_widths]

@@ -8,7 +8,8 @@ The package is layered; each layer imports only the ones above it in this list:
 
 - ``jaxdust.core``: the rules (``game``), the environment (``env``), rollouts of a policy
   (``play``), board text and files (``boards``), pictures (``render``), atomic files.
-- ``jaxdust.search``: the hand-made heuristic and the batched JAX beam search.
+- ``jaxdust.search``: the hand-made heuristic, the batched JAX beam searches (fewest clicks;
+  points and cells left) and Gumbel MuZero over the simulator.
 - ``jaxdust.solver``: exact and depth-first search on bitboards (numba), ``solve``.
 - ``jaxdust.learn``: networks, learners, data sets, checkpoints and trained runs.
 - ``jaxdust.evaluation``: baselines, the agent registry, statistics and plots.
@@ -42,6 +43,7 @@ from jaxdust.core.play import play_boards
 from jaxdust.core.registry import make, registered
 from jaxdust.core.render import BoardView, board_letters, board_rgb, board_svg, game_gif
 from jaxdust.search.beam import beam_search
+from jaxdust.search.points import points_beam
 from jaxdust.solver.api import Solution, solve
 
 __version__ = "0.2.0"
@@ -79,6 +81,7 @@ __all__ = [
     "one_hot",
     "parse_board",
     "play_boards",
+    "points_beam",
     "positions",
     "random_board",
     "read_board_file",

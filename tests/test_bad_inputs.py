@@ -21,6 +21,7 @@ from jaxdust.learn import cli as train_cli
 from jaxdust.learn import datasets
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.solver import cli as solver_cli
+from jaxdust.solver import points as solver_points
 
 BOARDS_FILE = os.path.join(board_io.BOARDS_DIR, "optimal_8x4x5.txt")
 MAINS = {
@@ -120,6 +121,7 @@ FILE_CASES = [
     # (command, argv with {file names}, words the message must contain)
     ("solver-file", ["{missing}"], ["missing.txt", "no such file"]),
     ("solver-file", ["{folder}"], ["is a directory"]),
+    ("solver", ["--rules", "samegame"], ["--rules", "invalid choice: 'samegame'", "former"]),
     ("solver-file", ["{not utf-8}"], ["latin1.txt", "not UTF-8", "0xe9"]),
     ("solver-file", ["{bad header}"], ["line 1", "width must be a positive integer", "'eight'"]),
     ("solver-file", ["{empty}"], ["no boards in", "empty.txt"]),
@@ -160,6 +162,12 @@ FILE_CASES = [
     ("evaluate", ["--size", "8x6x10", "--random", "3"], ["--size", "colors must be in 1..9"]),
     ("evaluate", ["--size", "8by6", "--random", "3"], ["--size", "must look like 8x6x5"]),
     ("evaluate", ["--telepathy"], ["unrecognized arguments: --telepathy"]),
+    ("evaluate", ["--env", "Tetris-1x1x1-v0"], ["--env", "unknown environment 'Tetris-1x1x1-v0'", "Former-7x9x4-v0"]),
+    ("evaluate", ["--env", "SameGame-15x15x5-v0", "--agents", "dfs"], ["agent 'dfs' plays the dust rules"]),
+    ("evaluate", ["--env", "Former-7x9x4-v0", "--agents", "nmcs"], ["agent 'nmcs' plays the samegame, clickomania"]),
+    ("evaluate", ["--env", "SameGame-15x15x5-v0", "--agents", "nmcs:3"], ["nmcs: level must be 1 or 2"]),
+    ("train", ["avi", "--env", "SameGame-15x15x5-v0"], ["avi plays the dust, former rules so far, not 'samegame'"]),
+    ("train", ["imitation", "--env", "Former-7x9x4-v0"], ["imitation plays the dust rules so far"]),
     ("datasets", ["--size", "8x6x10"], ["--size", "colors must be in 1..9"]),
     ("datasets", ["--size", "1x6x5"], ["--size", "width must be >= 2"]),
     ("datasets", ["--size", "8x0x5"], ["--size", "height must be >= 1"]),
@@ -331,6 +339,13 @@ API_CASES = [
     (lambda: jaxdust.score([[1, 2], [2, 1]], [(0, 0)], rules="samegame"), "is a group of 1; samegame removes groups of 2"),
     (lambda: jaxdust.score([[1, 1], [2, 2]], [(0, 0)], rules="former"), "leaves 2 cells"),
     (lambda: jaxdust.make("SameGame-15x15x5-v0", game=jaxdust.GameConfig(rules="bogus")), "unknown rules 'bogus'"),
+    (lambda: jaxdust.solve([[1, 1], [2, 2]], rules="samegame"), "the exact solver plays the fewest-clicks rules"),
+    (lambda: jaxdust.beam_search(jnp.ones((1, 4, 3), jnp.int8), 4, rules="clickomania"), "beam_search plays the"),
+    (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 4, rules="dust"), "points_beam plays the points"),
+    (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 0), "width must be a positive integer"),
+    (lambda: jaxdust.points_beam(jnp.ones((4, 3), jnp.int8)), r"takes boards \[B, W, H\]"),
+    (lambda: solver_points.beam([[1, 1], [2, 2]], 8, rules="former"), "points searches play the points"),
+    (lambda: solver_points.nmcs([[1, 1], [2, 2]], level=0), "level must be 1 or 2"),
     (lambda: DatasetConfig(boards=0), "boards"),
     (lambda: DatasetConfig(game=jaxdust.GameConfig(9, 8, 5)), "at most 64"),
 ]

@@ -1,6 +1,7 @@
 """Searches under the family's rule sets, against the independent reference
 (``tests/family_reference.py``): the bitboard rules and the exact solver under ``former``."""
 
+import csv
 import json
 from collections import deque
 
@@ -14,6 +15,8 @@ from jaxdust.search import beam
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_scorer
 from jaxdust.solver import bitboard, ida, points, upper_bound
+from jaxdust.evaluation import cli as evaluate
+from jaxdust.learn.cli import main as train_main
 from jaxdust.solver.cli import main as solve_main
 
 
@@ -226,3 +229,93 @@ def test_points_searches_on_research_boards_are_seeded_and_beat_greedy():
 def test_points_searches_refuse_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call(np.full((3, 3), 2, np.int8))
+
+
+# ---------------------------------------------------------------------------------------
+# evaluate.py and train.py on any registered id
+# ---------------------------------------------------------------------------------------
+
+
+def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_path):
+    report = evaluate.main(["--env", "SameGame-15x15x5-v0", "--random", "3", "--jobs", "1",
+                            "--agents", "random,largest,cpu-beam:4,nmcs:1", "--out", str(tmp_path / "sg")])
+    assert report["measure"] == "points" and report["rules"] == "samegame"
+    rows = list(csv.DictReader(open(tmp_path / "sg" / "boards.csv")))
+    for name, summary in report["agents"].items():
+        assert summary["mean"] == pytest.approx(np.mean([int(row[name]) for row in rows]))
+    boards = [jaxdust.parse_board(row["board"], 15, 15, "samegame") for row in rows]
+    greedy = [fr.largest_group_greedy(np.asarray(b))[1] for b in boards]
+    assert report["agents"]["largest"]["mean"] == pytest.approx(np.mean(greedy))  # UVa 758's greedy
+    assert report["agents"]["nmcs:1"]["mean"] > 3 * report["agents"]["random"]["mean"]
+    assert (tmp_path / "sg" / "points.png").stat().st_size > 1000
+
+    report = evaluate.main(["--env", "Clickomania-10x10x4-v0", "--random", "3", "--jobs", "1",
+                            "--agents", "random,cpu-beam:16,beam:16", "--out", str(tmp_path / "ck")])
+    assert report["measure"] == "cells_left"
+    assert 0 <= report["agents"]["cpu-beam:16"]["mean"] < report["agents"]["random"]["mean"] <= 100
+    assert 0 <= report["agents"]["beam:16"]["mean"] < report["agents"]["random"]["mean"]
+
+
+def test_train_and_evaluate_a_former_run(tmp_path):
+    run = tmp_path / "run"
+    summary = train_main(["avi", "--env", "Former-7x9x4-v0", "--run-dir", str(run), "--total-updates", "10",
+                          "--chunk-updates", "5", "--num-envs", "64", "--eval-boards", "8"])
+    assert json.load(open(run / "config.json"))["config"]["game"]["rules"] == "former"
+    assert summary["greedy_clicks"] > 0
+    report = evaluate.main(["--env", "Former-7x9x4-v0", "--random", "3", "--jobs", "1",
+                            "--agents", f"largest,value:{run},solver:2", "--out", str(tmp_path / "ev")])
+    rows = list(csv.DictReader(open(tmp_path / "ev" / "boards.csv")))
+    for row in rows:  # the solver's lines are former's: no longer than any other agent's
+        board = jaxdust.parse_board(row["board"], 7, 9, "former")
+        assert int(row["solver:2"]) <= min(int(row["largest"]), int(row[f"value:{run}"]))
+        assert int(row["solver:2"]) >= bitboard_bound(board)
+    with pytest.raises(SystemExit):  # a former run does not play the dust game
+        evaluate.main(["--random", "2", "--size", "7x9x4", "--agents", f"value:{run}", "--out", str(tmp_path / "x")])
+
+
+def bitboard_bound(board) -> int:
+    board = np.asarray(board)
+    return ida.lower_bound(bitboard.to_planes(board, 4), bitboard.make_geometry(*board.shape, "former"))
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["evaluate", "--env", "SameGame-15x15x5-v0", "--agents", "solver:1"], "agent 'solver' plays the dust, former rules"),
+    (["evaluate", "--env", "Dust-8x6x5-v0", "--agents", "nmcs:1"], "agent 'nmcs' plays the samegame, clickomania"),
+    (["evaluate", "--env", "Tetris-1"], "unknown environment 'Tetris-1'; registered: Dust-6x6x5-v0"),
+    (["evaluate", "--env", "Dust-8x6x5-v0", "--size", "6x6x5"], "not allowed with argument"),
+    (["evaluate", "--env", "SameGame-15x15x5-v0", "--agents", "nmcs:3"], "nmcs: level must be 1 or 2"),
+    (["train", "avi", "--env", "SameGame-15x15x5-v0"], "avi plays the dust, former rules so far, not 'samegame'"),
+    (["train", "dqn", "--env", "Former-7x9x4-v0"], "dqn plays the dust rules so far, not 'former'"),
+    (["train", "avi", "--env", "Former-7x9x4-v0", "--policy-teacher", "mcts"], "mcts plans with the dust rules only"),
+])
+def test_cli_refuses_rules_an_agent_or_learner_does_not_play(argv, message, capsys, tmp_path):
+    main = evaluate.main if argv[0] == "evaluate" else train_main
+    with pytest.raises(SystemExit):
+        main(argv[1:] + (["--out", str(tmp_path / "o")] if argv[0] == "evaluate" else ["--run-dir", str(tmp_path / "r")]))
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("rules", ["samegame", "clickomania"])
+def test_jax_points_beam_plays_legal_lines_and_matches_numba_at_width_one(rules):
+    """The batched JAX beam's lines are legal under the reference and worth what it says;
+    it keeps the numba beam's positions, so both find the same lines; wide enough, it finds
+    the exhaustive optimum on small boards."""
+    rng = np.random.default_rng(9)
+    research = np.stack([fr.random_board(rng, 10, 8, 4) for _ in range(4)])
+    small = np.stack([fr.random_board(rng, 4, 3, 3) for _ in range(5)])
+    for boards, width in [(research, 1), (research, 8), (small, 512)]:
+        found = jaxdust.points_beam(jnp.asarray(boards), width=width, rules=rules)
+        for board, value, length, actions in zip(boards, *map(np.asarray, found)):
+            position = board
+            for action in actions[:length]:
+                position, removed = fr.click(position, *divmod(int(action), board.shape[1]), rules)
+                assert removed >= 2
+            assert fr.is_over(position, rules) and np.all(actions[length:] == -1)
+            clicks = [divmod(int(a), board.shape[1]) for a in actions[:length]]
+            assert value == (fr.line_points(board, clicks) if rules == "samegame" else -np.count_nonzero(position))
+            assert clicks == points.beam(board, width, rules).clicks
+            if width == 512:
+                assert value == best_points(board, rules)
+    with pytest.raises(ValueError, match="points_beam plays the points and cells-left rules"):
+        jaxdust.points_beam(jnp.asarray(small), rules="former")

@@ -89,6 +89,16 @@ def size_flag(text: str) -> GameConfig:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def env_flag(text: str) -> GameConfig:
+    """An argparse type for ``--env ID``: the rules and size of a registered environment."""
+    from jaxdust.core.registry import make  # the registry builds environments from configs
+
+    try:
+        return make(text).game
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def size_list_flag(text: str) -> list[GameConfig]:
     """An argparse type for comma-separated sizes, ``6x6x5,8x6x5``."""
     return [size_flag(part) for part in text.split(",")]
@@ -118,8 +128,11 @@ def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "") -
         dest = prefix + field.name
         flag = "--" + dest.replace("_", "-")
         if kind is GameConfig:
-            parser.add_argument("--size", dest=dest, type=size_flag, default=None, metavar="WxHxC",
-                                help="board size and colours, e.g. 8x6x5")
+            board = parser.add_mutually_exclusive_group()
+            board.add_argument("--size", dest=dest, type=size_flag, default=None, metavar="WxHxC",
+                               help="board size and colours, e.g. 8x6x5 (the dust game)")
+            board.add_argument("--env", dest=dest, type=env_flag, default=None, metavar="ID",
+                               help="a registered environment's rules and size, e.g. Former-7x9x4-v0")
         elif dataclasses.is_dataclass(kind):
             add_flags(parser, kind, prefix=dest + "_")
         elif kind is bool:

@@ -62,7 +62,7 @@ def rules_of(name: str) -> Rules:
 
 
 # The rule sets whose every group may be removed and whose goal is fewest clicks: the exact
-# solver and the fewest-clicks beam play these (SameGame's points: jaxdust.search.points).
+# solver and the fewest-clicks beam play these (SameGame's points: jaxdust.points_beam).
 CLICK_RULES = tuple(name for name, rules in RULES.items() if rules.objective == "clicks" and rules.min_group == 1)
 
 
@@ -71,7 +71,7 @@ def require_click_rules(rules: str, what: str) -> None:
     rules_of(rules)
     if rules not in CLICK_RULES:
         raise ValueError(f"{what} plays the fewest-clicks rules ({', '.join(CLICK_RULES)}), got {rules!r}; "
-                         "for points and cells left use jaxdust.search.points")
+                         "for points and cells left use jaxdust.points_beam or jaxdust.solver.points")
 
 
 @dataclasses.dataclass(frozen=True)

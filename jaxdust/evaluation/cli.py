@@ -15,6 +15,14 @@ mcts:RUN_DIR[:simulations] (Gumbel MuZero over the simulator with the run's poli
 value, 64 simulations by default). ``greedy:`` and ``lookahead:`` are the old names of
 ``policy:`` and ``value:``.
 
+``--env ID`` plays a registered environment's rules and size on 100 random boards (or
+``--random N``, ``--boards FILE``): ``Former-7x9x4-v0`` is measured in clicks like the dust
+game; ``SameGame-15x15x5-v0`` in points and ``Clickomania-10x10x4-v0`` in cells left, where
+the agents are random, largest (UVa 758's greedy), beam[:width] (JAX), cpu-beam[:width]
+(numba) and nmcs[:level] (nested Monte Carlo search, level 1 or 2):
+
+    python evaluate.py --env SameGame-15x15x5-v0 --agents random,largest,cpu-beam:256,nmcs:1
+
 Writes ``summary.json``, per-board ``boards.csv``, ``lengths.png`` (overlaid length
 histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
 original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
@@ -71,14 +79,18 @@ def _file_safe(name: str) -> str:
 def main(argv=None) -> dict:
     parser = flags.Parser(prog="evaluate.py", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--boards", type=flags.input_file, default=benchmark.set_path("8x6x5"),
+    parser.add_argument("--boards", type=flags.input_file, default=None,
                         help="board file (default: the fewest-clicks set, the 1000 evaluation boards with "
-                             "their proven optima)")
+                             "their proven optima; with --env, 100 random boards)")
     parser.add_argument("--random", type=flags.non_negative_int, default=0, metavar="N",
                         help="use N random boards instead")
-    parser.add_argument("--size", type=configs.size_flag, default=game.GameConfig(), help="WxHxC for --random")
+    board_kind = parser.add_mutually_exclusive_group()
+    board_kind.add_argument("--size", type=configs.size_flag, default=game.GameConfig(), help="WxHxC for --random")
+    board_kind.add_argument("--env", type=configs.env_flag, default=None, metavar="ID",
+                            help="play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
+                                 "measured in points; Clickomania-10x10x4-v0: in cells left)")
     parser.add_argument("--seed", type=flags.seed, default=0)
-    parser.add_argument("--agents", default="random,largest",
+    parser.add_argument("--agents", default=None,
                         help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")
     parser.add_argument("--limit", type=flags.positive_int, default=None, help="use only the first N boards")
     parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes for the solvers")
@@ -91,9 +103,22 @@ def main(argv=None) -> dict:
                         help="also write a GIF of each agent's game on the first N boards")
     parser.add_argument("--out", type=flags.output_dir, default="results/evaluate")
     args = parser.parse_args(argv)
+    rules = "dust" if args.env is None else args.env.rules
+    if args.env is not None:
+        args.size = args.env
+        if args.boards is None and not args.random:
+            args.random = 100
+    args.boards = args.boards or benchmark.set_path("8x6x5")
+    by_points = rules not in game.CLICK_RULES
+    if args.agents is None:
+        args.agents = "random,largest,cpu-beam:64,nmcs:1" if by_points else "random,largest"
 
     try:
         agents = registry.parse_agent_list(args.agents)
+        for name in agents:
+            agent = registry.parse_agent(name)[0]
+            if rules not in agent.rules:
+                raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
 
@@ -103,6 +128,8 @@ def main(argv=None) -> dict:
         flags.fail(parser, str(error))
     num_boards, width, height = boards.shape
     max_clicks = args.max_clicks or width * height
+    if by_points:
+        return points_report(args, agents, boards, description, rules, max_clicks)
     reference = args.reference or ("best" if best is not None else agents[-1])
     if reference not in agents and not (reference == "best" and best is not None):
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
@@ -116,7 +143,7 @@ def main(argv=None) -> dict:
             try:
                 played = registry.run_agent(
                     name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
-                    chunk=args.chunk, jobs=args.jobs, progress=bar.update, solutions=args.animate,
+                    chunk=args.chunk, jobs=args.jobs, progress=bar.update, solutions=args.animate, rules=rules,
                 )
             except ValueError as error:
                 flags.fail(parser, f"agent {name}: {error}")
@@ -180,6 +207,47 @@ def main(argv=None) -> dict:
             figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name)
             files.atomic_write_bytes(os.path.join(args.out, f"joint-{_file_safe(name)}.png"), figure)
     print(f"\nwrote summary.json, boards.csv, lengths.png and joint-*.png to {args.out}")
+    return report
+
+
+def points_report(args, agents: list[str], boards, description: str, rules: str, max_clicks: int) -> dict:
+    """Evaluate ``agents`` under a points rule set: SameGame's points (the clear bonus
+    included) or Clickomania's cells left, per board; writes summary.json, boards.csv and
+    a histogram, ``points.png`` or ``cells-left.png``."""
+    measure = "points" if game.rules_of(rules).objective == "points" else "cells_left"
+    results, per_board = {}, {}
+    with tqdm(total=len(boards) * len(agents), unit="board", disable=None) as bar:
+        for index, name in enumerate(agents):
+            bar.set_description(name)
+            start = time.perf_counter()
+            played = registry.run_agent(name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
+                                        chunk=args.chunk, jobs=args.jobs, progress=bar.update, rules=rules)
+            values = np.asarray(played[measure])
+            per_board[name] = values
+            results[name] = {"mean": float(values.mean()), "median": float(np.median(values)),
+                             "std": float(values.std()), "cleared": float(np.mean(played["cleared"])),
+                             "mean_clicks": float(np.mean(played["clicks"])),
+                             "seconds_per_board": (time.perf_counter() - start) / len(boards)}
+    label = max(len("agent"), *(len(a) for a in agents))
+    print(f"\n{measure.replace('_', ' ')} per board under the {rules} rules "
+          f"({'higher' if measure == 'points' else 'lower'} is better)")
+    print(f"{'agent':<{label}} {'mean':>8} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}")
+    for name, row in results.items():
+        print(f"{name:<{label}} {row['mean']:>8.1f} {row['median']:>8.1f} {row['std']:>7.1f} "
+              f"{row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
+    report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
+              "agents": results}
+    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["board", *agents])
+    for i in range(len(boards)):
+        writer.writerow([board_to_text(boards[i]), *(int(per_board[a][i]) for a in agents)])
+    files.atomic_write_bytes(os.path.join(args.out, "boards.csv"), table.getvalue().encode())
+    figure = f"{measure.replace('_', '-')}.png"
+    files.atomic_write_bytes(os.path.join(args.out, figure),
+                             plots.value_histograms(per_board, description, measure.replace("_", " ")))
+    print(f"\nwrote summary.json, boards.csv and {figure} to {args.out}")
     return report
 
 

@@ -20,6 +20,20 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
+def value_histograms(values: dict[str, np.ndarray], title: str, measure: str) -> bytes:
+    """Overlaid histograms of a per-board measure (e.g. points), one outline per agent."""
+    figure, axis = _subplots((7, 4))
+    every = np.concatenate([np.asarray(v, float) for v in values.values()])
+    bins = np.linspace(every.min(), every.max() + 1, 31)
+    for name, per_board in values.items():
+        axis.hist(per_board, bins=bins, histtype="step", linewidth=2, label=f"{name} (mean {np.mean(per_board):.1f})")
+    axis.set_xlabel(measure)
+    axis.set_ylabel("boards")
+    axis.set_title(title)
+    axis.legend(fontsize=8)
+    return _png(figure)
+
+
 def length_histograms(lengths: dict[str, np.ndarray], title: str) -> bytes:
     """Overlaid histograms of solution lengths, one outline per agent."""
     figure, axis = _subplots((7, 4))

@@ -19,13 +19,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
+from jaxdust.core.boards import positions
 from jaxdust.core.play import play_in_chunks
 from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import load_run, read_run_config
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_solutions
 from jaxdust.search.heuristic import heuristic_scorer
+from jaxdust.search.points import points_beam
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
 from jaxdust.solver.api import solve
+from jaxdust.solver import points
 from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.upper_bound import beam_clicks
 
@@ -39,6 +42,7 @@ class Context(NamedTuple):
     jobs: int  # processes for the CPU solvers
     progress: Callable[[int], Any] | None  # called with the number of boards just finished
     solutions: int = 0  # keep the clicks [(x, y), ...] played on this many first boards
+    rules: str = "dust"  # the rule set the boards are played under (RULES.md)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Agent:
     parameter: str | None  # the meaning of the value after ':', None if it takes none
     parse: Callable[[str], Any]  # the text after ':' ("" if none) -> settings; ValueError
     play: Callable[[Any, jax.Array, Context], dict]  # (settings, boards [N, W, H], context)
+    rules: tuple[str, ...] = ("dust",)  # the rule sets it plays
 
 
 AGENTS: dict[str, Agent] = {}
@@ -86,17 +91,21 @@ def parse_agent_list(text: str) -> list[str]:
 
 
 def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = 256,
-              jobs: int = 1, progress=None, solutions: int = 0) -> dict:
-    """Play or solve every board with agent ``text``.
+              jobs: int = 1, progress=None, solutions: int = 0, rules: str = "dust") -> dict:
+    """Play or solve every board with agent ``text`` under ``rules``.
 
     Returns numpy arrays ``clicks`` [N] and ``cleared`` [N], ``proven`` [N] for the exact
-    solver (its length is then the optimum), and with ``solutions`` the clicks
+    solver (its length is then the optimum), ``points`` [N] and ``cells_left`` [N] where
+    the agent plays the points rule sets, and with ``solutions`` the clicks
     ``[(x, y), ...]`` it played on the first that many boards (``"solutions"``, e.g. for
-    ``jaxdust.game_gif``). Raises ValueError for an unusable agent.
+    ``jaxdust.game_gif``). Raises ValueError for an unusable agent or one that does not
+    play ``rules``.
     """
     agent, settings = parse_agent(text)
+    if rules not in agent.rules:
+        raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
-    context = Context(key, max_clicks, min(chunk, boards.shape[0]), jobs, progress, solutions)
+    context = Context(key, max_clicks, min(chunk, boards.shape[0]), jobs, progress, solutions, rules)
     return agent.play(settings, boards, context)
 
 
@@ -129,13 +138,16 @@ def _no_parameter(text: str) -> None:
 
 
 def _play_policy(policy, params, boards, context: Context) -> dict:
-    played = play_in_chunks(boards, policy, context.key, context.max_clicks, context.chunk, context.progress, params)
+    played = play_in_chunks(boards, policy, context.key, context.max_clicks, context.chunk, context.progress, params,
+                            context.rules)
     return {"clicks": np.asarray(played.clicks), "cleared": np.asarray(played.cleared),
+            "points": np.asarray(played.points), "cells_left": np.asarray(played.cells_left),
             "solutions": [_clicks(a, boards.shape[2]) for a in np.asarray(played.actions[: context.solutions])]}
 
 
 def _play_beam(width: int, scorer, params, boards, context: Context) -> dict:
-    lengths, actions = beam_solutions(boards, width, scorer, params, context.max_clicks, progress=context.progress)
+    lengths, actions = beam_solutions(boards, width, scorer, params, context.max_clicks, progress=context.progress,
+                                      rules=context.rules)
     solutions = [_clicks(found[: max(int(length), 0)], boards.shape[2])
                  for length, found in zip(lengths[: context.solutions], actions[: context.solutions])]
     return {"clicks": np.where(lengths < 0, context.max_clicks, lengths), "cleared": lengths >= 0,
@@ -164,10 +176,20 @@ def _in_processes(work: Callable, items: list, context: Context) -> list:
 # ---------------------------------------------------------------------------------------
 
 
-register(Agent("random", "clicks a random occupied cell", None, _no_parameter,
-               lambda _, boards, context: _play_policy(baselines.random_legal, None, boards, context)))
-register(Agent("largest", "clicks the largest cluster", None, _no_parameter,
-               lambda _, boards, context: _play_policy(baselines.largest_cluster, None, boards, context)))
+ALL_RULES = tuple(game.RULES)
+register(Agent("random", "clicks a random legal group", None, _no_parameter,
+               lambda _, boards, context: _play_policy(baselines.RandomLegal(context.rules), None, boards, context),
+               ALL_RULES))
+
+
+def _play_largest(_, boards, context: Context) -> dict:
+    # The points rule sets' greedy is UVa 758's (its tie-break, groups of 2 or more).
+    largest = baselines.largest_cluster if context.rules in game.CLICK_RULES else baselines.largest_group
+    return _play_policy(largest, None, boards, context)
+
+
+register(Agent("largest", "clicks the largest group (points rules: UVa 758's tie-break)", None, _no_parameter,
+               _play_largest, ALL_RULES))
 
 
 def _dfs_clicks(job) -> list:
@@ -187,40 +209,57 @@ register(Agent(
     _play_dfs,
 ))
 
+def _play_jax_beam(width: int, boards, context: Context) -> dict:
+    if context.rules in game.CLICK_RULES:
+        return _play_beam(width, heuristic_scorer, None, boards, context)
+    found = points_beam(boards, width=width, rules=context.rules)
+    if context.progress is not None:
+        context.progress(boards.shape[0])
+    height, lengths = boards.shape[2], np.asarray(found.length)
+    lines = [_clicks(actions[:length], height) for actions, length in zip(np.asarray(found.actions), lengths)]
+    played = [positions(board, line, context.rules) for board, line in zip(boards, lines)]  # checks every click
+    cells_left = np.array([int(np.count_nonzero(steps[-1])) for steps, _ in played])
+    points = np.array([sum(int(game.points(int(np.sum(c)))) for c in clusters) for _, clusters in played])
+    return {"clicks": lengths, "cleared": cells_left == 0, "cells_left": cells_left,
+            "points": points + np.where(cells_left == 0, game.CLEAR_BONUS, 0), "solutions": lines[: context.solutions]}
+
+
 register(Agent(
-    "beam", "JAX beam search, tuned hand-made scorer", "width",
-    lambda text: _number(text, "beam: width", 200, integer=True),
-    lambda width, boards, context: _play_beam(width, heuristic_scorer, None, boards, context),
+    "beam", "JAX beam search: the tuned hand-made scorer for clicks; for points and cells left, the gain so far "
+    "plus the largest colour's", "width",
+    lambda text: _number(text, "beam: width", 200, integer=True), _play_jax_beam, ALL_RULES,
 ))
 
 
 def _cpu_beam_result(job) -> list:
-    board, width = job
-    return beam_clicks(board, width, int(board.max()), LOOKAHEAD_SHORTLIST)
+    board, width, rules = job
+    return beam_clicks(board, width, int(board.max()), LOOKAHEAD_SHORTLIST, rules)
 
 
 def _play_cpu_beam(width: int, boards, context: Context) -> dict:
-    found = _in_processes(_cpu_beam_result, [(b, width) for b in np.asarray(boards)], context)
+    if context.rules not in game.CLICK_RULES:
+        return _play_points("beam", width, boards, context)
+    found = _in_processes(_cpu_beam_result, [(b, width, context.rules) for b in np.asarray(boards)], context)
     return {"clicks": np.array([len(clicks) for clicks in found]), "cleared": np.ones(len(found), bool),
             "solutions": found[: context.solutions]}
 
 
 register(Agent(
-    "cpu-beam", "numba beam search (the solver's upper bound): tuned scorer, one-click lookahead "
-    "on a shortlist", "width",
+    "cpu-beam", "numba beam search: for clicks the solver's upper bound (tuned scorer, one-click lookahead on a "
+    "shortlist); for points and cells left as the JAX beam's, repeated positions kept once", "width",
     lambda text: _number(text, "cpu-beam: width", 2000, integer=True),
-    _play_cpu_beam,
+    _play_cpu_beam, ALL_RULES,
 ))
 
 
 def _solver_result(job) -> tuple[int, bool, list]:
-    board, seconds = job
-    result = solve(board, time_limit=seconds)
+    board, seconds, rules = job
+    result = solve(board, time_limit=seconds, rules=rules)
     return result.length, result.optimal, result.clicks
 
 
 def _play_solver(seconds: float, boards, context: Context) -> dict:
-    results = _in_processes(_solver_result, [(b, seconds) for b in np.asarray(boards)], context)
+    results = _in_processes(_solver_result, [(b, seconds, context.rules) for b in np.asarray(boards)], context)
     return {"clicks": np.array([r[0] for r in results]), "cleared": np.ones(len(results), bool),
             "proven": np.array([r[1] for r in results]), "solutions": [r[2] for r in results[: context.solutions]]}
 
@@ -228,8 +267,39 @@ def _play_solver(seconds: float, boards, context: Context) -> dict:
 register(Agent(
     "solver", "exact solver (numba IDA*)", "seconds per board",
     lambda text: _number(text, "solver: seconds per board", 10.0, integer=False),
-    _play_solver,
+    _play_solver, game.CLICK_RULES,
 ))
+
+
+def _points_result(job) -> tuple[list, int, int]:
+    board, search, setting, rules, seed = job
+    line = points.beam(board, setting, rules) if search == "beam" else points.nmcs(board, setting, rules, seed)
+    return line.clicks, line.points, line.cells_left
+
+
+def _play_points(search: str, setting: int, boards, context: Context) -> dict:
+    seed = int(jax.random.randint(context.key, (), 0, 2**31 - 1))
+    found = _in_processes(_points_result, [(b, search, setting, context.rules, seed) for b in np.asarray(boards)],
+                          context)
+    cells_left = np.array([r[2] for r in found])
+    return {"clicks": np.array([len(r[0]) for r in found]), "cleared": cells_left == 0,
+            "points": np.array([r[1] for r in found]), "cells_left": cells_left,
+            "solutions": [r[0] for r in found[: context.solutions]]}
+
+
+POINTS_RULES = tuple(name for name in game.RULES if name not in game.CLICK_RULES)
+register(Agent(
+    "nmcs", "nested Monte Carlo search (numba), tabu-colour playouts", "level (1 or 2)",
+    lambda text: _level(text), lambda level, boards, context: _play_points("nmcs", level, boards, context),
+    POINTS_RULES,
+))
+
+
+def _level(text: str) -> int:
+    level = _number(text, "nmcs: level", 1, integer=True)
+    if level not in (1, 2):
+        raise ValueError(f"nmcs: level must be 1 or 2, got {text!r}")
+    return level
 
 
 def _run_directory(text: str) -> str:
@@ -258,39 +328,42 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
     return parse
 
 
-def _load_for(run: str, boards):
-    """The run, refused (ValueError) when its network was trained on another board size."""
+def _load_for(run: str, boards, context: Context):
+    """The run, refused (ValueError) when its network was trained on another board size or
+    rule set."""
     trained = load_run(run)
     size = trained.config.game
     if (size.width, size.height) != tuple(boards.shape[1:]):
         raise ValueError(f"{run} was trained on {size.width}x{size.height} boards; these are "
                          f"{boards.shape[1]}x{boards.shape[2]}")
+    if size.rules != context.rules:
+        raise ValueError(f"{run} was trained on the {size.rules} rules; these boards are played under {context.rules}")
     return trained
 
 
 def _play_run_policy(run: str, boards, context: Context) -> dict:
-    trained = _load_for(run, boards)
+    trained = _load_for(run, boards, context)
     return _play_policy(trained.policy, trained.params, boards, context)
 
 
 def _play_run_value(spec: tuple[str, int], boards, context: Context) -> dict:
     run, width = spec
-    trained = _load_for(run, boards)
+    trained = _load_for(run, boards, context)
     return _play_beam(width, trained.scorer, trained.params, boards, context)
 
 
 def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     run, simulations = spec
-    trained = _load_for(run, boards)
+    trained = _load_for(run, boards, context)
     if trained.evaluator is None:
         raise ValueError(f"{run} is a {trained.learner} run, which has no policy and value to search with")
     return _play_policy(MCTSPolicy(trained.evaluator, simulations), trained.params, boards, context)
 
 
 register(Agent("policy", "a trained run (train.py) playing its network's own choice: the argmax of its output, "
-               "no simulation", "run directory", _run_only("policy"), _play_run_policy))
+               "no simulation", "run directory", _run_only("policy"), _play_run_policy, game.CLICK_RULES))
 register(Agent("value", "beam search scored by a trained run's value (width 1: greedy on it)",
-               "run directory[:width]", _run_and_number("value", "width", 1), _play_run_value))
+               "run directory[:width]", _run_and_number("value", "width", 1), _play_run_value, game.CLICK_RULES))
 register(Agent("mcts", "Gumbel MuZero search (mctx) over the simulator with a trained run's policy and value, "
                "noise off", "run directory[:simulations]", _run_and_number("mcts", "simulations", 64),
                _play_run_mcts))
@@ -311,7 +384,7 @@ def _renamed(old: str, new_name: str, parse: Callable[[str], Any]) -> Agent:
               f"the old name goes in the next release", file=sys.stderr)
         return new.play(settings, boards, context)
 
-    return Agent(old, f"old name of {new_name!r}", new.parameter, parse, play)
+    return Agent(old, f"old name of {new_name!r}", new.parameter, parse, play, new.rules)
 
 
 register(_renamed("greedy", "policy", _run_only("greedy")))

@@ -87,7 +87,7 @@ class AVIConfig:
     teacher_simulations: int = 16
 
     def __post_init__(self):
-        configs.require_rules(self.game, ("dust",), "avi")
+        configs.require_rules(self.game, game.CLICK_RULES, "avi")
         configs.require(self, positive=("num_envs", "beam_width", "cell_width", "buffer_lines", "total_updates", "chunk_updates",
                                         "learning_rate", "target_period", "huber_delta", "policy_temperature",
                                         "teacher_simulations"),
@@ -96,6 +96,8 @@ class AVIConfig:
         if self.policy_teacher not in POLICY_TEACHERS:
             raise configs.FieldError("policy_teacher", f"must be one of {', '.join(POLICY_TEACHERS)}, "
                                                        f"got {self.policy_teacher!r}")
+        if self.policy_teacher == "mcts" and self.game.rules != "dust":
+            raise configs.FieldError("policy_teacher", f"mcts plans with the dust rules only, not {self.game.rules!r}")
         if not 0.0 < self.child_share <= 1.0:
             raise ValueError(f"child_share must be in (0, 1], got {self.child_share}")
         if self.total_updates < 1 or self.chunk_updates < 1 or self.target_period < 1:
@@ -172,13 +174,14 @@ class Expansion(NamedTuple):
     index: jax.Array  # int32 [N, W * H], each value's row of ``children`` (S where none)
 
 
-def expand(boards: jax.Array, slots: int, value_fn) -> Expansion:
+def expand(boards: jax.Array, slots: int, value_fn, rules: str = "dust") -> Expansion:
     """Every distinct child of every board, valued by ``value_fn``.
 
     Args:
       boards: int8 ``[N, W, H]``.
       slots: children evaluated at most (static); the first in board and cell order.
       value_fn: int8 ``[M, W, H]`` -> float32 ``[M]``, clicks left.
+      rules: the click rule set the children are made by (``game.CLICK_RULES``).
 
     Returns an ``Expansion``: child values are 0 for a cleared board and inf at cells that
     are not a cluster's first cell and for children beyond ``slots``.
@@ -194,7 +197,7 @@ def expand(boards: jax.Array, slots: int, value_fn) -> Expansion:
 
     def play(board_index, cell):
         removed = (labels[board_index] == cell).reshape(width, height)
-        return game.remove_and_contract(boards[board_index], removed)[0]
+        return game.remove_and_contract(boards[board_index], removed, rules)[0]
 
     children = jax.vmap(play)(parent, action)
     values = jnp.where(jax.vmap(game.is_done)(children), 0.0, value_fn(children))
@@ -286,7 +289,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         cap_action = jnp.concatenate([jnp.full(count, -1, jnp.int32), cap_action])
         cap_explored = jnp.concatenate([jnp.zeros(count, bool), cap_explored])
 
-        expansion = expand(boards, slots, lambda b: network.apply(runner.target_params, b)[0])
+        expansion = expand(boards, slots, lambda b: network.apply(runner.target_params, b)[0], size.rules)
         labels, child_values = expansion.labels, expansion.values
         backup = 1.0 + jnp.min(child_values, axis=1)
         target = jnp.minimum(backup, cap)

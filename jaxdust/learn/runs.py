@@ -46,15 +46,15 @@ def evaluation_boards(size: game.GameConfig, count: int) -> jax.Array:
     return jax.vmap(lambda k: game.random_board(k, size))(keys)
 
 
-def argmax_clicks(boards, policy, params, max_clicks: int) -> float:
+def argmax_clicks(boards, policy, params, max_clicks: int, rules: str = "dust") -> float:
     """Mean clicks of a policy (uncleared games count ``max_clicks``)."""
-    played = play_boards(boards, policy, jax.random.key(0), max_clicks, params)
+    played = play_boards(boards, policy, jax.random.key(0), max_clicks, params, rules=rules)
     return float(np.mean(np.where(np.asarray(played.cleared), np.asarray(played.clicks), max_clicks)))
 
 
-def greedy_clicks(boards, scorer, params, max_clicks: int) -> float:
+def greedy_clicks(boards, scorer, params, max_clicks: int, rules: str = "dust") -> float:
     """Mean clicks of greedy play on a scorer's value (a width-1 beam search)."""
-    lengths = beam_lengths(boards, 1, scorer, params, max_clicks)
+    lengths = beam_lengths(boards, 1, scorer, params, max_clicks, rules=rules)
     return float(np.mean(np.where(lengths < 0, max_clicks, lengths)))
 
 
@@ -242,8 +242,8 @@ def train(learner_name: str, config, args) -> dict:
 
     def evaluate(state) -> dict:
         params = learner.params(state)
-        return {"argmax_clicks": argmax_clicks(boards, policy, params, cap),
-                "greedy_clicks": greedy_clicks(boards, scorer, params, cap)}
+        return {"argmax_clicks": argmax_clicks(boards, policy, params, cap, config.game.rules),
+                "greedy_clicks": greedy_clicks(boards, scorer, params, cap, config.game.rules)}
 
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
     with tqdm(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name, disable=None) as bar:

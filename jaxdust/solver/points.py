@@ -181,7 +181,7 @@ def beam_points(root, min_group, sideways, objective, width, line):
     first_cell = np.empty(cells, np.int32)
     stack = np.empty(cells, np.int32)
     counts = np.zeros(16, np.int64)
-    best_value, best_depth, best_row, best_move = -(1 << 62), -1, 0, -1
+    best_value, best_depth, best_row = -(1 << 62), -1, 0
     for depth in range(cells):
         count = 0
         for i in range(alive):
@@ -203,7 +203,7 @@ def beam_points(root, min_group, sideways, objective, width, line):
             if legal == 0:  # a finished game: the line ends here
                 value = _final(states[i], scores[i], objective)
                 if value > best_value:
-                    best_value, best_depth, best_row, best_move = value, depth, i, -1
+                    best_value, best_depth, best_row = value, depth, i
         if count == 0:
             break
         order = np.argsort(-child_rank[:count], kind="mergesort")
@@ -388,30 +388,39 @@ def _result(board: np.ndarray, cells: np.ndarray, rules: str, start: float) -> P
     return PointsLine(clicks, points + (CLEAR_BONUS if left == 0 else 0), left, time.perf_counter() - start)
 
 
+def _run(board, rules: str, search) -> PointsLine:
+    """``search(grid, min_group, sideways, objective, line) -> length`` on ``board`` (parsed
+    under ``rules``), timed, its line checked and scored by ``_result``."""
+    min_group, sideways, objective = _rules_codes(rules)
+    cells = np.asarray(board_array(board, rules), np.int8)
+    start = time.perf_counter()
+    line = np.zeros(cells.size, np.int64)
+    length = search(cells, min_group, sideways, objective, line)
+    return _result(cells, line[:length], rules, start)
+
+
 def beam(board, width: int = 64, rules: str = "samegame") -> PointsLine:
     """The best line a beam of ``width`` finds for ``board`` (anything ``parse_board``
     accepts, any size) under ``rules`` (``samegame``: most points; ``clickomania``: fewest
     cells left)."""
     if not isinstance(width, int) or isinstance(width, bool) or width < 1:
         raise ValueError(f"width must be a positive integer, got {width!r}")
-    min_group, sideways, objective = _rules_codes(rules)
-    cells = np.asarray(board_array(board, rules), np.int8)
-    start = time.perf_counter()
-    line = np.zeros(cells.size, np.int64)
-    _, length = beam_points(cells, min_group, sideways, objective, width, line)
-    return _result(cells, line[:length], rules, start)
+    def search(grid, min_group, sideways, objective, line):
+        return beam_points(grid, min_group, sideways, objective, width, line)[1]
+
+    return _run(board, rules, search)
 
 
 def nmcs(board, level: int = 1, rules: str = "samegame", seed: int = 0) -> PointsLine:
-    """Nested Monte Carlo search at ``level`` 1 or 2 for ``board`` under ``rules``."""
+    """Nested Monte Carlo search at ``level`` 1 or 2 for ``board`` under ``rules``; the
+    playouts draw from numba's generator seeded with ``seed``."""
     if level not in (1, 2):
         raise ValueError(f"level must be 1 or 2, got {level!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    min_group, sideways, objective = _rules_codes(rules)
-    cells = np.asarray(board_array(board, rules), np.int8)
-    start = time.perf_counter()
-    line = np.zeros(cells.size, np.int64)
-    _seed(seed)
-    _, length = _LEVELS[level](cells, 0, min_group, sideways, objective, _scratch(cells.size), line)
-    return _result(cells, line[:length], rules, start)
+
+    def search(grid, min_group, sideways, objective, line):
+        _seed(seed)
+        return _LEVELS[level](grid, 0, min_group, sideways, objective, _scratch(grid.size), line)[1]
+
+    return _run(board, rules, search)
