@@ -259,10 +259,10 @@ def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_
 def test_train_and_evaluate_a_former_run(tmp_path):
     run = tmp_path / "run"
     summary = train_main(["avi", "--env", "Former-7x9x4-v0", "--run-dir", str(run), "--total-updates", "10",
-                          "--chunk-updates", "5", "--num-envs", "64", "--eval-boards", "8"])
+                          "--chunk-updates", "5", "--num-envs", "64", "--eval-boards", "4", "--eval-every", "2"])
     assert json.load(open(run / "config.json"))["config"]["game"]["rules"] == "former"
     assert summary["greedy_clicks"] > 0
-    report = evaluate.main(["--env", "Former-7x9x4-v0", "--random", "3", "--jobs", "1",
+    report = evaluate.main(["--env", "Former-7x9x4-v0", "--random", "2", "--jobs", "1",
                             "--agents", f"largest,value:{run},solver:2", "--out", str(tmp_path / "ev")])
     rows = list(csv.DictReader(open(tmp_path / "ev" / "boards.csv")))
     for row in rows:  # the solver's lines are former's: no longer than any other agent's
