@@ -114,11 +114,7 @@ def main(argv=None) -> dict:
         args.agents = "random,largest,cpu-beam:64,nmcs:1" if by_points else "random,largest"
 
     try:
-        agents = registry.parse_agent_list(args.agents)
-        for name in agents:
-            agent = registry.parse_agent(name)[0]
-            if rules not in agent.rules:
-                raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")
+        agents = registry.parse_agent_list(args.agents, rules)
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
 

@@ -74,9 +74,14 @@ def parse_agent(text: str) -> tuple[Agent, Any]:
     return agent, agent.parse(rest)
 
 
-def parse_agent_list(text: str) -> list[str]:
-    """The agent names of a comma-separated list, each checked by ``parse_agent``;
-    ValueError for an empty list, a repeated agent or a bad one."""
+def _require_rules(agent: Agent, rules: str) -> None:
+    if rules not in agent.rules:
+        raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")
+
+
+def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
+    """The agent names of a comma-separated list, each checked by ``parse_agent`` (and, if
+    given, for playing ``rules``); ValueError for an empty list, a repeated agent or a bad one."""
     names = [part.strip() for part in text.split(",")]
     if not any(names):
         raise ValueError(f"no agent given; choose from {', '.join(AGENTS)}")
@@ -86,7 +91,9 @@ def parse_agent_list(text: str) -> list[str]:
     if repeated:
         raise ValueError(f"{', '.join(repeated)} given more than once")
     for name in names:
-        parse_agent(name)
+        agent = parse_agent(name)[0]
+        if rules is not None:
+            _require_rules(agent, rules)
     return names
 
 
@@ -102,8 +109,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     play ``rules``.
     """
     agent, settings = parse_agent(text)
-    if rules not in agent.rules:
-        raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")
+    _require_rules(agent, rules)
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
     context = Context(key, max_clicks, min(chunk, boards.shape[0]), jobs, progress, solutions, rules)
     return agent.play(settings, boards, context)

@@ -148,7 +148,7 @@ def rule_bound(planes, geometry):
     if geometry.slide:
         return 0
     runs, single = column_runs(planes, geometry)
-    return runs if single or runs == 0 else runs + 1
+    return bound_from(runs, single)
 
 
 @numba.njit(cache=True, inline="always")
@@ -404,7 +404,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         child_runs = 0
         if not geometry.slide:
             child_runs, single_run = column_runs(child, geometry)
-            if child_runs + (0 if single_run else 1) + 1 > remaining:
+            if bound_from(child_runs, single_run) + 1 > remaining:
                 continue
         key = position_key(child, geometry)
         if table_bound(table, key) + 1 > remaining:
