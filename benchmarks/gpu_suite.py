@@ -20,7 +20,7 @@ minutes, carries on where the last stopped or was killed):
   times warm updates and sizes the schedule to the whole run.
 - ``eval`` (once the pieces are done): the trained run on 1000 fresh boards and the 100 proven boards (argmax, greedy,
   widths 8 and 64, mcts 64, share optimal), beside the hand-made heuristic in the same run.
-- ``report``: ``report.json`` and ``report.md`` (tables ready for the README, with the
+- ``report``: ``report.json`` and ``report.md`` (tables ready for docs/results.md, with the
   measured-on line).
 
 Results are written atomically after every row, so a killed step keeps what it measured.

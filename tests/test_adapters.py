@@ -84,6 +84,7 @@ def test_gymnasium_env_passes_the_env_checker(env_id):
     check_env(env.unwrapped)
 
 
+@pytest.mark.slow
 def test_gymnasium_env_plays_a_given_board_by_the_rules():
     env = DustGymEnv(render_mode="rgb_array")
     obs, info = env.reset(seed=5, options={"board": BOARD})

@@ -70,6 +70,7 @@ def small_run():
     return config, runner, first, last, boards, optimum
 
 
+@pytest.mark.slow
 def test_value_iteration_learns_optimal_costs_on_small_boards(small_run):
     config, runner, first, last, boards, optimum = small_run
     assert int(first.dropped) == int(last.dropped) == 0
@@ -79,6 +80,7 @@ def test_value_iteration_learns_optimal_costs_on_small_boards(small_run):
     assert error < 0.8 * constant_error, (error, constant_error)  # untrained: ~5 clicks off
 
 
+@pytest.mark.slow
 def test_policy_learns_to_play_small_boards_near_optimally(small_run):
     config, runner, first, last, boards, best = small_run
     assert float(last.policy_loss) < float(first.policy_loss)
@@ -97,6 +99,7 @@ def test_policy_learns_to_play_small_boards_near_optimally(small_run):
             board, _ = ref.click(board, *divmod(int(action), SMALL.height))
 
 
+@pytest.mark.slow
 def test_mcts_teacher_trains_the_policy_on_the_search_it_runs():
     config = avi.AVIConfig(game=SMALL, hidden=(64, 64), prior=False, num_envs=128, total_updates=600,
                            learning_rate=3e-3, chunk_updates=300, child_share=1.0, target_period=5, cell_rounds=1,
@@ -115,6 +118,7 @@ def test_mcts_teacher_trains_the_policy_on_the_search_it_runs():
     assert clicks.mean() - best.mean() < 0.35 * (random_clicks.mean() - best.mean()), (clicks.mean(), best.mean())
 
 
+@pytest.mark.slow
 def test_random_clicks_give_no_line_targets():
     def explored(random_share, epsilon_max):
         config = avi.AVIConfig(game=SMALL, hidden=(16,), num_envs=32, beam_width=2, buffer_lines=64, total_updates=40,
@@ -151,6 +155,7 @@ def test_exploring_beam_picks_every_distinct_child_sometimes():
     assert {1, 2} <= picks and len(picks & {0, 4}) == 1  # the duplicate of child 0 is one choice
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("child_share", [1.0, 0.1])  # 0.1: most children fall beyond the slots
 def test_search_lines_replay_to_a_cleared_board_and_bound_the_optimum(child_share):
     size = GameConfig(5, 4, 3)
@@ -177,6 +182,7 @@ def test_search_lines_replay_to_a_cleared_board_and_bound_the_optimum(child_shar
 
 
 
+@pytest.mark.slow
 def test_value_iteration_learns_former_costs():
     """The same learner under gravity alone (``former``): its targets, its children and its
     evaluation follow the config's rules, so the value it learns tracks former's optima."""

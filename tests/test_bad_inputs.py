@@ -57,7 +57,7 @@ BAD_VALUES = {
     "fraction": ["-0.1", "1.5", "nan"],
 }
 NUMERIC_FLAGS = {
-    "solver": {"positive int": ["--width", "--height", "--jobs", "--node-limit"], "non-negative int": ["--beam-width"],
+    "solver": {"positive int": ["--width", "--height", "--jobs", "--node-limit", "--table-bits"], "non-negative int": ["--beam-width"],
                "positive float": ["--time-limit"]},
     "evaluate": {"positive int": ["--limit", "--jobs", "--max-clicks", "--chunk"],
                  "non-negative int": ["--random", "--seed", "--animate"]},
@@ -122,6 +122,8 @@ FILE_CASES = [
     ("solver-file", ["{missing}"], ["missing.txt", "no such file"]),
     ("solver-file", ["{folder}"], ["is a directory"]),
     ("solver", ["--rules", "samegame"], ["--rules", "invalid choice: 'samegame'", "former"]),
+    ("solver", ["--table-bits", "40"], ["--table-bits must be between 9 and 36", "40"]),
+    ("solver", ["--table-bits", "8"], ["--table-bits must be between 9 and 36", "8"]),
     ("solver-file", ["{not utf-8}"], ["latin1.txt", "not UTF-8", "0xe9"]),
     ("solver-file", ["{bad header}"], ["line 1", "width must be a positive integer", "'eight'"]),
     ("solver-file", ["{empty}"], ["no boards in", "empty.txt"]),
@@ -211,6 +213,7 @@ def test_bad_files_agents_and_settings_are_named(cli, argv, words, bad_files, ca
     assert after == before  # a refused command changes no file it was given
 
 
+@pytest.mark.slow
 def test_one_bad_board_is_reported_by_line_and_the_others_are_solved(tmp_path, capsys):
     good = "31332522144325534512113254533545"
     board_file = tmp_path / "mixed.txt"

@@ -11,7 +11,7 @@ import pytest
 
 import jaxdust
 from jaxdust.core import boards as board_io
-from jaxdust.evaluation import benchmark, registry
+from jaxdust.evaluation import benchmark, leaderboard, registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -108,6 +108,7 @@ def test_published_sets_are_never_rewritten(tmp_path, monkeypatch):
     assert os.path.exists(path) and not os.path.exists(benchmark.set_path("8x4x5", 2))
 
 
+@pytest.mark.slow
 def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     command = [sys.executable, os.path.join(ROOT, "benchmarks/leaderboard.py"), "--set", "8x4x5", "--limit", "5",
                "--entries", "largest,cpu-beam:20", "--jobs", "1", "--out", str(tmp_path / "board.json")]
@@ -131,9 +132,40 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     (["--runs", "avi"], "--runs: 'avi' is not LABEL=RUN_DIR"),
     (["--runs", "avi=no/such/run"], "no/such/run"),
     (["--limit", "0"], "--limit"),
+    (["--env", "SameGame-9x9x9-v7"], "--env: unknown environment 'SameGame-9x9x9-v7'"),
+    (["--env", "SameGame-15x15x5-v0", "--entries", "dfs"], "agent 'dfs' plays the dust rules, not 'samegame'"),
+    (["--env", "Clickomania-10x10x4-v0", "--boards", "0"], "--boards"),
 ])
-def test_leaderboard_refuses_bad_entries_in_one_line(argv, words, tmp_path):
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks/leaderboard.py"), "--set", "8x4x5", *argv],
-                            cwd=tmp_path, capture_output=True, text=True)
-    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert words in result.stderr and not (tmp_path / "results").exists()
+def test_leaderboard_refuses_bad_entries_in_one_line(argv, words, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = argv if "--env" in argv else ["--set", "8x4x5", *argv]
+    with pytest.raises(SystemExit) as exit_info:
+        leaderboard.main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert words in err and not (tmp_path / "results").exists()
+
+
+@pytest.mark.slow
+def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypatch):
+    """--env: random boards of the id, each rule set's measure (points: most first; cells left:
+    fewest first), the same boards and figures as evaluate's agents give, rows kept."""
+    monkeypatch.chdir(tmp_path)
+    report = leaderboard.main(["--env", "Clickomania-10x10x4-v0", "--boards", "3", "--entries", "random,cpu-beam:8",
+                               "--jobs", "1"])
+    assert report["measure"] == "cells_left" and [r["agent"] for r in report["rows"]] == ["cpu-beam:8", "random"]
+    assert report["rows"][0]["mean"] <= report["rows"][1]["mean"]
+    keys = jax.random.split(jax.random.key(0), 3)
+    boards = jax.vmap(lambda k: jaxdust.random_board(k, jaxdust.GameConfig(10, 10, 4, "clickomania")))(keys)
+    played = registry.run_agent("cpu-beam:8", boards, key=jax.random.key(0), max_clicks=100, rules="clickomania")
+    assert report["rows"][0]["mean"] == pytest.approx(float(np.mean(played["cells_left"])))
+
+    report = leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--entries", "random,largest,nmcs:1",
+                               "--jobs", "1", "--out", "samegame.json"])
+    means = [r["mean"] for r in report["rows"]]
+    assert report["measure"] == "points" and means == sorted(means, reverse=True) and means[0] > 0
+    kept = tmp_path / "results/leaderboard/SameGame-15x15x5-v0-2-seed0/largest.json"
+    kept.write_text(json.dumps({**json.loads(kept.read_text()), "mean": 12345.0}))
+    again = leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--entries", "random,largest,nmcs:1",
+                              "--jobs", "1", "--out", "samegame.json"])
+    assert again["rows"][0] == {**report["rows"][[r["agent"] for r in report["rows"]].index("largest")], "mean": 12345.0}

@@ -11,6 +11,8 @@ import pytest
 from jaxdust.learn import cli, runs
 from tests.conftest import TINY_DQN
 
+pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
+
 # Four chunks, a checkpoint after each (three kept: 2, 3 and 4), evaluated every other one.
 TRAIN_ARGS = [*TINY_DQN, "--total-steps", str(32 * 40)]
 

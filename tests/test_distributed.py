@@ -11,6 +11,9 @@ import time
 
 import jax
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 240  # seconds for all processes of one test together: a hang fails, it does not block
@@ -107,6 +110,7 @@ if len(sys.argv) > 1:
     jax.distributed.initialize(sys.argv[1], 2, int(sys.argv[2]))
 from jaxdust.core.game import GameConfig
 from jaxdust.learn import dqn, runs
+
 config = dqn.DQNConfig(game=GameConfig(4, 3, 3), hidden=(16,), num_envs=16, total_steps=320, chunk_iterations=10,
                        buffer_size=128, batch_size=16, learning_starts=32)
 mesh = runs.make_mesh(None)

@@ -169,6 +169,7 @@ def _game(tree, index):
     return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_clicks", [None, 1])  # 1: every game resets at once (no gathering)
 def test_vmapped_step_equals_each_game_stepped_alone(max_clicks):
     env = DustEnv(GameConfig(5, 4, 3), auto_reset=True, max_clicks=max_clicks)

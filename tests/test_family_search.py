@@ -117,6 +117,7 @@ def test_solver_cli_proves_former_boards_into_a_board_file(tmp_path):
         solve_main([str(source), "--rules", "samegame", "--width", "4"])
 
 
+@pytest.mark.slow
 def test_former_beams_in_jax_and_numba_agree_and_clear_the_board():
     """The batched JAX beam under ``former`` gives each board the numba beam's length (with
     and without the lookahead) and lines that clear the board under the reference."""
@@ -236,6 +237,7 @@ def test_points_searches_refuse_bad_input(call, message):
 # ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_path):
     report = evaluate.main(["--env", "SameGame-15x15x5-v0", "--random", "3", "--jobs", "1",
                             "--agents", "random,largest,cpu-beam:4,nmcs:1", "--out", str(tmp_path / "sg")])
@@ -256,6 +258,7 @@ def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_
     assert 0 <= report["agents"]["beam:16"]["mean"] < report["agents"]["random"]["mean"]
 
 
+@pytest.mark.slow
 def test_train_and_evaluate_a_former_run(tmp_path):
     run = tmp_path / "run"
     summary = train_main(["avi", "--env", "Former-7x9x4-v0", "--run-dir", str(run), "--total-updates", "10",
@@ -296,6 +299,7 @@ def test_cli_refuses_rules_an_agent_or_learner_does_not_play(argv, message, caps
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rules", ["samegame", "clickomania"])
 def test_jax_points_beam_plays_legal_lines_and_matches_numba_at_width_one(rules):
     """The batched JAX beam's lines are legal under the reference and worth what it says;

@@ -221,6 +221,7 @@ def test_parity_covers_at_least_100k_transitions(parity_data):
     assert (removed >= 5).sum() > 1000  # large clusters
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [s[:3] for s in PARITY_SIZES], ids=lambda s: "x".join(map(str, s)))
 def test_click_matches_reference(parity_data, size):
     boards, xs, ys, expected, expected_removed = parity_data[size]

@@ -5,6 +5,7 @@ import os
 
 import jax
 import numpy as np
+import pytest
 
 from jaxdust.core import game
 
@@ -42,6 +43,7 @@ def test_the_roofline_picks_the_slower_of_compute_and_memory():
     assert row["bound"] == "memory" and row["roofline_per_s"] == 0.5
 
 
+@pytest.mark.slow
 def test_the_beam_expansion_is_analysed_and_grows_with_the_width():
     narrow = gpu_estimate.beam_expansion(4, game.GameConfig(), seed=1)
     wide = gpu_estimate.beam_expansion(16, game.GameConfig(), seed=1)

@@ -10,6 +10,8 @@ import pytest
 import jaxdust
 from jaxdust.core import files
 
+pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITE = os.path.join(ROOT, "benchmarks", "gpu_suite.py")
 

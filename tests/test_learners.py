@@ -41,6 +41,7 @@ def test_masked_argmax_and_max():
     np.testing.assert_array_equal(networks.masked_max(values, mask), [5.0, 0.0])
 
 
+@pytest.mark.slow
 def test_rule_features_by_hand():
     # y=1: . 1 2 . / y=0: 2 1 3 2 : the 1s are one cluster of size 2 and finish colour 1.
     per_cell, board_features = networks.rule_features(board([[2, 0], [1, 1], [3, 2], [2, 0]]))
@@ -50,6 +51,7 @@ def test_rule_features_by_hand():
     np.testing.assert_allclose(board_features, [3, 2, 0, 6, 2])
 
 
+@pytest.mark.slow
 def test_value_head_starts_at_the_hand_made_estimate():
     network = networks.PolicyValueNetwork((16,), 5, features=True)
     boards = jnp.stack([r.board for r in jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[:4]])
@@ -59,6 +61,7 @@ def test_value_head_starts_at_the_hand_made_estimate():
     np.testing.assert_allclose(value, expected, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_conv_torso_starts_at_the_estimate_and_sees_where_cells_are():
     boards = jnp.stack([r.board for r in jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[:3]])
     network = networks.ValuePolicyNetwork((16,), 5, prior=True, conv=(4, 4))
@@ -80,6 +83,7 @@ def test_conv_torso_starts_at_the_estimate_and_sees_where_cells_are():
     assert planes[0, 0, 0, 10] == 1 and planes[0, 7, 0, 10] == 0 and np.isclose(planes[0, 2, 5, 11], 5 / 6)
 
 
+@pytest.mark.slow
 def test_network_without_rule_features_sees_only_cells():
     boards = jnp.stack([r.board for r in jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[:3]])
     for conv, first, inputs in (((), "Dense_0", 48 * 6), ((4,), "Conv_0", 6 + 4)):
@@ -92,6 +96,7 @@ def test_network_without_rule_features_sees_only_cells():
         np.testing.assert_allclose(value, 10.0)  # no prior: a constant start
 
 
+@pytest.mark.slow
 def test_full_backup_targets_every_cell_like_the_oracle():
     size = jaxdust.GameConfig(5, 4, 3)
     boards = jax.vmap(lambda k: jaxdust.core.game.random_board(k, size))(jax.random.split(jax.random.key(7), 5))
@@ -121,6 +126,7 @@ def test_full_backup_targets_every_cell_like_the_oracle():
     assert 0 < int(np.sum(few)) < int(np.sum(trained))
 
 
+@pytest.mark.slow
 def test_full_backup_dqn_learns_optimal_costs_on_small_boards():
     size = jaxdust.GameConfig(4, 3, 3)
     # (A target copied every 5 updates at 3e-3 oscillates here by +-7 clicks.)
@@ -219,6 +225,7 @@ def test_make_train_is_seeded_and_vmaps_over_seeds():
     assert metrics.loss.shape == (2, 2) and np.all(np.isfinite(np.asarray(metrics.loss)))
 
 
+@pytest.mark.slow
 def test_dqn_learns_to_beat_random_play():
     config = dqn.DQNConfig(num_envs=128, total_steps=128 * 1200, chunk_iterations=1200, hidden=(128, 128),
                            buffer_size=32768, batch_size=128, learning_starts=2048, n_step=5, target_period=200)
@@ -252,6 +259,7 @@ def test_imitation_splits_by_board_and_mirrors(beam_data):
     assert train.boards.shape[0] == 2 * (len(beam_data.boards) - validation.boards.shape[0])
 
 
+@pytest.mark.slow
 def test_imitation_loss_falls(beam_data):
     config = imitation.ImitationConfig(hidden=(64,), epochs=8, batch_size=64)
     init, run_epoch, _ = imitation.make_imitation(config, beam_data)
@@ -301,6 +309,7 @@ def test_checkpoints_round_trip_and_explain_failures(tmp_path):
 # ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_data_parallel_training_equals_one_device():
     script = """
 import jax, jax.numpy as jnp, json
@@ -355,6 +364,7 @@ def whole_run(tmp_path_factory):
     return directory
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_run):
     killed = tmp_path / "killed"
     # The run kills itself (SIGKILL) once checkpoint 2 is on disk; polling for it from here
@@ -375,6 +385,7 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_run):
     assert summaries[0]["greedy_clicks"] == summaries[1]["greedy_clicks"]
 
 
+@pytest.mark.slow
 def test_trained_runs_play_through_evaluate(tmp_path, capsys):
     import evaluate
 
@@ -393,6 +404,7 @@ def test_trained_runs_play_through_evaluate(tmp_path, capsys):
     assert "was trained on 8x6 boards; these are 6x6" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_train_refuses_to_mix_runs(tmp_path):
     missing = run_train(tmp_path / "none", "--resume", check=False)
     assert missing.returncode != 0 and "nothing to resume" in missing.stderr
@@ -404,6 +416,7 @@ def test_train_refuses_to_mix_runs(tmp_path):
     assert changed.returncode != 0 and "other settings" in changed.stderr
 
 
+@pytest.mark.slow
 def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_run):
     stopped = run_train(tmp_path / "run", "--minutes", "0.00001")
     assert "stopped after" in stopped.stdout and not (tmp_path / "run" / "summary.json").exists()
@@ -425,6 +438,7 @@ def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_run):
     assert replayed == best["greedy_clicks"]  # the state that was evaluated, not a later one
 
 
+@pytest.mark.slow
 def test_resuming_before_the_best_checkpoint_redoes_it(tmp_path):
     args = ("--eval-every", "1", "--checkpoint-every", "3")
     run_train(tmp_path / "run", *args)
@@ -436,6 +450,7 @@ def test_resuming_before_the_best_checkpoint_redoes_it(tmp_path):
     assert (again["best_step"], again["best_greedy_clicks"]) == (first["best_step"], first["best_greedy_clicks"])
 
 
+@pytest.mark.slow
 def test_equal_time_benchmark_trains_measures_and_reuses(tmp_path):
     """benchmarks/equal_time.py end to end on a tiny budget: a variant is calibrated,
     trained and played; its saved result is reused by the next call with the same settings."""

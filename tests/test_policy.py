@@ -32,6 +32,7 @@ def optimum(boards, colors):
     return np.array([solve(b, colors=colors).length for b in np.asarray(boards)], float)
 
 
+@pytest.mark.slow
 def test_cluster_log_probs_sum_the_cells_of_each_cluster():
     log_probs = mcts.cluster_log_probs(jnp.array([0.0, 0.0, 0.0, 9.0]), jnp.array([0, 0, 2, -1]))
     np.testing.assert_allclose(np.exp(log_probs), [2 / 3, 2 / 3, 1 / 3, 0.0], rtol=1e-6)
@@ -59,6 +60,7 @@ def test_cell_messages_reach_neighbours_and_cluster_mates():
     np.testing.assert_allclose(means[3], 0.0)  # empty
 
 
+@pytest.mark.slow
 def test_policy_head_starts_uniform_over_cells_and_value_at_the_estimate():
     boards = random_boards(3, GameConfig(), seed=2)
     network = networks.ValuePolicyNetwork((16,), 5, cell_rounds=1)
@@ -70,6 +72,7 @@ def test_policy_head_starts_uniform_over_cells_and_value_at_the_estimate():
     np.testing.assert_allclose(value, expected, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_mcts_plays_tiny_boards_near_optimally_and_only_legal_clicks():
     boards = random_boards(24, SMALL, seed=5)
     best = optimum(boards, 3)
@@ -87,6 +90,7 @@ def test_mcts_plays_tiny_boards_near_optimally_and_only_legal_clicks():
     assert np.all(first[np.arange(24), np.asarray(output.action)])
 
 
+@pytest.mark.slow
 def test_mcts_model_step_equals_the_reference_click():
     size = GameConfig(6, 5, 4)
     boards = np.array(random_boards(40, size, seed=5))
@@ -113,6 +117,7 @@ def test_mcts_model_step_equals_the_reference_click():
             np.testing.assert_allclose(np.exp(prior[first]), sizes / sizes.sum(), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_mcts_prefers_the_click_that_clears():
     # 1 2 1 in a row: clicking the 2 lets the 1s meet, then one click clears.
     board = jnp.asarray([[1], [2], [1], [0]], jnp.int8).reshape(4, 1)
@@ -120,6 +125,7 @@ def test_mcts_prefers_the_click_that_clears():
     assert int(output.action[0]) == 1
 
 
+@pytest.mark.slow
 def test_policy_scores_rank_children_by_cluster_probability():
     records = ranking.load()[:6]
 
@@ -133,6 +139,7 @@ def test_policy_scores_rank_children_by_cluster_probability():
     assert metrics["top1"] == 1.0 and metrics["regret"] == 0.0
 
 
+@pytest.mark.slow
 def test_agents_policy_value_and_mcts_through_evaluate(tmp_path, capsys):
     import evaluate
 

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -140,6 +141,7 @@ def family_positions(draw):
     return rules, board, draw(st.integers(0, width - 1)), draw(st.integers(0, height - 1))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(family_positions())
 def test_family_clicks_keep_boards_settled_and_remove_whole_groups(case):

@@ -13,6 +13,7 @@ from jaxdust.core import render
 BOARD = "335122421413111551154255131234544142315221411124"  # 8x6
 
 
+@pytest.mark.slow
 def test_make_builds_the_named_board_size_and_steps_it():
     assert jaxdust.registered()[:3] == ["Dust-6x6x5-v0", "Dust-8x4x5-v0", "Dust-8x6x5-v0"]
     for env_id in jaxdust.registered():

@@ -25,6 +25,7 @@ def _masks(rules):
     return jax.jit(jax.vmap(lambda board: (game.legal_action_mask(board, rules), game.is_over(board, rules))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rules", game.RULES)
 def test_clicks_equal_the_reference(rules):
     """Random games in lockstep, on every size: each click (mostly legal, some on empty
@@ -61,6 +62,7 @@ def test_clicks_equal_the_reference(rules):
     assert clicks >= CLICKS_PER_RULES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rules", game.RULES)
 def test_settle_equals_the_reference(rules):
     rng = np.random.default_rng(1)
@@ -72,6 +74,7 @@ def test_settle_equals_the_reference(rules):
             np.testing.assert_array_equal(result, ref.settle(board, rules))
 
 
+@pytest.mark.slow
 def test_uva_758_sample_with_the_jax_rules():
     """The judge's largest-group greedy (ties: leftmost, then bottommost) played with the
     JAX click: the three sample games' moves and final scores as published."""
@@ -150,6 +153,7 @@ def test_env_rewards_masks_and_ends_follow_the_rules(env_id):
             assert jaxdust.score(board, line, "clickomania") == board.size - total
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", FAMILY_IDS)
 def test_adapters_and_pictures_for_every_family_id(env_id):
     import gymnasium
@@ -206,6 +210,7 @@ def test_learners_refuse_rules_they_do_not_play_yet(learner):
         config_class(game=GameConfig(15, 15, 5, "samegame"))
 
 
+@pytest.mark.slow
 def test_throughput_benchmark_plays_every_id_beside_the_dust_game(tmp_path):
     import json
     import os

@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -225,6 +225,7 @@ def test_half_values_on_an_odd_width_reach_the_larger_half_cell_count():
     assert value == 16
 
 
+@pytest.mark.slow
 def test_time_limit_holds_where_half_searches_are_costly():
     """On 8x8 boards with 9 colours a single half-game search can take minutes; it must
     give up at the deadline like the main search."""
@@ -250,6 +251,7 @@ def test_the_half_bound_is_stronger_than_the_colour_bound_on_many_boards():
     assert stronger >= 25  # at the root of a random board it adds a click or two, mostly
 
 
+@pytest.mark.slow
 @settings(max_examples=120)
 @given(small_boards())
 def test_bounds_and_solutions_against_brute_force(drawn):
@@ -459,6 +461,7 @@ def test_beam_search_solutions_replay_and_never_beat_the_optimum(boards_dir):
         assert count == length and bool(jaxdust.is_done(final))
 
 
+@pytest.mark.slow
 def test_wider_beams_are_no_worse(boards_dir):
     records = jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")[:8]
     boards = jnp.stack([r.board for r in records])
@@ -470,6 +473,7 @@ def test_wider_beams_are_no_worse(boards_dir):
     assert np.mean(np.asarray(wide) == optimal) >= 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lookahead", [False, True])
 def test_a_batch_searches_each_board_as_alone_and_as_the_numba_beam(boards_dir, lookahead):
     """One compiled search over a batch (an empty board and a one-click board included)
@@ -496,6 +500,7 @@ def test_a_batch_searches_each_board_as_alone_and_as_the_numba_beam(boards_dir, 
     assert int(batch.length[-2]) == 0 and int(batch.length[-1]) == 1
 
 
+@pytest.mark.slow
 def test_the_selection_prefix_agrees_with_sorting_whole_rows():
     """``_best_distinct`` sorts a top-k prefix of each row when that decides; many tied
     scores and repeated hashes force the whole-row path on some rows."""
@@ -517,6 +522,7 @@ def test_the_selection_prefix_agrees_with_sorting_whole_rows():
             np.testing.assert_array_equal(np.asarray(got[0])[finite], np.asarray(whole[0])[finite])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [5, 300])
 def test_selection_picks_top_ks_set_and_compacts_as_nonzero(columns):
     """``smallest_columns`` keeps the set ``top_k`` keeps (ties to the lower column, -0 before
@@ -546,6 +552,7 @@ def test_selection_picks_top_ks_set_and_compacts_as_nonzero(columns):
             np.testing.assert_array_equal(exists[row], np.arange(count) < len(expected))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width, height, colors", [(5, 4, 3), (8, 6, 5), (9, 9, 6)])  # 1, 2 and 3 mask words
 def test_every_cluster_of_every_alive_position_is_played_once(width, height, colors):
     rng = np.random.default_rng(8)
@@ -576,6 +583,7 @@ def test_every_cluster_of_every_alive_position_is_played_once(width, height, col
         np.testing.assert_array_equal(child, ref.click(boards[parent], *divmod(action, height))[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width, height, colors", [(8, 6, 5), (6, 6, 9), (8, 8, 3), (9, 9, 4)])
 def test_jax_position_keys_are_the_solvers(width, height, colors):
     """The JAX beam breaks ties by the same key as the numba beam, so the two keep the same
@@ -610,6 +618,7 @@ def _partly_played_boards(rng, count, width, height, colors):
     return boards
 
 
+@pytest.mark.slow
 def test_lookahead_scorers_are_one_plus_the_best_child_by_the_reference():
     """JAX and numba lookahead scores against children played by the NumPy oracle, boards
     that one click clears (score 1) and the empty board (score 0) included."""
@@ -640,6 +649,7 @@ def test_lookahead_scorers_are_one_plus_the_best_child_by_the_reference():
         assert score == pytest.approx(want, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("searcher", ["numba", "jax"])
 def test_lookahead_beams_replay_and_never_beat_the_optimum(boards_dir, searcher):
     records = jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")[:10]

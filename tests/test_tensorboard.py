@@ -5,10 +5,13 @@ import os
 import struct
 
 import numpy as np
+import pytest
 from tensorboardX.proto import event_pb2
 
 from jaxdust.learn import cli
 from tests.conftest import TINY_DQN
+
+pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
 
 TRAIN_ARGS = [*TINY_DQN, "--total-steps", str(32 * 40)]
 

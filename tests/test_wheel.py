@@ -2,12 +2,17 @@
 empty folder, away from the checkout), the README's API example runs and the board sets
 read; the optional extras stay optional in its metadata."""
 
+import json
 import re
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -58,6 +63,13 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
     result = subprocess.run([str(commands / "jaxdust-solve"), "-", "--width", "4", "--height", "3", "--jobs", "1"],
                             input="112233112233\n", cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and '"optimal": true' in result.stdout, result.stderr[-3000:]
+    result = subprocess.run([str(commands / "jaxdust-leaderboard"), "--set", "8x4x5", "--limit", "3", "--entries",
+                             "largest,beam:1", "--jobs", "1", "--out", str(tmp_path / "board.json")], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = json.loads((tmp_path / "board.json").read_text())["rows"]
+    assert len(rows) == 2 and all(row["boards"] == 3 for row in rows), rows
+    assert rows[0]["mean_clicks"] <= rows[1]["mean_clicks"]  # best first
     result = subprocess.run([str(commands / "jaxdust-train"), "avi", "--total-updates", "0"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 2 and "--total-updates must be > 0" in result.stderr  # parsed by the installed command

@@ -17,7 +17,7 @@ and ends exactly as an uninterrupted run with the same seed would.
 All local devices are used: games, replay and minibatches are split over them, parameters
 replicated (data parallelism through ``jax.sharding``). Several hosts: start the same
 command on each with ``--distributed --coordinator HOST:PORT --num-processes N --process-id I`` (see
-README, "Scaling to several GPUs or hosts").
+docs/gpu.md, "Several GPUs or hosts").
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-DEFAULT_LEARNER = "avi"  # the best measured (README, "Learners")
+DEFAULT_LEARNER = "avi"  # the best measured (docs/results.md, "Learners")
 
 
 def main(argv=None) -> dict:

@@ -28,15 +28,16 @@ from tqdm import tqdm
 from jaxdust.core import flags
 from jaxdust.core.boards import board_lines, parse_board
 from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines
-from jaxdust.solver.api import solve
+from jaxdust.solver.api import MAX_TABLE_BITS, TranspositionTable, initial_table_bits, solve
 from jaxdust.core.game import CLICK_RULES
 
 
 def _solve_job(job):
-    number, text, width, height, time_limit, node_limit, beam_width, rules = job
+    number, text, width, height, time_limit, node_limit, beam_width, rules, table_bits = job
     try:  # one bad board is reported on its line; the others are still solved
-        result = solve(parse_board(text, width, height, rules), time_limit, node_limit=node_limit,
-                       beam_width=beam_width, rules=rules)
+        board = parse_board(text, width, height, rules)
+        table = TranspositionTable(min(initial_table_bits(board.size), table_bits), table_bits)
+        result = solve(board, time_limit, node_limit=node_limit, beam_width=beam_width, rules=rules, table=table)
     except (ValueError, TimeoutError) as error:  # TimeoutError: --beam-width 0 and out of time
         return {"line": number, "board": text, "error": str(error)}
     record = dataclasses.asdict(result)
@@ -60,6 +61,9 @@ def main(argv=None) -> int:
                         help="default: by board size; 0: no initial upper bound (plain iterative deepening)")
     parser.add_argument("--rules", choices=CLICK_RULES, default="dust",
                         help="rule set (RULES.md); the exact solver plays the fewest-clicks ones")
+    parser.add_argument("--table-bits", type=flags.positive_int, default=MAX_TABLE_BITS,
+                        help=f"the transposition table grows up to 2^N entries of 8 bytes per job (default "
+                             f"{MAX_TABLE_BITS}: 256 MB); proofs of billions of positions (7x9 former) gain from 28")
     parser.add_argument("--out", type=flags.output_file_or_stdout, default="-",
                         help="JSON lines output; an existing file is resumed")
     parser.add_argument("--board-file", type=flags.output_file,
@@ -67,6 +71,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.board_file and args.out == "-":
         flags.fail(parser, "--board-file needs --out FILE")
+    if not 9 <= args.table_bits <= 36:
+        flags.fail(parser, f"--table-bits must be between 9 and 36 (2^36 entries: 512 GB), got {args.table_bits}")
 
     try:
         lines = read_text(args.boards, "board file").splitlines()
@@ -80,7 +86,8 @@ def main(argv=None) -> int:
         flags.fail(parser, f"--out {args.out} holds JSON records that are not solver results")
     if not jobs:
         flags.fail(parser, f"no boards in {'standard input' if args.boards == '-' else args.boards}")
-    todo = [(*job, args.time_limit, args.node_limit, args.beam_width, args.rules) for job in jobs if job[0] not in done]
+    todo = [(*job, args.time_limit, args.node_limit, args.beam_width, args.rules,
+             args.table_bits) for job in jobs if job[0] not in done]
 
     if args.out != "-":
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

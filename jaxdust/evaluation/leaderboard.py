@@ -1,0 +1,233 @@
+"""The fewest-clicks leaderboard (installed as ``jaxdust-leaderboard``; in the repository also
+``python benchmarks/leaderboard.py``): every agent scored on a benchmark set by
+``benchmark.score``.
+
+    jaxdust-leaderboard                                       # 8x6x5, the default entries
+    jaxdust-leaderboard --runs avi=results/learners/avi,dqn=results/learners/dqn
+    jaxdust-leaderboard --set 6x6x5 --entries random,largest,dfs,beam:64,solver:300
+
+Each learner run adds four rows: its policy alone (the argmax of its output, no
+simulation), and beam search on its value at widths 1 (greedy), 8 and 64; a fifth, Gumbel
+MuZero with 64 simulations, for learners with a policy and a value. Each row is kept under ``results/leaderboard/`` as
+soon as it is measured, so an interrupted run resumes (``--fresh`` measures again). The
+exact solver's row on the 1000-board set comes from the log of the run that made the set
+(``--solver-log``; re-solving all 1000 boards takes an hour on two cores).
+Prints the table in markdown and writes ``results/leaderboard-<set>.json``.
+
+``--env ID`` ranks agents on a registered environment's rules and size instead, on
+``--boards`` seeded random boards (100 by default): SameGame by mean points, Clickomania by
+mean cells left, Former (and the dust ids) by mean clicks. Rows are kept and resumed the
+same way; the report is ``results/leaderboard-<ID>.json``:
+
+    jaxdust-leaderboard --env SameGame-15x15x5-v0 --entries largest,beam:16,cpu-beam:256,nmcs:1
+    jaxdust-leaderboard --env Former-7x9x4-v0 --runs avi=runs/avi-former
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import urllib.parse
+
+import time
+
+import jax
+import numpy as np
+
+from jaxdust.core import configs, files, flags, game
+from jaxdust.evaluation import benchmark, registry
+from jaxdust.learn.runs import read_run_config
+
+DEFAULT_ENTRIES = "random,largest,dfs,beam:1,beam:8,beam:64,cpu-beam:2000"
+FAMILY_ENTRIES = {"clicks": "random,largest,beam:1,beam:64,cpu-beam:2000",
+                  "points": "random,largest,beam:16,cpu-beam:256,nmcs:1"}
+FAMILY_ENTRIES["cells_left"] = FAMILY_ENTRIES["points"]
+LABELS = {"random": "random legal click", "largest": "largest cluster first",
+          "dfs": "original post's DFS ({:,} positions)", "beam": "JAX beam, tuned heuristic, width {}",
+          "cpu-beam": "numba beam, tuned heuristic + lookahead, width {}", "solver": "exact solver, {:g} s per board"}
+
+
+def describe(entry: str) -> str:
+    """A row's name, with the agent's setting as it will be played (its default if none)."""
+    agent, settings = registry.parse_agent(entry)
+    return LABELS[agent.name].format(settings) if agent.name in LABELS else entry
+
+
+def _hardware() -> str:
+    cores = len(os.sched_getaffinity(0))
+    return f"{platform.processor() or platform.machine()}, {cores} core{'s' if cores > 1 else ''}"
+
+
+def _env_id(text: str) -> str:
+    """An argparse type: a registered environment's id, checked (``configs.env_flag``)."""
+    configs.env_flag(text)
+    return text
+
+
+def learner_entries(label: str, run: str, rules: str = "dust") -> list[tuple[str, str]]:
+    entries = [(f"policy:{run}", f"{label}, its policy alone (argmax, no simulation)"),
+               (f"value:{run}:1", f"{label}, greedy on its value (width 1)"),
+               (f"value:{run}:8", f"{label}, beam on its value, width 8"),
+               (f"value:{run}:64", f"{label}, beam on its value, width 64")]
+    try:
+        learner, config = read_run_config(run)
+    except ValueError:  # the entries' check below says what is wrong, in one line
+        return entries
+    if learner.evaluator(config) is not None and rules in registry.AGENTS["mcts"].rules:
+        entries.append((f"mcts:{run}:64", f"{label}, Gumbel MuZero on its policy and value, 64 simulations"))
+    return entries
+
+
+def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.Row:
+    """The solver's row from its log's records of the set's boards (in the set's order)."""
+    proven = np.mean([r["optimal"] for r in records])
+    return benchmark.row(f"exact solver, 300 s cap (proven optimal: {proven:.1%})", board_set,
+                         [r["length"] for r in records], np.ones(len(records), bool), sum(r["seconds"] for r in records))
+
+
+def main(argv=None) -> dict:
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--set", default="8x6x5", choices=benchmark.SIZES)
+    target.add_argument("--env", type=_env_id, default=None, metavar="ID",
+                        help="rank on a registered environment's rules and size (random boards)")
+    parser.add_argument("--boards", type=flags.positive_int, default=100, help="with --env: random boards played")
+    parser.add_argument("--entries", default=None,
+                        help=f"agents as evaluate.py names them ('' for none; default {DEFAULT_ENTRIES}, "
+                             f"with --env by objective: {FAMILY_ENTRIES})")
+    parser.add_argument("--runs", default="", help="LABEL=RUN_DIR,... learner runs (four or five rows each)")
+    parser.add_argument("--solver-log", type=flags.input_file, default=None,
+                        help="JSON lines of python -m jaxdust.solver --time-limit 300 on the set's boards")
+    parser.add_argument("--limit", type=flags.positive_int, default=None, help="the set's first N boards only")
+    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes for CPU solvers")
+    parser.add_argument("--seed", type=flags.seed, default=0)
+    parser.add_argument("--fresh", action="store_true", help="measure every row again")
+    parser.add_argument("--out", type=flags.output_file, default=None,
+                        help="JSON report (default results/leaderboard-<set>.json)")
+    args = parser.parse_args(argv)
+    rules = "dust" if args.env is None else configs.env_flag(args.env).rules
+    measure = game.rules_of(rules).objective  # "clicks", "points" or "cells_left", as run_agent names them
+    if args.entries is None:
+        args.entries = DEFAULT_ENTRIES if args.env is None else FAMILY_ENTRIES[measure]
+
+    runs = []
+    for item in filter(None, args.runs.split(",")):
+        label, equals, run = item.partition("=")
+        if not equals or not label or not run:
+            parser.error(f"--runs: {item!r} is not LABEL=RUN_DIR")
+        runs += learner_entries(label, run, rules)
+    names = args.entries.split(",") if args.entries else []
+    try:  # every agent checked (a run directory read) before the first plays
+        registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
+    except ValueError as error:
+        parser.error(f"--entries/--runs: {error}")
+    # The labels describe the dust game's agents; on another rule set an entry is its own name.
+    entries = [(name, describe(name) if args.env is None else name) for name in names] + runs
+    if args.env is not None:
+        return family_leaderboard(args, entries, measure)
+    try:
+        board_set = benchmark.load_set(args.set, limit=args.limit)
+    except ValueError as error:
+        parser.error(f"--set: {error}")
+    solved = None
+    if args.solver_log:
+        try:
+            solved = benchmark.solver_log_records(args.solver_log, board_set.boards)
+        except ValueError as error:
+            parser.error(f"--solver-log: {error}")
+
+    # Rows are kept per set version, board count and seed; a kept row is checked against them.
+    cache = os.path.join("results", "leaderboard", board_set.name.replace(" ", "-") + f"-{len(board_set.boards)}"
+                         f"-seed{args.seed}")
+    rows = []
+    for entry, label in entries:
+        path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
+        if os.path.exists(path) and not args.fresh:
+            with open(path) as handle:
+                kept = benchmark.Row(**json.load(handle))
+            if (kept.set, kept.boards, kept.agent) == (board_set.name, len(board_set.boards), label):
+                rows.append(kept)
+                continue
+        scored = benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False)
+        files.atomic_write_json(path, dataclasses.asdict(scored))
+        print(scored.markdown(), flush=True)
+        rows.append(scored)
+    if solved is not None:
+        rows.append(solver_row(solved, board_set))
+    rows.sort(key=lambda r: (r.mean_clicks, r.seconds_per_board))  # best first
+    hardware = _hardware()
+    print(f"\nFewest clicks on set {board_set.name} ({len(board_set.boards)} boards, "
+          f"{board_set.proven.mean():.1%} with a proven optimum, mean {board_set.best.mean():.3f}; {hardware})")
+    print(benchmark.Row.HEADER)
+    for scored in rows:
+        print(scored.markdown())
+    report = {"benchmark": "leaderboard", "set": board_set.name, "boards": len(board_set.boards),
+              "optimum_mean": float(board_set.best.mean()), "hardware": hardware,
+              "rows": [dataclasses.asdict(scored) for scored in rows]}
+    files.atomic_write_json(args.out or os.path.join("results", f"leaderboard-{args.set}.json"), report)
+    return report
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyRow:
+    """One agent's score on an environment's random boards, in the rule set's own measure."""
+
+    agent: str
+    env: str
+    boards: int
+    measure: str  # "points" (higher is better), "cells_left" or "clicks" (lower is better)
+    mean: float
+    cleared: float  # share of boards cleared
+    seconds_per_board: float
+
+    HEADER = "| agent | mean {} | cleared | time per board |\n|---|---:|---:|---:|"
+
+    def markdown(self) -> str:
+        seconds = self.seconds_per_board
+        timing = f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+        return f"| {self.agent} | {self.mean:.{3 if self.measure == 'clicks' else 1}f} | {self.cleared:.1%} | {timing} |"
+
+
+def family_leaderboard(args, entries: list[tuple[str, str]], measure: str) -> dict:
+    """``--env``: every entry on ``args.boards`` random boards of the environment (seed
+    ``args.seed``), best first by ``measure``; rows kept under ``results/leaderboard/``."""
+    env_id, config = args.env, configs.env_flag(args.env)
+    keys = jax.random.split(jax.random.key(args.seed), args.boards)
+    boards = jax.vmap(lambda k: game.random_board(k, config))(keys)
+    cache = os.path.join("results", "leaderboard", f"{env_id}-{args.boards}-seed{args.seed}")
+    rows = []
+    for index, (entry, label) in enumerate(entries):
+        path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
+        if os.path.exists(path) and not args.fresh:
+            with open(path) as handle:
+                kept = FamilyRow(**json.load(handle))
+            if (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label):
+                rows.append(kept)
+                continue
+        start = time.perf_counter()
+        played = registry.run_agent(entry, boards, key=jax.random.key(args.seed + 1 + index),
+                                    max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
+        scored = FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
+                           float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards)
+        files.atomic_write_json(path, dataclasses.asdict(scored))
+        print(scored.markdown(), flush=True)
+        rows.append(scored)
+    rows.sort(key=lambda r: (-r.mean if measure == "points" else r.mean, r.seconds_per_board))  # best first
+    hardware = _hardware()
+    print(f"\n{env_id}: {args.boards} random boards (seed {args.seed}), mean {measure.replace('_', ' ')} "
+          f"({'higher' if measure == 'points' else 'lower'} is better; {hardware})")
+    print(FamilyRow.HEADER.format(measure.replace("_", " ")))
+    for scored in rows:
+        print(scored.markdown())
+    report = {"benchmark": "leaderboard", "env": env_id, "boards": args.boards, "seed": args.seed,
+              "measure": measure, "hardware": hardware, "rows": [dataclasses.asdict(scored) for scored in rows]}
+    files.atomic_write_json(args.out or os.path.join("results", f"leaderboard-{env_id}.json"), report)
+    return report
+
+
+def run() -> None:
+    """The installed command's entry point (exit status 0 once the report is written)."""
+    main()

@@ -1,0 +1,44 @@
+"""The docs site builds offline with no warning (mkdocs build --strict: every page in the
+nav, every link and anchor found), its API pages come from the docstrings, and its results
+page holds the tables the README points to."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> pathlib.Path:
+    site_dir = tmp_path_factory.mktemp("site")
+    # Offline: a request through the proxy variables goes to a closed port and fails the build.
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HTTP_PROXY": "http://127.0.0.1:9",
+           "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return site_dir
+
+
+def test_api_pages_come_from_the_docstrings(site):
+    top = (site / "api" / "index.html").read_text()
+    assert 'id="jaxdust.solve"' in top and "A shortest solution of" in top  # jaxdust.solve's docstring
+    evaluation = (site / "api" / "evaluation" / "index.html").read_text()
+    assert "The fewest-clicks benchmark: versioned board sets" in evaluation
+
+
+def test_results_page_has_the_tables(site):
+    results = (site / "results" / "index.html").read_text()
+    for header in ("gap to optimum", "plain IDA* median s (proven)", "lengths equal to numba's",
+                   "bytes of state per game", "largest batch in 80 GB", "top-1 optimal", "mean points"):
+        assert header in results, header
+
+
+def test_rules_page_includes_rules_md(site):
+    assert "The family: other rule sets on the same boards" in (site / "rules" / "index.html").read_text()
