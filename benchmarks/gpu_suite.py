@@ -167,6 +167,7 @@ def step_env(out: str, sizes: Sizes) -> dict:
     targets = [("cpu", cpu, sizes.cpu_games, sizes.cpu_clicks)]
     if jax.default_backend() != "cpu":
         targets.insert(0, ("accelerator", jax.devices(), sizes.accelerator_games, sizes.accelerator_clicks))
+        report.setdefault("accelerator_games", list(sizes.accelerator_games))  # the report's --env-games
     for target, devices, games, clicks in targets:
         for env_id in sizes.env_ids or jaxdust.registered():
             entry = report[target].setdefault(env_id, {
@@ -239,7 +240,7 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
         total -= total % config.chunk_updates
         report.update({"learner": learner.name, "seconds_per_update": per_update, "total_updates": total,
                        "chunk_updates": config.chunk_updates, "calibration_seconds": calibration,
-                       "flags": list(sizes.train_flags)})
+                       "flags": list(sizes.train_flags), "planned_pieces": pieces, "piece_minutes": piece_minutes})
         files.atomic_write_json(path, report)
     # A piece killed before it ended is not counted: the next call resumes from its checkpoint.
     started = os.path.exists(os.path.join(run_dir, "config.json"))
@@ -305,14 +306,27 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     return report
 
 
+def _command(parts: dict) -> str:
+    """The suite's command line as far as the steps' files record it: the sizes that change
+    what the tables mean (training pieces, the env sweep's batches)."""
+    words = ["python benchmarks/gpu_suite.py --step all"]
+    train = parts["train"]
+    if "planned_pieces" in train:
+        words.append(f"--pieces {train['planned_pieces']} --piece-minutes {train['piece_minutes']:g}")
+    games = parts["env"].get("accelerator_games")
+    if games and tuple(games) != Sizes().accelerator_games:
+        words.append("--env-games " + ",".join(map(str, games)))
+    return " ".join(words)
+
+
 def step_report(out: str, sizes: Sizes) -> dict:
     parts = {name: _load(os.path.join(out, f"{name}.json")) for name in ("device", "env", "beam", "train", "eval")}
     device = parts["device"]
-    lines = [f"Measured with `python benchmarks/gpu_suite.py --step all` on {device.get('device_kind')} "
+    lines = [f"Measured with `{_command(parts)}` on {device.get('device_kind')} "
              f"({device.get('backend')}, {device.get('platform_version')}), jax {device.get('jax')}, "
              f"{device.get('cpu_cores')} CPU cores, commit {device.get('commit')}, {device.get('date')}.", ""]
     for target, table in parts["env"].items():
-        if not table:
+        if target == "accelerator_games" or not table:
             continue
         lines += [f"Random play, clicks/s ({target}):", "", "| id | bytes/game | games | clicks/s |", "|---|---:|---:|---:|"]
         for env_id, entry in table.items():
@@ -362,8 +376,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--piece-minutes", type=flags.positive_float, default=8.5,
                         help="training minutes per piece, compilation included (with start-up and the last "
                              "chunk, a piece then fits a 10-minute slot)")
+    parser.add_argument("--env-games", type=flags.positive_ints,
+                        help="comma-separated batch sizes for the accelerator's env sweep (default: 1,024 x 4**k up "
+                             "to 2**26); fewer sizes shorten the env step when device time is short")
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else Sizes()
+    if args.env_games:
+        sizes = dataclasses.replace(sizes, accelerator_games=tuple(args.env_games))
     if args.smoke and "--piece-minutes" in (argv if argv is not None else sys.argv[1:]):
         parser.error("--smoke sets its own piece length")
     piece_minutes = 0.02 if args.smoke else args.piece_minutes

@@ -83,10 +83,19 @@ def check_training_and_evaluation(out):
 
 def check_report_and_resumed_steps(out, stdout):
     report = (out / "report.md").read_text()
-    assert "Measured with `python benchmarks/gpu_suite.py --step all` on" in report
+    assert "Measured with `python benchmarks/gpu_suite.py --step all --pieces 3 --piece-minutes 0.02` on" in report
     assert "| Dust-8x6x5-v0 |" in report and "| jax, width 4, 4 boards per search |" in report
     assert "| trained | proven |" in report
     before = {name: (out / f"{name}.json").read_text() for name in ("env", "beam", "train", "eval")}
     run_suite(out, "--step", "env")
     run_suite(out, "--step", "train")  # all pieces done: nothing more
     assert {name: (out / f"{name}.json").read_text() for name in before} == before
+
+
+def test_bad_flags_are_refused_before_any_step(tmp_path):
+    for argv, message in ((["--env-games", "1024,0"], "--env-games"), (["--pieces", "0"], "--pieces"),
+                          (["--smoke", "--piece-minutes", "2"], "--smoke sets its own piece length")):
+        result = subprocess.run([sys.executable, SUITE, "--out", str(tmp_path / "out"), *argv], cwd=ROOT,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 2 and message in result.stderr, (argv, result.stderr[-500:])
+        assert not (tmp_path / "out" / "device.json").exists()
