@@ -262,7 +262,8 @@ def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_
 def test_train_and_evaluate_a_former_run(tmp_path):
     run = tmp_path / "run"
     summary = train_main(["avi", "--env", "Former-7x9x4-v0", "--run-dir", str(run), "--total-updates", "10",
-                          "--chunk-updates", "5", "--num-envs", "64", "--eval-boards", "4", "--eval-every", "2"])
+                          "--chunk-updates", "5", "--num-envs", "32", "--eval-boards", "4", "--eval-every", "2",
+                          "--hidden", "16", "--beam-width", "2", "--buffer-lines", "32", "--cell-rounds", "1"])
     assert json.load(open(run / "config.json"))["config"]["game"]["rules"] == "former"
     assert summary["greedy_clicks"] > 0
     report = evaluate.main(["--env", "Former-7x9x4-v0", "--random", "2", "--jobs", "1",

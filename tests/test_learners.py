@@ -467,6 +467,12 @@ def test_equal_time_benchmark_trains_measures_and_reuses(tmp_path):
         assert point["proven"][play]["mean"] >= optimum and 0 <= point["proven"][play]["optimal"] <= 1
     assert point["proven"]["width_8"]["mean"] <= point["proven"]["width_1"]["mean"] + 0.5
     assert result["units"] >= 1 and point["seconds"] > 0 and "fresh" in point
+    reference = json.loads((tmp_path / "heuristic.json").read_text())
+    assert reference["settings"] == {"seed": 0, "boards": 12, "proven_boards": 12}
+    assert reference["play"]["proven"]["width_64"]["mean"] >= optimum
+    assert set(reference["play"]["fresh"]) == {"width_1", "width_8"}
+    written = (tmp_path / "heuristic.json").stat().st_mtime_ns
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and "mlp 1/1" not in again.stdout and "| mlp:" in again.stdout
+    assert (tmp_path / "heuristic.json").stat().st_mtime_ns == written  # kept, not played again
     assert (tmp_path / "mlp-clicks.png").read_bytes()[:4] == b"\x89PNG"
