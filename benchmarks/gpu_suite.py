@@ -327,8 +327,9 @@ def step_report(out: str, sizes: Sizes) -> dict:
     lines = [f"Measured with `{_command(parts)}` on {device.get('device_kind')} "
              f"({device.get('backend')}, {device.get('platform_version')}), jax {device.get('jax')}, "
              f"{device.get('cpu_cores')} CPU cores, commit {device.get('commit')}, {device.get('date')}.", ""]
-    for target, table in parts["env"].items():
-        if target == "accelerator_games" or not table:
+    for target in ("accelerator", "cpu"):
+        table = parts["env"].get(target)
+        if not table:
             continue
         lines += [f"Random play, clicks/s ({target}):", "", "| id | bytes/game | games | clicks/s |", "|---|---:|---:|---:|"]
         for env_id, entry in table.items():
