@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 
 import jax
@@ -26,7 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxdust
-from jaxdust.core import files, flags
+from jaxdust.core import files, flags, machine
 from jaxdust.search import beam, heuristic
 from jaxdust.solver import bitboard
 from jaxdust.solver.upper_bound import beam_upper_bound
@@ -89,7 +88,7 @@ def main(argv=None):
     rows = {}
     report = {"benchmark": "beam", "boards": len(boards), "width": args.width,
               "best_known_mean": float(best_known.mean()), "backend": jax.default_backend(),
-              "device_kind": device.device_kind, "cpu": platform.processor() or platform.machine(),
+              "device_kind": device.device_kind, "cpu": machine.cpu_name(),
               "jax_boards_per_search": args.batch or beam.default_batch(args.width),
               "results": rows}
     weights = heuristic.HEURISTIC_WEIGHTS

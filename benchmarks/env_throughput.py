@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 
 # One XLA host device per core, so a CPU run can use them all; GPUs are unaffected.
@@ -35,7 +34,7 @@ import numpy as np  # noqa: E402
 from jax.sharding import PartitionSpec  # noqa: E402
 
 import jaxdust
-from jaxdust.core import files, flags, game, reference
+from jaxdust.core import files, flags, game, machine, reference
 
 FULL_SWEEP = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536]
 QUICK_SWEEP = [1, 64, 1024, 4096, 16384]
@@ -197,7 +196,7 @@ def main(argv=None) -> dict:
         "backend": jax.default_backend(),
         "device_kind": device.device_kind,
         "device_count": len(all_devices),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": machine.cpu_name(),
         "cpu_count": os.cpu_count(),
         "jax_version": jax.__version__,
         "numpy_reference_clicks_per_second": reference_rate,

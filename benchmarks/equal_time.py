@@ -29,13 +29,12 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import time
 
 import jax
 import numpy as np
 
-from jaxdust.core import files, flags
+from jaxdust.core import files, flags, machine
 from jaxdust.evaluation import plots
 from jaxdust.learn import learners
 from jaxdust.search.heuristic import heuristic_scorer
@@ -186,7 +185,7 @@ def main(argv=None):
         parser.error(f"unknown variants {unknown}" if unknown else "--minutes, --points and --boards must be positive")
 
     sets = board_sets(args.boards, args.seed, args.proven_boards)
-    hardware = {"cpu": platform.processor() or platform.machine(), "cores": len(os.sched_getaffinity(0)),
+    hardware = {"cpu": machine.cpu_name(), "cores": machine.cpu_cores(),
                 "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind}
     settings = {"minutes": args.minutes, "seed": args.seed, "points": args.points, "boards": args.boards,
                 "proven_boards": args.proven_boards}

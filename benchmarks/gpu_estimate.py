@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import platform
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxdust
-from jaxdust.core import configs, files, flags, game
+from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.learn import avi
 from jaxdust.core.env import tree_bytes
 from jaxdust.search import beam, keys
@@ -235,7 +234,7 @@ def main(argv=None) -> dict:
     rows.append(bounds(training_update(avi.AVIConfig(), args.seed)))
 
     print(f"ESTIMATES, not measurements: XLA cost analysis of the CPU-compiled programs "
-          f"(jax {jax.__version__}, {platform.processor() or platform.machine()}), roofline for an {GPU['name']}: "
+          f"(jax {jax.__version__}, {machine.cpu_name()}), roofline for an {GPU['name']}: "
           f"{GPU['bandwidth'] / 1e12:.2f} TB/s, {GPU['flops'] / 1e12:.0f} TFLOP/s fp32")
     print("| program | batch | loop passes | flops per item | bytes per item | bound | roofline items/s | "
           "memory per item | largest batch in 80 GB |")

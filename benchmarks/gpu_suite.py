@@ -51,7 +51,7 @@ import beam as beam_benchmark  # noqa: E402  (benchmarks/beam.py)
 import equal_time  # noqa: E402
 import learners as learners_benchmark  # noqa: E402
 import jaxdust  # noqa: E402
-from jaxdust.core import configs, files, flags  # noqa: E402
+from jaxdust.core import configs, files, flags, machine  # noqa: E402
 from jaxdust.learn import cli, learners, runs  # noqa: E402
 from jaxdust.search import heuristic  # noqa: E402
 from jaxdust.search.mcts import heuristic_evaluator  # noqa: E402
@@ -115,7 +115,7 @@ def step_device(out: str, sizes: Sizes, again: bool = False) -> dict:
               "devices": [str(d) for d in jax.devices()], "memory_bytes": memory,
               "platform_version": device.client.platform_version, "jax": jax.__version__,
               "jaxlib": importlib.metadata.version("jaxlib"),
-              "cpu": platform.processor() or platform.machine(), "cpu_cores": os.cpu_count(),
+              "cpu": machine.cpu_name(), "cpu_cores": os.cpu_count(),
               "python": platform.python_version(), "date": datetime.date.today().isoformat(),
               "commit": _commit()}
     files.atomic_write_json(path, report)
@@ -232,13 +232,14 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
     if "total_updates" not in report:
         learner = learners.get(cli.DEFAULT_LEARNER)
         config = configs_from(learner, sizes.train_flags)
-        calibration_start = time.perf_counter()
-        per_update = equal_time.seconds_per_unit(learner, config, seed=0)
-        calibration = time.perf_counter() - calibration_start
-        # The first piece gives the calibration its time; evaluations and checkpoints take
-        # about a tenth of the rest.
-        total = sizes.train_updates or max(config.chunk_updates,
-                                           int(0.9 * (60 * pieces * piece_minutes - calibration) / per_update))
+        per_update, total = None, sizes.train_updates
+        if total is None:  # sized from a timed chunk
+            calibration_start = time.perf_counter()
+            per_update = equal_time.seconds_per_unit(learner, config, seed=0)
+            calibration = time.perf_counter() - calibration_start
+            # The first piece gives the calibration its time; evaluations and checkpoints take
+            # about a tenth of the rest.
+            total = max(config.chunk_updates, int(0.9 * (60 * pieces * piece_minutes - calibration) / per_update))
         total -= total % config.chunk_updates
         report.update({"learner": learner.name, "seconds_per_update": per_update, "total_updates": total,
                        "chunk_updates": config.chunk_updates, "calibration_seconds": calibration,

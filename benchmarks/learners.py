@@ -21,13 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 
 import jax
 import numpy as np
 
-from jaxdust.core import files, flags, game
+from jaxdust.core import files, flags, game, machine
 from jaxdust.core.boards import read_board_file
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, plots
@@ -125,7 +124,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     sets = board_sets(args.boards, args.seed)
-    report = {"benchmark": "learners", "cpu": platform.processor() or platform.machine(),
+    report = {"benchmark": "learners", "cpu": machine.cpu_name(),
               "cpu_count": os.cpu_count(), "backend": jax.default_backend(),
               "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "proven_file": PROVEN_FILE,
               "learners": {}}

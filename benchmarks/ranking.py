@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 
-from jaxdust.core import files, flags
+from jaxdust.core import files, flags, machine
 from jaxdust.evaluation import ranking
 from jaxdust.learn.runs import load_run
 from jaxdust.search.beam import lookahead_heuristic
@@ -37,7 +36,7 @@ def main(argv=None) -> dict:
         if trained.evaluator is not None:
             policies[f"{trained.learner} policy ({label})"] = (trained.evaluator, trained.params)
     report = {"benchmark": "ranking", "set": os.path.relpath(args.set), "positions": len(records),
-              "cpu": platform.processor() or platform.machine(), "scorers": {}}
+              "cpu": machine.cpu_name(), "scorers": {}}
     for name, (scorer, params) in scorers.items():
         report["scorers"][name] = ranking.ranking_metrics(ranking.scorer_scores(records, scorer, params), records)
     for name, (evaluator, params) in policies.items():  # a policy ranks clusters; it estimates no clicks

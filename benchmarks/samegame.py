@@ -11,17 +11,25 @@ Plays every board with each agent under the ``samegame`` rules:
   search) at each of ``--jax-widths``;
 - the numba beam for points at each of ``--beam-widths`` and nested Monte Carlo search
   level 1 (``jaxdust.solver.points``), one board at a time on one core;
-- NMCS level 2 on the first ``--nmcs2-boards`` boards only (minutes a board), with the
-  other agents' mean on those same boards beside it.
+- NMCS level 2 on the first ``--nmcs2-boards`` boards only (about a minute a board), on
+  ``--jobs`` boards at a time, with the other agents' mean on those same boards beside it.
+  Each board's result is appended to ``<--out without .json>-nmcs2.jsonl`` as it finishes,
+  and a rerun with the same seed plays only the boards not there yet:
+
+      python benchmarks/samegame.py --nmcs2-boards 100 --jobs 2      # ~50 minutes on 2 cores
+
 Prints mean points (``(n - 2)^2`` a group, +1000 for a cleared board), share cleared, cells
-left and seconds per board; writes JSON after each agent (a rerun repeats everything).
+left and seconds per board (one core's, for NMCS level 2 too); writes JSON after each agent
+(a rerun repeats every agent but NMCS level 2's finished boards).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import multiprocessing
 import os
-import platform
 import time
 
 import jax
@@ -30,7 +38,7 @@ from tqdm import tqdm
 
 import jaxdust
 from jaxdust import points_beam
-from jaxdust.core import configs, files, flags, game
+from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.solver import points as points_search
@@ -46,6 +54,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--beam-widths", type=flags.positive_ints, default=[1, 16, 256])
     parser.add_argument("--jax-widths", type=flags.positive_ints, default=[1, 16])
     parser.add_argument("--nmcs2-boards", type=flags.non_negative_int, default=2)
+    parser.add_argument("--jobs", type=flags.positive_int, default=1, help="processes for NMCS level 2")
     parser.add_argument("--out", type=flags.output_file, default="results/samegame.json")
     args = parser.parse_args(argv)
     size = game.GameConfig(args.size.width, args.size.height, args.size.colors, "samegame")
@@ -53,7 +62,7 @@ def main(argv=None) -> dict:
     boards = jax.vmap(lambda key: game.random_board(key, size))(keys)
     cap = size.num_cells  # every legal click removes 2 or more cells
     report = {"benchmark": "samegame", "boards": args.boards, "size": [size.width, size.height, size.colors],
-              "seed": args.seed, "backend": jax.default_backend(), "cpu": platform.processor() or platform.machine(),
+              "seed": args.seed, "backend": jax.default_backend(), "cpu": machine.cpu_name(),
               "cpu_count": os.cpu_count(), "agents": {}}
     per_board = {}  # agent -> points of each board it played, for the NMCS-2 subset's row
     for name, policy in AGENTS.items():
@@ -85,10 +94,10 @@ def main(argv=None) -> dict:
                sum(line.seconds for line in lines))
     if args.nmcs2_boards:
         subset = host_boards[: args.nmcs2_boards]
-        lines = [points_search.nmcs(board, 2, seed=args.seed) for board in tqdm(subset, desc="NMCS level 2", unit="board", disable=None)]
+        lines = nmcs2_lines(subset, args.seed, args.jobs, os.path.splitext(args.out)[0] + "-nmcs2.jsonl")
         name = f"NMCS level 2 (numba), first {len(subset)} boards"
-        record(report, args.out, name, np.array([line.points for line in lines]),
-               np.array([line.cells_left for line in lines]), sum(line.seconds for line in lines))
+        record(report, args.out, name, np.array([line["points"] for line in lines]),
+               np.array([line["cells_left"] for line in lines]), sum(line["seconds"] for line in lines))
         report["agents"][name]["others_on_these_boards"] = {
             other: float(values[: len(subset)].mean()) for other, values in per_board.items()}
         files.atomic_write_json(args.out, report)
@@ -105,6 +114,36 @@ def main(argv=None) -> dict:
                   + " | | | | | | |")
     print(f"\nwrote {args.out}")
     return report
+
+
+def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str) -> list[dict]:
+    """NMCS level 2 on each of ``boards`` (int8 ``[N, W, H]``), ``jobs`` boards at a time:
+    ``{"board", "shape", "seed", "points", "cells_left", "seconds", "clicks"}`` per board, in
+    order. Each result is appended to ``path`` when its board ends; boards already there
+    (same cells, shape and seed) are not played again."""
+    texts = ["".join(map(str, board.reshape(-1))) for board in boards]
+    shape = list(boards.shape[1:])
+    done = {(line["board"], line["seed"]): line for line in files.recover_json_lines(path) if line["shape"] == shape}
+    todo = [(text, board, seed) for text, board in zip(texts, boards) if (text, seed) not in done]
+    if todo:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        # Spawned workers (a fork would inherit JAX's threads); one job plays here.
+        workers = multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) if jobs > 1 else None
+        with workers or contextlib.nullcontext(), open(path, "a") as output:
+            played = workers.imap_unordered(_nmcs2_job, todo) if workers else map(_nmcs2_job, todo)
+            for line in tqdm(played, total=len(boards), initial=len(boards) - len(todo), desc="NMCS level 2",
+                             unit="board", disable=None):
+                output.write(json.dumps(line) + "\n")
+                output.flush()
+                done[(line["board"], line["seed"])] = line
+    return [done[(text, seed)] for text in texts]
+
+
+def _nmcs2_job(job: tuple) -> dict:
+    text, board, seed = job
+    line = points_search.nmcs(board, 2, seed=seed)
+    return {"board": text, "shape": list(board.shape), "seed": seed, "points": line.points, "cells_left": line.cells_left,
+            "seconds": line.seconds, "clicks": [list(map(int, click)) for click in line.clicks]}
 
 
 def record(report: dict, out: str, name: str, points: np.ndarray, cells_left: np.ndarray, seconds: float) -> None:

@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import platform
 import time
 
 import numpy as np
 
 import jaxdust
 from jaxdust import solve
-from jaxdust.core import files, flags
+from jaxdust.core import files, flags, machine
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SETS = {
@@ -83,7 +82,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=flags.output_file, default="results/solver.json")
     args = parser.parse_args(argv)
 
-    report = {"benchmark": "solver", "cpu": platform.processor() or platform.machine(),
+    report = {"benchmark": "solver", "cpu": machine.cpu_name(),
               "cpu_count": os.cpu_count(), "jobs": args.jobs, "time_limit": args.time_limit,
               "reference_limit": args.reference_limit, "sets": {}}
     for name in args.sets.split(","):

@@ -1,6 +1,9 @@
 import os
 import pathlib
+import subprocess
+import sys
 import tempfile
+import time
 
 import jax  # noqa: E402  (first: the settings below must not reach this process)
 
@@ -16,6 +19,35 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
+# numba's cache, compiled once: on a fresh checkout every process that reached a search
+# before anything was cached compiled it again (~20 s each for the exact solver). The first
+# process starts compiled.compile_all() in the background; each test process waits for it
+# after collecting, before its first test (xdist's workers inherit the variable).
+_WARM = "JAXDUST_TESTS_NUMBA_WARM"
+
+
+def pytest_configure(config):
+    if _WARM in os.environ:  # an xdist worker: the controller started it
+        return
+    done = os.path.join(tempfile.mkdtemp(prefix="jaxdust-tests-"), "numba-warm")
+    os.environ[_WARM] = done
+    warm = ("import sys\ntry:\n    from jaxdust.solver import compiled; compiled.compile_all()\n"
+            "finally:\n    open(sys.argv[1], 'w').close()")
+    config._jaxdust_warm = subprocess.Popen([sys.executable, "-c", warm, done], cwd=ROOT)
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, "_jaxdust_warm"):
+        config._jaxdust_warm.wait()
+
+
+def pytest_collection_finish(session):
+    done, waited = os.environ[_WARM], 0.0
+    while not os.path.exists(done) and waited < 600:  # a failed warm-up writes it too: tests then compile
+        time.sleep(0.2)
+        waited += 0.2
+
+
 # Deterministic property tests: the same examples on every run and every machine.
 settings.register_profile(
     "default",
@@ -30,9 +62,23 @@ settings.load_profile("default")
 TINY_DQN = ["dqn", "--num-envs", "32", "--chunk-iterations", "10", "--hidden", "32", "--buffer-size", "1024",
             "--batch-size", "32", "--learning-starts", "64", "--no-features", "--eval-boards", "16", "--eval-every", "2"]
 
-BOARDS_DIR = pathlib.Path(__file__).resolve().parent.parent / "data" / "boards"
+# The tiny DQN run that the tests of finished runs read (evaluate, loading, refusals) and that
+# interrupted runs must end equal to.
+WHOLE_DQN = [*TINY_DQN, "--total-steps", str(32 * 60)]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BOARDS_DIR = ROOT / "data" / "boards"
 
 
 @pytest.fixture(scope="session")
 def boards_dir() -> pathlib.Path:
     return BOARDS_DIR
+
+
+@pytest.fixture(scope="session")
+def whole_dqn_run(tmp_path_factory) -> pathlib.Path:
+    """A finished ``train.py`` DQN run with ``WHOLE_DQN``'s settings; tests only read it."""
+    directory = tmp_path_factory.mktemp("whole-dqn") / "run"
+    subprocess.run([sys.executable, "train.py", *WHOLE_DQN, "--run-dir", str(directory)], capture_output=True,
+                   text=True, cwd=ROOT, check=True)
+    return directory

@@ -169,3 +169,14 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
     again = leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--entries", "random,largest,nmcs:1",
                               "--jobs", "1", "--out", "samegame.json"])
     assert again["rows"][0] == {**report["rows"][[r["agent"] for r in report["rows"]].index("largest")], "mean": 12345.0}
+
+
+def test_reports_name_the_cpu_model_the_kernel_reports():
+    from jaxdust.core import machine
+
+    name = machine.cpu_name()
+    assert name and name == name.strip()
+    if os.path.exists("/proc/cpuinfo"):  # Linux: the model, not just the architecture
+        assert f": {name}\n" in open("/proc/cpuinfo").read()
+    cores = machine.cpu_cores()
+    assert machine.cpu_description() == f"{name}, {cores} core{'s' if cores > 1 else ''}"

@@ -3,6 +3,7 @@
 
 import csv
 import json
+import pathlib
 from collections import deque
 
 import jax.numpy as jnp
@@ -324,3 +325,28 @@ def test_jax_points_beam_plays_legal_lines_and_matches_numba_at_width_one(rules)
                 assert value == best_points(board, rules)
     with pytest.raises(ValueError, match="points_beam plays the points and cells-left rules"):
         jaxdust.points_beam(jnp.asarray(small), rules="former")
+
+
+@pytest.mark.slow
+def test_nmcs2_boards_run_in_parallel_and_a_rerun_plays_only_the_rest(tmp_path, monkeypatch):
+    """benchmarks/samegame.py's NMCS level 2: results equal one search per board, kept per
+    board as they end, so a rerun after a stop plays only the boards not kept."""
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+    import samegame
+
+    boards = np.random.default_rng(5).integers(1, 4, (4, 5, 4)).astype(np.int8)  # full boards: settled
+    path = tmp_path / "nmcs2.jsonl"
+    first = samegame.nmcs2_lines(boards[:2], 3, 2, str(path))
+    for board, line in zip(boards[:2], first):
+        alone = points.nmcs(board, 2, seed=3)
+        assert (line["points"], line["cells_left"], line["clicks"]) == (alone.points, alone.cells_left,
+                                                                        [list(c) for c in alone.clicks])
+    kept = [json.loads(text) for text in path.read_text().splitlines()]
+    kept[0]["points"] = -1  # marked: a board played again would not return it
+    path.write_text("".join(json.dumps(line) + "\n" for line in kept))
+    again = samegame.nmcs2_lines(boards, 3, 1, str(path))
+    assert [line["board"] for line in again] == ["".join(map(str, b.reshape(-1))) for b in boards]
+    assert -1 in [line["points"] for line in again[:2]] and len(path.read_text().splitlines()) == 4
+    assert again[2]["points"] == points.nmcs(boards[2], 2, seed=3).points
+    other_seed = samegame.nmcs2_lines(boards[:1], 4, 1, str(path))  # another seed is another result
+    assert len(path.read_text().splitlines()) == 5 and other_seed[0]["seed"] == 4

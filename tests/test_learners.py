@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from jaxdust.evaluation import baselines
 from jaxdust.learn import agents, checkpoint, dqn, imitation, networks
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
-from tests.conftest import TINY_DQN
+from tests.conftest import WHOLE_DQN
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(num_envs=32, chunk_iterations=10, hidden=(32,), buffer_size=1024, batch_size=32,
@@ -341,7 +342,7 @@ print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sha
     assert abs(report["loss"][0] - report["loss"][1]) < 1e-5
 
 
-TRAIN_ARGS = [*TINY_DQN, "--total-steps", str(32 * 60)]
+TRAIN_ARGS = WHOLE_DQN
 
 
 def run_train(run_dir, *extra, check=True):
@@ -356,12 +357,10 @@ def comparable(run_dir):
     return lines
 
 
-@pytest.fixture(scope="module")
-def whole_run(tmp_path_factory):
-    """The uninterrupted run that interrupted ones must end equal to."""
-    directory = tmp_path_factory.mktemp("whole") / "run"
-    run_train(directory)
-    return directory
+@pytest.fixture
+def whole_run(whole_dqn_run):
+    """The uninterrupted run that interrupted ones must end equal to (shared: read only)."""
+    return whole_dqn_run
 
 
 @pytest.mark.slow
@@ -386,29 +385,28 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_run):
 
 
 @pytest.mark.slow
-def test_trained_runs_play_through_evaluate(tmp_path, capsys):
+def test_trained_runs_play_through_evaluate(tmp_path, capsys, whole_run):
     import evaluate
 
-    run_train(tmp_path / "run")
-    report = evaluate.main(["--limit", "8", "--agents", f"largest,greedy:{tmp_path / 'run'},lookahead:{tmp_path / 'run'}:2",
+    report = evaluate.main(["--limit", "8", "--agents", f"largest,greedy:{whole_run},lookahead:{whole_run}:2",
                             "--out", str(tmp_path / "eval")])
-    for name in (f"greedy:{tmp_path / 'run'}", f"lookahead:{tmp_path / 'run'}:2"):
+    for name in (f"greedy:{whole_run}", f"lookahead:{whole_run}:2"):
         assert report["agents"][name]["boards"] == 8
     assert (tmp_path / "eval" / "lengths.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):
         evaluate.main(["--limit", "4", "--agents", f"greedy:{tmp_path / 'missing'}", "--out", str(tmp_path / "x")])
     assert "not a train.py run directory" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"lookahead:{tmp_path / 'run'}",
+        evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"lookahead:{whole_run}",
                        "--out", str(tmp_path / "y")])
     assert "was trained on 8x6 boards; these are 6x6" in capsys.readouterr().err
 
 
 @pytest.mark.slow
-def test_train_refuses_to_mix_runs(tmp_path):
+def test_train_refuses_to_mix_runs(tmp_path, whole_run):
     missing = run_train(tmp_path / "none", "--resume", check=False)
     assert missing.returncode != 0 and "nothing to resume" in missing.stderr
-    run_train(tmp_path / "done")
+    shutil.copytree(whole_run, tmp_path / "done")
     again = run_train(tmp_path / "done", check=False)
     assert again.returncode != 0 and "already holds a run" in again.stderr
     changed = subprocess.run([sys.executable, "train.py", *TRAIN_ARGS, "--hidden", "16", "--run-dir",
@@ -455,20 +453,20 @@ def test_equal_time_benchmark_trains_measures_and_reuses(tmp_path):
     """benchmarks/equal_time.py end to end on a tiny budget: a variant is calibrated,
     trained and played; its saved result is reused by the next call with the same settings."""
     command = [sys.executable, "benchmarks/equal_time.py", "--variants", "mlp", "--minutes", "0.02", "--points", "1",
-               "--boards", "12", "--proven-boards", "12", "--out-dir", str(tmp_path)]  # one batch shape: one compilation
+               "--boards", "6", "--proven-boards", "6", "--out-dir", str(tmp_path)]  # one batch shape: one compilation
     first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stderr[-2000:]
     with open(tmp_path / "mlp.json") as handle:
         result = json.load(handle)
     (point,) = result["curve"]
-    records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/optimal_8x6x5.txt"), limit=12)
+    records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/optimal_8x6x5.txt"), limit=6)
     optimum = np.mean([r.values[-1] for r in records])
     for play in ("argmax", "width_1", "width_8", "width_64", "mcts_64"):  # nothing beats the proven optimum
         assert point["proven"][play]["mean"] >= optimum and 0 <= point["proven"][play]["optimal"] <= 1
     assert point["proven"]["width_8"]["mean"] <= point["proven"]["width_1"]["mean"] + 0.5
     assert result["units"] >= 1 and point["seconds"] > 0 and "fresh" in point
     reference = json.loads((tmp_path / "heuristic.json").read_text())
-    assert reference["settings"] == {"seed": 0, "boards": 12, "proven_boards": 12}
+    assert reference["settings"] == {"seed": 0, "boards": 6, "proven_boards": 6}
     assert reference["play"]["proven"]["width_64"]["mean"] >= optimum
     assert set(reference["play"]["fresh"]) == {"width_1", "width_8"}
     written = (tmp_path / "heuristic.json").stat().st_mtime_ns

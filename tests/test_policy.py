@@ -140,7 +140,7 @@ def test_policy_scores_rank_children_by_cluster_probability():
 
 
 @pytest.mark.slow
-def test_agents_policy_value_and_mcts_through_evaluate(tmp_path, capsys):
+def test_agents_policy_value_and_mcts_through_evaluate(tmp_path, capsys, whole_dqn_run):
     import evaluate
 
     run = tmp_path / "run"
@@ -161,8 +161,5 @@ def test_agents_policy_value_and_mcts_through_evaluate(tmp_path, capsys):
     assert report["agents"][f"greedy:{run}"]["mean"] == report["agents"][f"policy:{run}"]["mean"]
     assert report["agents"][f"lookahead:{run}:2"]["mean"] == report["agents"][f"value:{run}:2"]["mean"]
     with pytest.raises(ValueError, match="no policy and value"):
-        dqn_run = tmp_path / "dqn"
-        from tests.conftest import TINY_DQN
-        subprocess.run([sys.executable, "train.py", *TINY_DQN, "--total-steps", "640", "--run-dir", str(dqn_run)],
-                       check=True, cwd=ROOT, capture_output=True)
-        registry.run_agent(f"mcts:{dqn_run}", random_boards(2, GameConfig(), 0), key=jax.random.key(0), max_clicks=48)
+        registry.run_agent(f"mcts:{whole_dqn_run}", random_boards(2, GameConfig(), 0), key=jax.random.key(0),
+                           max_clicks=48)

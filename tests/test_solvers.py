@@ -625,16 +625,13 @@ def test_lookahead_scorers_are_one_plus_the_best_child_by_the_reference():
     rng = np.random.default_rng(11)
     boards = _partly_played_boards(rng, 24, 6, 4, 3)
     boards += [np.zeros((6, 4), np.int8), np.pad(np.ones((2, 4), np.int8), ((2, 2), (0, 0)))]
+    children = {i: [ref.click(board, x, y)[0] for x, y in np.argwhere(ref.cluster_representatives(board))]
+                for i, board in enumerate(boards) if not ref.is_done(board)}
+    scores = iter(np.asarray(beam.heuristic_scorer(jnp.asarray(np.stack(sum(children.values(), []))))))
     expected = []
-    for board in boards:
-        if ref.is_done(board):
-            expected.append(0.0)
-            continue
-        values = []
-        for x, y in np.argwhere(ref.cluster_representatives(board)):
-            child, _ = ref.click(board, x, y)
-            values.append(0.0 if ref.is_done(child) else float(beam.heuristic_scorer(jnp.asarray(child)[None])[0]))
-        expected.append(1.0 + min(values))
+    for i in range(len(boards)):  # one batch scored, then each board's children in order
+        values = [0.0 if ref.is_done(child) else float(score) for child, score in zip(children.get(i, []), scores)]
+        expected.append(1.0 + min(values) if i in children else 0.0)
     got = np.asarray(jax.jit(beam.lookahead_heuristic)(jnp.asarray(np.stack(boards))))
     np.testing.assert_allclose(got, expected, rtol=1e-6)
     assert got[-2] == 0.0 and got[-1] == 1.0
@@ -697,3 +694,32 @@ def test_solver_benchmark_runs_without_reference_boards(tmp_path, boards_dir):
     bad = subprocess.run([sys.executable, "benchmarks/solver.py", "--reference-boards", "-1"],
                          capture_output=True, text=True, cwd=boards_dir.parent.parent)
     assert bad.returncode == 2 and "--reference-boards: must be an integer >= 0" in bad.stderr
+
+
+def test_after_compile_all_the_searches_only_load_from_numba_s_cache():
+    """``compiled.compile_all`` (run once by conftest before the tests) leaves every cached
+    search compiled: the public searches of every rule set then load their machine code
+    and compile nothing (a miss would mean a function it does not reach)."""
+    import importlib
+    import pkgutil
+
+    import numba
+
+    from jaxdust.solver import compiled, points
+
+    compiled.compile_all()
+    board = np.array([[1, 2, 2], [2, 1, 1], [1, 1, 2], [3, 3, 1]], np.int8)
+    solve(board), solve(board, rules="former"), solve(board, time_limit=5.0), solve(board, prune=False)
+    solve_dfs(board, time_limit=None, node_limit=1000)
+    upper_bound.beam_clicks(board, 4, 3, shortlist=4)
+    for rules in ("samegame", "clickomania"):
+        points.beam(board, 4, rules=rules), points.nmcs(board, 2, rules=rules)
+    cached = {f"{module.name}.{name}": value
+              for module in pkgutil.iter_modules(jaxdust.solver.__path__) if not module.name.startswith("_")
+              for name, value in vars(importlib.import_module(f"jaxdust.solver.{module.name}")).items()
+              if isinstance(value, numba.core.registry.CPUDispatcher) and value._cache.__class__.__name__ != "NullCache"}
+    assert len(cached) > 20
+    assert {name: sum(d.stats.cache_misses.values()) for name, d in cached.items() if d.stats.cache_misses} == {}
+    assert all(sum(cached[name].stats.cache_hits.values()) > 0 for name in
+               ("ida.bounded_search", "dfs.depth_first_search",
+                "upper_bound.beam_upper_bound", "points.beam_points"))

@@ -29,7 +29,6 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import urllib.parse
 
 import time
@@ -37,7 +36,7 @@ import time
 import jax
 import numpy as np
 
-from jaxdust.core import configs, files, flags, game
+from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.evaluation import benchmark, registry
 from jaxdust.learn.runs import read_run_config
 
@@ -54,11 +53,6 @@ def describe(entry: str) -> str:
     """A row's name, with the agent's setting as it will be played (its default if none)."""
     agent, settings = registry.parse_agent(entry)
     return LABELS[agent.name].format(settings) if agent.name in LABELS else entry
-
-
-def _hardware() -> str:
-    cores = len(os.sched_getaffinity(0))
-    return f"{platform.processor() or platform.machine()}, {cores} core{'s' if cores > 1 else ''}"
 
 
 def _env_id(text: str) -> str:
@@ -158,7 +152,7 @@ def main(argv=None) -> dict:
     if solved is not None:
         rows.append(solver_row(solved, board_set))
     rows.sort(key=lambda r: (r.mean_clicks, r.seconds_per_board))  # best first
-    hardware = _hardware()
+    hardware = machine.cpu_description()
     print(f"\nFewest clicks on set {board_set.name} ({len(board_set.boards)} boards, "
           f"{board_set.proven.mean():.1%} with a proven optimum, mean {board_set.best.mean():.3f}; {hardware})")
     print(benchmark.Row.HEADER)
@@ -216,7 +210,7 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str) -> di
         print(scored.markdown(), flush=True)
         rows.append(scored)
     rows.sort(key=lambda r: (-r.mean if measure == "points" else r.mean, r.seconds_per_board))  # best first
-    hardware = _hardware()
+    hardware = machine.cpu_description()
     print(f"\n{env_id}: {args.boards} random boards (seed {args.seed}), mean {measure.replace('_', ' ')} "
           f"({'higher' if measure == 'points' else 'lower'} is better; {hardware})")
     print(FamilyRow.HEADER.format(measure.replace("_", " ")))

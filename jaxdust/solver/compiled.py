@@ -1,0 +1,29 @@
+"""Every cached numba search compiled (or loaded from numba's cache) in one call.
+
+numba compiles a function on its first call and, with ``cache=True``, keeps the machine
+code beside the source for later processes. A cold cache costs tens of seconds per process
+(the exact solver alone ~20 s on one core); processes started together before anything is
+cached each pay it. ``compile_all`` pays it once, so that a pool of workers, a test suite
+or a container image then only loads:
+
+    python -c "from jaxdust.solver import compiled; compiled.compile_all()"
+
+NMCS's levels are closures, which numba does not cache; each process compiles those.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxdust.solver import api, dfs, points, table
+
+
+def compile_all() -> None:
+    """Compile every ``cache=True`` function of ``jaxdust.solver`` (callees with their
+    callers), on a tiny board."""
+    api._load_compiled_code()  # the exact solver's searches and the numba beam
+    table.rehash(np.zeros(2, np.uint64), np.zeros(4, np.uint64))  # the table grows outside a search
+    board = np.array([[1, 2], [2, 1]], np.int8)
+    dfs.solve_dfs(board, time_limit=None, node_limit=10)
+    points.beam(board, 1)
+    points.nmcs(board, 1)
