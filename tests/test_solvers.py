@@ -23,6 +23,7 @@ from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver.cli import main as solve_main
 from jaxdust.core import reference as ref
+from tests.conftest import BOARDS_DIR
 
 
 def brute_force_optimum(board: np.ndarray) -> int:
@@ -698,28 +699,29 @@ def test_solver_benchmark_runs_without_reference_boards(tmp_path, boards_dir):
 
 def test_after_compile_all_the_searches_only_load_from_numba_s_cache():
     """``compiled.compile_all`` (run once by conftest before the tests) leaves every cached
-    search compiled: the public searches of every rule set then load their machine code
-    and compile nothing (a miss would mean a function it does not reach)."""
-    import importlib
-    import pkgutil
-
-    import numba
-
-    from jaxdust.solver import compiled, points
-
-    compiled.compile_all()
-    board = np.array([[1, 2, 2], [2, 1, 1], [1, 1, 2], [3, 3, 1]], np.int8)
-    solve(board), solve(board, rules="former"), solve(board, time_limit=5.0), solve(board, prune=False)
-    solve_dfs(board, time_limit=None, node_limit=1000)
-    upper_bound.beam_clicks(board, 4, 3, shortlist=4)
-    for rules in ("samegame", "clickomania"):
-        points.beam(board, 4, rules=rules), points.nmcs(board, 2, rules=rules)
-    cached = {f"{module.name}.{name}": value
-              for module in pkgutil.iter_modules(jaxdust.solver.__path__) if not module.name.startswith("_")
-              for name, value in vars(importlib.import_module(f"jaxdust.solver.{module.name}")).items()
-              if isinstance(value, numba.core.registry.CPUDispatcher) and value._cache.__class__.__name__ != "NullCache"}
-    assert len(cached) > 20
-    assert {name: sum(d.stats.cache_misses.values()) for name, d in cached.items() if d.stats.cache_misses} == {}
-    assert all(sum(cached[name].stats.cache_hits.values()) > 0 for name in
-               ("ida.bounded_search", "dfs.depth_first_search",
-                "upper_bound.beam_upper_bound", "points.beam_points"))
+    search compiled: in a fresh process the public searches of every rule set then load
+    their machine code and compile nothing (a miss would be a function it does not reach).
+    A fresh process, because tests here call inner functions directly, compiling them alone."""
+    check = """
+import importlib, pkgutil, numba, numpy as np, jaxdust
+from jaxdust.solver import compiled, points, solve, solve_dfs, upper_bound
+compiled.compile_all()
+board = np.array([[1, 2, 2], [2, 1, 1], [1, 1, 2], [3, 3, 1]], np.int8)
+solve(board), solve(board, rules="former"), solve(board, time_limit=5.0), solve(board, prune=False)
+solve_dfs(board, time_limit=None, node_limit=1000)
+upper_bound.beam_clicks(board, 4, 3, shortlist=4)
+for rules in ("samegame", "clickomania"):
+    points.beam(board, 4, rules=rules), points.nmcs(board, 2, rules=rules)
+cached = {f"{m.name}.{n}": v for m in pkgutil.iter_modules(jaxdust.solver.__path__) if not m.name.startswith("_")
+          for n, v in vars(importlib.import_module(f"jaxdust.solver.{m.name}")).items()
+          if isinstance(v, numba.core.registry.CPUDispatcher) and v._cache.__class__.__name__ != "NullCache"}
+print(json.dumps({"cached": len(cached),
+                  "misses": {n: sum(d.stats.cache_misses.values()) for n, d in cached.items() if d.stats.cache_misses},
+                  "hits": {n: sum(d.stats.cache_hits.values()) for n, d in cached.items()}}))
+"""
+    result = subprocess.run([sys.executable, "-c", "import json" + check], cwd=BOARDS_DIR.parent.parent,
+                            capture_output=True, text=True, check=True)
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["cached"] > 20 and report["misses"] == {}
+    for entry in ("ida.bounded_search", "dfs.depth_first_search", "upper_bound.beam_upper_bound", "points.beam_points"):
+        assert report["hits"][entry] > 0, entry

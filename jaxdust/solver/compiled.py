@@ -23,7 +23,7 @@ def compile_all() -> None:
     callers), on a tiny board."""
     api._load_compiled_code()  # the exact solver's searches and the numba beam
     table.rehash(np.zeros(2, np.uint64), np.zeros(4, np.uint64))  # the table grows outside a search
-    board = np.array([[1, 2], [2, 1]], np.int8)
+    board = np.array([[1, 2], [1, 2]], np.int8)  # a pair to remove: the points line is scored too
     dfs.solve_dfs(board, time_limit=None, node_limit=10)
     points.beam(board, 1)
     points.nmcs(board, 1)
