@@ -342,11 +342,8 @@ print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sha
     assert abs(report["loss"][0] - report["loss"][1]) < 1e-5
 
 
-TRAIN_ARGS = WHOLE_DQN
-
-
 def run_train(run_dir, *extra, check=True):
-    return subprocess.run([sys.executable, "train.py", *TRAIN_ARGS, "--run-dir", str(run_dir), *extra],
+    return subprocess.run([sys.executable, "train.py", *WHOLE_DQN, "--run-dir", str(run_dir), *extra],
                           capture_output=True, text=True, cwd=ROOT, check=check)
 
 
@@ -357,21 +354,15 @@ def comparable(run_dir):
     return lines
 
 
-@pytest.fixture
-def whole_run(whole_dqn_run):
-    """The uninterrupted run that interrupted ones must end equal to (shared: read only)."""
-    return whole_dqn_run
-
-
 @pytest.mark.slow
-def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_run):
+def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_dqn_run):
     killed = tmp_path / "killed"
     # The run kills itself (SIGKILL) once checkpoint 2 is on disk; polling for it from here
     # raced the run, which could finish between two polls.
     killer = ("import os, signal, sys; from jaxdust.learn import checkpoint as c, cli; save = c.Checkpoints.save; "
               "c.Checkpoints.save = lambda self, step, *rest: (save(self, step, *rest), step >= 2 and "
               "self.directory.endswith('checkpoints') and os.kill(os.getpid(), signal.SIGKILL)); cli.main()")
-    process = subprocess.run([sys.executable, "-c", killer, *TRAIN_ARGS, "--run-dir", str(killed)],
+    process = subprocess.run([sys.executable, "-c", killer, *WHOLE_DQN, "--run-dir", str(killed)],
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     assert process.returncode == -signal.SIGKILL
     assert not (killed / "summary.json").exists()  # it really died part way
@@ -379,57 +370,57 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_run):
     leftover.write_text("{}")  # as if killed while rewriting the metrics
     run_train(killed, "--resume")
     assert not leftover.exists()
-    assert comparable(killed) == comparable(whole_run)
-    summaries = [json.load(open(d / "summary.json")) for d in (killed, whole_run)]
+    assert comparable(killed) == comparable(whole_dqn_run)
+    summaries = [json.load(open(d / "summary.json")) for d in (killed, whole_dqn_run)]
     assert summaries[0]["greedy_clicks"] == summaries[1]["greedy_clicks"]
 
 
 @pytest.mark.slow
-def test_trained_runs_play_through_evaluate(tmp_path, capsys, whole_run):
+def test_trained_runs_play_through_evaluate(tmp_path, capsys, whole_dqn_run):
     import evaluate
 
-    report = evaluate.main(["--limit", "8", "--agents", f"largest,greedy:{whole_run},lookahead:{whole_run}:2",
+    report = evaluate.main(["--limit", "8", "--agents", f"largest,greedy:{whole_dqn_run},lookahead:{whole_dqn_run}:2",
                             "--out", str(tmp_path / "eval")])
-    for name in (f"greedy:{whole_run}", f"lookahead:{whole_run}:2"):
+    for name in (f"greedy:{whole_dqn_run}", f"lookahead:{whole_dqn_run}:2"):
         assert report["agents"][name]["boards"] == 8
     assert (tmp_path / "eval" / "lengths.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):
         evaluate.main(["--limit", "4", "--agents", f"greedy:{tmp_path / 'missing'}", "--out", str(tmp_path / "x")])
     assert "not a train.py run directory" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"lookahead:{whole_run}",
+        evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"lookahead:{whole_dqn_run}",
                        "--out", str(tmp_path / "y")])
     assert "was trained on 8x6 boards; these are 6x6" in capsys.readouterr().err
 
 
 @pytest.mark.slow
-def test_train_refuses_to_mix_runs(tmp_path, whole_run):
+def test_train_refuses_to_mix_runs(tmp_path, whole_dqn_run):
     missing = run_train(tmp_path / "none", "--resume", check=False)
     assert missing.returncode != 0 and "nothing to resume" in missing.stderr
-    shutil.copytree(whole_run, tmp_path / "done")
+    shutil.copytree(whole_dqn_run, tmp_path / "done")
     again = run_train(tmp_path / "done", check=False)
     assert again.returncode != 0 and "already holds a run" in again.stderr
-    changed = subprocess.run([sys.executable, "train.py", *TRAIN_ARGS, "--hidden", "16", "--run-dir",
+    changed = subprocess.run([sys.executable, "train.py", *WHOLE_DQN, "--hidden", "16", "--run-dir",
                               str(tmp_path / "done"), "--resume"], capture_output=True, text=True, cwd=ROOT)
     assert changed.returncode != 0 and "other settings" in changed.stderr
 
 
 @pytest.mark.slow
-def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_run):
+def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_dqn_run):
     stopped = run_train(tmp_path / "run", "--minutes", "0.00001")
     assert "stopped after" in stopped.stdout and not (tmp_path / "run" / "summary.json").exists()
     run_train(tmp_path / "run", "--resume")
-    assert comparable(tmp_path / "run") == comparable(whole_run)
+    assert comparable(tmp_path / "run") == comparable(whole_dqn_run)
 
 
-def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_run):
+def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):
     from jaxdust.learn import runs
 
-    evaluated = [line for line in comparable(whole_run) if "greedy_clicks" in line]
+    evaluated = [line for line in comparable(whole_dqn_run) if "greedy_clicks" in line]
     best = min(evaluated, key=lambda line: line["greedy_clicks"])  # the first of equals, as kept
-    selected, newest = runs.load_run(str(whole_run)), runs.load_run(str(whole_run), newest=True)
+    selected, newest = runs.load_run(str(whole_dqn_run)), runs.load_run(str(whole_dqn_run), newest=True)
     assert selected.step == best["chunk"] and newest.step == evaluated[-1]["chunk"]
-    summary = json.load(open(whole_run / "summary.json"))
+    summary = json.load(open(whole_dqn_run / "summary.json"))
     assert summary["best_step"] == best["chunk"] and summary["best_greedy_clicks"] == best["greedy_clicks"]
     boards = runs.evaluation_boards(selected.config.game, 16)  # the run's --eval-boards
     replayed = runs.greedy_clicks(boards, selected.scorer, selected.params, 4 * selected.config.game.num_cells)
