@@ -4,7 +4,7 @@ The command line lives in ``jaxdust.learn.cli``, so it is importable from the in
 package; this file is its entry point at the repository's top level.
 """
 
-from jaxdust.learn.cli import main
+from jaxdust.learn.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

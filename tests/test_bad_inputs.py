@@ -132,6 +132,7 @@ FILE_CASES = [
     ("solver-file", ["{board file}", "--out", "{board file}"], ["boards.txt:1 is not a JSON record", "nothing was changed"]),
     ("solver-file", ["{board file}", "--out", "{board file}/x.jsonl"], ["--out", "is a file"]),
     ("solver-file", ["{board file}", "--board-file", "x.txt"], ["--board-file needs --out"]),
+    ("solver-file", ["{board file}", "--retry-unproven"], ["--retry-unproven needs --out"]),
     ("evaluate", ["--boards", "{missing}"], ["--boards", "no such file"]),
     ("evaluate", ["--boards", "{folder}"], ["--boards", "is a directory"]),
     ("evaluate", ["--boards", "{not utf-8}"], ["latin1.txt", "not UTF-8"]),

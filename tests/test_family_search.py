@@ -269,7 +269,10 @@ def test_train_and_evaluate_a_former_run(tmp_path):
     assert summary["greedy_clicks"] > 0
     report = evaluate.main(["--env", "Former-7x9x4-v0", "--random", "2", "--jobs", "1",
                             "--agents", f"largest,value:{run},solver:2", "--out", str(tmp_path / "ev")])
+    assert report["rules"] == "former" and report["measure"] == "clicks"
     rows = list(csv.DictReader(open(tmp_path / "ev" / "boards.csv")))
+    for name in ("largest", f"value:{run}", "solver:2"):  # the summary is the per-board table's
+        assert report["agents"][name]["mean"] == pytest.approx(np.mean([int(row[name]) for row in rows]))
     for row in rows:  # the solver's lines are former's: no longer than any other agent's
         board = jaxdust.parse_board(row["board"], 7, 9, "former")
         assert int(row["solver:2"]) <= min(int(row["largest"]), int(row[f"value:{run}"]))

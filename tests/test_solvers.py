@@ -406,6 +406,30 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
     assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [(b, int(n)) for b, n in expected]
 
 
+def test_cli_retries_only_the_unproven_boards_and_their_last_line_counts(tmp_path, boards_dir):
+    lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:8]
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join(lines) + "\n")
+    optimum = {number: int(line.split()[1]) for number, line in enumerate(lines[2:], start=3)}
+    out, proven_file = tmp_path / "solutions.jsonl", tmp_path / "proven.txt"
+    tight = [str(source), "--out", str(out), "--jobs", "1", "--beam-width", "1", "--node-limit", "5000"]
+    assert solve_main(tight) == 0
+    first = [json.loads(line) for line in out.read_text().splitlines()]
+    unproven = {r["line"] for r in first if not r["optimal"]}
+    assert unproven and len(unproven) < len(first)  # the limit leaves some boards open, not all
+    assert solve_main(tight) == 0 and [json.loads(x) for x in out.read_text().splitlines()] == first  # resumed
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--retry-unproven",
+                       "--board-file", str(proven_file)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records[: len(first)] == first  # the earlier lines stay, as history
+    assert sorted(r["line"] for r in records[len(first):]) == sorted(unproven)  # proven boards are not redone
+    last = {r["line"]: r for r in records}
+    assert all(r["optimal"] and r["length"] == optimum[n] for n, r in last.items())
+    written = jaxdust.read_board_file(proven_file)  # each board once, in input order
+    assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [
+        (line.split()[0], int(line.split()[1])) for line in lines[2:]]
+
+
 def test_cli_reads_stdin():
     board = "31332522144325534512113254533545"
     result = subprocess.run(

@@ -48,7 +48,9 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
         "from jaxdust.evaluation import benchmark\n"
         "assert all(benchmark.load_set(size).proven.all() for size in benchmark.SIZES)\n"
         "print('wheel ok')\n")
-    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}
+    # No JAX_COMPILATION_CACHE_DIR: the installed commands keep their programs in the user cache.
+    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu",
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
     result = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0 and "wheel ok" in result.stdout, result.stderr[-3000:]
@@ -70,6 +72,7 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
     rows = json.loads((tmp_path / "board.json").read_text())["rows"]
     assert len(rows) == 2 and all(row["boards"] == 3 for row in rows), rows
     assert rows[0]["mean_clicks"] <= rows[1]["mean_clicks"]  # best first
+    assert any((tmp_path / "cache" / "jaxdust" / "xla").iterdir())  # the beam compiled once is kept
     result = subprocess.run([str(commands / "jaxdust-train"), "avi", "--total-updates", "0"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 2 and "--total-updates must be > 0" in result.stderr  # parsed by the installed command

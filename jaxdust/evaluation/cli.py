@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
-from jaxdust.core import configs, files, flags, game
+from jaxdust.core import compile_cache, configs, files, flags, game
 from jaxdust.core.boards import board_to_text, positions, read_board_file
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
@@ -183,8 +183,8 @@ def main(argv=None) -> dict:
 
     print(f"(>=ref: share of boards at least as short as {('the optimum' if proven else 'the best known') if reference == 'best' else reference})")
 
-    report = {"boards": description, "backend": jax.default_backend(), "reference": reference,
-              "reference_proven_optimal": proven, "agents": results}
+    report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
+              "reference": reference, "reference_proven_optimal": proven, "agents": results}
     files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
     table = io.StringIO()
     writer = csv.writer(table)
@@ -248,5 +248,9 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
 
 
 def run() -> None:
-    """The installed command's entry point (exit status 0 once the report is written)."""
+    """The installed command's entry point (exit status 0 once the report is written).
+
+    XLA keeps the programs it compiles on disk between runs (``jaxdust.core.compile_cache``).
+    """
+    compile_cache.enable()
     main()

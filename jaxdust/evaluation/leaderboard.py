@@ -36,7 +36,7 @@ import time
 import jax
 import numpy as np
 
-from jaxdust.core import configs, files, flags, game, machine
+from jaxdust.core import compile_cache, configs, files, flags, game, machine
 from jaxdust.evaluation import benchmark, registry
 from jaxdust.learn.runs import read_run_config
 
@@ -223,5 +223,9 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str) -> di
 
 
 def run() -> None:
-    """The installed command's entry point (exit status 0 once the report is written)."""
+    """The installed command's entry point (exit status 0 once the report is written).
+
+    XLA keeps the programs it compiles on disk between runs (``jaxdust.core.compile_cache``).
+    """
+    compile_cache.enable()
     main()

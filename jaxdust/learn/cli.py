@@ -29,7 +29,7 @@ import sys
 
 import jax
 
-from jaxdust.core import configs, flags
+from jaxdust.core import compile_cache, configs, flags
 from jaxdust.learn import learners, runs
 
 
@@ -102,5 +102,9 @@ def main(argv=None) -> dict:
 
 
 def run() -> None:
-    """The installed command's entry point (``jaxdust-train``)."""
+    """The installed command's entry point (``jaxdust-train``).
+
+    XLA keeps the programs it compiles on disk between runs (``jaxdust.core.compile_cache``).
+    """
+    compile_cache.enable()
     main()

@@ -117,7 +117,6 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
     cells = board_width * board_height
     max_clicks = cells // found.min_group
     rows = count * width
-    board_of_row = jnp.arange(rows) // width
 
     def step(carry: _Carry) -> _Carry:
         labels = _playable_labels(carry.boards, found.min_group)

@@ -6,9 +6,19 @@
 One JSON line per board (its line number, the board, ``dataclasses.asdict(Solution)``); an
 existing ``--out`` file is resumed, boards already in it are skipped. A board that cannot be
 solved (malformed, too large) gets a line with its ``error`` and the others are still
-solved; the exit status is then 1 (2: the command line or the file cannot be used). ``--board-file`` also
-writes the boards proven optimal, with their optimum, as a board file (``data/boards``
-format), e.g. the proven 8x6 set the learners benchmark uses:
+solved; the exit status is then 1 (2: the command line or the file cannot be used).
+
+``--retry-unproven`` solves again, under the new limits, the boards whose every line in
+``--out`` is unproven, and appends the new line (a board's last line is its result). A large
+set is proven in passes, e.g. 7x9x4 Former boards, most of which take seconds and a few more
+than 15 minutes:
+
+    python -m jaxdust.solver FILE --rules former --node-limit 1000000000 --table-bits 27 --out OUT
+    python -m jaxdust.solver FILE --rules former --node-limit 8000000000 --table-bits 28 --out OUT \
+        --retry-unproven
+
+``--board-file`` also writes the boards proven optimal, with their optimum, as a board file
+(``data/boards`` format), e.g. the proven 8x6 set the learners benchmark uses:
 
     head -n 102 data/boards/eval_8x6x5.txt | python -m jaxdust.solver - --jobs 1 \
         --out results/proven-8x6.jsonl --board-file data/boards/optimal_8x6x5.txt
@@ -66,11 +76,15 @@ def main(argv=None) -> int:
                              f"{MAX_TABLE_BITS}: 256 MB); proofs of billions of positions (7x9 former) gain from 28")
     parser.add_argument("--out", type=flags.output_file_or_stdout, default="-",
                         help="JSON lines output; an existing file is resumed")
+    parser.add_argument("--retry-unproven", action="store_true",
+                        help="solve again the boards of --out that were not proven (larger limits)")
     parser.add_argument("--board-file", type=flags.output_file,
                         help="also write the boards proven optimal and their optimum here")
     args = parser.parse_args(argv)
     if args.board_file and args.out == "-":
         flags.fail(parser, "--board-file needs --out FILE")
+    if args.retry_unproven and args.out == "-":
+        flags.fail(parser, "--retry-unproven needs --out FILE")
     if not 9 <= args.table_bits <= 36:
         flags.fail(parser, f"--table-bits must be between 9 and 36 (2^36 entries: 512 GB), got {args.table_bits}")
 
@@ -79,7 +93,8 @@ def main(argv=None) -> int:
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height)]
         previous = recover_json_lines(args.out) if args.out != "-" else []
-        done = {record["line"] for record in previous}
+        done = {record["line"] for record in previous
+                if not args.retry_unproven or record.get("optimal") or "error" in record}
     except ValueError as error:
         flags.fail(parser, str(error))
     except KeyError:
@@ -93,6 +108,7 @@ def main(argv=None) -> int:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     output = sys.stdout if args.out == "-" else open(args.out, "a")
     errors = sum("error" in record for record in previous)  # from an earlier, resumed run
+    # A board's last line is its result: a retry appends one, the unproven line stays as history.
     context = multiprocessing.get_context("spawn")  # workers must not inherit JAX's threads
     try:
         with context.Pool(max(1, args.jobs)) as pool, tqdm(
@@ -116,7 +132,8 @@ def main(argv=None) -> int:
 def write_proven(records, jobs, path, rules: str = "dust") -> None:
     """The boards of ``jobs`` whose record proves them optimal, in input order, as a board file."""
     shapes = {number: (width, height) for number, _, width, height in jobs}
-    proven = sorted((r for r in records if r.get("optimal") and r["line"] in shapes), key=lambda r: r["line"])
+    proven = sorted({r["line"]: r for r in records if r.get("optimal") and r["line"] in shapes}.values(),
+                    key=lambda r: r["line"])
     if not proven:
         raise SystemExit("python -m jaxdust.solver: error: no board was proven optimal; --board-file not written")
     sizes = {parse_board(r["board"], *shapes[r["line"]], rules).shape for r in proven}

@@ -1,0 +1,50 @@
+"""XLA's persistent compilation cache for the commands (``jaxdust-train``, ``-evaluate``,
+``-leaderboard``, ``train.py``, ``evaluate.py``).
+
+Every run of a command compiles the same programs again: the beams at each width, the
+networks' updates, the tree search, 3-7 s each on a CPU. JAX can keep compiled programs on
+disk; the commands turn that on, so that a resumed training piece or a second evaluation
+with the same agents loads them instead. The library itself changes no JAX setting when
+imported: only the commands' entry points call ``enable``.
+
+Where the cache lives, first match wins:
+
+- JAX's own setting (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``), left as it is;
+- ``JAXDUST_COMPILE_CACHE``: a directory, or ``off`` for no cache;
+- ``$XDG_CACHE_HOME/jaxdust/xla`` (``~/.cache/jaxdust/xla``), at most ``MAX_BYTES``, the
+  least recently used programs evicted first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import jax
+
+VARIABLE = "JAXDUST_COMPILE_CACHE"
+OFF = ("off", "0", "no", "false", "")
+MAX_BYTES = 2 << 30  # a default beam or training program takes 0.1-1 MB
+
+
+def default_directory(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The cache directory ``enable`` picks when JAX has none (None: ``off``)."""
+    value = environ.get(VARIABLE)
+    if value is not None:
+        return None if value.strip().lower() in OFF else value
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jaxdust", "xla")
+
+
+def enable() -> str | None:
+    """Turn the cache on (before anything is compiled); returns the directory in use, or
+    None when ``JAXDUST_COMPILE_CACHE=off``."""
+    if jax.config.jax_compilation_cache_dir:
+        return jax.config.jax_compilation_cache_dir
+    directory = default_directory()
+    if directory is None:
+        return None
+    jax.config.update("jax_compilation_cache_dir", directory)
+    if jax.config.jax_compilation_cache_max_size < 0:  # JAX's default: no limit
+        jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
+    return directory

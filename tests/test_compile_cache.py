@@ -1,0 +1,69 @@
+"""The commands keep XLA's compiled programs on disk (``jaxdust.core.compile_cache``)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from jaxdust.core import compile_cache
+from jaxdust.evaluation import cli as evaluate_cli
+from jaxdust.evaluation import leaderboard
+from jaxdust.learn import cli as train_cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_the_directory_follows_the_variable_then_the_user_cache(tmp_path):
+    home = os.path.expanduser("~")
+    assert compile_cache.default_directory({}) == os.path.join(home, ".cache", "jaxdust", "xla")
+    assert compile_cache.default_directory({"XDG_CACHE_HOME": str(tmp_path)}) == str(tmp_path / "jaxdust" / "xla")
+    chosen = {"XDG_CACHE_HOME": str(tmp_path), compile_cache.VARIABLE: str(tmp_path / "mine")}
+    assert compile_cache.default_directory(chosen) == str(tmp_path / "mine")
+    for off in ("off", "OFF", "0", ""):
+        assert compile_cache.default_directory({compile_cache.VARIABLE: off}) is None
+
+
+def _enable_in_a_new_process(environment: dict) -> dict:
+    """``enable()`` twice in a fresh process (JAX reads its variables on import), with the
+    variable off and then on, compiling one program after each."""
+    script = (
+        "import json, os, sys, jax\n"
+        "from jaxdust.core import compile_cache\n"
+        "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)\n"
+        "os.environ[compile_cache.VARIABLE] = 'off'\n"
+        "off = compile_cache.enable()\n"
+        "jax.jit(lambda x: x + 1)(1).block_until_ready()\n"
+        "os.environ.pop(compile_cache.VARIABLE)\n"
+        "on = compile_cache.enable()\n"
+        "jax.jit(lambda x: x * 3)(1).block_until_ready()\n"
+        "print(json.dumps({'off': off, 'on': on, 'max': jax.config.jax_compilation_cache_max_size}))\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_enable_keeps_compiled_programs_in_the_user_cache_unless_jax_has_one(tmp_path):
+    bare = {k: v for k, v in os.environ.items()
+            if k not in ("JAX_COMPILATION_CACHE_DIR", compile_cache.VARIABLE)}
+    found = _enable_in_a_new_process({**bare, "XDG_CACHE_HOME": str(tmp_path)})
+    directory = tmp_path / "jaxdust" / "xla"
+    assert found == {"off": None, "on": str(directory), "max": compile_cache.MAX_BYTES}
+    assert any(directory.iterdir())  # the program compiled after enable() was kept
+
+    own = tmp_path / "jax-own"  # JAX's own setting wins and keeps its unlimited size
+    found = _enable_in_a_new_process({**bare, "XDG_CACHE_HOME": str(tmp_path / "unused"),
+                                      "JAX_COMPILATION_CACHE_DIR": str(own)})
+    assert found == {"off": str(own), "on": str(own), "max": -1}
+    assert any(own.iterdir()) and not (tmp_path / "unused").exists()
+
+
+@pytest.mark.parametrize("module", [train_cli, evaluate_cli, leaderboard], ids=["train", "evaluate", "leaderboard"])
+def test_each_command_enables_the_cache_before_it_runs(module, monkeypatch):
+    calls = []
+    monkeypatch.setattr(compile_cache, "enable", lambda: calls.append("enable"))
+    monkeypatch.setattr(module, "main", lambda: calls.append("main"))
+    module.run()
+    assert calls == ["enable", "main"]
