@@ -17,6 +17,7 @@ Where the cache lives, first match wins:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 
@@ -45,6 +46,8 @@ def enable() -> str | None:
     if directory is None:
         return None
     jax.config.update("jax_compilation_cache_dir", directory)
-    if jax.config.jax_compilation_cache_max_size < 0:  # JAX's default: no limit
+    # JAX's default is no limit; a limit needs filelock (a dependency, absent only from an
+    # install without dependencies, where JAX would warn at every compile instead).
+    if jax.config.jax_compilation_cache_max_size < 0 and importlib.util.find_spec("filelock"):
         jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
     return directory
