@@ -11,7 +11,13 @@ import pytest
 from jaxdust.learn import cli, runs
 from tests.conftest import TINY_DQN
 
-pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
+pytestmark = [
+    pytest.mark.slow,  # end-to-end: python -m pytest -m 'not slow' leaves it out
+    # orbax reads a checkpoint's arrays concurrently; when one read fails on the damage it
+    # drops the others unfinished, and Python reports each dropped coroutine or late callback
+    # when it is collected, in whichever test that happens.
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
 
 # Four chunks, a checkpoint after each (three kept: 2, 3 and 4), evaluated every other one.
 TRAIN_ARGS = [*TINY_DQN, "--total-steps", str(32 * 40)]
@@ -108,9 +114,6 @@ def test_checkpoints_without_checksums_are_checked_by_reading(run, capsys):
     assert "checkpoint 4 in" in warning
 
 
-# orbax reads a checkpoint's arrays concurrently; when one read fails on the damage, it drops
-# the others unfinished, and Python reports each dropped coroutine when it is collected.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_resume_sets_a_damaged_newest_aside_and_ends_as_uninterrupted(run, whole_run, capsys):
     _truncate(run / "checkpoints" / "4")
     _overwrite(run / "checkpoints" / "3")  # the next one is damaged too: resume from 2
