@@ -23,7 +23,7 @@ from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver.cli import main as solve_main
 from jaxdust.core import reference as ref
-from tests.conftest import BOARDS_DIR
+from tests.conftest import ROOT
 
 
 def brute_force_optimum(board: np.ndarray) -> int:
@@ -727,7 +727,7 @@ def test_after_compile_all_the_searches_only_load_from_numba_s_cache():
     their machine code and compile nothing (a miss would be a function it does not reach).
     A fresh process, because tests here call inner functions directly, compiling them alone."""
     check = """
-import importlib, pkgutil, numba, numpy as np, jaxdust
+import importlib, json, pkgutil, numba, numpy as np, jaxdust
 from jaxdust.solver import compiled, points, solve, solve_dfs, upper_bound
 compiled.compile_all()
 board = np.array([[1, 2, 2], [2, 1, 1], [1, 1, 2], [3, 3, 1]], np.int8)
@@ -743,7 +743,7 @@ print(json.dumps({"cached": len(cached),
                   "misses": {n: sum(d.stats.cache_misses.values()) for n, d in cached.items() if d.stats.cache_misses},
                   "hits": {n: sum(d.stats.cache_hits.values()) for n, d in cached.items()}}))
 """
-    result = subprocess.run([sys.executable, "-c", "import json" + check], cwd=BOARDS_DIR.parent.parent,
+    result = subprocess.run([sys.executable, "-c", check], cwd=ROOT,
                             capture_output=True, text=True, check=True)
     report = json.loads(result.stdout.splitlines()[-1])
     assert report["cached"] > 20 and report["misses"] == {}

@@ -93,6 +93,7 @@ def main(argv=None) -> int:
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height)]
         previous = recover_json_lines(args.out) if args.out != "-" else []
+        # A board's last line is its result: a retry appends one, the unproven line stays as history.
         done = {record["line"] for record in previous
                 if not args.retry_unproven or record.get("optimal") or "error" in record}
     except ValueError as error:
@@ -108,7 +109,6 @@ def main(argv=None) -> int:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     output = sys.stdout if args.out == "-" else open(args.out, "a")
     errors = sum("error" in record for record in previous)  # from an earlier, resumed run
-    # A board's last line is its result: a retry appends one, the unproven line stays as history.
     context = multiprocessing.get_context("spawn")  # workers must not inherit JAX's threads
     try:
         with context.Pool(max(1, args.jobs)) as pool, tqdm(
