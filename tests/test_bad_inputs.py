@@ -57,7 +57,7 @@ BAD_VALUES = {
     "fraction": ["-0.1", "1.5", "nan"],
 }
 NUMERIC_FLAGS = {
-    "solver": {"positive int": ["--width", "--height", "--jobs", "--node-limit", "--table-bits"], "non-negative int": ["--beam-width"],
+    "solver": {"positive int": ["--width", "--height", "--jobs", "--node-limit", "--table-bits", "--checkpoint-positions"], "non-negative int": ["--beam-width"],
                "positive float": ["--time-limit"]},
     "evaluate": {"positive int": ["--limit", "--jobs", "--max-clicks", "--chunk"],
                  "non-negative int": ["--random", "--seed", "--animate"]},
@@ -133,6 +133,7 @@ FILE_CASES = [
     ("solver-file", ["{board file}", "--out", "{board file}/x.jsonl"], ["--out", "is a file"]),
     ("solver-file", ["{board file}", "--board-file", "x.txt"], ["--board-file needs --out"]),
     ("solver-file", ["{board file}", "--retry-unproven"], ["--retry-unproven needs --out"]),
+    ("solver-file", ["{board file}", "--checkpoint-dir", "{board file}"], ["--checkpoint-dir", "is a file"]),
     ("evaluate", ["--boards", "{missing}"], ["--boards", "no such file"]),
     ("evaluate", ["--boards", "{folder}"], ["--boards", "is a directory"]),
     ("evaluate", ["--boards", "{not utf-8}"], ["latin1.txt", "not UTF-8"]),

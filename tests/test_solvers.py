@@ -17,12 +17,14 @@ import jaxdust
 from jaxdust.search import beam, selection, keys
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
-from jaxdust.solver import api, bitboard, halves, ida, upper_bound
+from jaxdust.solver import api, bitboard, halves, ida, progress, upper_bound
 from jaxdust.solver import table as storage
 from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver.cli import main as solve_main
 from jaxdust.core import reference as ref
+from jaxdust.core.processes import ordered_map
+from tests import workers
 from tests.conftest import ROOT
 
 
@@ -428,6 +430,110 @@ def test_cli_retries_only_the_unproven_boards_and_their_last_line_counts(tmp_pat
     written = jaxdust.read_board_file(proven_file)  # each board once, in input order
     assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [
         (line.split()[0], int(line.split()[1])) for line in lines[2:]]
+
+
+# Boards whose proofs take ~7e4 positions: with a save every 5000, a dozen slices.
+CHECKPOINTED = {"dust": ("35245411345442111431135453243145", 8, 4), "former": ("232321131212314244113232142433442341", 6, 6)}
+
+
+class Killed(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("rules", ["dust", "former"])
+def test_a_killed_proof_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch, rules):
+    text, width, height = CHECKPOINTED[rules]
+    board = jaxdust.parse_board(text, width, height, rules)
+    plain = solve(board, rules=rules)
+    whole = solve(board, rules=rules, checkpoint=tmp_path / "whole.npz", checkpoint_positions=5000)
+    assert whole.optimal and (whole.length, whole.lower_bound) == (plain.length, plain.lower_bound)
+    assert plain.nodes <= whole.nodes < 1.05 * plain.nodes  # slicing re-enters each search: a few positions
+    assert not (tmp_path / "whole.npz").exists()  # proven: nothing left to resume
+
+    saves = []
+    save = progress.save
+
+    def dies_at_the_fourth_save(*args):
+        saves.append(args)
+        if len(saves) == 4:
+            raise Killed  # before writing: the file holds the third save
+        save(*args)
+
+    path = tmp_path / "killed.npz"
+    monkeypatch.setattr(progress, "save", dies_at_the_fourth_save)
+    with pytest.raises(Killed):
+        solve(board, rules=rules, checkpoint=path, checkpoint_positions=5000)
+    monkeypatch.setattr(progress, "save", save)
+    saved = progress.load(path, board, rules)
+    assert saved.budget and saved.nodes + saved.partial >= 3 * 5000  # mid-search, three slices in
+    resumed = solve(board, rules=rules, checkpoint=path, checkpoint_positions=5000)
+    assert (resumed.clicks, resumed.length, resumed.lower_bound, resumed.nodes) == (
+        whole.clicks, whole.length, whole.lower_bound, whole.nodes)
+    assert resumed.optimal and not path.exists()
+
+    # A limit stops the proof and saves it; larger limits go on from there.
+    limited = solve(board, rules=rules, checkpoint=path, checkpoint_positions=5000, node_limit=plain.nodes // 3)
+    assert not limited.optimal and limited.nodes == plain.nodes // 3
+    assert progress.load(path, board, rules).bound == limited.lower_bound
+    again = solve(board, rules=rules, checkpoint=path, checkpoint_positions=5000, node_limit=plain.nodes // 3)
+    assert (again.nodes, again.lower_bound) == (limited.nodes, limited.lower_bound)  # nothing left under it
+    finished = solve(board, rules=rules, checkpoint=path, checkpoint_positions=5000)
+    assert finished.optimal and finished.length == plain.length and finished.nodes > limited.nodes
+    assert not path.exists()
+    assert not jaxdust.replay(board, finished.clicks, rules=rules)[0].any()  # the line clears the board
+
+
+def test_a_checkpoint_of_another_board_or_no_proof_is_refused(tmp_path):
+    text, width, height = CHECKPOINTED["dust"]
+    board = np.asarray(jaxdust.parse_board(text, width, height))
+    path = tmp_path / "proof.npz"
+    solve(board, checkpoint=path, node_limit=1000)
+    other = board.copy()
+    other[0, 0] = 5 if other[0, 0] != 5 else 4
+    for wrong, rules in ((other, "dust"), (board, "former")):
+        with pytest.raises(ValueError, match="proof.npz holds the proof of another board or rule set"):
+            solve(wrong, rules=rules, checkpoint=path)
+    (tmp_path / "junk.npz").write_bytes(b"not a zip file")
+    with pytest.raises(ValueError, match="junk.npz is not a saved proof"):
+        solve(board, checkpoint=tmp_path / "junk.npz")
+    with pytest.raises(ValueError, match="checkpoint_positions must be a positive integer"):
+        solve(board, checkpoint=path, checkpoint_positions=0)
+    assert path.exists()  # refusals leave the proof as it was
+
+
+def test_cli_resumes_saved_proofs_and_removes_each_once_its_line_is_written(tmp_path, boards_dir):
+    lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()
+    text = CHECKPOINTED["dust"][0]
+    lines = lines[:2] + [f"{text} 11"] + lines[3:5]  # lines 3-5: the checkpointed board and two more
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join(lines) + "\n")
+    board = jaxdust.parse_board(text, 8, 4)
+    directory = tmp_path / "proofs"
+    directory.mkdir()
+    # Line 3 was stopped part way (as by a killed run); line 4's file is another board's proof.
+    solve(board, checkpoint=directory / "line-3.npz", checkpoint_positions=5000, node_limit=20000)
+    for copy in (tmp_path / "copy.npz", directory / "line-4.npz"):
+        copy.write_bytes((directory / "line-3.npz").read_bytes())
+    expected = solve(board, checkpoint=tmp_path / "copy.npz", checkpoint_positions=5000)
+    (directory / ".tmp-abc-line-5.npz").write_bytes(b"PK")  # a save a killed run left half written
+    out = tmp_path / "solutions.jsonl"
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--checkpoint-dir", str(directory),
+                       "--checkpoint-positions", "5000"]) == 1
+    records = {r["line"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert (records[3]["nodes"], records[3]["clicks"]) == (expected.nodes, [list(c) for c in expected.clicks])
+    assert records[3]["optimal"] and records[5]["optimal"]
+    assert "line-4.npz holds the proof of another board" in records[4]["error"]
+    assert sorted(p.name for p in directory.iterdir()) == ["line-4.npz"]  # the others' files are gone
+
+
+def test_work_in_processes_comes_back_in_order_and_a_dead_process_is_an_error_not_a_hang():
+    assert list(ordered_map(workers.square_or_die_on_three, [5, 1, 4, 2], 2)) == [25, 1, 16, 4]
+    assert list(ordered_map(abs, [-2, 1], 1)) == [2, 1]  # one job: in this process
+    results = []
+    with pytest.raises(RuntimeError, match="a worker process died"):
+        for result in ordered_map(workers.square_or_die_on_three, [1, 2, 3, 4, 5, 6], 2):
+            results.append(result)
+    assert results == [1, 4][: len(results)]  # the results before it came in order
 
 
 def test_cli_reads_stdin():

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
 
 TEMPORARY_PREFIX = ".tmp-"
@@ -14,6 +14,12 @@ TEMPORARY_PREFIX = ".tmp-"
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it over."""
+    atomic_write(path, lambda file: file.write(data))
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> None:
+    """``write(file)`` into a temporary file beside ``path``, fsync it, then rename it over
+    (for data too large to hold twice in memory, e.g. ``numpy.savez`` of big arrays)."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -23,7 +29,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; match a plain open()
         with os.fdopen(handle, "wb") as file:
-            file.write(data)
+            write(file)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import multiprocessing
 import sys
 from typing import Any, Callable, NamedTuple
 
@@ -21,6 +20,7 @@ import numpy as np
 from jaxdust.core import game
 from jaxdust.core.boards import positions
 from jaxdust.core.play import play_in_chunks
+from jaxdust.core.processes import ordered_map
 from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import load_run, read_run_config
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_solutions
@@ -163,15 +163,8 @@ def _play_beam(width: int, scorer, params, boards, context: Context) -> dict:
 def _in_processes(work: Callable, items: list, context: Context) -> list:
     """``[work(item) for item in items]``, over ``context.jobs`` processes."""
     results = []
-    if context.jobs > 1:
-        with multiprocessing.get_context("spawn").Pool(context.jobs) as pool:  # no inherited JAX threads
-            for result in pool.imap(work, items):
-                results.append(result)
-                if context.progress is not None:
-                    context.progress(1)
-        return results
-    for item in items:
-        results.append(work(item))
+    for result in ordered_map(work, items, context.jobs):
+        results.append(result)
         if context.progress is not None:
             context.progress(1)
     return results

@@ -27,7 +27,6 @@ import argparse
 import dataclasses
 import io
 import json
-import multiprocessing
 import os
 import sys
 import zipfile
@@ -39,6 +38,7 @@ from tqdm import tqdm
 
 from jaxdust.core import configs, files, flags
 from jaxdust.core.game import GameConfig
+from jaxdust.core.processes import ordered_map
 from jaxdust.solver import bitboard
 from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver.upper_bound import beam_clicks
@@ -237,23 +237,14 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         total=config.boards, initial=config.boards - len(todo), unit="board",
         file=sys.stderr, disable=not progress or None,
     ) as bar:
-        if jobs > 1:
-            pool = multiprocessing.get_context("spawn").Pool(jobs)
-            # In board order, so the journal is the same whatever --jobs (and after a resume).
-            results = pool.imap(_label_job, [(config, i) for i in todo])
-        else:
-            pool, results = None, (label_board(config, i) for i in todo)
-        try:
-            for record in results:
-                journal.write(json.dumps(record) + "\n")
-                journal.flush()
-                os.fsync(journal.fileno())
-                records[record["index"]] = record
-                bar.update()
-                write_ready_shards()
-        finally:
-            if pool is not None:
-                pool.terminate()
+        # In board order, so the journal is the same whatever --jobs (and after a resume).
+        for record in ordered_map(_label_job, [(config, i) for i in todo], jobs):
+            journal.write(json.dumps(record) + "\n")
+            journal.flush()
+            os.fsync(journal.fileno())
+            records[record["index"]] = record
+            bar.update()
+            write_ready_shards()
     return manifest
 
 

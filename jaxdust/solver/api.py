@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 
 import numpy as np
@@ -17,7 +18,7 @@ from jaxdust.core.boards import board_array
 from jaxdust.core.game import MAX_COLORS, require_click_rules
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
-from jaxdust.solver import bitboard, halves, ida, table as storage
+from jaxdust.solver import bitboard, halves, ida, progress, table as storage
 from jaxdust.solver.upper_bound import beam_upper_bound
 
 # A fresh table starts small and grows with the work (a table that fits the CPU's cache is
@@ -30,6 +31,9 @@ GROWTH = 15  # each extra click of budget generates ~15x the positions (8x6 proo
 # positions instead of reading the clock, at about this rate (2-core AMD EPYC), so that
 # results depend on the board and the node limit alone, not on the machine or its load.
 POSITIONS_PER_SECOND = 1_200_000
+# With a checkpoint, the progress is saved after every this many positions (minutes on a
+# 7x9 board; the save writes the table, up to gigabytes, in seconds).
+CHECKPOINT_POSITIONS = 500_000_000
 
 
 def initial_table_bits(cells: int) -> int:
@@ -68,6 +72,14 @@ class TranspositionTable:
         self.max_bits = max(bits, max_bits or bits)
         self.entries = np.zeros(1 << bits, np.uint64)  # see jaxdust.solver.table
         self.halves = np.zeros(1 << (bits - 1), np.uint64)
+
+    @classmethod
+    def of(cls, entries: np.ndarray, halves: np.ndarray, max_bits: int | None = None) -> "TranspositionTable":
+        """A table holding these arrays (e.g. a saved proof's, ``jaxdust.solver.progress``)."""
+        table = cls.__new__(cls)
+        table.entries, table.halves = entries, halves
+        table.max_bits = max(table.bits, max_bits or table.bits)
+        return table
 
     @property
     def bits(self) -> int:
@@ -129,7 +141,9 @@ def _check_limits(time_limit, node_limit, colors, beam_width) -> None:
 
 def solve(board, time_limit: float | None = None, *, node_limit: int | None = None,
           colors: int | None = None, beam_width: int | None = None,
-          table: TranspositionTable | None = None, prune: bool = True, rules: str = "dust") -> Solution:
+          table: TranspositionTable | None = None, prune: bool = True, rules: str = "dust",
+          checkpoint: str | os.PathLike | None = None,
+          checkpoint_positions: int = CHECKPOINT_POSITIONS) -> Solution:
     """A shortest solution of ``board`` (anything ``parse_board`` accepts, at most 64 cells)
     under ``rules``: ``"dust"`` or ``"former"`` (``game.CLICK_RULES``, the fewest-clicks
     rule sets).
@@ -153,12 +167,24 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         entries are facts about one rule set: share a table only between solves of one.
       prune: False gives plain IDA* (colour bound and table only), for comparison;
         ``beam_width=0`` likewise skips the initial upper bound.
+      checkpoint: a file for the proof's progress (``jaxdust.solver.progress``), written
+        atomically every ``checkpoint_positions`` positions searched and when a limit stops
+        the proof; an existing one (of the same board and rules) is resumed, its table
+        replacing ``table``, so a killed proof goes on where it was saved, and one stopped
+        by a limit goes on under larger limits. ``node_limit`` counts the positions of
+        every call, ``time_limit`` this call's seconds. Removed once the board is proven.
+        Searching in slices costs a few positions per slice; a resumed proof ends as one
+        that was not stopped, with the same checkpointing.
 
     Raises:
       ValueError: naming the argument for a bad board, limit or rule set (the points and
-        cells-left rule sets have ``jaxdust.search.points``), or a board over 64 cells.
+        cells-left rule sets have ``jaxdust.search.points``), or a board over 64 cells; or
+        naming the checkpoint when it holds another board or is not a saved proof.
     """
     _check_limits(time_limit, node_limit, colors, beam_width)
+    if isinstance(checkpoint_positions, bool) or not isinstance(checkpoint_positions, (int, np.integer)) \
+            or checkpoint_positions < 1:
+        raise ValueError(f"checkpoint_positions must be a positive integer, got {checkpoint_positions!r}")
     require_click_rules(rules, "the exact solver")
     if time_limit is not None:
         _load_compiled_code()
@@ -182,7 +208,11 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
 
     geometry = bitboard.make_geometry(width, height, rules)
     planes = bitboard.to_planes(cells, colors)
-    if table is None:
+    resumed = progress.load(checkpoint, cells, rules) if checkpoint is not None else None
+    if resumed is not None:
+        max_bits = max(table.max_bits if table is not None else MAX_TABLE_BITS, resumed.entries.shape[0].bit_length() - 1)
+        table = TranspositionTable.of(resumed.entries, resumed.halves, max_bits)
+    elif table is None:
         table = TranspositionTable(initial_table_bits(width * height), MAX_TABLE_BITS)
     deadline = 0.0 if time_limit is None else start + time_limit
 
@@ -190,59 +220,95 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     scratch = halves.make_scratch(colors, width, height)
     if beam_width is None:
         beam_width = default_beam_width(width * height)
-    if beam_width > 0:
-        best_length = beam_upper_bound(planes, geometry, beam_width, HEURISTIC_WEIGHTS, path)
-        best_clicks = bitboard.path_clicks(path, best_length, height)
+    earlier_seconds = 0.0  # of the calls before this one, for a resumed proof
+    in_progress = partial = 0  # a resumed search: its budget and the positions it has generated
+    widened = False
+    if resumed is not None:
+        best_length, best_clicks, bound = resumed.best_length, resumed.best_clicks, resumed.bound
+        nodes, widened, earlier_seconds = resumed.nodes, resumed.widened, resumed.seconds
+        in_progress, partial = resumed.budget, resumed.partial
     else:
-        best_length, best_clicks = width * height + 1, []
-    bound = ida.lower_bound(planes, geometry)  # proven: no shorter solution exists
-    nodes = searched = 0
+        if beam_width > 0:
+            best_length = beam_upper_bound(planes, geometry, beam_width, HEURISTIC_WEIGHTS, path)
+            best_clicks = bitboard.path_clicks(path, best_length, height)
+        else:
+            best_length, best_clicks = width * height + 1, []
+        bound = ida.lower_bound(planes, geometry)  # proven: no shorter solution exists
+        nodes = 0
+    searched = 0
     last_seconds = 0.0
-    ran = widened = False
+    ran = False
+
+    def save_progress(budget: int, generated: int) -> None:
+        progress.save(checkpoint, cells, rules, progress.Progress(
+            bound, best_length, best_clicks, nodes, widened, budget, generated,
+            earlier_seconds + time.perf_counter() - start, table.entries, table.halves))
+
     while bound < best_length:
-        # Refuting best - 1 clicks also refutes best - 2, and the search for best - 2 would
-        # cost ~1/GROWTH of it, so go straight to best - 1 when
-        # it fits the limits: under a limit, only when the last search predicts the cost
-        # (twice GROWTH^2 of it). If the upper bound was not optimal, that search finds a
-        # shorter solution and best - 2 is searched after all.
-        may_skip = bound == best_length - 2 and beam_width > 0
-        fits_time = time_limit is None or (
-            ran and time.perf_counter() - start + 2 * last_seconds * GROWTH**2 < time_limit)
-        fits_nodes = node_limit is None or (ran and 2 * searched * GROWTH**2 < node_limit - nodes)
-        budget = bound + 1 if may_skip and fits_time and fits_nodes else bound
-        if beam_width > 0 and not widened and (
-                (may_skip and last_seconds * GROWTH > 1.0)
-                or (budget == best_length - 1 and seconds_so_far() > 1.0)):
-            # Before the last search, where it is not cheap: a stronger beam (twice as wide,
-            # with the one-click lookahead that costs ~3x per position, see
-            # benchmarks/beam.py) often finds a solution one click shorter, which ends the
-            # proof without a search that must find it (or searching the skipped budget).
-            widened = True
-            length = beam_upper_bound(planes, geometry, 2 * beam_width, HEURISTIC_WEIGHTS, path,
-                                       LOOKAHEAD_SHORTLIST)
-            if length < best_length:
-                best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
-            continue  # decide again, counting the beam's time against the limit
-        budget_left = 0 if node_limit is None else node_limit - nodes
-        if node_limit is not None and budget_left <= 0:
-            break
-        table.reserve(searched * GROWTH ** (budget - bound))
+        if in_progress:  # resumed: its budget was chosen (and the table sized) before
+            budget, searched, in_progress = in_progress, partial, 0
+        else:
+            # Refuting best - 1 clicks also refutes best - 2, and the search for best - 2 would
+            # cost ~1/GROWTH of it, so go straight to best - 1 when
+            # it fits the limits: under a limit, only when the last search predicts the cost
+            # (twice GROWTH^2 of it). If the upper bound was not optimal, that search finds a
+            # shorter solution and best - 2 is searched after all.
+            may_skip = bound == best_length - 2 and beam_width > 0
+            fits_time = time_limit is None or (
+                ran and time.perf_counter() - start + 2 * last_seconds * GROWTH**2 < time_limit)
+            fits_nodes = node_limit is None or (ran and 2 * searched * GROWTH**2 < node_limit - nodes)
+            budget = bound + 1 if may_skip and fits_time and fits_nodes else bound
+            if beam_width > 0 and not widened and (
+                    (may_skip and last_seconds * GROWTH > 1.0)
+                    or (budget == best_length - 1 and seconds_so_far() > 1.0)):
+                # Before the last search, where it is not cheap: a stronger beam (twice as wide,
+                # with the one-click lookahead that costs ~3x per position, see
+                # benchmarks/beam.py) often finds a solution one click shorter, which ends the
+                # proof without a search that must find it (or searching the skipped budget).
+                widened = True
+                length = beam_upper_bound(planes, geometry, 2 * beam_width, HEURISTIC_WEIGHTS, path,
+                                           LOOKAHEAD_SHORTLIST)
+                if length < best_length:
+                    best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
+                continue  # decide again, counting the beam's time against the limit
+            if node_limit is not None and node_limit - nodes <= 0:
+                if checkpoint is not None:
+                    save_progress(0, 0)
+                break
+            table.reserve(searched * GROWTH ** (budget - bound))
+            searched = 0
         iteration_start = time.perf_counter()
-        status, searched, length = ida.bounded_search(
-            planes, geometry, budget, table.entries, table.halves, scratch, deadline, path, prune,
-            budget_left,
-        )
+        while True:  # in slices of checkpoint_positions, each followed by a save
+            budget_left = 0 if node_limit is None else node_limit - nodes - searched
+            if node_limit is not None and budget_left <= 0:  # resumed at its node limit
+                status = ida.OUT_OF_TIME
+                break
+            sliced = checkpoint is not None and not 0 < budget_left <= checkpoint_positions
+            status, generated, length = ida.bounded_search(
+                planes, geometry, budget, table.entries, table.halves, scratch, deadline, path, prune,
+                checkpoint_positions if sliced else budget_left,
+            )
+            searched += generated
+            if status != ida.OUT_OF_TIME or not sliced or generated < checkpoint_positions \
+                    or 0 < deadline < time.perf_counter():
+                break
+            save_progress(budget, searched)
         last_seconds, ran = time.perf_counter() - iteration_start, True
+        if status == ida.OUT_OF_TIME:  # a limit stopped it: its positions so far are saved with it
+            if checkpoint is not None:
+                save_progress(budget, searched)
+            nodes += searched
+            break
         if not clocked:
             last_seconds = searched / POSITIONS_PER_SECOND
         nodes += searched
         if status == ida.FOUND:  # at most budget clicks; shortest once bound reaches it
             best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
-        elif status == ida.EXHAUSTED:
-            bound = budget + 1
         else:
-            break
+            bound = budget + 1
     if not best_clicks:  # no upper bound and out of time before any solution
         raise TimeoutError("no solution found within the limits; use beam_width > 0")
+    if checkpoint is not None and bound >= best_length and os.path.exists(checkpoint):
+        os.unlink(checkpoint)
     return Solution(best_clicks, best_length, bound, bound >= best_length, nodes,
-                    time.perf_counter() - start)
+                    earlier_seconds + time.perf_counter() - start)

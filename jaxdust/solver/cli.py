@@ -15,7 +15,11 @@ within 10^9 positions (minutes) while the rest need more:
 
     python -m jaxdust.solver FILE --rules former --node-limit 1000000000 --table-bits 27 --out OUT
     python -m jaxdust.solver FILE --rules former --node-limit 8000000000 --table-bits 28 --out OUT \
-        --retry-unproven
+        --retry-unproven --checkpoint-dir DIR
+
+``--checkpoint-dir`` saves each proof in progress (``jaxdust.solve``'s ``checkpoint``: the
+search's state and its table, 2^--table-bits x 8 bytes) every ``--checkpoint-positions``
+positions, so that a run killed hours into a proof resumes it where it was last saved.
 
 ``--board-file`` also writes the boards proven optimal, with their optimum, as a board file
 (``data/boards`` format), e.g. the proven 8x6 set the learners benchmark uses:
@@ -29,7 +33,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import multiprocessing
 import os
 import sys
 
@@ -37,17 +40,25 @@ from tqdm import tqdm
 
 from jaxdust.core import flags
 from jaxdust.core.boards import board_lines, parse_board
-from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines
-from jaxdust.solver.api import MAX_TABLE_BITS, TranspositionTable, initial_table_bits, solve
+from jaxdust.core.processes import ordered_map
+from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines, remove_leftover_temporaries
+from jaxdust.solver.api import CHECKPOINT_POSITIONS, MAX_TABLE_BITS, TranspositionTable, initial_table_bits, solve
 from jaxdust.core.game import CLICK_RULES
 
 
+def checkpoint_path(directory: str | None, number: int) -> str | None:
+    """Where the proof of the board on line ``number`` saves its progress."""
+    return None if directory is None else os.path.join(directory, f"line-{number}.npz")
+
+
 def _solve_job(job):
-    number, text, width, height, time_limit, node_limit, beam_width, rules, table_bits = job
+    (number, text, width, height, time_limit, node_limit, beam_width, rules, table_bits,
+     checkpoint_dir, checkpoint_positions) = job
     try:  # one bad board is reported on its line; the others are still solved
         board = parse_board(text, width, height, rules)
         table = TranspositionTable(min(initial_table_bits(board.size), table_bits), table_bits)
-        result = solve(board, time_limit, node_limit=node_limit, beam_width=beam_width, rules=rules, table=table)
+        result = solve(board, time_limit, node_limit=node_limit, beam_width=beam_width, rules=rules, table=table,
+                       checkpoint=checkpoint_path(checkpoint_dir, number), checkpoint_positions=checkpoint_positions)
     except (ValueError, TimeoutError) as error:  # TimeoutError: --beam-width 0 and out of time
         return {"line": number, "board": text, "error": str(error)}
     record = dataclasses.asdict(result)
@@ -80,6 +91,12 @@ def main(argv=None) -> int:
                         help="solve again the boards of --out that were not proven (larger limits)")
     parser.add_argument("--board-file", type=flags.output_file,
                         help="also write the boards proven optimal and their optimum here")
+    parser.add_argument("--checkpoint-dir", type=flags.output_dir,
+                        help="each board in progress saves its proof here (its table: up to 2^--table-bits x 8 "
+                             "bytes) every --checkpoint-positions positions, so a killed run resumes it where "
+                             "it was saved; a board's file is removed once its line is written")
+    parser.add_argument("--checkpoint-positions", type=flags.positive_int, default=CHECKPOINT_POSITIONS,
+                        help=f"positions between saves (default {CHECKPOINT_POSITIONS:.0e}, minutes on 7x9 boards)")
     args = parser.parse_args(argv)
     if args.board_file and args.out == "-":
         flags.fail(parser, "--board-file needs --out FILE")
@@ -103,30 +120,43 @@ def main(argv=None) -> int:
     if not jobs:
         flags.fail(parser, f"no boards in {'standard input' if args.boards == '-' else args.boards}")
     todo = [(*job, args.time_limit, args.node_limit, args.beam_width, args.rules,
-             args.table_bits) for job in jobs if job[0] not in done]
+             args.table_bits, args.checkpoint_dir, args.checkpoint_positions) for job in jobs if job[0] not in done]
+    if args.checkpoint_dir:
+        os.makedirs(args.checkpoint_dir, exist_ok=True)
+        remove_leftover_temporaries(args.checkpoint_dir)
+        for number in done:  # solved, but killed before its progress file was removed
+            _remove_checkpoint(args.checkpoint_dir, number)
 
     if args.out != "-":
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     output = sys.stdout if args.out == "-" else open(args.out, "a")
     errors = sum("error" in record for record in previous)  # from an earlier, resumed run
-    context = multiprocessing.get_context("spawn")  # workers must not inherit JAX's threads
     try:
-        with context.Pool(max(1, args.jobs)) as pool, tqdm(
-            total=len(jobs), initial=len(jobs) - len(todo), unit="board", file=sys.stderr, disable=None,
-        ) as bar:
-            for record in pool.imap(_solve_job, todo):
+        with tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="board", file=sys.stderr, disable=None) as bar:
+            for record in ordered_map(_solve_job, todo, args.jobs):
                 if "error" in record:
                     errors += 1
                     print(f"line {record['line']}: {record['error']}", file=sys.stderr)
                 output.write(json.dumps(record) + "\n")
                 output.flush()
+                if "error" not in record:  # an error may be the file's own (another board's proof): kept
+                    _remove_checkpoint(args.checkpoint_dir, record["line"])
                 bar.update()
+    except RuntimeError as error:  # a solver process died; the lines written so far are kept
+        print(f"{parser.prog}: error: {error}; run again to resume", file=sys.stderr)
+        return 1
     finally:
         if output is not sys.stdout:
             output.close()
     if args.board_file:
         write_proven(recover_json_lines(args.out), jobs, args.board_file, args.rules)
     return 1 if errors else 0
+
+
+def _remove_checkpoint(directory: str | None, number: int) -> None:
+    path = checkpoint_path(directory, number)
+    if path is not None and os.path.exists(path):
+        os.unlink(path)
 
 
 def write_proven(records, jobs, path, rules: str = "dust") -> None:
