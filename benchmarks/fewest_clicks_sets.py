@@ -10,11 +10,15 @@ boards of ``optimal_6x6x5.txt`` and ``optimal_8x4x5.txt``, whose optima the solv
 Prints the solver's proof times on the 1000 boards by optimal length.
 
 Former (NRK's 7x9x4, gravity alone): ``--former-boards FILE`` writes the 200 seeded random
-boards the ``fewest_clicks_v1_7x9x4_former`` set is to hold, for the solver to prove:
+boards the ``fewest_clicks_v1_7x9x4_former`` set is to hold, for the solver to prove in
+passes of growing limits (``python -m jaxdust.solver --help``); ``--former-log`` prints
+where the proofs stand, with the proof times and positions by optimum:
 
     python benchmarks/fewest_clicks_sets.py --former-boards results/former_boards_7x9x4.txt
     python -m jaxdust.solver results/former_boards_7x9x4.txt --rules former --jobs 2 \
-        --time-limit 900 --out results/solver-former-200.jsonl
+        --node-limit 1000000000 --table-bits 27 --out results/former-200.jsonl \
+        --checkpoint-dir results/former-proofs
+    python benchmarks/fewest_clicks_sets.py --former-log results/former-200.jsonl
 """
 
 from __future__ import annotations
@@ -28,25 +32,44 @@ from jaxdust.core import files, flags, reference
 from jaxdust.evaluation import benchmark
 
 
-def length_table(records: list[dict]) -> str:
-    """Proof times by optimal length (markdown), the solver's distribution over the set."""
+def length_table(records: list[dict], positions: bool = False) -> str:
+    """Proof times by optimal length (markdown), the solver's distribution over the set;
+    ``positions`` adds the median positions searched (machine-independent, unlike seconds)."""
     lengths = np.array([r["length"] for r in records])
     seconds = np.array([r["seconds"] for r in records])
     proven = np.array([r["optimal"] for r in records])
-    lines = ["| clicks | boards | proven | median s | p90 s | max s |", "|---:|---:|---:|---:|---:|---:|"]
-    for length in np.unique(lengths):
-        times = seconds[lengths == length]
-        lines.append(f"| {length} | {times.size} | {proven[lengths == length].sum()} | {np.median(times):.2f} | "
-                     f"{np.percentile(times, 90):.1f} | {times.max():.1f} |")
-    lines.append(f"| all | {len(records)} | {proven.sum()} | {np.median(seconds):.2f} | "
-                 f"{np.percentile(seconds, 90):.1f} | {seconds.max():.1f} |")
+    nodes = np.array([r["nodes"] for r in records], np.float64)
+    extra = (" median positions |", "---:|") if positions else ("", "")
+    lines = ["| clicks | boards | proven | median s | p90 s | max s |" + extra[0],
+             "|---:|---:|---:|---:|---:|---:|" + extra[1]]
+    for label, chosen in [*((str(n), lengths == n) for n in np.unique(lengths)), ("all", lengths > -1)]:
+        times = seconds[chosen]
+        lines.append(f"| {label} | {times.size} | {proven[chosen].sum()} | {np.median(times):.2f} | "
+                     f"{np.percentile(times, 90):.1f} | {times.max():.1f} |"
+                     + (f" {np.median(nodes[chosen]):.1e} |" if positions else ""))
+    return "\n".join(lines)
+
+
+def former_progress(records: list[dict], boards: int) -> str:
+    """Where the proofs of a solver log stand: each board's last line is its result."""
+    last = {r["line"]: r for r in records if "error" not in r}
+    proven = [r for r in last.values() if r["optimal"]]
+    open_ = sorted((r for r in last.values() if not r["optimal"]), key=lambda r: r["line"])
+    lines = [f"{len(proven)} of {boards} boards proven, {len(open_)} open, {boards - len(last)} not tried yet."]
+    if proven:
+        lines += ["Proven, by optimum (seconds include other load on the machine; positions do not):",
+                  length_table(proven, positions=True)]
+    if open_:
+        lines.append("Open (line: bound..best found): " + ", ".join(
+            f"{r['line']}: {r['lower_bound']}..{r['length']}" for r in open_))
     return "\n".join(lines)
 
 
 FORMER_SEED = 794  # numpy's default_rng
+FORMER_COUNT = 200
 
 
-def former_boards(count: int = 200) -> str:
+def former_boards(count: int = FORMER_COUNT) -> str:
     """``count`` random full 7x9 boards of 4 colours (NRK Former's size), as a board file."""
     rng = np.random.default_rng(FORMER_SEED)
     lines = ["# width=7 height=9 colors=4; cells listed x-major: cell (x,y) is character x*9+y, y=0 bottom row",
@@ -60,7 +83,16 @@ def main(argv=None) -> None:
     parser.add_argument("--solver-log", type=flags.input_file,
                         help="JSON lines of python -m jaxdust.solver on data/boards/eval_8x6x5.txt")
     parser.add_argument("--former-boards", type=flags.output_file, help="write the Former set's 200 boards here")
+    parser.add_argument("--former-log", type=flags.input_file,
+                        help="JSON lines of python -m jaxdust.solver on the Former boards: print where they stand")
     args = parser.parse_args(argv)
+    if args.former_log:
+        try:
+            records = files.recover_json_lines(args.former_log, repair=False)
+        except ValueError as error:
+            parser.error(f"--former-log: {error}")
+        print(former_progress(records, FORMER_COUNT))
+        return
     if args.former_boards:
         files.atomic_write_bytes(args.former_boards, former_boards().encode())
         print(f"wrote {args.former_boards}")
@@ -84,6 +116,7 @@ def main(argv=None) -> None:
                                   "The boards of eval_8x6x5.txt; python -m jaxdust.solver --time-limit 300."))
     print(f"The solver on the {len(solved)} boards, by length (one board per process):")
     print(length_table(solved))
+
 
 if __name__ == "__main__":
     main()

@@ -180,3 +180,25 @@ def test_reports_name_the_cpu_model_the_kernel_reports():
         assert f": {name}\n" in open("/proc/cpuinfo").read()
     cores = machine.cpu_cores()
     assert machine.cpu_description() == f"{name}, {cores} core{'s' if cores > 1 else ''}"
+
+
+def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path):
+    """``benchmarks/fewest_clicks_sets.py --former-log``: a retried board counts by its last
+    line, a broken board is left out, and the open boards are listed with their bounds."""
+    def record(line, length, bound, nodes, seconds):
+        return {"line": line, "board": "1" * 63, "clicks": [], "length": length, "lower_bound": bound,
+                "optimal": length == bound, "nodes": nodes, "seconds": seconds}
+    records = [record(3, 14, 13, 100, 9.0), record(4, 12, 12, 10, 1.0), {"line": 5, "board": "x", "error": "bad"},
+               record(6, 13, 13, 30, 3.0), record(3, 14, 14, 500, 50.0), record(7, 16, 14, 900, 99.0)]
+    log = tmp_path / "former.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = subprocess.run([sys.executable, "benchmarks/fewest_clicks_sets.py", "--former-log", str(log)],
+                            cwd=ROOT, capture_output=True, text=True, check=True)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "3 of 200 boards proven, 1 open, 196 not tried yet."
+    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]] for line in lines
+            if line.startswith("| ") and not line.startswith("| clicks")}
+    assert rows["12"] == ["1", "1", "1.00", "1.0", "1.0", "1.0e+01"]
+    assert rows["14"] == ["1", "1", "50.00", "50.0", "50.0", "5.0e+02"]  # the retry's line, not the first
+    assert rows["all"][:2] == ["3", "3"] and rows["all"][5] == "3.0e+01"
+    assert lines[-1] == "Open (line: bound..best found): 7: 14..16"
