@@ -23,7 +23,7 @@ from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver.cli import main as solve_main
 from jaxdust.core import reference as ref
-from jaxdust.core.processes import ordered_map
+from jaxdust.core.processes import WorkerDied, ordered_map
 from tests import workers
 from tests.conftest import ROOT
 
@@ -530,10 +530,30 @@ def test_work_in_processes_comes_back_in_order_and_a_dead_process_is_an_error_no
     assert list(ordered_map(workers.square_or_die_on_three, [5, 1, 4, 2], 2)) == [25, 1, 16, 4]
     assert list(ordered_map(abs, [-2, 1], 1)) == [2, 1]  # one job: in this process
     results = []
-    with pytest.raises(RuntimeError, match="a worker process died"):
+    with pytest.raises(WorkerDied, match="a worker process died"):
         for result in ordered_map(workers.square_or_die_on_three, [1, 2, 3, 4, 5, 6], 2):
             results.append(result)
     assert results == [1, 4][: len(results)]  # the results before it came in order
+
+
+def test_cli_stops_with_an_error_when_a_solver_process_dies_and_keeps_its_lines(tmp_path, boards_dir, monkeypatch,
+                                                                               capsys):
+    from jaxdust.solver import cli
+
+    def first_then_dies(function, jobs, processes):
+        yield function(jobs[0])
+        raise WorkerDied("a worker process died (killed, or out of memory?)")
+
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join((boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:5]) + "\n")
+    out = tmp_path / "solutions.jsonl"
+    monkeypatch.setattr(cli, "ordered_map", first_then_dies)
+    assert solve_main([str(source), "--out", str(out), "--jobs", "2"]) == 1
+    assert "a worker process died" in capsys.readouterr().err
+    assert [json.loads(line)["line"] for line in out.read_text().splitlines()] == [3]  # kept, to resume from
+    monkeypatch.undo()
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1"]) == 0
+    assert [json.loads(line)["line"] for line in out.read_text().splitlines()] == [3, 4, 5]
 
 
 def test_cli_reads_stdin():

@@ -40,7 +40,7 @@ from tqdm import tqdm
 
 from jaxdust.core import flags
 from jaxdust.core.boards import board_lines, parse_board
-from jaxdust.core.processes import ordered_map
+from jaxdust.core.processes import WorkerDied, ordered_map
 from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines, remove_leftover_temporaries
 from jaxdust.solver.api import CHECKPOINT_POSITIONS, MAX_TABLE_BITS, TranspositionTable, initial_table_bits, solve
 from jaxdust.core.game import CLICK_RULES
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
                 if "error" not in record:  # an error may be the file's own (another board's proof): kept
                     _remove_checkpoint(args.checkpoint_dir, record["line"])
                 bar.update()
-    except RuntimeError as error:  # a solver process died; the lines written so far are kept
+    except WorkerDied as error:  # the lines written so far are kept
         print(f"{parser.prog}: error: {error}; run again to resume", file=sys.stderr)
         return 1
     finally:
