@@ -21,6 +21,7 @@ from jaxdust.solver import api, bitboard, halves, ida, progress, upper_bound
 from jaxdust.solver import table as storage
 from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.api import TranspositionTable, solve
+from jaxdust.solver import cli as solver_cli
 from jaxdust.solver.cli import main as solve_main
 from jaxdust.core import reference as ref
 from jaxdust.core.processes import WorkerDied, ordered_map
@@ -538,8 +539,6 @@ def test_work_in_processes_comes_back_in_order_and_a_dead_process_is_an_error_no
 
 def test_cli_stops_with_an_error_when_a_solver_process_dies_and_keeps_its_lines(tmp_path, boards_dir, monkeypatch,
                                                                                capsys):
-    from jaxdust.solver import cli
-
     def first_then_dies(function, jobs, processes):
         yield function(jobs[0])
         raise WorkerDied("a worker process died (killed, or out of memory?)")
@@ -547,7 +546,7 @@ def test_cli_stops_with_an_error_when_a_solver_process_dies_and_keeps_its_lines(
     source = tmp_path / "boards.txt"
     source.write_text("\n".join((boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:5]) + "\n")
     out = tmp_path / "solutions.jsonl"
-    monkeypatch.setattr(cli, "ordered_map", first_then_dies)
+    monkeypatch.setattr(solver_cli, "ordered_map", first_then_dies)
     assert solve_main([str(source), "--out", str(out), "--jobs", "2"]) == 1
     assert "a worker process died" in capsys.readouterr().err
     assert [json.loads(line)["line"] for line in out.read_text().splitlines()] == [3]  # kept, to resume from

@@ -124,7 +124,7 @@ def _load_compiled_code() -> None:
     _compiled = True
 
 
-def _check_limits(time_limit, node_limit, colors, beam_width) -> None:
+def _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions) -> None:
     def is_int(value):
         return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
@@ -133,6 +133,8 @@ def _check_limits(time_limit, node_limit, colors, beam_width) -> None:
         raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
     if node_limit is not None and (not is_int(node_limit) or node_limit < 1):
         raise ValueError(f"node_limit must be a positive integer or None, got {node_limit!r}")
+    if not is_int(checkpoint_positions) or checkpoint_positions < 1:
+        raise ValueError(f"checkpoint_positions must be a positive integer, got {checkpoint_positions!r}")
     if colors is not None and (not is_int(colors) or not 1 <= colors <= MAX_COLORS):
         raise ValueError(f"colors must be an integer in 1..{MAX_COLORS} or None, got {colors!r}")
     if beam_width is not None and (not is_int(beam_width) or beam_width < 0):
@@ -181,10 +183,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         cells-left rule sets have ``jaxdust.search.points``), or a board over 64 cells; or
         naming the checkpoint when it holds another board or is not a saved proof.
     """
-    _check_limits(time_limit, node_limit, colors, beam_width)
-    if isinstance(checkpoint_positions, bool) or not isinstance(checkpoint_positions, (int, np.integer)) \
-            or checkpoint_positions < 1:
-        raise ValueError(f"checkpoint_positions must be a positive integer, got {checkpoint_positions!r}")
+    _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions)
     require_click_rules(rules, "the exact solver")
     if time_limit is not None:
         _load_compiled_code()
@@ -210,8 +209,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     planes = bitboard.to_planes(cells, colors)
     resumed = progress.load(checkpoint, cells, rules) if checkpoint is not None else None
     if resumed is not None:
-        max_bits = max(table.max_bits if table is not None else MAX_TABLE_BITS, resumed.entries.shape[0].bit_length() - 1)
-        table = TranspositionTable.of(resumed.entries, resumed.halves, max_bits)
+        table = TranspositionTable.of(resumed.entries, resumed.halves,
+                                      table.max_bits if table is not None else MAX_TABLE_BITS)
     elif table is None:
         table = TranspositionTable(initial_table_bits(width * height), MAX_TABLE_BITS)
     deadline = 0.0 if time_limit is None else start + time_limit

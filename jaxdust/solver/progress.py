@@ -40,7 +40,8 @@ def save(path: str | os.PathLike, board: np.ndarray, rules: str, progress: Progr
     """Write ``progress`` of the proof of ``board`` atomically (a reader sees the old file
     or the new one). An all-zero half table (boards the half bound does not apply to) is
     stored as its size alone."""
-    fields = dataclasses.asdict(progress)
+    # Not dataclasses.asdict: it deep-copies the table, gigabytes on a 7x9 board.
+    fields = {field.name: getattr(progress, field.name) for field in dataclasses.fields(progress)}
     entries, halves = fields.pop("entries"), fields.pop("halves")
     meta = {"format": FORMAT, "rules": rules, **fields, "best_clicks": [list(c) for c in progress.best_clicks],
             "halves_size": int(halves.shape[0])}
