@@ -54,8 +54,9 @@ def _fixed_point(replacement):
 
 
 def _counting(passes: list):
-    """A fixed point that also appends the passes it took (per element under vmap) to
-    ``passes``, at trace time, for the traced function to return."""
+    """A fixed point that appends the passes it ran (each element's, under vmap) to
+    ``passes`` as it runs: a callback, since the game's public functions are jitted and a
+    tracer kept at trace time would escape their traces."""
 
     def counting(update, start, passes_per_check=1):  # the check interval adds at most one pass: ignored
         def changed(carry):
@@ -65,7 +66,7 @@ def _counting(passes: list):
             return carry[1], update(carry[1]), carry[2] + 1
 
         _, result, count = jax.lax.while_loop(changed, step, (~start, start, jnp.int32(0)))
-        passes.append(count)
+        jax.debug.callback(lambda ran: passes.append(int(np.max(ran))), count)
         return result
 
     return counting
@@ -85,22 +86,16 @@ def _unrolled(passes: int):
 
 
 def _batch_max_passes(function, inputs) -> int:
-    """Passes of the slowest element of the batch ``inputs`` for the (single) fixed point of
-    ``function``, i.e. what the batched loop runs."""
+    """Passes of the slowest element of the batch ``inputs`` for the fixed point of
+    ``function``, i.e. what the batched loop runs. (A ``custom_vmap`` function such as
+    ``game.cluster_labels`` runs one loop for the whole batch: its count is that maximum.)"""
     passes: list = []
-
-    def counted(item):
-        passes.clear()
-        result = function(item)
-        if not passes:
-            raise ValueError("traced no fixed point")
-        # A custom_vmap function (game.cluster_labels) is traced unbatched, then by its
-        # batching rule: the last fixed point traced is the one that runs.
-        return result, passes[-1]
-
     with _fixed_point(_counting(passes)):
-        _, counts = jax.jit(jax.vmap(counted))(inputs)
-    return int(np.max(counts))
+        jax.block_until_ready(jax.jit(jax.vmap(function))(inputs))
+        jax.effects_barrier()
+    if not passes:
+        raise ValueError("ran no fixed point")
+    return max(passes)
 
 
 def _analyse(function, *args, passes: int, donate: bool = False) -> tuple[float, float, float]:
@@ -149,8 +144,8 @@ def env_step(batch: int, size: game.GameConfig, seed: int) -> dict:
         action = game.random_legal_action(action_key, game.legal_action_mask(state.board).reshape(-1))
         return env.step(state.replace(key=key), action)[0]
 
-    positions = random_positions(batch, size, seed)
-    flood = _batch_max_passes(lambda board: random_click(env.init(jax.random.key(0), board)), positions)
+    positions = jax.vmap(lambda board: env.init(jax.random.key(0), board))(random_positions(batch, size, seed))
+    flood = _batch_max_passes(random_click, positions)
     flops, accessed, memory = _analyse(jax.vmap(random_click), states, passes=flood)
     return {"program": f"env step, {size.width}x{size.height}x{size.colors}", "item": "click", "batch": batch,
             "passes": flood, "flops": flops, "bytes": accessed, "memory": memory,

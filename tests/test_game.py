@@ -25,6 +25,20 @@ def test_gravity_keeps_column_order():
     np.testing.assert_array_equal(game.apply_gravity(start), board([[1, 2, 0], [3, 0, 0]]))
 
 
+@pytest.mark.parametrize("height", [1, 2, 5, 6, 7, 9, 16, 23])
+def test_gravity_and_sliding_equal_the_reference_on_either_side_of_the_bubble(height):
+    """Lines of up to ``BUBBLE_MAX_LINE`` places settle by a bubble, longer ones by odd-even
+    passes: boards with holes anywhere, batched (batch axes last) as the moves call them."""
+    rng = np.random.default_rng(height)
+    width = 2 * height + 1  # half-rows of ``height`` and ``height + 1`` places
+    boards = np.stack([ref.random_board(rng, width, height, 4) for _ in range(6)], axis=-1)
+    boards[rng.random(boards.shape) < 0.4] = 0
+    gravity, sliding = game.apply_gravity(jnp.asarray(boards)), game.slide_to_centre(jnp.asarray(boards))
+    for i in range(boards.shape[-1]):
+        np.testing.assert_array_equal(gravity[..., i], ref.gravity(boards[..., i]))
+        np.testing.assert_array_equal(sliding[..., i], ref.slide_to_centre(boards[..., i]))
+
+
 def test_rows_slide_toward_the_centre_from_both_halves():
     # One row of width 6: [1 0 2 | 0 3 0] -> [0 1 2 | 3 0 0]
     start = board([[1], [0], [2], [0], [3], [0]])
@@ -311,3 +325,35 @@ def test_each_board_size_compiles_once():
     for size in [(8, 6), (8, 6), (6, 6), (8, 6), (6, 6)]:
         click(jnp.asarray(ref.random_board(rng, *size, 5)), jnp.int32(0), jnp.int32(0))
     assert traced_shapes == [(8, 6), (6, 6)]
+
+
+EVERYDAY_CALLS = {
+    "click": lambda b: game.click(b, 2, 1),
+    "former click": lambda b: game.click(b, 2, 1, "former"),
+    "click_action": lambda b: game.click_action(b, 7, rules="samegame"),
+    "cluster_labels": game.cluster_labels,
+    "cluster_sizes": game.cluster_sizes,
+    "cluster_mask": lambda b: game.cluster_mask(b, 3, 0),
+    "cluster_action_mask": lambda b: game.cluster_action_mask(b, "clickomania"),
+    "legal_action_mask": lambda b: game.legal_action_mask(b, rules="samegame"),
+    "contract": game.contract,
+    "settle": lambda b: game.settle(b, "former"),
+    "remove_and_contract": lambda b: game.remove_and_contract(b, b == 1),
+    "is_done": game.is_done,
+    "is_over": lambda b: game.is_over(b, "samegame"),
+}
+
+
+@pytest.mark.parametrize("name", EVERYDAY_CALLS)
+def test_everyday_functions_called_outside_jit_compile_once(name, caplog):
+    """Unjitted, each call ran op by op and compiled its fixed-point loop again (40-150 ms
+    a call on a CPU); the second board of a shape must reuse the first one's program."""
+    call = EVERYDAY_CALLS[name]
+    rng = np.random.default_rng(1)
+    first, second = (jnp.asarray(ref.random_board(rng, 7, 5, 4)) for _ in range(2))
+    expected = jax.jit(call)(second)  # the same function traced inside a jit of its own
+    jax.block_until_ready(call(first))
+    with jax.log_compiles(), caplog.at_level("WARNING"):
+        result = jax.block_until_ready(call(second))
+    assert not [record.message for record in caplog.records if "ompil" in record.message]
+    chex.assert_trees_all_equal(result, expected)

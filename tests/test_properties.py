@@ -1,6 +1,5 @@
 """Property tests (hypothesis) of the rules' consequences listed in RULES.md."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -8,16 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxdust.core import game
+from jaxdust.core.game import click, cluster_mask, cluster_sizes, contract, is_done
 from jaxdust.core import reference as ref
 
 # A few shapes keep compilation bounded; odd widths, height 1 and one-colour games included.
 SHAPES = [(8, 6), (5, 4), (3, 7), (2, 1), (7, 2), (9, 9)]
 
-click = jax.jit(game.click)
-contract = jax.jit(game.contract)
-cluster_mask = jax.jit(game.cluster_mask)
-cluster_sizes = jax.jit(game.cluster_sizes)
-is_done = jax.jit(game.is_done)
 
 
 @st.composite
@@ -126,8 +121,6 @@ def test_done_iff_empty(loose):
 # ---------------------------------------------------------------------------------------
 
 FAMILY = ("former", "samegame", "clickomania", "dust")
-family_click = jax.jit(game.click, static_argnames="rules")
-family_settle = jax.jit(game.contract, static_argnames="rules")
 
 
 @st.composite
@@ -136,7 +129,7 @@ def family_positions(draw):
     parse_board's independent check) and a cell to click."""
     rules = draw(st.sampled_from(FAMILY))
     loose, colors = draw(loose_boards())
-    board = np.asarray(family_settle(jnp.asarray(loose), rules=rules))
+    board = np.asarray(contract(jnp.asarray(loose), rules=rules))
     width, height = board.shape
     return rules, board, draw(st.integers(0, width - 1)), draw(st.integers(0, height - 1))
 
@@ -148,8 +141,8 @@ def test_family_clicks_keep_boards_settled_and_remove_whole_groups(case):
     from jaxdust.core.boards import parse_board
     rules, board, x, y = case
     parse_board(board, rules=rules)  # settling settles, by parse_board's own check
-    np.testing.assert_array_equal(np.asarray(family_settle(jnp.asarray(board), rules=rules)), board)  # idempotent
-    new, removed = map(np.asarray, family_click(jnp.asarray(board), x, y, rules=rules))
+    np.testing.assert_array_equal(np.asarray(contract(jnp.asarray(board), rules=rules)), board)  # idempotent
+    new, removed = map(np.asarray, click(jnp.asarray(board), x, y, rules=rules))
     parse_board(new, rules=rules)
     group = int(np.asarray(cluster_mask(jnp.asarray(board), x, y)).sum())
     assert removed == (group if group >= game.rules_of(rules).min_group else 0)

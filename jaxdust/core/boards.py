@@ -214,10 +214,6 @@ def read_board_file(path: str | os.PathLike, width: int | None = None,
     return records
 
 
-_jit_click = jax.jit(game.click, static_argnames="rules")
-_jit_cluster = jax.jit(game.cluster_mask)
-
-
 def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Every position of a game played under ``rules`` and the cluster each click removes.
 
@@ -243,12 +239,12 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tu
             raise ValueError(f"click {step}: ({x}, {y}) is outside the {width}x{height} board")
         if int(board[x, y]) == 0:
             raise ValueError(f"click {step}: ({x}, {y}) is an empty cell")
-        cluster = np.asarray(_jit_cluster(board, x, y))
+        cluster = np.asarray(game.cluster_mask(board, x, y))
         if cluster.sum() < smallest:
             raise ValueError(f"click {step}: ({x}, {y}) is a group of {cluster.sum()}; {rules} removes groups of "
                              f"{smallest} or more")
         clusters.append(cluster)
-        board, _ = _jit_click(board, x, y, rules=rules)
+        board, _ = game.click(board, x, y, rules=rules)
         boards.append(np.asarray(board))
     clusters.append(np.zeros((width, height), bool))
     return boards, clusters
