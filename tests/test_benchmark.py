@@ -202,3 +202,48 @@ def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path
     assert rows["14"] == ["1", "1", "50.00", "50.0", "50.0", "5.0e+02"]  # the retry's line, not the first
     assert rows["all"][:2] == ["3", "3"] and rows["all"][5] == "3.0e+01"
     assert lines[-1] == "Open (line: bound..best found): 7: 14..16"
+
+
+@pytest.mark.slow
+def test_compile_profile_counts_compiles_in_every_process_of_a_command(tmp_path):
+    """``benchmarks/compile_profile.py``: a child that clicks twice (the jitted click compiles
+    once) and starts a grandchild that labels a board; both processes' events are counted,
+    by program and by script, and the log can be summarised again alone."""
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import subprocess, sys\nimport jax, jaxdust\n"
+        "board = jaxdust.random_board(jax.random.key(0))\n"
+        "jaxdust.click(board, 1, 1)\njaxdust.click(board, 2, 3)\n"
+        "subprocess.run([sys.executable, '-c', 'import jax, jaxdust; "
+        "jaxdust.cluster_labels(jaxdust.random_board(jax.random.key(1)))'], check=True)\n")
+    log = tmp_path / "events.tsv"
+    command = [sys.executable, "benchmarks/compile_profile.py", "--log", str(log), "--", sys.executable, str(child)]
+    outside_pytest = {name: value for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST"}
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=outside_pytest)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+    def rows(output, first_header):
+        lines = output.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(first_header)) + 2
+        table = {}
+        for line in lines[start:]:
+            if not line.startswith("| "):
+                break
+            cells = [cell.strip() for cell in line.split("|")[1:-1]]
+            table[cells[0]] = cells[1:]
+        return table
+
+    programs = rows(result.stdout, "| program |")
+    assert programs["jit(click)"][0] == "1" and programs["jit(cluster_labels)"][0] == "1"
+    scripts = rows(result.stdout, "| test (or script) |")
+    assert set(scripts) == {"(child.py, outside a test)", "(-c, outside a test)"}
+    assert {line.split("\t")[4] for line in log.read_text().splitlines()} == {"child.py", "-c"}
+    again = subprocess.run([sys.executable, "benchmarks/compile_profile.py", "--log", str(log)], cwd=ROOT,
+                           capture_output=True, text=True, check=True)
+    assert rows(again.stdout, "| program |") == programs
+    refused = subprocess.run([sys.executable, "benchmarks/compile_profile.py", "--top", "0", "--", "true"], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "--top must be a positive integer" in refused.stderr
+    failing = subprocess.run([sys.executable, "benchmarks/compile_profile.py", "--", sys.executable, "-c", "exit(3)"],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert failing.returncode == 3 and "no JAX compile events were logged" in failing.stderr

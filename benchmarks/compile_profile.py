@@ -1,0 +1,142 @@
+"""Where a command's time goes to JAX: tracing, lowering and XLA compiling, by test and by
+program, over every Python process it starts (pytest's workers and the scripts they run).
+
+    python benchmarks/compile_profile.py -- python -m pytest -n 2 -m slow
+    python benchmarks/compile_profile.py --log results/compile.tsv -- python train.py avi --minutes 1
+
+Every process started under it loads a ``sitecustomize`` (put first on ``PYTHONPATH``)
+that, once ``jax`` is imported, listens to JAX's compile-time events and appends them at
+exit to one tab-separated log: process, event, seconds, program, script, current test
+(``PYTEST_CURRENT_TEST``, which a test's subprocesses inherit, so their events count
+under the test that started them). A process killed by a signal writes nothing. The command runs
+as given; its exit status is this script's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+
+# Installs a listener when ``jax._src.monitoring`` is first imported, so processes that never
+# import jax pay nothing, and a process sets its JAX options before jax reads them.
+SITECUSTOMIZE = '''
+import atexit, importlib.abc, importlib.machinery, os, sys
+
+_LOG = os.environ.get("JAXDUST_COMPILE_LOG")
+_rows = []
+
+
+def _listen(event, seconds, **details):
+    if "/compile" in event or "/compilation_cache/" in event:
+        script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "-"
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" (")[0]
+        _rows.append(f"{os.getpid()}\\t{event}\\t{seconds:.4f}\\t{details.get('fun_name', '')}\\t{script}\\t{test}\\n")
+
+
+def _write():
+    if _rows:
+        with open(_LOG, "a") as log:
+            log.write("".join(_rows))
+
+
+class _Hook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "jax._src.monitoring":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+            module.register_event_duration_secs_listener(_listen)
+            atexit.register(_write)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if _LOG:
+    sys.meta_path.insert(0, _Hook())
+'''
+
+COMPILE = "/jax/core/compile/backend_compile_duration"
+TRACE = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration")
+SAVED = "/jax/compilation_cache/compile_time_saved_sec"
+
+
+def summarise(log_path: str, top: int) -> str:
+    """Markdown tables of the log: seconds by test and by program."""
+    by_test = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0])
+    by_program = collections.defaultdict(lambda: [0.0, 0.0, 0])
+    with open(log_path) as log:
+        for line in log:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 6:
+                continue
+            _, event, seconds, program, script, test = fields
+            seconds = float(seconds)
+            where = test or f"({script}, outside a test)"
+            if event == COMPILE:
+                by_test[where][0] += seconds
+                by_test[where][3] += 1
+                by_program[program][0] += seconds
+                by_program[program][2] += 1
+            elif event in TRACE:
+                by_test[where][1] += seconds
+                # Tracing names the function, lowering and compiling its jit: one row.
+                by_program[program if program.startswith("jit(") else f"jit({program})"][1] += seconds
+            elif event == SAVED:
+                by_test[where][2] += seconds
+    compiled = sum(row[0] for row in by_test.values())
+    traced = sum(row[1] for row in by_test.values())
+    saved = sum(row[2] for row in by_test.values())
+    lines = [f"XLA compiling {compiled:.0f} s, tracing and lowering {traced:.0f} s, "
+             f"saved by the compilation cache {saved:.0f} s (seconds summed over processes).", "",
+             "| test (or script) | compiles | compile s | trace + lower s | cache saved s |", "|---|---:|---:|---:|---:|"]
+    for where, (seconds, tracing, cached, count) in sorted(by_test.items(), key=lambda item: -item[1][0] - item[1][1])[:top]:
+        lines.append(f"| {where} | {count} | {seconds:.1f} | {tracing:.1f} | {cached:.1f} |")
+    lines += ["", "| program | compiles | compile s | trace + lower s |", "|---|---:|---:|---:|"]
+    for program, (seconds, tracing, count) in sorted(by_program.items(), key=lambda item: -item[1][0] - item[1][1])[:top]:
+        lines.append(f"| {program} | {count} | {seconds:.1f} | {tracing:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--log", default=None, help="the event log to write (default: a temporary file); "
+                        "an existing log is summarised again with no command")
+    parser.add_argument("--top", type=int, default=25, help="rows of each table")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.top < 1:
+        parser.error(f"--top must be a positive integer, got {args.top}")
+    if not command:
+        if not args.log or not os.path.isfile(args.log):
+            parser.error("give a command after --, or --log with an existing log to summarise")
+        print(summarise(args.log, args.top))
+        return 0
+    hook_dir = tempfile.mkdtemp(prefix="jaxdust-compile-profile-")
+    with open(os.path.join(hook_dir, "sitecustomize.py"), "w") as handle:
+        handle.write(SITECUSTOMIZE)
+    log_path = os.path.abspath(args.log or os.path.join(hook_dir, "events.tsv"))
+    if os.path.exists(log_path):
+        os.remove(log_path)  # the events of this command only
+    environment = dict(os.environ, JAXDUST_COMPILE_LOG=log_path,
+                       PYTHONPATH=os.pathsep.join(filter(None, [hook_dir, os.environ.get("PYTHONPATH")])))
+    status = subprocess.call(command, env=environment)
+    if os.path.exists(log_path):
+        print(summarise(log_path, args.top))
+        print(f"\nevents: {log_path}")
+    else:
+        print("no JAX compile events were logged (no process imported jax, or all were killed)", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
