@@ -318,7 +318,6 @@ def _flood_packed(seed: jax.Array, allowed: jax.Array) -> jax.Array:
     return _fixed_point(lambda bits: _grow_packed(bits) & allowed_bits, start)
 
 
-
 def public(function):
     """``function`` jitted, its ``rules`` argument static: the everyday API compiles once per
     board shape and rule set. Called outside ``jit`` it would otherwise run op by op and
