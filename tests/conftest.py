@@ -70,6 +70,18 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BOARDS_DIR = ROOT / "data" / "boards"
 
 
+@pytest.fixture
+def compile_log(caplog):
+    """``compile_log(call)``: ``call()``'s result (ready) and the compilations JAX logged
+    while it ran."""
+    def run(call):
+        caplog.clear()
+        with jax.log_compiles(), caplog.at_level("WARNING"):
+            result = jax.block_until_ready(call())
+        return result, [record.message for record in caplog.records if "ompil" in record.message]
+    return run
+
+
 @pytest.fixture(scope="session")
 def boards_dir() -> pathlib.Path:
     return BOARDS_DIR

@@ -345,7 +345,7 @@ EVERYDAY_CALLS = {
 
 
 @pytest.mark.parametrize("name", EVERYDAY_CALLS)
-def test_everyday_functions_called_outside_jit_compile_once(name, caplog):
+def test_everyday_functions_called_outside_jit_compile_once(name, compile_log):
     """Unjitted, each call ran op by op and compiled its fixed-point loop again (40-150 ms
     a call on a CPU); the second board of a shape must reuse the first one's program."""
     call = EVERYDAY_CALLS[name]
@@ -353,7 +353,6 @@ def test_everyday_functions_called_outside_jit_compile_once(name, caplog):
     first, second = (jnp.asarray(ref.random_board(rng, 7, 5, 4)) for _ in range(2))
     expected = jax.jit(call)(second)  # the same function traced inside a jit of its own
     jax.block_until_ready(call(first))
-    with jax.log_compiles(), caplog.at_level("WARNING"):
-        result = jax.block_until_ready(call(second))
-    assert not [record.message for record in caplog.records if "ompil" in record.message]
+    result, compiled = compile_log(lambda: call(second))
+    assert not compiled
     chex.assert_trees_all_equal(result, expected)
