@@ -515,9 +515,9 @@ def _compact_to_front(cells: jax.Array, axis: int) -> jax.Array:
     cells never swap, so the order is kept, and ``n`` passes settle a line of ``n``. Each
     pass is a few selects on strided slices that span the batch axes, which XLA fuses. The
     bubble (one select per pair of places, ``n (n - 1) / 2`` steps in sequence) is kept for
-    short lines only: from 9 places up it runs slower (a third slower for 7 x 9 Former
-    clicks, half the speed at 15 x 15), and its compile time grows so fast that a 3 x 40
-    click took 12 s to compile (odd-even: 0.5 s).
+    lines of up to ``BUBBLE_MAX_LINE`` places; at 9 places and more it was slower (a third
+    slower for 7 x 9 Former clicks, half the speed at 15 x 15), and its compile time grows
+    so fast that a 3 x 40 click took 12 s to compile (odd-even: 0.5 s).
     """
     length = cells.shape[axis]
     empty = jnp.zeros((), cells.dtype)
@@ -528,10 +528,9 @@ def _compact_to_front(cells: jax.Array, axis: int) -> jax.Array:
                 hole = lines[i] == 0
                 lines[i], lines[i + 1] = jnp.where(hole, lines[i + 1], lines[i]), jnp.where(hole, empty, lines[i + 1])
         return jnp.stack(lines, axis)
-    for parity in [p % 2 for p in range(length)]:
+    for step in range(length):  # lines here are longer than the bubble's, so every pass has pairs
+        parity = step % 2
         pairs = (length - parity) // 2
-        if pairs == 0:
-            continue
         end = parity + 2 * pairs
         lower = jax.lax.slice_in_dim(cells, parity, end, 2, axis)
         upper = jax.lax.slice_in_dim(cells, parity + 1, end, 2, axis)
