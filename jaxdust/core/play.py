@@ -92,9 +92,11 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
 def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chunk: int,
                    progress=None, params=None, rules: str = "dust") -> PlayResult:
     """``play_boards`` over ``chunk`` boards at a time (one compilation: the last chunk is
-    padded with empty boards, which end at once). ``progress(n)`` is called per chunk."""
+    padded with empty boards, which end at once), or all at once when there are fewer: a
+    search policy (MCTS) pays for every padded board. ``progress(n)`` is called per chunk."""
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
     total = boards.shape[0]
+    chunk = max(1, min(chunk, total))
     parts = []
     for index, start in enumerate(range(0, total, chunk)):
         part = boards[start : start + chunk]

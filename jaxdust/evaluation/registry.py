@@ -111,7 +111,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
-    context = Context(key, max_clicks, min(chunk, boards.shape[0]), jobs, progress, solutions, rules)
+    context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
     return agent.play(settings, boards, context)
 
 

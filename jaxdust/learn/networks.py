@@ -22,7 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
+from jaxdust.search import heuristic
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
 
 PRESETS = {
     "small": (256, 256),
@@ -37,20 +38,31 @@ def encode(boards: jax.Array, colors: int) -> jax.Array:
     return planes.reshape(*boards.shape[:-2], -1)
 
 
+def batch_rule_features(boards: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``rule_features`` of boards int8 ``[M, W, H]``: float32 ``[M, W * H, 3]`` and
+    ``[M, 5]``, from one labelling that the per-cell and the board features share."""
+    tables = heuristic.cluster_tables(boards)
+    occupied = tables.columns != 0  # [cells, M], as every table: the batch last
+    cell_size = jnp.where(occupied, jnp.take_along_axis(tables.sizes, tables.labels.astype(jnp.int32), axis=0), 0)
+    colour = jnp.maximum(tables.columns.astype(jnp.int32) - 1, 0)
+    colour_clusters = jnp.where(occupied, jnp.take_along_axis(tables.per_colour, colour, axis=0), 0)
+    per_cell = jnp.stack([cell_size / 10.0, colour_clusters / 10.0, (colour_clusters == 1) & occupied], -1)
+    return jnp.moveaxis(per_cell, 1, 0).astype(jnp.float32), heuristic.batch_features(boards, tables)
+
+
+@jax.custom_batching.custom_vmap
 def rule_features(board: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Exact facts about one board: per cell float32 ``[W * H, 3]`` (cluster size / 10,
     clusters of its colour / 10, clicking it finishes its colour) and the board's
-    heuristic features float32 ``[5]`` (``heuristic.FEATURES``, unscaled)."""
-    cells = board.shape[0] * board.shape[1]
-    flat = board.reshape(-1)
-    labels = game.cluster_labels(board).reshape(-1)
-    sizes = jnp.zeros(cells + 1, jnp.int32).at[labels].add(1, mode="drop")[:cells]
-    cell_size = jnp.where(labels >= 0, sizes[jnp.maximum(labels, 0)], 0)
-    representative = labels == jnp.arange(cells)
-    per_colour = jnp.zeros(game.MAX_COLORS + 1, jnp.int32).at[flat].add(representative)
-    colour_clusters = jnp.where(flat > 0, per_colour[flat], 0)
-    per_cell = jnp.stack([cell_size / 10.0, colour_clusters / 10.0, (colour_clusters == 1) & (flat > 0)], -1)
-    return per_cell.astype(jnp.float32), heuristic_features(board)
+    heuristic features float32 ``[5]`` (``heuristic.FEATURES``, unscaled). ``jax.vmap`` of
+    it calls ``batch_rule_features``."""
+    per_cell, features = batch_rule_features(board[None])
+    return per_cell[0], features[0]
+
+
+@rule_features.def_vmap
+def _rule_features_vmap(axis_size: int, in_batched: list, boards: jax.Array):
+    return batch_rule_features(boards), (True, True)
 
 
 _FEATURE_SCALE = np.array([0.2, 0.1, 1.0, 0.02, 0.1], np.float32)  # keeps inputs near [0, 1]

@@ -9,7 +9,7 @@ colours + 0.6 * extra clusters (``REFERENCE_WEIGHTS``). This module is plain JAX
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,36 +32,54 @@ SCORE_STEP = 1e-4
 Scorer = Callable[[jax.Array, object], jax.Array]
 
 
-def batch_features(boards: jax.Array) -> jax.Array:
-    """``FEATURES`` of boards int8 ``[M, W, H]``: float32 ``[M, 5]``.
+class ClusterTables(NamedTuple):
+    """One labelling of boards ``[M, W, H]`` and the counts read from it, cells first and
+    the batch last (how XLA on a CPU vectorises them): what ``batch_features`` and the
+    networks' per-cell rule features (``jaxdust.learn.networks``) share."""
 
-    Colours left, extra clusters (clusters - colours), whether no colour is a single
-    cluster, cells left, and the largest cluster's size. Computed with the batch axis last
-    (``game.labels_cells_first``), sums over cells as ``game.fold_rows``; cluster sizes
-    are one scatter-add over all boards, which on a CPU beats comparing every cell with
-    every label (0.1 against 1.4 us per board).
-    """
+    columns: jax.Array  # int8 [cells, M], the boards' cells in flat order
+    labels: jax.Array  # [cells, M], game.labels_cells_first (cells where a cell is empty)
+    representative: jax.Array  # bool [cells, M], a cluster's first cell
+    per_colour: jax.Array  # [9, M], clusters of each colour 1..9
+    sizes: jax.Array  # int32 [cells + 1, M], cells of each label (row ``cells``: the empty cells)
+
+
+def cluster_tables(boards: jax.Array) -> ClusterTables:
+    """``ClusterTables`` of boards int8 ``[M, W, H]``. Cluster sizes are one scatter-add
+    over all boards, which on a CPU beats comparing every cell with every label (0.1
+    against 1.4 us per board)."""
     count, width, height = boards.shape
     cells = width * height
-    columns = jnp.moveaxis(boards, 0, -1).reshape(cells, count)  # [cells, M]
+    columns = jnp.moveaxis(boards, 0, -1).reshape(cells, count)
     labels = game.labels_cells_first(columns.reshape(width, height, count)).reshape(cells, count)
     dtype = labels.dtype
     representative = labels == game.cell_index(width, height, dtype, 1).reshape(cells, 1)
     first_colours = jnp.where(representative, columns, jnp.zeros((), columns.dtype))
     per_colour = jnp.stack([game.fold_rows((first_colours == colour).astype(dtype), jnp.add)
-                            for colour in range(1, game.MAX_COLORS + 1)])  # [9, M] clusters of each colour
-    colours = game.fold_rows((per_colour > 0).astype(jnp.int32), jnp.add)
+                            for colour in range(1, game.MAX_COLORS + 1)])
     # Sizes label-major ([label, board]), in the labels' cell-major order: no transposed copy,
     # and neighbouring boards write to neighbouring slots (2x faster than board-major).
     slots = labels.astype(jnp.int32) * count + jnp.arange(count, dtype=jnp.int32)
     sizes = jnp.zeros((cells + 1) * count, jnp.int32).at[slots.reshape(-1)].add(
-        1, mode="promise_in_bounds").reshape(cells + 1, count)  # empty cells: row `cells`
+        1, mode="promise_in_bounds").reshape(cells + 1, count)
+    return ClusterTables(columns, labels, representative, per_colour, sizes)
+
+
+def batch_features(boards: jax.Array, tables: ClusterTables | None = None) -> jax.Array:
+    """``FEATURES`` of boards int8 ``[M, W, H]``: float32 ``[M, 5]``.
+
+    Colours left, extra clusters (clusters - colours), whether no colour is a single
+    cluster, cells left, and the largest cluster's size, from ``tables``
+    (``cluster_tables(boards)`` unless given); sums over cells are ``game.fold_rows``.
+    """
+    columns, _, representative, per_colour, sizes = cluster_tables(boards) if tables is None else tables
+    colours = game.fold_rows((per_colour > 0).astype(jnp.int32), jnp.add)
     return jnp.stack([
         colours,
         game.fold_rows(representative.astype(jnp.int32), jnp.add) - colours,
         (colours > 0) & ~game.fold_rows(per_colour == 1),
         game.fold_rows((columns != 0).astype(jnp.int32), jnp.add),
-        game.fold_rows(sizes[:cells], jnp.maximum),
+        game.fold_rows(sizes[:-1], jnp.maximum),
     ], axis=1).astype(jnp.float32)
 
 
