@@ -56,6 +56,15 @@ def _mix(value):
     return _xor_shift(value, 31)
 
 
+def _packed(cells: jax.Array, colour: jax.Array) -> jax.Array:
+    """uint32 ``[...]``: bit ``i`` set where ``cells[i]`` (``[n <= 32, ...]``) is ``colour``;
+    0 for no cells."""
+    if cells.shape[0] == 0:
+        return jnp.zeros(cells.shape[1:], jnp.uint32)
+    shifts = np.arange(cells.shape[0], dtype=np.uint32).reshape((-1,) + (1,) * (cells.ndim - 1))
+    return game.fold_rows((cells == colour).astype(jnp.uint32) << shifts, jnp.bitwise_or)
+
+
 @game.batch_last_vmap
 def solver_key(board: jax.Array) -> jax.Array:
     """uint32 ``[2, ...]`` (high, low) key of boards int8 ``[W, H, ...]``, equal for a board and
@@ -77,13 +86,8 @@ def solver_key(board: jax.Array) -> jax.Array:
         # 64-bit sums kept as (high, low 16 bits, high 16 bits of low): no carry chains.
         high_sum, low_sum, middle_sum = sums
         for word in range(words):
-            high, low = zero, zero
-            for bit in range(64 * word, min(cells, 64 * word + 64)):
-                on = (both[bit] == colour).astype(jnp.uint32)
-                if bit % 64 < 32:
-                    low = low | (on << (bit % 64))
-                else:
-                    high = high | (on << (bit % 64 - 32))
+            low, high = (_packed(both[start:min(cells, start + 32)], colour)
+                         for start in (64 * word, 64 * word + 32))
             salt = jnp.asarray(salts)[colour, word]
             mixed_high, mixed_low = _mix((high ^ salt[0], low ^ salt[1]))
             present = ((high | low) != 0).astype(jnp.uint32)  # absent colours add nothing, as in the solver
