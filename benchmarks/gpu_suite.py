@@ -85,10 +85,10 @@ SMOKE = Sizes(env_ids=("Dust-6x6x5-v0", "Dust-8x6x5-v0"), accelerator_games=(64,
               accelerator_clicks=1 << 10, cpu_clicks=1 << 10, repeats=1, beam_boards=4,
               beam_batches={4: (2, 4)},
               train_flags=("--hidden", "16", "--num-envs", "32", "--beam-width", "4", "--buffer-lines", "32",
-                           "--cell-rounds", "1", "--cell-width", "8", "--chunk-updates", "2", "--eval-boards", "8",
+                           "--cell-rounds", "1", "--cell-width", "8", "--chunk-updates", "2", "--eval-boards", "4",
                            "--eval-every", "1"),
               train_updates=40,
-              fresh_boards=4, proven_boards=4, widths=(1, 4), simulations=2)
+              fresh_boards=4, proven_boards=4, widths=(1, 4), simulations=2)  # 4 boards everywhere: shared programs
 
 
 def _load(path: str) -> dict:

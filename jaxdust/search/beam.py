@@ -216,8 +216,6 @@ class _BeamCarry(NamedTuple):
     last_move: jax.Array  # int32 [B], the clearing click
 
 
-@functools.partial(jax.jit, static_argnames=("width", "scorer", "max_clicks", "rescorer", "shortlist", "chunk",
-                                             "rules"))
 def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic_scorer,
                 max_clicks: int | None = None, params=None, rescorer: Scorer | None = None,
                 shortlist: int = LOOKAHEAD_SHORTLIST, chunk: int = CHUNK, rules: str = "dust") -> BeamResult:
@@ -240,24 +238,39 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
       rules: a fewest-clicks rule set (``"dust"`` or ``"former"``); SameGame's points
         have ``jaxdust.search.points``.
 
-    Returns a ``BeamResult``, batched like ``boards``.
+    Returns a ``BeamResult``, batched like ``boards``. The search compiles once per batch
+    shape and static argument; every click removes a cell, so a ``max_clicks`` beyond the
+    cells searches (and compiles) as the cells, its ``actions`` padded with -1.
 
     Raises:
-      ValueError: when tracing, for boards that are not 2-D or 3-D, a size that is not
-        a positive integer, or rules that are not a fewest-clicks rule set.
+      ValueError: for boards that are not 2-D or 3-D, a size that is not a positive
+        integer, or rules that are not a fewest-clicks rule set.
     """
-    if boards.ndim not in (2, 3):
-        raise ValueError(f"beam_search takes boards [B, W, H] or one board [W, H], got shape {boards.shape}")
+    shape = np.shape(boards)
+    if len(shape) not in (2, 3):
+        raise ValueError(f"beam_search takes boards [B, W, H] or one board [W, H], got shape {shape}")
     for name, value in (("width", width), ("max_clicks", max_clicks), ("shortlist", shortlist), ("chunk", chunk)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ValueError(f"beam_search: {name} must be a positive integer, got {value!r}")
     game.require_click_rules(rules, "beam_search")
-    if boards.ndim == 2:
+    if len(shape) == 2:
         found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk, rules)
         return BeamResult(found.length[0], found.actions[0])
+    cells = shape[1] * shape[2]
+    requested = max_clicks or cells
+    found = _beam_search(boards, width, scorer, min(requested, cells), params, rescorer, shortlist, chunk, rules)
+    if requested > cells:
+        return BeamResult(found.length, jnp.pad(found.actions, ((0, 0), (0, requested - cells)), constant_values=-1))
+    return found
+
+
+@functools.partial(jax.jit, static_argnames=("width", "scorer", "max_clicks", "rescorer", "shortlist", "chunk",
+                                             "rules"))
+def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int, params, rescorer: Scorer | None,
+                 shortlist: int, chunk: int, rules: str) -> BeamResult:
+    """``beam_search`` of a batch ``[B, W, H]``, its arguments checked."""
     count, board_width, board_height = boards.shape
     cells = board_width * board_height
-    max_clicks = max_clicks or cells
     rows = count * width
     listed = shortlist * width if rescorer is not None else width  # children per board that reach the rescorer
     board_of_row = jnp.arange(rows) // width
