@@ -247,3 +247,24 @@ def test_compile_profile_counts_compiles_in_every_process_of_a_command(tmp_path)
     failing = subprocess.run([sys.executable, "benchmarks/compile_profile.py", "--", sys.executable, "-c", "exit(3)"],
                              cwd=ROOT, capture_output=True, text=True)
     assert failing.returncode == 3 and "no JAX compile events were logged" in failing.stderr
+
+
+@pytest.mark.slow
+def test_compile_times_compares_two_revisions_program_by_program(tmp_path):
+    """``benchmarks/compile_times.py``: each revision's first call and warm calls of a
+    program, in fresh processes; both sides here are the working tree, so the ratios sit
+    near 1. An unknown program is refused before any run."""
+    out = tmp_path / "times.json"
+    command = [sys.executable, "benchmarks/compile_times.py", "WORKTREE", "WORKTREE", "--rounds", "1",
+               "--programs", "solver_key", "--out", str(out)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert list(rows) == ["solver_key"]
+    row = rows["solver_key"]
+    for side in ("old", "new"):
+        assert row[side]["first_call_cpu_s"] > 0 and row[side]["warm_ms"] > 0
+    assert 0.2 < row["first_call_ratio"] < 5 and 0.1 < row["warm_ratio"] < 10
+    assert "| solver_key |" in result.stdout
+    refused = subprocess.run([*command[:6], "--programs", "nope"], cwd=ROOT, capture_output=True, text=True)
+    assert refused.returncode == 2 and "unknown programs" in refused.stderr

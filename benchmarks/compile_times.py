@@ -1,0 +1,180 @@
+"""What the everyday JAX programs cost to compile and to run, in two revisions side by side.
+
+A program's first call traces, lowers and compiles it (what a user waits for once per shape,
+and what dominates the test suite); later calls only run it. For each revision (checked out
+into a temporary git worktree, as ``compare_solvers.py`` does), a fresh process without
+JAX's persistent cache calls each program once, timing the process's CPU seconds (XLA
+compiles on several threads), then times warm calls (the fastest of five). Revisions
+alternate round by round, and each figure keeps the best round, so machine drift hits both.
+
+    python benchmarks/compile_times.py 67af901 WORKTREE          # the programs below, 2 rounds
+    python benchmarks/compile_times.py HEAD~1 HEAD --rounds 3
+
+Programs (8 x 6 x 5 boards): the hand-made heuristic and the solver key on 8,192 positions a
+few random clicks in; the beam search at width 8 on 4 boards and at width 64 on 64; one
+chunk of 10 ``avi`` updates (64 slots, beams of 4, an MLP of 64 x 64); largest-group play on
+256 boards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from tqdm import tqdm
+
+from compare_solvers import _checkout  # benchmarks/compare_solvers.py
+from jaxdust.core import files, flags
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+PROGRAMS = ("heuristic", "solver_key", "beam_w8_4", "beam_w64_64", "avi_chunk", "play_largest_256")
+
+# Runs in a fresh interpreter with a revision's source tree first on the path; only public
+# entry points that every revision has.
+_MEASURE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import jax, jax.numpy as jnp
+import jaxdust
+from jaxdust.core import game
+from jaxdust.core.play import play_boards
+from jaxdust.evaluation import baselines
+from jaxdust.learn import avi
+from jaxdust.search import beam, heuristic, keys
+assert jaxdust.__file__.startswith(sys.argv[1]), jaxdust.__file__
+
+size = game.GameConfig()
+name = sys.argv[2]
+
+def positions():  # 8,192 positions 5 random clicks in
+    def one(key):
+        board_key, key = jax.random.split(key)
+        def click(i, carry):
+            board, key = carry
+            key, action_key = jax.random.split(key)
+            action = game.random_legal_action(action_key, game.legal_action_mask(board).reshape(-1))
+            return game.click_action(board, action)[0], key
+        return jax.lax.fori_loop(0, 5, click, (game.random_board(board_key, size), key))[0]
+    return jax.block_until_ready(jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(0), 8192)))
+
+def evaluation(count):
+    return jnp.stack([r.board for r in jaxdust.read_board_file(sys.argv[3], limit=count)])
+
+def avi_chunk():
+    config = avi.AVIConfig(hidden=(64, 64), num_envs=64, beam_width=4, buffer_lines=64, total_updates=100,
+                           chunk_updates=10)
+    init, run_chunk = avi.make_avi(config)
+    runner = jax.block_until_ready(init(jax.random.key(0)))
+    return lambda: run_chunk(jax.tree.map(jnp.copy, runner))[1]
+
+# Inputs are made before the clock starts; each call is the program alone.
+if name == "heuristic":
+    boards, scored = positions(), jax.jit(heuristic.heuristic_scorer)
+    call = lambda: scored(boards, None)
+elif name == "solver_key":
+    boards, keyed = positions(), jax.jit(jax.vmap(keys.solver_key))
+    call = lambda: keyed(boards)
+elif name == "beam_w8_4":
+    boards = evaluation(4)
+    call = lambda: beam.beam_search(boards, width=8)
+elif name == "beam_w64_64":
+    boards = evaluation(64)
+    call = lambda: beam.beam_search(boards, width=64)
+elif name == "avi_chunk":
+    call = avi_chunk()
+else:
+    boards = positions()[:256]
+    call = lambda: play_boards(boards, baselines.largest_cluster, jax.random.key(0), 48)
+start = time.process_time()
+first = jax.block_until_ready(call())
+first_cpu = time.process_time() - start
+warm = []
+for _ in range(5):
+    start = time.perf_counter()
+    jax.block_until_ready(call())
+    warm.append(time.perf_counter() - start)
+lengths = first.length.tolist() if hasattr(first, "length") else None
+print(json.dumps({"first_call_cpu_s": first_cpu, "warm_ms": 1e3 * min(warm), "lengths": lengths}))
+"""
+
+
+def _programs(text: str) -> tuple[str, ...]:
+    names = tuple(name for name in text.split(",") if name)
+    unknown = [name for name in names if name not in PROGRAMS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown programs {unknown or text!r}; known: {', '.join(PROGRAMS)}")
+    return names
+
+
+def _measure(source: str, program: str) -> dict:
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("JAX_COMPILATION_CACHE")}
+    environment["JAX_PLATFORMS"] = "cpu"
+    boards = os.path.join(ROOT, "data", "boards", "eval_8x6x5.txt")
+    done = subprocess.run([sys.executable, "-c", _MEASURE, source, program, boards], capture_output=True, text=True,
+                          env=environment, cwd=source)
+    if done.returncode:
+        raise RuntimeError(f"{program} failed in {source}:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> dict:
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("old", help="git revision (or WORKTREE)")
+    parser.add_argument("new", help="git revision (or WORKTREE)")
+    parser.add_argument("--rounds", type=flags.positive_int, default=2)
+    parser.add_argument("--programs", type=_programs, default=PROGRAMS,
+                        help=f"comma-separated, of {', '.join(PROGRAMS)}")
+    parser.add_argument("--out", type=flags.output_file, default="results/compile_times.json")
+    args = parser.parse_args(argv)
+
+    scratch = tempfile.mkdtemp(prefix="jaxdust-compile-times-")
+    sources = []
+    best = {program: [{"first_call_cpu_s": np.inf, "warm_ms": np.inf}, {"first_call_cpu_s": np.inf,
+                                                                          "warm_ms": np.inf}]
+            for program in args.programs}
+    try:
+        sources = [_checkout(revision, scratch) for revision in (args.old, args.new)]
+        with tqdm(total=args.rounds * len(args.programs) * 2, unit="process", file=sys.stderr, disable=None) as bar:
+            for _ in range(args.rounds):
+                for program in args.programs:
+                    for v in range(2):
+                        record = _measure(sources[v], program)
+                        kept = best[program][v]
+                        kept["first_call_cpu_s"] = min(kept["first_call_cpu_s"], record["first_call_cpu_s"])
+                        kept["warm_ms"] = min(kept["warm_ms"], record["warm_ms"])
+                        kept["lengths"] = record["lengths"]
+                        bar.update()
+    finally:
+        for source in sources:
+            if source != ROOT:
+                subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", source], capture_output=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    print(f"\nFirst call (trace, lower, compile, one run: CPU seconds of the process) and a warm call "
+          f"(fastest of 5), best of {args.rounds} rounds\n")
+    print(f"| program | {args.old}: first call s | {args.new}: first call s | new / old | "
+          f"{args.old}: warm ms | {args.new}: warm ms | new / old |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    rows = {}
+    for program, (old, new) in best.items():
+        if old["lengths"] != new["lengths"]:
+            raise AssertionError(f"{program}: the two revisions' beams found different lengths")
+        rows[program] = {"old": old, "new": new, "first_call_ratio": new["first_call_cpu_s"] / old["first_call_cpu_s"],
+                         "warm_ratio": new["warm_ms"] / old["warm_ms"]}
+        print(f"| {program} | {old['first_call_cpu_s']:.2f} | {new['first_call_cpu_s']:.2f} | "
+              f"{rows[program]['first_call_ratio']:.2f} | {old['warm_ms']:.2f} | {new['warm_ms']:.2f} | "
+              f"{rows[program]['warm_ratio']:.2f} |")
+    report = {"benchmark": "compile_times", "old": args.old, "new": args.new, "rounds": args.rounds, "rows": rows}
+    files.atomic_write_json(args.out, report)
+    print(f"\nwrote {args.out}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
