@@ -15,6 +15,7 @@ board it keeps the fastest round; it reports the medians and the median per-boar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -54,6 +55,23 @@ def _checkout(revision: str, into: str) -> str:
     return path
 
 
+@contextlib.contextmanager
+def checked_out(*revisions: str):
+    """Each revision's source tree, a temporary git worktree (``WORKTREE``: this checkout
+    as it is), and a scratch folder beside them; all removed afterwards."""
+    scratch = tempfile.mkdtemp(prefix="jaxdust-revisions-")
+    sources = []
+    try:
+        for revision in revisions:
+            sources.append(_checkout(revision, scratch))
+        yield sources, scratch
+    finally:
+        for source in sources:
+            if source != ROOT:
+                subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", source], capture_output=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _prove(source: str, cache: str, board: str, time_limit: float, cpu: int | None) -> dict:
     command = [sys.executable, "-c", _PROVE, source, board, "8", "6", str(time_limit)]
     if cpu is not None and shutil.which("taskset"):
@@ -84,10 +102,7 @@ def main(argv=None) -> dict:
     if not boards:
         parser.error(f"no eval board has best known length {args.length}")
 
-    scratch = tempfile.mkdtemp(prefix="jaxdust-compare-")
-    sources = []
-    try:
-        sources = [_checkout(revision, scratch) for revision in (args.old, args.new)]
+    with checked_out(args.old, args.new) as (sources, scratch):
         caches = [os.path.join(scratch, f"numba-cache-{i}") for i in range(2)]
         for source, cache in zip(sources, caches):  # compile outside the measurements
             _prove(source, cache, boards[0], args.time_limit, args.cpu)
@@ -104,11 +119,6 @@ def main(argv=None) -> dict:
                         seconds[v, b] = min(seconds[v, b], record["seconds"])
                         nodes[v, b], lengths[v, b] = record["nodes"], record["length"]
                         bar.update()
-    finally:
-        for source in sources:
-            if source != ROOT:
-                subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", source], capture_output=True)
-        shutil.rmtree(scratch, ignore_errors=True)
     if (lengths[0] != lengths[1]).any():
         raise AssertionError("the two revisions prove different optimal lengths")
 

@@ -21,15 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 from tqdm import tqdm
 
-from compare_solvers import _checkout  # benchmarks/compare_solvers.py
+from compare_solvers import checked_out  # benchmarks/compare_solvers.py
 from jaxdust.core import files, flags
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -133,13 +131,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=flags.output_file, default="results/compile_times.json")
     args = parser.parse_args(argv)
 
-    scratch = tempfile.mkdtemp(prefix="jaxdust-compile-times-")
-    sources = []
-    best = {program: [{"first_call_cpu_s": np.inf, "warm_ms": np.inf}, {"first_call_cpu_s": np.inf,
-                                                                          "warm_ms": np.inf}]
-            for program in args.programs}
-    try:
-        sources = [_checkout(revision, scratch) for revision in (args.old, args.new)]
+    best = {program: [{"first_call_cpu_s": np.inf, "warm_ms": np.inf} for _ in range(2)] for program in args.programs}
+    with checked_out(args.old, args.new) as (sources, _):
         with tqdm(total=args.rounds * len(args.programs) * 2, unit="process", file=sys.stderr, disable=None) as bar:
             for _ in range(args.rounds):
                 for program in args.programs:
@@ -150,11 +143,6 @@ def main(argv=None) -> dict:
                         kept["warm_ms"] = min(kept["warm_ms"], record["warm_ms"])
                         kept["lengths"] = record["lengths"]
                         bar.update()
-    finally:
-        for source in sources:
-            if source != ROOT:
-                subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", source], capture_output=True)
-        shutil.rmtree(scratch, ignore_errors=True)
 
     print(f"\nFirst call (trace, lower, compile, one run: CPU seconds of the process) and a warm call "
           f"(fastest of 5), best of {args.rounds} rounds\n")
