@@ -23,6 +23,10 @@ minutes, carries on where the last stopped or was killed):
 - ``report``: ``report.json`` and ``report.md`` (tables ready for docs/results.md, with the
   measured-on line).
 
+``--step notebooks`` (not part of ``all``) runs one more of the Colab notebooks per call, top
+to bottom in a Jupyter kernel on this machine, with the sizes each picks for the backend it
+sees (``SMALL = False`` on a GPU); ``--notebooks`` names others. The report lists them.
+
 Results are written atomically after every row, so a killed step keeps what it measured.
 """
 
@@ -31,14 +35,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import glob
 import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
 
+# The notebooks' kernels get the environment as the user set it, not the settings below.
+USER_ENVIRONMENT = dict(os.environ)
 # The training step runs in this process after others have used the device: let JAX's
 # allocator grow rather than take 75% of the GPU up front.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -79,6 +87,8 @@ class Sizes:
     proven_boards: int | None = None  # None: all 100
     widths: tuple[int, ...] = (1, 8, 64)
     simulations: int = 64
+    notebooks: tuple[str, ...] | None = None  # None: the repository's notebooks/*.ipynb
+    notebook_cell_seconds: int = 540  # a cell running longer is stopped (its notebook fails)
 
 
 SMOKE = Sizes(env_ids=("Dust-6x6x5-v0", "Dust-8x6x5-v0"), accelerator_games=(64, 256), cpu_games=(64,),
@@ -309,6 +319,50 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     return report
 
 
+def step_notebooks(out: str, sizes: Sizes) -> dict:
+    """One more notebook (nothing once each has run), top to bottom in a Jupyter kernel as on
+    a Colab runtime; the executed copy goes to ``out/notebooks/``. A failing notebook's
+    error is kept as its result: the next call runs the next notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = os.path.join(out, "notebooks.json")
+    report = _load(path) or {"rows": {}}
+    paths = sizes.notebooks or sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.ipynb")))
+    pending = [p for p in paths if _stem(p) not in report["rows"]]
+    if not pending:
+        return report
+    notebook_path = pending[0]
+    notebook = nbformat.read(notebook_path, as_version=4)
+    client = NotebookClient(notebook, timeout=sizes.notebook_cell_seconds, kernel_name="python3",
+                            resources={"metadata": {"path": os.path.dirname(os.path.abspath(notebook_path))}})
+    start = time.perf_counter()
+    try:
+        client.execute(env=USER_ENVIRONMENT)
+        error = None
+    except Exception as failure:  # noqa: BLE001  (a failed cell, a timeout, a dead kernel: the row's result)
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", str(failure)).strip().splitlines() or [""]  # no terminal colours
+        error = f"{type(failure).__name__}: {lines[-1][:300]}"
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    printed = "".join(str(o.get("text", "")) for cell in code for o in cell.get("outputs", []))
+    report["rows"][_stem(notebook_path)] = {
+        "seconds": time.perf_counter() - start, "cells": len(code),
+        "cells_run": sum(cell.get("execution_count") is not None for cell in code),
+        "kernel": next((line for line in printed.splitlines() if line.startswith("JAX ")), None), "error": error}
+    os.makedirs(os.path.join(out, "notebooks"), exist_ok=True)
+    files.atomic_write_bytes(os.path.join(out, "notebooks", os.path.basename(notebook_path)),
+                             (nbformat.writes(notebook) + "\n").encode())
+    files.atomic_write_json(path, report)
+    row = report["rows"][_stem(notebook_path)]
+    print(f"  {_stem(notebook_path)}: {row['cells_run']} of {row['cells']} cells in {row['seconds']:.0f} s, "
+          f"{row['error'] or 'no error'}", flush=True)
+    return report
+
+
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
 def _command(parts: dict) -> str:
     """The suite's command line as far as the steps' files record it: the sizes that change
     what the tables mean (training pieces, the env sweep's batches)."""
@@ -323,7 +377,8 @@ def _command(parts: dict) -> str:
 
 
 def step_report(out: str, sizes: Sizes) -> dict:
-    parts = {name: _load(os.path.join(out, f"{name}.json")) for name in ("device", "env", "beam", "train", "eval")}
+    parts = {name: _load(os.path.join(out, f"{name}.json"))
+             for name in ("device", "env", "beam", "train", "eval", "notebooks")}
     device = parts["device"]
     lines = [f"Measured with `{_command(parts)}` on {device.get('device_kind')} "
              f"({device.get('backend')}, {device.get('platform_version')}), jax {device.get('jax')}, "
@@ -364,6 +419,13 @@ def step_report(out: str, sizes: Sizes) -> dict:
                 cells = [("-" if c not in row else f"{row[c]['mean']:.2f}"
                           + (f" ({100 * row[c]['optimal']:.0f}%)" if "optimal" in row[c] else "")) for c in columns]
                 lines.append(f"| {name} | {set_name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if parts["notebooks"].get("rows"):
+        lines += ["Notebooks (`--step notebooks`), top to bottom in a Jupyter kernel:", "",
+                  "| notebook | kernel | cells run | seconds | error |", "|---|---|---:|---:|---|"]
+        for name, row in parts["notebooks"]["rows"].items():
+            lines.append(f"| {name} | {row['kernel'] or '-'} | {row['cells_run']} of {row['cells']} | "
+                         f"{row['seconds']:.0f} | {row['error'] or 'none'} |")
     text = "\n".join(lines) + "\n"
     files.atomic_write_bytes(os.path.join(out, "report.md"), text.encode())
     files.atomic_write_json(os.path.join(out, "report.json"), parts)
@@ -371,10 +433,18 @@ def step_report(out: str, sizes: Sizes) -> dict:
     return parts
 
 
+def _notebook_paths(text: str) -> list[str]:
+    paths = [flags.input_file(part) for part in text.split(",")]
+    for path in paths:
+        if not path.endswith(".ipynb"):
+            raise argparse.ArgumentTypeError(f"{path} is not a notebook (.ipynb)")
+    return [os.path.abspath(path) for path in paths]
+
+
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=flags.output_dir, default="results/gpu")
-    parser.add_argument("--step", choices=(*STEPS, "all"), default="all")
+    parser.add_argument("--step", choices=(*STEPS, "notebooks", "all"), default="all")
     parser.add_argument("--smoke", action="store_true", help="every step for seconds (a CPU is enough)")
     parser.add_argument("--pieces", type=flags.positive_int, default=3, help="training pieces")
     parser.add_argument("--piece-minutes", type=flags.positive_float, default=8.5,
@@ -383,10 +453,16 @@ def main(argv=None) -> dict:
     parser.add_argument("--env-games", type=flags.positive_ints,
                         help="comma-separated batch sizes for the accelerator's env sweep (default: 1,024 x 4**k up "
                              "to 2**26); fewer sizes shorten the env step when device time is short")
+    parser.add_argument("--notebooks", type=_notebook_paths,
+                        help="comma-separated notebooks for --step notebooks (default: notebooks/*.ipynb)")
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else Sizes()
     if args.env_games:
         sizes = dataclasses.replace(sizes, accelerator_games=tuple(args.env_games))
+    if args.notebooks:
+        sizes = dataclasses.replace(sizes, notebooks=tuple(args.notebooks))
+    if args.notebooks and args.step != "notebooks":
+        parser.error("--notebooks goes with --step notebooks")
     if args.smoke and "--piece-minutes" in (argv if argv is not None else sys.argv[1:]):
         parser.error("--smoke sets its own piece length")
     piece_minutes = 0.02 if args.smoke else args.piece_minutes

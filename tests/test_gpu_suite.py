@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import nbformat
 import pytest
 
 import jaxdust
@@ -92,9 +93,46 @@ def check_report_and_resumed_steps(out, stdout):
     assert {name: (out / f"{name}.json").read_text() for name in before} == before
 
 
+def write_notebook(path, *sources):
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources]), path)
+    return path
+
+
+def test_notebooks_step_runs_one_notebook_per_call_and_keeps_a_failure(tmp_path):
+    """``--step notebooks`` (the Colab notebooks on the suite's machine, one per call) runs
+    a kernel with the user's environment, not the suite's host devices; a failing cell is
+    its notebook's result and the next call goes on to the next notebook."""
+    good = write_notebook(tmp_path / "good.ipynb", 'import jax\nprint("JAX", jax.__version__, "on", jax.devices())',
+                          "print('four', 2 + 2)")
+    bad = write_notebook(tmp_path / "bad.ipynb", 'raise ValueError("planted failure")', 'print("never")')
+    out = tmp_path / "out"
+    argv = ("--step", "notebooks", "--notebooks", f"{good},{bad}")
+    run_suite(out, *argv)
+    rows = load(out, "notebooks")["rows"]
+    assert list(rows) == ["good"]
+    assert rows["good"]["cells_run"] == rows["good"]["cells"] == 2 and rows["good"]["error"] is None
+    assert rows["good"]["kernel"].startswith("JAX ") and rows["good"]["kernel"].endswith("[CpuDevice(id=0)]")
+    executed = nbformat.read(out / "notebooks" / "good.ipynb", as_version=4)
+    assert "four 4" in "".join(o.get("text", "") for cell in executed.cells for o in cell.outputs)
+    run_suite(out, *argv)
+    bad_row = load(out, "notebooks")["rows"]["bad"]
+    assert (bad_row["cells_run"], bad_row["cells"]) == (1, 2) and bad_row["kernel"] is None
+    assert bad_row["error"] == "CellExecutionError: ValueError: planted failure"  # no terminal colours
+    before = (out / "notebooks.json").read_text()
+    run_suite(out, *argv)  # each has run: nothing more
+    assert (out / "notebooks.json").read_text() == before
+    run_suite(out, "--step", "report")
+    report = (out / "report.md").read_text()
+    assert "| good | JAX " in report and "| 2 of 2 |" in report and "| 1 of 2 |" in report
+
+
 def test_bad_flags_are_refused_before_any_step(tmp_path):
+    notebook = write_notebook(tmp_path / "one.ipynb", "x = 1")
     for argv, message in ((["--env-games", "1024,0"], "--env-games"), (["--pieces", "0"], "--pieces"),
-                          (["--smoke", "--piece-minutes", "2"], "--smoke sets its own piece length")):
+                          (["--smoke", "--piece-minutes", "2"], "--smoke sets its own piece length"),
+                          (["--step", "env", "--notebooks", str(notebook)], "--notebooks goes with --step notebooks"),
+                          (["--step", "notebooks", "--notebooks", str(tmp_path / "none.ipynb")], "no such file"),
+                          (["--step", "notebooks", "--notebooks", __file__], "is not a notebook")):
         result = subprocess.run([sys.executable, SUITE, "--out", str(tmp_path / "out"), *argv], cwd=ROOT,
                                 capture_output=True, text=True, timeout=300)
         assert result.returncode == 2 and message in result.stderr, (argv, result.stderr[-500:])
