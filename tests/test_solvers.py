@@ -664,9 +664,9 @@ def test_the_selection_prefix_agrees_with_sorting_whole_rows():
         def hashes_of(columns, hashes=hashes):
             return jnp.take_along_axis(hashes, columns[..., None], axis=1)
 
-        for count in (5, 40, 200):
-            got = beam._best_distinct(scores, hashes_of, count)
-            whole = beam._first_distinct(scores, hashes, count)[:2]
+        for count in (5, 40, 200):  # jitted as in the beam (eager, each loop compiles per call)
+            got = jax.jit(beam._best_distinct, static_argnums=(1, 2))(scores, hashes_of, count)
+            whole = jax.jit(beam._first_distinct, static_argnums=2)(scores, hashes, count)[:2]
             np.testing.assert_array_equal(got[1], whole[1])
             finite = np.isfinite(np.asarray(whole[1]))
             np.testing.assert_array_equal(np.asarray(got[0])[finite], np.asarray(whole[0])[finite])
@@ -686,7 +686,7 @@ def test_selection_picks_top_ks_set_and_compacts_as_nonzero(columns):
     scores[3] = -scores[3] * 0.0  # only +0 and -0
     scores[4, ::2] = -np.inf
     for count in sorted({1, 2, columns // 3 + 1, columns - 1, columns} - {0}):
-        picked, last = selection.smallest_columns(jnp.asarray(scores), count)
+        picked, last = jax.jit(selection.smallest_columns, static_argnums=1)(jnp.asarray(scores), count)
         negated, expected = jax.lax.top_k(-jnp.asarray(scores), count)
         np.testing.assert_array_equal(picked, np.sort(np.asarray(expected), axis=1))
         np.testing.assert_array_equal(last[:, 0], -negated[:, -1])
