@@ -76,17 +76,28 @@ def _prove(source: str, cache: str, board: str, time_limit: float, cpu: int | No
     command = [sys.executable, "-c", _PROVE, source, board, "8", "6", str(time_limit)]
     if cpu is not None and shutil.which("taskset"):
         command = ["taskset", "-c", str(cpu), *command]
-    environment = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    return run_json(command, dict(os.environ, NUMBA_CACHE_DIR=cache), source, "proof")
+
+
+def run_json(command: list[str], environment: dict, source: str, what: str) -> dict:
+    """``command`` run in the checkout ``source``: its last printed line, read as JSON
+    (RuntimeError with the end of its stderr when it fails)."""
     done = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=source)
     if done.returncode:
-        raise RuntimeError(f"proof failed in {source}:\n{done.stderr}")
+        raise RuntimeError(f"{what} failed in {source}:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None) -> dict:
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def revisions_parser(description: str) -> flags.Parser:
+    """The two revisions every comparing benchmark takes."""
+    parser = flags.Parser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("old", help="git revision (or WORKTREE)")
     parser.add_argument("new", help="git revision (or WORKTREE)")
+    return parser
+
+
+def main(argv=None) -> dict:
+    parser = revisions_parser(__doc__)
     parser.add_argument("--length", type=flags.positive_int, default=12,
                         help="take eval boards whose best known length is this (default 12: ~2-6 s each)")
     parser.add_argument("--boards", type=flags.positive_int, default=10)

@@ -19,15 +19,13 @@ chunk of 10 ``avi`` updates (64 slots, beams of 4, an MLP of 64 x 64); largest-g
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 from tqdm import tqdm
 
-from compare_solvers import checked_out  # benchmarks/compare_solvers.py
+from compare_solvers import checked_out, revisions_parser, run_json  # benchmarks/compare_solvers.py
 from jaxdust.core import files, flags
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -114,17 +112,11 @@ def _measure(source: str, program: str) -> dict:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("JAX_COMPILATION_CACHE")}
     environment["JAX_PLATFORMS"] = "cpu"
     boards = os.path.join(ROOT, "data", "boards", "eval_8x6x5.txt")
-    done = subprocess.run([sys.executable, "-c", _MEASURE, source, program, boards], capture_output=True, text=True,
-                          env=environment, cwd=source)
-    if done.returncode:
-        raise RuntimeError(f"{program} failed in {source}:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json([sys.executable, "-c", _MEASURE, source, program, boards], environment, source, program)
 
 
 def main(argv=None) -> dict:
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("old", help="git revision (or WORKTREE)")
-    parser.add_argument("new", help="git revision (or WORKTREE)")
+    parser = revisions_parser(__doc__)
     parser.add_argument("--rounds", type=flags.positive_int, default=2)
     parser.add_argument("--programs", type=_programs, default=PROGRAMS,
                         help=f"comma-separated, of {', '.join(PROGRAMS)}")
