@@ -72,6 +72,22 @@ def test_policy_head_starts_uniform_over_cells_and_value_at_the_estimate():
     np.testing.assert_allclose(value, expected, rtol=1e-6)
 
 
+def test_networks_and_the_heuristic_outside_jit_compile_once(compile_log):
+    """Flax applies a network outside jit op by op, and a user may call the heuristic so;
+    the feature functions are jitted, so the labelling's loops do not compile again at every
+    call (and give what the caller's own jit gives)."""
+    from jaxdust.search.heuristic import heuristic_features, heuristic_scorer
+    boards, others = random_boards(3, GameConfig(), seed=2), random_boards(3, GameConfig(), seed=3)
+    network = networks.ValuePolicyNetwork((16,), 5, cell_rounds=1)
+    params = jax.jit(network.init)(jax.random.key(0), boards)
+    for call in (lambda b: network.apply(params, b), jax.vmap(heuristic_features), heuristic_scorer):
+        call(boards)
+        result, compiled = compile_log(lambda: call(others))
+        assert compiled == []
+        for got, expected in zip(jax.tree.leaves(result), jax.tree.leaves(jax.jit(call)(others))):
+            np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.slow
 def test_mcts_plays_tiny_boards_near_optimally_and_only_legal_clicks():
     boards = random_boards(24, SMALL, seed=5)

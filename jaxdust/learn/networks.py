@@ -14,6 +14,7 @@ hand-made estimate (``jaxdust.search.heuristic``), so training starts from it.
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import flax.linen as nn
@@ -68,6 +69,9 @@ def _rule_features_vmap(axis_size: int, in_batched: list, boards: jax.Array):
 _FEATURE_SCALE = np.array([0.2, 0.1, 1.0, 0.02, 0.1], np.float32)  # keeps inputs near [0, 1]
 
 
+# Jitted (a caller's jit inlines it): a network applied outside jit would otherwise run the
+# labelling's while loops op by op and compile their bodies again at every call.
+@functools.partial(jax.jit, static_argnames="colors")
 def encode_with_features(boards: jax.Array, colors: int) -> tuple[jax.Array, jax.Array]:
     """Network input ``[..., D]`` (one-hot cells, per-cell and board features) and the
     hand-made estimate of clicks left ``[...]``."""
@@ -138,6 +142,7 @@ def masked_max(values: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.where(jnp.any(mask, axis=-1), best, 0.0)
 
 
+@functools.partial(jax.jit, static_argnames=("colors", "features"))  # as encode_with_features
 def board_planes(boards: jax.Array, colors: int, features: bool = True, per_cell: jax.Array | None = None) -> jax.Array:
     """Per-cell input planes for convolutions: float32 ``[..., W, H, colors + 8]``: the
     one-hot cell (``colors + 1``), its three rule features (``rule_features``, or
@@ -243,6 +248,7 @@ def neighbours(x: jax.Array) -> tuple[jax.Array, ...]:
     return shifted(width_axis, 1), shifted(width_axis, -1), shifted(height_axis, 1), shifted(height_axis, -1)
 
 
+@jax.jit  # as encode_with_features
 def cluster_means(boards: jax.Array) -> jax.Array:
     """float32 ``[..., W * H, W * H]``: row ``i`` averages over the cells of cell ``i``'s
     cluster (zeros for an empty cell), so a product with it shares what the cells of one

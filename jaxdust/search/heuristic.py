@@ -44,6 +44,9 @@ class ClusterTables(NamedTuple):
     sizes: jax.Array  # int32 [cells + 1, M], cells of each label (row ``cells``: the empty cells)
 
 
+# Jitted (a caller's jit inlines it): called outside jit, the labelling's while loops would
+# run op by op and compile their bodies again at every call.
+@jax.jit
 def cluster_tables(boards: jax.Array) -> ClusterTables:
     """``ClusterTables`` of boards int8 ``[M, W, H]``. Cluster sizes are one scatter-add
     over all boards, which on a CPU beats comparing every cell with every label (0.1
@@ -65,6 +68,7 @@ def cluster_tables(boards: jax.Array) -> ClusterTables:
     return ClusterTables(columns, labels, representative, per_colour, sizes)
 
 
+@jax.jit  # as cluster_tables
 def batch_features(boards: jax.Array, tables: ClusterTables | None = None) -> jax.Array:
     """``FEATURES`` of boards int8 ``[M, W, H]``: float32 ``[M, 5]``.
 
