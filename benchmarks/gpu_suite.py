@@ -333,6 +333,7 @@ def step_notebooks(out: str, sizes: Sizes) -> dict:
     if not pending:
         return report
     notebook_path = pending[0]
+    name = _stem(notebook_path)
     notebook = nbformat.read(notebook_path, as_version=4)
     client = NotebookClient(notebook, timeout=sizes.notebook_cell_seconds, kernel_name="python3",
                             resources={"metadata": {"path": os.path.dirname(os.path.abspath(notebook_path))}})
@@ -345,7 +346,7 @@ def step_notebooks(out: str, sizes: Sizes) -> dict:
         error = f"{type(failure).__name__}: {lines[-1][:300]}"
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     printed = "".join(str(o.get("text", "")) for cell in code for o in cell.get("outputs", []))
-    report["rows"][_stem(notebook_path)] = {
+    row = report["rows"][name] = {
         "seconds": time.perf_counter() - start, "cells": len(code),
         "cells_run": sum(cell.get("execution_count") is not None for cell in code),
         "kernel": next((line for line in printed.splitlines() if line.startswith("JAX ")), None), "error": error}
@@ -353,8 +354,7 @@ def step_notebooks(out: str, sizes: Sizes) -> dict:
     files.atomic_write_bytes(os.path.join(out, "notebooks", os.path.basename(notebook_path)),
                              (nbformat.writes(notebook) + "\n").encode())
     files.atomic_write_json(path, report)
-    row = report["rows"][_stem(notebook_path)]
-    print(f"  {_stem(notebook_path)}: {row['cells_run']} of {row['cells']} cells in {row['seconds']:.0f} s, "
+    print(f"  {name}: {row['cells_run']} of {row['cells']} cells in {row['seconds']:.0f} s, "
           f"{row['error'] or 'no error'}", flush=True)
     return report
 
@@ -459,10 +459,10 @@ def main(argv=None) -> dict:
     sizes = SMOKE if args.smoke else Sizes()
     if args.env_games:
         sizes = dataclasses.replace(sizes, accelerator_games=tuple(args.env_games))
-    if args.notebooks:
-        sizes = dataclasses.replace(sizes, notebooks=tuple(args.notebooks))
     if args.notebooks and args.step != "notebooks":
         parser.error("--notebooks goes with --step notebooks")
+    if args.notebooks:
+        sizes = dataclasses.replace(sizes, notebooks=tuple(args.notebooks))
     if args.smoke and "--piece-minutes" in (argv if argv is not None else sys.argv[1:]):
         parser.error("--smoke sets its own piece length")
     piece_minutes = 0.02 if args.smoke else args.piece_minutes

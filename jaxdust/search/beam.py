@@ -114,6 +114,14 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
     return listing, jax.lax.fori_loop(0, (listing.count + chunk - 1) // chunk, one_chunk, carry)
 
 
+def child_capacity(positions: int, cells: int, chunk: int) -> int:
+    """Entries a ``for_each_child`` carry buffer needs for ``positions`` positions of
+    ``cells`` cells: every child they can have, rounded up to the whole chunks it writes."""
+    children = positions * cells
+    chunk = min(chunk, children)  # as for_each_child
+    return -(-children // chunk) * chunk
+
+
 def _labels(boards: jax.Array) -> jax.Array:
     """int32 ``[M, W * H]``: ``game.cluster_labels`` of boards ``[M, W, H]``, flattened."""
     return jax.vmap(game.cluster_labels)(boards).reshape(boards.shape[0], -1)
@@ -288,8 +296,7 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
                     jax.lax.dynamic_update_slice(cleared, done, (start,)),
                     jax.lax.dynamic_update_slice(keys, jax.vmap(solver_key)(children), (start, 0)))
 
-        chunk_size = min(chunk, rows * cells)  # for_each_child's
-        capacity = -(-rows * cells // chunk_size) * chunk_size
+        capacity = child_capacity(rows, cells, chunk)
         empty = (jnp.full(capacity, jnp.inf), jnp.zeros(capacity, bool), jnp.zeros((capacity, 2), jnp.uint32))
         listing, (scores, cleared, child_keys) = for_each_child(
             carry.boards, carry.labels, carry.alive, chunk, visit, empty, rules)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.search.beam import CHUNK, for_each_child, play_codes
+from jaxdust.search.beam import CHUNK, child_capacity, for_each_child, play_codes
 
 
 class PointsResult(NamedTuple):
@@ -129,7 +129,7 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
             return (jax.lax.dynamic_update_slice(ranks, jnp.where(valid, rank, -1).astype(jnp.int32), (start,)),
                     jax.lax.dynamic_update_slice(hashes, _board_hashes(children), (start, 0)))
 
-        capacity = -(-rows * cells // chunk) * chunk
+        capacity = child_capacity(rows, cells, chunk)
         listing, (ranks, hashes) = for_each_child(
             carry.boards, labels, carry.alive, chunk, visit,
             (jnp.full(capacity, -1, jnp.int32), jnp.zeros((capacity, 2), jnp.uint32)), rules)
