@@ -21,29 +21,38 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 # numba's cache, compiled once: on a fresh checkout every process that reached a search
 # before anything was cached compiled it again (~20 s each for the exact solver). The first
-# process starts compiled.compile_all() in the background; each test process waits for it
-# after collecting, before its first test (xdist's workers inherit the variable).
+# process starts compiled.PARTS in the background, one process each (~30 s on a fresh
+# checkout where compile_all in one process takes ~50 s); each test process waits for them
+# after collecting, before its first test (xdist's workers inherit the variable). Letting a
+# worker start at once cost more than it saved: its first tests compiled the solver again.
 _WARM = "JAXDUST_TESTS_NUMBA_WARM"
+
+
+def _warm_files() -> list[str]:
+    from jaxdust.solver import compiled
+
+    return [os.path.join(os.environ[_WARM], part.__name__) for part in compiled.PARTS]
 
 
 def pytest_configure(config):
     if _WARM in os.environ:  # an xdist worker: the controller started it
         return
-    done = os.path.join(tempfile.mkdtemp(prefix="jaxdust-tests-"), "numba-warm")
-    os.environ[_WARM] = done
-    warm = ("import sys\ntry:\n    from jaxdust.solver import compiled; compiled.compile_all()\n"
-            "finally:\n    open(sys.argv[1], 'w').close()")
-    config._jaxdust_warm = subprocess.Popen([sys.executable, "-c", warm, done], cwd=ROOT)
+    os.environ[_WARM] = tempfile.mkdtemp(prefix="jaxdust-tests-")
+    warm = ("import sys\ntry:\n    from jaxdust.solver import compiled; getattr(compiled, sys.argv[1])()\n"
+            "finally:\n    open(sys.argv[2], 'w').close()")
+    config._jaxdust_warm = [subprocess.Popen([sys.executable, "-c", warm, os.path.basename(done), done], cwd=ROOT)
+                            for done in _warm_files()]
 
 
 def pytest_unconfigure(config):
-    if hasattr(config, "_jaxdust_warm"):
-        config._jaxdust_warm.wait()
+    for process in getattr(config, "_jaxdust_warm", ()):
+        process.wait()
 
 
 def pytest_collection_finish(session):
-    done, waited = os.environ[_WARM], 0.0
-    while not os.path.exists(done) and waited < 600:  # a failed warm-up writes it too: tests then compile
+    waited = 0.0
+    # A failed part writes its file too: tests then compile what they need.
+    while not all(map(os.path.exists, _warm_files())) and waited < 600:
         time.sleep(0.2)
         waited += 0.2
 

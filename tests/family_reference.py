@@ -120,23 +120,26 @@ def _in_range(board: np.ndarray, x: int, y: int) -> bool:
     return 0 <= x < board.shape[0] and 0 <= y < board.shape[1]
 
 
-def cluster_at(board, x: int, y: int) -> list[Cell]:
-    """Cells of the cluster containing ``(x, y)``, sorted by flat index (``[]`` if empty)."""
-    b = as_board(board)
-    if not _in_range(b, x, y):
-        raise ValueError(f"cell ({x}, {y}) is outside a board of shape {b.shape}")
-    colour = int(b[x, y])
-    if colour == 0:
-        return []
+def _flood(grid: list[list[int]], x: int, y: int) -> list[Cell]:
+    """The cluster of ``(x, y)`` on ``grid`` (``board.tolist()``: plain ints index fast)."""
+    colour, width, height = grid[x][y], len(grid), len(grid[0])
     seen = {(x, y)}
     stack = [(x, y)]
     while stack:
         cx, cy = stack.pop()
         for nx, ny in ((cx - 1, cy), (cx + 1, cy), (cx, cy - 1), (cx, cy + 1)):
-            if _in_range(b, nx, ny) and (nx, ny) not in seen and int(b[nx, ny]) == colour:
+            if 0 <= nx < width and 0 <= ny < height and (nx, ny) not in seen and grid[nx][ny] == colour:
                 seen.add((nx, ny))
                 stack.append((nx, ny))
     return sorted(seen)  # tuple order (x, y) == flat index order x*H + y
+
+
+def cluster_at(board, x: int, y: int) -> list[Cell]:
+    """Cells of the cluster containing ``(x, y)``, sorted by flat index (``[]`` if empty)."""
+    b = as_board(board)
+    if not _in_range(b, x, y):
+        raise ValueError(f"cell ({x}, {y}) is outside a board of shape {b.shape}")
+    return _flood(b.tolist(), x, y) if b[x, y] else []
 
 
 def clusters(board) -> list[list[Cell]]:
@@ -145,14 +148,13 @@ def clusters(board) -> list[list[Cell]]:
     Each cluster is a list of ``(x, y)`` sorted by flat index, so ``cluster[0]`` is its
     representative; the clusters are sorted by representative.
     """
-    b = as_board(board)
-    width, height = b.shape
+    grid = as_board(board).tolist()
     done: set[Cell] = set()
     out = []
-    for x in range(width):
-        for y in range(height):
-            if b[x, y] != 0 and (x, y) not in done:
-                cells = cluster_at(b, x, y)
+    for x, column in enumerate(grid):
+        for y, colour in enumerate(column):
+            if colour != 0 and (x, y) not in done:
+                cells = _flood(grid, x, y)
                 done.update(cells)
                 out.append(cells)
     return out  # discovered in flat order, so already sorted by representative

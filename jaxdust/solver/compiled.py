@@ -18,12 +18,28 @@ import numpy as np
 from jaxdust.solver import api, dfs, points, table
 
 
-def compile_all() -> None:
-    """Compile every ``cache=True`` function of ``jaxdust.solver`` (callees with their
-    callers), on a tiny board."""
-    api._load_compiled_code()  # the exact solver's searches and the numba beam
+def compile_searches() -> None:
+    """What ``solve`` runs: the exact solver's searches and the numba beam."""
+    api._load_compiled_code()
+
+
+def compile_lines() -> None:
+    """The rest: the transposition table's rehash, the depth-first search and the points
+    searches (beam and NMCS), on a tiny board."""
     table.rehash(np.zeros(2, np.uint64), np.zeros(4, np.uint64))  # the table grows outside a search
     board = np.array([[1, 2], [1, 2]], np.int8)  # a pair to remove: the points line is scored too
     dfs.solve_dfs(board, time_limit=None, node_limit=10)
     points.beam(board, 1)
     points.nmcs(board, 1)
+
+
+# Two halves for two processes compiling in parallel: they share next to nothing (each takes
+# as long after the other as alone).
+PARTS = (compile_searches, compile_lines)
+
+
+def compile_all() -> None:
+    """Compile every ``cache=True`` function of ``jaxdust.solver`` (callees with their
+    callers)."""
+    for part in PARTS:
+        part()
