@@ -50,9 +50,9 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_finish(session):
-    waited = 0.0
+    done, waited = _warm_files(), 0.0
     # A failed part writes its file too: tests then compile what they need.
-    while not all(map(os.path.exists, _warm_files())) and waited < 600:
+    while not all(map(os.path.exists, done)) and waited < 600:
         time.sleep(0.2)
         waited += 0.2
 
