@@ -331,7 +331,7 @@ diff = max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a.trai
 print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sharding.spec), "diff": diff,
                   "loss": [la, lb], "boards_equal": bool(jnp.all(a.env_state.board == b.env_state.board))}))
 """
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    env = {**os.environ, "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
