@@ -104,6 +104,13 @@ TINY_DQN = ["dqn", "--num-envs", "32", "--chunk-iterations", "10", "--hidden", "
 # interrupted runs must end equal to.
 WHOLE_DQN = [*TINY_DQN, "--total-steps", str(32 * 60)]
 
+
+def host_devices_flags(devices: int, *flags: str) -> str:
+    """``XLA_FLAGS`` for a subprocess with ``devices`` CPU devices: the suite's flags, then
+    the device count and ``flags`` (the last of a flag given twice counts)."""
+    return " ".join((os.environ.get("XLA_FLAGS", ""), f"--xla_force_host_platform_device_count={devices}", *flags))
+
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BOARDS_DIR = ROOT / "data" / "boards"
 

@@ -13,14 +13,16 @@ import jax
 import numpy as np
 import pytest
 
+from tests.conftest import host_devices_flags
+
 pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 240  # seconds for all processes of one test together: a hang fails, it does not block
 
-# Compiling dominates these tiny runs; XLA's cheapest optimisation level halves it, after
-# the suite's flags (conftest.FAST_XLA_FLAGS; the last of a flag given twice counts). Every
-# run below compiles with the same flags, so the comparisons are unchanged.
+# Compiling dominates these tiny runs; XLA's cheapest optimisation level halves it (after the
+# suite's flags, so it counts). Every run below compiles with the same flags, so the
+# comparisons are unchanged.
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
 
@@ -32,7 +34,7 @@ def free_port() -> int:
 
 def start(command, devices=1):
     env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices} {FAST_COMPILE}"}
+           "XLA_FLAGS": host_devices_flags(devices, FAST_COMPILE)}
     return subprocess.Popen([sys.executable, *command], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

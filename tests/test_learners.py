@@ -19,7 +19,7 @@ from jaxdust.evaluation import baselines
 from jaxdust.learn import agents, checkpoint, dqn, imitation, networks
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
-from tests.conftest import WHOLE_DQN
+from tests.conftest import WHOLE_DQN, host_devices_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(num_envs=32, chunk_iterations=10, hidden=(32,), buffer_size=1024, batch_size=32,
@@ -331,7 +331,7 @@ diff = max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a.trai
 print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sharding.spec), "diff": diff,
                   "loss": [la, lb], "boards_equal": bool(jnp.all(a.env_state.board == b.env_state.board))}))
 """
-    env = {**os.environ, "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"}
+    env = {**os.environ, "XLA_FLAGS": host_devices_flags(8)}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
