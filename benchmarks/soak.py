@@ -36,7 +36,8 @@ PYTHON = sys.executable
 BOARDS = os.path.join(BOARDS_DIR, "optimal_8x4x5.txt")
 TRAIN = ["train.py", "dqn", "--total-steps", str(32 * 60), "--num-envs", "32", "--chunk-iterations", "10",
          "--hidden", "32", "--buffer-size", "1024", "--batch-size", "32", "--learning-starts", "64",
-         "--no-features", "--eval-boards", "16", "--eval-every", "2"]
+         "--no-features", "--eval-boards", "16", "--eval-every", "2",
+         "--checkpoint-every", "1"]  # not by the clock: the kills must fall between checkpoints
 
 
 def _without(record: dict, *keys: str) -> dict:

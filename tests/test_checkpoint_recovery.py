@@ -188,3 +188,14 @@ def test_a_run_killed_before_its_first_checkpoint_starts_over_cleanly(run, whole
     os.remove(run / "summary.json")
     train(run, "--resume")
     assert_same_end(run, whole_run)
+
+
+def test_checkpoints_follow_the_clock_unless_counted(whole_run, tmp_path):
+    """By default a run saves by training seconds (and at its end); the cadence never
+    changes what it learns."""
+    counted = TRAIN_ARGS.index("--checkpoint-every")
+    by_clock = TRAIN_ARGS[:counted] + TRAIN_ARGS[counted + 2:]
+    for seconds, kept in (("3600", ["4"]), ("1e-9", ["2", "3", "4"])):
+        cli.main([*by_clock, "--checkpoint-seconds", seconds, "--run-dir", str(tmp_path / seconds)])
+        assert sorted(os.listdir(tmp_path / seconds / "checkpoints")) == kept
+        assert_same_end(tmp_path / seconds, whole_run)

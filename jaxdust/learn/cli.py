@@ -7,7 +7,7 @@
     python train.py dqn --run-dir runs/a --resume
 
 Every run lives in a directory (``--run-dir``, default ``runs/<learner>-<seed>``): orbax
-checkpoints, ``metrics.jsonl`` (one line per chunk or epoch, with argmax and greedy
+checkpoints (every 30 seconds of training, at the end and when ``--minutes`` stops it), ``metrics.jsonl`` (one line per chunk or epoch, with argmax and greedy
 evaluations on fixed random boards), ``best/`` (the checkpoint whose greedy play on them
 was best: what ``evaluate.py`` and ``load_run`` use), ``config.json`` and, at the end,
 ``summary.json``. A run
@@ -46,7 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) after this long")
         sub.add_argument("--eval-boards", type=flags.positive_int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and the checkpoint with the best greedy play is kept")
         sub.add_argument("--eval-every", type=flags.positive_int, default=5, help=f"{learner.unit}s between evaluations")
-        sub.add_argument("--checkpoint-every", type=flags.positive_int, default=1)
+        sub.add_argument("--checkpoint-every", type=flags.positive_int, default=None,
+                         help=f"{learner.unit}s between checkpoints (default: by the clock, see --checkpoint-seconds)")
+        sub.add_argument("--checkpoint-seconds", type=flags.positive_float, default=None,
+                         help=f"training seconds between checkpoints (default {runs.CHECKPOINT_SECONDS:g}); a run "
+                              "also saves at its end and when --minutes stops it")
         sub.add_argument("--tensorboard", action="store_true",
                          help="also write metrics.jsonl's scalars for TensorBoard, into RUN_DIR/tensorboard "
                               '(pip install "jaxdust[tensorboard]")')
@@ -79,6 +83,8 @@ def main(argv=None) -> dict:
     learner = learners.get(args.learner)
     if args.resume_step is not None and not args.resume:
         flags.fail(parser, "--resume-step needs --resume")
+    if args.checkpoint_every is not None and args.checkpoint_seconds is not None:
+        flags.fail(parser, "give --checkpoint-every or --checkpoint-seconds, not both")
     if args.distributed and args.num_processes is not None and args.process_id is not None \
             and args.process_id >= args.num_processes:
         flags.fail(parser, f"--process-id {args.process_id} must be below --num-processes {args.num_processes}")
