@@ -240,6 +240,24 @@ def test_time_limit_holds_where_half_searches_are_costly():
     assert count == result.length and bool(jaxdust.is_done(final))
 
 
+def test_compiling_is_announced_and_kept_out_of_the_solution_seconds(monkeypatch, capsys):
+    """A slow first load (a cold numba cache) says on stderr that it compiles, and a solve
+    without a time limit does not count it in ``seconds``; a quick load says nothing."""
+    import time
+
+    monkeypatch.setattr(api, "_compiled", False)
+    monkeypatch.setattr(api, "COMPILE_NOTICE_SECONDS", 0.05)
+    monkeypatch.setattr(api, "_compile_searches", lambda: time.sleep(1.0))
+    result = solve(np.array([[1, 2], [1, 2]]))
+    assert result.optimal and result.seconds < 0.5
+    assert "compiling the exact solver" in capsys.readouterr().err
+    monkeypatch.setattr(api, "_compiled", False)
+    monkeypatch.setattr(api, "_compile_searches", lambda: None)
+    solve(np.array([[1, 2], [1, 2]]))
+    time.sleep(0.2)  # past the notice's delay: a timer left running would print by now
+    assert capsys.readouterr().err == ""
+
+
 def test_the_half_bound_is_stronger_than_the_colour_bound_on_many_boards():
     rng = np.random.default_rng(5)
     geometry = bitboard.make_geometry(8, 6)

@@ -39,7 +39,7 @@ from tqdm import tqdm
 from jaxdust.core import configs, files, flags
 from jaxdust.core.game import GameConfig
 from jaxdust.core.processes import ordered_map
-from jaxdust.solver import bitboard
+from jaxdust.solver import bitboard, compiled
 from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver.upper_bound import beam_clicks
 
@@ -233,6 +233,8 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
             written += 1
 
     write_ready_shards()
+    if todo and jobs > 1:
+        compiled.compile_searches()  # once, here: the workers then load numba's cache
     with open(journal_path, "a") as journal, tqdm(
         total=config.boards, initial=config.boards - len(todo), unit="board",
         file=sys.stderr, disable=not progress or None,

@@ -42,6 +42,7 @@ from jaxdust.core import flags
 from jaxdust.core.boards import board_lines, parse_board
 from jaxdust.core.processes import WorkerDied, ordered_map
 from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines, remove_leftover_temporaries
+from jaxdust.solver import compiled
 from jaxdust.solver.api import CHECKPOINT_POSITIONS, MAX_TABLE_BITS, TranspositionTable, initial_table_bits, solve
 from jaxdust.core.game import CLICK_RULES
 
@@ -132,6 +133,8 @@ def main(argv=None) -> int:
     output = sys.stdout if args.out == "-" else open(args.out, "a")
     errors = sum("error" in record for record in previous)  # from an earlier, resumed run
     try:
+        if todo and args.jobs > 1:
+            compiled.compile_searches()  # once, here: the workers then load numba's cache
         with tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="board", file=sys.stderr, disable=None) as bar:
             for record in ordered_map(_solve_job, todo, args.jobs):
                 if "error" in record:
