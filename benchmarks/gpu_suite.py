@@ -28,6 +28,13 @@ to bottom in a Jupyter kernel on this machine, with the sizes each picks for the
 sees (``SMALL = False`` on a GPU); ``--notebooks`` names others. The report lists them.
 
 Results are written atomically after every row, so a killed step keeps what it measured.
+
+``--pack FILE`` and ``--unpack FILE`` carry ``--out`` to another machine, for device time
+that comes in pieces shorter than the suite (a rented hour, a Colab runtime that expires):
+the steps' files, the training run with its newest checkpoint and its best, and the executed
+notebooks, not the compiled programs, in gzip parts ``FILE.1``, ``FILE.2``, ... of at most
+15 MiB each. Unpacked into an empty ``--out`` elsewhere, the steps go on where they were;
+each training piece records the device it ran on.
 """
 
 from __future__ import annotations
@@ -37,12 +44,14 @@ import dataclasses
 import datetime
 import glob
 import importlib.metadata
+import io
 import json
 import os
 import platform
 import re
 import subprocess
 import sys
+import tarfile
 import time
 
 # The notebooks' kernels get the environment as the user set it, not the settings below.
@@ -264,7 +273,8 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
     start = time.perf_counter()
     cli.main(argv)
     lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
-    report["pieces"].append({"piece": done + 1, "wall_seconds": time.perf_counter() - start,
+    report["pieces"].append({"piece": done + 1, "device": jax.devices()[0].device_kind,
+                             "wall_seconds": time.perf_counter() - start,
                              "last_chunk": lines[-1]["chunk"], "run_seconds": lines[-1]["seconds"],
                              "updates_done": lines[-1]["chunk"] * report["chunk_updates"],
                              "finished": os.path.exists(os.path.join(run_dir, "summary.json"))})
@@ -409,8 +419,10 @@ def step_report(out: str, sizes: Sizes) -> dict:
         last = train["pieces"][-1] if train.get("pieces") else {}
         minutes = last.get("run_seconds", float("nan")) / 60
         columns = ["argmax"] + [f"width_{w}" for w in sizes.widths] + [f"mcts_{sizes.simulations}"]
+        pieces_on = [piece.get("device", device.get("device_kind")) for piece in train.get("pieces", [])]
+        elsewhere = f", its pieces on {', '.join(pieces_on)}" if set(pieces_on) - {device.get("device_kind")} else ""
         lines += [f"{train.get('learner')} trained {minutes:.1f} minutes ({last.get('updates_done')} of "
-                  f"{train.get('total_updates')} planned updates); proven boards: mean clicks (share optimal), mean optimum "
+                  f"{train.get('total_updates')} planned updates{elsewhere}); proven boards: mean clicks (share optimal), mean optimum "
                   f"{parts['eval']['proven_optimum_mean']:.2f}:", "",
                   "| agent | set | " + " | ".join(c.replace("_", " ") for c in columns) + " |",
                   "|---|---|" + "---:|" * len(columns)]
@@ -431,6 +443,74 @@ def step_report(out: str, sizes: Sizes) -> dict:
     files.atomic_write_json(os.path.join(out, "report.json"), parts)
     print(text)
     return parts
+
+
+PACK_PART_BYTES = 15 * 2**20  # under the 16 MiB a file some machines hand back may hold
+
+
+def _packed_parts(path: str) -> list[str]:
+    parts = []
+    while os.path.exists(f"{path}.{len(parts) + 1}"):
+        parts.append(f"{path}.{len(parts) + 1}")
+    return parts
+
+
+def pack(out: str, path: str, part_bytes: int = PACK_PART_BYTES) -> list[str]:
+    """``out`` as gzip tar parts ``path.1``, ``path.2``, ...: everything the steps resume
+    from, without the compiled programs (``jax_cache``, made for one machine) and without
+    the training run's older checkpoints (resuming needs the newest; evaluation the best)."""
+    checkpoints = os.path.join(out, "run", "checkpoints")
+    steps = [int(name) for name in os.listdir(checkpoints) if name.isdigit()] if os.path.isdir(checkpoints) else []
+    newest = str(max(steps)) if steps else None
+
+    def keep(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        parts = member.name.split("/")[1:]  # below "."
+        if parts[:1] == ["jax_cache"] or os.path.basename(member.name).startswith(files.TEMPORARY_PREFIX):
+            return None
+        if parts[:2] == ["run", "checkpoints"] and len(parts) >= 3 and parts[2] != newest \
+                and (parts[2].isdigit() or parts[2].endswith(".damaged")):
+            return None
+        return member
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        archive.add(out, arcname=".", filter=keep)
+    data = buffer.getvalue()
+    written = []
+    for index, begin in enumerate(range(0, len(data), part_bytes), start=1):
+        written.append(f"{path}.{index}")
+        files.atomic_write_bytes(written[-1], data[begin: begin + part_bytes])
+    for stale in _packed_parts(path)[len(written):]:  # from an earlier, larger pack
+        os.remove(stale)
+    return written
+
+
+def unpack(path: str, out: str) -> list[str]:
+    """Parts ``path.1``, ``path.2``, ... (``pack``'s) into ``out``, which must be empty or
+    missing: two suites' files would mix. Returns the files written.
+
+    Raises:
+      ValueError: no parts, ``out`` not empty, or an archive entry that is not a plain file
+        or folder inside ``out``.
+    """
+    parts = _packed_parts(path)
+    if not parts:
+        raise ValueError(f"no packed suite at {path}: expected {path}.1, {path}.2, ... (gpu_suite.py --pack)")
+    if os.path.isdir(out) and os.listdir(out):
+        raise ValueError(f"--out {out} is not empty: unpack into an empty or new folder")
+    data = b"".join(open(part, "rb").read() for part in parts)
+    try:
+        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:gz")
+        members = archive.getmembers()
+    except (tarfile.TarError, EOFError, OSError) as error:
+        raise ValueError(f"{path}.1..{len(parts)} is not a packed suite (a part missing or damaged?): {error}") from None
+    for member in members:
+        name = os.path.normpath(member.name)
+        if os.path.isabs(member.name) or name.split(os.sep)[0] == ".." or not (member.isfile() or member.isdir()):
+            raise ValueError(f"{path}: {member.name!r} is not a file or folder inside the suite's folder")
+    os.makedirs(out, exist_ok=True)
+    archive.extractall(out, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    return [os.path.normpath(member.name) for member in members if member.isfile()]
 
 
 def _notebook_paths(text: str) -> list[str]:
@@ -455,7 +535,30 @@ def main(argv=None) -> dict:
                              "to 2**26); fewer sizes shorten the env step when device time is short")
     parser.add_argument("--notebooks", type=_notebook_paths,
                         help="comma-separated notebooks for --step notebooks (default: notebooks/*.ipynb)")
+    carry = parser.add_mutually_exclusive_group()
+    carry.add_argument("--pack", metavar="FILE", type=flags.output_file,
+                       help="write --out as FILE.1, FILE.2, ... (gzip parts of at most 15 MiB) to go on elsewhere; "
+                            "runs no step")
+    carry.add_argument("--unpack", metavar="FILE", type=flags.output_file,
+                       help="write FILE.1, FILE.2, ... (--pack's) into --out, empty or new; runs no step")
     args = parser.parse_args(argv)
+    if args.pack or args.unpack:
+        given = [word for word in (argv if argv is not None else sys.argv[1:]) if word.split("=")[0] in
+                 ("--step", "--smoke", "--pieces", "--piece-minutes", "--env-games", "--notebooks")]
+        if given:
+            parser.error(f"--pack and --unpack run no step: leave out {', '.join(given)}")
+        try:
+            if args.pack:
+                if not os.path.isdir(args.out):
+                    raise ValueError(f"--out {args.out} does not exist: nothing to pack")
+                written = pack(args.out, args.pack)
+                print(f"packed {args.out} into {', '.join(written)}")
+            else:
+                written = unpack(args.unpack, args.out)
+                print(f"unpacked {len(written)} files into {args.out}")
+        except ValueError as error:
+            flags.fail(parser, str(error))
+        return {"files": written}
     sizes = SMOKE if args.smoke else Sizes()
     if args.env_games:
         sizes = dataclasses.replace(sizes, accelerator_games=tuple(args.env_games))

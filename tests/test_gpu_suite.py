@@ -32,15 +32,53 @@ def load(out, name):
 
 def test_smoke_suite_runs_every_step_in_resumed_calls(tmp_path):
     """One test (xdist would run a shared module fixture once per worker): ``--step all``
-    three times, one training piece each, as on a GPU with 10-minute slots."""
-    first = run_suite(tmp_path, "--step", "all")
-    assert "the training run is not finished" in first and not (tmp_path / "eval.json").exists()
-    run_suite(tmp_path, "--step", "all")
-    stdout = run_suite(tmp_path, "--step", "all")
-    check_device_and_env(tmp_path)
-    check_beam(tmp_path)
-    check_training_and_evaluation(tmp_path)
-    check_report_and_resumed_steps(tmp_path, stdout)
+    three times, one training piece each, as on a GPU with 10-minute slots; the third on
+    another machine, as it were, from what ``--pack`` carried there."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    first = run_suite(here, "--step", "all")
+    assert "the training run is not finished" in first and not (here / "eval.json").exists()
+    run_suite(here, "--step", "all")
+    carry_to(here, there, tmp_path / "carried" / "suite.tgz")
+    stdout = run_suite(there, "--step", "all")
+    check_device_and_env(there)
+    check_beam(there)
+    check_training_and_evaluation(there)
+    check_report_and_resumed_steps(there, stdout)
+
+
+def carry_to(here, there, packed):
+    """``--pack`` leaves out the compiled programs and all but the newest checkpoint (and
+    the best); ``--unpack`` restores the rest as it was and refuses a folder in use."""
+    suite = [sys.executable, SUITE]
+    subprocess.run([*suite, "--out", str(here), "--pack", str(packed)], cwd=ROOT, check=True, capture_output=True)
+    assert os.listdir(here / "jax_cache") and os.listdir(here / "run" / "checkpoints")
+    unpacked = subprocess.run([*suite, "--out", str(there), "--unpack", str(packed)], cwd=ROOT, capture_output=True,
+                              text=True, check=True)
+    assert "unpacked" in unpacked.stdout and os.listdir(packed.parent) == ["suite.tgz.1"]
+    assert not (there / "jax_cache").exists()
+    steps = sorted(int(name) for name in os.listdir(here / "run" / "checkpoints") if name.isdigit())
+    assert len(steps) > 1 and os.listdir(there / "run" / "checkpoints") == [str(steps[-1])]
+    for name in ("device.json", "train.json", "env.json", "beam.json", "run/metrics.jsonl", "run/config.json"):
+        assert (there / name).read_bytes() == (here / name).read_bytes(), name
+    assert sorted(os.listdir(there / "run" / "best")) == sorted(os.listdir(here / "run" / "best"))
+    again = subprocess.run([*suite, "--out", str(there), "--unpack", str(packed)], cwd=ROOT, capture_output=True,
+                           text=True)
+    assert again.returncode == 2 and "is not empty" in again.stderr
+    # In parts (a real run's two checkpoints exceed one): split, rejoined, and a smaller pack
+    # over a larger one leaves none of its parts behind.
+    script = f"""
+import json, gpu_suite
+small = gpu_suite.pack({str(here)!r}, {str(packed)!r} + "-parts", 64 * 1024)
+gpu_suite.pack({str(here)!r}, {str(packed)!r} + "-parts")
+print(len(small), json.dumps(gpu_suite.unpack({str(packed)!r} + "-parts", {str(packed.parent / "rejoined")!r})))
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
+    assert result.returncode == 0, result.stderr[-2000:]
+    count, rejoined = result.stdout.split(" ", 1)
+    assert int(count) > 1 and sorted(os.listdir(packed.parent)) == ["rejoined", "suite.tgz-parts.1", "suite.tgz.1"]
+    assert sorted(json.loads(rejoined)) == sorted(  # the files of the first, whole pack
+        os.path.relpath(os.path.join(root, name), there) for root, _, names in os.walk(there) for name in names)
 
 
 def check_device_and_env(out):
@@ -69,6 +107,7 @@ def check_training_and_evaluation(out):
     assert train["learner"] == "avi" and train["total_updates"] > 0
     assert [piece["updates_done"] for piece in train["pieces"]] == [2, 4, 6]  # chunks of 2 updates
     assert [piece["piece"] for piece in train["pieces"]] == [1, 2, 3]
+    assert {piece["device"] for piece in train["pieces"]} == {load(out, "device")["device_kind"]}
     chunks = [piece["last_chunk"] for piece in train["pieces"]]
     assert chunks == sorted(chunks) and len(set(chunks)) == 3  # each piece went on from the last
     logged = [line["chunk"] for line in files.recover_json_lines(os.path.join(out, "run", "metrics.jsonl"))]
@@ -132,7 +171,9 @@ def test_bad_flags_are_refused_before_any_step(tmp_path):
                           (["--smoke", "--piece-minutes", "2"], "--smoke sets its own piece length"),
                           (["--step", "env", "--notebooks", str(notebook)], "--notebooks goes with --step notebooks"),
                           (["--step", "notebooks", "--notebooks", str(tmp_path / "none.ipynb")], "no such file"),
-                          (["--step", "notebooks", "--notebooks", __file__], "is not a notebook")):
+                          (["--step", "notebooks", "--notebooks", __file__], "is not a notebook"),
+                          (["--unpack", str(tmp_path / "none.tgz")], "no packed suite at"),
+                          (["--pack", str(tmp_path / "a.tgz"), "--step", "env"], "run no step: leave out --step")):
         result = subprocess.run([sys.executable, SUITE, "--out", str(tmp_path / "out"), *argv], cwd=ROOT,
                                 capture_output=True, text=True, timeout=300)
         assert result.returncode == 2 and message in result.stderr, (argv, result.stderr[-500:])
