@@ -7,12 +7,12 @@
     python train.py dqn --run-dir runs/a --resume
 
 Every run lives in a directory (``--run-dir``, default ``runs/<learner>-<seed>``): orbax
-checkpoints (every 30 seconds of training, at the end and when ``--minutes`` stops it), ``metrics.jsonl`` (one line per chunk or epoch, with argmax and greedy
-evaluations on fixed random boards), ``best/`` (the checkpoint whose greedy play on them
-was best: what ``evaluate.py`` and ``load_run`` use), ``config.json`` and, at the end,
-``summary.json``. A run
-killed at any moment (even SIGKILL) continues from its last checkpoint with ``--resume``
-and ends exactly as an uninterrupted run with the same seed would.
+checkpoints (every 30 seconds of training, at the end and when ``--minutes`` stops it),
+``metrics.jsonl`` (one line per chunk or epoch, with argmax and greedy evaluations on fixed
+random boards), ``best/`` (the checkpoint whose greedy play on them was best: what
+``evaluate.py`` and ``load_run`` use), ``config.json`` and, at the end, ``summary.json``. A
+run killed at any moment (even SIGKILL) continues from its last checkpoint with
+``--resume`` and ends exactly as an uninterrupted run with the same seed would.
 
 All local devices are used: games, replay and minibatches are split over them, parameters
 replicated (data parallelism through ``jax.sharding``). Several hosts: start the same
