@@ -12,8 +12,8 @@ alternate round by round, and each figure keeps the best round, so machine drift
 
 Programs (8 x 6 x 5 boards): the hand-made heuristic and the solver key on 8,192 positions a
 few random clicks in; the beam search at width 8 on 4 boards and at width 64 on 64; one
-chunk of 10 ``avi`` updates (64 slots, beams of 4, an MLP of 64 x 64); largest-group play on
-256 boards.
+chunk of 10 ``avi`` updates (64 slots, beams of 4, an MLP of 64 x 64) and of the default
+``avi`` (what ``python train.py`` runs); largest-group play on 256 boards.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from compare_solvers import checked_out, revisions_parser, run_json  # benchmark
 from jaxdust.core import files, flags
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-PROGRAMS = ("heuristic", "solver_key", "beam_w8_4", "beam_w64_64", "avi_chunk", "play_largest_256")
+PROGRAMS = ("heuristic", "solver_key", "beam_w8_4", "beam_w64_64", "avi_chunk", "avi_default", "play_largest_256")
 
 # Runs in a fresh interpreter with a revision's source tree first on the path; only public
 # entry points that every revision has.
@@ -62,9 +62,8 @@ def positions():  # 8,192 positions 5 random clicks in
 def evaluation(count):
     return jnp.stack([r.board for r in jaxdust.read_board_file(sys.argv[3], limit=count)])
 
-def avi_chunk():
-    config = avi.AVIConfig(hidden=(64, 64), num_envs=64, beam_width=4, buffer_lines=64, total_updates=100,
-                           chunk_updates=10)
+def avi_chunk(**small):
+    config = avi.AVIConfig(total_updates=100, chunk_updates=10, **small)
     init, run_chunk = avi.make_avi(config)
     runner = jax.block_until_ready(init(jax.random.key(0)))
     return lambda: run_chunk(jax.tree.map(jnp.copy, runner))[1]
@@ -83,6 +82,8 @@ elif name == "beam_w64_64":
     boards = evaluation(64)
     call = lambda: beam.beam_search(boards, width=64)
 elif name == "avi_chunk":
+    call = avi_chunk(hidden=(64, 64), num_envs=64, beam_width=4, buffer_lines=64)
+elif name == "avi_default":
     call = avi_chunk()
 else:
     boards = positions()[:256]

@@ -60,6 +60,40 @@ def test_cell_messages_reach_neighbours_and_cluster_mates():
     np.testing.assert_allclose(means[3], 0.0)  # empty
 
 
+def test_a_message_round_is_one_dense_layer_over_the_eight_messages():
+    """``CellMessages`` multiplies the column's and row's means before spreading them: the
+    parameters, their initial values and the output are those of an ``nn.Dense`` over
+    [the cell, its four neighbours, its cluster's, column's and row's means] side by side,
+    so checkpoints of either form load in the other."""
+    import flax.linen as nn
+
+    boards = random_boards(3, GameConfig(), seed=6)
+    clusters = networks.cluster_means(boards)
+    x = jax.random.normal(jax.random.key(3), (3, 8, 6, 16))
+
+    class Reference(nn.Module):  # the plain form, spelled out
+        @nn.compact
+        def __call__(self, x, clusters):
+            column = jnp.broadcast_to(jnp.mean(x, axis=-2, keepdims=True), x.shape)
+            row = jnp.broadcast_to(jnp.mean(x, axis=-3, keepdims=True), x.shape)
+            messages = jnp.concatenate([x, *networks.neighbours(x), networks._apply_means(clusters, x), column, row], -1)
+            return nn.Dense(12, kernel_init=nn.initializers.he_normal(), name="round")(messages)
+
+    class Ours(nn.Module):
+        @nn.compact
+        def __call__(self, x, clusters):
+            return networks.CellMessages(12, name="round")(x, clusters)
+
+    reference_params = Reference().init(jax.random.key(4), x, clusters)
+    params = Ours().init(jax.random.key(4), x, clusters)
+    assert jax.tree.structure(params) == jax.tree.structure(reference_params)
+    for ours, theirs in zip(jax.tree.leaves(params), jax.tree.leaves(reference_params)):
+        np.testing.assert_array_equal(ours, theirs)
+    params = jax.tree.map(lambda p: p + jax.random.normal(jax.random.key(5), p.shape), params)  # a nonzero bias too
+    np.testing.assert_allclose(Ours().apply(params, x, clusters), Reference().apply(params, x, clusters),
+                               rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.slow
 def test_policy_head_starts_uniform_over_cells_and_value_at_the_estimate():
     boards = random_boards(3, GameConfig(), seed=2)

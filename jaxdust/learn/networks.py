@@ -221,17 +221,35 @@ class ValuePolicyNetwork(nn.Module):
             if self.cell_rounds:
                 clusters = cluster_means(boards)
             for round_index in range(self.cell_rounds):
-                # Each cell hears its four neighbours, its cluster, its column (where gravity
-                # acts) and its row (where the halves slide).
-                column = jnp.broadcast_to(jnp.mean(x, axis=-2, keepdims=True), x.shape)
-                row = jnp.broadcast_to(jnp.mean(x, axis=-3, keepdims=True), x.shape)
-                messages = jnp.concatenate([x, *neighbours(x), _apply_means(clusters, x), column, row], -1)
-                x = x + nn.relu(nn.Dense(self.cell_width, kernel_init=nn.initializers.he_normal(),
-                                         name=f"cell_round_{round_index}")(messages))
+                x = x + nn.relu(CellMessages(self.cell_width, name=f"cell_round_{round_index}")(x, clusters))
             x = nn.relu(nn.Dense(self.cell_width, kernel_init=nn.initializers.he_normal(), name="cell_hidden")(x))
             cell_logits = nn.Dense(1, kernel_init=nn.initializers.zeros, name="cell_logit")(x)[..., 0]
             logits = logits + cell_logits.reshape(*boards.shape[:-2], cells)
         return value, logits
+
+
+class CellMessages(nn.Module):
+    """One round of the cell head: what each cell ``[..., W, H, D]`` hears from its four
+    neighbours, the mean of its cluster, of its column (where gravity acts) and of its row
+    (where the halves slide), with itself; ``[..., W, H, features]`` before the activation.
+
+    The parameters (and their initialisation) are those of one ``nn.Dense`` over the eight
+    vectors side by side, ``8 * D`` inputs, but the column's and the row's means are
+    multiplied before they are spread over their cells rather than after: the same sum,
+    with a quarter of the multiplications left out (and, measured on a CPU, nearly half of
+    the round's time with its gradient)."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array, clusters: jax.Array) -> jax.Array:
+        depth = x.shape[-1]
+        kernel = self.param("kernel", nn.initializers.he_normal(), (8 * depth, self.features))
+        bias = self.param("bias", nn.initializers.zeros, (self.features,))
+        local = jnp.concatenate([x, *neighbours(x), _apply_means(clusters, x)], -1)
+        column = jnp.mean(x, axis=-2, keepdims=True) @ kernel[6 * depth: 7 * depth]  # [..., W, 1, features]
+        row = jnp.mean(x, axis=-3, keepdims=True) @ kernel[7 * depth:]  # [..., 1, H, features]
+        return local @ kernel[: 6 * depth] + column + row + bias
 
 
 def neighbours(x: jax.Array) -> tuple[jax.Array, ...]:
