@@ -47,6 +47,7 @@ import importlib.metadata
 import io
 import json
 import os
+import pathlib
 import platform
 import re
 import subprocess
@@ -455,20 +456,32 @@ def _packed_parts(path: str) -> list[str]:
     return parts
 
 
+def _newest_step(folder: str) -> str | None:
+    steps = [int(name) for name in os.listdir(folder) if name.isdigit()] if os.path.isdir(folder) else []
+    return str(max(steps)) if steps else None
+
+
 def pack(out: str, path: str, part_bytes: int = PACK_PART_BYTES) -> list[str]:
     """``out`` as gzip tar parts ``path.1``, ``path.2``, ...: everything the steps resume
-    from, without the compiled programs (``jax_cache``, made for one machine) and without
-    the training run's older checkpoints (resuming needs the newest; evaluation the best)."""
-    checkpoints = os.path.join(out, "run", "checkpoints")
-    steps = [int(name) for name in os.listdir(checkpoints) if name.isdigit()] if os.path.isdir(checkpoints) else []
-    newest = str(max(steps)) if steps else None
+    from, without the compiled programs (``jax_cache``, made for one machine) and, of the
+    training run's checkpoints and best ones, only the newest of each (resuming needs the
+    one, evaluation the other; older, damaged and unfinished ones stay behind).
+
+    Raises:
+      ValueError: ``path`` inside ``out`` (the pack would hold its own earlier parts), or no
+        ``out``.
+    """
+    if os.path.commonpath([os.path.abspath(out), os.path.abspath(path)]) == os.path.abspath(out):
+        raise ValueError(f"--pack {path} is inside --out {out}: write it elsewhere")
+    if not os.path.isdir(out):
+        raise ValueError(f"--out {out} does not exist: nothing to pack")
+    newest = {folder: _newest_step(os.path.join(out, "run", folder)) for folder in ("checkpoints", "best")}
 
     def keep(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
         parts = member.name.split("/")[1:]  # below "."
         if parts[:1] == ["jax_cache"] or os.path.basename(member.name).startswith(files.TEMPORARY_PREFIX):
             return None
-        if parts[:2] == ["run", "checkpoints"] and len(parts) >= 3 and parts[2] != newest \
-                and (parts[2].isdigit() or parts[2].endswith(".damaged")):
+        if len(parts) >= 3 and parts[0] == "run" and parts[1] in newest and parts[2] != newest[parts[1]]:
             return None
         return member
 
@@ -498,7 +511,7 @@ def unpack(path: str, out: str) -> list[str]:
         raise ValueError(f"no packed suite at {path}: expected {path}.1, {path}.2, ... (gpu_suite.py --pack)")
     if os.path.isdir(out) and os.listdir(out):
         raise ValueError(f"--out {out} is not empty: unpack into an empty or new folder")
-    data = b"".join(open(part, "rb").read() for part in parts)
+    data = b"".join(pathlib.Path(part).read_bytes() for part in parts)
     try:
         archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:gz")
         members = archive.getmembers()
@@ -549,8 +562,6 @@ def main(argv=None) -> dict:
             parser.error(f"--pack and --unpack run no step: leave out {', '.join(given)}")
         try:
             if args.pack:
-                if not os.path.isdir(args.out):
-                    raise ValueError(f"--out {args.out} does not exist: nothing to pack")
                 written = pack(args.out, args.pack)
                 print(f"packed {args.out} into {', '.join(written)}")
             else:

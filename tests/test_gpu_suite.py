@@ -177,7 +177,8 @@ def test_bad_flags_are_refused_before_any_step(tmp_path):
                           (["--step", "notebooks", "--notebooks", str(tmp_path / "none.ipynb")], "no such file"),
                           (["--step", "notebooks", "--notebooks", __file__], "is not a notebook"),
                           (["--unpack", str(tmp_path / "none.tgz")], "no packed suite at"),
-                          (["--pack", str(tmp_path / "a.tgz"), "--step", "env"], "run no step: leave out --step")):
+                          (["--pack", str(tmp_path / "a.tgz"), "--step", "env"], "run no step: leave out --step"),
+                          (["--pack", str(tmp_path / "out" / "a.tgz")], "is inside --out")):
         result = subprocess.run([sys.executable, SUITE, "--out", str(tmp_path / "out"), *argv], cwd=ROOT,
                                 capture_output=True, text=True, timeout=300)
         assert result.returncode == 2 and message in result.stderr, (argv, result.stderr[-500:])
