@@ -170,6 +170,21 @@ def test_load_run_falls_back_from_a_damaged_best(run, whole_run, capsys):
     assert "every checkpoint in" in message and "[2, 3, 4]" in message
 
 
+def test_resume_sets_a_damaged_best_aside_and_keeps_a_readable_one(run, whole_run, capsys):
+    """Resuming (here at the end) reads the best checkpoint; a damaged one is set aside and
+    the final evaluation's state becomes the best, so the run loads without a warning."""
+    best_step = json.loads((whole_run / "summary.json").read_text())["best_step"]
+    assert best_step == 4  # the final state, which the resume evaluates again
+    _truncate(run / "best" / "4")
+    train(run, "--resume")
+    [warning] = warnings(capsys.readouterr().err)
+    assert f"checkpoint 4 in {run / 'best'} cannot be read" in warning and "next evaluation becomes the best" in warning
+    assert sorted(os.listdir(run / "best")) == ["4", "4.damaged"]
+    assert runs.load_run(str(run)).step == 4 and warnings(capsys.readouterr().err) == []
+    ours, theirs = (json.loads((d / "summary.json").read_text()) for d in (run, whole_run))
+    assert (ours["best_step"], ours["best_greedy_clicks"]) == (theirs["best_step"], theirs["best_greedy_clicks"])
+
+
 def test_evaluate_plays_a_run_whose_best_is_damaged(run, whole_run, tmp_path, capsys):
     import evaluate
 

@@ -132,7 +132,21 @@ class Run:
             print(f"warning: {error}; moved to {moved}, resuming from checkpoint {done}", file=sys.stderr)
         self._truncate_metrics(done)
         self._truncate_checkpoints(done)
+        self._set_aside_a_damaged_best(like)
         return done, state
+
+    def _set_aside_a_damaged_best(self, like) -> None:
+        """A best checkpoint that cannot be read stops counting: the next evaluation becomes
+        the best, rather than losing to a score whose state is gone."""
+        kept = self.best.steps()
+        if not kept:
+            return
+        try:
+            self.best.read(kept[-1], like, self.saved)
+        except checkpoint.UnreadableCheckpoint as error:
+            moved = self.best.set_aside(error.step)
+            print(f"warning: {error}; moved to {moved}; the next evaluation becomes the best", file=sys.stderr)
+            self.best_greedy = float("inf")
 
     def start_over(self) -> None:
         self._truncate_metrics(0)
@@ -276,9 +290,12 @@ def train(learner_name: str, config, args) -> dict:
             if out_of_time:
                 print(f"stopped after {args.minutes} minutes at {learner.unit} {index}; continue with --resume")
                 return {}
+    if last_evaluation is None:  # resumed at its end: its best may have been set aside
+        last_evaluation = evaluate(state)
+        run.keep_if_best(trainer.total, state, last_evaluation["greedy_clicks"])
     summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
                **trainer.info(state),
-               **(last_evaluation or evaluate(state)), "best_greedy_clicks": run.best_greedy,
+               **last_evaluation, "best_greedy_clicks": run.best_greedy,
                "best_step": (run.best.steps() or [None])[-1]}
     run.finish(summary)
     return summary
