@@ -99,8 +99,8 @@ settings.register_profile(
 settings.load_profile("default")
 
 # A DQN run of seconds (train.py's arguments, less --total-steps): what the tests of training
-# runs (resume, recovery, TensorBoard) train.
-# A checkpoint after every chunk (not by the clock), so that interrupted runs have some to resume from.
+# runs (resume, recovery, TensorBoard) train, with a checkpoint after every chunk (not by the
+# clock), so that interrupted runs have some to resume from.
 TINY_DQN = ["dqn", "--num-envs", "32", "--chunk-iterations", "10", "--hidden", "32", "--buffer-size", "1024",
             "--batch-size", "32", "--learning-starts", "64", "--no-features", "--eval-boards", "16", "--eval-every", "2",
             "--checkpoint-every", "1"]

@@ -267,7 +267,8 @@ def train(learner_name: str, config, args) -> dict:
                 "greedy_clicks": greedy_clicks(boards, scorer, params, cap, config.game.rules)}
 
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
-    next_save = run.seconds() + (args.checkpoint_seconds or CHECKPOINT_SECONDS)
+    interval = args.checkpoint_seconds or CHECKPOINT_SECONDS
+    next_save = run.seconds() + interval
     with tqdm(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name, disable=None) as bar:
         for index in range(done + 1, trainer.total + 1):
             state, metrics = trainer.step(state, index)
@@ -283,7 +284,7 @@ def train(learner_name: str, config, args) -> dict:
                 index % args.checkpoint_every == 0 if args.checkpoint_every else seconds >= next_save)
             if due or index == trainer.total or out_of_time:
                 run.checkpoints.save(index, state, run.saved)
-                next_save = run.seconds() + (args.checkpoint_seconds or CHECKPOINT_SECONDS)
+                next_save = run.seconds() + interval
             bar.set_postfix(greedy=record.get("greedy_clicks", float("nan")),
                             argmax=record.get("argmax_clicks", float("nan")))
             bar.update()
