@@ -11,7 +11,8 @@ point also plays width 64 and Gumbel MuZero with 64 simulations (learners with a
 a value) on the proven boards, and 1000 fresh random boards (argmax, greedy and width 8).
 The model measured is the one training ends with (no selection).
 
-Sets: ``policy`` (the default's message-passing policy head against a shared per-cell MLP
+Sets: ``scale`` (for a GPU, where the default levels off after a few minutes: a wider and
+a deeper value torso, a wider policy head, eight times the boards in play), ``policy`` (the default's message-passing policy head against a shared per-cell MLP
 and a plain dense head), ``networks`` (the MLP default, the original 5 x 1500 layers, a convolutional torso,
 without the rule features, without the heuristic prior, with neither) and ``backups``
 (Deep Q-learning with its sampled n-step target against the full-width backup of every
@@ -59,11 +60,17 @@ VARIANTS = {  # name -> (learner, settings changed from its default config, what
     "dqn-full": ("dqn", {"backup": "full"}, "Deep Q-learning, every cell's one-step target (full width)"),
     # A one-step backup moves values one click per target copy: copied as often as avi's.
     "dqn-full-25": ("dqn", {"backup": "full", "target_period": 25}, "the same, target copied every 25 updates"),
+    # Where updates are cheap (a GPU) and more of them no longer pay, spend them on size.
+    "wide": ("avi", {"hidden": (1024, 1024)}, "value torso 1024x1024"),
+    "deep": ("avi", {"hidden": (512,) * 4}, "value torso 4 x 512"),
+    "cell-wide": ("avi", {"cell_width": 256}, "policy head: 256 channels per cell"),
+    "many-boards": ("avi", {"num_envs": 4096, "buffer_lines": 4096}, "4096 beam slots: 512 boards in play"),
 }
 SETS = {
     "networks": ["mlp", "original", "conv", "no-features", "no-prior", "raw"],
     "backups": ["dqn-sampled", "dqn-full", "dqn-full-25", "mlp"],
     "policy": ["mlp", "policy-plain", "policy-dense", "policy-mcts", "policy-wide"],
+    "scale": ["mlp", "wide", "deep", "cell-wide", "many-boards"],  # for a GPU: minutes enough to level off
 }
 
 

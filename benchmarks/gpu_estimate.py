@@ -187,15 +187,16 @@ def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
             "memory": memory, "state_bytes": width * size.num_cells * (1 + 4 + 8)}  # boards, labels, parent and move logs
 
 
-def training_update(config: avi.AVIConfig, seed: int) -> dict:
-    """One update of ``train.py avi``'s default learner (a chunk of one iteration)."""
+def training_update(config: avi.AVIConfig, seed: int, label: str = "") -> dict:
+    """One update of ``train.py avi``'s learner with ``config`` (a chunk of one iteration)."""
     config = dataclasses.replace(config, chunk_updates=1)
     init, run_chunk = avi.make_avi(config)
     runner = init(jax.random.key(seed))
     positions = random_positions(config.num_envs + config.capped_positions, config.game, seed)
     labels = _batch_max_passes(game.cluster_labels, positions)
     flops, accessed, memory = _analyse(run_chunk, runner, passes=labels, donate=True)
-    return {"program": f"avi update ({config.num_envs} slots, MLP {list(config.hidden)})", "item": "update",
+    label = label or f"{config.num_envs} slots, MLP {list(config.hidden)}"
+    return {"program": f"avi update ({label})", "item": "update",
             "batch": 1, "passes": labels, "flops": flops, "bytes": accessed, "memory": memory,
             "state_bytes": tree_bytes(runner), "per_batch": False}
 
@@ -210,6 +211,21 @@ def bounds(estimate: dict) -> dict:
             "memory_per_item": per_item, "largest_batch": largest}
 
 
+def avi_variants() -> dict[str, dict]:
+    """``benchmarks/equal_time.py``'s avi variants: name -> the settings they change."""
+    import equal_time  # a sibling script, on sys.path when this one runs as a script
+
+    return {name: changes for name, (learner, changes, _) in equal_time.VARIANTS.items() if learner == "avi"}
+
+
+def _avi_variants(text: str) -> list[str]:
+    names, known = [name for name in text.split(",") if name], avi_variants()
+    wrong = [name for name in names if name not in known]
+    if wrong:
+        raise argparse.ArgumentTypeError(f"not an avi variant: {', '.join(wrong)} (choose from {', '.join(known)})")
+    return names
+
+
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env-batches", type=flags.positive_ints, default=[1024, 65536, 1048576],
@@ -217,6 +233,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--sizes", type=configs.size_list_flag, default=[game.GameConfig()],
                         help="board sizes for the env rows, WxHxC,...")
     parser.add_argument("--beam-width", type=flags.positive_int, default=2000)
+    parser.add_argument("--avi-variants", type=_avi_variants, default=[],
+                        help="also the update of these avi variants of benchmarks/equal_time.py, comma-separated "
+                             "(e.g. wide,deep,cell-wide,many-boards: its --set scale)")
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out", type=flags.output_file, default="results/gpu_estimate.json")
     args = parser.parse_args(argv)
@@ -227,6 +246,10 @@ def main(argv=None) -> dict:
             rows.append(bounds(env_step(batch, size, args.seed)))
     rows.append(bounds(beam_expansion(args.beam_width, game.GameConfig(), args.seed)))
     rows.append(bounds(training_update(avi.AVIConfig(), args.seed)))
+    for name in args.avi_variants:
+        changes = avi_variants()[name]
+        rows.append(bounds(training_update(dataclasses.replace(avi.AVIConfig(), **changes), args.seed,
+                                           f"variant {name}: {', '.join(f'{k}={v}' for k, v in changes.items())}")))
 
     print(f"ESTIMATES, not measurements: XLA cost analysis of the CPU-compiled programs "
           f"(jax {jax.__version__}, {machine.cpu_name()}), roofline for an {GPU['name']}: "

@@ -93,3 +93,29 @@ def test_malformed_board_file_line_is_named(tmp_path):
     path.write_text("# width=2 height=2\n1122 3\n11x2 4\n")
     with pytest.raises(ValueError, match=r"boards.txt:3: board text has 'x' at position 2"):
         jaxdust.read_board_file(path)
+
+
+def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tmp_path):
+    """``evaluate.py`` calls a file's numbers proven optima where RULES.md's column comment
+    (``# board optimal_clicks``) says so, or where each line's lower bound equals its length;
+    the same numbers under another comment stay "best known"."""
+    import argparse
+
+    from jaxdust.core.boards import declares_optima
+    from jaxdust.evaluation.cli import load_board_set
+
+    def proven(path):
+        return load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None))[2]
+
+    for name in ("optimal_6x6x5.txt", "optimal_8x4x5.txt", "optimal_8x6x5.txt"):
+        assert declares_optima(boards_dir / name) and proven(boards_dir / name), name
+    assert proven(boards_dir / "fewest_clicks_v1_8x6x5.txt") and not declares_optima(boards_dir / "fewest_clicks_v1_8x6x5.txt")
+    assert not proven(boards_dir / "eval_8x6x5.txt")  # a beam's best lengths
+    text = (boards_dir / "optimal_8x4x5.txt").read_text()
+    relabelled = tmp_path / "best.txt"
+    relabelled.write_text(text.replace("# board optimal_clicks", "# board best_clicks"))
+    assert not declares_optima(relabelled) and not proven(relabelled)
+    late = tmp_path / "late.txt"  # a column comment after the first board describes nothing
+    lines = text.splitlines()
+    late.write_text("\n".join([lines[0], *lines[2:4], lines[1], *lines[4:]]) + "\n")
+    assert not declares_optima(late)

@@ -49,3 +49,21 @@ def test_the_beam_expansion_is_analysed_and_grows_with_the_width():
     wide = gpu_estimate.beam_expansion(16, game.GameConfig(), seed=1)
     assert wide["children"] > 2 * narrow["children"] > 0
     assert wide["flops"] > 2 * narrow["flops"] and wide["bytes"] > 2 * narrow["bytes"]
+
+
+def test_every_avi_variant_is_a_valid_config_and_others_are_refused(monkeypatch):
+    """The variants --avi-variants estimates (equal_time.py's, its scale set among them) build
+    a config the learner accepts; a name that is not an avi variant is refused by name."""
+    import argparse
+    import dataclasses
+
+    from jaxdust.learn import avi
+
+    monkeypatch.syspath_prepend(os.path.dirname(gpu_estimate.__file__))
+    variants = gpu_estimate.avi_variants()
+    assert {"mlp", "wide", "deep", "cell-wide", "many-boards"} <= set(variants) and "dqn-full" not in variants
+    for changes in variants.values():
+        dataclasses.replace(avi.AVIConfig(), **changes)  # raises on a config the learner refuses
+    assert gpu_estimate._avi_variants("wide,deep") == ["wide", "deep"]
+    with pytest.raises(argparse.ArgumentTypeError, match="dqn-full, nope"):
+        gpu_estimate._avi_variants("wide,dqn-full,nope")

@@ -171,6 +171,22 @@ def header_shape(line: str) -> tuple[int | None, int | None]:
     return shape[0], shape[1]
 
 
+OPTIMA_HEADER = ("board", "optimal_clicks")  # RULES.md's boards/optimal_*.txt: "# board optimal_clicks ..."
+
+
+def declares_optima(path: str | os.PathLike) -> bool:
+    """Whether a board file's column comment (``# board optimal_clicks``, the format of
+    RULES.md's ``boards/optimal_*.txt``) says the one number after each board is its
+    proven optimum. Fewest-clicks sets say it line by line instead (lower bound = length)."""
+    for raw in files.read_text(os.fspath(path), "board file").splitlines():
+        text = raw.strip()
+        if text and not text.startswith("#"):
+            return False  # the column comment comes before the boards
+        if tuple(text.lstrip("#").split()[:2]) == OPTIMA_HEADER:
+            return True
+    return False
+
+
 def board_lines(lines: Iterable[str], width: int | None = None, height: int | None = None,
                 source: str | None = None):
     """``(line_number, fields, width, height)`` for each board line of a board file: blank

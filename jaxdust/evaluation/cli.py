@@ -30,8 +30,9 @@ each agent's game on board i < N, the cluster clicked next outlined.
 
 The board set is a file in the ``data/boards`` format (the last number on a line is the best
 known length, or the proven lower bound of a fewest-clicks set: where every line's two
-numbers agree, the reference is the proven optimum) or ``--random N`` boards drawn from
-``--seed``.
+numbers agree, the reference is the proven optimum, as it is in a file whose column
+comment reads ``# board optimal_clicks``, like ``data/boards/optimal_*.txt``) or
+``--random N`` boards drawn from ``--seed``.
 """
 
 from __future__ import annotations
@@ -49,15 +50,15 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxdust.core import compile_cache, configs, files, flags, game
-from jaxdust.core.boards import board_to_text, positions, read_board_file
+from jaxdust.core.boards import board_to_text, declares_optima, positions, read_board_file
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
 
 
 def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
     """Boards ``[N, W, H]``, best known lengths (or None), whether all of them are proven
-    optimal (a fewest-clicks set whose lines give equal length and lower bound) and a
-    description."""
+    optimal (a fewest-clicks set whose lines give equal length and lower bound, or a file
+    of optima: ``boards.declares_optima``) and a description."""
     if args.random:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
@@ -67,7 +68,9 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         raise ValueError(f"no boards in {args.boards}")
     boards = jnp.stack([r.board for r in records])
     best = np.array([r.values[-1] for r in records]) if all(r.values for r in records) else None
-    proven = best is not None and all(len(r.values) >= 2 and r.values[-2] == r.values[-1] for r in records)
+    proven = best is not None and (
+        all(len(r.values) >= 2 and r.values[-2] == r.values[-1] for r in records)
+        or (declares_optima(args.boards) and all(len(r.values) == 1 for r in records)))
     described = f"{len(records)} boards from {os.path.relpath(args.boards)}"
     return boards, best, proven, described if args.limit is None else f"first {described}"
 
