@@ -45,11 +45,13 @@ def main(argv=None) -> dict:
 
     buckets = [f"{low}-{high}" for low, high in ranking.CELL_BUCKETS]
     print(f"\n{len(records)} positions of {os.path.relpath(args.set)}\n")
-    print("| scorer | top-1 optimal | regret per decision | pairwise | " + " | ".join(f"error, {b} cells" for b in buckets) + " |")
-    print("|---|---:|---:|---:|" + "---:|" * len(buckets))
+    print("| scorer | top-1 optimal | regret per decision | pairwise | " + " | ".join(f"error, {b} cells" for b in buckets)
+          + " | " + " | ".join(f"bias, {b}" for b in buckets) + " |")
+    print("|---|---:|---:|---:|" + "---:|" * 2 * len(buckets))
     for name, m in report["scorers"].items():
         errors = " | ".join(f"{m['error_by_cells_left'][b]:.2f}" if "error_by_cells_left" in m else "" for b in buckets)
-        print(f"| {name} | {m['top1']:.3f} | {m['regret']:.3f} | {m['pairwise']:.3f} | {errors} |")
+        biases = " | ".join(f"{m['bias_by_cells_left'][b]:+.2f}" if "bias_by_cells_left" in m else "" for b in buckets)
+        print(f"| {name} | {m['top1']:.3f} | {m['regret']:.3f} | {m['pairwise']:.3f} | {errors} | {biases} |")
     files.atomic_write_json(args.out, report)
     return report
 

@@ -142,6 +142,21 @@ def test_ranking_metrics_by_hand():
     assert m["pairwise"] == 2 / 5
 
 
+def test_ranking_errors_and_biases_by_cells_left_by_hand():
+    """A scorer one click pessimistic on children of 25+ cells and half a click optimistic on
+    smaller ones: errors 1 and 0.5, biases +1 and -0.5, bucket by bucket."""
+    def cells(record):
+        return (ranking.children(record).reshape(len(record["actions"]), -1) != 0).sum(axis=1)
+
+    record = next(r for r in ranking.load() if cells(r).min() <= 24 < 25 <= cells(r).max())
+    scores = [np.asarray(record["child_values"], float) + np.where(cells(record) >= 25, 1.0, -0.5)]
+    m = ranking.ranking_metrics(scores, [record])
+    for (low, high) in ranking.CELL_BUCKETS:
+        bucket, present = f"{low}-{high}", np.any((cells(record) >= low) & (cells(record) <= high))
+        expected = (None, None) if not present else (1.0, 1.0) if low >= 25 else (0.5, -0.5)
+        assert (m["error_by_cells_left"][bucket], m["bias_by_cells_left"][bucket]) == expected, bucket
+
+
 def test_ranking_set_labels_are_consistent():
     records = ranking.load()
     assert len(records) >= 200

@@ -93,7 +93,8 @@ def policy_scores(records: list[dict], evaluator, params, width: int = 8, height
 def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: bool = True) -> dict:
     """Top-1, regret and pairwise accuracy of ``scores`` (per record, per child, lower is
     better; ties go to the lowest action), and with ``clicks_left`` the mean absolute error
-    by the child's cells left."""
+    and the mean signed error (estimate - exact: above 0, pessimistic) by the child's cells
+    left."""
     top1 = regret = ordered = pairs = 0.0
     errors = {bucket: [] for bucket in CELL_BUCKETS}
     for score, record in zip(scores, records):
@@ -110,12 +111,14 @@ def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: 
                 cells = int((kid != 0).sum())
                 for low, high in CELL_BUCKETS:
                     if low <= cells <= high:
-                        errors[(low, high)].append(abs(estimate - value))
+                        errors[(low, high)].append(estimate - value)
     count = len(records)
     result = {"positions": count, "top1": top1 / count, "regret": regret / count, "pairwise": ordered / max(pairs, 1)}
     if clicks_left:
-        result["error_by_cells_left"] = {f"{low}-{high}": float(np.mean(errors[(low, high)])) if errors[(low, high)]
-                                         else None for low, high in CELL_BUCKETS}
+        result["error_by_cells_left"] = {f"{low}-{high}": float(np.mean(np.abs(errors[(low, high)])))
+                                         if errors[(low, high)] else None for low, high in CELL_BUCKETS}
+        result["bias_by_cells_left"] = {f"{low}-{high}": float(np.mean(errors[(low, high)])) if errors[(low, high)]
+                                        else None for low, high in CELL_BUCKETS}
     return result
 
 
