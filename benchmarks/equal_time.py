@@ -12,7 +12,7 @@ a value) on the proven boards, and 1000 fresh random boards (argmax, greedy and 
 The model measured is the one training ends with (no selection).
 
 Sets: ``scale`` (for a GPU, where the default levels off after a few minutes: a wider and
-a deeper value torso, a wider policy head, eight times the boards in play), ``policy`` (the default's message-passing policy head against a shared per-cell MLP
+a deeper value torso, a wider policy head, eight times the boards in play, beams of 32), ``policy`` (the default's message-passing policy head against a shared per-cell MLP
 and a plain dense head), ``networks`` (the MLP default, the original 5 x 1500 layers, a convolutional torso,
 without the rule features, without the heuristic prior, with neither) and ``backups``
 (Deep Q-learning with its sampled n-step target against the full-width backup of every
@@ -65,12 +65,14 @@ VARIANTS = {  # name -> (learner, settings changed from its default config, what
     "deep": ("avi", {"hidden": (512,) * 4}, "value torso 4 x 512"),
     "cell-wide": ("avi", {"cell_width": 256}, "policy head: 256 channels per cell"),
     "many-boards": ("avi", {"num_envs": 4096, "buffer_lines": 4096}, "4096 beam slots: 512 boards in play"),
+    "wide-teacher": ("avi", {"num_envs": 4096, "buffer_lines": 4096, "beam_width": 32},
+                     "wider teacher: beams of 32 over 4096 slots (128 boards in play)"),
 }
 SETS = {
     "networks": ["mlp", "original", "conv", "no-features", "no-prior", "raw"],
     "backups": ["dqn-sampled", "dqn-full", "dqn-full-25", "mlp"],
     "policy": ["mlp", "policy-plain", "policy-dense", "policy-mcts", "policy-wide"],
-    "scale": ["mlp", "wide", "deep", "cell-wide", "many-boards"],  # for a GPU: minutes enough to level off
+    "scale": ["mlp", "wide", "deep", "cell-wide", "many-boards", "wide-teacher"],  # for a GPU: minutes enough to level off
 }
 
 

@@ -19,6 +19,10 @@ from jaxdust.search.beam import lookahead_heuristic
 from jaxdust.search.heuristic import heuristic_scorer
 
 
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f}"
+
+
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", default=ranking.RANKING_FILE)
@@ -52,6 +56,14 @@ def main(argv=None) -> dict:
         errors = " | ".join(f"{m['error_by_cells_left'][b]:.2f}" if "error_by_cells_left" in m else "" for b in buckets)
         biases = " | ".join(f"{m['bias_by_cells_left'][b]:+.2f}" if "bias_by_cells_left" in m else "" for b in buckets)
         print(f"| {name} | {m['top1']:.3f} | {m['regret']:.3f} | {m['pairwise']:.3f} | {errors} | {biases} |")
+    print("\nSigned error (estimate - exact) of the optimal children / the others, by cells left:\n")
+    print("| scorer | " + " | ".join(buckets) + " |")
+    print("|---|" + "---:|" * len(buckets))
+    for name, m in report["scorers"].items():
+        if "bias_of_best_by_cells_left" in m:
+            pairs = " | ".join(_signed(m["bias_of_best_by_cells_left"][b]) + " / " + _signed(m["bias_of_rest_by_cells_left"][b])
+                               for b in buckets)
+            print(f"| {name} | {pairs} |")
     files.atomic_write_json(args.out, report)
     return report
 

@@ -144,7 +144,8 @@ def test_ranking_metrics_by_hand():
 
 def test_ranking_errors_and_biases_by_cells_left_by_hand():
     """A scorer one click pessimistic on children of 25+ cells and half a click optimistic on
-    smaller ones: errors 1 and 0.5, biases +1 and -0.5, bucket by bucket."""
+    smaller ones: errors 1 and 0.5, biases +1 and -0.5, bucket by bucket; one pessimistic on
+    the optimal children alone: its bias falls on the best, not the rest."""
     def cells(record):
         return (ranking.children(record).reshape(len(record["actions"]), -1) != 0).sum(axis=1)
 
@@ -155,6 +156,17 @@ def test_ranking_errors_and_biases_by_cells_left_by_hand():
         bucket, present = f"{low}-{high}", np.any((cells(record) >= low) & (cells(record) <= high))
         expected = (None, None) if not present else (1.0, 1.0) if low >= 25 else (0.5, -0.5)
         assert (m["error_by_cells_left"][bucket], m["bias_by_cells_left"][bucket]) == expected, bucket
+    # Now two clicks pessimistic on the optimal children and exact on the rest.
+    exact = np.asarray(record["child_values"], float)
+    best = exact == exact.min()
+    assert 0 < best.sum() < len(exact)
+    m = ranking.ranking_metrics([exact + 2.0 * best], [record])
+    for (low, high) in ranking.CELL_BUCKETS:
+        bucket, inside = f"{low}-{high}", (cells(record) >= low) & (cells(record) <= high)
+        assert m["bias_of_best_by_cells_left"][bucket] == (2.0 if np.any(inside & best) else None), bucket
+        assert m["bias_of_rest_by_cells_left"][bucket] == (0.0 if np.any(inside & ~best) else None), bucket
+        if np.any(inside):
+            assert m["bias_by_cells_left"][bucket] == pytest.approx(2.0 * np.mean(best[inside])), bucket
 
 
 def test_ranking_set_labels_are_consistent():

@@ -61,7 +61,7 @@ def test_every_avi_variant_is_a_valid_config_and_others_are_refused(monkeypatch)
 
     monkeypatch.syspath_prepend(os.path.dirname(gpu_estimate.__file__))
     variants = gpu_estimate.avi_variants()
-    assert {"mlp", "wide", "deep", "cell-wide", "many-boards"} <= set(variants) and "dqn-full" not in variants
+    assert {"mlp", "wide", "deep", "cell-wide", "many-boards", "wide-teacher"} <= set(variants) and "dqn-full" not in variants
     for changes in variants.values():
         dataclasses.replace(avi.AVIConfig(), **changes)  # raises on a config the learner refuses
     assert gpu_estimate._avi_variants("wide,deep") == ["wide", "deep"]

@@ -92,11 +92,13 @@ def policy_scores(records: list[dict], evaluator, params, width: int = 8, height
 
 def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: bool = True) -> dict:
     """Top-1, regret and pairwise accuracy of ``scores`` (per record, per child, lower is
-    better; ties go to the lowest action), and with ``clicks_left`` the mean absolute error
-    and the mean signed error (estimate - exact: above 0, pessimistic) by the child's cells
-    left."""
+    better; ties go to the lowest action), and with ``clicks_left``, by the child's cells
+    left: the mean absolute error, the mean signed error (estimate - exact: above 0,
+    pessimistic), and the signed error apart for the optimal children (``best``) and the
+    others (``rest``): a scorer that overrates the best children's clicks left more than
+    the rest's misses the moves whose payoff comes later."""
     top1 = regret = ordered = pairs = 0.0
-    errors = {bucket: [] for bucket in CELL_BUCKETS}
+    errors = {bucket: [] for bucket in CELL_BUCKETS}  # (estimate - exact, child is optimal)
     for score, record in zip(scores, records):
         score, exact = np.asarray(score, float), np.asarray(record["child_values"], float)
         chosen = int(np.argmin(score))
@@ -111,14 +113,19 @@ def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: 
                 cells = int((kid != 0).sum())
                 for low, high in CELL_BUCKETS:
                     if low <= cells <= high:
-                        errors[(low, high)].append(estimate - value)
+                        errors[(low, high)].append((estimate - value, value == exact.min()))
     count = len(records)
     result = {"positions": count, "top1": top1 / count, "regret": regret / count, "pairwise": ordered / max(pairs, 1)}
     if clicks_left:
-        result["error_by_cells_left"] = {f"{low}-{high}": float(np.mean(np.abs(errors[(low, high)])))
-                                         if errors[(low, high)] else None for low, high in CELL_BUCKETS}
-        result["bias_by_cells_left"] = {f"{low}-{high}": float(np.mean(errors[(low, high)])) if errors[(low, high)]
-                                        else None for low, high in CELL_BUCKETS}
+        def by_bucket(statistic, keep=lambda optimal: True) -> dict:
+            picked = {bucket: [error for error, optimal in rows if keep(optimal)] for bucket, rows in errors.items()}
+            return {f"{low}-{high}": float(statistic(picked[(low, high)])) if picked[(low, high)] else None
+                    for low, high in CELL_BUCKETS}
+
+        result["error_by_cells_left"] = by_bucket(lambda e: np.mean(np.abs(e)))
+        result["bias_by_cells_left"] = by_bucket(np.mean)
+        result["bias_of_best_by_cells_left"] = by_bucket(np.mean, lambda optimal: optimal)
+        result["bias_of_rest_by_cells_left"] = by_bucket(np.mean, lambda optimal: not optimal)
     return result
 
 
