@@ -17,7 +17,7 @@ and a plain dense head), ``networks`` (the MLP default, the original 5 x 1500 la
 without the rule features, without the heuristic prior, with neither) and ``backups``
 (Deep Q-learning with its sampled n-step target against the full-width backup of every
 cell, beside value iteration). Variants already measured (``--out-dir``/<variant>.json)
-are reused, so two processes pinned to a core each can share a set:
+with the same settings on the same kind of machine are reused, so two processes pinned to a core each can share a set:
 
     taskset -c 0 python benchmarks/equal_time.py --variants mlp,conv,no-prior,dqn-sampled &
     taskset -c 1 python benchmarks/equal_time.py --variants original,no-features,raw,dqn-full,dqn-full-25
@@ -134,6 +134,16 @@ def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> di
             "unit": "updates" if learner_name == "avi" else "env steps per game", "curve": curve}
 
 
+def reusable(saved: dict, name: str, settings: dict, hardware: dict) -> bool:
+    """Whether a saved result of variant ``name`` answers this call: the same settings and
+    changes, measured on the same kind of device (minutes buy different training on other
+    hardware), and on a CPU the same processor and cores."""
+    machine_keys = ("backend", "device_kind") + (("cpu", "cores") if hardware["backend"] == "cpu" else ())
+    return (all(saved.get("hardware", {}).get(k) == hardware[k] for k in machine_keys)
+            and all(saved.get(k) == v for k, v in settings.items())
+            and saved.get("changes") == json.loads(json.dumps(VARIANTS[name][1])))
+
+
 def print_table(results: dict, minutes: float, heuristic: dict) -> None:
     print(f"\nEqual wall time (a budget of {minutes:g} minutes of training each); the final model; mean clicks "
           "on fresh boards, mean clicks (share optimal) on proven ones\n")
@@ -204,11 +214,10 @@ def main(argv=None):
         if os.path.exists(path):
             with open(path) as handle:
                 saved = json.load(handle)
-            if all(saved.get(k) == v for k, v in settings.items()) and saved["changes"] == json.loads(
-                    json.dumps(VARIANTS[name][1])):
+            if reusable(saved, name, settings, hardware):
                 results[name] = saved
                 continue
-            print(f"{path} was measured with other settings: measuring {name} again")
+            print(f"{path} was measured with other settings or on another machine: measuring {name} again")
         result = measure(name, args.minutes, args.points, args.seed, sets)
         results[name] = {**result, **settings, "hardware": hardware}
         files.atomic_write_json(path, results[name])

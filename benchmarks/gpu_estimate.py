@@ -212,10 +212,11 @@ def bounds(estimate: dict) -> dict:
 
 
 def avi_variants() -> dict[str, dict]:
-    """``benchmarks/equal_time.py``'s avi variants: name -> the settings they change."""
+    """``benchmarks/equal_time.py``'s avi variants that change something (the default's row
+    is always there): name -> the settings they change."""
     import equal_time  # a sibling script, on sys.path when this one runs as a script
 
-    return {name: changes for name, (learner, changes, _) in equal_time.VARIANTS.items() if learner == "avi"}
+    return {name: changes for name, (learner, changes, _) in equal_time.VARIANTS.items() if learner == "avi" and changes}
 
 
 def _avi_variants(text: str) -> list[str]:
@@ -246,8 +247,9 @@ def main(argv=None) -> dict:
             rows.append(bounds(env_step(batch, size, args.seed)))
     rows.append(bounds(beam_expansion(args.beam_width, game.GameConfig(), args.seed)))
     rows.append(bounds(training_update(avi.AVIConfig(), args.seed)))
+    variants = avi_variants() if args.avi_variants else {}
     for name in args.avi_variants:
-        changes = avi_variants()[name]
+        changes = variants[name]
         rows.append(bounds(training_update(dataclasses.replace(avi.AVIConfig(), **changes), args.seed,
                                            f"variant {name}: {', '.join(f'{k}={v}' for k, v in changes.items())}")))
 

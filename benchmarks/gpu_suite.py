@@ -51,8 +51,9 @@ import pathlib
 import platform
 import re
 import subprocess
-import sys
+import shutil
 import tarfile
+import tempfile
 import time
 
 # The notebooks' kernels get the environment as the user set it, not the settings below.
@@ -70,7 +71,7 @@ import equal_time  # noqa: E402
 import learners as learners_benchmark  # noqa: E402
 import jaxdust  # noqa: E402
 from jaxdust.core import configs, files, flags, machine  # noqa: E402
-from jaxdust.learn import cli, learners, runs  # noqa: E402
+from jaxdust.learn import checkpoint, cli, learners, runs  # noqa: E402
 from jaxdust.search import heuristic  # noqa: E402
 from jaxdust.search.mcts import heuristic_evaluator  # noqa: E402
 
@@ -421,7 +422,8 @@ def step_report(out: str, sizes: Sizes) -> dict:
         last = train["pieces"][-1] if train.get("pieces") else {}
         minutes = last.get("run_seconds", float("nan")) / 60
         columns = ["argmax"] + [f"width_{w}" for w in sizes.widths] + [f"mcts_{sizes.simulations}"]
-        pieces_on = [piece.get("device", device.get("device_kind")) for piece in train.get("pieces", [])]
+        pieces_on = [piece.get("device") or device.get("device_kind") or "an unnamed device"
+                     for piece in train.get("pieces", [])]
         elsewhere = f", its pieces on {', '.join(pieces_on)}" if set(pieces_on) - {device.get("device_kind")} else ""
         lines += [f"{train.get('learner')} trained {minutes:.1f} minutes ({last.get('updates_done')} of "
                   f"{train.get('total_updates')} planned updates{elsewhere}); proven boards: mean clicks (share optimal), mean optimum "
@@ -457,26 +459,30 @@ def _packed_parts(path: str) -> list[str]:
     return parts
 
 
-def _newest_step(folder: str) -> str | None:
+def _newest_readable_step(folder: str) -> str | None:
+    """The newest step of a checkpoint folder whose files match their checksums."""
     steps = [int(name) for name in os.listdir(folder) if name.isdigit()] if os.path.isdir(folder) else []
-    return str(max(steps)) if steps else None
+    readable = [step for step in steps if checkpoint.damage(os.path.join(folder, str(step))) is None]
+    return str(max(readable)) if readable else None
 
 
 def pack(out: str, path: str, part_bytes: int = PACK_PART_BYTES) -> list[str]:
     """``out`` as gzip tar parts ``path.1``, ``path.2``, ...: everything the steps resume
     from, without the compiled programs (``jax_cache``, made for one machine) and, of the
-    training run's checkpoints and best ones, only the newest of each (resuming needs the
-    one, evaluation the other; older, damaged and unfinished ones stay behind).
+    training run's checkpoints and best ones, only the newest undamaged one of each
+    (resuming needs the one, evaluation the other; older, damaged and unfinished ones stay
+    behind). A link is followed where ``out`` is one, and refused inside it.
 
     Raises:
-      ValueError: ``path`` inside ``out`` (the pack would hold its own earlier parts), or no
-        ``out``.
+      ValueError: ``path`` inside ``out`` (the pack would hold its own earlier parts), no
+        ``out``, or anything in it that is not a plain file or folder.
     """
+    out = os.path.realpath(out)
     if os.path.commonpath([os.path.abspath(out), os.path.abspath(path)]) == os.path.abspath(out):
         raise ValueError(f"--pack {path} is inside --out {out}: write it elsewhere")
     if not os.path.isdir(out):
         raise ValueError(f"--out {out} does not exist: nothing to pack")
-    newest = {folder: _newest_step(os.path.join(out, "run", folder)) for folder in ("checkpoints", "best")}
+    newest = {folder: _newest_readable_step(os.path.join(out, "run", folder)) for folder in ("checkpoints", "best")}
 
     def keep(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
         parts = member.name.split("/")[1:]  # below "."
@@ -484,6 +490,8 @@ def pack(out: str, path: str, part_bytes: int = PACK_PART_BYTES) -> list[str]:
             return None
         if len(parts) >= 3 and parts[0] == "run" and parts[1] in newest and parts[2] != newest[parts[1]]:
             return None
+        if not (member.isfile() or member.isdir()):  # unpack would refuse it, on the next machine
+            raise ValueError(f"{os.path.join(out, *parts)} is not a plain file or folder: the pack cannot carry it")
         return member
 
     buffer = io.BytesIO()
@@ -514,16 +522,30 @@ def unpack(path: str, out: str) -> list[str]:
         raise ValueError(f"--out {out} is not empty: unpack into an empty or new folder")
     data = b"".join(pathlib.Path(part).read_bytes() for part in parts)
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:gz")
-        members = archive.getmembers()
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            members = archive.getmembers()
+            for member in members:
+                name = os.path.normpath(member.name)
+                if os.path.isabs(member.name) or name.split(os.sep)[0] == ".." or not (member.isfile() or member.isdir()):
+                    raise ValueError(f"{path}: {member.name!r} is not a file or folder inside the suite's folder")
+            # Into a new folder beside out, renamed into place once whole: a call killed
+            # while extracting leaves no half-filled out that a retry would refuse.
+            parent = os.path.dirname(os.path.abspath(out))
+            os.makedirs(parent, exist_ok=True)
+            staging = tempfile.mkdtemp(dir=parent, prefix=files.TEMPORARY_PREFIX)
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(staging, 0o777 & ~mask)  # a folder made as usual, not mkdtemp's private one
+            try:
+                archive.extractall(staging, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+                if os.path.isdir(out):
+                    os.rmdir(out)  # empty, checked above
+                os.rename(staging, out)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
     except (tarfile.TarError, EOFError, OSError) as error:
         raise ValueError(f"{path}.1..{len(parts)} is not a packed suite (a part missing or damaged?): {error}") from None
-    for member in members:
-        name = os.path.normpath(member.name)
-        if os.path.isabs(member.name) or name.split(os.sep)[0] == ".." or not (member.isfile() or member.isdir()):
-            raise ValueError(f"{path}: {member.name!r} is not a file or folder inside the suite's folder")
-    os.makedirs(out, exist_ok=True)
-    archive.extractall(out, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     return [os.path.normpath(member.name) for member in members if member.isfile()]
 
 
@@ -553,12 +575,12 @@ def main(argv=None) -> dict:
     carry.add_argument("--pack", metavar="FILE", type=flags.output_file,
                        help="write --out as FILE.1, FILE.2, ... (gzip parts of at most 15 MiB) to go on elsewhere; "
                             "runs no step")
-    carry.add_argument("--unpack", metavar="FILE", type=flags.output_file,
+    carry.add_argument("--unpack", metavar="FILE",  # read only: its parts may lie where nothing can be written
                        help="write FILE.1, FILE.2, ... (--pack's) into --out, empty or new; runs no step")
     args = parser.parse_args(argv)
     if args.pack or args.unpack:
-        given = [word for word in (argv if argv is not None else sys.argv[1:]) if word.split("=")[0] in
-                 ("--step", "--smoke", "--pieces", "--piece-minutes", "--env-games", "--notebooks")]
+        given = [f"--{name.replace('_', '-')}" for name in ("step", "smoke", "pieces", "piece_minutes", "env_games",
+                                                            "notebooks") if getattr(args, name) != parser.get_default(name)]
         if given:
             parser.error(f"--pack and --unpack run no step: leave out {', '.join(given)}")
         try:
@@ -578,7 +600,7 @@ def main(argv=None) -> dict:
         parser.error("--notebooks goes with --step notebooks")
     if args.notebooks:
         sizes = dataclasses.replace(sizes, notebooks=tuple(args.notebooks))
-    if args.smoke and "--piece-minutes" in (argv if argv is not None else sys.argv[1:]):
+    if args.smoke and args.piece_minutes != parser.get_default("piece_minutes"):
         parser.error("--smoke sets its own piece length")
     piece_minutes = 0.02 if args.smoke else args.piece_minutes
     os.makedirs(args.out, exist_ok=True)

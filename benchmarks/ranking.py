@@ -19,8 +19,9 @@ from jaxdust.search.beam import lookahead_heuristic
 from jaxdust.search.heuristic import heuristic_scorer
 
 
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.2f}"
+def _number(value: float | None, sign: str = "+") -> str:
+    """A table cell: ``-`` for a span of cells left with no child in the set."""
+    return "-" if value is None else f"{value:{sign}.2f}"
 
 
 def main(argv=None) -> dict:
@@ -47,24 +48,24 @@ def main(argv=None) -> dict:
         report["scorers"][name] = ranking.ranking_metrics(ranking.policy_scores(records, evaluator, params), records,
                                                           clicks_left=False)
 
+    files.atomic_write_json(args.out, report)
     buckets = [f"{low}-{high}" for low, high in ranking.CELL_BUCKETS]
     print(f"\n{len(records)} positions of {os.path.relpath(args.set)}\n")
     print("| scorer | top-1 optimal | regret per decision | pairwise | " + " | ".join(f"error, {b} cells" for b in buckets)
           + " | " + " | ".join(f"bias, {b}" for b in buckets) + " |")
     print("|---|---:|---:|---:|" + "---:|" * 2 * len(buckets))
     for name, m in report["scorers"].items():
-        errors = " | ".join(f"{m['error_by_cells_left'][b]:.2f}" if "error_by_cells_left" in m else "" for b in buckets)
-        biases = " | ".join(f"{m['bias_by_cells_left'][b]:+.2f}" if "bias_by_cells_left" in m else "" for b in buckets)
+        errors = " | ".join(_number(m["error_by_cells_left"][b], "") if "error_by_cells_left" in m else "" for b in buckets)
+        biases = " | ".join(_number(m["bias_by_cells_left"][b]) if "bias_by_cells_left" in m else "" for b in buckets)
         print(f"| {name} | {m['top1']:.3f} | {m['regret']:.3f} | {m['pairwise']:.3f} | {errors} | {biases} |")
     print("\nSigned error (estimate - exact) of the optimal children / the others, by cells left:\n")
     print("| scorer | " + " | ".join(buckets) + " |")
     print("|---|" + "---:|" * len(buckets))
     for name, m in report["scorers"].items():
         if "bias_of_best_by_cells_left" in m:
-            pairs = " | ".join(_signed(m["bias_of_best_by_cells_left"][b]) + " / " + _signed(m["bias_of_rest_by_cells_left"][b])
+            pairs = " | ".join(_number(m["bias_of_best_by_cells_left"][b]) + " / " + _number(m["bias_of_rest_by_cells_left"][b])
                                for b in buckets)
             print(f"| {name} | {pairs} |")
-    files.atomic_write_json(args.out, report)
     return report
 
 

@@ -95,11 +95,14 @@ def test_malformed_board_file_line_is_named(tmp_path):
         jaxdust.read_board_file(path)
 
 
-def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tmp_path):
+def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tmp_path, monkeypatch):
     """``evaluate.py`` calls a file's numbers proven optima where RULES.md's column comment
-    (``# board optimal_clicks``) says so, or where each line's lower bound equals its length;
-    the same numbers under another comment stay "best known"."""
+    (``# board optimal_clicks``) says so, or where each line's lower bound equals its length,
+    from a path or from standard input; the same numbers under another comment stay "best
+    known"."""
     import argparse
+    import io
+    import sys
 
     from jaxdust.core.boards import declares_optima
     from jaxdust.evaluation.cli import load_board_set
@@ -107,15 +110,20 @@ def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tm
     def proven(path):
         return load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None))[2]
 
+    def declared(path):
+        return declares_optima(path.read_text().splitlines())
+
     for name in ("optimal_6x6x5.txt", "optimal_8x4x5.txt", "optimal_8x6x5.txt"):
-        assert declares_optima(boards_dir / name) and proven(boards_dir / name), name
-    assert proven(boards_dir / "fewest_clicks_v1_8x6x5.txt") and not declares_optima(boards_dir / "fewest_clicks_v1_8x6x5.txt")
+        assert declared(boards_dir / name) and proven(boards_dir / name), name
+    assert proven(boards_dir / "fewest_clicks_v1_8x6x5.txt") and not declared(boards_dir / "fewest_clicks_v1_8x6x5.txt")
     assert not proven(boards_dir / "eval_8x6x5.txt")  # a beam's best lengths
     text = (boards_dir / "optimal_8x4x5.txt").read_text()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    assert proven("-")
     relabelled = tmp_path / "best.txt"
     relabelled.write_text(text.replace("# board optimal_clicks", "# board best_clicks"))
-    assert not declares_optima(relabelled) and not proven(relabelled)
+    assert not declared(relabelled) and not proven(relabelled)
     late = tmp_path / "late.txt"  # a column comment after the first board describes nothing
     lines = text.splitlines()
     late.write_text("\n".join([lines[0], *lines[2:4], lines[1], *lines[4:]]) + "\n")
-    assert not declares_optima(late)
+    assert not declared(late)

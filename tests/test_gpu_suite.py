@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zlib
 
 import nbformat
 import pytest
@@ -178,8 +179,51 @@ def test_bad_flags_are_refused_before_any_step(tmp_path):
                           (["--step", "notebooks", "--notebooks", __file__], "is not a notebook"),
                           (["--unpack", str(tmp_path / "none.tgz")], "no packed suite at"),
                           (["--pack", str(tmp_path / "a.tgz"), "--step", "env"], "run no step: leave out --step"),
+                          (["--pack", str(tmp_path / "a.tgz"), "--ste", "env"], "run no step: leave out --step"),
+                          (["--smoke", "--piece-m", "2"], "--smoke sets its own piece length"),
                           (["--pack", str(tmp_path / "out" / "a.tgz")], "is inside --out")):
         result = subprocess.run([sys.executable, SUITE, "--out", str(tmp_path / "out"), *argv], cwd=ROOT,
                                 capture_output=True, text=True, timeout=300)
         assert result.returncode == 2 and message in result.stderr, (argv, result.stderr[-500:])
         assert not (tmp_path / "out" / "device.json").exists()
+
+
+def test_pack_follows_a_linked_out_skips_damaged_checkpoints_and_refuses_links_inside(tmp_path):
+    """``--out`` may be a link (to scratch space): its folder is packed, not the link. A
+    newest checkpoint whose files fail their checksums stays behind for the newest readable
+    one. A link inside the folder is refused when packing, not on the next machine."""
+    real = tmp_path / "real"
+    for step in ("100", "200"):
+        folder = real / "run" / "checkpoints" / step
+        folder.mkdir(parents=True)
+        (folder / "state").write_bytes(step.encode())
+        files.atomic_write_json(str(folder / "checksums.json"), {"state": zlib.crc32(step.encode())})
+    (real / "run" / "checkpoints" / "200" / "state").write_bytes(b"changed after saving")
+    (real / "train.json").write_text("{}")
+    linked = tmp_path / "linked"
+    linked.symlink_to(real, target_is_directory=True)
+    script = f"""
+import gpu_suite
+gpu_suite.pack({str(linked)!r}, {str(tmp_path / "suite.tgz")!r})
+print(sorted(gpu_suite.unpack({str(tmp_path / "suite.tgz")!r}, {str(tmp_path / "there")!r})))
+import os
+os.symlink("train.json", {str(real / "alias.json")!r})
+try:
+    gpu_suite.pack({str(real)!r}, {str(tmp_path / "again.tgz")!r})
+except ValueError as error:
+    print("refused:", error)
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
+    assert result.returncode == 0, result.stderr[-2000:]
+    unpacked, refused = result.stdout.splitlines()
+    assert unpacked == str(sorted(["run/checkpoints/100/checksums.json", "run/checkpoints/100/state", "train.json"]))
+    assert refused.startswith("refused:") and "alias.json is not a plain file or folder" in refused
+    assert not (tmp_path / "again.tgz.1").exists()
+    assert oct((tmp_path / "there").stat().st_mode & 0o777) == oct(0o777 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

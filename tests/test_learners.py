@@ -465,3 +465,29 @@ def test_equal_time_benchmark_trains_measures_and_reuses(tmp_path):
     assert again.returncode == 0 and "mlp 1/1" not in again.stdout and "| mlp:" in again.stdout
     assert (tmp_path / "heuristic.json").stat().st_mtime_ns == written  # kept, not played again
     assert (tmp_path / "mlp-clicks.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("equal_time_reuse", os.path.join(ROOT, "benchmarks", "equal_time.py"))
+    equal_time = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))  # its sibling import of learners.py
+    try:
+        spec.loader.exec_module(equal_time)
+    finally:
+        sys.path.remove(os.path.join(ROOT, "benchmarks"))
+    settings = {"minutes": 8.0, "seed": 0, "points": 4, "boards": 1000, "proven_boards": None}
+    cpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "backend": "cpu", "device_kind": "cpu"}
+    gpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 16, "backend": "gpu", "device_kind": "NVIDIA H100 80GB HBM3"}
+    saved = {**settings, "changes": {"hidden": [1024, 1024]}, "hardware": gpu}
+    assert equal_time.reusable(saved, "wide", settings, gpu)
+    assert equal_time.reusable(saved, "wide", settings, {**gpu, "cpu": "AMD EPYC", "cores": 8})  # the GPU trains
+    assert not equal_time.reusable(saved, "wide", settings, cpu)
+    assert not equal_time.reusable(saved, "wide", settings, {**gpu, "device_kind": "NVIDIA H200"})
+    assert not equal_time.reusable(saved, "wide", {**settings, "minutes": 15.0}, gpu)
+    assert not equal_time.reusable(saved, "deep", settings, gpu)  # other changes
+    on_cpu = {**saved, "hardware": cpu}
+    assert equal_time.reusable(on_cpu, "wide", settings, cpu)
+    assert not equal_time.reusable(on_cpu, "wide", settings, {**cpu, "cores": 4})
+    assert not equal_time.reusable({k: v for k, v in on_cpu.items() if k != "hardware"}, "wide", settings, cpu)

@@ -174,11 +174,12 @@ def header_shape(line: str) -> tuple[int | None, int | None]:
 OPTIMA_HEADER = ("board", "optimal_clicks")  # RULES.md's boards/optimal_*.txt: "# board optimal_clicks ..."
 
 
-def declares_optima(path: str | os.PathLike) -> bool:
+def declares_optima(lines: Iterable[str]) -> bool:
     """Whether a board file's column comment (``# board optimal_clicks``, the format of
-    RULES.md's ``boards/optimal_*.txt``) says the one number after each board is its
-    proven optimum. Fewest-clicks sets say it line by line instead (lower bound = length)."""
-    for raw in files.read_text(os.fspath(path), "board file").splitlines():
+    RULES.md's ``boards/optimal_*.txt``), among its ``lines``, says the one number after
+    each board is its proven optimum. Fewest-clicks sets say it line by line instead
+    (lower bound = length)."""
+    for raw in lines:
         text = raw.strip()
         if text and not text.startswith("#"):
             return False  # the column comment comes before the boards
@@ -216,14 +217,21 @@ def read_board_file(path: str | os.PathLike, width: int | None = None,
     Raises:
       ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line.
     """
-    records = []
     lines = files.read_text(os.fspath(path), "board file").splitlines()
-    for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, str(path)):
+    return read_board_lines(lines, str(path), width, height, limit)
+
+
+def read_board_lines(lines: Sequence[str], source: str, width: int | None = None, height: int | None = None,
+                     limit: int | None = None) -> list[BoardRecord]:
+    """``read_board_file`` on a file's lines (read once, as from standard input, for
+    ``declares_optima`` too); ``source`` names the file in errors."""
+    records = []
+    for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, source):
         try:
             board = parse_board(digits, line_width, line_height)
             values = tuple(int(v) for v in rest)
         except ValueError as error:
-            raise ValueError(f"{path}:{number}: {error}") from None
+            raise ValueError(f"{source}:{number}: {error}") from None
         records.append(BoardRecord(board, values, number))
         if len(records) == limit:
             break

@@ -50,7 +50,7 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxdust.core import compile_cache, configs, files, flags, game
-from jaxdust.core.boards import board_to_text, declares_optima, positions, read_board_file
+from jaxdust.core.boards import board_to_text, declares_optima, positions, read_board_lines
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
 
@@ -63,14 +63,15 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
         return boards, None, False, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
-    records = read_board_file(args.boards, limit=args.limit)  # ValueError naming file and line
+    lines = files.read_text(args.boards, "board file").splitlines()  # once: it may be standard input
+    records = read_board_lines(lines, args.boards, limit=args.limit)  # ValueError naming file and line
     if not records:
         raise ValueError(f"no boards in {args.boards}")
     boards = jnp.stack([r.board for r in records])
     best = np.array([r.values[-1] for r in records]) if all(r.values for r in records) else None
     proven = best is not None and (
         all(len(r.values) >= 2 and r.values[-2] == r.values[-1] for r in records)
-        or (declares_optima(args.boards) and all(len(r.values) == 1 for r in records)))
+        or (declares_optima(lines) and all(len(r.values) == 1 for r in records)))
     described = f"{len(records)} boards from {os.path.relpath(args.boards)}"
     return boards, best, proven, described if args.limit is None else f"first {described}"
 

@@ -62,7 +62,7 @@ def _write_checksums(directory: str) -> None:
     files.atomic_write_json(os.path.join(directory, CHECKSUMS), sums)
 
 
-def _damage(directory: str) -> str | None:
+def damage(directory: str) -> str | None:
     """What is wrong with a step directory's files by its checksums (None: nothing seen;
     a checkpoint saved by a process killed before it wrote them has none)."""
     path = os.path.join(directory, CHECKSUMS)
@@ -186,8 +186,8 @@ class Checkpoints:
             message = f"checkpoint {step} in {self.directory} cannot be read ({reason})"
             return UnreadableCheckpoint(message, step, reason)
 
-        if damage := _damage(self._path(step)):
-            raise unreadable(damage)
+        if damage_seen := damage(self._path(step)):
+            raise unreadable(damage_seen)
         try:
             saved_config = self.manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]
         except Exception as error:  # orbax raises several types for unreadable files
