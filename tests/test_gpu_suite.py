@@ -135,6 +135,15 @@ def check_report_and_resumed_steps(out, stdout):
     run_suite(out, "--step", "env")
     run_suite(out, "--step", "train")  # all pieces done: nothing more
     assert {name: (out / f"{name}.json").read_text() for name in before} == before
+    # Pieces on other machines are named; a piece from before pieces recorded theirs counts
+    # as the report's device.
+    train = load(out, "train")
+    train["pieces"][1]["device"] = "NVIDIA H100 80GB HBM3"
+    del train["pieces"][2]["device"]
+    files.atomic_write_json(str(out / "train.json"), train)
+    run_suite(out, "--step", "report")
+    kind = load(out, "device")["device_kind"]
+    assert f"its pieces on {kind}, NVIDIA H100 80GB HBM3, {kind})" in (out / "report.md").read_text()
 
 
 def write_notebook(path, *sources):
