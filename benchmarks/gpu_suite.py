@@ -19,7 +19,8 @@ minutes, carries on where the last stopped or was killed):
   (3 x 8.5) with orbax checkpoints, one piece per call, each a ``train.py --resume`` of the
   last. The first piece times warm updates and sizes the schedule to the whole run.
 - ``eval`` (once the pieces are done): the trained run on 1000 fresh boards and the 100 proven boards (argmax, greedy,
-  widths 8 and 64, mcts 64, share optimal), beside the hand-made heuristic in the same run.
+  widths 8 and 64, mcts 64, share optimal), its selected checkpoint and, where that is
+  another, its final one, beside the hand-made heuristic in the same run.
 - ``report``: ``report.json`` and ``report.md`` (tables ready for docs/results.md, with the
   measured-on line).
 
@@ -306,28 +307,39 @@ def configs_from(learner: learners.Learner, flag_list) -> object:
 
 
 def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
+    """The trained run's selected checkpoint (``best/``, what ``evaluate.py`` plays), its
+    final one where that is another (at a plateau the selection on the progress boards is
+    mostly noise), and the hand-made heuristic, on fresh and proven boards; saved after
+    each row, so a killed call goes on from the next."""
     path = os.path.join(out, "eval.json")
     report = _load(path)
-    if report:
+    if report.get("complete", bool(report)):  # files from before rows were saved one by one
         return report
     if not training_finished(out, pieces):
         print("  the training run is not finished: run --step train (or all) again first", flush=True)
         return {}
     sets = learners_benchmark.board_sets(sizes.fresh_boards, seed=0, proven=sizes.proven_boards)
     trained = runs.load_run(os.path.join(out, "run"))
+    final = runs.load_run(os.path.join(out, "run"), newest=True)
     cap = learners_benchmark.CAP
-    report = {"step": trained.step, "fresh_boards": sizes.fresh_boards, "rows": {}}
-    for name, policy, scorer, params, evaluator in (
-            ("trained", trained.policy, trained.scorer, trained.params, trained.evaluator),
-            ("hand-made heuristic", None, heuristic.heuristic_scorer, None, heuristic_evaluator)):
+    report = report or {"step": trained.step, "final_step": final.step, "fresh_boards": sizes.fresh_boards,
+                        "proven_optimum_mean": float(np.mean(sets["proven"][1])), "rows": {}, "complete": False}
+    agents = [("trained", trained.policy, trained.scorer, trained.params, trained.evaluator)]
+    if final.step != trained.step:
+        agents.append(("trained, final checkpoint", final.policy, final.scorer, final.params, final.evaluator))
+    agents.append(("hand-made heuristic", None, heuristic.heuristic_scorer, None, heuristic_evaluator))
+    for name, policy, scorer, params, evaluator in agents:
+        if name in report["rows"]:
+            continue
         report["rows"][name] = {
             set_name: learners_benchmark.play_set(
                 boards, optimum, cap, policy, scorer, params,
                 widths=sizes.widths if set_name == "proven" else sizes.widths[:2],
                 evaluator=evaluator if set_name == "proven" else None, simulations=(sizes.simulations,))
             for set_name, (boards, optimum) in sets.items()}
+        files.atomic_write_json(path, report)
         print(f"  {name}: {json.dumps(report['rows'][name])}", flush=True)
-    report["proven_optimum_mean"] = float(np.mean(sets["proven"][1]))
+    report["complete"] = True
     files.atomic_write_json(path, report)
     return report
 

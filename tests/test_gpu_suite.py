@@ -117,8 +117,11 @@ def check_training_and_evaluation(out):
     assert chunks == sorted(chunks) and len(set(chunks)) == 3  # each piece went on from the last
     logged = [line["chunk"] for line in files.recover_json_lines(os.path.join(out, "run", "metrics.jsonl"))]
     assert logged == list(range(1, chunks[-1] + 1))  # resumed, never restarted or repeated
-    rows = load(out, "eval")["rows"]
-    assert set(rows) == {"trained", "hand-made heuristic"}
+    evaluation = load(out, "eval")
+    rows = evaluation["rows"]
+    assert evaluation["complete"] and evaluation["step"] <= evaluation["final_step"] == chunks[-1]
+    final = {"trained, final checkpoint"} if evaluation["final_step"] != evaluation["step"] else set()
+    assert set(rows) == {"trained", "hand-made heuristic"} | final
     assert set(rows["trained"]["proven"]) == {"argmax", "width_1", "width_4", "mcts_2"}
     assert "argmax" not in rows["hand-made heuristic"]["proven"]
     for by_set in rows.values():
@@ -135,6 +138,19 @@ def check_report_and_resumed_steps(out, stdout):
     run_suite(out, "--step", "env")
     run_suite(out, "--step", "train")  # all pieces done: nothing more
     assert {name: (out / f"{name}.json").read_text() for name in before} == before
+    # An evaluation killed after its first row goes on from the next.
+    evaluation = load(out, "eval")
+    partial = {**evaluation, "complete": False, "rows": {"trained": {**evaluation["rows"]["trained"], "kept": True}}}
+    files.atomic_write_json(str(out / "eval.json"), partial)
+    run_suite(out, "--step", "eval")
+    resumed = load(out, "eval")
+    assert resumed["complete"] and resumed["rows"]["trained"]["kept"] and set(resumed["rows"]) == set(evaluation["rows"])
+    def played(row):  # what was played, not how long it took
+        return {set_name: {agent: {k: v for k, v in result.items() if k != "ms_per_board"}
+                           for agent, result in by_agent.items()} for set_name, by_agent in row.items()}
+
+    assert played(resumed["rows"]["hand-made heuristic"]) == played(evaluation["rows"]["hand-made heuristic"])
+    files.atomic_write_json(str(out / "eval.json"), evaluation)  # without the mark, for the report below
     # Pieces on other machines are named; a piece from before pieces recorded theirs counts
     # as the report's device.
     train = load(out, "train")
