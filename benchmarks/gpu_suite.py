@@ -490,7 +490,7 @@ def pack(out: str, path: str, part_bytes: int = PACK_PART_BYTES) -> list[str]:
         ``out``, or anything in it that is not a plain file or folder.
     """
     out = os.path.realpath(out)
-    if os.path.commonpath([os.path.abspath(out), os.path.abspath(path)]) == os.path.abspath(out):
+    if os.path.commonpath([out, os.path.realpath(path)]) == out:  # through the same links, too
         raise ValueError(f"--pack {path} is inside --out {out}: write it elsewhere")
     if not os.path.isdir(out):
         raise ValueError(f"--out {out} does not exist: nothing to pack")
@@ -545,9 +545,7 @@ def unpack(path: str, out: str) -> list[str]:
             parent = os.path.dirname(os.path.abspath(out))
             os.makedirs(parent, exist_ok=True)
             staging = tempfile.mkdtemp(dir=parent, prefix=files.TEMPORARY_PREFIX)
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(staging, 0o777 & ~mask)  # a folder made as usual, not mkdtemp's private one
+            os.chmod(staging, 0o777 & ~files.current_umask())  # a folder made as usual, not mkdtemp's private one
             try:
                 archive.extractall(staging, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
                 if os.path.isdir(out):

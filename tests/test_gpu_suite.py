@@ -231,6 +231,10 @@ def test_pack_follows_a_linked_out_skips_damaged_checkpoints_and_refuses_links_i
 import gpu_suite
 gpu_suite.pack({str(linked)!r}, {str(tmp_path / "suite.tgz")!r})
 print(sorted(gpu_suite.unpack({str(tmp_path / "suite.tgz")!r}, {str(tmp_path / "there")!r})))
+try:  # a pack inside --out through the link is inside it all the same
+    gpu_suite.pack({str(linked)!r}, {str(linked / "inside.tgz")!r})
+except ValueError as error:
+    print("inside:", error)
 import os
 os.symlink("train.json", {str(real / "alias.json")!r})
 try:
@@ -241,14 +245,9 @@ except ValueError as error:
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
     assert result.returncode == 0, result.stderr[-2000:]
-    unpacked, refused = result.stdout.splitlines()
+    unpacked, inside, refused = result.stdout.splitlines()
+    assert inside.startswith("inside:") and "is inside --out" in inside and not (real / "inside.tgz.1").exists()
     assert unpacked == str(sorted(["run/checkpoints/100/checksums.json", "run/checkpoints/100/state", "train.json"]))
     assert refused.startswith("refused:") and "alias.json is not a plain file or folder" in refused
     assert not (tmp_path / "again.tgz.1").exists()
-    assert oct((tmp_path / "there").stat().st_mode & 0o777) == oct(0o777 & ~_umask())
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    assert oct((tmp_path / "there").stat().st_mode & 0o777) == oct(0o777 & ~files.current_umask())

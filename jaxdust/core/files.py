@@ -25,9 +25,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
     os.makedirs(directory, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=TEMPORARY_PREFIX, suffix=os.path.basename(path))
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; match a plain open()
+        os.chmod(temporary, 0o666 & ~current_umask())  # mkstemp makes 0600; match a plain open()
         with os.fdopen(handle, "wb") as file:
             write(file)
             file.flush()
@@ -37,6 +35,14 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def current_umask() -> int:
+    """The process's umask (reading it means setting it: it is set back at once), for
+    files and folders made private by ``tempfile`` to get the modes a plain one would."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
