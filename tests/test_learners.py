@@ -305,6 +305,40 @@ def test_checkpoints_round_trip_and_explain_failures(tmp_path):
     np.testing.assert_array_equal(jax.random.key_data(restored.key), jax.random.key_data(first.key))
 
 
+def test_verify_vouches_by_checksums_and_reads_only_where_there_are_none(tmp_path, monkeypatch):
+    """Resume checks the best checkpoint with ``verify``: the same verdicts as ``read``,
+    without restoring a state whose files its checksums cover."""
+    config = dqn.DQNConfig(total_steps=32 * 20, **TINY)
+    runner = dqn.make_dqn(config)[0](jax.random.key(0))
+    saved = checkpoint.Checkpoints(str(tmp_path))
+    as_json = configs.to_json(config)
+    for step in (1, 2):
+        saved.save(step, runner, as_json)
+    reads, read = [], checkpoint.Checkpoints.read
+
+    def counted_read(self, step, *args):
+        reads.append(step)
+        return read(self, step, *args)
+
+    monkeypatch.setattr(checkpoint.Checkpoints, "read", counted_read)
+    saved.verify(1, runner, as_json)
+    assert reads == []
+    other = configs.to_json(dqn.DQNConfig(total_steps=32 * 20, **{**TINY, "hidden": (16,)}))
+    with pytest.raises(checkpoint.CheckpointError, match="another config.*hidden") as error:
+        saved.verify(1, runner, other)
+    assert not isinstance(error.value, checkpoint.UnreadableCheckpoint)
+    arrays = [os.path.join(root, name) for root, _, names in os.walk(tmp_path / "1" / "state")
+              for name in names if os.sep + "d" + os.sep in os.path.join(root, name)]
+    with open(max(arrays, key=os.path.getsize), "r+b") as handle:  # bytes orbax itself would restore
+        handle.seek(8)
+        handle.write(b"\xff" * 16)
+    with pytest.raises(checkpoint.UnreadableCheckpoint, match="has changed since it was saved"):
+        saved.verify(1, runner, as_json)
+    os.remove(tmp_path / "2" / checkpoint.CHECKSUMS)
+    saved.verify(2, runner, as_json)
+    assert reads == [2]
+
+
 # ---------------------------------------------------------------------------------------
 # Data parallelism and train.py
 # ---------------------------------------------------------------------------------------

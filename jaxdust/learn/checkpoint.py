@@ -179,19 +179,26 @@ class Checkpoints:
         except CheckpointError:
             return False
 
-    def read(self, step: int, like: Any, config: dict) -> Any:
-        """Checkpoint ``step``'s state, shaped like ``like`` (arrays, or ``jax.eval_shape``
-        of them); UnreadableCheckpoint or CheckpointError (another config)."""
-        def unreadable(reason: str) -> UnreadableCheckpoint:
-            message = f"checkpoint {step} in {self.directory} cannot be read ({reason})"
-            return UnreadableCheckpoint(message, step, reason)
+    def verify(self, step: int, like: Any, config: dict) -> None:
+        """What ``read`` would raise, without restoring the state where checksums can vouch
+        for its files (a whole state on a device costs memory and seconds)."""
+        if os.path.exists(os.path.join(self._path(step), CHECKSUMS)):
+            self._check(step, config)
+        else:  # saved by a process killed before it wrote the checksums: only a read can tell
+            self.read(step, like, config)
 
+    def _unreadable(self, step: int, reason: str) -> UnreadableCheckpoint:
+        return UnreadableCheckpoint(f"checkpoint {step} in {self.directory} cannot be read ({reason})", step, reason)
+
+    def _check(self, step: int, config: dict) -> None:
+        """UnreadableCheckpoint if the files are damaged, CheckpointError if its config is
+        another one."""
         if damage_seen := damage(self._path(step)):
-            raise unreadable(damage_seen)
+            raise self._unreadable(step, damage_seen)
         try:
             saved_config = self.manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]
         except Exception as error:  # orbax raises several types for unreadable files
-            raise unreadable(_brief(error)) from None
+            raise self._unreadable(step, _brief(error)) from None
         if saved_config != config:
             saved_flat, flat = _flatten(saved_config), _flatten(config)
             changed = sorted(k for k in set(saved_flat) | set(flat) if saved_flat.get(k) != flat.get(k))
@@ -199,11 +206,16 @@ class Checkpoints:
                 f"checkpoint {step} in {self.directory} was made with another config "
                 f"(differs in: {', '.join(changed)}); use a new run directory or the same settings"
             )
+
+    def read(self, step: int, like: Any, config: dict) -> Any:
+        """Checkpoint ``step``'s state, shaped like ``like`` (arrays, or ``jax.eval_shape``
+        of them); UnreadableCheckpoint or CheckpointError (another config)."""
+        self._check(step, config)
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _keys_to_data(like))
         try:
             restored = self.manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
         except Exception as error:
-            raise unreadable(_brief(error)) from None
+            raise self._unreadable(step, _brief(error)) from None
         return _data_to_keys(restored["state"], like)
 
     def delete(self, step: int) -> None:

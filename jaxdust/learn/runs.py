@@ -142,11 +142,13 @@ class Run:
         if not kept:
             return
         try:
-            self.best.read(kept[-1], like, self.saved)
+            self.best.verify(kept[-1], like, self.saved)
         except checkpoint.UnreadableCheckpoint as error:
             moved = self.best.set_aside(error.step)
             print(f"warning: {error}; moved to {moved}; the next evaluation becomes the best", file=sys.stderr)
             self.best_greedy = float("inf")
+        except checkpoint.CheckpointError as error:
+            raise RunError(str(error)) from None
 
     def start_over(self) -> None:
         self._truncate_metrics(0)
