@@ -67,7 +67,7 @@ def distributed(rank: int, coordinator: str) -> list[str]:
 
 AVI = ["train.py", "avi", "--size", "4x3x3", "--hidden", "16", "--num-envs", "16", "--beam-width", "2",
        "--buffer-lines", "16", "--total-updates", "12", "--chunk-updates", "4", "--seed", "3",
-       "--eval-boards", "8", "--eval-every", "2", "--checkpoint-every", "2"]
+       "--eval-boards", "9", "--eval-every", "2", "--checkpoint-every", "2"]  # 9: shares of 5 and 4
 
 
 def comparable(run_dir):

@@ -457,7 +457,7 @@ def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):
     summary = json.load(open(whole_dqn_run / "summary.json"))
     assert summary["best_step"] == best["chunk"] and summary["best_greedy_clicks"] == best["greedy_clicks"]
     boards = runs.evaluation_boards(selected.config.game, 16)  # the run's --eval-boards
-    replayed = runs.greedy_clicks(boards, selected.scorer, selected.params, 4 * selected.config.game.num_cells)
+    replayed = np.mean(runs.greedy_lengths(boards, selected.scorer, selected.params, 4 * selected.config.game.num_cells))
     assert replayed == best["greedy_clicks"]  # the state that was evaluated, not a later one
 
 

@@ -46,16 +46,42 @@ def evaluation_boards(size: game.GameConfig, count: int) -> jax.Array:
     return jax.vmap(lambda k: game.random_board(k, size))(keys)
 
 
-def argmax_clicks(boards, policy, params, max_clicks: int, rules: str = "dust") -> float:
-    """Mean clicks of a policy (uncleared games count ``max_clicks``)."""
+def argmax_lengths(boards, policy, params, max_clicks: int, rules: str = "dust") -> np.ndarray:
+    """Clicks of a policy on each board, int ``[N]`` (uncleared games count ``max_clicks``)."""
     played = play_boards(boards, policy, jax.random.key(0), max_clicks, params, rules=rules)
-    return float(np.mean(np.where(np.asarray(played.cleared), np.asarray(played.clicks), max_clicks)))
+    return np.where(np.asarray(played.cleared), np.asarray(played.clicks), max_clicks)
 
 
-def greedy_clicks(boards, scorer, params, max_clicks: int, rules: str = "dust") -> float:
-    """Mean clicks of greedy play on a scorer's value (a width-1 beam search)."""
+def greedy_lengths(boards, scorer, params, max_clicks: int, rules: str = "dust") -> np.ndarray:
+    """Clicks of greedy play on a scorer's value (a width-1 beam search) on each board,
+    int ``[N]`` (uncleared games count ``max_clicks``)."""
     lengths = beam_lengths(boards, 1, scorer, params, max_clicks, rules=rules)
-    return float(np.mean(np.where(lengths < 0, max_clicks, lengths)))
+    return np.where(lengths < 0, max_clicks, lengths)
+
+
+def evaluator(boards, learner: learners.Learner, config):
+    """``evaluate(state) -> {"argmax_clicks", "greedy_clicks"}`` on ``boards``. In a run
+    over several processes each plays its own share of the boards with its local copy of
+    the parameters, and the click totals are summed over the processes: the same means as
+    one process playing them all."""
+    policy, scorer = learner.policy(config), learner.scorer(config)
+    cap, rules = 4 * config.game.num_cells, config.game.rules
+    count = boards.shape[0]
+    share = np.array_split(np.asarray(boards), jax.process_count())[jax.process_index()]
+
+    def evaluate(state) -> dict:
+        params = learner.params(state)
+        if jax.process_count() > 1:
+            params = jax.tree.map(lambda leaf: leaf.addressable_data(0), params)
+        totals = np.zeros(2, np.int32)
+        if len(share):
+            totals[:] = (argmax_lengths(share, policy, params, cap, rules).sum(),
+                         greedy_lengths(share, scorer, params, cap, rules).sum())
+        if jax.process_count() > 1:
+            totals = np.asarray(multihost_utils.process_allgather(totals)).sum(0)
+        return {"argmax_clicks": float(totals[0] / count), "greedy_clicks": float(totals[1] / count)}
+
+    return evaluate
 
 
 # ---------------------------------------------------------------------------------------
@@ -259,14 +285,7 @@ def train(learner_name: str, config, args) -> dict:
         done, state = run.restore(state, args.resume_step)
     elif args.resume:  # killed before its first checkpoint: what it logged is redone
         run.start_over()
-    boards = evaluation_boards(config.game, args.eval_boards)
-    policy, scorer = learner.policy(config), learner.scorer(config)
-    cap = 4 * config.game.num_cells
-
-    def evaluate(state) -> dict:
-        params = learner.params(state)
-        return {"argmax_clicks": argmax_clicks(boards, policy, params, cap, config.game.rules),
-                "greedy_clicks": greedy_clicks(boards, scorer, params, cap, config.game.rules)}
+    evaluate = evaluator(evaluation_boards(config.game, args.eval_boards), learner, config)
 
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
     interval = args.checkpoint_seconds or CHECKPOINT_SECONDS
