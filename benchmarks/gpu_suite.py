@@ -138,7 +138,7 @@ def step_device(out: str, sizes: Sizes, again: bool = False) -> dict:
               "devices": [str(d) for d in jax.devices()], "memory_bytes": memory,
               "platform_version": device.client.platform_version, "jax": jax.__version__,
               "jaxlib": importlib.metadata.version("jaxlib"),
-              "cpu": machine.cpu_name(), "cpu_cores": os.cpu_count(),
+              "cpu": machine.cpu_name(), "cpu_cores": os.cpu_count(), "cpu_description": machine.cpu_description(),
               "python": platform.python_version(), "date": datetime.date.today().isoformat(),
               "commit": _commit()}
     files.atomic_write_json(path, report)
@@ -306,6 +306,11 @@ def configs_from(learner: learners.Learner, flag_list) -> object:
     return configs.from_flags(args, learner.presets["default"])
 
 
+def _played_here() -> str:
+    device = jax.devices()[0]
+    return machine.cpu_description() if device.platform == "cpu" else device.device_kind
+
+
 def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     """The trained run's selected checkpoint (``best/``, what ``evaluate.py`` plays), its
     final one where that is another (at a plateau the selection on the progress boards is
@@ -324,6 +329,11 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     cap = learners_benchmark.CAP
     report = report or {"step": trained.step, "final_step": final.step, "fresh_boards": sizes.fresh_boards,
                         "proven_optimum_mean": float(np.mean(sets["proven"][1])), "rows": {}, "complete": False}
+    # The clicks do not depend on the machine, so a run trained on a GPU may be played on
+    # another (--pack, --unpack): the report names where.
+    report.setdefault("played_on", [])
+    if _played_here() not in report["played_on"]:
+        report["played_on"].append(_played_here())
     agents = [("trained", trained.policy, trained.scorer, trained.params, trained.evaluator)]
     if final.step != trained.step:
         agents.append(("trained, final checkpoint", final.policy, final.scorer, final.params, final.evaluator))
@@ -437,8 +447,11 @@ def step_report(out: str, sizes: Sizes) -> dict:
         pieces_on = [piece.get("device") or device.get("device_kind") or "an unnamed device"
                      for piece in train.get("pieces", [])]
         elsewhere = f", its pieces on {', '.join(pieces_on)}" if set(pieces_on) - {device.get("device_kind")} else ""
+        played = parts["eval"].get("played_on", [])
+        here = {device.get("device_kind"), device.get("cpu_description")}
+        played = f"; played on {' and '.join(played)}" if set(played) - here else ""
         lines += [f"{train.get('learner')} trained {minutes:.1f} minutes ({last.get('updates_done')} of "
-                  f"{train.get('total_updates')} planned updates{elsewhere}); proven boards: mean clicks (share optimal), mean optimum "
+                  f"{train.get('total_updates')} planned updates{elsewhere}{played}); proven boards: mean clicks (share optimal), mean optimum "
                   f"{parts['eval']['proven_optimum_mean']:.2f}:", "",
                   "| agent | set | " + " | ".join(c.replace("_", " ") for c in columns) + " |",
                   "|---|---|" + "---:|" * len(columns)]

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 import jaxdust
-from jaxdust.core import files
+from jaxdust.core import files, machine
 
 pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
 
@@ -160,6 +160,13 @@ def check_report_and_resumed_steps(out, stdout):
     run_suite(out, "--step", "report")
     kind = load(out, "device")["device_kind"]
     assert f"its pieces on {kind}, NVIDIA H100 80GB HBM3, {kind})" in (out / "report.md").read_text()
+    # Played on this machine: not named. Trained on a GPU and played elsewhere: named.
+    assert evaluation["played_on"] == [machine.cpu_description()]
+    device = load(out, "device")
+    files.atomic_write_json(str(out / "device.json"), {**device, "device_kind": "NVIDIA H100 80GB HBM3",
+                                                       "cpu_description": "AMD EPYC, 16 cores"})
+    run_suite(out, "--step", "report")
+    assert f"HBM3; played on {machine.cpu_description()}); proven boards" in (out / "report.md").read_text()
 
 
 def write_notebook(path, *sources):
