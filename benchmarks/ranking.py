@@ -1,10 +1,14 @@
 """How well each value function ranks a position's children, on the exact-label ranking set
 (``jaxdust.evaluation.ranking``): the hand-made heuristic, its one-click lookahead, and the
-value and the policy (its clusters' probabilities, no simulation) of any trained runs, in
-the same run.
+value, the value's one-click lookahead and the policy (its clusters' probabilities, no
+simulation) of any trained runs, in the same run.
 
     python benchmarks/ranking.py                              # the references only
     python benchmarks/ranking.py --runs results/avi-default   # and a trained run's value
+
+A value that ranks children worse than its own one-click lookahead (``1 + min`` over the
+grandchildren, the backup ``avi`` trains it towards) does not fit its targets: the labels
+know more than the network learned from them.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import os
 from jaxdust.core import files, flags, machine
 from jaxdust.evaluation import ranking
 from jaxdust.learn.runs import load_run
-from jaxdust.search.beam import lookahead_heuristic
+from jaxdust.search.beam import lookahead_heuristic, lookahead_scorer
 from jaxdust.search.heuristic import heuristic_scorer
 
 
@@ -28,6 +32,8 @@ def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", default=ranking.RANKING_FILE)
     parser.add_argument("--runs", default="", help="comma-separated train.py run directories")
+    parser.add_argument("--newest", action="store_true",
+                        help="each run's newest checkpoint, not the one selected by its evaluations (best/)")
     parser.add_argument("--out", type=flags.output_file, default="results/ranking.json")
     args = parser.parse_args(argv)
 
@@ -35,9 +41,10 @@ def main(argv=None) -> dict:
     scorers = {"hand-made heuristic": (heuristic_scorer, None), "heuristic, one-click lookahead": (lookahead_heuristic, None)}
     policies = {}
     for run in filter(None, args.runs.split(",")):
-        trained = load_run(run)
-        label = os.path.basename(os.path.normpath(run))
+        trained = load_run(run, newest=args.newest)
+        label = f"{os.path.basename(os.path.normpath(run))}, checkpoint {trained.step}"
         scorers[f"{trained.learner} value ({label})"] = (trained.scorer, trained.params)
+        scorers[f"{trained.learner} value, one-click lookahead ({label})"] = (lookahead_scorer(trained.scorer), trained.params)
         if trained.evaluator is not None:
             policies[f"{trained.learner} policy ({label})"] = (trained.evaluator, trained.params)
     report = {"benchmark": "ranking", "set": os.path.relpath(args.set), "positions": len(records),

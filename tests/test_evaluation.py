@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +13,8 @@ import evaluate
 import jaxdust
 from jaxdust.core import play
 from jaxdust.evaluation import baselines, ranking, registry, stats
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +170,44 @@ def test_ranking_errors_and_biases_by_cells_left_by_hand():
         assert m["bias_of_rest_by_cells_left"][bucket] == (0.0 if np.any(inside & ~best) else None), bucket
         if np.any(inside):
             assert m["bias_by_cells_left"][bucket] == pytest.approx(2.0 * np.mean(best[inside])), bucket
+
+
+@pytest.mark.slow
+def test_ranking_benchmark_ranks_a_runs_value_by_its_own_one_click_lookahead(tmp_path, capsys):
+    """``benchmarks/ranking.py --runs RUN --newest``: the run's value, its lookahead (each
+    child scored ``1 + min`` of the value over its own children, 0 where cleared, here
+    recomputed with the NumPy rules) and its policy, named with the checkpoint played."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import ranking as ranking_benchmark
+    from jaxdust.learn import cli, runs
+
+    run = tmp_path / "run"
+    assert cli.main(["avi", "--hidden", "16", "--num-envs", "16", "--beam-width", "2", "--buffer-lines", "16",
+                     "--cell-width", "8", "--cell-rounds", "1", "--total-updates", "2", "--chunk-updates", "1",
+                     "--eval-boards", "2", "--eval-every", "1", "--seed", "1", "--run-dir", str(run)])["updates"] == 2
+    subset = tmp_path / "set.jsonl"
+    records = ranking.load()[:3]
+    subset.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = ranking_benchmark.main(["--set", str(subset), "--runs", str(run), "--newest", "--out", str(tmp_path / "r.json")])
+    newest = runs.load_run(str(run), newest=True)
+    label = f"run, checkpoint {newest.step}"
+    assert {f"avi value ({label})", f"avi value, one-click lookahead ({label})", f"avi policy ({label})"} <= set(report["scorers"])
+
+    def value(boards):
+        return np.where([not b.any() for b in boards], 0.0, np.asarray(newest.scorer(jnp.asarray(np.stack(boards)), newest.params)))
+
+    scores = []
+    for record in records:
+        kids = list(ranking.children(record))
+        grandchildren = [[ranking.child_of(kid, a) for a in ranking.actions_of(kid)] for kid in kids]
+        scores.append(np.array([0.0 if not kid.any() else 1.0 + value(g).min() for kid, g in zip(kids, grandchildren)]))
+    expected = ranking.ranking_metrics(scores, records)
+    measured = report["scorers"][f"avi value, one-click lookahead ({label})"]
+    assert measured["top1"] == expected["top1"] and measured["regret"] == expected["regret"]
+    for bucket, bias in expected["bias_by_cells_left"].items():
+        assert measured["bias_by_cells_left"][bucket] == (None if bias is None else pytest.approx(bias, abs=1e-4))
+    assert f"| avi value, one-click lookahead ({label}) |" in capsys.readouterr().out
 
 
 def test_ranking_set_labels_are_consistent():
