@@ -138,7 +138,7 @@ def step_device(out: str, sizes: Sizes, again: bool = False) -> dict:
               "devices": [str(d) for d in jax.devices()], "memory_bytes": memory,
               "platform_version": device.client.platform_version, "jax": jax.__version__,
               "jaxlib": importlib.metadata.version("jaxlib"),
-              "cpu": machine.cpu_name(), "cpu_cores": os.cpu_count(), "cpu_description": machine.cpu_description(),
+              "cpu": machine.cpu_name(), "cpu_cores": machine.cpu_cores(), "cpu_description": machine.cpu_description(),
               "python": platform.python_version(), "date": datetime.date.today().isoformat(),
               "commit": _commit()}
     files.atomic_write_json(path, report)
@@ -329,11 +329,10 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     cap = learners_benchmark.CAP
     report = report or {"step": trained.step, "final_step": final.step, "fresh_boards": sizes.fresh_boards,
                         "proven_optimum_mean": float(np.mean(sets["proven"][1])), "rows": {}, "complete": False}
-    # The clicks do not depend on the machine, so a run trained on a GPU may be played on
-    # another (--pack, --unpack): the report names where.
+    # A run trained on a GPU may be played on another machine (--pack, --unpack) where
+    # device time is short; the clicks can differ a little (a GPU's float32 products run
+    # in TF32), so the report names where each row was played.
     report.setdefault("played_on", [])
-    if _played_here() not in report["played_on"]:
-        report["played_on"].append(_played_here())
     agents = [("trained", trained.policy, trained.scorer, trained.params, trained.evaluator)]
     if final.step != trained.step:
         agents.append(("trained, final checkpoint", final.policy, final.scorer, final.params, final.evaluator))
@@ -341,6 +340,8 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     for name, policy, scorer, params, evaluator in agents:
         if name in report["rows"]:
             continue
+        if _played_here() not in report["played_on"]:
+            report["played_on"].append(_played_here())
         report["rows"][name] = {
             set_name: learners_benchmark.play_set(
                 boards, optimum, cap, policy, scorer, params,

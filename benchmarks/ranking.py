@@ -7,8 +7,9 @@ simulation) of any trained runs, in the same run.
     python benchmarks/ranking.py --runs results/avi-default   # and a trained run's value
 
 A value that ranks children worse than its own one-click lookahead (``1 + min`` over the
-grandchildren, the backup ``avi`` trains it towards) does not fit its targets: the labels
-know more than the network learned from them.
+grandchildren: roughly the backup ``avi`` trains it towards, which uses the target network
+and is capped by the search's lines) disagrees with its own one-step backup on these
+positions: it has not fitted what it is trained on.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxdust.learn import cli, runs
+from jaxdust.learn import checkpoint, cli, runs
 from tests.conftest import TINY_DQN
 
 pytestmark = [
@@ -171,7 +171,7 @@ def test_load_run_falls_back_from_a_damaged_best(run, whole_run, capsys):
 
 
 def test_resume_sets_a_damaged_best_aside_and_keeps_a_readable_one(run, whole_run, capsys):
-    """Resuming (here at the end) reads the best checkpoint; a damaged one is set aside and
+    """Resuming (here at the end) checks the best checkpoint; a damaged one is set aside and
     the final evaluation's state becomes the best, so the run loads without a warning."""
     best_step = json.loads((whole_run / "summary.json").read_text())["best_step"]
     assert best_step == 4  # the final state, which the resume evaluates again
@@ -183,6 +183,24 @@ def test_resume_sets_a_damaged_best_aside_and_keeps_a_readable_one(run, whole_ru
     assert runs.load_run(str(run)).step == 4 and warnings(capsys.readouterr().err) == []
     ours, theirs = (json.loads((d / "summary.json").read_text()) for d in (run, whole_run))
     assert (ours["best_step"], ours["best_greedy_clicks"]) == (theirs["best_step"], theirs["best_greedy_clicks"])
+
+
+def test_resume_refuses_a_best_made_with_another_config_in_one_line(run, capsys):
+    """Intact files (checksums written again) of another run's config in ``best/``."""
+    best = run / "best" / "4"
+    config_file = best / "config" / "metadata"  # orbax's JsonSave file
+    saved = json.loads(config_file.read_text())
+    saved["config"]["hidden"] = [7]
+    with open(config_file, "w") as handle:
+        json.dump(saved, handle)
+    os.remove(best / checkpoint.CHECKSUMS)
+    checkpoint._write_checksums(str(best))
+    with pytest.raises(SystemExit) as exit_info:
+        train(run, "--resume")
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert f"{best} was made with another config than this run's" in line
+    assert sorted(os.listdir(run / "best")) == ["4"]  # left where it was
 
 
 def test_evaluate_plays_a_run_whose_best_is_damaged(run, whole_run, tmp_path, capsys):

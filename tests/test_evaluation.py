@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -173,12 +174,12 @@ def test_ranking_errors_and_biases_by_cells_left_by_hand():
 
 
 @pytest.mark.slow
-def test_ranking_benchmark_ranks_a_runs_value_by_its_own_one_click_lookahead(tmp_path, capsys):
+def test_ranking_benchmark_ranks_a_runs_value_by_its_own_one_click_lookahead(tmp_path, capsys, monkeypatch):
     """``benchmarks/ranking.py --runs RUN --newest``: the run's value, its lookahead (each
     child scored ``1 + min`` of the value over its own children, 0 where cleared, here
     recomputed with the NumPy rules) and its policy, named with the checkpoint played."""
-    import sys
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
+    monkeypatch.delitem(sys.modules, "ranking", raising=False)
     import ranking as ranking_benchmark
     from jaxdust.learn import cli, runs
 

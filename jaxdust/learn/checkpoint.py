@@ -73,6 +73,8 @@ def damage(directory: str) -> str | None:
             sums = dict(json.load(handle))
     except (OSError, ValueError, TypeError):
         return f"{CHECKSUMS} is damaged"
+    if not sums:  # written from a walk of the saved files: never empty
+        return f"{CHECKSUMS} lists no files"
     for relative, crc in sorted(sums.items()):
         if not os.path.isfile(os.path.join(directory, relative)):
             return f"{relative} is missing"
@@ -174,14 +176,16 @@ class Checkpoints:
 
     def readable(self, step: int, like: Any, config: dict) -> bool:
         try:
-            self.read(step, like, config)
+            self.verify(step, like, config)
             return True
         except CheckpointError:
             return False
 
     def verify(self, step: int, like: Any, config: dict) -> None:
-        """What ``read`` would raise, without restoring the state where checksums can vouch
-        for its files (a whole state on a device costs memory and seconds)."""
+        """UnreadableCheckpoint or CheckpointError as ``read`` raises them for damaged files
+        and another config, without restoring the state where checksums vouch for its files
+        (a second copy of a whole state on a device costs memory and seconds). It does not
+        check that the state fits ``like``: within one run it does, as the config matches."""
         if os.path.exists(os.path.join(self._path(step), CHECKSUMS)):
             self._check(step, config)
         else:  # saved by a process killed before it wrote the checksums: only a read can tell

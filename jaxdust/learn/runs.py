@@ -62,8 +62,10 @@ def greedy_lengths(boards, scorer, params, max_clicks: int, rules: str = "dust")
 def evaluator(boards, learner: learners.Learner, config):
     """``evaluate(state) -> {"argmax_clicks", "greedy_clicks"}`` on ``boards``. In a run
     over several processes each plays its own share of the boards with its local copy of
-    the parameters, and the click totals are summed over the processes: the same means as
-    one process playing them all."""
+    the (replicated) parameters, and the click totals are summed over the processes: each
+    board is played once in all. The learners' policies and greedy play are deterministic,
+    so the means are those of one process playing them all (exactly, on CPUs; a GPU may
+    round a batch of another size differently)."""
     policy, scorer = learner.policy(config), learner.scorer(config)
     cap, rules = 4 * config.game.num_cells, config.game.rules
     count = boards.shape[0]
@@ -72,7 +74,9 @@ def evaluator(boards, learner: learners.Learner, config):
     def evaluate(state) -> dict:
         params = learner.params(state)
         if jax.process_count() > 1:
+            assert all(leaf.is_fully_replicated for leaf in jax.tree.leaves(params)), "parameters must be replicated"
             params = jax.tree.map(lambda leaf: leaf.addressable_data(0), params)
+        # int32: what process_allgather carries without x64; a total overflows past ~1e6 boards.
         totals = np.zeros(2, np.int32)
         if len(share):
             totals[:] = (argmax_lengths(share, policy, params, cap, rules).sum(),
@@ -162,8 +166,10 @@ class Run:
         return done, state
 
     def _set_aside_a_damaged_best(self, like) -> None:
-        """A best checkpoint that cannot be read stops counting: the next evaluation becomes
-        the best, rather than losing to a score whose state is gone."""
+        """A best checkpoint whose files are damaged (``Checkpoints.verify``: by its checksums,
+        without restoring it) stops counting: the next evaluation becomes the best, rather
+        than losing to a score whose state is gone. One made with another config (copied in
+        from another run) is a RunError."""
         kept = self.best.steps()
         if not kept:
             return
@@ -173,8 +179,9 @@ class Run:
             moved = self.best.set_aside(error.step)
             print(f"warning: {error}; moved to {moved}; the next evaluation becomes the best", file=sys.stderr)
             self.best_greedy = float("inf")
-        except checkpoint.CheckpointError as error:
-            raise RunError(str(error)) from None
+        except checkpoint.CheckpointError:
+            raise RunError(f"{os.path.join(self.best.directory, str(kept[-1]))} was made with another config than "
+                           "this run's: move it away and resume (the next evaluation becomes the best)") from None
 
     def start_over(self) -> None:
         self._truncate_metrics(0)
