@@ -88,17 +88,24 @@ def sized(learner: str, config, units: int, chunk: int):
 CALIBRATION_CHUNK = {"avi": 5, "dqn": 50}  # dqn's first 32 iterations only fill the replay
 
 
+CALIBRATION_SECONDS = 1.0
+
+
 def seconds_per_unit(learner: learners.Learner, config, seed: int) -> float:
-    """Time one warm chunk of the learner (after a first chunk that compiles and warms up)."""
+    """The mean time of warm chunks of the learner (after a first chunk that compiles and
+    warms up), over at least ``CALIBRATION_SECONDS``: on a GPU a small chunk takes
+    milliseconds, and one alone was timed mostly by the clock's and the sync's noise."""
     chunk = CALIBRATION_CHUNK[learner.name]
     trainer = learner.trainer(sized(learner.name, config, 10**6, chunk), argparse.Namespace(), None)
     state = trainer.init(jax.random.key(seed))
     state, _ = trainer.step(state, 1)
     jax.block_until_ready(state)
-    start = time.perf_counter()
-    state, _ = trainer.step(state, 2)
-    jax.block_until_ready(state)
-    return (time.perf_counter() - start) / chunk
+    start, chunks = time.perf_counter(), 0
+    while chunks < 1 or time.perf_counter() - start < CALIBRATION_SECONDS:
+        chunks += 1
+        state, _ = trainer.step(state, 1 + chunks)
+        jax.block_until_ready(state)
+    return (time.perf_counter() - start) / (chunks * chunk)
 
 
 def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> dict:

@@ -1,11 +1,13 @@
 """Networks, DQN and imitation maths, checkpoints, data parallelism and train.py runs."""
 
+import dataclasses
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import types
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +18,7 @@ import jaxdust
 from jaxdust.core import configs, play
 from jaxdust.core import reference as ref
 from jaxdust.evaluation import baselines
-from jaxdust.learn import agents, checkpoint, dqn, imitation, networks
+from jaxdust.learn import agents, avi, checkpoint, dqn, imitation, learners, networks
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
 from tests.conftest import WHOLE_DQN, host_devices_flags
@@ -501,7 +503,7 @@ def test_equal_time_benchmark_trains_measures_and_reuses(tmp_path):
     assert (tmp_path / "mlp-clicks.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
+def _equal_time_module():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("equal_time_reuse", os.path.join(ROOT, "benchmarks", "equal_time.py"))
@@ -511,6 +513,30 @@ def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
         spec.loader.exec_module(equal_time)
     finally:
         sys.path.remove(os.path.join(ROOT, "benchmarks"))
+    return equal_time
+
+
+def test_equal_time_calibrates_on_warm_chunks_for_at_least_a_second(monkeypatch):
+    """A chunk of milliseconds (a GPU's) is timed over many, not one; the first, compiling
+    chunk is left out. A fake clock that each chunk advances: 2 s to compile, then 40 ms."""
+    equal_time = _equal_time_module()
+    clock, steps = [0.0], []
+
+    def step(state, index):
+        clock[0] += 2.0 if index == 1 else 0.04
+        steps.append(index)
+        return state, {}
+
+    fake = dataclasses.replace(learners.get("avi"), trainer=lambda config, args, mesh: learners.Trainer(
+        lambda key: 0, step, 10**6, lambda state: {}))
+    monkeypatch.setattr(equal_time, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    per_update = equal_time.seconds_per_unit(fake, avi.AVIConfig(), seed=0)
+    assert steps == list(range(1, 27))  # the compiling chunk, then 25 x 40 ms = 1 s
+    assert per_update == pytest.approx(0.04 / equal_time.CALIBRATION_CHUNK["avi"])
+
+
+def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
+    equal_time = _equal_time_module()
     settings = {"minutes": 8.0, "seed": 0, "points": 4, "boards": 1000, "proven_boards": None}
     cpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "backend": "cpu", "device_kind": "cpu"}
     gpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 16, "backend": "gpu", "device_kind": "NVIDIA H100 80GB HBM3"}
