@@ -448,9 +448,9 @@ def step_report(out: str, sizes: Sizes) -> dict:
         pieces_on = [piece.get("device") or device.get("device_kind") or "an unnamed device"
                      for piece in train.get("pieces", [])]
         elsewhere = f", its pieces on {', '.join(pieces_on)}" if set(pieces_on) - {device.get("device_kind")} else ""
-        played = parts["eval"].get("played_on", [])
+        played_on = parts["eval"].get("played_on", [])
         here = {device.get("device_kind"), device.get("cpu_description")}
-        played = f"; played on {' and '.join(played)}" if set(played) - here else ""
+        played = f"; played on {' and '.join(played_on)}" if set(played_on) - here else ""
         lines += [f"{train.get('learner')} trained {minutes:.1f} minutes ({last.get('updates_done')} of "
                   f"{train.get('total_updates')} planned updates{elsewhere}{played}); proven boards: mean clicks (share optimal), mean optimum "
                   f"{parts['eval']['proven_optimum_mean']:.2f}:", "",

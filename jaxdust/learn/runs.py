@@ -59,7 +59,7 @@ def greedy_lengths(boards, scorer, params, max_clicks: int, rules: str = "dust")
     return np.where(lengths < 0, max_clicks, lengths)
 
 
-def evaluator(boards, learner: learners.Learner, config):
+def progress_evaluation(boards, learner: learners.Learner, config):
     """``evaluate(state) -> {"argmax_clicks", "greedy_clicks"}`` on ``boards``. In a run
     over several processes each plays its own share of the boards with its local copy of
     the (replicated) parameters, and the click totals are summed over the processes: each
@@ -292,7 +292,7 @@ def train(learner_name: str, config, args) -> dict:
         done, state = run.restore(state, args.resume_step)
     elif args.resume:  # killed before its first checkpoint: what it logged is redone
         run.start_over()
-    evaluate = evaluator(evaluation_boards(config.game, args.eval_boards), learner, config)
+    evaluate = progress_evaluation(evaluation_boards(config.game, args.eval_boards), learner, config)
 
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
     interval = args.checkpoint_seconds or CHECKPOINT_SECONDS
