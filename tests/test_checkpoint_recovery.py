@@ -199,7 +199,7 @@ def test_resume_refuses_a_best_made_with_another_config_in_one_line(run, capsys)
         train(run, "--resume")
     assert exit_info.value.code == 2
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert f"{best} was made with another config than this run's" in line
+    assert f"{best} was made with another config (differs in: config.hidden): move it away" in line
     assert sorted(os.listdir(run / "best")) == ["4"]  # left where it was
 
 

@@ -341,6 +341,29 @@ def test_verify_vouches_by_checksums_and_reads_only_where_there_are_none(tmp_pat
     assert reads == [2]
 
 
+def test_a_state_laid_out_otherwise_is_a_mismatch_not_damage(tmp_path):
+    """Another version's state under the same config: named, and not taken for damaged files
+    (which resume would set aside), by ``read``, ``verify`` and ``restore_newest`` alike."""
+    state = {"params": {"kernel": jnp.zeros((3, 4)), "bias": jnp.zeros(4)}, "step": jnp.int32(7),
+             "key": jax.random.key(1)}
+    checkpoint.Checkpoints(str(tmp_path)).save(1, state, {"config": 1})
+    saved = checkpoint.Checkpoints(str(tmp_path))  # as a resuming process: nothing saved or read yet
+    assert saved.verify(1, state, {"config": 1}) is None
+    others = [
+        ({**state, "params": {**state["params"], "kernel": jnp.zeros((3, 5))}}, "another shape or dtype: params.kernel"),
+        ({**state, "step": jnp.float32(7)}, "another shape or dtype: step"),
+        ({**state, "count": jnp.int32(0)}, "missing: count"),
+        ({"params": state["params"], "step": state["step"]}, "unexpected: key"),
+    ]
+    for like, named in others:
+        for check in (saved.read, saved.verify):
+            with pytest.raises(checkpoint.MismatchedCheckpoint, match=f"laid out otherwise.*{named}"):
+                check(1, like, {"config": 1})
+        with pytest.raises(checkpoint.MismatchedCheckpoint):
+            saved.restore_newest(like, {"config": 1})
+    assert saved.steps() == [1] and saved.read(1, state, {"config": 1})["step"] == 7
+
+
 # ---------------------------------------------------------------------------------------
 # Data parallelism and train.py
 # ---------------------------------------------------------------------------------------

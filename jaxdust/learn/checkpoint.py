@@ -16,6 +16,7 @@ import zlib
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 from jaxdust.core import files
@@ -31,6 +32,15 @@ class UnreadableCheckpoint(CheckpointError):
     def __init__(self, message: str, step: int, reason: str = ""):
         super().__init__(message)
         self.step, self.reason = step, reason or message
+
+
+class MismatchedCheckpoint(CheckpointError):
+    """Checkpoint ``step`` is intact but not this run's: another config or another layout of
+    the state (``reason`` says which)."""
+
+    def __init__(self, directory: str, step: int, reason: str):
+        super().__init__(f"checkpoint {step} in {directory} {reason}; use a new run directory or the same settings")
+        self.step, self.reason = step, reason
 
 
 class NoReadableCheckpoint(CheckpointError):
@@ -114,7 +124,9 @@ class Checkpoints:
             options=ocp.CheckpointManagerOptions(
                 max_to_keep=max_to_keep, create=True, enable_async_checkpointing=False
             ),
-            item_names=("state", "config"),
+            # Handlers named up front, so that a new process can read a state's metadata
+            # before it has saved or restored one.
+            item_handlers={"state": ocp.StandardCheckpointHandler(), "config": ocp.JsonCheckpointHandler()},
         )
 
     def steps(self) -> list[int]:
@@ -182,21 +194,21 @@ class Checkpoints:
             return False
 
     def verify(self, step: int, like: Any, config: dict) -> None:
-        """UnreadableCheckpoint or CheckpointError as ``read`` raises them for damaged files
-        and another config, without restoring the state where checksums vouch for its files
-        (a second copy of a whole state on a device costs memory and seconds). It does not
-        check that the state fits ``like``: within one run it does, as the config matches."""
+        """UnreadableCheckpoint or CheckpointError as ``read`` raises them for damaged files,
+        another config or another layout of the state, without restoring the state where
+        checksums vouch for its files (a second copy of a whole state on a device costs
+        memory and seconds)."""
         if os.path.exists(os.path.join(self._path(step), CHECKSUMS)):
-            self._check(step, config)
+            self._check(step, config, like)
         else:  # saved by a process killed before it wrote the checksums: only a read can tell
             self.read(step, like, config)
 
     def _unreadable(self, step: int, reason: str) -> UnreadableCheckpoint:
         return UnreadableCheckpoint(f"checkpoint {step} in {self.directory} cannot be read ({reason})", step, reason)
 
-    def _check(self, step: int, config: dict) -> None:
-        """UnreadableCheckpoint if the files are damaged, CheckpointError if its config is
-        another one."""
+    def _check(self, step: int, config: dict, like: Any) -> None:
+        """UnreadableCheckpoint if the files are damaged, MismatchedCheckpoint if its config
+        is another one or its state is not laid out as ``like``."""
         if damage_seen := damage(self._path(step)):
             raise self._unreadable(step, damage_seen)
         try:
@@ -206,15 +218,37 @@ class Checkpoints:
         if saved_config != config:
             saved_flat, flat = _flatten(saved_config), _flatten(config)
             changed = sorted(k for k in set(saved_flat) | set(flat) if saved_flat.get(k) != flat.get(k))
-            raise CheckpointError(
-                f"checkpoint {step} in {self.directory} was made with another config "
-                f"(differs in: {', '.join(changed)}); use a new run directory or the same settings"
-            )
+            raise MismatchedCheckpoint(self.directory, step, f"was made with another config (differs in: "
+                                                             f"{', '.join(changed)})")
+        self._check_layout(step, like)
+
+    def _check_layout(self, step: int, like: Any) -> None:
+        """MismatchedCheckpoint if the saved arrays' names, shapes or dtypes are not ``like``'s:
+        a state saved by another version of the learner under the same config. orbax would
+        refuse it too, but as an error indistinguishable from damaged files, which resume
+        sets aside."""
+        try:
+            saved = self.manager.item_metadata(step)["state"]
+            if saved is None:
+                raise ValueError("its state has no metadata")
+            stored = {leaf.name: (tuple(leaf.shape), np.dtype(leaf.dtype)) for leaf in
+                      jax.tree.leaves(saved, is_leaf=lambda leaf: isinstance(leaf, ocp.metadata.ArrayMetadata))}
+        except Exception as error:  # orbax raises several types for unreadable metadata
+            raise self._unreadable(step, _brief(error)) from None
+        wanted = _layout(like)
+        if stored != wanted:
+            missing, extra = sorted(set(wanted) - set(stored)), sorted(set(stored) - set(wanted))
+            reshaped = sorted(name for name in set(stored) & set(wanted) if stored[name] != wanted[name])
+            parts = [f"{label}: {', '.join(names[:4])}{', ...' if len(names) > 4 else ''}" for label, names in
+                     (("missing", missing), ("unexpected", extra), ("another shape or dtype", reshaped)) if names]
+            raise MismatchedCheckpoint(self.directory, step, f"holds a state laid out otherwise than this "
+                                                             f"learner's ({'; '.join(parts)}), as another version of "
+                                                             "jaxdust saves it")
 
     def read(self, step: int, like: Any, config: dict) -> Any:
         """Checkpoint ``step``'s state, shaped like ``like`` (arrays, or ``jax.eval_shape``
-        of them); UnreadableCheckpoint or CheckpointError (another config)."""
-        self._check(step, config)
+        of them); UnreadableCheckpoint or CheckpointError (another config or layout)."""
+        self._check(step, config, like)
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _keys_to_data(like))
         try:
             restored = self.manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
@@ -241,6 +275,15 @@ class Checkpoints:
 
     def close(self) -> None:
         self.manager.close()
+
+
+def _layout(like: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Array name (orbax's, e.g. ``train.params.params.MLP_0.Dense_0.bias``) -> (shape, dtype)
+    of the state ``like`` as it would be saved."""
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _keys_to_data(like))
+    names = ocp.tree.get_param_names(abstract, include_empty_nodes=False)
+    return {name: (tuple(leaf.shape), np.dtype(leaf.dtype)) for name, leaf in
+            zip(jax.tree.leaves(names), jax.tree.leaves(abstract))}
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:

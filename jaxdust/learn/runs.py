@@ -168,8 +168,8 @@ class Run:
     def _set_aside_a_damaged_best(self, like) -> None:
         """A best checkpoint whose files are damaged (``Checkpoints.verify``: by its checksums,
         without restoring it) stops counting: the next evaluation becomes the best, rather
-        than losing to a score whose state is gone. One made with another config (copied in
-        from another run) is a RunError."""
+        than losing to a score whose state is gone. One made with another config or state
+        layout (copied in from another run) is a RunError."""
         kept = self.best.steps()
         if not kept:
             return
@@ -179,9 +179,9 @@ class Run:
             moved = self.best.set_aside(error.step)
             print(f"warning: {error}; moved to {moved}; the next evaluation becomes the best", file=sys.stderr)
             self.best_greedy = float("inf")
-        except checkpoint.CheckpointError:
-            raise RunError(f"{os.path.join(self.best.directory, str(kept[-1]))} was made with another config than "
-                           "this run's: move it away and resume (the next evaluation becomes the best)") from None
+        except checkpoint.MismatchedCheckpoint as error:
+            raise RunError(f"{os.path.join(self.best.directory, str(kept[-1]))} {error.reason}: move it away and "
+                           "resume (the next evaluation becomes the best)") from None
 
     def start_over(self) -> None:
         self._truncate_metrics(0)
