@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import time
 
@@ -89,13 +90,29 @@ CALIBRATION_CHUNK = {"avi": 5, "dqn": 50}  # dqn's first 32 iterations only fill
 
 
 CALIBRATION_SECONDS = 1.0
+# A chunk is one call: its dispatch and its sync (milliseconds on a GPU) count as training.
+# Below SHORT_CHUNK_SECONDS a chunk is timed again at a size of about LONG_CHUNK_SECONDS,
+# where they are lost: one more compile, against a plan a third short (an H100 update took
+# 2.1 ms in 5-update chunks, 1.57 ms in 1000-update ones).
+SHORT_CHUNK_SECONDS = 0.05
+LONG_CHUNK_SECONDS = 0.5
 
 
 def seconds_per_unit(learner: learners.Learner, config, seed: int) -> float:
-    """The mean time of warm chunks of the learner (after a first chunk that compiles and
-    warms up), over at least ``CALIBRATION_SECONDS``: on a GPU a small chunk takes
-    milliseconds, and one alone was timed mostly by the clock's and the sync's noise."""
+    """Seconds per update (env step per game for dqn) in warm chunks (after a first chunk
+    that compiles and warms up), timed over at least ``CALIBRATION_SECONDS``: on a GPU a
+    small chunk takes milliseconds, and one alone was timed mostly by noise. Where a chunk
+    is shorter than ``SHORT_CHUNK_SECONDS``, chunks long enough to hide each call's own
+    cost are timed instead."""
     chunk = CALIBRATION_CHUNK[learner.name]
+    seconds = _warm_chunk_seconds(learner, config, seed, chunk)
+    if seconds < SHORT_CHUNK_SECONDS:
+        chunk = math.ceil(chunk * LONG_CHUNK_SECONDS / max(seconds, 1e-6))
+        seconds = _warm_chunk_seconds(learner, config, seed, chunk)
+    return seconds / chunk
+
+
+def _warm_chunk_seconds(learner: learners.Learner, config, seed: int, chunk: int) -> float:
     trainer = learner.trainer(sized(learner.name, config, 10**6, chunk), argparse.Namespace(), None)
     state = trainer.init(jax.random.key(seed))
     state, _ = trainer.step(state, 1)
@@ -105,7 +122,7 @@ def seconds_per_unit(learner: learners.Learner, config, seed: int) -> float:
         chunks += 1
         state, _ = trainer.step(state, 1 + chunks)
         jax.block_until_ready(state)
-    return (time.perf_counter() - start) / (chunks * chunk)
+    return (time.perf_counter() - start) / chunks
 
 
 def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> dict:

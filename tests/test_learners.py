@@ -539,23 +539,36 @@ def _equal_time_module():
     return equal_time
 
 
-def test_equal_time_calibrates_on_warm_chunks_for_at_least_a_second(monkeypatch):
-    """A chunk of milliseconds (a GPU's) is timed over many, not one; the first, compiling
-    chunk is left out. A fake clock that each chunk advances: 2 s to compile, then 40 ms."""
+@pytest.mark.parametrize("per_update, per_call, chunks_timed", [
+    (0.129, 1e-4, [5, 5]),  # a 2-core CPU's avi update: 5-update chunks of 0.65 s, two of them timed
+    (1.57e-3, 2.6e-3, [5, 240]),  # an H100's (10.5 ms a 5-update chunk): timed again at ~0.5 s a chunk
+])
+def test_equal_time_calibrates_on_warm_chunks_long_enough_to_hide_each_call(monkeypatch, per_update, per_call,
+                                                                            chunks_timed):
+    """Warm chunks are timed for at least a second, the first, compiling one left out; where
+    a chunk takes milliseconds, its call's own cost is hidden in longer chunks. A fake clock
+    that each chunk advances: 2 s to compile, then ``per_call`` plus ``per_update`` a unit."""
     equal_time = _equal_time_module()
-    clock, steps = [0.0], []
+    clock, chunk_sizes, calls = [0.0], [], []
 
-    def step(state, index):
-        clock[0] += 2.0 if index == 1 else 0.04
-        steps.append(index)
-        return state, {}
+    def trainer(config, args, mesh):
+        chunk_sizes.append(config.chunk_updates)
 
-    fake = dataclasses.replace(learners.get("avi"), trainer=lambda config, args, mesh: learners.Trainer(
-        lambda key: 0, step, 10**6, lambda state: {}))
+        def step(state, index):
+            clock[0] += 2.0 if index == 1 else per_call + per_update * config.chunk_updates
+            calls.append(index)
+            return state, {}
+
+        return learners.Trainer(lambda key: 0, step, 10**6, lambda state: {})
+
+    fake = dataclasses.replace(learners.get("avi"), trainer=trainer)
     monkeypatch.setattr(equal_time, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
-    per_update = equal_time.seconds_per_unit(fake, avi.AVIConfig(), seed=0)
-    assert steps == list(range(1, 27))  # the compiling chunk, then 25 x 40 ms = 1 s
-    assert per_update == pytest.approx(0.04 / equal_time.CALIBRATION_CHUNK["avi"])
+    measured = equal_time.seconds_per_unit(fake, avi.AVIConfig(), seed=0)
+    assert chunk_sizes == sorted(set(chunks_timed))
+    warm = [equal_time.CALIBRATION_SECONDS / (per_call + per_update * size) for size in chunk_sizes]
+    assert len(calls) == sum(1 + max(1, int(np.ceil(n - 1e-9))) for n in warm)
+    assert measured == pytest.approx(per_update + per_call / chunk_sizes[-1])
+    assert measured == pytest.approx(per_update, rel=0.01)
 
 
 def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
