@@ -242,8 +242,8 @@ class Checkpoints:
             parts = [f"{label}: {', '.join(names[:4])}{', ...' if len(names) > 4 else ''}" for label, names in
                      (("missing", missing), ("unexpected", extra), ("another shape or dtype", reshaped)) if names]
             raise MismatchedCheckpoint(self.directory, step, f"holds a state laid out otherwise than this "
-                                                             f"learner's ({'; '.join(parts)}), as another version of "
-                                                             "jaxdust saves it")
+                                                             f"learner's ({'; '.join(parts)}): saved by another "
+                                                             "version of jaxdust?")
 
     def read(self, step: int, like: Any, config: dict) -> Any:
         """Checkpoint ``step``'s state, shaped like ``like`` (arrays, or ``jax.eval_shape``
