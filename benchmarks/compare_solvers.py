@@ -88,11 +88,19 @@ def run_json(command: list[str], environment: dict, source: str, what: str) -> d
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def revision(text: str) -> str:
+    """``WORKTREE`` or a revision of this checkout's git history."""
+    if text != "WORKTREE" and subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}"],
+                                             capture_output=True).returncode:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a commit of {os.path.abspath(ROOT)} (or WORKTREE)")
+    return text
+
+
 def revisions_parser(description: str) -> flags.Parser:
     """The two revisions every comparing benchmark takes."""
     parser = flags.Parser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("old", help="git revision (or WORKTREE)")
-    parser.add_argument("new", help="git revision (or WORKTREE)")
+    parser.add_argument("old", type=revision, help="git revision (or WORKTREE)")
+    parser.add_argument("new", type=revision, help="git revision (or WORKTREE)")
     return parser
 
 

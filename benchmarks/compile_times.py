@@ -18,7 +18,6 @@ chunk of 10 ``avi`` updates (64 slots, beams of 4, an MLP of 64 x 64) and of the
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -101,14 +100,6 @@ print(json.dumps({"first_call_cpu_s": first_cpu, "warm_ms": 1e3 * min(warm), "le
 """
 
 
-def _programs(text: str) -> tuple[str, ...]:
-    names = tuple(name for name in text.split(",") if name)
-    unknown = [name for name in names if name not in PROGRAMS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown programs {unknown or text!r}; known: {', '.join(PROGRAMS)}")
-    return names
-
-
 def _measure(source: str, program: str) -> dict:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("JAX_COMPILATION_CACHE")}
     environment["JAX_PLATFORMS"] = "cpu"
@@ -119,7 +110,7 @@ def _measure(source: str, program: str) -> dict:
 def main(argv=None) -> dict:
     parser = revisions_parser(__doc__)
     parser.add_argument("--rounds", type=flags.positive_int, default=2)
-    parser.add_argument("--programs", type=_programs, default=PROGRAMS,
+    parser.add_argument("--programs", type=flags.names(PROGRAMS, "programs"), default=list(PROGRAMS),
                         help=f"comma-separated, of {', '.join(PROGRAMS)}")
     parser.add_argument("--out", type=flags.output_file, default="results/compile_times.json")
     args = parser.parse_args(argv)

@@ -56,15 +56,6 @@ def numpy_reference_rate(config: game.GameConfig, seconds: float, seed: int) -> 
     return clicks / (time.perf_counter() - start)
 
 
-def _ids_flag(text: str) -> list[str]:
-    ids = [name for name in text.split(",") if name]
-    unknown = [name for name in ids if name not in jaxdust.registered()]
-    if unknown or not ids:
-        raise argparse.ArgumentTypeError(f"unknown ids {', '.join(unknown) or text!r}; registered: "
-                                         f"{', '.join(jaxdust.registered())}")
-    return ids
-
-
 def make_play(env: jaxdust.DustEnv, num_steps: int, devices: list):
     """A jitted ``(states, key) -> (states, episodes)`` playing ``num_steps`` random clicks
     in every game; with several devices each plays its slice of the batch."""
@@ -160,7 +151,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--min-clicks", type=flags.positive_int, default=1 << 19, help="clicks per timed call")
     parser.add_argument("--repeats", type=flags.positive_int, default=3)
     parser.add_argument("--reference-seconds", type=flags.positive_float, default=3.0)
-    parser.add_argument("--ids", type=_ids_flag, default=jaxdust.registered(),
+    parser.add_argument("--ids", type=flags.names(jaxdust.registered(), "ids"), default=jaxdust.registered(),
                         help="comma-separated registered ids of the per-id table (default all)")
     parser.add_argument("--id-games", type=flags.positive_int, default=16384,
                         help="games per batch in the per-id table")

@@ -212,7 +212,7 @@ def reference_play(path: str, sets: dict, settings: dict) -> dict:
 def main(argv=None):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="networks")
-    parser.add_argument("--variants", default=None, help=f"comma-separated, from {', '.join(VARIANTS)} "
+    parser.add_argument("--variants", type=flags.names(VARIANTS, "variants"), default=None, help=f"comma-separated, from {', '.join(VARIANTS)} "
                                                           "(default: the --set)")
     parser.add_argument("--minutes", type=flags.positive_float, default=8.0, help="training wall time per variant")
     parser.add_argument("--points", type=flags.positive_int, default=4, help="evaluations along each run")
@@ -222,10 +222,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out-dir", type=flags.output_dir, default="results/equal_time")
     args = parser.parse_args(argv)
-    names = args.variants.split(",") if args.variants else SETS[args.set]
-    unknown = [name for name in names if name not in VARIANTS]
-    if unknown or args.minutes <= 0 or args.points < 1 or args.boards < 1:
-        parser.error(f"unknown variants {unknown}" if unknown else "--minutes, --points and --boards must be positive")
+    names = args.variants or SETS[args.set]
 
     sets = board_sets(args.boards, args.seed, args.proven_boards)
     hardware = {"cpu": machine.cpu_name(), "cores": machine.cpu_cores(),

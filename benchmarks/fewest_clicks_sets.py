@@ -1,4 +1,4 @@
-"""Publish the fewest-clicks benchmark sets (``data/boards/fewest_clicks_v1_*.txt``).
+r"""Publish the fewest-clicks benchmark sets (``data/boards/fewest_clicks_v1_*.txt``).
 
     python -m jaxdust.solver data/boards/eval_8x6x5.txt --out results/solver-eval-1000.jsonl --jobs 2 --time-limit 300
     python benchmarks/fewest_clicks_sets.py --solver-log results/solver-eval-1000.jsonl
@@ -23,6 +23,7 @@ where the proofs stand, with the proof times and positions by optimum:
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import numpy as np
@@ -79,7 +80,7 @@ def former_boards(count: int = FORMER_COUNT) -> str:
 
 
 def main(argv=None) -> None:
-    parser = flags.Parser(description=__doc__)
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--solver-log", type=flags.input_file,
                         help="JSON lines of python -m jaxdust.solver on data/boards/eval_8x6x5.txt")
     parser.add_argument("--former-boards", type=flags.output_file, help="write the Former set's 200 boards here")

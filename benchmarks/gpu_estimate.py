@@ -220,11 +220,7 @@ def avi_variants() -> dict[str, dict]:
 
 
 def _avi_variants(text: str) -> list[str]:
-    names, known = [name for name in text.split(",") if name], avi_variants()
-    wrong = [name for name in names if name not in known]
-    if wrong:
-        raise argparse.ArgumentTypeError(f"not an avi variant: {', '.join(wrong)} (choose from {', '.join(known)})")
-    return names
+    return flags.names(avi_variants(), "avi variants")(text)
 
 
 def main(argv=None) -> dict:

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from jaxdust.core import files, flags, game, machine
-from jaxdust.core.boards import read_board_file
+from jaxdust.core.boards import BOARDS_DIR, read_board_file
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, plots
 from jaxdust.learn import cli, runs
@@ -45,7 +45,7 @@ WIDTHS = (1, 8, 64)
 MCTS_SIMULATIONS = 64
 PLAY_CHUNK = 256  # boards played at once by a policy (an MCTS player holds a tree per board)
 CAP = 4 * 48  # clicks an unfinished game counts as
-PROVEN_FILE = "data/boards/optimal_8x6x5.txt"
+PROVEN_FILE = os.path.join(BOARDS_DIR, "optimal_8x6x5.txt")  # the package's copy: any working directory
 
 
 def board_sets(fresh: int, seed: int, proven: int | None = None) -> dict:
@@ -113,7 +113,7 @@ def print_table(title, rows, proven):
 
 def main(argv=None):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--learners", default="avi,dqn,imitation")
+    parser.add_argument("--learners", type=flags.names(("avi", "dqn", "imitation"), "learners"), default="avi,dqn,imitation")
     parser.add_argument("--runs-dir", type=flags.output_dir, default="results/learners")
     parser.add_argument("--boards", type=flags.positive_int, default=1000, help="fresh random boards for the final evaluation")
     parser.add_argument("--seed", type=flags.seed, default=0)
@@ -126,11 +126,11 @@ def main(argv=None):
     sets = board_sets(args.boards, args.seed)
     report = {"benchmark": "learners", "cpu": machine.cpu_name(),
               "cpu_count": os.cpu_count(), "backend": jax.default_backend(),
-              "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "proven_file": PROVEN_FILE,
+              "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "proven_file": os.path.basename(PROVEN_FILE),
               "learners": {}}
 
     curves = {}
-    for learner in args.learners.split(","):
+    for learner in args.learners:
         run_dir = os.path.join(args.runs_dir, learner)
         start = time.perf_counter()
         if not os.path.exists(os.path.join(run_dir, "summary.json")):
@@ -176,7 +176,7 @@ def main(argv=None):
     hardware = f"{report['cpu_count']} cores, {report['backend']}"
     print_table(f"Learners, default runs; {args.boards} fresh random 8x6 boards, mean clicks ({hardware})",
                 {name: row["fresh"] for name, row in rows.items()}, proven=False)
-    print_table(f"The same on the {len(sets['proven'][1])} proven boards of {PROVEN_FILE}: mean clicks (share optimal); "
+    print_table(f"The same on the {len(sets['proven'][1])} proven boards of {os.path.basename(PROVEN_FILE)}: mean clicks (share optimal); "
                 f"mean optimum {np.mean(sets['proven'][1]):.2f}",
                 {name: row["proven"] for name, row in rows.items() if "proven" in row}, proven=True)
     print(f"\nwrote {args.out} and {os.path.splitext(args.out)[0]}.png")

@@ -19,7 +19,7 @@ import os
 
 from jaxdust.core import files, flags, machine
 from jaxdust.evaluation import ranking
-from jaxdust.learn.runs import load_run
+from jaxdust.learn.runs import RunError, load_run
 from jaxdust.search.beam import lookahead_heuristic, lookahead_scorer
 from jaxdust.search.heuristic import heuristic_scorer
 
@@ -31,18 +31,24 @@ def _number(value: float | None, sign: str = "+") -> str:
 
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", default=ranking.RANKING_FILE)
+    parser.add_argument("--set", type=flags.input_file, default=ranking.RANKING_FILE)
     parser.add_argument("--runs", default="", help="comma-separated train.py run directories")
     parser.add_argument("--newest", action="store_true",
                         help="each run's newest checkpoint, not the one selected by its evaluations (best/)")
     parser.add_argument("--out", type=flags.output_file, default="results/ranking.json")
     args = parser.parse_args(argv)
 
-    records = ranking.load(args.set)
+    try:
+        records = ranking.load(args.set)
+    except (UnicodeDecodeError, ValueError) as error:
+        flags.fail(parser, f"--set: {args.set} is not a ranking set (JSON lines): {error}")
     scorers = {"hand-made heuristic": (heuristic_scorer, None), "heuristic, one-click lookahead": (lookahead_heuristic, None)}
     policies = {}
     for run in filter(None, args.runs.split(",")):
-        trained = load_run(run, newest=args.newest)
+        try:
+            trained = load_run(run, newest=args.newest)
+        except RunError as error:
+            flags.fail(parser, f"--runs: {error}")
         label = f"{os.path.basename(os.path.normpath(run))}, checkpoint {trained.step}"
         scorers[f"{trained.learner} value ({label})"] = (trained.scorer, trained.params)
         scorers[f"{trained.learner} value, one-click lookahead ({label})"] = (lookahead_scorer(trained.scorer), trained.params)

@@ -53,7 +53,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--beam-widths", type=flags.positive_ints, default=[1, 16, 256])
     parser.add_argument("--jax-widths", type=flags.positive_ints, default=[1, 16])
-    parser.add_argument("--nmcs2-boards", type=flags.non_negative_int, default=2)
+    parser.add_argument("--nmcs2-boards", type=flags.non_negative_int, default=2,
+                        help="boards NMCS level 2 plays (the first N; about a minute each on one core)")
     parser.add_argument("--jobs", type=flags.positive_int, default=1, help="processes for NMCS level 2")
     parser.add_argument("--out", type=flags.output_file, default="results/samegame.json")
     args = parser.parse_args(argv)

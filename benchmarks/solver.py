@@ -72,7 +72,7 @@ def _percentiles(values):
 
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="6x6,8x4,8x6")
+    parser.add_argument("--sets", type=flags.names(SETS, "sets"), default="6x6,8x4,8x6")
     parser.add_argument("--boards-8x6", type=flags.positive_int, default=100)
     parser.add_argument("--time-limit", type=flags.positive_float, default=300.0, help="seconds per board")
     parser.add_argument("--reference-boards", type=flags.non_negative_int, default=20,
@@ -85,7 +85,7 @@ def main(argv=None) -> dict:
     report = {"benchmark": "solver", "cpu": machine.cpu_name(),
               "cpu_count": os.cpu_count(), "jobs": args.jobs, "time_limit": args.time_limit,
               "reference_limit": args.reference_limit, "sets": {}}
-    for name in args.sets.split(","):
+    for name in args.sets:
         path, description = SETS[name]
         records = jaxdust.read_board_file(os.path.join(ROOT, path))
         if name == "8x6":

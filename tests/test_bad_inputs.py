@@ -196,10 +196,13 @@ FILE_CASES = [
     ("train", ["--policy-teacher", "beam"], ["--policy-teacher must be one of lines, mcts", "'beam'"]),
     ("train", ["--hidden", "wide"], ["--hidden", "'wide'"]),
     ("train", ["--size", "3x3x99"], ["--size", "colors must be in 1..9"]),
-    ("train", ["--beam-width", "3"], ["beam_width (3) must be >= 1 and divide num_envs (512)"]),
+    ("train", ["--beam-width", "3"], ["--beam-width (3) must divide --num-envs (512)"]),  # flags, not fields
+    ("train", ["--buffer-lines", "8"], ["--buffer-lines (8) must be >= the boards in play, --num-envs / --beam-width (64)"]),
+    ("train", ["--child-share", "1.5"], ["--child-share must be in (0, 1], got 1.5"]),
     ("train", ["--preset", "huge"], ["--preset", "invalid choice"]),
-    ("train", ["dqn", "--bootstrap", "median"], ["bootstrap must be 'max' or 'mean'"]),
-    ("train", ["dqn", "--batch-size", "512", "--buffer-size", "256"], ["batch_size cannot exceed buffer_size"]),
+    ("train", ["dqn", "--bootstrap", "median"], ["--bootstrap must be 'max' or 'mean'"]),
+    ("train", ["dqn", "--batch-size", "512", "--buffer-size", "256"], ["--batch-size (512) cannot exceed --buffer-size (256)"]),
+    ("train", ["dqn", "--backup", "full", "--target-mix", "0.5"], ["--backup 'full' needs --mask-actions", "--target-mix 1"]),
     ("train", ["imitation", "--data", "{missing}"], ["--data", "no such directory"]),
     ("train", ["imitation", "--data", "{folder}", "--run-dir", "{folder}/run"], ["not a data set", "manifest.json"]),
 ]

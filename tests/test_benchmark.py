@@ -135,6 +135,8 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     (["--env", "SameGame-9x9x9-v7"], "--env: unknown environment 'SameGame-9x9x9-v7'"),
     (["--env", "SameGame-15x15x5-v0", "--entries", "dfs"], "agent 'dfs' plays the dust rules, not 'samegame'"),
     (["--env", "Clickomania-10x10x4-v0", "--boards", "0"], "--boards"),
+    (["--boards", "5"], "--boards: only with --env"),  # not silently the whole set
+    (["--env", "Former-7x9x4-v0", "--limit", "3"], "--limit: only with --set"),
 ])
 def test_leaderboard_refuses_bad_entries_in_one_line(argv, words, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -268,3 +270,44 @@ def test_compile_times_compares_two_revisions_program_by_program(tmp_path):
     assert "| solver_key |" in result.stdout
     refused = subprocess.run([*command[:6], "--programs", "nope"], cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode == 2 and "unknown programs" in refused.stderr
+
+
+def _benchmark(name: str, monkeypatch):
+    """``benchmarks/NAME.py`` as a module (its sibling imports found), run in this process."""
+    import importlib
+
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
+    return importlib.import_module(name)
+
+
+@pytest.mark.parametrize("script, argv, words", [
+    ("ranking", ["--runs", "no/such/run"], "--runs: no/such/run is not a train.py run directory"),
+    ("ranking", ["--set", "no/such/set.jsonl"], "--set: no such file: no/such/set.jsonl"),
+    ("ranking", ["--set", "{README}"], "--set: {README} is not a ranking set"),
+    ("solver", ["--sets", "9x9"], "--sets: unknown sets 9x9; known: 6x6, 8x4, 8x6"),
+    ("solver", ["--sets", "6x6,6x6"], "--sets: sets named twice: 6x6"),
+    ("learners", ["--learners", "avi,telepathy"], "--learners: unknown learners telepathy; known: avi, dqn, imitation"),
+    ("equal_time", ["--variants", "mlp,huge"], "--variants: unknown variants huge; known: mlp"),
+    ("compare_solvers", ["no-such-revision", "WORKTREE"], "argument old: 'no-such-revision' is not a commit"),
+])
+def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, monkeypatch, capsys):
+    """As every command line does: one line naming the flag, exit status 2, before any work
+    (no traceback from deep inside, no board set built first)."""
+    readme = os.path.join(ROOT, "README.md")
+    main = _benchmark(script, monkeypatch).main
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main([arg.format(README=readme) for arg in argv] + ["--out" if script != "equal_time" else "--out-dir",
+                                                            str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert words.format(README=readme) in err and not os.listdir(tmp_path)
+
+
+def test_the_learners_benchmark_reads_its_proven_boards_from_any_directory(tmp_path, monkeypatch):
+    learners_benchmark = _benchmark("learners", monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    sets = learners_benchmark.board_sets(2, seed=0, proven=3)
+    assert sets["proven"][0].shape == (3, 8, 6) and sets["fresh"][0].shape == (2, 8, 6)
+    records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/optimal_8x6x5.txt"), limit=3)
+    np.testing.assert_array_equal(sets["proven"][1], [r.values[-1] for r in records])

@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import json
 import math
+import re
 import typing
 
 from jaxdust.core import flags
@@ -160,4 +161,13 @@ def from_flags(args: argparse.Namespace, base, prefix: str = ""):
     try:
         return dataclasses.replace(base, **changes)
     except FieldError as error:
-        raise ValueError(f"--{(prefix + error.field).replace('_', '-')} {error.problem}") from None
+        # Other fields a problem names (snake_case, so no English word is taken for one)
+        # become their flags too: "--batch-size (64) cannot exceed --buffer-size (32)".
+        names = {field.name for field in dataclasses.fields(base) if "_" in field.name}
+        problem = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
+                         lambda match: _flag(prefix + match[0]) if match[0] in names else match[0], error.problem)
+        raise ValueError(f"{_flag(prefix + error.field)} {problem}") from None
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")

@@ -67,6 +67,24 @@ def positive_ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"must be comma-separated positive integers, got {text!r}") from None
 
 
+def names(known, what: str = "names"):
+    """A type for comma-separated names, each one of ``known`` (``--sets 6x6,8x4``): unknown,
+    repeated or no names are refused, and the message lists the known ones."""
+    known = list(known)
+
+    def parse(text: str) -> list[str]:
+        chosen = [part.strip() for part in text.split(",") if part.strip()]
+        unknown = [name for name in chosen if name not in known]
+        if unknown or not chosen:
+            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(unknown) or repr(text)}; "
+                                             f"known: {', '.join(known)}")
+        if repeated := sorted({name for name in chosen if chosen.count(name) > 1}):
+            raise argparse.ArgumentTypeError(f"{what} named twice: {', '.join(repeated)}")
+        return chosen
+
+    return parse
+
+
 def positive_float(text: str) -> float:
     value = finite_float(text)
     if value <= 0:

@@ -88,20 +88,27 @@ def main(argv=None) -> dict:
     target.add_argument("--set", default="8x6x5", choices=benchmark.SIZES)
     target.add_argument("--env", type=_env_id, default=None, metavar="ID",
                         help="rank on a registered environment's rules and size (random boards)")
-    parser.add_argument("--boards", type=flags.positive_int, default=100, help="with --env: random boards played")
+    parser.add_argument("--boards", type=flags.positive_int, default=None,
+                        help="with --env: random boards played (default 100)")
     parser.add_argument("--entries", default=None,
                         help=f"agents as evaluate.py names them ('' for none; default {DEFAULT_ENTRIES}, "
                              f"with --env by objective: {FAMILY_ENTRIES})")
     parser.add_argument("--runs", default="", help="LABEL=RUN_DIR,... learner runs (four or five rows each)")
     parser.add_argument("--solver-log", type=flags.input_file, default=None,
                         help="JSON lines of python -m jaxdust.solver --time-limit 300 on the set's boards")
-    parser.add_argument("--limit", type=flags.positive_int, default=None, help="the set's first N boards only")
+    parser.add_argument("--limit", type=flags.positive_int, default=None,
+                        help="with --set: the set's first N boards only")
     parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes for CPU solvers")
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--fresh", action="store_true", help="measure every row again")
     parser.add_argument("--out", type=flags.output_file, default=None,
                         help="JSON report (default results/leaderboard-<set>.json)")
     args = parser.parse_args(argv)
+    if args.env is None and args.boards is not None:
+        parser.error("--boards: only with --env (random boards); --limit takes the set's first N boards")
+    if args.env is not None and args.limit is not None:
+        parser.error("--limit: only with --set; --boards sets how many random boards --env plays")
+    args.boards = args.boards or 100
     rules = "dust" if args.env is None else configs.env_flag(args.env).rules
     measure = game.rules_of(rules).objective  # "clicks", "points" or "cells_left", as run_agent names them
     if args.entries is None:

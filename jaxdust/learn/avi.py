@@ -99,17 +99,13 @@ class AVIConfig:
         if self.policy_teacher == "mcts" and self.game.rules != "dust":
             raise configs.FieldError("policy_teacher", f"mcts plans with the dust rules only, not {self.game.rules!r}")
         if not 0.0 < self.child_share <= 1.0:
-            raise ValueError(f"child_share must be in (0, 1], got {self.child_share}")
-        if self.total_updates < 1 or self.chunk_updates < 1 or self.target_period < 1:
-            raise ValueError("total_updates, chunk_updates and target_period must be >= 1")
-        if self.beam_width < 1 or self.num_envs % self.beam_width:
-            raise ValueError(f"beam_width ({self.beam_width}) must be >= 1 and divide num_envs ({self.num_envs})")
-        if not 0.0 <= self.capped_share <= 1.0:
-            raise ValueError(f"capped_share must be in [0, 1], got {self.capped_share}")
+            raise configs.FieldError("child_share", f"must be in (0, 1], got {self.child_share}")
+        if self.num_envs % self.beam_width:
+            raise configs.FieldError("beam_width", f"({self.beam_width}) must divide num_envs ({self.num_envs})")
         if self.buffer_lines < self.num_envs // self.beam_width:
             # Every board may finish in one iteration; each needs its own row.
-            raise ValueError(f"buffer_lines ({self.buffer_lines}) must be >= boards in play "
-                             f"({self.num_envs // self.beam_width})")
+            raise configs.FieldError("buffer_lines", f"({self.buffer_lines}) must be >= the boards in play, "
+                                                     f"num_envs / beam_width ({self.num_envs // self.beam_width})")
 
     @property
     def network(self) -> networks.ValuePolicyNetwork:

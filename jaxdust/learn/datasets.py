@@ -58,7 +58,7 @@ class DatasetConfig:
 
     def __post_init__(self):
         if self.labeller not in ("exact", "beam"):
-            raise ValueError(f"labeller must be 'exact' or 'beam', got {self.labeller!r}")
+            raise configs.FieldError("labeller", f"must be 'exact' or 'beam', got {self.labeller!r}")
         configs.require(self, positive=("boards", "node_limit", "beam_width", "shard_size"),
                         non_negative=("seed",))
         if self.game.num_cells > bitboard.MAX_CELLS:

@@ -83,18 +83,16 @@ class DQNConfig:
                         unit_interval=("final_lr_fraction", "gamma", "target_mix", "epsilon_start", "epsilon_end",
                                        "epsilon_fraction"))
         if self.bootstrap not in ("max", "mean"):
-            raise ValueError(f"bootstrap must be 'max' or 'mean', got {self.bootstrap!r}")
+            raise configs.FieldError("bootstrap", f"must be 'max' or 'mean', got {self.bootstrap!r}")
         if self.batch_size > self.buffer_size:
-            raise ValueError("batch_size cannot exceed buffer_size")
-        if self.n_step < 1:
-            raise ValueError(f"n_step must be >= 1, got {self.n_step}")
+            raise configs.FieldError("batch_size", f"({self.batch_size}) cannot exceed buffer_size ({self.buffer_size})")
         if self.backup not in ("sampled", "full"):
-            raise ValueError(f"backup must be 'sampled' or 'full', got {self.backup!r}")
+            raise configs.FieldError("backup", f"must be 'sampled' or 'full', got {self.backup!r}")
         if self.backup == "full" and (not self.mask_actions or self.bootstrap != "max" or self.target_mix != 1.0):
-            raise ValueError("backup 'full' needs mask_actions, bootstrap 'max' and target_mix 1 "
-                             "(it backs up occupied cells, one step, without the original's mixing)")
+            raise configs.FieldError("backup", "'full' needs mask_actions, bootstrap 'max' and target_mix 1 "
+                                               "(it backs up occupied cells, one step, without the original's mixing)")
         if not 0.0 < self.child_share <= 1.0:
-            raise ValueError(f"child_share must be in (0, 1], got {self.child_share}")
+            raise configs.FieldError("child_share", f"must be in (0, 1], got {self.child_share}")
 
     @classmethod
     def original(cls, **overrides) -> "DQNConfig":

@@ -1,4 +1,4 @@
-"""``python -m jaxdust.solver``: shortest solutions of a file of boards, on all cores.
+r"""``python -m jaxdust.solver``: shortest solutions of a file of boards, on all cores.
 
     python -m jaxdust.solver data/boards/optimal_6x6x5.txt --out solutions.jsonl
     echo 335122421413111551154255131234544142315221411124 | python -m jaxdust.solver -
