@@ -125,6 +125,11 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     other_seed = subprocess.run(command + ["--seed", "1"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert "| largest cluster first | 99.000 |" not in other_seed.stdout  # kept per seed
     assert "| largest cluster first |" in first.stdout
+    cached.write_text(json.dumps({**row, "mean_clicks": 99.0, "jaxdust": "0.1.0"}))  # kept by another version
+    other_version = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "| largest cluster first | 99.000 |" not in other_version.stdout
+    again = json.loads(cached.read_text())  # measured again, and kept as this version's
+    assert (again["mean_clicks"], again["jaxdust"]) == (row["mean_clicks"], jaxdust.__version__)
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -9,7 +9,8 @@
 Each learner run adds four rows: its policy alone (the argmax of its output, no
 simulation), and beam search on its value at widths 1 (greedy), 8 and 64; a fifth, Gumbel
 MuZero with 64 simulations, for learners with a policy and a value. Each row is kept under ``results/leaderboard/`` as
-soon as it is measured, so an interrupted run resumes (``--fresh`` measures again). The
+soon as it is measured, so an interrupted run resumes (``--fresh`` measures again; so does
+another version of jaxdust). The
 exact solver's row on the 1000-board set comes from the log of the run that made the set
 (``--solver-log``; re-solving all 1000 boards takes an hour on two cores).
 Prints the table in markdown and writes ``results/leaderboard-<set>.json``.
@@ -36,6 +37,7 @@ import time
 import jax
 import numpy as np
 
+from jaxdust import __version__
 from jaxdust.core import compile_cache, configs, files, flags, game, machine
 from jaxdust.evaluation import benchmark, registry
 from jaxdust.learn.runs import read_run_config
@@ -146,14 +148,12 @@ def main(argv=None) -> dict:
     rows = []
     for entry, label in entries:
         path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
-        if os.path.exists(path) and not args.fresh:
-            with open(path) as handle:
-                kept = benchmark.Row(**json.load(handle))
-            if (kept.set, kept.boards, kept.agent) == (board_set.name, len(board_set.boards), label):
-                rows.append(kept)
-                continue
+        kept = None if args.fresh else _kept_row(path, benchmark.Row)
+        if kept and (kept.set, kept.boards, kept.agent) == (board_set.name, len(board_set.boards), label):
+            rows.append(kept)
+            continue
         scored = benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False)
-        files.atomic_write_json(path, dataclasses.asdict(scored))
+        _keep_row(path, scored)
         print(scored.markdown(), flush=True)
         rows.append(scored)
     if solved is not None:
@@ -192,6 +192,21 @@ class FamilyRow:
         return f"| {self.agent} | {self.mean:.{3 if self.measure == 'clicks' else 1}f} | {self.cleared:.1%} | {timing} |"
 
 
+def _keep_row(path: str, row) -> None:
+    files.atomic_write_json(path, {**dataclasses.asdict(row), "jaxdust": __version__})
+
+
+def _kept_row(path: str, row_type):
+    """The row kept at ``path`` by this version of jaxdust, or None: a row kept by another
+    version is measured again, as its agents may play otherwise now (a change of the beam's
+    tie-break once moved the JAX beam's rows while kept rows went on being shown)."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        saved = json.load(handle)
+    return row_type(**saved) if saved.pop("jaxdust", None) == __version__ else None
+
+
 def family_leaderboard(args, entries: list[tuple[str, str]], measure: str) -> dict:
     """``--env``: every entry on ``args.boards`` random boards of the environment (seed
     ``args.seed``), best first by ``measure``; rows kept under ``results/leaderboard/``."""
@@ -202,18 +217,16 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str) -> di
     rows = []
     for index, (entry, label) in enumerate(entries):
         path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
-        if os.path.exists(path) and not args.fresh:
-            with open(path) as handle:
-                kept = FamilyRow(**json.load(handle))
-            if (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label):
-                rows.append(kept)
-                continue
+        kept = None if args.fresh else _kept_row(path, FamilyRow)
+        if kept and (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label):
+            rows.append(kept)
+            continue
         start = time.perf_counter()
         played = registry.run_agent(entry, boards, key=jax.random.key(args.seed + 1 + index),
                                     max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
         scored = FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
                            float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards)
-        files.atomic_write_json(path, dataclasses.asdict(scored))
+        _keep_row(path, scored)
         print(scored.markdown(), flush=True)
         rows.append(scored)
     rows.sort(key=lambda r: (-r.mean if measure == "points" else r.mean, r.seconds_per_board))  # best first
