@@ -246,7 +246,7 @@ def main(argv=None):
     heuristic = reference_play(os.path.join(args.out_dir, "heuristic.json"), sets,
                                {k: settings[k] for k in ("seed", "boards", "proven_boards")})
     print_table(results, args.minutes, heuristic)
-    label = args.variants.replace(",", "+") if args.variants else args.set
+    label = "+".join(args.variants) if args.variants else args.set
     for figure_name, field, ylabel in (("clicks", "mean", "mean clicks"), ("optimal", "optimal", "share optimal")):
         curves = {name: {play: (np.array([point["seconds"] for point in result["curve"]]),
                                 np.array([point["proven"][key][field] for point in result["curve"]]))
