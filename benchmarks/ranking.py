@@ -31,16 +31,19 @@ def _number(value: float | None, sign: str = "+") -> str:
 
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", type=flags.input_file, default=ranking.RANKING_FILE)
+    parser.add_argument("--set", type=flags.input_file, default=ranking.RANKING_FILE,
+                        help="a ranking set (python -m jaxdust.evaluation.ranking writes one)")
     parser.add_argument("--runs", default="", help="comma-separated train.py run directories")
     parser.add_argument("--newest", action="store_true",
                         help="each run's newest checkpoint, not the one selected by its evaluations (best/)")
     parser.add_argument("--out", type=flags.output_file, default="results/ranking.json")
     args = parser.parse_args(argv)
 
+    if args.set == "-":
+        parser.error("--set: must be a file, not standard input")
     try:
         records = ranking.load(args.set)
-    except (UnicodeDecodeError, ValueError) as error:
+    except ValueError as error:  # JSON's and UTF-8's errors among them
         flags.fail(parser, f"--set: {args.set} is not a ranking set (JSON lines): {error}")
     scorers = {"hand-made heuristic": (heuristic_scorer, None), "heuristic, one-click lookahead": (lookahead_heuristic, None)}
     policies = {}

@@ -289,6 +289,8 @@ def _benchmark(name: str, monkeypatch):
     ("ranking", ["--runs", "no/such/run"], "--runs: no/such/run is not a train.py run directory"),
     ("ranking", ["--set", "no/such/set.jsonl"], "--set: no such file: no/such/set.jsonl"),
     ("ranking", ["--set", "{README}"], "--set: {README} is not a ranking set"),
+    ("ranking", ["--set", "{solver log}"], "line 1 is not a ranking record"),  # JSON lines, not records
+    ("ranking", ["--set", "-"], "--set: must be a file, not standard input"),
     ("solver", ["--sets", "9x9"], "--sets: unknown sets 9x9; known: 6x6, 8x4, 8x6"),
     ("solver", ["--sets", "6x6,6x6"], "--sets: sets named twice: 6x6"),
     ("learners", ["--learners", "avi,telepathy"], "--learners: unknown learners telepathy; known: avi, dqn, imitation"),
@@ -298,15 +300,16 @@ def _benchmark(name: str, monkeypatch):
 def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, monkeypatch, capsys):
     """As every command line does: one line naming the flag, exit status 2, before any work
     (no traceback from deep inside, no board set built first)."""
-    readme = os.path.join(ROOT, "README.md")
+    paths = {"README": os.path.join(ROOT, "README.md"), "solver log": str(tmp_path.parent / "solver.jsonl")}
+    (tmp_path.parent / "solver.jsonl").write_text('{"index": 0, "length": 9, "optimal": true}\n')
     main = _benchmark(script, monkeypatch).main
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_info:
-        main([arg.format(README=readme) for arg in argv] + ["--out" if script != "equal_time" else "--out-dir",
-                                                            str(tmp_path / "out")])
+        main([arg.format(**paths) for arg in argv] + ["--out" if script != "equal_time" else "--out-dir",
+                                                      str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
-    assert words.format(README=readme) in err and not os.listdir(tmp_path)
+    assert words.format(**paths) in err and not os.listdir(tmp_path)
 
 
 def test_the_learners_benchmark_reads_its_proven_boards_from_any_directory(tmp_path, monkeypatch):

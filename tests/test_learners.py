@@ -362,6 +362,23 @@ def test_a_state_laid_out_otherwise_is_a_mismatch_not_damage(tmp_path):
         with pytest.raises(checkpoint.MismatchedCheckpoint):
             saved.restore_newest(like, {"config": 1})
     assert saved.steps() == [1] and saved.read(1, state, {"config": 1})["step"] == 7
+    with pytest.raises(checkpoint.MismatchedCheckpoint, match="another version of jaxdust saved it"):
+        saved.verify(1, others[0][0], {"config": 1})
+
+
+def test_a_fresh_train_state_fits_its_trained_checkpoints(tmp_path):
+    """A fresh flax TrainState (imitation's, what resume builds ``like`` from) holds its step
+    as a Python int; once trained, the step is saved as an int32 array. Both are one layout."""
+    config = imitation.ImitationConfig(hidden=(8,))
+    fresh = imitation.initial_state(config, jax.random.key(0))
+    assert isinstance(fresh.step, int)
+    checkpoint.Checkpoints(str(tmp_path)).save(1, fresh.replace(step=jnp.int32(3)), {"config": 1})
+    saved = checkpoint.Checkpoints(str(tmp_path))
+    saved.verify(1, fresh, {"config": 1})
+    assert int(saved.read(1, fresh, {"config": 1}).step) == 3
+    wider = imitation.initial_state(dataclasses.replace(config, hidden=(9,)), jax.random.key(0))
+    with pytest.raises(checkpoint.MismatchedCheckpoint, match="another shape or dtype: .*MLP_0.Dense_0"):
+        saved.verify(1, wider, {"config": 1})
 
 
 # ---------------------------------------------------------------------------------------

@@ -50,9 +50,21 @@ def child_of(board: np.ndarray, action: int) -> np.ndarray:
     return reference.click(np.asarray(board), action // height, action % height)[0]
 
 
+RECORD_KEYS = ("board", "actions", "child_values")
+
+
 def load(path: str = RANKING_FILE) -> list[dict]:
+    """The records of a ranking set (JSON lines, as ``main`` writes them); ValueError naming
+    the first line that is not one."""
+    records = []
     with open(path) as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                record = json.loads(line)
+                if not isinstance(record, dict) or any(key not in record for key in RECORD_KEYS):
+                    raise ValueError(f"line {number} is not a ranking record (it needs {', '.join(RECORD_KEYS)})")
+                records.append(record)
+    return records
 
 
 def children(record: dict, width: int = 8, height: int = 6) -> np.ndarray:

@@ -23,7 +23,7 @@ from jaxdust.core import files
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint cannot be used (damaged, or made with another config)."""
+    """A checkpoint cannot be used (damaged, or made with another config or state layout)."""
 
 
 class UnreadableCheckpoint(CheckpointError):
@@ -36,10 +36,10 @@ class UnreadableCheckpoint(CheckpointError):
 
 class MismatchedCheckpoint(CheckpointError):
     """Checkpoint ``step`` is intact but not this run's: another config or another layout of
-    the state (``reason`` says which)."""
+    the state (``reason`` says which, ``advice`` what to do)."""
 
-    def __init__(self, directory: str, step: int, reason: str):
-        super().__init__(f"checkpoint {step} in {directory} {reason}; use a new run directory or the same settings")
+    def __init__(self, directory: str, step: int, reason: str, advice: str):
+        super().__init__(f"checkpoint {step} in {directory} {reason}; {advice}")
         self.step, self.reason = step, reason
 
 
@@ -152,7 +152,7 @@ class Checkpoints:
 
         Raises:
           CheckpointError: with a one-line reason when there is none or it was made with
-            another config; UnreadableCheckpoint when it cannot be read, naming the other
+            another config or state layout (MismatchedCheckpoint); UnreadableCheckpoint when it cannot be read, naming the other
             checkpoints that can (each read to know), followed by ``hint`` if there are any.
         """
         steps = self.steps()
@@ -173,7 +173,8 @@ class Checkpoints:
 
         Raises:
           CheckpointError: when there is none, or the newest readable one was made with
-            another config; NoReadableCheckpoint when none can be read.
+            another config or state layout (MismatchedCheckpoint); NoReadableCheckpoint when
+            none can be read.
         """
         steps = self.steps()
         if not steps:
@@ -219,7 +220,8 @@ class Checkpoints:
             saved_flat, flat = _flatten(saved_config), _flatten(config)
             changed = sorted(k for k in set(saved_flat) | set(flat) if saved_flat.get(k) != flat.get(k))
             raise MismatchedCheckpoint(self.directory, step, f"was made with another config (differs in: "
-                                                             f"{', '.join(changed)})")
+                                                             f"{', '.join(changed)})",
+                                       "use a new run directory or the same settings")
         self._check_layout(step, like)
 
     def _check_layout(self, step: int, like: Any) -> None:
@@ -236,22 +238,23 @@ class Checkpoints:
         except Exception as error:  # orbax raises several types for unreadable metadata
             raise self._unreadable(step, _brief(error)) from None
         wanted = _layout(like)
-        if stored != wanted:
+        if not _fits(stored, wanted):
             missing, extra = sorted(set(wanted) - set(stored)), sorted(set(stored) - set(wanted))
-            reshaped = sorted(name for name in set(stored) & set(wanted) if stored[name] != wanted[name])
+            reshaped = sorted(name for name in set(stored) & set(wanted) if not _fits({name: stored[name]},
+                                                                                       {name: wanted[name]}))
             parts = [f"{label}: {', '.join(names[:4])}{', ...' if len(names) > 4 else ''}" for label, names in
                      (("missing", missing), ("unexpected", extra), ("another shape or dtype", reshaped)) if names]
             raise MismatchedCheckpoint(self.directory, step, f"holds a state laid out otherwise than this "
-                                                             f"learner's ({'; '.join(parts)}): saved by another "
-                                                             "version of jaxdust?")
+                                                             f"learner's ({'; '.join(parts)})",
+                                       "another version of jaxdust saved it: use a new run directory, or that version")
 
     def read(self, step: int, like: Any, config: dict) -> Any:
         """Checkpoint ``step``'s state, shaped like ``like`` (arrays, or ``jax.eval_shape``
         of them); UnreadableCheckpoint or CheckpointError (another config or layout)."""
         self._check(step, config, like)
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _keys_to_data(like))
         try:
-            restored = self.manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
+            restored = self.manager.restore(
+                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(_abstract(like))))
         except Exception as error:
             raise self._unreadable(step, _brief(error)) from None
         return _data_to_keys(restored["state"], like)
@@ -277,13 +280,25 @@ class Checkpoints:
         self.manager.close()
 
 
-def _layout(like: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+def _abstract(like: Any) -> Any:
+    """``like``'s arrays as shapes and dtypes (keys as their data); Python scalars as they are."""
+    return jax.tree.map(ocp.utils.to_shape_dtype_struct, _keys_to_data(like))
+
+
+def _layout(like: Any) -> dict[str, tuple[tuple[int, ...], np.dtype | None]]:
     """Array name (orbax's, e.g. ``train.params.params.MLP_0.Dense_0.bias``) -> (shape, dtype)
-    of the state ``like`` as it would be saved."""
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _keys_to_data(like))
+    of the state ``like`` as it would be saved. A Python scalar (a fresh flax ``TrainState``'s
+    ``step``, saved after training as an array) fits any dtype: None."""
+    abstract = _abstract(like)
     names = ocp.tree.get_param_names(abstract, include_empty_nodes=False)
-    return {name: (tuple(leaf.shape), np.dtype(leaf.dtype)) for name, leaf in
-            zip(jax.tree.leaves(names), jax.tree.leaves(abstract))}
+    return {name: (tuple(leaf.shape), np.dtype(leaf.dtype)) if hasattr(leaf, "shape") else ((), None)
+            for name, leaf in zip(jax.tree.leaves(names), jax.tree.leaves(abstract))}
+
+
+def _fits(stored: dict, wanted: dict) -> bool:
+    """Whether arrays saved as ``stored`` restore as ``wanted`` (both ``_layout``'s form)."""
+    return stored.keys() == wanted.keys() and all(
+        stored[name][0] == shape and dtype in (None, stored[name][1]) for name, (shape, dtype) in wanted.items())
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:

@@ -380,7 +380,7 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
         except checkpoint.NoReadableCheckpoint as error:
             unreadable.append(error)
             continue
-        except checkpoint.CheckpointError as error:  # none there, or made with another config
+        except checkpoint.CheckpointError as error:  # none there, or made with another config or layout
             raise RunError("; ".join(map(str, [*unreadable, error]))) from None
         finally:
             checkpoints.close()
