@@ -152,8 +152,9 @@ class Checkpoints:
 
         Raises:
           CheckpointError: with a one-line reason when there is none or it was made with
-            another config or state layout (MismatchedCheckpoint); UnreadableCheckpoint when it cannot be read, naming the other
-            checkpoints that can (each read to know), followed by ``hint`` if there are any.
+            another config or state layout (MismatchedCheckpoint); UnreadableCheckpoint
+            when it cannot be read, naming the other checkpoints that can (each read to
+            know), followed by ``hint`` if there are any.
         """
         steps = self.steps()
         if not steps:
@@ -238,10 +239,9 @@ class Checkpoints:
         except Exception as error:  # orbax raises several types for unreadable metadata
             raise self._unreadable(step, _brief(error)) from None
         wanted = _layout(like)
-        if not _fits(stored, wanted):
-            missing, extra = sorted(set(wanted) - set(stored)), sorted(set(stored) - set(wanted))
-            reshaped = sorted(name for name in set(stored) & set(wanted) if not _fits({name: stored[name]},
-                                                                                       {name: wanted[name]}))
+        missing, extra = sorted(set(wanted) - set(stored)), sorted(set(stored) - set(wanted))
+        reshaped = sorted(name for name in set(stored) & set(wanted) if not _fits(stored[name], wanted[name]))
+        if missing or extra or reshaped:
             parts = [f"{label}: {', '.join(names[:4])}{', ...' if len(names) > 4 else ''}" for label, names in
                      (("missing", missing), ("unexpected", extra), ("another shape or dtype", reshaped)) if names]
             raise MismatchedCheckpoint(self.directory, step, f"holds a state laid out otherwise than this "
@@ -295,10 +295,10 @@ def _layout(like: Any) -> dict[str, tuple[tuple[int, ...], np.dtype | None]]:
             for name, leaf in zip(jax.tree.leaves(names), jax.tree.leaves(abstract))}
 
 
-def _fits(stored: dict, wanted: dict) -> bool:
-    """Whether arrays saved as ``stored`` restore as ``wanted`` (both ``_layout``'s form)."""
-    return stored.keys() == wanted.keys() and all(
-        stored[name][0] == shape and dtype in (None, stored[name][1]) for name, (shape, dtype) in wanted.items())
+def _fits(stored: tuple, wanted: tuple) -> bool:
+    """Whether an array saved as ``stored`` restores as ``wanted``: (shape, dtype) pairs as
+    ``_layout`` makes them (a None dtype fits any)."""
+    return stored[0] == wanted[0] and wanted[1] in (None, stored[1])
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
