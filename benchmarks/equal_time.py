@@ -36,6 +36,7 @@ import time
 import jax
 import numpy as np
 
+from jaxdust import __version__
 from jaxdust.core import files, flags, machine
 from jaxdust.evaluation import plots
 from jaxdust.learn import learners
@@ -227,8 +228,10 @@ def main(argv=None):
     sets = board_sets(args.boards, args.seed, args.proven_boards)
     hardware = {"cpu": machine.cpu_name(), "cores": machine.cpu_cores(),
                 "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind}
+    # The version too: another version's learners and beams may play otherwise (a kept result
+    # would hide it, as kept leaderboard rows once hid a change of the beam's tie-break).
     settings = {"minutes": args.minutes, "seed": args.seed, "points": args.points, "boards": args.boards,
-                "proven_boards": args.proven_boards}
+                "proven_boards": args.proven_boards, "jaxdust": __version__}
     results = {}
     for name in names:
         path = os.path.join(args.out_dir, f"{name}.json")
@@ -238,13 +241,14 @@ def main(argv=None):
             if reusable(saved, name, settings, hardware):
                 results[name] = saved
                 continue
-            print(f"{path} was measured with other settings or on another machine: measuring {name} again")
+            print(f"{path} was measured with other settings, on another machine or by another version of jaxdust: "
+                  f"measuring {name} again")
         result = measure(name, args.minutes, args.points, args.seed, sets)
         results[name] = {**result, **settings, "hardware": hardware}
         files.atomic_write_json(path, results[name])
 
     heuristic = reference_play(os.path.join(args.out_dir, "heuristic.json"), sets,
-                               {k: settings[k] for k in ("seed", "boards", "proven_boards")})
+                               {k: settings[k] for k in ("seed", "boards", "proven_boards", "jaxdust")})
     print_table(results, args.minutes, heuristic)
     label = "+".join(args.variants) if args.variants else args.set
     for figure_name, field, ylabel in (("clicks", "mean", "mean clicks"), ("optimal", "optimal", "share optimal")):

@@ -29,6 +29,10 @@ to bottom in a Jupyter kernel on this machine, with the sizes each picks for the
 sees (``SMALL = False`` on a GPU); ``--notebooks`` names others. The report lists them.
 
 Results are written atomically after every row, so a killed step keeps what it measured.
+Each result names the jaxdust version and commit that measured it; a call of another version
+measures the env, beam, eval and notebook results again (they would describe other code),
+while the training run goes on across versions (its checkpoints are checked against the
+learner's state) and the report names the version of each piece.
 
 ``--pack FILE`` and ``--unpack FILE`` carry ``--out`` to another machine, for device time
 that comes in pieces shorter than the suite (a rented hour, a Colab runtime that expires):
@@ -43,6 +47,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import glob
 import importlib.metadata
 import io
@@ -140,12 +145,30 @@ def step_device(out: str, sizes: Sizes, again: bool = False) -> dict:
               "jaxlib": importlib.metadata.version("jaxlib"),
               "cpu": machine.cpu_name(), "cpu_cores": machine.cpu_cores(), "cpu_description": machine.cpu_description(),
               "python": platform.python_version(), "date": datetime.date.today().isoformat(),
-              "commit": _commit()}
+              **_measured_by()}
     files.atomic_write_json(path, report)
     print(f"device: {report['device_kind']} ({report['backend']}), {report['platform_version']}, jax {report['jax']}")
     return report
 
 
+def _measured_by() -> dict:
+    """What a result was measured with: the jaxdust version and the repository's commit."""
+    return {"jaxdust": jaxdust.__version__, "commit": _commit()}
+
+
+def _same_version(saved: dict) -> bool:
+    return saved.get("jaxdust") == jaxdust.__version__
+
+
+def _drop_other_versions(rows: dict, what: str) -> dict:
+    """``rows`` without those another jaxdust version measured (said on stdout)."""
+    stale = [name for name, row in rows.items() if not _same_version(row)]
+    if stale:
+        print(f"  measuring again ({what}, measured by another version of jaxdust): {', '.join(stale)}", flush=True)
+    return {name: row for name, row in rows.items() if _same_version(row)}
+
+
+@functools.cache
 def _commit() -> str | None:
     try:
         return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -195,9 +218,12 @@ def step_env(out: str, sizes: Sizes) -> dict:
         report.setdefault("accelerator_games", list(sizes.accelerator_games))  # the report's --env-games
     for target, devices, games, clicks in targets:
         for env_id in sizes.env_ids or jaxdust.registered():
+            if env_id in report[target] and not _same_version(report[target][env_id]):
+                print(f"  measuring {env_id} again ({target}): measured by another version of jaxdust", flush=True)
+                del report[target][env_id]
             entry = report[target].setdefault(env_id, {
                 "bytes_per_game": jaxdust.make(env_id).state_bytes(), "rows": [],
-                "device_kind": devices[0].device_kind, "devices": len(devices)})
+                "device_kind": devices[0].device_kind, "devices": len(devices), **_measured_by()})
             done = entry["rows"] and ("error" in entry["rows"][-1] or len(entry["rows"]) == len(games))
             if not done:
                 _sweep(env_id, devices, games, clicks, sizes.repeats, entry,
@@ -208,6 +234,7 @@ def step_env(out: str, sizes: Sizes) -> dict:
 def step_beam(out: str, sizes: Sizes) -> dict:
     path = os.path.join(out, "beam.json")
     report = _load(path) or {"rows": {}}
+    report["rows"] = _drop_other_versions(report["rows"], "beam rows")
     records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[: sizes.beam_boards]
     boards = [record.board for record in records]
     report["boards"] = len(boards)
@@ -216,7 +243,7 @@ def step_beam(out: str, sizes: Sizes) -> dict:
         if numba_name not in report["rows"]:
             lengths, seconds = beam_benchmark.run_numba(boards, width, heuristic.HEURISTIC_WEIGHTS)
             report["rows"][numba_name] = {"width": width, "mean": float(lengths.mean()), "seconds_per_board": seconds,
-                                          "lengths": lengths.tolist()}
+                                          "lengths": lengths.tolist(), **_measured_by()}
             files.atomic_write_json(path, report)
         numba = report["rows"][numba_name]
         for batch in batches:
@@ -230,13 +257,13 @@ def step_beam(out: str, sizes: Sizes) -> dict:
             except jax.errors.JaxRuntimeError as error:
                 if not _out_of_memory(error):
                     raise
-                report["rows"][name] = {"width": width, "batch": batch, "out_of_memory": True}
+                report["rows"][name] = {"width": width, "batch": batch, "out_of_memory": True, **_measured_by()}
                 files.atomic_write_json(path, report)
                 continue
             report["rows"][name] = {
                 "width": width, "batch": batch, "mean": float(lengths.mean()), "seconds_per_board": seconds,
                 "time_vs_numba": seconds / numba["seconds_per_board"],
-                "boards_equal_to_numba": int(np.sum(lengths == np.array(numba["lengths"])))}
+                "boards_equal_to_numba": int(np.sum(lengths == np.array(numba["lengths"]))), **_measured_by()}
             print(f"  {name}: {seconds:.3f} s per board, {report['rows'][name]['boards_equal_to_numba']} "
                   f"of {len(boards)} equal to numba", flush=True)
             files.atomic_write_json(path, report)
@@ -281,7 +308,7 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
                              "wall_seconds": time.perf_counter() - start,
                              "last_chunk": lines[-1]["chunk"], "run_seconds": lines[-1]["seconds"],
                              "updates_done": lines[-1]["chunk"] * report["chunk_updates"],
-                             "finished": os.path.exists(os.path.join(run_dir, "summary.json"))})
+                             "finished": os.path.exists(os.path.join(run_dir, "summary.json")), **_measured_by()})
     files.atomic_write_json(path, report)
     print(f"  piece {done + 1} of {pieces}: {report['pieces'][-1]['updates_done']} of {report['total_updates']} updates, "
           f"{lines[-1]['seconds'] / 60:.1f} minutes of training so far", flush=True)
@@ -318,6 +345,9 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     each row, so a killed call goes on from the next."""
     path = os.path.join(out, "eval.json")
     report = _load(path)
+    if report and not _same_version(report):
+        print("  evaluating again: the evaluation was made by another version of jaxdust", flush=True)
+        report = {}
     if report.get("complete", bool(report)):  # files from before rows were saved one by one
         return report
     if not training_finished(out, pieces):
@@ -328,7 +358,8 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     final = runs.load_run(os.path.join(out, "run"), newest=True)
     cap = learners_benchmark.CAP
     report = report or {"step": trained.step, "final_step": final.step, "fresh_boards": sizes.fresh_boards,
-                        "proven_optimum_mean": float(np.mean(sets["proven"][1])), "rows": {}, "complete": False}
+                        "proven_optimum_mean": float(np.mean(sets["proven"][1])), "rows": {}, "complete": False,
+                        **_measured_by()}
     # A run trained on a GPU may be played on another machine (--pack, --unpack) where
     # device time is short; the clicks can differ a little (a GPU's float32 products run
     # in TF32), so the report names where each row was played.
@@ -364,6 +395,7 @@ def step_notebooks(out: str, sizes: Sizes) -> dict:
 
     path = os.path.join(out, "notebooks.json")
     report = _load(path) or {"rows": {}}
+    report["rows"] = _drop_other_versions(report["rows"], "notebooks")
     paths = sizes.notebooks or sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.ipynb")))
     pending = [p for p in paths if _stem(p) not in report["rows"]]
     if not pending:
@@ -385,7 +417,8 @@ def step_notebooks(out: str, sizes: Sizes) -> dict:
     row = report["rows"][name] = {
         "seconds": time.perf_counter() - start, "cells": len(code),
         "cells_run": sum(cell.get("execution_count") is not None for cell in code),
-        "kernel": next((line for line in printed.splitlines() if line.startswith("JAX ")), None), "error": error}
+        "kernel": next((line for line in printed.splitlines() if line.startswith("JAX ")), None), "error": error,
+        **_measured_by()}
     os.makedirs(os.path.join(out, "notebooks"), exist_ok=True)
     files.atomic_write_bytes(os.path.join(out, "notebooks", os.path.basename(notebook_path)),
                              (nbformat.writes(notebook) + "\n").encode())
@@ -412,13 +445,35 @@ def _command(parts: dict) -> str:
     return " ".join(words)
 
 
+def _versions(parts: dict) -> str:
+    """The jaxdust versions (and commits) behind the steps' results, for the measured-on
+    line: one where every result has the same, else each step's."""
+    def named(record: dict) -> str:
+        if "jaxdust" not in record:
+            return "a version not recorded"
+        return f"jaxdust {record['jaxdust']}" + (f" (commit {record['commit']})" if record.get("commit") else "")
+
+    by_step = {
+        "env": [entry for table in ("accelerator", "cpu") for entry in parts["env"].get(table, {}).values()],
+        "beam": list(parts["beam"].get("rows", {}).values()),
+        "training pieces": parts["train"].get("pieces", []),
+        "eval": [parts["eval"]] if parts["eval"] else [],
+        "notebooks": list(parts["notebooks"].get("rows", {}).values()),
+    }
+    names = {step: list(dict.fromkeys(map(named, records))) for step, records in by_step.items() if records}
+    everywhere = {name for step_names in names.values() for name in step_names}
+    if len(everywhere) <= 1:
+        return next(iter(everywhere), named(parts["device"]))
+    return "; ".join(f"{step}: {' and '.join(step_names)}" for step, step_names in names.items())
+
+
 def step_report(out: str, sizes: Sizes) -> dict:
     parts = {name: _load(os.path.join(out, f"{name}.json"))
              for name in ("device", "env", "beam", "train", "eval", "notebooks")}
     device = parts["device"]
     lines = [f"Measured with `{_command(parts)}` on {device.get('device_kind')} "
              f"({device.get('backend')}, {device.get('platform_version')}), jax {device.get('jax')}, "
-             f"{device.get('cpu_cores')} CPU cores, commit {device.get('commit')}, {device.get('date')}.", ""]
+             f"{device.get('cpu_cores')} CPU cores, {_versions(parts)}, {device.get('date')}.", ""]
     for target in ("accelerator", "cpu"):
         table = parts["env"].get(target)
         if not table:

@@ -117,7 +117,7 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     assert [row["agent"] for row in report["rows"]] == ["numba beam, tuned heuristic + lookahead, width 20",
                                                         "largest cluster first"]  # fewest clicks first
     assert report["rows"][0]["mean_clicks"] <= report["rows"][1]["mean_clicks"]
-    cached = tmp_path / "results/leaderboard/8x4x5-v1-5-seed0/largest.json"
+    cached = tmp_path / "leaderboard/8x4x5-v1-5-seed0/largest.json"  # beside --out
     row = json.loads(cached.read_text())
     cached.write_text(json.dumps({**row, "mean_clicks": 99.0}))  # a kept row is not measured again
     second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
@@ -171,11 +171,43 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
                                "--jobs", "1", "--out", "samegame.json"])
     means = [r["mean"] for r in report["rows"]]
     assert report["measure"] == "points" and means == sorted(means, reverse=True) and means[0] > 0
-    kept = tmp_path / "results/leaderboard/SameGame-15x15x5-v0-2-seed0/largest.json"
+    kept = tmp_path / "leaderboard/SameGame-15x15x5-v0-2-seed0/largest.json"  # beside --out
     kept.write_text(json.dumps({**json.loads(kept.read_text()), "mean": 12345.0}))
     again = leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--entries", "random,largest,nmcs:1",
                               "--jobs", "1", "--out", "samegame.json"])
     assert again["rows"][0] == {**report["rows"][[r["agent"] for r in report["rows"]].index("largest")], "mean": 12345.0}
+
+
+def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path):
+    """A row measured on a run keeps the run's fingerprint (its config and checkpoints'
+    checksums): the same run directory trained again, or further, no longer matches."""
+    from jaxdust.learn import runs
+
+    run = tmp_path / "run"
+    assert runs.fingerprint(str(run)) == ""
+    run.mkdir()
+    (run / "config.json").write_text('{"learner": "avi"}')
+    for folder, step in (("best", "25"), ("checkpoints", "30")):
+        (run / folder / step).mkdir(parents=True)
+        (run / folder / step / "checksums.json").write_text('{"state/a": "1"}')
+    first = runs.fingerprint(str(run))
+    assert first and runs.fingerprint(str(run)) == first
+    (run / "checkpoints" / "30" / "unrelated.txt").write_text("x")  # only checksums and step names count
+    assert runs.fingerprint(str(run)) == first
+    (run / "checkpoints" / "30" / "checksums.json").write_text('{"state/a": "2"}')  # trained again
+    retrained = runs.fingerprint(str(run))
+    (run / "checkpoints" / "35").mkdir()  # trained further
+    (run / "checkpoints" / "35" / "checksums.json").write_text('{"state/a": "3"}')
+    assert len({first, retrained, runs.fingerprint(str(run))}) == 3
+
+    row = benchmark.Row("avi, greedy", "8x4x5 v1", 3, 10.0, 0.5, 0.4, 1.0, 0.01)
+    path = str(tmp_path / "row.json")
+    leaderboard._keep_row(path, row, first)
+    assert leaderboard._kept_row(path, benchmark.Row, first) == row
+    assert leaderboard._kept_row(path, benchmark.Row, retrained) is None
+    assert leaderboard._kept_row(path, benchmark.Row) is None  # a run's row is no other agent's
+    leaderboard._keep_row(path, row)
+    assert leaderboard._kept_row(path, benchmark.Row) == row
 
 
 def test_reports_name_the_cpu_model_the_kernel_reports():

@@ -134,10 +134,12 @@ def check_report_and_resumed_steps(out, stdout):
     assert "Measured with `python benchmarks/gpu_suite.py --step all --pieces 3 --piece-minutes 0.02` on" in report
     assert "| Dust-8x6x5-v0 |" in report and "| jax, width 4, 4 boards per search |" in report
     assert "| trained | proven |" in report
+    assert f"CPU cores, jaxdust {jaxdust.__version__} (commit " in report  # one version made every result
     before = {name: (out / f"{name}.json").read_text() for name in ("env", "beam", "train", "eval")}
     run_suite(out, "--step", "env")
     run_suite(out, "--step", "train")  # all pieces done: nothing more
     assert {name: (out / f"{name}.json").read_text() for name in before} == before
+    check_results_of_another_version_are_measured_again(out)
     # An evaluation killed after its first row goes on from the next.
     evaluation = load(out, "eval")
     partial = {**evaluation, "complete": False, "rows": {"trained": {**evaluation["rows"]["trained"], "kept": True}}}
@@ -169,6 +171,41 @@ def check_report_and_resumed_steps(out, stdout):
     assert f"HBM3; played on {machine.cpu_description()}); proven boards" in (out / "report.md").read_text()
 
 
+def check_results_of_another_version_are_measured_again(out):
+    """A result kept by another jaxdust version is measured again (env, beam and eval would
+    describe other code); the training run goes on, and the report names each piece's version."""
+    env, beam, evaluation = load(out, "env"), load(out, "beam"), load(out, "eval")
+    planted = {"jaxdust": "0.1.0", "commit": "0000000"}
+    files.atomic_write_json(str(out / "env.json"), {**env, "cpu": {**env["cpu"], "Dust-6x6x5-v0": {
+        **env["cpu"]["Dust-6x6x5-v0"], **planted, "rows": [{"games": 64, "clicks_per_second": 1.0}]}}})
+    row_name = "jax, width 4, 2 boards per search"
+    files.atomic_write_json(str(out / "beam.json"), {**beam, "rows": {
+        **beam["rows"], row_name: {**beam["rows"][row_name], **planted, "seconds_per_board": 99.0}}})
+    files.atomic_write_json(str(out / "eval.json"), {**evaluation, **planted, "rows": {"kept": {}}})
+    stdout = run_suite(out, "--step", "env") + run_suite(out, "--step", "beam") + run_suite(out, "--step", "eval")
+    assert "measuring Dust-6x6x5-v0 again (cpu)" in stdout and f"measuring again (beam rows, measured by another version of jaxdust): {row_name}" in stdout
+    assert "evaluating again" in stdout
+    again = load(out, "env")["cpu"]
+    assert again["Dust-6x6x5-v0"]["jaxdust"] == jaxdust.__version__ and again["Dust-6x6x5-v0"]["rows"][0]["clicks_per_second"] > 1
+    assert again["Dust-8x6x5-v0"] == env["cpu"]["Dust-8x6x5-v0"]  # this version's: kept
+    rows = load(out, "beam")["rows"]
+    assert rows[row_name]["jaxdust"] == jaxdust.__version__ and rows[row_name]["seconds_per_board"] < 99
+    assert rows["jax, width 4, 4 boards per search"] == beam["rows"]["jax, width 4, 4 boards per search"]
+    evaluated = load(out, "eval")
+    assert evaluated["jaxdust"] == jaxdust.__version__ and set(evaluated["rows"]) == set(evaluation["rows"])
+    train = load(out, "train")
+    assert {piece["jaxdust"] for piece in train["pieces"]} == {jaxdust.__version__}
+    train["pieces"][0].update(jaxdust="0.2.9", commit="978b080")
+    files.atomic_write_json(str(out / "train.json"), train)
+    run_suite(out, "--step", "report")
+    report = (out / "report.md").read_text()
+    assert f"training pieces: jaxdust 0.2.9 (commit 978b080) and jaxdust {jaxdust.__version__} (commit " in report
+    assert f"CPU cores, env: jaxdust {jaxdust.__version__}" in report
+    files.atomic_write_json(str(out / "train.json"), load(out, "train") | {"pieces": [
+        {**piece, "jaxdust": jaxdust.__version__} for piece in train["pieces"]]})
+    files.atomic_write_json(str(out / "eval.json"), evaluation)  # the report checks below read these
+
+
 def write_notebook(path, *sources):
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources]), path)
     return path
@@ -197,6 +234,16 @@ def test_notebooks_step_runs_one_notebook_per_call_and_keeps_a_failure(tmp_path)
     before = (out / "notebooks.json").read_text()
     run_suite(out, *argv)  # each has run: nothing more
     assert (out / "notebooks.json").read_text() == before
+    kept = load(out, "notebooks")
+    assert {row["jaxdust"] for row in kept["rows"].values()} == {jaxdust.__version__}
+    kept["rows"]["good"]["jaxdust"] = "0.1.0"  # run by another version: run again, after the rest
+    files.atomic_write_json(str(out / "notebooks.json"), kept)
+    stdout = run_suite(out, *argv)
+    assert "measuring again (notebooks, measured by another version of jaxdust): good" in stdout
+    rows = load(out, "notebooks")["rows"]
+    assert list(rows) == ["bad", "good"] and rows["good"]["jaxdust"] == jaxdust.__version__
+    assert rows["bad"] == kept["rows"]["bad"]
+    before = (out / "notebooks.json").read_text()
     run_suite(out, "--step", "report")
     report = (out / "report.md").read_text()
     assert "| good | JAX " in report and "| 2 of 2 |" in report and "| 1 of 2 |" in report

@@ -533,7 +533,8 @@ def test_equal_time_benchmark_trains_measures_and_reuses(tmp_path):
     assert point["proven"]["width_8"]["mean"] <= point["proven"]["width_1"]["mean"] + 0.5
     assert result["units"] >= 1 and point["seconds"] > 0 and "fresh" in point
     reference = json.loads((tmp_path / "heuristic.json").read_text())
-    assert reference["settings"] == {"seed": 0, "boards": 6, "proven_boards": 6}
+    assert reference["settings"] == {"seed": 0, "boards": 6, "proven_boards": 6, "jaxdust": jaxdust.__version__}
+    assert result["jaxdust"] == jaxdust.__version__  # a setting: another version measures again
     assert reference["play"]["proven"]["width_64"]["mean"] >= optimum
     assert set(reference["play"]["fresh"]) == {"width_1", "width_8"}
     written = (tmp_path / "heuristic.json").stat().st_mtime_ns
@@ -590,7 +591,7 @@ def test_equal_time_calibrates_on_warm_chunks_long_enough_to_hide_each_call(monk
 
 def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
     equal_time = _equal_time_module()
-    settings = {"minutes": 8.0, "seed": 0, "points": 4, "boards": 1000, "proven_boards": None}
+    settings = {"minutes": 8.0, "seed": 0, "points": 4, "boards": 1000, "proven_boards": None, "jaxdust": "0.2.13"}
     cpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "backend": "cpu", "device_kind": "cpu"}
     gpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 16, "backend": "gpu", "device_kind": "NVIDIA H100 80GB HBM3"}
     saved = {**settings, "changes": {"hidden": [1024, 1024]}, "hardware": gpu}
@@ -598,6 +599,7 @@ def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
     assert equal_time.reusable(saved, "wide", settings, {**gpu, "cpu": "AMD EPYC", "cores": 8})  # the GPU trains
     assert not equal_time.reusable(saved, "wide", settings, cpu)
     assert not equal_time.reusable(saved, "wide", settings, {**gpu, "device_kind": "NVIDIA H200"})
+    assert not equal_time.reusable({**saved, "jaxdust": "0.2.12"}, "wide", settings, gpu)  # another version
     assert not equal_time.reusable(saved, "wide", {**settings, "minutes": 15.0}, gpu)
     assert not equal_time.reusable(saved, "deep", settings, gpu)  # other changes
     on_cpu = {**saved, "hardware": cpu}

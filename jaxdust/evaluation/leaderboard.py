@@ -8,9 +8,10 @@
 
 Each learner run adds four rows: its policy alone (the argmax of its output, no
 simulation), and beam search on its value at widths 1 (greedy), 8 and 64; a fifth, Gumbel
-MuZero with 64 simulations, for learners with a policy and a value. Each row is kept under ``results/leaderboard/`` as
-soon as it is measured, so an interrupted run resumes (``--fresh`` measures again; so does
-another version of jaxdust). The
+MuZero with 64 simulations, for learners with a policy and a value. Each row is kept in a
+folder ``leaderboard/`` beside the report as soon as it is measured, so an interrupted run
+resumes (``--fresh`` measures again; so does another version of jaxdust, and a learner's row
+once its run has trained again). The
 exact solver's row on the 1000-board set comes from the log of the run that made the set
 (``--solver-log``; re-solving all 1000 boards takes an hour on two cores).
 Prints the table in markdown and writes ``results/leaderboard-<set>.json``.
@@ -40,7 +41,7 @@ import numpy as np
 from jaxdust import __version__
 from jaxdust.core import compile_cache, configs, files, flags, game, machine
 from jaxdust.evaluation import benchmark, registry
-from jaxdust.learn.runs import read_run_config
+from jaxdust.learn.runs import fingerprint, read_run_config
 
 DEFAULT_ENTRIES = "random,largest,dfs,beam:1,beam:8,beam:64,cpu-beam:2000"
 FAMILY_ENTRIES = {"clicks": "random,largest,beam:1,beam:64,cpu-beam:2000",
@@ -116,12 +117,14 @@ def main(argv=None) -> dict:
     if args.entries is None:
         args.entries = DEFAULT_ENTRIES if args.env is None else FAMILY_ENTRIES[measure]
 
-    runs = []
+    runs, sources = [], {}  # sources: a run entry's run, as fingerprint() saw it
     for item in filter(None, args.runs.split(",")):
         label, equals, run = item.partition("=")
         if not equals or not label or not run:
             parser.error(f"--runs: {item!r} is not LABEL=RUN_DIR")
-        runs += learner_entries(label, run, rules)
+        entries_of_run = learner_entries(label, run, rules)
+        runs += entries_of_run
+        sources.update((entry, fingerprint(run)) for entry, _ in entries_of_run)
     names = args.entries.split(",") if args.entries else []
     try:  # every agent checked (a run directory read) before the first plays
         registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
@@ -130,7 +133,7 @@ def main(argv=None) -> dict:
     # The labels describe the dust game's agents; on another rule set an entry is its own name.
     entries = [(name, describe(name) if args.env is None else name) for name in names] + runs
     if args.env is not None:
-        return family_leaderboard(args, entries, measure)
+        return family_leaderboard(args, entries, measure, sources)
     try:
         board_set = benchmark.load_set(args.set, limit=args.limit)
     except ValueError as error:
@@ -143,17 +146,18 @@ def main(argv=None) -> dict:
             parser.error(f"--solver-log: {error}")
 
     # Rows are kept per set version, board count and seed; a kept row is checked against them.
-    cache = os.path.join("results", "leaderboard", board_set.name.replace(" ", "-") + f"-{len(board_set.boards)}"
+    out = args.out or os.path.join("results", f"leaderboard-{args.set}.json")
+    cache = os.path.join(_rows_dir(out), board_set.name.replace(" ", "-") + f"-{len(board_set.boards)}"
                          f"-seed{args.seed}")
     rows = []
     for entry, label in entries:
         path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
-        kept = None if args.fresh else _kept_row(path, benchmark.Row)
+        kept = None if args.fresh else _kept_row(path, benchmark.Row, sources.get(entry))
         if kept and (kept.set, kept.boards, kept.agent) == (board_set.name, len(board_set.boards), label):
             rows.append(kept)
             continue
         scored = benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False)
-        _keep_row(path, scored)
+        _keep_row(path, scored, sources.get(entry))
         print(scored.markdown(), flush=True)
         rows.append(scored)
     if solved is not None:
@@ -168,7 +172,7 @@ def main(argv=None) -> dict:
     report = {"benchmark": "leaderboard", "set": board_set.name, "boards": len(board_set.boards),
               "optimum_mean": float(board_set.best.mean()), "hardware": hardware,
               "rows": [dataclasses.asdict(scored) for scored in rows]}
-    files.atomic_write_json(args.out or os.path.join("results", f"leaderboard-{args.set}.json"), report)
+    files.atomic_write_json(out, report)
     return report
 
 
@@ -192,32 +196,41 @@ class FamilyRow:
         return f"| {self.agent} | {self.mean:.{3 if self.measure == 'clicks' else 1}f} | {self.cleared:.1%} | {timing} |"
 
 
-def _keep_row(path: str, row) -> None:
-    files.atomic_write_json(path, {**dataclasses.asdict(row), "jaxdust": __version__})
+def _rows_dir(out: str) -> str:
+    """Where the rows of the report ``out`` are kept: ``leaderboard/`` beside it."""
+    return os.path.join(os.path.dirname(out), "leaderboard")
 
 
-def _kept_row(path: str, row_type):
-    """The row kept at ``path`` by this version of jaxdust, or None: a row kept by another
+def _keep_row(path: str, row, source: str | None = None) -> None:
+    files.atomic_write_json(path, {**dataclasses.asdict(row), "jaxdust": __version__, "run": source})
+
+
+def _kept_row(path: str, row_type, source: str | None = None):
+    """The row kept at ``path`` by this version of jaxdust from the same ``source`` (a
+    learner run's ``fingerprint``; None for other agents), or None. A row kept by another
     version is measured again, as its agents may play otherwise now (a change of the beam's
-    tie-break once moved the JAX beam's rows while kept rows went on being shown)."""
+    tie-break once moved the JAX beam's rows while kept rows went on being shown); so is a
+    learner's row once its run has trained again under the same name."""
     if not os.path.exists(path):
         return None
     with open(path) as handle:
         saved = json.load(handle)
-    return row_type(**saved) if saved.pop("jaxdust", None) == __version__ else None
+    version, run = saved.pop("jaxdust", None), saved.pop("run", None)
+    return row_type(**saved) if (version, run) == (__version__, source) else None
 
 
-def family_leaderboard(args, entries: list[tuple[str, str]], measure: str) -> dict:
+def family_leaderboard(args, entries: list[tuple[str, str]], measure: str, sources: dict[str, str]) -> dict:
     """``--env``: every entry on ``args.boards`` random boards of the environment (seed
-    ``args.seed``), best first by ``measure``; rows kept under ``results/leaderboard/``."""
+    ``args.seed``), best first by ``measure``; rows kept beside the report, as ``main`` keeps them."""
     env_id, config = args.env, configs.env_flag(args.env)
     keys = jax.random.split(jax.random.key(args.seed), args.boards)
     boards = jax.vmap(lambda k: game.random_board(k, config))(keys)
-    cache = os.path.join("results", "leaderboard", f"{env_id}-{args.boards}-seed{args.seed}")
+    out = args.out or os.path.join("results", f"leaderboard-{env_id}.json")
+    cache = os.path.join(_rows_dir(out), f"{env_id}-{args.boards}-seed{args.seed}")
     rows = []
     for index, (entry, label) in enumerate(entries):
         path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
-        kept = None if args.fresh else _kept_row(path, FamilyRow)
+        kept = None if args.fresh else _kept_row(path, FamilyRow, sources.get(entry))
         if kept and (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label):
             rows.append(kept)
             continue
@@ -226,7 +239,7 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str) -> di
                                     max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
         scored = FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
                            float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards)
-        _keep_row(path, scored)
+        _keep_row(path, scored, sources.get(entry))
         print(scored.markdown(), flush=True)
         rows.append(scored)
     rows.sort(key=lambda r: (-r.mean if measure == "points" else r.mean, r.seconds_per_board))  # best first
@@ -238,7 +251,7 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str) -> di
         print(scored.markdown())
     report = {"benchmark": "leaderboard", "env": env_id, "boards": args.boards, "seed": args.seed,
               "measure": measure, "hardware": hardware, "rows": [dataclasses.asdict(scored) for scored in rows]}
-    files.atomic_write_json(args.out or os.path.join("results", f"leaderboard-{env_id}.json"), report)
+    files.atomic_write_json(out, report)
     return report
 
 

@@ -10,6 +10,7 @@ exactly as an uninterrupted run with the same seed would.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -346,6 +347,28 @@ class TrainedAgent(NamedTuple):
 
 
 BEST_DIR = "best"
+
+
+def fingerprint(directory: str) -> str:
+    """A digest of what ``load_run`` may read from a run directory: its ``config.json`` and
+    the step names and checksums of every checkpoint (``best/`` and ``checkpoints/``). A
+    result measured on a run keeps it, so training the run again (or more) shows as a
+    change; an empty string where there is no run."""
+    digest = hashlib.sha256()
+    for folder in ("", BEST_DIR, "checkpoints"):
+        names = ["config.json"] if not folder else sorted(
+            name for name in _listdir(os.path.join(directory, folder)) if name.isdigit())
+        for name in names:
+            path = os.path.join(directory, folder, name, checkpoint.CHECKSUMS) if folder else os.path.join(directory, name)
+            digest.update(f"{folder}/{name}\0".encode())
+            if os.path.exists(path):
+                with open(path, "rb") as handle:
+                    digest.update(handle.read())
+    return digest.hexdigest() if os.path.exists(os.path.join(directory, "config.json")) else ""
+
+
+def _listdir(path: str) -> list[str]:
+    return os.listdir(path) if os.path.isdir(path) else []
 
 
 def load_run(directory: str, newest: bool = False) -> TrainedAgent:
