@@ -103,6 +103,18 @@ def test_gymnasium_env_plays_a_given_board_by_the_rules():
     assert env.render().shape == (6 * 16, 8 * 16, 3)
 
 
+def test_gymnasium_reset_reads_text_at_the_envs_size_and_checks_the_colours():
+    env = DustGymEnv("Dust-6x6x5-v0")
+    board = np.asarray(jaxdust.random_board(jax.random.key(2), jaxdust.GameConfig(6, 6, 5)))
+    obs, _ = env.reset(options={"board": jaxdust.board_to_text(board)})  # 36 digits: the env's 6x6
+    np.testing.assert_array_equal(obs, board)
+    assert env.observation_space.contains(obs)
+    with pytest.raises(ValueError, match=r"holds 9; this env's colours are 0 \(empty\) to 5"):
+        env.reset(options={"board": np.where(board == 1, 9, board)})
+    with pytest.raises(ValueError, match=r"this env plays \(6, 6\)"):
+        env.reset(options={"board": np.ones((8, 6), np.int8)})
+
+
 @pytest.mark.parametrize("action", [48, -1, 1.5, "3", [1, 2]])
 def test_gymnasium_envs_refuse_actions_outside_their_space(action):
     env = DustGymEnv()

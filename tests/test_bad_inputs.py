@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 import evaluate
 import jaxdust
 from jaxdust.core import boards as board_io
-from jaxdust.core import files
+from jaxdust.core import files, render
+from jaxdust.core.play import play_boards
+from jaxdust.evaluation import baselines
 from jaxdust.evaluation import ranking, registry
 from jaxdust.learn import cli as train_cli
 from jaxdust.learn import datasets
@@ -358,6 +361,25 @@ API_CASES = [
     (lambda: solver_points.nmcs([[1, 1], [2, 2]], level=0), "level must be 1 or 2"),
     (lambda: DatasetConfig(boards=0), "boards"),
     (lambda: DatasetConfig(game=jaxdust.GameConfig(9, 8, 5)), "at most 64"),
+    (lambda: jaxdust.beam_search(jnp.zeros((0, 4, 3), jnp.int8), 4), "no boards"),
+    (lambda: jaxdust.points_beam(jnp.zeros((0, 4, 3), jnp.int8), 4), "no boards"),
+    (lambda: play_boards(jnp.zeros((0, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9), "no boards"),
+    (lambda: jaxdust.make("Dust-6x6x5-v0", auto_reset="false"), "auto_reset must be True or False"),
+    (lambda: jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3)).reset(jax.random.key(0), np.ones((5, 5), np.int8)),
+     r"board of shape \(5, 5\), this env plays \(4, 3\)"),
+    (lambda: jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3)).reset(jax.random.key(0), np.full((4, 3), 7)), r"cell \(0, 0\) holds 7"),
+    (lambda: jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3)).reset(jax.random.key(0), np.ones((4, 3), np.float32)), "must hold integers"),
+    (lambda: jaxdust.read_board_file(BOARDS_FILE, limit=0), "limit must be a positive integer"),
+    (lambda: jaxdust.board_to_text([[12, 1], [1, 1]]), "one digit a cell"),
+    (lambda: jaxdust.board_to_text(np.ones((2, 2, 2), int)), "must be 2-D"),
+    (lambda: jaxdust.score("1" * 48, [(0.9, 0)]), r"click 0: \(0.9, 0\) is not an \(x, y\) pair of ints"),
+    (lambda: jaxdust.replay("1" * 48, [(0, 0), "00"]), "click 1: '00' is not an"),
+    (lambda: jaxdust.Rewards(clear=np.float32(3)), "must be a Python int or float, got float32"),
+    (lambda: render.board_letters([[-1, 2], [3, 0]]), "board_letters: the board holds -1"),
+    (lambda: render.board_rgb([[10, 2], [3, 0]]), "board_rgb: the board holds 10"),
+    (lambda: render.board_svg([[1, 2], [3, 0]], cell_size=0), "cell_size must be an integer >= 4"),
+    (lambda: render.board_svg([[1, 2], [3, 0]], highlight=np.ones((3, 3))), r"highlight of shape \(3, 3\)"),
+    (lambda: render.game_gif([[[1, 2], [3, 0]]], milliseconds=-5), "milliseconds must be a positive integer"),
 ]
 
 

@@ -88,6 +88,22 @@ def test_board_files_parse_with_values_and_line_numbers(boards_dir):
     assert optimal[0].board.shape == (8, 4) and len(optimal[0].values) == 1
 
 
+def test_each_shape_comment_holds_until_the_next_and_boards_follow_their_rules(tmp_path):
+    path = tmp_path / "boards.txt"
+    path.write_text("# width=3 height=2\n112233 1\n# a plain comment keeps the shape\n121212 2\n"
+                    "# width=2 height=3\n112233 3\n")
+    records = jaxdust.read_board_file(path)
+    assert [r.board.shape for r in records] == [(3, 2), (3, 2), (2, 3)] and [r.values for r in records] == [(1,), (2,), (3,)]
+    assert [r.board.shape for r in jaxdust.read_board_file(path, width=6, height=1)] == [(6, 1)] * 3  # given: wins
+    assert len(jaxdust.read_board_file(path, limit=2)) == 2
+    # Settled under samegame (columns close left), not under dust (halves pack to the centre).
+    path.write_text("# width=4 height=2\n11200000\n")
+    with pytest.raises(ValueError, match="boards.txt:2: .*left half"):
+        jaxdust.read_board_file(path)
+    (record,) = jaxdust.read_board_file(path, rules="samegame")
+    assert jaxdust.board_to_text(record.board) == "11200000"
+
+
 def test_malformed_board_file_line_is_named(tmp_path):
     path = tmp_path / "boards.txt"
     path.write_text("# width=2 height=2\n1122 3\n11x2 4\n")

@@ -78,6 +78,32 @@ def test_finished_state_steps_are_no_ops_without_auto_reset():
     assert not bool(jnp.any(ts.observation.action_mask))
 
 
+def test_a_truncated_state_steps_as_a_no_op_too():
+    """Past its click cap (truncated, no auto-reset) a game changes no more: the board,
+    the clicks, reward 0 and discount 0, as a terminated one."""
+    env = DustEnv(GameConfig(4, 2, 3), max_clicks=1)
+    state, _ = env.reset(jax.random.key(0), board=SMALL)
+    state, ts = env.step(state, action(1, 0))
+    assert int(ts.step_type) == StepType.LAST and float(ts.discount) == 1.0 and int(state.clicks) == 1
+    for cell in [(2, 0), (0, 0)]:
+        after, ts = env.step(state, action(*cell))
+        np.testing.assert_array_equal(after.board, state.board)
+        assert (int(after.clicks), int(ts.extras["removed"]), float(ts.reward), float(ts.discount),
+                int(ts.step_type)) == (1, 0, 0.0, 0.0, StepType.LAST)
+    batched, _ = jax.vmap(env.step)(jax.tree.map(lambda leaf: jnp.stack([leaf, leaf]), state), jnp.array([0, 4]))
+    np.testing.assert_array_equal(batched.board, jnp.stack([state.board] * 2))
+
+
+def test_a_given_board_is_checked_and_held_as_int8():
+    board = np.asarray(SMALL, np.int64)
+    state, ts = SMALL_ENV.reset(jax.random.key(0), board)
+    assert state.board.dtype == jnp.int8 and ts.observation.board.dtype == jnp.int8
+    jitted, _ = jax.jit(SMALL_ENV.reset)(jax.random.key(0), board)  # traced: shape and dtype still checked
+    np.testing.assert_array_equal(jitted.board, state.board)
+    with pytest.raises(ValueError, match="shape"):
+        jax.jit(SMALL_ENV.reset)(jax.random.key(0), board[:3])
+
+
 def test_auto_reset_starts_a_fresh_board_and_reports_the_final_one():
     env = DustEnv(GameConfig(4, 2, 3), auto_reset=True)
     state, _ = env.reset(jax.random.key(5), board=SMALL)

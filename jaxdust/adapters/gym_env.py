@@ -85,13 +85,14 @@ class DustGymEnv(gymnasium.Env):
         self._state = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        """``options={"board": ...}`` starts from that board (anything ``parse_board`` takes)."""
+        """``options={"board": ...}`` starts from that board (anything ``parse_board`` takes;
+        text is read at this env's size), settled under its rules, of its size and colours."""
         super().reset(seed=seed)
         board = (options or {}).get("board")
         if board is not None:
-            board = parse_board(board, rules=self.env.game.rules)
-            if board.shape != self.observation_space.shape:
-                raise ValueError(f"board of shape {board.shape}, this env plays {self.observation_space.shape}")
+            width, height = self.observation_space.shape
+            board = parse_board(board, *((width, height) if isinstance(board, str) else ()), rules=self.env.game.rules)
+            board = self.env.init(jax.random.key(0), board).board  # ValueError: another shape, a colour too high
         self._state, timestep = self._reset(_seed_key(self.np_random), board)
         return np.asarray(timestep.observation.board), _info(timestep, int)
 

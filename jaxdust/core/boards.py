@@ -6,6 +6,7 @@ wrong, so a bad board never reaches a jitted function.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
@@ -144,8 +145,18 @@ def parse_size(text: str) -> game.GameConfig:
 
 
 def board_to_text(board) -> str:
-    """The RULES.md text form of a board: its digits in x-major order."""
-    return "".join(str(int(v)) for v in np.asarray(board).reshape(-1))
+    """The RULES.md text form of a board ``[W, H]``: its digits in x-major order.
+
+    Raises:
+      ValueError: a board that is not 2-D or holds a value outside 0..9 (one digit a cell).
+    """
+    cells = np.asarray(board)
+    if cells.ndim != 2:
+        raise ValueError(f"board must be 2-D [width, height], got shape {cells.shape}")
+    if cells.size and (cells.min() < 0 or cells.max() > game.MAX_COLORS):
+        raise ValueError(f"board holds {cells.min() if cells.min() < 0 else cells.max()}; the text form has one "
+                         f"digit a cell, 0 (empty) to {game.MAX_COLORS}")
+    return "".join(str(int(v)) for v in cells.reshape(-1))
 
 
 class BoardRecord(NamedTuple):
@@ -192,43 +203,49 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
                 source: str | None = None):
     """``(line_number, fields, width, height)`` for each board line of a board file: blank
     lines and ``#`` comments are skipped, and a ``# width=W height=H`` comment sets the shape
-    unless given. ValueError ``"<source>:<line>: ..."`` (``"line <line>: ..."`` without a
-    source) for a bad header."""
+    unless given; each such comment holds until the next one. ValueError
+    ``"<source>:<line>: ..."`` (``"line <line>: ..."`` without a source) for a bad header."""
+    header = (None, None)
     for number, raw in enumerate(lines, start=1):
         text = raw.strip()
         if text.startswith("#"):
             try:
-                header_width, header_height = header_shape(text)
+                shape = header_shape(text)
             except ValueError as error:
                 raise ValueError(f"{source}:{number}: {error}" if source else f"line {number}: {error}") from None
-            width, height = width or header_width, height or header_height
+            header = shape if shape != (None, None) else header
         elif text:
-            yield number, text.split(), width, height
+            yield number, text.split(), width or header[0], height or header[1]
 
 
 def read_board_file(path: str | os.PathLike, width: int | None = None,
-                    height: int | None = None, limit: int | None = None) -> list[BoardRecord]:
-    """Boards from a file in the ``boards/`` format.
+                    height: int | None = None, limit: int | None = None, rules: str = "dust") -> list[BoardRecord]:
+    """Boards from a file in the ``boards/`` format, each settled under ``rules``.
 
     Lines starting with ``#`` are comments; a ``# width=W height=H`` comment sets the
-    shape unless given here. Each other non-blank line is a board in text form followed
-    by optional integers. ``limit``: read only the first that many boards.
+    shape of the boards after it unless given here. Each other non-blank line is a board in
+    text form followed by optional integers. ``limit``: read only the first that many
+    boards (a positive integer, or None for all).
 
     Raises:
-      ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line.
+      ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line; a ``limit``
+        below 1.
     """
     lines = files.read_text(os.fspath(path), "board file").splitlines()
-    return read_board_lines(lines, str(path), width, height, limit)
+    return read_board_lines(lines, str(path), width, height, limit, rules)
 
 
 def read_board_lines(lines: Sequence[str], source: str, width: int | None = None, height: int | None = None,
-                     limit: int | None = None) -> list[BoardRecord]:
+                     limit: int | None = None, rules: str = "dust") -> list[BoardRecord]:
     """``read_board_file`` on a file's lines (read once, as from standard input, for
     ``declares_optima`` too); ``source`` names the file in errors."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1):
+        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+    game.rules_of(rules)
     records = []
     for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, source):
         try:
-            board = parse_board(digits, line_width, line_height)
+            board = parse_board(digits, line_width, line_height, rules)
             values = tuple(int(v) for v in rest)
         except ValueError as error:
             raise ValueError(f"{source}:{number}: {error}") from None
@@ -255,8 +272,10 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tu
     smallest = game.rules_of(rules).min_group
     boards, clusters = [np.asarray(board)], []
     for step, click in enumerate(clicks):
-        try:
-            x, y = (int(v) for v in click)
+        try:  # integers only (operator.index): 0.9 is not cell 0, nor "00" the click (0, 0)
+            if isinstance(click, (str, bytes)) or any(isinstance(v, (bool, np.bool_)) for v in click):
+                raise TypeError
+            x, y = (operator.index(v) for v in click)
         except (TypeError, ValueError):
             raise ValueError(f"click {step}: {click!r} is not an (x, y) pair of ints") from None
         if not (0 <= x < width and 0 <= y < height):

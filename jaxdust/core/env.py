@@ -29,7 +29,8 @@ called one step at a time) and ``jax.jit(env.step)`` compile once per configurat
   observation of a fresh random board drawn from ``state.key``, with the final step's
   reward, discount and ``LAST`` step type; ``extras["next_board"]`` keeps the board the
   click produced.
-- Stepping an already finished state (no auto-reset) changes nothing and gives reward 0.
+- Stepping an already finished state (terminated or truncated; no auto-reset) changes
+  nothing and gives reward 0 and discount 0.
 - **Batches**: ``jax.vmap(env.step)`` runs ``env.step_batch`` once on the whole batch (a
   ``custom_vmap`` rule), which clicks with the batch axis last; results equal stepping
   each game alone.
@@ -129,6 +130,8 @@ class DustEnv:
             raise TypeError(f"max_clicks must be an int or None, got {self.max_clicks!r}")
         if self.max_clicks is not None and self.max_clicks < 1:
             raise ValueError(f"max_clicks must be >= 1 or None, got {self.max_clicks}")
+        if not isinstance(self.auto_reset, bool):  # a string "false" would turn it on
+            raise TypeError(f"auto_reset must be True or False, got {self.auto_reset!r}")
 
     def render(self, state: State, cell_size: int = 16) -> np.ndarray:
         """One state's board as an RGB image, uint8 ``[H * cell_size, W * cell_size, 3]``
@@ -159,11 +162,37 @@ class DustEnv:
         )
 
     def init(self, key: jax.Array, board: jax.Array | None = None) -> State:
-        """A first state: a random board from ``key``, or the given ``board``."""
+        """A first state: a random board from ``key``, or the given ``board``, integer
+        ``[W, H]`` of this env's size (held as int8). Its shape and dtype are checked always,
+        its colours (0 to ``colors``) where it is not traced; ``parse_board`` checks that a
+        board is settled.
+
+        Raises:
+          ValueError: a board of another shape, or a colour outside 0..colors.
+          TypeError: a board that is not of integers.
+        """
         board_key, key = jax.random.split(key)
         if board is None:
             board = game.random_board(board_key, self.game)
+        else:
+            board = self._checked_board(board)
         return State(board=board, clicks=jnp.int32(0), key=key)
+
+    def _checked_board(self, board) -> jax.Array:
+        board = jnp.asarray(board)
+        shape = (self.game.width, self.game.height)
+        if board.shape != shape:
+            raise ValueError(f"board of shape {board.shape}, this env plays {shape} [width, height]")
+        if board.dtype == jnp.bool_ or not jnp.issubdtype(board.dtype, jnp.integer):
+            raise TypeError(f"board must hold integers (colours 0..{self.game.colors}), got dtype {board.dtype}")
+        if not isinstance(board, jax.core.Tracer):
+            cells = np.asarray(board)
+            bad = np.argwhere((cells < 0) | (cells > self.game.colors))
+            if len(bad):
+                x, y = bad[0]
+                raise ValueError(f"cell ({x}, {y}) holds {cells[x, y]}; this env's colours are 0 (empty) to "
+                                 f"{self.game.colors}")
+        return board.astype(game.BOARD_DTYPE)
 
     def reset(self, key: jax.Array, board: jax.Array | None = None) -> tuple[State, TimeStep]:
         state = self.init(key, board)
@@ -203,8 +232,13 @@ class DustEnv:
         else:
             finished_before = game.is_over(boards_last, rules.name)
             stuck = game.is_over(boards, rules.name) & ~finished_before
+        if self.max_clicks is not None:  # a truncated game stays as it was, as a terminated one does
+            capped = states.clicks >= self.max_clicks
+            finished_before = finished_before | capped
+            board = jnp.where(capped[:, None, None], states.board, board)
+            removed = jnp.where(capped, 0, removed)
         cleared = (removed == occupied) & ~finished_before
-        terminated = cleared | stuck
+        terminated = (cleared | stuck) & ~finished_before
         clicks = states.clicks + jnp.where(finished_before, 0, 1).astype(jnp.int32)
         if rules.objective == "clicks":
             reward = jnp.where(removed == 0, self.rewards.empty_click,

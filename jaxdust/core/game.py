@@ -327,9 +327,19 @@ def public(function):
     """``function`` jitted, its ``rules`` argument static: the everyday API compiles once per
     board shape and rule set. Called outside ``jit`` it would otherwise run op by op and
     compile its fixed-point loops on every call (40-150 ms a click or a labelling on a CPU
-    instead of tens of microseconds); inside another ``jit`` the wrapper is inlined."""
+    instead of tens of microseconds); inside another ``jit`` the wrapper is inlined. A board
+    given as nested lists ``[x][y]`` becomes an int8 array first (under ``jit`` a list would
+    be a list of scalars)."""
     static = ("rules",) if "rules" in inspect.signature(function).parameters else ()
-    return jax.jit(function, static_argnames=static)
+    jitted = jax.jit(function, static_argnames=static)
+
+    @functools.wraps(function)
+    def call(board, *args, **kwargs):
+        if isinstance(board, (list, tuple)):
+            board = jnp.asarray(board, BOARD_DTYPE)
+        return jitted(board, *args, **kwargs)
+
+    return call
 
 
 def batch_last_vmap(function):
@@ -562,6 +572,8 @@ def slide_to_centre(board: jax.Array) -> jax.Array:
     mirror image of the right half's rule, so it is flipped, compacted and flipped back.
     """
     half = board.shape[0] // 2
+    if half == 0:  # one column: nothing slides
+        return board
     left = _compact_to_front(board[:half][::-1], axis=0)[::-1]
     right = _compact_to_front(board[half:], axis=0)
     return jnp.concatenate([left, right], axis=0)

@@ -54,6 +54,8 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
     Stops as soon as every game has ended, so the loop costs the longest game, not the cap.
     """
     num_boards = boards.shape[0]
+    if num_boards == 0:
+        raise ValueError("play_boards: no boards (a batch of 0)")
     over = jax.vmap(lambda board: game.is_over(board, rules))
 
     def unfinished(carry: _PlayCarry) -> jax.Array:

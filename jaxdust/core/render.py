@@ -24,14 +24,29 @@ PALETTE = (
 )
 
 
+def _cells(board, what: str, highlight=None, cell_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One board ``[W, H]`` of colours 0..9 and its highlight (bool ``[W, H]``, none marked
+    where None), checked: ValueError naming the function and the problem."""
+    cells = np.asarray(board)
+    if cells.ndim != 2:
+        raise ValueError(f"{what} renders one board [width, height], got shape {cells.shape}")
+    if cells.size and (cells.min() < 0 or cells.max() >= len(PALETTE)):
+        raise ValueError(f"{what}: the board holds {cells.min() if cells.min() < 0 else cells.max()}; colours are "
+                         f"0 (empty) to {len(PALETTE) - 1}")
+    marked = np.zeros(cells.shape, bool) if highlight is None else np.asarray(highlight, bool)
+    if marked.shape != cells.shape:
+        raise ValueError(f"{what}: highlight of shape {marked.shape} for a board of shape {cells.shape}")
+    if cell_size is not None and (not isinstance(cell_size, (int, np.integer)) or cell_size < 4):
+        raise ValueError(f"cell_size must be an integer >= 4 pixels, got {cell_size!r}")
+    return cells, marked
+
+
 def board_letters(board) -> str:
     """Letter grid, top row first: colour 1 is ``A``, empty is ``.``.
 
     A 3x2 board ``[[1, 2], [3, 0], [1, 0]]`` prints as ``"B..\\nACA"``.
     """
-    cells = np.asarray(board)
-    if cells.ndim != 2:
-        raise ValueError(f"board_letters renders one board [width, height], got shape {cells.shape}")
+    cells, _ = _cells(board, "board_letters")
     return "\n".join(
         "".join(LETTERS[int(v)] for v in cells[:, y]) for y in reversed(range(cells.shape[1]))
     )
@@ -40,11 +55,8 @@ def board_letters(board) -> str:
 def board_svg(board, highlight=None, cell_size: int = 28, title: str | None = None) -> str:
     """An SVG picture of one board, y=0 at the bottom; ``highlight`` (bool ``[W, H]``)
     outlines cells, e.g. the cluster about to be clicked."""
-    cells = np.asarray(board)
-    if cells.ndim != 2:
-        raise ValueError(f"board_svg renders one board [width, height], got shape {cells.shape}")
+    cells, marked = _cells(board, "board_svg", highlight, cell_size)
     width, height = cells.shape
-    marked = np.zeros_like(cells, bool) if highlight is None else np.asarray(highlight, bool)
     pad = 2
     caption = 18 if title else 0
     total_w, total_h = width * cell_size + 2 * pad, height * cell_size + 2 * pad + caption
@@ -101,12 +113,7 @@ def board_rgb(board, highlight=None, cell_size: int = 16) -> np.ndarray:
     """One board as an image: uint8 ``[height * cell_size, width * cell_size, 3]``, top row
     first (what ``render(mode="rgb_array")`` returns in Gymnasium); ``highlight`` (bool
     ``[W, H]``) draws those cells with a white border."""
-    cells = np.asarray(board)
-    if cells.ndim != 2:
-        raise ValueError(f"board_rgb renders one board [width, height], got shape {cells.shape}")
-    if cell_size < 4:
-        raise ValueError(f"cell_size must be >= 4 pixels, got {cell_size}")
-    marked = np.zeros(cells.shape, bool) if highlight is None else np.asarray(highlight, bool)
+    cells, marked = _cells(board, "board_rgb", highlight, cell_size)
     rows = np.flipud(cells.T)  # [H, W], top row first
     marked = np.flipud(marked.T)
     inset = max(1, cell_size // 8)
@@ -131,6 +138,8 @@ def game_gif(boards, highlights=None, cell_size: int = 24, milliseconds: int = 5
     boards = list(boards)
     if not boards:
         raise ValueError("game_gif needs at least one board")
+    if not isinstance(milliseconds, (int, np.integer)) or isinstance(milliseconds, bool) or milliseconds < 1:
+        raise ValueError(f"milliseconds must be a positive integer, got {milliseconds!r}")
     highlights = list(highlights) if highlights is not None else [None] * len(boards)
     if len(highlights) != len(boards):
         raise ValueError(f"{len(highlights)} highlights for {len(boards)} boards")

@@ -107,10 +107,14 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
     if found.objective == "clicks":
         raise ValueError(f"points_beam plays the points and cells-left rules, got {rules!r}; "
                          "fewest clicks: jaxdust.beam_search")
+    boards = boards if hasattr(boards, "shape") else jnp.asarray(boards)  # nested lists
     if boards.ndim != 3:
         raise ValueError(f"points_beam takes boards [B, W, H], got shape {boards.shape}")
-    if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+    if boards.shape[0] == 0:
+        raise ValueError("points_beam: no boards (a batch of 0)")
+    if not isinstance(width, (int, np.integer)) or isinstance(width, bool) or width < 1:
         raise ValueError(f"points_beam: width must be a positive integer, got {width!r}")
+    width = int(width)
     count, board_width, board_height = boards.shape
     if board_width * board_height > MAX_CELLS:
         raise ValueError(f"points_beam takes boards of at most {MAX_CELLS} cells, got {board_width}x{board_height}")
