@@ -18,7 +18,7 @@ import jaxdust
 from jaxdust.core import configs, play
 from jaxdust.core import reference as ref
 from jaxdust.evaluation import baselines
-from jaxdust.learn import agents, avi, checkpoint, dqn, imitation, learners, networks
+from jaxdust.learn import agents, avi, checkpoint, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
 from tests.conftest import WHOLE_DQN, host_devices_flags
@@ -379,6 +379,25 @@ def test_a_fresh_train_state_fits_its_trained_checkpoints(tmp_path):
     wider = imitation.initial_state(dataclasses.replace(config, hidden=(9,)), jax.random.key(0))
     with pytest.raises(checkpoint.MismatchedCheckpoint, match="another shape or dtype: .*MLP_0.Dense_0"):
         saved.verify(1, wider, {"config": 1})
+
+
+def test_a_config_field_added_since_a_checkpoint_was_saved_reads_at_its_default(tmp_path):
+    """A checkpoint saved before a config field existed (its config lacks the field) is this
+    version's run where the field holds its default, and another config where it does not."""
+    learner = learners.get("imitation")
+    config = imitation.ImitationConfig(hidden=(8,))
+    state = imitation.initial_state(config, jax.random.key(0))
+    current = {"learner": "imitation", "config": configs.to_json(config)}
+    older = {"learner": "imitation", "config": {k: v for k, v in current["config"].items() if k != "features"}}
+    checkpoint.Checkpoints(str(tmp_path)).save(1, state, older)
+    saved = checkpoint.Checkpoints(str(tmp_path), upgrade=runs.upgrade(learner))
+    saved.verify(1, state, current)
+    assert int(saved.read(1, state, current).step) == int(state.step)
+    other = {"learner": "imitation", "config": configs.to_json(dataclasses.replace(config, features=not config.features))}
+    with pytest.raises(checkpoint.MismatchedCheckpoint, match="differs in: config.features"):
+        saved.verify(1, state, other)
+    with pytest.raises(checkpoint.MismatchedCheckpoint, match="differs in: config.features"):
+        checkpoint.Checkpoints(str(tmp_path)).verify(1, state, current)  # without the upgrade: as it was saved
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import numpy as np
@@ -115,10 +115,15 @@ def _data_to_keys(tree, like):
 
 class Checkpoints:
     """``save(step, state, config)``, ``restore(like, config)`` (or ``restore_newest``,
-    past damaged ones) and ``set_aside(step)`` (a damaged one) in ``directory``."""
+    past damaged ones) and ``set_aside(step)`` (a damaged one) in ``directory``.
 
-    def __init__(self, directory: str, max_to_keep: int = 3):
+    ``upgrade`` maps a config read from a checkpoint to this version's form before it is
+    compared with the caller's (``runs`` fills in fields added since, at their defaults,
+    so that adding a config field leaves older runs readable)."""
+
+    def __init__(self, directory: str, max_to_keep: int = 3, upgrade: Callable[[dict], dict] | None = None):
         self.directory = os.path.abspath(directory)
+        self.upgrade = upgrade or (lambda config: config)
         self.manager = ocp.CheckpointManager(
             self.directory,
             options=ocp.CheckpointManagerOptions(
@@ -217,6 +222,7 @@ class Checkpoints:
             saved_config = self.manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]
         except Exception as error:  # orbax raises several types for unreadable files
             raise self._unreadable(step, _brief(error)) from None
+        saved_config = self.upgrade(saved_config)
         if saved_config != config:
             saved_flat, flat = _flatten(saved_config), _flatten(config)
             changed = sorted(k for k in set(saved_flat) | set(flat) if saved_flat.get(k) != flat.get(k))

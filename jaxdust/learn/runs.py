@@ -108,6 +108,21 @@ def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
         raise RunError(f"{path} does not match this version of jaxdust ({error})") from None
 
 
+def upgrade(learner: learners.Learner):
+    """``Checkpoints``' ``upgrade`` for ``learner``'s runs: a saved ``{"learner", "config"}``
+    as this version writes it, each config field added since it was saved at its default
+    (as ``read_run_config`` reads ``config.json``); one that does not fit stays as it was,
+    to be reported as another config."""
+
+    def upgraded(saved: dict) -> dict:
+        try:
+            return {**saved, "config": configs.to_json(configs.from_json(learner.config_class, saved["config"]))}
+        except (KeyError, TypeError, ValueError):
+            return saved
+
+    return upgraded
+
+
 class Run:
     """Checkpoints, the metrics log and the wall clock of one run directory."""
 
@@ -135,10 +150,10 @@ class Run:
         if self.primary:
             files.remove_leftover_temporaries(directory)
             files.atomic_write_json(os.path.join(directory, "config.json"), self.saved)
-        self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"))
+        self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"), upgrade=upgrade(learner))
         # Models are selected by value-greedy play on the evaluation boards: the best
         # evaluated state is kept apart from the newest (which resume continues from).
-        self.best = checkpoint.Checkpoints(os.path.join(directory, BEST_DIR), max_to_keep=1)
+        self.best = checkpoint.Checkpoints(os.path.join(directory, BEST_DIR), max_to_keep=1, upgrade=upgrade(learner))
         self.best_greedy = float("inf")
         self.metrics_path = os.path.join(directory, "metrics.jsonl")
         self.tensorboard = _tensorboard_writer(os.path.join(directory, TENSORBOARD_DIR)) \
@@ -397,7 +412,7 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
                         jax.eval_shape(lambda: learner.template(config)))
     unreadable = []  # NoReadableCheckpoint of each source tried
     for source in sources:
-        checkpoints = checkpoint.Checkpoints(source)
+        checkpoints = checkpoint.Checkpoints(source, upgrade=upgrade(learner))
         try:
             step, state, skipped = checkpoints.restore_newest(like, saved)
         except checkpoint.NoReadableCheckpoint as error:
