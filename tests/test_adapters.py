@@ -103,6 +103,21 @@ def test_gymnasium_env_plays_a_given_board_by_the_rules():
     assert env.render().shape == (6 * 16, 8 * 16, 3)
 
 
+def test_gymnasium_env_refuses_steps_after_its_episode_ended():
+    """A truncated game stepped again would come back with discount 0, which reads as
+    terminated: a step after the end is refused until reset, as one before the first is."""
+    env = DustGymEnv(jaxdust.make("Dust-6x6x5-v0", max_clicks=1))
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.action_masks()
+    env.reset(seed=0)
+    _, _, terminated, truncated, _ = env.step(0)
+    assert (terminated, truncated) == (False, True)
+    with pytest.raises(RuntimeError, match="the episode has ended"):
+        env.step(1)
+    env.reset(seed=1)
+    assert env.step(0)[3]  # playable again
+
+
 def test_gymnasium_reset_reads_text_at_the_envs_size_and_checks_the_colours():
     env = DustGymEnv("Dust-6x6x5-v0")
     board = np.asarray(jaxdust.random_board(jax.random.key(2), jaxdust.GameConfig(6, 6, 5)))

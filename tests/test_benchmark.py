@@ -11,7 +11,9 @@ import pytest
 
 import jaxdust
 from jaxdust.core import boards as board_io
+from jaxdust.core import configs
 from jaxdust.evaluation import benchmark, leaderboard, registry
+from jaxdust.learn import avi, runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -181,12 +183,10 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
 def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path):
     """A row measured on a run keeps the run's fingerprint (its config and checkpoints'
     checksums): the same run directory trained again, or further, no longer matches."""
-    from jaxdust.learn import runs
-
     run = tmp_path / "run"
     assert runs.fingerprint(str(run)) == ""
     run.mkdir()
-    (run / "config.json").write_text('{"learner": "avi"}')
+    (run / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(avi.AVIConfig())}))
     for folder, step in (("best", "25"), ("checkpoints", "30")):
         (run / folder / step).mkdir(parents=True)
         (run / folder / step / "checksums.json").write_text('{"state/a": "1"}')
@@ -208,6 +208,9 @@ def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_pat
     assert leaderboard._kept_row(path, benchmark.Row) is None  # a run's row is no other agent's
     leaderboard._keep_row(path, row)
     assert leaderboard._kept_row(path, benchmark.Row) == row
+    # Every entry that plays the run carries it, from --runs or named in --entries.
+    entries = [f"policy:{run}", f"value:{run}:8", "largest", f"mcts:{run}:64", f"greedy:{run}"]
+    assert leaderboard.run_sources(entries) == {entry: runs.fingerprint(str(run)) for entry in entries if entry != "largest"}
 
 
 def test_reports_name_the_cpu_model_the_kernel_reports():

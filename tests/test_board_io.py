@@ -124,7 +124,7 @@ def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tm
     from jaxdust.evaluation.cli import load_board_set
 
     def proven(path):
-        return load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None))[2]
+        return load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=jaxdust.GameConfig()))[2]
 
     def declared(path):
         return declares_optima(path.read_text().splitlines())

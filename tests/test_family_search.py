@@ -6,6 +6,7 @@ import json
 import pathlib
 from collections import deque
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -251,6 +252,14 @@ def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_
     assert report["agents"]["largest"]["mean"] == pytest.approx(np.mean(greedy))  # UVa 758's greedy
     assert report["agents"]["nmcs:1"]["mean"] > 3 * report["agents"]["random"]["mean"]
     assert (tmp_path / "sg" / "points.png").stat().st_size > 1000
+    # A board file is read under the rules played: five full columns, closed left, are a
+    # settled SameGame board (and no dust board: its left half is not packed to the centre).
+    board = np.zeros((15, 15), np.int8)
+    board[:5] = np.asarray(jaxdust.random_board(jax.random.key(4), jaxdust.GameConfig(5, 15, 5)))
+    (tmp_path / "sg.txt").write_text("# width=15 height=15\n" + jaxdust.board_to_text(board) + "\n")
+    report = evaluate.main(["--env", "SameGame-15x15x5-v0", "--boards", str(tmp_path / "sg.txt"), "--jobs", "1",
+                            "--agents", "largest", "--out", str(tmp_path / "sg-file")])
+    assert report["agents"]["largest"]["mean"] == fr.largest_group_greedy(board)[1]
 
     report = evaluate.main(["--env", "Clickomania-10x10x4-v0", "--random", "3", "--jobs", "1",
                             "--agents", "random,cpu-beam:16,beam:16", "--out", str(tmp_path / "ck")])
@@ -326,6 +335,8 @@ def test_jax_points_beam_plays_legal_lines_and_matches_numba_at_width_one(rules)
             assert clicks == points.beam(board, width, rules).clicks
             if width == 512:
                 assert value == best_points(board, rules)
+    as_lists = jaxdust.points_beam(small.tolist(), width=np.int64(512), rules=rules)  # lists, a numpy width
+    assert all(np.array_equal(a, b) for a, b in zip(as_lists, found))
     with pytest.raises(ValueError, match="points_beam plays the points and cells-left rules"):
         jaxdust.points_beam(jnp.asarray(small), rules="former")
 

@@ -90,6 +90,26 @@ def test_single_row_cleared_in_one_click():
     assert bool(game.is_done(new))
 
 
+def test_a_board_one_column_wide_and_a_board_as_lists_play_as_the_reference():
+    """One column slides nowhere (the dust rules' halves are empty and whole); a board
+    given as nested lists is the int8 board, and lists of anything but colours are refused."""
+    column = [[1, 2, 2, 1, 1]]
+    for y in range(5):
+        new, removed = game.click(board(column), 0, y)
+        want, want_removed = ref.click(np.array(column, np.int8), 0, y)
+        np.testing.assert_array_equal(new, want)
+        assert int(removed) == want_removed
+    lists = [[1, 1, 2], [2, 1, 0], [3, 0, 0]]
+    for function in (game.click, lambda b, x, y: game.click(b, x, y, rules="samegame")):
+        got, array = function(lists, 1, 1), function(board(lists), 1, 1)
+        assert got[0].dtype == jnp.int8 and all(np.array_equal(g, a) for g, a in zip(got, array))
+    assert bool(game.is_over([[0, 0], [0, 0]])) and not bool(game.is_over(lists))
+    with pytest.raises(ValueError, match="must hold integers"):
+        game.click([[1.5, 1.0]], 0, 0)
+    with pytest.raises(ValueError, match="holds 12"):
+        game.cluster_labels([[12, 1]])
+
+
 def test_labels_sizes_and_one_action_per_cluster():
     start = board([[1, 2], [1, 2], [2, 0]])
     np.testing.assert_array_equal(game.cluster_labels(start), [[0, 1], [0, 1], [4, -1]])

@@ -39,6 +39,9 @@ def test_smoke_suite_runs_every_step_in_resumed_calls(tmp_path):
     here, there = tmp_path / "here", tmp_path / "there"
     first = run_suite(here, "--step", "all")
     assert "the training run is not finished" in first and not (here / "eval.json").exists()
+    train = load(here, "train")  # the first piece as another version's: the run goes on
+    train["pieces"][0].update(jaxdust="0.1.0", commit="0000000")
+    files.atomic_write_json(str(here / "train.json"), train)
     run_suite(here, "--step", "all")
     carry_to(here, there, tmp_path / "carried" / "suite.tgz")
     # The same machine in fact: its compiled programs, which a pack leaves out, spare the
@@ -112,6 +115,7 @@ def check_training_and_evaluation(out):
     assert train["learner"] == "avi" and train["total_updates"] > 0
     assert [piece["updates_done"] for piece in train["pieces"]] == [2, 4, 6]  # chunks of 2 updates
     assert [piece["piece"] for piece in train["pieces"]] == [1, 2, 3]
+    assert [piece["jaxdust"] for piece in train["pieces"]] == ["0.1.0", jaxdust.__version__, jaxdust.__version__]
     assert {piece["device"] for piece in train["pieces"]} == {load(out, "device")["device_kind"]}
     chunks = [piece["last_chunk"] for piece in train["pieces"]]
     assert chunks == sorted(chunks) and len(set(chunks)) == 3  # each piece went on from the last
@@ -134,7 +138,7 @@ def check_report_and_resumed_steps(out, stdout):
     assert "Measured with `python benchmarks/gpu_suite.py --step all --pieces 3 --piece-minutes 0.02` on" in report
     assert "| Dust-8x6x5-v0 |" in report and "| jax, width 4, 4 boards per search |" in report
     assert "| trained | proven |" in report
-    assert f"CPU cores, jaxdust {jaxdust.__version__} (commit " in report  # one version made every result
+    assert f"; training pieces: jaxdust 0.1.0 (commit 0000000) and jaxdust {jaxdust.__version__}" in report
     before = {name: (out / f"{name}.json").read_text() for name in ("env", "beam", "train", "eval")}
     run_suite(out, "--step", "env")
     run_suite(out, "--step", "train")  # all pieces done: nothing more
@@ -173,7 +177,7 @@ def check_report_and_resumed_steps(out, stdout):
 
 def check_results_of_another_version_are_measured_again(out):
     """A result kept by another jaxdust version is measured again (env, beam and eval would
-    describe other code); the training run goes on, and the report names each piece's version."""
+    describe other code); where one version made every result, the report names it once."""
     env, beam, evaluation = load(out, "env"), load(out, "beam"), load(out, "eval")
     planted = {"jaxdust": "0.1.0", "commit": "0000000"}
     files.atomic_write_json(str(out / "env.json"), {**env, "cpu": {**env["cpu"], "Dust-6x6x5-v0": {
@@ -193,17 +197,13 @@ def check_results_of_another_version_are_measured_again(out):
     assert rows["jax, width 4, 4 boards per search"] == beam["rows"]["jax, width 4, 4 boards per search"]
     evaluated = load(out, "eval")
     assert evaluated["jaxdust"] == jaxdust.__version__ and set(evaluated["rows"]) == set(evaluation["rows"])
-    train = load(out, "train")
-    assert {piece["jaxdust"] for piece in train["pieces"]} == {jaxdust.__version__}
-    train["pieces"][0].update(jaxdust="0.2.9", commit="978b080")
-    files.atomic_write_json(str(out / "train.json"), train)
-    run_suite(out, "--step", "report")
-    report = (out / "report.md").read_text()
-    assert f"training pieces: jaxdust 0.2.9 (commit 978b080) and jaxdust {jaxdust.__version__} (commit " in report
-    assert f"CPU cores, env: jaxdust {jaxdust.__version__}" in report
-    files.atomic_write_json(str(out / "train.json"), load(out, "train") | {"pieces": [
-        {**piece, "jaxdust": jaxdust.__version__} for piece in train["pieces"]]})
     files.atomic_write_json(str(out / "eval.json"), evaluation)  # the report checks below read these
+    train = load(out, "train")
+    assert f"CPU cores, env: jaxdust {jaxdust.__version__}" in run_suite(out, "--step", "report")
+    files.atomic_write_json(str(out / "train.json"), train | {"pieces": [
+        {**piece, "jaxdust": jaxdust.__version__, "commit": train["pieces"][-1]["commit"]} for piece in train["pieces"]]})
+    assert f"CPU cores, jaxdust {jaxdust.__version__}" in run_suite(out, "--step", "report")
+    assert "training pieces:" not in (out / "report.md").read_text()  # one version: named once
 
 
 def write_notebook(path, *sources):

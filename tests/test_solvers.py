@@ -627,6 +627,9 @@ def test_beam_search_solutions_replay_and_never_beat_the_optimum(boards_dir):
         assert length >= record.values[0] and np.all(actions[length:] == -1)
         final, count = jaxdust.replay(record.board, [(a // 4, a % 4) for a in actions[:length]])
         assert count == length and bool(jaxdust.is_done(final))
+    # Nested lists and a numpy integer width: the same search.
+    as_lists = beam.beam_search(np.asarray(record.board).tolist(), width=np.int64(32))
+    assert int(as_lists.length) == length and np.array_equal(as_lists.actions, actions)
 
 
 @pytest.mark.slow

@@ -83,6 +83,7 @@ class DustGymEnv(gymnasium.Env):
         self._reset = jax.jit(self.env.reset)
         self._step = jax.jit(self.env.step)
         self._state = None
+        self._ended = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """``options={"board": ...}`` starts from that board (anything ``parse_board`` takes;
@@ -94,16 +95,20 @@ class DustGymEnv(gymnasium.Env):
             board = parse_board(board, *((width, height) if isinstance(board, str) else ()), rules=self.env.game.rules)
             board = self.env.init(jax.random.key(0), board).board  # ValueError: another shape, a colour too high
         self._state, timestep = self._reset(_seed_key(self.np_random), board)
+        self._ended = False
         return np.asarray(timestep.observation.board), _info(timestep, int)
 
     def step(self, action):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
+        if self._ended:  # a finished game's discount is 0: a truncated one would read as terminated
+            raise RuntimeError("the episode has ended (terminated or truncated): call reset() before step()")
         action = _checked_actions(action, self.env.game.num_cells)
         if action.shape:
             raise ValueError(f"one action per step, got {action.shape} of them")
         self._state, timestep = self._step(self._state, jnp.int32(action))
         last, cleared = bool(timestep.step_type == 2), bool(timestep.discount == 0)
+        self._ended = last
         return (np.asarray(timestep.observation.board), float(timestep.reward), last and cleared,
                 last and not cleared, _info(timestep, int))
 
@@ -114,6 +119,8 @@ class DustGymEnv(gymnasium.Env):
 
     def action_masks(self) -> np.ndarray:
         """Legal clicks, bool ``[W * H]`` (the method maskable agents, e.g. sb3-contrib's, call)."""
+        if self._state is None:
+            raise RuntimeError("call reset() before action_masks()")
         return np.asarray(self.env.observe(self._state.board).action_mask)
 
 
@@ -122,8 +129,9 @@ class DustVectorEnv(VectorEnv):
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, num_envs: int, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None):
-        if not isinstance(num_envs, int) or num_envs < 1:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        num_envs = int(num_envs)
         _check_render_mode(render_mode)
         self.env = dataclasses.replace(as_env(env), auto_reset=True)
         self.num_envs = num_envs

@@ -153,10 +153,13 @@ def board_to_text(board) -> str:
     cells = np.asarray(board)
     if cells.ndim != 2:
         raise ValueError(f"board must be 2-D [width, height], got shape {cells.shape}")
-    if cells.size and (cells.min() < 0 or cells.max() > game.MAX_COLORS):
-        raise ValueError(f"board holds {cells.min() if cells.min() < 0 else cells.max()}; the text form has one "
+    if cells.dtype == bool or not np.issubdtype(cells.dtype, np.integer):
+        raise ValueError(f"board must hold integers 0-9, got dtype {cells.dtype}")
+    digits = cells.reshape(-1).tolist()
+    if digits and not 0 <= min(digits) <= max(digits) <= game.MAX_COLORS:
+        raise ValueError(f"board holds {min(digits) if min(digits) < 0 else max(digits)}; the text form has one "
                          f"digit a cell, 0 (empty) to {game.MAX_COLORS}")
-    return "".join(str(int(v)) for v in cells.reshape(-1))
+    return "".join(map(str, digits))
 
 
 class BoardRecord(NamedTuple):
@@ -273,9 +276,12 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tu
     boards, clusters = [np.asarray(board)], []
     for step, click in enumerate(clicks):
         try:  # integers only (operator.index): 0.9 is not cell 0, nor "00" the click (0, 0)
-            if isinstance(click, (str, bytes)) or any(isinstance(v, (bool, np.bool_)) for v in click):
+            if isinstance(click, (str, bytes)):
                 raise TypeError
-            x, y = (operator.index(v) for v in click)
+            pair = tuple(click)  # once: an iterator is read here
+            if any(isinstance(v, (bool, np.bool_)) for v in pair):
+                raise TypeError
+            x, y = (operator.index(v) for v in pair)
         except (TypeError, ValueError):
             raise ValueError(f"click {step}: {click!r} is not an (x, y) pair of ints") from None
         if not (0 <= x < width and 0 <= y < height):

@@ -65,7 +65,7 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=()) -
             value = getattr(config, name)
             if hints[name] is int and (not isinstance(value, int) or isinstance(value, bool)):
                 raise FieldError(name, f"must be an integer, got {value!r}")
-            if not isinstance(value, (int, float)) or isinstance(value, bool):  # e.g. a numpy scalar
+            if type(value) not in (int, float):  # a bool, or a numpy scalar (np.float64 is a float)
                 raise FieldError(name, f"must be a Python int or float, got {type(value).__name__} {value!r}")
             if not math.isfinite(value) or not ok(value):
                 raise FieldError(name, f"must be {wanted}, got {value!r}")

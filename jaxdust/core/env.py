@@ -219,6 +219,12 @@ class DustEnv:
         """
         num_games = actions.shape[0]
         rules = game.rules_of(self.game.rules)
+        # A game past its click cap (truncated, not reset) stays as it was: its click goes
+        # off the board, where it removes nothing. With auto-reset no such state exists.
+        capped = None
+        if self.max_clicks is not None and not self.auto_reset:
+            capped = states.clicks >= self.max_clicks
+            actions = jnp.where(capped, self.game.num_cells, actions)
         cells = states.board.reshape(num_games, -1)
         colour = jnp.take_along_axis(cells, actions[:, None], axis=1, mode="fill", fill_value=0)[:, 0]
         occupied = jnp.sum(cells != 0, axis=1, dtype=jnp.int32)
@@ -232,11 +238,8 @@ class DustEnv:
         else:
             finished_before = game.is_over(boards_last, rules.name)
             stuck = game.is_over(boards, rules.name) & ~finished_before
-        if self.max_clicks is not None:  # a truncated game stays as it was, as a terminated one does
-            capped = states.clicks >= self.max_clicks
+        if capped is not None:
             finished_before = finished_before | capped
-            board = jnp.where(capped[:, None, None], states.board, board)
-            removed = jnp.where(capped, 0, removed)
         cleared = (removed == occupied) & ~finished_before
         terminated = (cleared | stuck) & ~finished_before
         clicks = states.clicks + jnp.where(finished_before, 0, 1).astype(jnp.int32)

@@ -336,10 +336,21 @@ def public(function):
     @functools.wraps(function)
     def call(board, *args, **kwargs):
         if isinstance(board, (list, tuple)):
-            board = jnp.asarray(board, BOARD_DTYPE)
+            board = _board_from_lists(board)
         return jitted(board, *args, **kwargs)
 
     return call
+
+
+def _board_from_lists(board) -> jax.Array:
+    """Nested lists of colours as an int8 board; ValueError for anything else."""
+    cells = np.asarray(board)
+    if cells.dtype == bool or not np.issubdtype(cells.dtype, np.integer):
+        raise ValueError(f"a board given as lists must hold integers (colours), got dtype {cells.dtype}")
+    if cells.size and (cells.min() < 0 or cells.max() > MAX_COLORS):
+        raise ValueError(f"a board given as lists holds {cells.min() if cells.min() < 0 else cells.max()}; "
+                         f"colours are 0 (empty) to {MAX_COLORS}")
+    return jnp.asarray(cells, BOARD_DTYPE)
 
 
 def batch_last_vmap(function):

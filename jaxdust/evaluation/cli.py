@@ -64,7 +64,8 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
         return boards, None, False, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
     lines = files.read_text(args.boards, "board file").splitlines()  # once: it may be standard input
-    records = read_board_lines(lines, args.boards, limit=args.limit)  # ValueError naming file and line
+    # ValueError naming file and line; boards settled under the rules played (--env's)
+    records = read_board_lines(lines, args.boards, limit=args.limit, rules=args.size.rules)
     if not records:
         raise ValueError(f"no boards in {args.boards}")
     boards = jnp.stack([r.board for r in records])

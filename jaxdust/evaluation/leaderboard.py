@@ -117,14 +117,12 @@ def main(argv=None) -> dict:
     if args.entries is None:
         args.entries = DEFAULT_ENTRIES if args.env is None else FAMILY_ENTRIES[measure]
 
-    runs, sources = [], {}  # sources: a run entry's run, as fingerprint() saw it
+    runs = []
     for item in filter(None, args.runs.split(",")):
         label, equals, run = item.partition("=")
         if not equals or not label or not run:
             parser.error(f"--runs: {item!r} is not LABEL=RUN_DIR")
-        entries_of_run = learner_entries(label, run, rules)
-        runs += entries_of_run
-        sources.update((entry, fingerprint(run)) for entry, _ in entries_of_run)
+        runs += learner_entries(label, run, rules)
     names = args.entries.split(",") if args.entries else []
     try:  # every agent checked (a run directory read) before the first plays
         registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
@@ -132,6 +130,7 @@ def main(argv=None) -> dict:
         parser.error(f"--entries/--runs: {error}")
     # The labels describe the dust game's agents; on another rule set an entry is its own name.
     entries = [(name, describe(name) if args.env is None else name) for name in names] + runs
+    sources = run_sources([entry for entry, _ in entries])
     if args.env is not None:
         return family_leaderboard(args, entries, measure, sources)
     try:
@@ -194,6 +193,17 @@ class FamilyRow:
         seconds = self.seconds_per_board
         timing = f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
         return f"| {self.agent} | {self.mean:.{3 if self.measure == 'clicks' else 1}f} | {self.cleared:.1%} | {timing} |"
+
+
+def run_sources(entries: list[str]) -> dict[str, str]:
+    """Each entry that plays a learner's run (from ``--runs`` or named in ``--entries``),
+    with the run's ``fingerprint``: a kept row of it stands only while the run does."""
+    fingerprints = {}
+    for entry in entries:
+        run = registry.run_of(entry)
+        if run is not None and run not in fingerprints:
+            fingerprints[run] = fingerprint(run)
+    return {entry: fingerprints[registry.run_of(entry)] for entry in entries if registry.run_of(entry) is not None}
 
 
 def _rows_dir(out: str) -> str:

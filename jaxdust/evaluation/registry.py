@@ -74,6 +74,14 @@ def parse_agent(text: str) -> tuple[Agent, Any]:
     return agent, agent.parse(rest)
 
 
+def run_of(text: str) -> str | None:
+    """The run directory an agent entry plays (``policy:RUN``, ``value:RUN:8``, ...), or None."""
+    agent, settings = parse_agent(text)
+    if not (agent.parameter or "").startswith("run directory"):
+        return None
+    return settings if isinstance(settings, str) else settings[0]
+
+
 def _require_rules(agent: Agent, rules: str) -> None:
     if rules not in agent.rules:
         raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")

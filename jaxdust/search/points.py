@@ -94,10 +94,9 @@ def _repeats(ranks: jax.Array, hashes: jax.Array) -> jax.Array:
     return jnp.zeros_like(repeat).at[jnp.arange(ranks.shape[0])[:, None], order].set(repeat)
 
 
-@functools.partial(jax.jit, static_argnames=("width", "rules", "chunk"))
 def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chunk: int = CHUNK) -> PointsResult:
     """Beam search for the objective of ``rules`` (``samegame``: most points;
-    ``clickomania``: fewest cells left) from boards int8 ``[B, W, H]``.
+    ``clickomania``: fewest cells left) from boards int8 ``[B, W, H]`` (or nested lists).
 
     Every board keeps its own ``width`` positions per click; the search ends when no kept
     position has a legal click. Returns a ``PointsResult`` per board; its ``value`` is
@@ -107,14 +106,20 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
     if found.objective == "clicks":
         raise ValueError(f"points_beam plays the points and cells-left rules, got {rules!r}; "
                          "fewest clicks: jaxdust.beam_search")
-    boards = boards if hasattr(boards, "shape") else jnp.asarray(boards)  # nested lists
+    if not hasattr(boards, "shape"):  # nested lists
+        boards = jnp.asarray(boards, game.BOARD_DTYPE)
     if boards.ndim != 3:
         raise ValueError(f"points_beam takes boards [B, W, H], got shape {boards.shape}")
     if boards.shape[0] == 0:
         raise ValueError("points_beam: no boards (a batch of 0)")
     if not isinstance(width, (int, np.integer)) or isinstance(width, bool) or width < 1:
         raise ValueError(f"points_beam: width must be a positive integer, got {width!r}")
-    width = int(width)
+    return _points_beam(boards, int(width), rules, chunk)
+
+
+@functools.partial(jax.jit, static_argnames=("width", "rules", "chunk"))
+def _points_beam(boards: jax.Array, width: int, rules: str, chunk: int) -> PointsResult:
+    found = game.rules_of(rules)
     count, board_width, board_height = boards.shape
     if board_width * board_height > MAX_CELLS:
         raise ValueError(f"points_beam takes boards of at most {MAX_CELLS} cells, got {board_width}x{board_height}")
