@@ -13,7 +13,9 @@ alternate round by round, and each figure keeps the best round, so machine drift
 Programs (8 x 6 x 5 boards): the hand-made heuristic and the solver key on 8,192 positions a
 few random clicks in; the beam search at width 8 on 4 boards and at width 64 on 64; one
 chunk of 10 ``avi`` updates (64 slots, beams of 4, an MLP of 64 x 64) and of the default
-``avi`` (what ``python train.py`` runs); largest-group play on 256 boards.
+``avi`` (what ``python train.py`` runs); largest-group play on 256 boards; 20 random steps
+of ``Dust-8x6x5-v0`` for 4,096 games in lockstep (``jax.vmap(env.step)`` in a scan), without
+and with auto-reset (the registered id caps a game at 192 clicks).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from compare_solvers import checked_out, revisions_parser, run_json  # benchmark
 from jaxdust.core import files, flags
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-PROGRAMS = ("heuristic", "solver_key", "beam_w8_4", "beam_w64_64", "avi_chunk", "avi_default", "play_largest_256")
+PROGRAMS = ("heuristic", "solver_key", "beam_w8_4", "beam_w64_64", "avi_chunk", "avi_default", "play_largest_256",
+            "env_4096", "env_4096_reset")
 
 # Runs in a fresh interpreter with a revision's source tree first on the path; only public
 # entry points that every revision has.
@@ -84,6 +87,14 @@ elif name == "avi_chunk":
     call = avi_chunk(hidden=(64, 64), num_envs=64, beam_width=4, buffer_lines=64)
 elif name == "avi_default":
     call = avi_chunk()
+elif name.startswith("env_4096"):
+    env = jaxdust.make("Dust-8x6x5-v0", auto_reset=name.endswith("_reset"))
+    states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 4096))
+    actions = jax.random.randint(jax.random.key(1), (20, 4096), 0, 48)
+    def steps(states, actions):
+        return jax.lax.scan(lambda s, a: (jax.vmap(env.step)(s, a)[0], None), states, actions)[0].clicks
+    stepped = jax.jit(steps)
+    call = lambda: stepped(states, actions)
 else:
     boards = positions()[:256]
     call = lambda: play_boards(boards, baselines.largest_cluster, jax.random.key(0), 48)
