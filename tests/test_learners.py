@@ -509,10 +509,12 @@ def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_dqn_run):
 
 
 def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):
-    from jaxdust.learn import runs
-
     evaluated = [line for line in comparable(whole_dqn_run) if "greedy_clicks" in line]
-    best = min(evaluated, key=lambda line: line["greedy_clicks"])  # the first of equals, as kept
+    floor, best = float("inf"), None  # the newest within a standard error of the best so far
+    for line in evaluated:
+        assert line["greedy_se"] > 0
+        floor = min(floor, line["greedy_clicks"])
+        best = line if line["greedy_clicks"] <= floor + line["greedy_se"] else best
     selected, newest = runs.load_run(str(whole_dqn_run)), runs.load_run(str(whole_dqn_run), newest=True)
     assert selected.step == best["chunk"] and newest.step == evaluated[-1]["chunk"]
     summary = json.load(open(whole_dqn_run / "summary.json"))
@@ -520,6 +522,31 @@ def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):
     boards = runs.evaluation_boards(selected.config.game, 16)  # the run's --eval-boards
     replayed = np.mean(runs.greedy_lengths(boards, selected.scorer, selected.params, 4 * selected.config.game.num_cells))
     assert replayed == best["greedy_clicks"]  # the state that was evaluated, not a later one
+
+
+def test_best_is_the_newest_evaluation_within_a_standard_error_of_the_best(tmp_path):
+    """Of evaluations that noise cannot tell apart the newest is kept; one many errors worse
+    (overfitting) is not, and the floor it is measured from survives a resume."""
+    learner, config = learners.get("imitation"), imitation.ImitationConfig(hidden=(8,))
+    state = imitation.initial_state(config, jax.random.key(0))
+    run = runs.Run(str(tmp_path / "run"), learner, config, resume=False)
+    kept = []
+    for step, greedy in enumerate([14.4, 14.2, 14.25, 14.5, 14.31, 14.29], start=1):
+        evaluation = {"greedy_clicks": greedy, "greedy_se": 0.1}
+        run.keep_if_best(step, state, evaluation)
+        run.log({"chunk": step, **evaluation, "seconds": 0.0})
+        run.checkpoints.save(step, state, run.saved)
+        kept.append(run.best.steps()[-1])
+    assert kept == [1, 2, 3, 3, 3, 6]  # 14.25 and 14.29 are within 0.1 of 14.2; 14.5 and 14.31 are not
+    run.finish({})
+    resumed = runs.Run(str(tmp_path / "run"), learner, config, resume=True)
+    resumed.restore(state)
+    assert (resumed.best.steps(), resumed.best_greedy, resumed.greedy_floor) == ([6], 14.29, 14.2)
+    resumed.keep_if_best(7, state, {"greedy_clicks": 14.35, "greedy_se": 0.1})  # 0.15 over the floor, not the kept
+    assert resumed.best.steps() == [6]
+    resumed.keep_if_best(8, state, {"greedy_clicks": 14.1, "greedy_se": 0.1})
+    assert (resumed.best.steps(), resumed.best_greedy, resumed.greedy_floor) == ([8], 14.1, 14.1)
+    resumed.finish({})
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@
 Every run lives in a directory (``--run-dir``, default ``runs/<learner>-<seed>``): orbax
 checkpoints (every 30 seconds of training, at the end and when ``--minutes`` stops it),
 ``metrics.jsonl`` (one line per chunk or epoch, with argmax and greedy evaluations on fixed
-random boards), ``best/`` (the checkpoint whose greedy play on them was best: what
-``evaluate.py`` and ``load_run`` use), ``config.json`` and, at the end, ``summary.json``. A
+random boards), ``best/`` (the newest checkpoint whose greedy play on them is within a
+standard error of the best evaluated: what ``evaluate.py`` and ``load_run`` use), ``config.json`` and, at the end, ``summary.json``. A
 run killed at any moment (even SIGKILL) continues from its last checkpoint with
 ``--resume`` and ends exactly as an uninterrupted run with the same seed would.
 
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--resume-step", type=flags.positive_int, default=None, help="restore this checkpoint, not the newest (later ones are deleted: they are redone)")
         sub.add_argument("--seed", type=flags.seed, default=0)
         sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) after this long")
-        sub.add_argument("--eval-boards", type=flags.positive_int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and the checkpoint with the best greedy play is kept")
+        sub.add_argument("--eval-boards", type=flags.positive_int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and best/ is picked (the newest checkpoint within a standard error of the best greedy play)")
         sub.add_argument("--eval-every", type=flags.positive_int, default=5, help=f"{learner.unit}s between evaluations")
         sub.add_argument("--checkpoint-every", type=flags.positive_int, default=None,
                          help=f"{learner.unit}s between checkpoints (default: by the clock, see --checkpoint-seconds)")

@@ -2,8 +2,9 @@
 
 A run directory holds ``config.json`` (``{"learner": name, "config": {...}}``), orbax
 checkpoints (every ``CHECKPOINT_SECONDS`` of training by default), ``metrics.jsonl`` (one
-line per chunk or epoch, with evaluations on fixed random boards), ``best/`` (the evaluated
-checkpoint with the best greedy play) and, at the end, ``summary.json``. A run killed at
+line per chunk or epoch, with evaluations on fixed random boards), ``best/`` (the newest
+evaluated checkpoint whose greedy play is within a standard error of the best:
+``Run.keep_if_best``) and, at the end, ``summary.json``. A run killed at
 any moment (even SIGKILL) continues from its last checkpoint with ``resume=True`` and ends
 exactly as an uninterrupted run with the same seed would.
 """
@@ -78,13 +79,19 @@ def progress_evaluation(boards, learner: learners.Learner, config):
             assert all(leaf.is_fully_replicated for leaf in jax.tree.leaves(params)), "parameters must be replicated"
             params = jax.tree.map(lambda leaf: leaf.addressable_data(0), params)
         # int32: what process_allgather carries without x64; a total overflows past ~1e6 boards.
-        totals = np.zeros(2, np.int32)
+        # The squares (for the spread) in float32, where they cannot overflow.
+        totals, squares = np.zeros(2, np.int32), np.zeros(1, np.float32)
         if len(share):
-            totals[:] = (argmax_lengths(share, policy, params, cap, rules).sum(),
-                         greedy_lengths(share, scorer, params, cap, rules).sum())
+            greedy = greedy_lengths(share, scorer, params, cap, rules)
+            totals[:] = argmax_lengths(share, policy, params, cap, rules).sum(), greedy.sum()
+            squares[0] = np.sum(greedy.astype(np.float32) ** 2)
         if jax.process_count() > 1:
             totals = np.asarray(multihost_utils.process_allgather(totals)).sum(0)
-        return {"argmax_clicks": float(totals[0] / count), "greedy_clicks": float(totals[1] / count)}
+            squares = np.asarray(multihost_utils.process_allgather(squares)).sum(0)
+        mean = totals[1] / count
+        variance = max(0.0, float(squares[0]) / count - mean**2) * count / max(1, count - 1)
+        return {"argmax_clicks": float(totals[0] / count), "greedy_clicks": float(mean),
+                "greedy_se": float(np.sqrt(variance / count))}
 
     return evaluate
 
@@ -151,10 +158,11 @@ class Run:
             files.remove_leftover_temporaries(directory)
             files.atomic_write_json(os.path.join(directory, "config.json"), self.saved)
         self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"), upgrade=upgrade(learner))
-        # Models are selected by value-greedy play on the evaluation boards: the best
-        # evaluated state is kept apart from the newest (which resume continues from).
+        # Models are selected by value-greedy play on the evaluation boards (keep_if_best):
+        # the selected state is kept apart from the newest (which resume continues from).
         self.best = checkpoint.Checkpoints(os.path.join(directory, BEST_DIR), max_to_keep=1, upgrade=upgrade(learner))
-        self.best_greedy = float("inf")
+        self.best_greedy = float("inf")  # the selected state's greedy play
+        self.greedy_floor = float("inf")  # the best greedy play evaluated so far
         self.metrics_path = os.path.join(directory, "metrics.jsonl")
         self.tensorboard = _tensorboard_writer(os.path.join(directory, TENSORBOARD_DIR)) \
             if tensorboard and self.primary else None
@@ -194,7 +202,7 @@ class Run:
         except checkpoint.UnreadableCheckpoint as error:
             moved = self.best.set_aside(error.step)
             print(f"warning: {error}; moved to {moved}; the next evaluation becomes the best", file=sys.stderr)
-            self.best_greedy = float("inf")
+            self.best_greedy = self.greedy_floor = float("inf")
         except checkpoint.MismatchedCheckpoint as error:
             raise RunError(f"{os.path.join(self.best.directory, str(kept[-1]))} {error.reason}: move it away and "
                            "resume (the next evaluation becomes the best)") from None
@@ -212,8 +220,9 @@ class Run:
                     manager.delete(step)
         kept = self.best.steps()
         greedy = {r["chunk"]: r["greedy_clicks"] for r in files.recover_json_lines(self.metrics_path, repair=self.primary)
-                  if "greedy_clicks" in r}
+                  if "greedy_clicks" in r and r["chunk"] <= done}
         self.best_greedy = greedy.get(kept[-1], float("inf")) if kept else float("inf")
+        self.greedy_floor = min(greedy.values(), default=float("inf")) if kept else float("inf")
 
     def _truncate_metrics(self, done: int) -> None:
         """Drop log lines of steps after the checkpoint (they will be redone)."""
@@ -239,8 +248,17 @@ class Run:
                     self.tensorboard.add_scalar(name, value, record["chunk"])
             self.tensorboard.flush()
 
-    def keep_if_best(self, step: int, state, greedy: float) -> None:
-        if greedy < self.best_greedy:
+    def keep_if_best(self, step: int, state, evaluation: dict) -> None:
+        """Keep ``state`` in ``best/`` when its greedy play is within one standard error
+        (``greedy_se``) of the best evaluated so far: of evaluations that noise cannot tell
+        apart, the newest (trained longest, at the lowest learning rate). Taking the
+        plain minimum picked noise at a plateau: default ``avi`` runs' minimum played fresh
+        boards worse than their newest checkpoint, on greedy play itself as well as argmax
+        (NOTES), while an overfitting ``imitation`` run's newest is many errors worse and
+        stays out."""
+        greedy = evaluation["greedy_clicks"]
+        self.greedy_floor = min(self.greedy_floor, greedy)
+        if greedy <= self.greedy_floor + evaluation.get("greedy_se", 0.0):
             self.best_greedy = greedy
             self.best.save(step, state, self.saved)
 
@@ -320,7 +338,7 @@ def train(learner_name: str, config, args) -> dict:
             if index % args.eval_every == 0 or index == trainer.total:
                 last_evaluation = evaluate(state)
                 record.update(last_evaluation)
-                run.keep_if_best(index, state, last_evaluation["greedy_clicks"])
+                run.keep_if_best(index, state, last_evaluation)
             record["seconds"] = seconds = run.seconds()
             run.log(record)
             out_of_time, due = _process_0_says(
@@ -337,7 +355,7 @@ def train(learner_name: str, config, args) -> dict:
                 return {}
     if last_evaluation is None:  # resumed at its end: its best may have been set aside
         last_evaluation = evaluate(state)
-        run.keep_if_best(trainer.total, state, last_evaluation["greedy_clicks"])
+        run.keep_if_best(trainer.total, state, last_evaluation)
     summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
                **trainer.info(state),
                **last_evaluation, "best_greedy_clicks": run.best_greedy,
@@ -387,8 +405,8 @@ def _listdir(path: str) -> list[str]:
 
 
 def load_run(directory: str, newest: bool = False) -> TrainedAgent:
-    """A ``train.py`` run's selected checkpoint: the one with the best value-greedy play on
-    its evaluation boards (``best/``), or with ``newest`` (or in runs without one) the
+    """A ``train.py`` run's selected checkpoint (``best/``: the newest whose value-greedy play
+    on its evaluation boards is within a standard error of the best), or with ``newest`` (or in runs without one) the
     newest checkpoint.
 
     A damaged checkpoint is skipped with a one-line warning on stderr (the run directory is
