@@ -100,6 +100,9 @@ def parse_board(data, width: int | None = None, height: int | None = None, rules
         of a filled one (samegame, clickomania)).
     """
     game.rules_of(rules)
+    for name, value in (("width", width), ("height", height)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
     if isinstance(data, str):
         array = _text_to_array(data, width, height)
     else:
