@@ -370,7 +370,7 @@ API_CASES = [
     (lambda: jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3)).reset(jax.random.key(0), np.full((4, 3), 7)), r"cell \(0, 0\) holds 7"),
     (lambda: jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3)).reset(jax.random.key(0), np.ones((4, 3), np.float32)), "must hold integers"),
     (lambda: jaxdust.read_board_file(BOARDS_FILE, limit=0), "limit must be a positive integer"),
-    (lambda: jaxdust.board_to_text([[12, 1], [1, 1]]), "one digit a cell"),
+    (lambda: jaxdust.board_to_text([[12, 1], [1, 1]]), r"board holds 12; colours are 0 \(empty\) to 9"),
     (lambda: jaxdust.parse_board("111111", width=-2, height=-3), "width must be a positive integer or None, got -2"),
     (lambda: jaxdust.parse_board(np.ones((8, 6), int), width=0), "width must be a positive integer or None, got 0"),
     (lambda: jaxdust.board_to_text(np.ones((2, 2, 2), int)), "must be 2-D"),

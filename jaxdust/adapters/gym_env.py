@@ -33,6 +33,7 @@ try:
 except ImportError as error:  # an optional extra
     raise ImportError('the Gymnasium adapter needs gymnasium: pip install "jaxdust[gymnasium]"') from error
 
+from jaxdust.core import game
 from jaxdust.core.boards import parse_board
 from jaxdust.core.env import DustEnv
 from jaxdust.core.registry import as_env, registered
@@ -129,7 +130,7 @@ class DustVectorEnv(VectorEnv):
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, num_envs: int, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        if not game.is_integer(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         num_envs = int(num_envs)
         _check_render_mode(render_mode)

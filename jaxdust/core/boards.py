@@ -101,7 +101,7 @@ def parse_board(data, width: int | None = None, height: int | None = None, rules
     """
     game.rules_of(rules)
     for name, value in (("width", width), ("height", height)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+        if value is not None and (not game.is_integer(value) or value < 1):
             raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
     if isinstance(data, str):
         array = _text_to_array(data, width, height)
@@ -156,13 +156,7 @@ def board_to_text(board) -> str:
     cells = np.asarray(board)
     if cells.ndim != 2:
         raise ValueError(f"board must be 2-D [width, height], got shape {cells.shape}")
-    if cells.dtype == bool or not np.issubdtype(cells.dtype, np.integer):
-        raise ValueError(f"board must hold integers 0-9, got dtype {cells.dtype}")
-    digits = cells.reshape(-1).tolist()
-    if digits and not 0 <= min(digits) <= max(digits) <= game.MAX_COLORS:
-        raise ValueError(f"board holds {min(digits) if min(digits) < 0 else max(digits)}; the text form has one "
-                         f"digit a cell, 0 (empty) to {game.MAX_COLORS}")
-    return "".join(map(str, digits))
+    return "".join(map(str, game.check_colours(cells, "board").reshape(-1).tolist()))
 
 
 class BoardRecord(NamedTuple):
@@ -245,7 +239,7 @@ def read_board_lines(lines: Sequence[str], source: str, width: int | None = None
                      limit: int | None = None, rules: str = "dust") -> list[BoardRecord]:
     """``read_board_file`` on a file's lines (read once, as from standard input, for
     ``declares_optima`` too); ``source`` names the file in errors."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1):
+    if limit is not None and (not game.is_integer(limit) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     game.rules_of(rules)
     records = []

@@ -335,22 +335,35 @@ def public(function):
 
     @functools.wraps(function)
     def call(board, *args, **kwargs):
-        if isinstance(board, (list, tuple)):
-            board = _board_from_lists(board)
-        return jitted(board, *args, **kwargs)
+        return jitted(from_lists(board), *args, **kwargs)
 
     return call
 
 
-def _board_from_lists(board) -> jax.Array:
-    """Nested lists of colours as an int8 board; ValueError for anything else."""
-    cells = np.asarray(board)
+def is_integer(value) -> bool:
+    """A Python or numpy integer, not a bool: what a size, count or limit must be."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_colours(cells: np.ndarray, what: str) -> np.ndarray:
+    """``cells`` (any shape), or ValueError naming ``what``: they must be integers 0 (empty)
+    to ``MAX_COLORS``."""
     if cells.dtype == bool or not np.issubdtype(cells.dtype, np.integer):
-        raise ValueError(f"a board given as lists must hold integers (colours), got dtype {cells.dtype}")
-    if cells.size and (cells.min() < 0 or cells.max() > MAX_COLORS):
-        raise ValueError(f"a board given as lists holds {cells.min() if cells.min() < 0 else cells.max()}; "
-                         f"colours are 0 (empty) to {MAX_COLORS}")
-    return jnp.asarray(cells, BOARD_DTYPE)
+        raise ValueError(f"{what} must hold integers (colours 0 to {MAX_COLORS}), got dtype {cells.dtype}")
+    if cells.size:
+        low, high = cells.min(), cells.max()
+        if low < 0 or high > MAX_COLORS:
+            raise ValueError(f"{what} holds {low if low < 0 else high}; colours are 0 (empty) to {MAX_COLORS}")
+    return cells
+
+
+def from_lists(boards):
+    """Boards given as nested lists (``[x][y]``, or ``[b][x][y]``) as an int8 array, checked
+    (``check_colours``); anything else as it is. Under ``jit`` a list would be traced as a
+    list of scalars, so the public entry points convert first."""
+    if isinstance(boards, (list, tuple)):
+        return jnp.asarray(check_colours(np.asarray(boards), "a board given as lists"), BOARD_DTYPE)
+    return boards
 
 
 def batch_last_vmap(function):

@@ -7,6 +7,8 @@ import io
 
 import numpy as np
 
+from jaxdust.core import game
+
 FRAME = "#3b3a36"  # around and between the cells
 # Colour 1..9 as letters for text and as fills for SVG; index 0 is the empty cell.
 LETTERS = ".ABCDEFGHI"
@@ -36,7 +38,7 @@ def _cells(board, what: str, highlight=None, cell_size: int | None = None) -> tu
     marked = np.zeros(cells.shape, bool) if highlight is None else np.asarray(highlight, bool)
     if marked.shape != cells.shape:
         raise ValueError(f"{what}: highlight of shape {marked.shape} for a board of shape {cells.shape}")
-    if cell_size is not None and (not isinstance(cell_size, (int, np.integer)) or cell_size < 4):
+    if cell_size is not None and (not game.is_integer(cell_size) or cell_size < 4):
         raise ValueError(f"cell_size must be an integer >= 4 pixels, got {cell_size!r}")
     return cells, marked
 
@@ -138,7 +140,7 @@ def game_gif(boards, highlights=None, cell_size: int = 24, milliseconds: int = 5
     boards = list(boards)
     if not boards:
         raise ValueError("game_gif needs at least one board")
-    if not isinstance(milliseconds, (int, np.integer)) or isinstance(milliseconds, bool) or milliseconds < 1:
+    if not game.is_integer(milliseconds) or milliseconds < 1:
         raise ValueError(f"milliseconds must be a positive integer, got {milliseconds!r}")
     highlights = list(highlights) if highlights is not None else [None] * len(boards)
     if len(highlights) != len(boards):

@@ -198,12 +198,9 @@ class FamilyRow:
 def run_sources(entries: list[str]) -> dict[str, str]:
     """Each entry that plays a learner's run (from ``--runs`` or named in ``--entries``),
     with the run's ``fingerprint``: a kept row of it stands only while the run does."""
-    fingerprints = {}
-    for entry in entries:
-        run = registry.run_of(entry)
-        if run is not None and run not in fingerprints:
-            fingerprints[run] = fingerprint(run)
-    return {entry: fingerprints[registry.run_of(entry)] for entry in entries if registry.run_of(entry) is not None}
+    runs = {entry: run for entry in entries if (run := registry.run_of(entry)) is not None}
+    fingerprints = {run: fingerprint(run) for run in set(runs.values())}  # once a run
+    return {entry: fingerprints[run] for entry, run in runs.items()}
 
 
 def _rows_dir(out: str) -> str:

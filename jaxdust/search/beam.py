@@ -254,15 +254,14 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
       ValueError: for boards that are not 2-D or 3-D, a size that is not a positive
         integer, or rules that are not a fewest-clicks rule set.
     """
-    if not hasattr(boards, "shape"):  # nested lists
-        boards = jnp.asarray(boards)
+    boards = game.from_lists(boards)
     shape = np.shape(boards)
     if len(shape) not in (2, 3):
         raise ValueError(f"beam_search takes boards [B, W, H] or one board [W, H], got shape {shape}")
     if shape[0] == 0:
         raise ValueError("beam_search: no boards (a batch of 0)")
     for name, value in (("width", width), ("max_clicks", max_clicks), ("shortlist", shortlist), ("chunk", chunk)):
-        if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1):
+        if value is not None and (not game.is_integer(value) or value < 1):
             raise ValueError(f"beam_search: {name} must be a positive integer, got {value!r}")
     width, max_clicks, shortlist, chunk = (None if v is None else int(v) for v in (width, max_clicks, shortlist, chunk))
     game.require_click_rules(rules, "beam_search")

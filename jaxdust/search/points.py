@@ -106,13 +106,12 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
     if found.objective == "clicks":
         raise ValueError(f"points_beam plays the points and cells-left rules, got {rules!r}; "
                          "fewest clicks: jaxdust.beam_search")
-    if not hasattr(boards, "shape"):  # nested lists
-        boards = jnp.asarray(boards, game.BOARD_DTYPE)
+    boards = game.from_lists(boards)
     if boards.ndim != 3:
         raise ValueError(f"points_beam takes boards [B, W, H], got shape {boards.shape}")
     if boards.shape[0] == 0:
         raise ValueError("points_beam: no boards (a batch of 0)")
-    if not isinstance(width, (int, np.integer)) or isinstance(width, bool) or width < 1:
+    if not game.is_integer(width) or width < 1:
         raise ValueError(f"points_beam: width must be a positive integer, got {width!r}")
     return _points_beam(boards, int(width), rules, chunk)
 

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from jaxdust.core.boards import board_array
-from jaxdust.core.game import MAX_COLORS, require_click_rules
+from jaxdust.core.game import MAX_COLORS, is_integer, require_click_rules
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
 from jaxdust.solver import bitboard, halves, ida, progress, table as storage
@@ -144,19 +144,16 @@ def _compile_searches() -> None:
 
 
 def _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions) -> None:
-    def is_int(value):
-        return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
     if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                    or not math.isfinite(time_limit) or time_limit <= 0):
         raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
-    if node_limit is not None and (not is_int(node_limit) or node_limit < 1):
+    if node_limit is not None and (not is_integer(node_limit) or node_limit < 1):
         raise ValueError(f"node_limit must be a positive integer or None, got {node_limit!r}")
-    if not is_int(checkpoint_positions) or checkpoint_positions < 1:
+    if not is_integer(checkpoint_positions) or checkpoint_positions < 1:
         raise ValueError(f"checkpoint_positions must be a positive integer, got {checkpoint_positions!r}")
-    if colors is not None and (not is_int(colors) or not 1 <= colors <= MAX_COLORS):
+    if colors is not None and (not is_integer(colors) or not 1 <= colors <= MAX_COLORS):
         raise ValueError(f"colors must be an integer in 1..{MAX_COLORS} or None, got {colors!r}")
-    if beam_width is not None and (not is_int(beam_width) or beam_width < 0):
+    if beam_width is not None and (not is_integer(beam_width) or beam_width < 0):
         raise ValueError(f"beam_width must be an integer >= 0 or None, got {beam_width!r}")
 
 
