@@ -2,8 +2,11 @@
 
     python benchmarks/samegame.py                          # 100 random 15x15x5 boards
     python benchmarks/samegame.py --boards 1000 --beam-widths 1,16 --nmcs2-boards 0
+    python benchmarks/samegame.py --env Clickomania-10x10x4-v0   # searches for fewest cells left
 
-Plays every board with each agent under the ``samegame`` rules:
+Plays every board with each agent under the ``samegame`` rules (or those of ``--env``, a
+registered id of the points or cells-left rules: the moves are the same, the searches
+optimise that id's objective):
 - random legal clicks (groups of 2 or more) and largest-group greedy with UVa 758's
   tie-break (leftmost, then bottommost), all boards in one compiled JAX loop
   (``jaxdust.core.play.play_boards``);
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -43,13 +47,14 @@ from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.solver import points as points_search
 
-AGENTS = {"random legal": baselines.RandomLegal("samegame"), "largest group (UVa 758)": baselines.largest_group}
-
-
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boards", type=flags.positive_int, default=100)
-    parser.add_argument("--size", type=configs.size_flag, default=game.GameConfig(15, 15, 5))
+    board = parser.add_mutually_exclusive_group()
+    board.add_argument("--size", type=configs.size_flag, default=None, metavar="WxHxC",
+                       help="random SameGame boards of this size (default 15x15x5)")
+    board.add_argument("--env", type=configs.env_flag, default=None, metavar="ID",
+                       help="a registered id of the points or cells-left rules, e.g. Clickomania-10x10x4-v0")
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--beam-widths", type=flags.positive_ints, default=[1, 16, 256])
     parser.add_argument("--jax-widths", type=flags.positive_ints, default=[1, 16])
@@ -58,36 +63,46 @@ def main(argv=None) -> dict:
     parser.add_argument("--jobs", type=flags.positive_int, default=1, help="processes for NMCS level 2")
     parser.add_argument("--out", type=flags.output_file, default="results/samegame.json")
     args = parser.parse_args(argv)
-    size = game.GameConfig(args.size.width, args.size.height, args.size.colors, "samegame")
+    size = args.env or dataclasses.replace(args.size or game.GameConfig(15, 15, 5), rules="samegame")
+    if game.rules_of(size.rules).objective == "clicks":
+        parser.error(f"--env: this benchmark plays the points and cells-left rules (samegame, clickomania), "
+                     f"not {size.rules!r}; fewest clicks: evaluate.py --env")
+    rules = size.rules
     keys = jax.random.split(jax.random.key(args.seed), args.boards)
     boards = jax.vmap(lambda key: game.random_board(key, size))(keys)
     cap = size.num_cells  # every legal click removes 2 or more cells
-    report = {"benchmark": "samegame", "boards": args.boards, "size": [size.width, size.height, size.colors],
-              "seed": args.seed, "backend": jax.default_backend(), "cpu": machine.cpu_name(),
-              "cpu_count": os.cpu_count(), "agents": {}}
+    report = {"benchmark": "samegame", "rules": rules, "objective": game.rules_of(rules).objective,
+              "boards": args.boards, "size": [size.width, size.height, size.colors], "seed": args.seed,
+              "backend": jax.default_backend(), "cpu": machine.cpu_name(), "cpu_count": os.cpu_count(), "agents": {}}
     per_board = {}  # agent -> points of each board it played, for the NMCS-2 subset's row
-    for name, policy in AGENTS.items():
-        play_boards(boards[:2], policy, jax.random.key(1), cap, rules="samegame").points.block_until_ready()  # compile
+    agents = {"random legal": baselines.RandomLegal(rules), "largest group (UVa 758)": baselines.largest_group}
+    for name, policy in agents.items():
+        play_boards(boards[:2], policy, jax.random.key(1), cap, rules=rules).points.block_until_ready()  # compile
         start = time.perf_counter()
-        played = play_boards(boards, policy, jax.random.key(1), cap, rules="samegame")
+        played = play_boards(boards, policy, jax.random.key(1), cap, rules=rules)
         per_board[name] = np.asarray(played.points)
         record(report, args.out, name, per_board[name], np.asarray(played.cells_left), time.perf_counter() - start)
 
     for width in args.jax_widths:
-        points_beam(boards[:2], width=width).value.block_until_ready()  # compile
+        points_beam(boards[:2], width=width, rules=rules).value.block_until_ready()  # compile
         start = time.perf_counter()
-        found = points_beam(boards, width=width)
-        per_board[f"beam {width} (JAX, batched)"] = np.asarray(found.value)
-        cells_left = np.array([np.count_nonzero(np.asarray(jaxdust.replay(b, [divmod(int(a), size.height) for a in
-                                                                              actions[:length]], "samegame")[0]))
-                               for b, actions, length in zip(boards, np.asarray(found.actions), np.asarray(found.length))])
-        record(report, args.out, f"beam {width} (JAX, batched)", per_board[f"beam {width} (JAX, batched)"], cells_left,
-               time.perf_counter() - start)
+        found = points_beam(boards, width=width, rules=rules)
+        seconds = time.perf_counter() - start
+        lines = [[divmod(int(a), size.height) for a in actions[:length]]
+                 for actions, length in zip(np.asarray(found.actions), np.asarray(found.length))]
+        # Both rule sets make the same moves, so SameGame's points score a clickomania line too.
+        name = f"beam {width} (JAX, batched)"
+        per_board[name] = np.array([jaxdust.score(b, line, "samegame") for b, line in zip(boards, lines)])
+        cells_left = np.array([np.count_nonzero(np.asarray(jaxdust.replay(b, line, rules)[0]))
+                               for b, line in zip(boards, lines)])
+        record(report, args.out, name, per_board[name], cells_left, seconds)
 
     host_boards = np.asarray(boards)
-    searches = [(f"beam {width} (numba)", lambda b, w=width: points_search.beam(b, w)) for width in args.beam_widths]
-    searches.append(("NMCS level 1 (numba)", lambda b: points_search.nmcs(b, 1, seed=args.seed)))
-    points_search.beam(host_boards[0][:4, :4], 1), points_search.nmcs(host_boards[0][:4, :4], 2)  # compile
+    searches = [(f"beam {width} (numba)", lambda b, w=width: points_search.beam(b, w, rules))
+                for width in args.beam_widths]
+    searches.append(("NMCS level 1 (numba)", lambda b: points_search.nmcs(b, 1, rules, seed=args.seed)))
+    points_search.beam(host_boards[0][:4, :4], 1, rules)  # compile
+    points_search.nmcs(host_boards[0][:4, :4], 2, rules)
     for name, search in searches:
         lines = [search(board) for board in tqdm(host_boards, desc=name, unit="board", disable=None)]
         per_board[name] = np.array([line.points for line in lines])
@@ -95,7 +110,7 @@ def main(argv=None) -> dict:
                sum(line.seconds for line in lines))
     if args.nmcs2_boards:
         subset = host_boards[: args.nmcs2_boards]
-        lines = nmcs2_lines(subset, args.seed, args.jobs, os.path.splitext(args.out)[0] + "-nmcs2.jsonl")
+        lines = nmcs2_lines(subset, args.seed, args.jobs, os.path.splitext(args.out)[0] + "-nmcs2.jsonl", rules)
         name = f"NMCS level 2 (numba), first {len(subset)} boards"
         record(report, args.out, name, np.array([line["points"] for line in lines]),
                np.array([line["cells_left"] for line in lines]), sum(line["seconds"] for line in lines))
@@ -103,7 +118,7 @@ def main(argv=None) -> dict:
             other: float(values[: len(subset)].mean()) for other, values in per_board.items()}
         files.atomic_write_json(args.out, report)
 
-    print(f"\nSameGame, {args.boards} random {size.width}x{size.height}x{size.colors} boards (seed {args.seed}), "
+    print(f"\n{rules}, {args.boards} random {size.width}x{size.height}x{size.colors} boards (seed {args.seed}), "
           f"{report['backend']}, {report['cpu_count']} cores\n")
     print("| agent | boards | mean points | std | cleared | cells left | s/board |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -117,15 +132,17 @@ def main(argv=None) -> dict:
     return report
 
 
-def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str) -> list[dict]:
-    """NMCS level 2 on each of ``boards`` (int8 ``[N, W, H]``), ``jobs`` boards at a time:
-    ``{"board", "shape", "seed", "points", "cells_left", "seconds", "clicks"}`` per board, in
-    order. Each result is appended to ``path`` when its board ends; boards already there
-    (same cells, shape and seed) are not played again."""
+def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str, rules: str = "samegame") -> list[dict]:
+    """NMCS level 2 under ``rules`` on each of ``boards`` (int8 ``[N, W, H]``), ``jobs``
+    boards at a time: ``{"board", "shape", "rules", "seed", "points", "cells_left",
+    "seconds", "clicks"}`` per board, in order. Each result is appended to ``path`` when its
+    board ends; boards already there (same cells, shape, rules and seed) are not played
+    again."""
     texts = ["".join(map(str, board.reshape(-1))) for board in boards]
     shape = list(boards.shape[1:])
-    done = {(line["board"], line["seed"]): line for line in files.recover_json_lines(path) if line["shape"] == shape}
-    todo = [(text, board, seed) for text, board in zip(texts, boards) if (text, seed) not in done]
+    done = {(line["board"], line["seed"]): line for line in files.recover_json_lines(path)
+            if line["shape"] == shape and line.get("rules", "samegame") == rules}  # lines kept before rules were
+    todo = [(text, board, seed, rules) for text, board in zip(texts, boards) if (text, seed) not in done]
     if todo:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         # Spawned workers (a fork would inherit JAX's threads); one job plays here.
@@ -141,10 +158,11 @@ def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str) -> list[dic
 
 
 def _nmcs2_job(job: tuple) -> dict:
-    text, board, seed = job
-    line = points_search.nmcs(board, 2, seed=seed)
-    return {"board": text, "shape": list(board.shape), "seed": seed, "points": line.points, "cells_left": line.cells_left,
-            "seconds": line.seconds, "clicks": [list(map(int, click)) for click in line.clicks]}
+    text, board, seed, rules = job
+    line = points_search.nmcs(board, 2, rules, seed=seed)
+    return {"board": text, "shape": list(board.shape), "rules": rules, "seed": seed, "points": line.points,
+            "cells_left": line.cells_left, "seconds": line.seconds,
+            "clicks": [list(map(int, click)) for click in line.clicks]}
 
 
 def record(report: dict, out: str, name: str, points: np.ndarray, cells_left: np.ndarray, seconds: float) -> None:

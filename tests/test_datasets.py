@@ -108,3 +108,52 @@ def test_data_sets_are_byte_identical_whatever_the_number_of_processes(tmp_path,
     made = directory_bytes(tmp_path)
     assert sorted(made) == ["journal.jsonl", "manifest.json"] + [f"shard-{i:05d}.npz" for i in range(5)]
     assert made == directory_bytes(small_set[0])
+
+
+def test_a_former_data_set_follows_the_former_rules_and_its_optima(tmp_path, capsys):
+    """The same labellers under ``former`` (gravity only): every sample is the reference's
+    former click of the one before, proven labels are former's optimum, and the rules
+    matter (some click's position differs from the dust game's)."""
+    from tests import family_reference as fr
+    from jaxdust.learn.cli import main as train_main
+
+    config = DatasetConfig(GameConfig(6, 4, 3, "former"), boards=10, seed=3, node_limit=20_000, shard_size=5)
+    make_dataset(str(tmp_path / "former"), config, jobs=1, progress=False)
+    assert datasets.dataset_config(str(tmp_path / "former")) == config
+    data = load_dataset(str(tmp_path / "former"))
+    stored = {datasets.canonical_key(board): row for row, board in enumerate(data.boards)}
+    differs = False
+    for index in np.unique(data.board_id):
+        rows = np.flatnonzero(data.board_id == index)
+        rows = rows[np.argsort(data.step[rows])]
+        for row in rows:
+            if data.step[row] == 0:
+                np.testing.assert_array_equal(data.boards[row], datasets.source_board(config, int(index)))
+            x, y = np.argwhere(data.clicked[row])[0]
+            cluster = np.zeros_like(data.clicked[row])
+            cluster[tuple(np.transpose(fr.cluster_at(data.boards[row], x, y)))] = True
+            np.testing.assert_array_equal(data.clicked[row], cluster)
+            after, _ = fr.click(data.boards[row], x, y, "former")
+            differs |= not np.array_equal(after, fr.click(data.boards[row], x, y, "dust")[0])
+            later = rows[data.step[rows] == data.step[row] + 1]
+            if later.size:
+                np.testing.assert_array_equal(data.boards[later[0]], after)
+                assert data.cost_to_go[later[0]] == data.cost_to_go[row] - 1
+            elif data.cost_to_go[row] == 1:
+                assert not after.any()
+            else:  # the next position was kept once, under an earlier board
+                assert data.board_id[stored[datasets.canonical_key(after)]] < index
+    assert differs
+    assert data.proven.mean() > 0.5
+    for row in np.flatnonzero(data.proven)[:12]:
+        assert solve(data.boards[row], colors=3, rules="former").length == data.cost_to_go[row]
+    beam = DatasetConfig(GameConfig(6, 4, 3, "former"), boards=4, seed=3, labeller="beam", beam_width=4, shard_size=4)
+    make_dataset(str(tmp_path / "beam"), beam, jobs=1, progress=False)
+    for board, clicked in zip(load_dataset(str(tmp_path / "beam")).boards, load_dataset(str(tmp_path / "beam")).clicked):
+        x, y = np.argwhere(clicked)[0]
+        assert fr.click(board, x, y, "former")[1] == clicked.sum()  # the labelled cluster is one click
+
+    # A learner refuses a data set made under other rules, naming both.
+    with pytest.raises(SystemExit):
+        train_main(["imitation", "--size", "6x4x3", "--data", str(tmp_path / "former"), "--run-dir", str(tmp_path / "r")])
+    assert "6x4x3 boards under the former rules, not 6x4x3 under dust" in capsys.readouterr().err

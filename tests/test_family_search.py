@@ -17,7 +17,7 @@ from jaxdust.search import beam
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_scorer
 from jaxdust.solver import bitboard, ida, points, upper_bound
-from jaxdust.evaluation import cli as evaluate
+from jaxdust.evaluation import cli as evaluate, leaderboard
 from jaxdust.learn.cli import main as train_main
 from jaxdust.solver.cli import main as solve_main
 
@@ -268,23 +268,39 @@ def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_
     assert 0 <= report["agents"]["beam:16"]["mean"] < report["agents"]["random"]["mean"]
 
 
+FORMER_RUNS = {  # a few seconds of training each: the rules reach every learner, not skill
+    "avi": ["--total-updates", "10", "--chunk-updates", "5", "--num-envs", "32", "--eval-boards", "4",
+            "--eval-every", "2", "--hidden", "16", "--beam-width", "2", "--buffer-lines", "32", "--cell-rounds", "1",
+            "--policy-teacher", "mcts", "--teacher-simulations", "2"],
+    "dqn": ["--total-steps", "2048", "--chunk-iterations", "32", "--num-envs", "32", "--buffer-size", "1024",
+            "--batch-size", "32", "--learning-starts", "256", "--hidden", "16", "--eval-boards", "4"],
+    "imitation": ["--data-boards", "12", "--data-beam-width", "2", "--epochs", "1", "--batch-size", "32",
+                  "--hidden", "16", "--eval-boards", "4"],
+}
+
+
 @pytest.mark.slow
-def test_train_and_evaluate_a_former_run(tmp_path):
+@pytest.mark.parametrize("learner", list(FORMER_RUNS))
+def test_train_and_evaluate_a_former_run(learner, tmp_path):
+    """Every learner trains under the former rules (avi with the MCTS teacher, which plans
+    with them) and its agents play former boards: lines the solver's never beat."""
     run = tmp_path / "run"
-    summary = train_main(["avi", "--env", "Former-7x9x4-v0", "--run-dir", str(run), "--total-updates", "10",
-                          "--chunk-updates", "5", "--num-envs", "32", "--eval-boards", "4", "--eval-every", "2",
-                          "--hidden", "16", "--beam-width", "2", "--buffer-lines", "32", "--cell-rounds", "1"])
+    summary = train_main([learner, "--env", "Former-7x9x4-v0", "--run-dir", str(run), *FORMER_RUNS[learner]])
     assert json.load(open(run / "config.json"))["config"]["game"]["rules"] == "former"
     assert summary["greedy_clicks"] > 0
+    entries = [entry for entry, _ in leaderboard.learner_entries(learner, str(run), "former")]
+    assert (f"mcts:{run}:64" in entries) == (learner != "dqn")  # the leaderboard searches where it has a policy
+    agents = ["largest", f"value:{run}", f"policy:{run}", "solver:2"]
+    agents += [f"mcts:{run}:4", "mcts-heuristic:4"] if learner == "avi" else []
     report = evaluate.main(["--env", "Former-7x9x4-v0", "--random", "2", "--jobs", "1",
-                            "--agents", f"largest,value:{run},solver:2", "--out", str(tmp_path / "ev")])
+                            "--agents", ",".join(agents), "--out", str(tmp_path / "ev")])
     assert report["rules"] == "former" and report["measure"] == "clicks"
     rows = list(csv.DictReader(open(tmp_path / "ev" / "boards.csv")))
-    for name in ("largest", f"value:{run}", "solver:2"):  # the summary is the per-board table's
+    for name in agents:  # the summary is the per-board table's
         assert report["agents"][name]["mean"] == pytest.approx(np.mean([int(row[name]) for row in rows]))
     for row in rows:  # the solver's lines are former's: no longer than any other agent's
         board = jaxdust.parse_board(row["board"], 7, 9, "former")
-        assert int(row["solver:2"]) <= min(int(row["largest"]), int(row[f"value:{run}"]))
+        assert int(row["solver:2"]) <= min(int(row[name]) for name in agents)
         assert int(row["solver:2"]) >= bitboard_bound(board)
     with pytest.raises(SystemExit):  # a former run does not play the dust game
         evaluate.main(["--random", "2", "--size", "7x9x4", "--agents", f"value:{run}", "--out", str(tmp_path / "x")])
@@ -302,8 +318,9 @@ def bitboard_bound(board) -> int:
     (["evaluate", "--env", "Dust-8x6x5-v0", "--size", "6x6x5"], "not allowed with argument"),
     (["evaluate", "--env", "SameGame-15x15x5-v0", "--agents", "nmcs:3"], "nmcs: level must be 1 or 2"),
     (["train", "avi", "--env", "SameGame-15x15x5-v0"], "avi plays the dust, former rules so far, not 'samegame'"),
-    (["train", "dqn", "--env", "Former-7x9x4-v0"], "dqn plays the dust rules so far, not 'former'"),
-    (["train", "avi", "--env", "Former-7x9x4-v0", "--policy-teacher", "mcts"], "mcts plans with the dust rules only"),
+    (["train", "dqn", "--env", "Clickomania-10x10x4-v0"], "dqn plays the dust, former rules so far, not 'clickomania'"),
+    (["evaluate", "--env", "SameGame-15x15x5-v0", "--agents", "mcts-heuristic"],
+     "agent 'mcts-heuristic' plays the dust, former rules"),
 ])
 def test_cli_refuses_rules_an_agent_or_learner_does_not_play(argv, message, capsys, tmp_path):
     main = evaluate.main if argv[0] == "evaluate" else train_main
@@ -364,3 +381,30 @@ def test_nmcs2_boards_run_in_parallel_and_a_rerun_plays_only_the_rest(tmp_path, 
     assert again[2]["points"] == points.nmcs(boards[2], 2, seed=3).points
     other_seed = samegame.nmcs2_lines(boards[:1], 4, 1, str(path))  # another seed is another result
     assert len(path.read_text().splitlines()) == 5 and other_seed[0]["seed"] == 4
+    other_rules = samegame.nmcs2_lines(boards[:1], 3, 1, str(path), "clickomania")  # and other rules
+    assert len(path.read_text().splitlines()) == 6 and other_rules[0]["rules"] == "clickomania"
+    assert other_rules[0]["points"] != -1
+
+
+@pytest.mark.slow
+def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch):
+    """benchmarks/samegame.py --env Clickomania-...: every agent plays the clickomania
+    rules, the searches minimise cells left, and the batched JAX beam keeps the numba
+    beam's positions (equal lines at width 1)."""
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+    import samegame
+
+    out = tmp_path / "clickomania.json"
+    report = samegame.main(["--env", "Clickomania-10x10x4-v0", "--boards", "4", "--beam-widths", "1",
+                            "--jax-widths", "1", "--nmcs2-boards", "1", "--out", str(out)])
+    assert report["rules"] == "clickomania" and report["objective"] == "cells_left" and report["size"] == [10, 10, 4]
+    rows = report["agents"]
+    assert rows["beam 1 (JAX, batched)"]["mean_cells_left"] == rows["beam 1 (numba)"]["mean_cells_left"]
+    assert rows["beam 1 (JAX, batched)"]["mean_points"] == rows["beam 1 (numba)"]["mean_points"]
+    assert rows["NMCS level 1 (numba)"]["mean_cells_left"] < rows["random legal"]["mean_cells_left"]
+    kept = json.loads((tmp_path / "clickomania-nmcs2.jsonl").read_text())
+    keys = jax.random.split(jax.random.key(0), 4)
+    first = np.asarray(jaxdust.random_board(keys[0], jaxdust.GameConfig(10, 10, 4, "clickomania")))
+    assert kept["rules"] == "clickomania" and kept["board"] == "".join(map(str, first.reshape(-1)))
+    assert kept["cells_left"] == points.nmcs(first, 2, "clickomania", seed=0).cells_left
+    assert json.loads(out.read_text()) == report

@@ -21,6 +21,7 @@ from jaxdust.evaluation import baselines
 from jaxdust.learn import agents, avi, checkpoint, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
+from tests import family_reference as fr
 from tests.conftest import WHOLE_DQN, host_devices_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -100,8 +101,9 @@ def test_network_without_rule_features_sees_only_cells():
 
 
 @pytest.mark.slow
-def test_full_backup_targets_every_cell_like_the_oracle():
-    size = jaxdust.GameConfig(5, 4, 3)
+@pytest.mark.parametrize("rules", ["dust", "former"])
+def test_full_backup_targets_every_cell_like_the_oracle(rules):
+    size = jaxdust.GameConfig(5, 4, 3, rules)
     boards = jax.vmap(lambda k: jaxdust.core.game.random_board(k, size))(jax.random.split(jax.random.key(7), 5))
 
     def q_target(children):  # any fixed function of the child will do: its occupied cells, per cell
@@ -117,7 +119,7 @@ def test_full_backup_targets_every_cell_like_the_oracle():
             assert trained[i, cell] == (board[x, y] != 0)
             if not board[x, y]:
                 continue
-            child, _ = ref.click(board, x, y)
+            child, _ = fr.click(board, x, y, rules)
             if not child.any():
                 expected = config.rewards.clear
             else:  # the best legal cell of the child: the last occupied one in cell order

@@ -19,6 +19,7 @@ from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines, ranking, registry
 from jaxdust.learn import networks
 from jaxdust.search import mcts
+from tests import family_reference as fr
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = GameConfig(4, 3, 3)  # the exact solver proves these in microseconds
@@ -123,16 +124,18 @@ def test_networks_and_the_heuristic_outside_jit_compile_once(compile_log):
 
 
 @pytest.mark.slow
-def test_mcts_plays_tiny_boards_near_optimally_and_only_legal_clicks():
+@pytest.mark.parametrize("rules", ["dust", "former"])
+def test_mcts_plays_tiny_boards_near_optimally_and_only_legal_clicks(rules):
     boards = random_boards(24, SMALL, seed=5)
-    best = optimum(boards, 3)
-    played = play_boards(boards, mcts.MCTSPolicy(mcts.heuristic_evaluator, 64), jax.random.key(0), 12, None)
+    best = np.array([solve(b, colors=3, rules=rules).length for b in np.asarray(boards)], float)
+    policy = mcts.MCTSPolicy(mcts.heuristic_evaluator, 64, rules=rules)
+    played = play_boards(boards, policy, jax.random.key(0), 12, None, rules)
     assert bool(np.all(played.cleared))
-    largest = play_boards(boards, baselines.largest_cluster, jax.random.key(0), 12)
+    largest = play_boards(boards, baselines.largest_cluster, jax.random.key(0), 12, rules=rules)
     clicks = np.asarray(played.clicks, float)
     assert clicks.mean() - best.mean() < 0.25, (clicks.mean(), best.mean())
     assert clicks.mean() < np.asarray(largest.clicks, float).mean()
-    output = mcts.search(boards, mcts.heuristic_evaluator, None, jax.random.key(1), 16)
+    output = mcts.search(boards, mcts.heuristic_evaluator, None, jax.random.key(1), 16, rules=rules)
     labels = np.asarray(jax.vmap(game.cluster_labels)(boards)).reshape(24, -1)
     weights = np.asarray(output.action_weights)
     first = labels == np.arange(12)
@@ -140,31 +143,48 @@ def test_mcts_plays_tiny_boards_near_optimally_and_only_legal_clicks():
     assert np.all(first[np.arange(24), np.asarray(output.action)])
 
 
+def first_cells_and_sizes(board: np.ndarray) -> dict[int, int]:
+    """The family reference's clusters: each one's first cell (``x * H + y``) -> its size."""
+    height = board.shape[1]
+    return {min(x * height + y for x, y in cluster): len(cluster) for cluster in fr.clusters(board)}
+
+
 @pytest.mark.slow
-def test_mcts_model_step_equals_the_reference_click():
+@pytest.mark.parametrize("rules", ["dust", "former"])
+def test_mcts_model_step_equals_the_reference_click(rules):
     size = GameConfig(6, 5, 4)
     boards = np.array(random_boards(40, size, seed=5))
     rng = np.random.default_rng(0)
-    actions = np.array([rng.choice(np.flatnonzero(ref.cluster_labels(b).reshape(-1) == np.arange(30)))
-                        for b in boards], np.int32)
+    actions = np.array([rng.choice(sorted(first_cells_and_sizes(b))) for b in boards], np.int32)
     boards[-3:] = 0  # mctx may step past a cleared board
-    output, children = mcts.recurrent_fn(mcts.heuristic_evaluator)(None, jax.random.key(0), jnp.asarray(actions),
-                                                                   jnp.asarray(boards))
+    output, children = mcts.recurrent_fn(mcts.heuristic_evaluator, rules)(None, jax.random.key(0),
+                                                                          jnp.asarray(actions), jnp.asarray(boards))
     heuristic = np.asarray(mcts.heuristic_evaluator(children)[0])
+    differs = False
     for board, action, child, reward, discount, value, prior, estimate in zip(
             boards, actions, np.asarray(children), *map(np.asarray, (output.reward, output.discount, output.value,
                                                                      output.prior_logits)), heuristic):
-        playing = not ref.is_done(board)
-        expected = ref.click(board, *divmod(int(action), size.height))[0] if playing else board
+        playing = board.any()
+        expected = fr.click(board, *divmod(int(action), size.height), rules)[0] if playing else board
+        differs |= playing and not np.array_equal(expected, ref.click(board, *divmod(int(action), size.height))[0])
         np.testing.assert_array_equal(child, expected)
         assert reward == (-1.0 if playing else 0.0)
-        assert discount == (0.0 if ref.is_done(expected) else 1.0)
-        assert value == (0.0 if ref.is_done(expected) else -estimate)
-        first = ref.cluster_labels(expected).reshape(-1) == np.arange(30)
+        assert discount == (0.0 if not expected.any() else 1.0)
+        assert value == (0.0 if not expected.any() else -estimate)
+        clusters = first_cells_and_sizes(expected)
+        first = np.isin(np.arange(30), list(clusters))
         assert np.all(prior[~first] == mcts._MASKED) and np.all(prior[first] > mcts._MASKED)
         if first.any():  # a uniform prior over cells: each cluster's probability is its share of the cells
-            sizes = ref.cluster_sizes(expected).reshape(-1)[first]
+            sizes = np.array([clusters[cell] for cell in np.flatnonzero(first)])
             np.testing.assert_allclose(np.exp(prior[first]), sizes / sizes.sum(), rtol=1e-5)
+    assert differs == (rules != "dust")  # the former rules' children are not the dust game's
+
+
+def test_mcts_plans_with_the_click_rules_only():
+    for make in (lambda: mcts.recurrent_fn(mcts.heuristic_evaluator, "samegame"),
+                 lambda: mcts.MCTSPolicy(mcts.heuristic_evaluator, 8, rules="clickomania")):
+        with pytest.raises(ValueError, match="mcts plays the fewest-clicks rules"):
+            make()
 
 
 @pytest.mark.slow

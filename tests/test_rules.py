@@ -205,8 +205,7 @@ def test_boards_are_checked_and_lines_scored_under_their_rules():
 def test_learners_refuse_rules_they_do_not_play_yet(learner):
     from jaxdust.learn import learners
     config_class = type(learners.get(learner).presets["default"])
-    plays = "dust, former" if learner == "avi" else "dust"
-    with pytest.raises(ValueError, match=f"{learner} plays the {plays} rules so far, not 'samegame'"):
+    with pytest.raises(ValueError, match=f"{learner} plays the dust, former rules so far, not 'samegame'"):
         config_class(game=GameConfig(15, 15, 5, "samegame"))
 
 

@@ -364,7 +364,8 @@ def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     trained = _load_for(run, boards, context)
     if trained.evaluator is None:
         raise ValueError(f"{run} is a {trained.learner} run, which has no policy and value to search with")
-    return _play_policy(MCTSPolicy(trained.evaluator, simulations), trained.params, boards, context)
+    return _play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
+                        context)
 
 
 register(Agent("policy", "a trained run (train.py) playing its network's own choice: the argmax of its output, "
@@ -373,12 +374,13 @@ register(Agent("value", "beam search scored by a trained run's value (width 1: g
                "run directory[:width]", _run_and_number("value", "width", 1), _play_run_value, game.CLICK_RULES))
 register(Agent("mcts", "Gumbel MuZero search (mctx) over the simulator with a trained run's policy and value, "
                "noise off", "run directory[:simulations]", _run_and_number("mcts", "simulations", 64),
-               _play_run_mcts))
+               _play_run_mcts, game.CLICK_RULES))
 register(Agent("mcts-heuristic", "Gumbel MuZero search (mctx) with the hand-made estimate as value and a "
                "uniform prior", "simulations",
                lambda text: _number(text, "mcts-heuristic: simulations", 64, integer=True),
-               lambda simulations, boards, context: _play_policy(MCTSPolicy(heuristic_evaluator, simulations),
-                                                                 None, boards, context)))
+               lambda simulations, boards, context: _play_policy(
+                   MCTSPolicy(heuristic_evaluator, simulations, rules=context.rules), None, boards, context),
+               game.CLICK_RULES))
 
 
 def _renamed(old: str, new_name: str, parse: Callable[[str], Any]) -> Agent:

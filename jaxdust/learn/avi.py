@@ -96,8 +96,6 @@ class AVIConfig:
         if self.policy_teacher not in POLICY_TEACHERS:
             raise configs.FieldError("policy_teacher", f"must be one of {', '.join(POLICY_TEACHERS)}, "
                                                        f"got {self.policy_teacher!r}")
-        if self.policy_teacher == "mcts" and self.game.rules != "dust":
-            raise configs.FieldError("policy_teacher", f"mcts plans with the dust rules only, not {self.game.rules!r}")
         if not 0.0 < self.child_share <= 1.0:
             raise configs.FieldError("child_share", f"must be in (0, 1], got {self.child_share}")
         if self.num_envs % self.beam_width:
@@ -308,7 +306,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         policy_target = jnp.where(use_line[:, None], jax.nn.one_hot(line_cluster, cells), soft)
         if config.policy_teacher == "mcts":
             searched = mcts.search(boards[policy_rows], lambda b, p: network.apply(p, b), runner.target_params,
-                                   jax.random.fold_in(slot_key, 1), config.teacher_simulations)
+                                   jax.random.fold_in(slot_key, 1), config.teacher_simulations, rules=size.rules)
             # A row without a position (the line buffer not yet filled) has no legal action,
             # and mctx then spreads its weights over all cells: no target there.
             policy_target = jnp.where(row_labels >= 0, searched.action_weights, 0.0)

@@ -1,4 +1,5 @@
-"""Training data from solved boards: one sample per position along each solution.
+"""Training data from solved boards: one sample per position along each solution, under
+either fewest-clicks rule set (``dust`` or ``former``, the game config's ``rules``).
 
 Every sample holds the position (int8 ``[W, H]``), the cluster clicked there (bool
 ``[W, H]``), the clicks left along the solution (its cost-to-go) and whether that label is
@@ -19,6 +20,7 @@ uninterrupted one. Positions equal up to the mirror image are kept once (the fir
 board order).
 
     python -m jaxdust.learn.datasets --out data/sets/demo --boards 200
+    python -m jaxdust.learn.datasets --out data/sets/former --env Former-7x9x4-v0 --labeller beam
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxdust.core import configs, files, flags
-from jaxdust.core.game import GameConfig
+from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.core.processes import ordered_map
 from jaxdust.solver import bitboard, compiled
 from jaxdust.solver.api import TranspositionTable, solve
@@ -59,6 +61,9 @@ class DatasetConfig:
     def __post_init__(self):
         if self.labeller not in ("exact", "beam"):
             raise configs.FieldError("labeller", f"must be 'exact' or 'beam', got {self.labeller!r}")
+        if self.game.rules not in CLICK_RULES:  # the labels are solutions of fewest clicks
+            raise ValueError(f"data sets are labelled for fewest clicks: the {', '.join(CLICK_RULES)} rules, "
+                             f"not {self.game.rules!r}")
         configs.require(self, positive=("boards", "node_limit", "beam_width", "shard_size"),
                         non_negative=("seed",))
         if self.game.num_cells > bitboard.MAX_CELLS:
@@ -82,16 +87,17 @@ def source_board(config: DatasetConfig, index: int) -> np.ndarray:
 
 
 def canonical_key(board: np.ndarray) -> bytes:
-    """Equal for a board and its mirror image."""
+    """Equal for a board and its mirror image (both click rule sets are mirror-symmetric)."""
     board = np.asarray(board, np.int8)
     return min(board.tobytes(), np.ascontiguousarray(board[::-1]).tobytes())
 
 
-def click_with_mask(board: np.ndarray, x: int, y: int, colors: int) -> tuple[np.ndarray, np.ndarray]:
-    """The board after clicking ``(x, y)`` and the cluster removed (bool ``[W, H]``)."""
+def click_with_mask(board: np.ndarray, x: int, y: int, colors: int,
+                    rules: str = "dust") -> tuple[np.ndarray, np.ndarray]:
+    """The board after clicking ``(x, y)`` under ``rules`` and the cluster removed (bool ``[W, H]``)."""
     width, height = board.shape
     planes = bitboard.to_planes(board, colors)
-    geometry = bitboard.make_geometry(width, height)
+    geometry = bitboard.make_geometry(width, height, rules)
     seed = np.uint64(1 << (x * height + y))
     cluster = np.uint64(bitboard.flood(seed, planes[board[x, y] - 1], geometry))
     bitboard.remove_in_place(planes, cluster, geometry)
@@ -100,7 +106,7 @@ def click_with_mask(board: np.ndarray, x: int, y: int, colors: int) -> tuple[np.
 
 
 def _beam_labels(config: DatasetConfig, board: np.ndarray) -> dict:
-    clicks = beam_clicks(board, config.beam_width, config.game.colors)
+    clicks = beam_clicks(board, config.beam_width, config.game.colors, rules=config.game.rules)
     return {"clicks": [[int(x), int(y)] for x, y in clicks], "proven": [False] * len(clicks)}
 
 
@@ -112,14 +118,15 @@ def label_board(config: DatasetConfig, index: int) -> dict:
     table = TranspositionTable(20)  # fresh per board, shared by its positions
 
     def search(position):
-        return solve(position, node_limit=config.node_limit, table=table, colors=config.game.colors)
+        return solve(position, node_limit=config.node_limit, table=table, colors=config.game.colors,
+                     rules=config.game.rules)
 
     position = source_board(config, index)
     result = search(position)
     clicks, lower_bounds = list(result.clicks), [result.lower_bound]
     tail_proven = result.optimal
     for step in range(1, len(clicks) + 1):
-        position, _ = click_with_mask(position, *clicks[step - 1], config.game.colors)
+        position, _ = click_with_mask(position, *clicks[step - 1], config.game.colors, config.game.rules)
         if step == len(clicks):
             break
         if tail_proven:  # the rest of a shortest solution is shortest from here
@@ -143,7 +150,7 @@ def samples_of(config: DatasetConfig, record: dict):
     position = source_board(config, record["index"])
     length = len(record["clicks"])
     for step, ((x, y), proven) in enumerate(zip(record["clicks"], record["proven"])):
-        after, mask = click_with_mask(position, x, y, config.game.colors)
+        after, mask = click_with_mask(position, x, y, config.game.colors, config.game.rules)
         yield position, mask, length - step, proven, step
         position = after
 
@@ -250,14 +257,24 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
     return manifest
 
 
-def load_dataset(directory: str) -> Dataset:
-    """All samples of a finished (or partly written) data set, in board order; ValueError
-    when ``directory`` holds none."""
+def _manifest(directory: str) -> dict:
     path = os.path.join(directory, "manifest.json")
     if not os.path.isfile(path):
         raise ValueError(f"{directory} is not a data set (no manifest.json)")
     with open(path) as handle:
-        manifest = json.load(handle)
+        return json.load(handle)
+
+
+def dataset_config(directory: str) -> DatasetConfig:
+    """The settings a data set was made with (its board size and rules among them);
+    ValueError when ``directory`` holds none."""
+    return configs.from_json(DatasetConfig, _manifest(directory)["config"])
+
+
+def load_dataset(directory: str) -> Dataset:
+    """All samples of a finished (or partly written) data set, in board order; ValueError
+    when ``directory`` holds none."""
+    manifest = _manifest(directory)
     parts = []
     for name in manifest["shards"]:
         with np.load(os.path.join(directory, name)) as arrays:
@@ -276,7 +293,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=flags.output_dir, required=True,
                         help="directory; an existing run there is resumed")
     parser.add_argument("--boards", type=flags.positive_int, default=defaults.boards)
-    parser.add_argument("--size", type=configs.size_flag, default="8x6x5", help="WxHxC (width x height x colours)")
+    board = parser.add_mutually_exclusive_group()
+    board.add_argument("--size", type=configs.size_flag, default=None, metavar="WxHxC",
+                       help="width x height x colours of dust boards (default 8x6x5)")
+    board.add_argument("--env", dest="size", type=configs.env_flag, default=None, metavar="ID",
+                       help="a registered environment's rules and size, e.g. Former-7x9x4-v0 (fewest-clicks rules)")
     parser.add_argument("--seed", type=flags.seed, default=defaults.seed)
     parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller)
     parser.add_argument("--node-limit", type=flags.positive_int, default=defaults.node_limit, help="exact: per search")
@@ -285,8 +306,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count())
     args = parser.parse_args(argv)
     try:
-        config = DatasetConfig(args.size, args.boards, args.seed, args.labeller, args.node_limit, args.beam_width,
-                               args.shard_size)
+        config = DatasetConfig(args.size or defaults.game, args.boards, args.seed, args.labeller, args.node_limit,
+                               args.beam_width, args.shard_size)
         make_dataset(args.out, config, jobs=args.jobs)
     except ValueError as error:
         flags.fail(parser, str(error))

@@ -76,7 +76,7 @@ class DQNConfig:
     max_clicks: int = 100  # truncation of one game
 
     def __post_init__(self):
-        configs.require_rules(self.game, ("dust",), "dqn")
+        configs.require_rules(self.game, game.CLICK_RULES, "dqn")
         configs.require(self, positive=("num_envs", "total_steps", "chunk_iterations", "buffer_size", "batch_size",
                                         "updates_per_step", "learning_rate", "max_clicks", "n_step", "max_grad_norm"),
                         non_negative=("learning_starts", "target_period", "random_moves_per_game"),
@@ -229,7 +229,8 @@ class ChunkMetrics(NamedTuple):
 
 
 def legal_mask(boards: jax.Array, mask_actions: bool) -> jax.Array:
-    """bool ``[..., W * H]``: occupied cells, or every cell when masking is off."""
+    """bool ``[..., W * H]``: occupied cells (under the click rules every one removes its
+    cluster), or every cell when masking is off."""
     occupied = boards.reshape(*boards.shape[:-2], -1) != 0
     return occupied if mask_actions else jnp.ones_like(occupied)
 
@@ -271,7 +272,7 @@ def full_backup_targets(config: DQNConfig, q_target, boards: jax.Array, slots: i
     def cost(children):  # expand() minimises, so it gets the negated bootstrap value
         return -networks.masked_max(q_target(children), legal_mask(children, True))
 
-    expansion = avi.expand(boards, slots, cost)
+    expansion = avi.expand(boards, slots, cost, config.game.rules)
     first_cell = jnp.maximum(expansion.labels, 0)  # cells of one cluster share its child
     at_cell = jnp.take_along_axis(expansion.values, first_cell, axis=1)
     child = jnp.minimum(jnp.take_along_axis(expansion.index, first_cell, axis=1), slots - 1)

@@ -24,7 +24,7 @@ from flax.training.train_state import TrainState
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from jaxdust.core import configs
-from jaxdust.core.game import GameConfig
+from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.learn import networks
 from jaxdust.learn.datasets import Dataset
 
@@ -41,10 +41,10 @@ class ImitationConfig:
     weight_decay: float = 1e-4
     value_weight: float = 0.2  # value loss (clicks^2 scale) against the per-cell BCE
     validation_share: float = 0.1  # of source boards held out
-    mirror: bool = True  # also train on mirror images (the rules are symmetric)
+    mirror: bool = True  # also train on mirror images (both click rule sets are symmetric)
 
     def __post_init__(self):
-        configs.require_rules(self.game, ("dust",), "imitation")
+        configs.require_rules(self.game, CLICK_RULES, "imitation")
         configs.require(self, positive=("epochs", "batch_size", "learning_rate"),
                         non_negative=("weight_decay", "value_weight"),
                         unit_interval=("final_lr_fraction",))

@@ -14,7 +14,7 @@ import jax
 
 from jaxdust.core import flags
 from jaxdust.learn import agents, avi, dqn, imitation, networks
-from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
+from jaxdust.learn.datasets import DatasetConfig, dataset_config, load_dataset, make_dataset
 
 
 class Trainer(NamedTuple):
@@ -147,10 +147,12 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
                                     beam_width=args.data_beam_width, shard_size=1000)
         print(f"making {args.data_boards} beam-labelled boards in {data_dir}", file=sys.stderr)
         make_dataset(data_dir, data_config, jobs=os.cpu_count())
+    made = dataset_config(data_dir).game
+    if made != config.game:
+        raise ValueError(f"{data_dir} holds {made.width}x{made.height}x{made.colors} boards under the {made.rules} "
+                         f"rules, not {config.game.width}x{config.game.height}x{config.game.colors} under "
+                         f"{config.game.rules} (--size or --env)")
     data = load_dataset(data_dir)
-    if data.boards.shape[1:] != (config.game.width, config.game.height):
-        raise ValueError(f"{data_dir} holds {data.boards.shape[1]}x{data.boards.shape[2]} boards, "
-                         f"not {config.game.width}x{config.game.height} (--size)")
     init, run_epoch, validate = imitation.make_imitation(config, data, mesh)
 
     def step(state, epoch):

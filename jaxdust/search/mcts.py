@@ -1,7 +1,8 @@
 """Monte Carlo tree search over the exact simulator: Gumbel MuZero from ``mctx``.
 
-The model the search plans with is the game itself (``game.click_action``), so only the
-evaluation of a position is learned or hand-made: an *evaluator* maps boards to clicks
+The model the search plans with is the game itself (``game.click_action`` under one of the
+click rule sets, ``game.CLICK_RULES``), so only the evaluation of a position is learned or
+hand-made: an *evaluator* maps boards to clicks
 left and click logits,
 
     evaluate(boards int8 [N, W, H], params) -> (clicks_left float32 [N], logits float32 [N, W * H])
@@ -60,7 +61,7 @@ def heuristic_evaluator(boards: jax.Array, params=None) -> tuple[jax.Array, jax.
 
 
 def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simulations: int,
-           considered: int = 16, gumbel_scale: float = 0.0) -> mctx.PolicyOutput:
+           considered: int = 16, gumbel_scale: float = 0.0, rules: str = "dust") -> mctx.PolicyOutput:
     """One Gumbel MuZero search from each board.
 
     Args:
@@ -69,13 +70,14 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
       simulations: simulations per board (static).
       considered: actions Sequential Halving starts from at the root (static).
       gumbel_scale: 0 plays deterministically (evaluation); 1 is mctx's default noise.
+      rules: the click rule set the search plans with (static).
 
     Returns mctx's ``PolicyOutput``: ``action`` int32 ``[N]`` and ``action_weights``
     float32 ``[N, W * H]``, the improved policy (a training target).
     """
     value, prior, legal = _evaluated(evaluate, params, boards)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=boards)
-    return mctx.gumbel_muzero_policy(params, key, root, recurrent_fn(evaluate), simulations, invalid_actions=~legal,
+    return mctx.gumbel_muzero_policy(params, key, root, recurrent_fn(evaluate, rules), simulations, invalid_actions=~legal,
                                      max_num_considered_actions=considered, gumbel_scale=gumbel_scale)
 
 
@@ -86,13 +88,18 @@ def _evaluated(evaluate: Evaluator, params, positions: jax.Array):
     return jnp.where(jax.vmap(game.is_done)(positions), 0.0, -clicks_left), prior, legal
 
 
-def recurrent_fn(evaluate: Evaluator):
-    """mctx's model step over the exact simulator: ``(params, key, action int32 [N],
-    boards int8 [N, W, H]) -> (RecurrentFnOutput, children int8 [N, W, H])``. A click is
-    reward -1; a click from a cleared board (mctx may step past the end) changes nothing
-    and costs nothing; a cleared child ends the episode (discount 0)."""
+def recurrent_fn(evaluate: Evaluator, rules: str = "dust"):
+    """mctx's model step over the exact simulator under the click rule set ``rules``:
+    ``(params, key, action int32 [N], boards int8 [N, W, H]) -> (RecurrentFnOutput,
+    children int8 [N, W, H])``. A click is reward -1; a click from a cleared board (mctx
+    may step past the end) changes nothing and costs nothing; a cleared child ends the
+    episode (discount 0)."""
+    # cluster_prior makes every cluster an action and rewards count clicks: both hold only
+    # where a group of one is a click and fewest clicks is the objective.
+    game.require_click_rules(rules, "mcts")
+
     def step(params, key, action, positions):
-        children, _ = jax.vmap(game.click_action)(positions, action)
+        children, _ = jax.vmap(lambda board, cell: game.click_action(board, cell, rules))(positions, action)
         playing = ~jax.vmap(game.is_done)(positions)
         value, prior, _ = _evaluated(evaluate, params, children)
         cleared = jax.vmap(game.is_done)(children)
@@ -105,12 +112,17 @@ def recurrent_fn(evaluate: Evaluator):
 @dataclasses.dataclass(frozen=True)
 class MCTSPolicy:
     """A ``jaxdust.core.play`` policy: the action of a ``search`` of ``simulations`` from
-    the board (noise off). ``evaluate`` must be hashable (a module-level function or a
-    frozen dataclass)."""
+    the board under the click rule set ``rules`` (noise off). ``evaluate`` must be hashable
+    (a module-level function or a frozen dataclass)."""
 
     evaluate: Evaluator
     simulations: int = 64
     considered: int = 16
+    rules: str = "dust"
+
+    def __post_init__(self):
+        game.require_click_rules(self.rules, "mcts")
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
-        return search(board[None], self.evaluate, params, key, self.simulations, self.considered).action[0]
+        return search(board[None], self.evaluate, params, key, self.simulations, self.considered,
+                      rules=self.rules).action[0]
