@@ -74,28 +74,33 @@ def main(argv=None) -> dict:
     report = {"benchmark": "samegame", "rules": rules, "objective": game.rules_of(rules).objective,
               "boards": args.boards, "size": [size.width, size.height, size.colors], "seed": args.seed,
               "backend": jax.default_backend(), "cpu": machine.cpu_name(), "cpu_count": os.cpu_count(), "agents": {}}
-    per_board = {}  # agent -> points of each board it played, for the NMCS-2 subset's row
+    # agent -> each board's measure (points, or cells left under clickomania), for the NMCS-2 subset's row
+    per_board = {}
+    measure = "cells_left" if report["objective"] == "cells_left" else "points"
     agents = {"random legal": baselines.RandomLegal(rules), "largest group (UVa 758)": baselines.largest_group}
     for name, policy in agents.items():
-        play_boards(boards[:2], policy, jax.random.key(1), cap, rules=rules).points.block_until_ready()  # compile
+        # Compiled for this very batch first: another batch size is another program.
+        play_boards(boards, policy, jax.random.key(1), cap, rules=rules).points.block_until_ready()
         start = time.perf_counter()
-        played = play_boards(boards, policy, jax.random.key(1), cap, rules=rules)
-        per_board[name] = np.asarray(played.points)
-        record(report, args.out, name, per_board[name], np.asarray(played.cells_left), time.perf_counter() - start)
+        played = jax.block_until_ready(play_boards(boards, policy, jax.random.key(1), cap, rules=rules))
+        seconds = time.perf_counter() - start
+        per_board[name] = np.asarray(getattr(played, measure))
+        record(report, args.out, name, np.asarray(played.points), np.asarray(played.cells_left), seconds)
 
     for width in args.jax_widths:
-        points_beam(boards[:2], width=width, rules=rules).value.block_until_ready()  # compile
+        points_beam(boards, width=width, rules=rules).value.block_until_ready()  # compile
         start = time.perf_counter()
-        found = points_beam(boards, width=width, rules=rules)
+        found = jax.block_until_ready(points_beam(boards, width=width, rules=rules))
         seconds = time.perf_counter() - start
         lines = [[divmod(int(a), size.height) for a in actions[:length]]
                  for actions, length in zip(np.asarray(found.actions), np.asarray(found.length))]
         # Both rule sets make the same moves, so SameGame's points score a clickomania line too.
         name = f"beam {width} (JAX, batched)"
-        per_board[name] = np.array([jaxdust.score(b, line, "samegame") for b, line in zip(boards, lines)])
+        points = np.array([jaxdust.score(b, line, "samegame") for b, line in zip(boards, lines)])
         cells_left = np.array([np.count_nonzero(np.asarray(jaxdust.replay(b, line, rules)[0]))
                                for b, line in zip(boards, lines)])
-        record(report, args.out, name, per_board[name], cells_left, seconds)
+        per_board[name] = cells_left if measure == "cells_left" else points
+        record(report, args.out, name, points, cells_left, seconds)
 
     host_boards = np.asarray(boards)
     searches = [(f"beam {width} (numba)", lambda b, w=width: points_search.beam(b, w, rules))
@@ -105,15 +110,16 @@ def main(argv=None) -> dict:
     points_search.nmcs(host_boards[0][:4, :4], 2, rules)
     for name, search in searches:
         lines = [search(board) for board in tqdm(host_boards, desc=name, unit="board", disable=None)]
-        per_board[name] = np.array([line.points for line in lines])
-        record(report, args.out, name, per_board[name], np.array([line.cells_left for line in lines]),
-               sum(line.seconds for line in lines))
+        per_board[name] = np.array([getattr(line, measure) for line in lines])
+        record(report, args.out, name, np.array([line.points for line in lines]),
+               np.array([line.cells_left for line in lines]), sum(line.seconds for line in lines))
     if args.nmcs2_boards:
         subset = host_boards[: args.nmcs2_boards]
         lines = nmcs2_lines(subset, args.seed, args.jobs, os.path.splitext(args.out)[0] + "-nmcs2.jsonl", rules)
         name = f"NMCS level 2 (numba), first {len(subset)} boards"
         record(report, args.out, name, np.array([line["points"] for line in lines]),
                np.array([line["cells_left"] for line in lines]), sum(line["seconds"] for line in lines))
+        report["agents"][name]["others_measure"] = measure
         report["agents"][name]["others_on_these_boards"] = {
             other: float(values[: len(subset)].mean()) for other, values in per_board.items()}
         files.atomic_write_json(args.out, report)
@@ -126,8 +132,8 @@ def main(argv=None) -> dict:
         print(f"| {name} | {row['boards']} | {row['mean_points']:.1f} | {row['std_points']:.1f} | "
               f"{100 * row['cleared']:.0f}% | {row['mean_cells_left']:.1f} | {row['seconds_per_board']:.4f} |")
         if "others_on_these_boards" in row:
-            print("|  on those boards: " + ", ".join(f"{k} {v:.0f}" for k, v in row["others_on_these_boards"].items())
-                  + " | | | | | | |")
+            print(f"|  on those boards, mean {row['others_measure'].replace('_', ' ')}: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in row["others_on_these_boards"].items()) + " | | | | | | |")
     print(f"\nwrote {args.out}")
     return report
 

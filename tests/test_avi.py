@@ -202,3 +202,18 @@ def test_value_iteration_learns_former_costs():
     assert np.mean(np.abs(value - former)) < np.mean(np.abs(np.mean(former) - former))  # it learnt something
     greedy = beam_lengths(boards, 1, scorer, runner.train.params, rules="former")
     assert np.all(greedy >= former) and np.mean(greedy) <= np.mean(former) + 0.3
+
+
+@pytest.mark.parametrize("rules", ["dust", "former"])
+def test_mcts_teacher_and_beam_keys_follow_the_runs_rules(rules, monkeypatch):
+    """The MCTS teacher plans with the run's rules, and the beams merge mirror images only
+    where they play alike (not the dust game at odd widths); traced, not run."""
+    planned, merged = [], []
+    search, canonical_hash = avi.mcts.search, avi.canonical_hash
+    monkeypatch.setattr(avi.mcts, "search", lambda *a, **k: planned.append(k["rules"]) or search(*a, **k))
+    monkeypatch.setattr(avi, "canonical_hash", lambda board, mirror: merged.append(mirror) or canonical_hash(board, mirror))
+    config = avi.AVIConfig(game=GameConfig(5, 3, 3, rules), hidden=(8,), num_envs=8, beam_width=2, buffer_lines=8,
+                           total_updates=1, chunk_updates=1, cell_rounds=1, policy_teacher="mcts", teacher_simulations=2)
+    init, run_chunk = avi.make_avi(config)
+    jax.eval_shape(run_chunk, jax.eval_shape(init, jax.random.key(0)))
+    assert set(planned) == {rules} and set(merged) == {rules == "former"}

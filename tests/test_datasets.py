@@ -114,13 +114,31 @@ def test_a_former_data_set_follows_the_former_rules_and_its_optima(tmp_path, cap
     """The same labellers under ``former`` (gravity only): every sample is the reference's
     former click of the one before, proven labels are former's optimum, and the rules
     matter (some click's position differs from the dust game's)."""
-    from tests import family_reference as fr
     from jaxdust.learn.cli import main as train_main
 
     config = DatasetConfig(GameConfig(6, 4, 3, "former"), boards=10, seed=3, node_limit=20_000, shard_size=5)
     make_dataset(str(tmp_path / "former"), config, jobs=1, progress=False)
     assert datasets.dataset_config(str(tmp_path / "former")) == config
     data = load_dataset(str(tmp_path / "former"))
+    assert follows_the_former_rules(data, config)  # and some click there is not the dust game's
+    assert data.proven.mean() > 0.5
+    for row in np.flatnonzero(data.proven)[:12]:
+        assert solve(data.boards[row], colors=3, rules="former").length == data.cost_to_go[row]
+    beam = DatasetConfig(GameConfig(6, 4, 3, "former"), boards=6, seed=3, labeller="beam", beam_width=4, shard_size=6)
+    make_dataset(str(tmp_path / "beam"), beam, jobs=1, progress=False)
+    follows_the_former_rules(load_dataset(str(tmp_path / "beam")), beam)
+
+    # A learner refuses a data set made under other rules, naming both.
+    with pytest.raises(SystemExit):
+        train_main(["imitation", "--size", "6x4x3", "--data", str(tmp_path / "former"), "--run-dir", str(tmp_path / "r")])
+    assert "6x4x3 boards under the former rules, not 6x4x3 under dust" in capsys.readouterr().err
+
+
+def follows_the_former_rules(data, config) -> bool:
+    """Asserts that every sample of ``data`` is the family reference's former click of the
+    one before it; returns whether some click differs from the dust game's."""
+    from tests import family_reference as fr
+
     stored = {datasets.canonical_key(board): row for row, board in enumerate(data.boards)}
     differs = False
     for index in np.unique(data.board_id):
@@ -143,17 +161,24 @@ def test_a_former_data_set_follows_the_former_rules_and_its_optima(tmp_path, cap
                 assert not after.any()
             else:  # the next position was kept once, under an earlier board
                 assert data.board_id[stored[datasets.canonical_key(after)]] < index
-    assert differs
-    assert data.proven.mean() > 0.5
-    for row in np.flatnonzero(data.proven)[:12]:
-        assert solve(data.boards[row], colors=3, rules="former").length == data.cost_to_go[row]
-    beam = DatasetConfig(GameConfig(6, 4, 3, "former"), boards=4, seed=3, labeller="beam", beam_width=4, shard_size=4)
-    make_dataset(str(tmp_path / "beam"), beam, jobs=1, progress=False)
-    for board, clicked in zip(load_dataset(str(tmp_path / "beam")).boards, load_dataset(str(tmp_path / "beam")).clicked):
-        x, y = np.argwhere(clicked)[0]
-        assert fr.click(board, x, y, "former")[1] == clicked.sum()  # the labelled cluster is one click
+    return differs
 
-    # A learner refuses a data set made under other rules, naming both.
-    with pytest.raises(SystemExit):
-        train_main(["imitation", "--size", "6x4x3", "--data", str(tmp_path / "former"), "--run-dir", str(tmp_path / "r")])
-    assert "6x4x3 boards under the former rules, not 6x4x3 under dust" in capsys.readouterr().err
+
+def test_mirror_images_are_one_sample_only_where_they_play_alike():
+    """At an odd width the dust game's middle column belongs to the right half, so a board
+    and its mirror image need not share an optimum: data sets keep both, and imitation
+    does not add mirrored samples there (``game.mirror_symmetric``)."""
+    from jaxdust.learn import imitation
+
+    odd = DatasetConfig(GameConfig(5, 4, 3), boards=1)
+    assert not odd.mirror and DatasetConfig(GameConfig(6, 4, 3)).mirror
+    assert DatasetConfig(GameConfig(5, 4, 3, "former")).mirror
+    board = datasets.source_board(odd, 0)
+    assert datasets.canonical_key(board) == datasets.canonical_key(board[::-1])
+    assert datasets.canonical_key(board, False) != datasets.canonical_key(board[::-1], False)
+    fake = datasets.Dataset(np.stack([board] * 4), np.ones((4, 5, 4), bool), np.arange(4, dtype=np.int16) + 1,
+                            np.ones(4, bool), np.arange(4, dtype=np.int32), np.zeros(4, np.int16))
+    for rules, mirrored in (("dust", False), ("former", True)):
+        config = imitation.ImitationConfig(game=GameConfig(5, 4, 3, rules), hidden=(8,), validation_share=0.25)
+        train, validation = imitation.split_dataset(fake, config)
+        assert (len(train.boards), len(validation.boards)) == (6 if mirrored else 3, 1)

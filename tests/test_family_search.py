@@ -13,7 +13,9 @@ import pytest
 
 from tests import family_reference as fr
 import jaxdust
+from jaxdust.core.play import play_boards
 from jaxdust.search import beam
+from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_scorer
 from jaxdust.solver import bitboard, ida, points, upper_bound
@@ -302,6 +304,11 @@ def test_train_and_evaluate_a_former_run(learner, tmp_path):
         board = jaxdust.parse_board(row["board"], 7, 9, "former")
         assert int(row["solver:2"]) <= min(int(row[name]) for name in agents)
         assert int(row["solver:2"]) >= bitboard_bound(board)
+    if learner == "avi":  # the agent plans with the boards' rules: it is the former search's play
+        boards = jnp.stack([jaxdust.parse_board(row["board"], 7, 9, "former") for row in rows])
+        planned = play_boards(boards, MCTSPolicy(heuristic_evaluator, 4, rules="former"), jax.random.key(0), 63,
+                              rules="former")
+        assert [int(row["mcts-heuristic:4"]) for row in rows] == np.asarray(planned.clicks).tolist()
     with pytest.raises(SystemExit):  # a former run does not play the dust game
         evaluate.main(["--random", "2", "--size", "7x9x4", "--agents", f"value:{run}", "--out", str(tmp_path / "x")])
 
@@ -399,12 +406,20 @@ def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch):
                             "--jax-widths", "1", "--nmcs2-boards", "1", "--out", str(out)])
     assert report["rules"] == "clickomania" and report["objective"] == "cells_left" and report["size"] == [10, 10, 4]
     rows = report["agents"]
+    boards = [np.asarray(jaxdust.random_board(key, jaxdust.GameConfig(10, 10, 4, "clickomania")))
+              for key in jax.random.split(jax.random.key(0), 4)]
+    for name, search in (("beam 1 (numba)", lambda b: points.beam(b, 1, "clickomania")),
+                         ("NMCS level 1 (numba)", lambda b: points.nmcs(b, 1, "clickomania", seed=0))):
+        lines = [search(board) for board in boards]  # the searches for the id's objective, on its boards
+        assert rows[name]["mean_cells_left"] == np.mean([line.cells_left for line in lines])
+        assert rows[name]["mean_points"] == np.mean([line.points for line in lines])
     assert rows["beam 1 (JAX, batched)"]["mean_cells_left"] == rows["beam 1 (numba)"]["mean_cells_left"]
     assert rows["beam 1 (JAX, batched)"]["mean_points"] == rows["beam 1 (numba)"]["mean_points"]
     assert rows["NMCS level 1 (numba)"]["mean_cells_left"] < rows["random legal"]["mean_cells_left"]
+    nmcs2 = rows["NMCS level 2 (numba), first 1 boards"]
+    assert nmcs2["others_measure"] == "cells_left"
+    assert nmcs2["others_on_these_boards"]["NMCS level 1 (numba)"] == points.nmcs(boards[0], 1, "clickomania").cells_left
     kept = json.loads((tmp_path / "clickomania-nmcs2.jsonl").read_text())
-    keys = jax.random.split(jax.random.key(0), 4)
-    first = np.asarray(jaxdust.random_board(keys[0], jaxdust.GameConfig(10, 10, 4, "clickomania")))
-    assert kept["rules"] == "clickomania" and kept["board"] == "".join(map(str, first.reshape(-1)))
-    assert kept["cells_left"] == points.nmcs(first, 2, "clickomania", seed=0).cells_left
+    assert kept["rules"] == "clickomania" and kept["board"] == "".join(map(str, boards[0].reshape(-1)))
+    assert kept["cells_left"] == points.nmcs(boards[0], 2, "clickomania", seed=0).cells_left
     assert json.loads(out.read_text()) == report

@@ -16,7 +16,6 @@ import pytest
 
 import jaxdust
 from jaxdust.core import configs, play
-from jaxdust.core import reference as ref
 from jaxdust.evaluation import baselines
 from jaxdust.learn import agents, avi, checkpoint, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features

@@ -69,6 +69,16 @@ def rules_of(name: str) -> Rules:
 CLICK_RULES = tuple(name for name, rules in RULES.items() if rules.objective == "clicks" and rules.min_group == 1)
 
 
+def mirror_symmetric(rules: str, width: int) -> bool:
+    """Whether a board and its mirror image (``x -> width - 1 - x``) play alike under
+    ``rules`` at ``width``, so that one may stand for the other (position keys, data sets,
+    mirrored training samples): gravity alone (``former``) always; the dust game's centre
+    slide only at even widths (at an odd one the middle column belongs to the right half);
+    closing empty columns to the left never."""
+    sideways = rules_of(rules).sideways
+    return sideways == "none" or (sideways == "centre" and width % 2 == 0)
+
+
 def require_click_rules(rules: str, what: str) -> None:
     """ValueError unless ``rules`` names a rule set of ``CLICK_RULES``; ``what`` names the caller."""
     rules_of(rules)

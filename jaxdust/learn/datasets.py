@@ -17,7 +17,8 @@ node budgets and a fresh table per board. It appends each solved board to
 ``journal.jsonl`` and writes a shard once all of its boards are in, so a killed run
 resumes losing only the boards in flight, and ends with the same files as an
 uninterrupted one. Positions equal up to the mirror image are kept once (the first in
-board order).
+board order) where the two play alike (``game.mirror_symmetric``: not the dust game at odd
+widths); elsewhere equal positions are.
 
     python -m jaxdust.learn.datasets --out data/sets/demo --boards 200
     python -m jaxdust.learn.datasets --out data/sets/former --env Former-7x9x4-v0 --labeller beam
@@ -39,7 +40,7 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxdust.core import configs, files, flags
-from jaxdust.core.game import CLICK_RULES, GameConfig
+from jaxdust.core.game import CLICK_RULES, GameConfig, mirror_symmetric
 from jaxdust.core.processes import ordered_map
 from jaxdust.solver import bitboard, compiled
 from jaxdust.solver.api import TranspositionTable, solve
@@ -70,6 +71,11 @@ class DatasetConfig:
             raise ValueError(f"a {self.game.width}x{self.game.height} board has {self.game.num_cells} cells; "
                              f"the solver handles at most {bitboard.MAX_CELLS}")
 
+    @property
+    def mirror(self) -> bool:
+        """Whether a position and its mirror image are one sample (``game.mirror_symmetric``)."""
+        return mirror_symmetric(self.game.rules, self.game.width)
+
 
 class Dataset(NamedTuple):
     boards: np.ndarray  # int8 [N, W, H]
@@ -86,9 +92,11 @@ def source_board(config: DatasetConfig, index: int) -> np.ndarray:
     return rng.integers(1, config.game.colors + 1, size=(config.game.width, config.game.height)).astype(np.int8)
 
 
-def canonical_key(board: np.ndarray) -> bytes:
-    """Equal for a board and its mirror image (both click rule sets are mirror-symmetric)."""
+def canonical_key(board: np.ndarray, mirror: bool = True) -> bytes:
+    """Equal for equal boards, and for a board and its mirror image when ``mirror``."""
     board = np.asarray(board, np.int8)
+    if not mirror:
+        return board.tobytes()
     return min(board.tobytes(), np.ascontiguousarray(board[::-1]).tobytes())
 
 
@@ -159,7 +167,7 @@ def _shard_bytes(config: DatasetConfig, records: list[dict], seen: set[bytes]) -
     rows = []
     for record in records:
         for board, mask, cost, proven, step in samples_of(config, record):
-            key = canonical_key(board)
+            key = canonical_key(board, config.mirror)
             if key in seen:
                 continue
             seen.add(key)
@@ -223,7 +231,7 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
     seen: set[bytes] = set()
     for shard in range(written):  # rebuild the duplicate filter from finished shards
         with np.load(_shard_path(directory, shard)) as arrays:
-            seen.update(canonical_key(board) for board in arrays["boards"])
+            seen.update(canonical_key(board, config.mirror) for board in arrays["boards"])
 
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
 

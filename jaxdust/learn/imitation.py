@@ -24,7 +24,7 @@ from flax.training.train_state import TrainState
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from jaxdust.core import configs
-from jaxdust.core.game import CLICK_RULES, GameConfig
+from jaxdust.core.game import CLICK_RULES, GameConfig, mirror_symmetric
 from jaxdust.learn import networks
 from jaxdust.learn.datasets import Dataset
 
@@ -41,7 +41,7 @@ class ImitationConfig:
     weight_decay: float = 1e-4
     value_weight: float = 0.2  # value loss (clicks^2 scale) against the per-cell BCE
     validation_share: float = 0.1  # of source boards held out
-    mirror: bool = True  # also train on mirror images (both click rule sets are symmetric)
+    mirror: bool = True  # also train on mirror images, where they play alike (game.mirror_symmetric)
 
     def __post_init__(self):
         configs.require_rules(self.game, CLICK_RULES, "imitation")
@@ -82,7 +82,8 @@ def split_dataset(data: Dataset, config: ImitationConfig) -> tuple[Split, Split]
         return Split(jnp.asarray(b), jnp.asarray(c.reshape(len(c), -1), jnp.float32),
                      jnp.asarray(v, jnp.float32))
 
-    return split(~validation, config.mirror), split(validation, False)
+    mirrored = config.mirror and mirror_symmetric(config.game.rules, config.game.width)
+    return split(~validation, mirrored), split(validation, False)
 
 
 def make_optimizer(config: ImitationConfig, total_steps: int) -> optax.GradientTransformation:

@@ -3,7 +3,7 @@
 Each click, every kept position is expanded by every cluster (one child per cluster, made
 ``chunk`` at a time from a ``ChildList``, so the work follows the number of clusters and
 not the ``W * H`` cells), the children are scored, positions equal up to the mirror image
-``x -> width - 1 - x`` are kept once, and the ``width`` best of each board survive. A board's
+``x -> width - 1 - x`` are kept once (where the two play alike, ``game.mirror_symmetric``), and the ``width`` best of each board survive. A board's
 search stops at the first click that empties it, which gives the shortest solution this
 beam can see. All boards of a batch advance together in one compiled loop (CPU or GPU).
 
@@ -286,6 +286,7 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
     rows = count * width
     listed = shortlist * width if rescorer is not None else width  # children per board that reach the rescorer
     board_of_row = jnp.arange(rows) // width
+    mirror = game.mirror_symmetric(rules, board_width)
 
     def step(carry: _BeamCarry) -> _BeamCarry:
         def visit(found, start, children, parent, action, valid):
@@ -298,7 +299,8 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
             values = jnp.where(valid, scorer(children, params), jnp.inf)
             return (jax.lax.dynamic_update_slice(scores, values, (start,)),
                     jax.lax.dynamic_update_slice(cleared, done, (start,)),
-                    jax.lax.dynamic_update_slice(keys, jax.vmap(solver_key)(children), (start, 0)))
+                    jax.lax.dynamic_update_slice(keys, jax.vmap(lambda child: solver_key(child, mirror))(children),
+                                                 (start, 0)))
 
         capacity = child_capacity(rows, cells, chunk)
         empty = (jnp.full(capacity, jnp.inf), jnp.zeros(capacity, bool), jnp.zeros((capacity, 2), jnp.uint32))

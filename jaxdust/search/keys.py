@@ -1,4 +1,5 @@
-"""Keys of positions in JAX, equal for a board and its mirror image (``x -> W - 1 - x``).
+"""Keys of positions in JAX, equal for a board and its mirror image (``x -> W - 1 - x``)
+where the two play alike (``mirror=True``; ``game.mirror_symmetric`` says where).
 
 ``solver_key`` is the exact solver's key (``jaxdust.solver.ida.position_key``). The beams
 merge positions with equal keys and break score ties by it, so a JAX beam and the numba
@@ -65,11 +66,22 @@ def _packed(cells: jax.Array, colour: jax.Array) -> jax.Array:
     return game.fold_rows((cells == colour).astype(jnp.uint32) << shifts, jnp.bitwise_or)
 
 
-@game.batch_last_vmap
-def solver_key(board: jax.Array) -> jax.Array:
+def solver_key(board: jax.Array, mirror: bool = True) -> jax.Array:
     """uint32 ``[2, ...]`` (high, low) key of boards int8 ``[W, H, ...]``, equal for a board and
-    its mirror image; for boards of at most 64 cells it is ``ida.position_key``'s value.
-    Under ``jax.vmap`` the batch runs last and the key comes back ``[M, 2]``.
+    its mirror image when ``mirror`` (static; ``game.mirror_symmetric``); for boards of at
+    most 64 cells it is ``ida.position_key``'s value. Under ``jax.vmap`` the key comes back
+    ``[M, 2]``."""
+    high, low = _oriented_keys(board)  # [2 (direct, mirrored), ...] each
+    if not mirror:
+        return jnp.stack([high[0], low[0]])
+    mirrored_first = (high[1] < high[0]) | ((high[1] == high[0]) & (low[1] < low[0]))
+    return jnp.stack([jnp.where(mirrored_first, part[1], part[0]) for part in (high, low)])
+
+
+@game.batch_last_vmap
+def _oriented_keys(board: jax.Array) -> jax.Array:
+    """uint32 ``[2 (high, low), 2 (board, mirror image), ...]``: the solver's key of each
+    orientation. Under ``jax.vmap`` the batch runs last.
 
     One loop pass per colour, both orientations side by side: written as one expression,
     XLA on a CPU fused the whole key into one loop that ran ~10x slower per board.
@@ -99,8 +111,7 @@ def solver_key(board: jax.Array) -> jax.Array:
     high, low, middle = jax.lax.fori_loop(1, game.MAX_COLORS + 1, add_colour, (zero, zero, zero))
     middle = middle + (low >> 16)
     high, low = high + (middle >> 16), (low & 0xFFFF) | (middle << 16)
-    mirrored_first = (high[1] < high[0]) | ((high[1] == high[0]) & (low[1] < low[0]))
-    return jnp.stack([jnp.where(mirrored_first, part[1], part[0]) for part in (high, low)])
+    return jnp.stack([high, low])
 
 
 # Two independent 32-bit hashes of a board; collisions only merge two beam entries.
@@ -117,9 +128,12 @@ def _hash_pair(board: jax.Array) -> jax.Array:
     return mixed ^ jnp.right_shift(mixed, 12)
 
 
-def canonical_hash(board: jax.Array) -> jax.Array:
+def canonical_hash(board: jax.Array, mirror: bool = True) -> jax.Array:
     """uint32 ``[2]`` hash of one board ``[W, H]``, equal for it and its mirror image (the
-    smaller of the two)."""
-    direct, mirrored = _hash_pair(board), _hash_pair(board[::-1])
+    smaller of the two) when ``mirror`` (static; ``game.mirror_symmetric``)."""
+    direct = _hash_pair(board)
+    if not mirror:
+        return direct
+    mirrored = _hash_pair(board[::-1])
     direct_first = (direct[0] < mirrored[0]) | ((direct[0] == mirrored[0]) & (direct[1] <= mirrored[1]))
     return jnp.where(direct_first, direct, mirrored)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from jaxdust.core.game import require_click_rules, rules_of
+from jaxdust.core.game import mirror_symmetric, require_click_rules, rules_of
 
 MAX_CELLS = 64
 U64 = np.uint64
@@ -33,6 +33,7 @@ class Geometry(NamedTuple):
     width: int
     height: int
     slide: bool  # the dust game's centre slide follows gravity; False: gravity alone (former)
+    mirror: bool  # a board and its mirror image play alike (game.mirror_symmetric): one key for both
     full: np.uint64  # all cells
     not_bottom: np.uint64  # every cell but row 0
     not_top: np.uint64  # every cell but row height - 1
@@ -62,7 +63,8 @@ def make_geometry(width: int, height: int, rules: str = "dust") -> Geometry:
         for y in range(height):
             outward_row[x, y] = sum(1 << (ox * height + y) for ox in outward)
     return Geometry(
-        width, height, rules_of(rules).sideways == "centre", U64(full), U64(full & ~row[0]), U64(full & ~row[height - 1]),
+        width, height, rules_of(rules).sideways == "centre", mirror_symmetric(rules, width), U64(full),
+        U64(full & ~row[0]), U64(full & ~row[height - 1]),
         column, from_row, outward_row,
         np.array([left_cells, full & ~left_cells], np.uint64),
         np.array([sum(int(column[x]) for x in range(half + 1, width)),

@@ -15,8 +15,8 @@ alone (the ``former`` rules) columns never move, so each run of adjacent columns
 colour needs a click of its own (``column_runs``), a much stronger bound there.
 
 The transposition table maps the canonical hash of a position (the smaller of its hash and
-its mirror image's, ``x -> width - 1 - x``) to a proven lower bound on the clicks it
-needs. The table compares 62 bits of 64-bit hashes, which makes a wrong cut-off from a
+its mirror image's, ``x -> width - 1 - x``, where the two play alike: not the dust game at
+odd widths) to a proven lower bound on the clicks it needs. The table compares 62 bits of 64-bit hashes, which makes a wrong cut-off from a
 collision vanishingly unlikely (about 1e-18 per probe), not impossible.
 """
 
@@ -61,9 +61,10 @@ def _mirror(plane, geometry):
 
 @numba.njit(cache=True, inline="always")
 def position_key(planes, geometry):
-    """Hash of a position, equal for a board and its mirror image. Absent colours add
-    nothing, so the key does not depend on the number of planes (``jaxdust.search.keys``
-    computes the same key in JAX)."""
+    """Hash of a position, equal for a board and its mirror image where the two play alike
+    (``geometry.mirror``: not the dust game at odd widths). Absent colours add nothing, so
+    the key does not depend on the number of planes (``jaxdust.search.keys`` computes the
+    same key in JAX)."""
     direct = ZERO
     mirrored = ZERO
     for c in range(planes.shape[0]):
@@ -71,8 +72,9 @@ def position_key(planes, geometry):
             continue
         salt = U64(c + 1) * _COLOUR_SALT
         direct += mix(planes[c] ^ salt)
-        mirrored += mix(_mirror(planes[c], geometry) ^ salt)
-    return min(direct, mirrored)
+        if geometry.mirror:
+            mirrored += mix(_mirror(planes[c], geometry) ^ salt)
+    return min(direct, mirrored) if geometry.mirror else direct
 
 
 @numba.njit(cache=True, inline="always")
