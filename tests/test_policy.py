@@ -136,13 +136,13 @@ def test_mcts_plays_tiny_boards_near_optimally_and_only_legal_clicks(rules):
     assert clicks.mean() - best.mean() < 0.25, (clicks.mean(), best.mean())
     assert clicks.mean() < np.asarray(largest.clicks, float).mean()
     # The policy is the search under its rules (a search under the other rules plans other clicks).
-    searched = mcts.search(boards, mcts.heuristic_evaluator, None, jax.random.key(2), 64, rules=rules).action
-    chosen = jax.vmap(lambda board: policy(jax.random.key(2), board, None))(boards)
-    np.testing.assert_array_equal(chosen, searched)
-    other = mcts.search(boards, mcts.heuristic_evaluator, None, jax.random.key(2), 64,
-                        rules="former" if rules == "dust" else "dust").action
-    assert np.any(np.asarray(other) != np.asarray(searched))
     output = mcts.search(boards, mcts.heuristic_evaluator, None, jax.random.key(1), 16, rules=rules)
+    few = mcts.MCTSPolicy(mcts.heuristic_evaluator, 16, rules=rules)
+    chosen = jax.vmap(lambda board: few(jax.random.key(1), board, None))(boards)
+    np.testing.assert_array_equal(chosen, output.action)
+    other = mcts.search(boards, mcts.heuristic_evaluator, None, jax.random.key(1), 16,
+                        rules="former" if rules == "dust" else "dust").action
+    assert np.any(np.asarray(other) != np.asarray(output.action))
     labels = np.asarray(jax.vmap(game.cluster_labels)(boards)).reshape(24, -1)
     weights = np.asarray(output.action_weights)
     first = labels == np.arange(12)
