@@ -16,8 +16,9 @@ colour needs a click of its own (``column_runs``), a much stronger bound there.
 
 The transposition table maps the canonical hash of a position (the smaller of its hash and
 its mirror image's, ``x -> width - 1 - x``, where the two play alike: not the dust game at
-odd widths) to a proven lower bound on the clicks it needs. The table compares 62 bits of 64-bit hashes, which makes a wrong cut-off from a
-collision vanishingly unlikely (about 1e-18 per probe), not impossible.
+odd widths) to a proven lower bound on the clicks it needs. The table compares 62 bits of
+64-bit hashes, which makes a wrong cut-off from a collision vanishingly unlikely (about
+1e-18 per probe), not impossible.
 """
 
 from __future__ import annotations
