@@ -50,11 +50,8 @@ from jaxdust.solver import points as points_search
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boards", type=flags.positive_int, default=100)
-    board = parser.add_mutually_exclusive_group()
-    board.add_argument("--size", type=configs.size_flag, default=None, metavar="WxHxC",
-                       help="random SameGame boards of this size (default 15x15x5)")
-    board.add_argument("--env", type=configs.env_flag, default=None, metavar="ID",
-                       help="a registered id of the points or cells-left rules, e.g. Clickomania-10x10x4-v0")
+    configs.add_board_flags(parser, "random SameGame boards of this size (default 15x15x5)",
+                            "a registered id of the points or cells-left rules, e.g. Clickomania-10x10x4-v0")
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--beam-widths", type=flags.positive_ints, default=[1, 16, 256])
     parser.add_argument("--jax-widths", type=flags.positive_ints, default=[1, 16])

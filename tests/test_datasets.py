@@ -171,8 +171,8 @@ def test_mirror_images_are_one_sample_only_where_they_play_alike():
     from jaxdust.learn import imitation
 
     odd = DatasetConfig(GameConfig(5, 4, 3), boards=1)
-    assert not odd.mirror and DatasetConfig(GameConfig(6, 4, 3)).mirror
-    assert DatasetConfig(GameConfig(5, 4, 3, "former")).mirror
+    assert not odd.game.mirror_symmetric and GameConfig(6, 4, 3).mirror_symmetric
+    assert GameConfig(5, 4, 3, "former").mirror_symmetric
     board = datasets.source_board(odd, 0)
     assert datasets.canonical_key(board) == datasets.canonical_key(board[::-1])
     assert datasets.canonical_key(board, False) != datasets.canonical_key(board[::-1], False)

@@ -101,6 +101,16 @@ def env_flag(text: str) -> GameConfig:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def add_board_flags(parser: argparse.ArgumentParser, size_help: str, env_help: str, dest: str | None = None,
+                    size_default: GameConfig | None = None) -> None:
+    """``--size WxHxC`` or ``--env ID`` (a registered environment's rules and size), not both:
+    into ``dest`` when given, else into ``size`` and ``env`` apart."""
+    board = parser.add_mutually_exclusive_group()
+    board.add_argument("--size", dest=dest or "size", type=size_flag, default=size_default, metavar="WxHxC",
+                       help=size_help)
+    board.add_argument("--env", dest=dest or "env", type=env_flag, default=None, metavar="ID", help=env_help)
+
+
 def size_list_flag(text: str) -> list[GameConfig]:
     """An argparse type for comma-separated sizes, ``6x6x5,8x6x5``."""
     return [size_flag(part) for part in text.split(",")]
@@ -130,11 +140,8 @@ def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "") -
         dest = prefix + field.name
         flag = "--" + dest.replace("_", "-")
         if kind is GameConfig:
-            board = parser.add_mutually_exclusive_group()
-            board.add_argument("--size", dest=dest, type=size_flag, default=None, metavar="WxHxC",
-                               help="board size and colours, e.g. 8x6x5 (the dust game)")
-            board.add_argument("--env", dest=dest, type=env_flag, default=None, metavar="ID",
-                               help="a registered environment's rules and size, e.g. Former-7x9x4-v0")
+            add_board_flags(parser, "board size and colours, e.g. 8x6x5 (the dust game)",
+                            "a registered environment's rules and size, e.g. Former-7x9x4-v0", dest)
         elif dataclasses.is_dataclass(kind):
             add_flags(parser, kind, prefix=dest + "_")
         elif kind is bool:

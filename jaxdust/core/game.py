@@ -119,6 +119,11 @@ class GameConfig:
     def num_cells(self) -> int:
         return self.width * self.height
 
+    @property
+    def mirror_symmetric(self) -> bool:
+        """Whether a board and its mirror image play alike here (``mirror_symmetric``)."""
+        return mirror_symmetric(self.rules, self.width)
+
 
 def uniform_below(bits: jax.Array, n: jax.Array | int) -> jax.Array:
     """Map uniform 16-bit values (held in uint32) to int32 in ``[0, n)``: ``bits * n >> 16``.

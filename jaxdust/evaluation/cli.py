@@ -89,11 +89,10 @@ def main(argv=None) -> dict:
                              "their proven optima; with --env, 100 random boards)")
     parser.add_argument("--random", type=flags.non_negative_int, default=0, metavar="N",
                         help="use N random boards instead")
-    board_kind = parser.add_mutually_exclusive_group()
-    board_kind.add_argument("--size", type=configs.size_flag, default=game.GameConfig(), help="WxHxC for --random")
-    board_kind.add_argument("--env", type=configs.env_flag, default=None, metavar="ID",
-                            help="play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
-                                 "measured in points; Clickomania-10x10x4-v0: in cells left)")
+    configs.add_board_flags(parser, "WxHxC for --random",
+                            "play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
+                            "measured in points; Clickomania-10x10x4-v0: in cells left)",
+                            size_default=game.GameConfig())
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--agents", default=None,
                         help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")

@@ -334,8 +334,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         target_params = jax.tree.map(lambda old, new: jnp.where(copy, new, old), runner.target_params, train.params)
 
         # The beams: each board keeps its `width` best distinct children over all its slots.
-        mirror = game.mirror_symmetric(size.rules, size.width)
-        child_hashes = jax.vmap(lambda child: canonical_hash(child, mirror))(expansion.children)
+        child_hashes = jax.vmap(lambda child: canonical_hash(child, size.mirror_symmetric))(expansion.children)
         beam_index = expansion.index[:count]
         candidate_hashes = child_hashes[jnp.minimum(beam_index, slots - 1)].reshape(boards_count, width * cells, 2)
         explore = jax.random.uniform(explore_key, (boards_count,)) < epsilon

@@ -40,7 +40,7 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxdust.core import configs, files, flags
-from jaxdust.core.game import CLICK_RULES, GameConfig, mirror_symmetric
+from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.core.processes import ordered_map
 from jaxdust.solver import bitboard, compiled
 from jaxdust.solver.api import TranspositionTable, solve
@@ -70,11 +70,6 @@ class DatasetConfig:
         if self.game.num_cells > bitboard.MAX_CELLS:
             raise ValueError(f"a {self.game.width}x{self.game.height} board has {self.game.num_cells} cells; "
                              f"the solver handles at most {bitboard.MAX_CELLS}")
-
-    @property
-    def mirror(self) -> bool:
-        """Whether a position and its mirror image are one sample (``game.mirror_symmetric``)."""
-        return mirror_symmetric(self.game.rules, self.game.width)
 
 
 class Dataset(NamedTuple):
@@ -167,7 +162,7 @@ def _shard_bytes(config: DatasetConfig, records: list[dict], seen: set[bytes]) -
     rows = []
     for record in records:
         for board, mask, cost, proven, step in samples_of(config, record):
-            key = canonical_key(board, config.mirror)
+            key = canonical_key(board, config.game.mirror_symmetric)
             if key in seen:
                 continue
             seen.add(key)
@@ -231,7 +226,7 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
     seen: set[bytes] = set()
     for shard in range(written):  # rebuild the duplicate filter from finished shards
         with np.load(_shard_path(directory, shard)) as arrays:
-            seen.update(canonical_key(board, config.mirror) for board in arrays["boards"])
+            seen.update(canonical_key(board, config.game.mirror_symmetric) for board in arrays["boards"])
 
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
 
@@ -301,11 +296,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=flags.output_dir, required=True,
                         help="directory; an existing run there is resumed")
     parser.add_argument("--boards", type=flags.positive_int, default=defaults.boards)
-    board = parser.add_mutually_exclusive_group()
-    board.add_argument("--size", type=configs.size_flag, default=None, metavar="WxHxC",
-                       help="width x height x colours of dust boards (default 8x6x5)")
-    board.add_argument("--env", dest="size", type=configs.env_flag, default=None, metavar="ID",
-                       help="a registered environment's rules and size, e.g. Former-7x9x4-v0 (fewest-clicks rules)")
+    configs.add_board_flags(parser, "width x height x colours of dust boards (default 8x6x5)",
+                            "a registered environment's rules and size, e.g. Former-7x9x4-v0 (fewest-clicks rules)",
+                            dest="size")
     parser.add_argument("--seed", type=flags.seed, default=defaults.seed)
     parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller)
     parser.add_argument("--node-limit", type=flags.positive_int, default=defaults.node_limit, help="exact: per search")

@@ -24,7 +24,7 @@ from flax.training.train_state import TrainState
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from jaxdust.core import configs
-from jaxdust.core.game import CLICK_RULES, GameConfig, mirror_symmetric
+from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.learn import networks
 from jaxdust.learn.datasets import Dataset
 
@@ -82,8 +82,7 @@ def split_dataset(data: Dataset, config: ImitationConfig) -> tuple[Split, Split]
         return Split(jnp.asarray(b), jnp.asarray(c.reshape(len(c), -1), jnp.float32),
                      jnp.asarray(v, jnp.float32))
 
-    mirrored = config.mirror and mirror_symmetric(config.game.rules, config.game.width)
-    return split(~validation, mirrored), split(validation, False)
+    return split(~validation, config.mirror and config.game.mirror_symmetric), split(validation, False)
 
 
 def make_optimizer(config: ImitationConfig, total_steps: int) -> optax.GradientTransformation:
