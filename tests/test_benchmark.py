@@ -1,5 +1,6 @@
 """The fewest-clicks benchmark: its published sets, the scorer and the leaderboard script."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -59,13 +60,62 @@ def test_a_solvers_own_solutions_are_replayed_and_scored():
     short = benchmark.score(stops_one_click_short, "8x4x5", limit=6, show=False)
     assert short.cleared == 0.0 and short.mean_clicks == 32 and short.optimal == 0.0
 
-    def clicks_an_empty_cell(boards):
-        return [solution + [(0, 3)] for solution in _solver_solutions(boards)]
+    # A click on an empty cell is a wasted click (RULES.md): it counts, and the board is
+    # still cleared, where it used to abort the whole score.
+    def wastes_a_click(boards):
+        return [[(0, 3)] + solution if index == 0 else solution
+                for index, solution in enumerate(_solver_solutions(boards))]
 
-    with pytest.raises(ValueError, match="solution for board 0: click .* is an empty cell"):
-        benchmark.score(clicks_an_empty_cell, "8x4x5", limit=2, show=False)
+    emptied = benchmark.load_set("8x4x5", limit=2)
+    emptied = dataclasses.replace(emptied, boards=np.where(np.arange(4) == 3, 0, emptied.boards).astype(np.int8))
+    assert emptied.boards[0, 0, 3] == 0  # (0, 3) is empty on a board whose top row is empty
+    wasted = benchmark.replayed_lengths(emptied.boards, wastes_a_click(emptied.boards), 32)
+    plain = benchmark.replayed_lengths(emptied.boards, _solver_solutions(emptied.boards), 32)
+    assert wasted[0].tolist() == [plain[0][0] + 1, plain[0][1]] and wasted[1].all()
+    # After the board is cleared, further clicks are wasted too, and count.
+    after = benchmark.score(lambda boards: [s + [(0, 0)] for s in _solver_solutions(boards)], "8x4x5", limit=2,
+                            show=False)
+    assert after.cleared == 1.0 and after.mean_clicks == pytest.approx(exact_two := benchmark.load_set(
+        "8x4x5").best[:2].mean() + 1) and exact_two > 0 and after.optimal == 0.0
+
     with pytest.raises(ValueError, match="returned 1 solutions for 2 boards"):
         benchmark.score(lambda boards: _solver_solutions(boards[:1]), "8x4x5", limit=2, show=False)
+    # What is not one line of (x, y) clicks per board is refused by name, never a TypeError.
+    for returned, words in [((s for s in [[], []]), None), (None, "returned NoneType, not one solution per board"),
+                            ([None, None], "solution for board 0: None is not a sequence of"),
+                            ([[(0.0, 1.0)], []], r"click 0: \(0.0, 1.0\) is not an \(x, y\) pair of ints"),
+                            ([[(-1, 0)], []], "outside the 8x4 board")]:
+        if words is None:  # a generator of lines is a sequence of lines: two unfinished boards
+            assert benchmark.score(lambda boards: returned, "8x4x5", limit=2, show=False).cleared == 0.0
+            continue
+        with pytest.raises(ValueError, match=words):
+            benchmark.score(lambda boards, returned=returned: returned, "8x4x5", limit=2, show=False)
+
+
+def test_a_solver_cannot_change_the_boards_it_is_scored_on():
+    """The solver gets a copy; its lines are replayed on the set's own boards, which are
+    read-only. Rewriting its input into easier boards, then solving those, scores as the
+    lines it returned on the real boards: not cleared."""
+    board_set = benchmark.load_set("8x6x5", limit=4)
+    original = board_set.boards.copy()
+
+    def rewrites_its_boards(boards):
+        _, width, height = boards.shape
+        order = [(x, y) for pair in ((3, 4), (2, 5)) for x in pair for y in range(height)]
+        lines = []
+        for index in range(len(boards)):
+            cells = order[: int(board_set.best[index])]  # as many lone cells as the optimum
+            boards[index] = 0
+            for x, y in cells:
+                boards[index, x, y] = 1 + (x + 2 * y) % 5  # no two neighbours alike
+            lines.append(cells[::-1])  # the last placed first: nothing moves
+        return lines
+
+    scored = benchmark.score(rewrites_its_boards, board_set, show=False)
+    assert scored.cleared == 0.0 and scored.optimal == 0.0
+    np.testing.assert_array_equal(board_set.boards, original)
+    with pytest.raises(ValueError, match="read-only"):
+        board_set.boards[0, 0, 0] = 0
 
 
 def test_named_agents_score_as_evaluate_plays_them(capsys):
@@ -153,6 +203,34 @@ def test_leaderboard_refuses_bad_entries_in_one_line(argv, words, tmp_path, monk
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert words in err and not (tmp_path / "results").exists()
+
+
+def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch, capsys):
+    """``--solver-log``: the log's lines are replayed on the set's boards; a log that claims
+    lengths its clicks do not make is refused, not ranked. ``--entries ''`` with a log
+    ranks the solver alone."""
+    from jaxdust.solver.cli import main as solve_main
+
+    monkeypatch.chdir(tmp_path)
+    board_set = benchmark.load_set("8x4x5", limit=3)
+    source = tmp_path / "boards.txt"
+    source.write_text("".join(board_io.board_to_text(board) + "\n" for board in board_set.boards))
+    assert solve_main([str(source), "--width", "8", "--height", "4", "--jobs", "1", "--out", "log.jsonl"]) == 0
+    report = leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "log.jsonl"])
+    (row,) = report["rows"]
+    assert row["agent"] == "exact solver (proven optimal: 100.0%)"
+    assert (row["mean_clicks"], row["optimal"], row["cleared"]) == (pytest.approx(board_set.best.mean()), 1.0, 1.0)
+
+    records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    records[1]["clicks"] = records[1]["clicks"][:1]  # still claims the optimum
+    (tmp_path / "forged.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "forged.jsonl"])
+    assert "--solver-log: the solver log's line for board 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", ""])
+    assert "nothing to rank" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -120,14 +120,14 @@ def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tm
     import io
     import sys
 
-    from jaxdust.core.boards import declares_optima
+    from jaxdust.core.boards import reference_columns
     from jaxdust.evaluation.cli import load_board_set
 
     def proven(path):
         return load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=jaxdust.GameConfig()))[2]
 
     def declared(path):
-        return declares_optima(path.read_text().splitlines())
+        return reference_columns(path.read_text().splitlines()) == "optima"
 
     for name in ("optimal_6x6x5.txt", "optimal_8x4x5.txt", "optimal_8x6x5.txt"):
         assert declared(boards_dir / name) and proven(boards_dir / name), name

@@ -128,10 +128,12 @@ def test_a_former_data_set_follows_the_former_rules_and_its_optima(tmp_path, cap
     make_dataset(str(tmp_path / "beam"), beam, jobs=1, progress=False)
     follows_the_former_rules(load_dataset(str(tmp_path / "beam")), beam)
 
-    # A learner refuses a data set made under other rules, naming both.
+    # A learner refuses a data set made under other rules, naming both, before it writes
+    # the run directory: the corrected command then needs no --resume.
     with pytest.raises(SystemExit):
         train_main(["imitation", "--size", "6x4x3", "--data", str(tmp_path / "former"), "--run-dir", str(tmp_path / "r")])
     assert "6x4x3 boards under the former rules, not 6x4x3 under dust" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
 
 
 def follows_the_former_rules(data, config) -> bool:

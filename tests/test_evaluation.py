@@ -75,12 +75,82 @@ def test_summary_numbers_by_hand():
         clicks=[10, 12, 14, 48], cleared=[True, True, True, False],
         best_known=[10, 11, 14, 12], reference=[11, 11, 13, 20],
     )
+    # The board not cleared counts at the 48 clicks it was stopped at.
     assert summary["boards"] == 4 and summary["not_cleared"] == 1
-    assert summary["mean"] == 12.0 and summary["median"] == 12.0
-    assert summary["std"] == pytest.approx(np.sqrt(8 / 3))
+    assert summary["mean"] == 21.0 and summary["median"] == 13.0
+    assert summary["std"] == pytest.approx(np.std([10, 12, 14, 48]))
     assert summary["share_equal_best"] == 0.5
-    assert summary["mean_gap_to_best"] == pytest.approx(1 / 3)
+    assert summary["mean_gap_to_best"] == pytest.approx((0 + 1 + 0 + 36) / 4)
     assert summary["share_at_least_as_good_as_reference"] == 0.25
+
+
+def _reference(path, rules="dust"):
+    import argparse
+
+    from jaxdust.evaluation.cli import load_board_set
+
+    size = jaxdust.GameConfig(8, 4, 5, rules)
+    _, best, proven, _ = load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=size))
+    return (None if best is None else best.tolist()), proven
+
+
+def test_a_board_files_reference_follows_its_columns(tmp_path, boards_dir, capsys):
+    """What a file's numbers are comes from its comments, never from the numbers: a
+    fewest-clicks set's reference is its fewest clicks found (proven where every lower bound
+    equals it); a file of largest-first and best-known columns is best known, even where the
+    two agree; lengths of other rules are no reference for these."""
+    lines = (boards_dir / "fewest_clicks_v1_8x4x5.txt").read_text().splitlines()[:6]
+    boards = [line.split()[0] for line in lines[3:]]
+    fewest = tmp_path / "fewest.txt"
+    fewest.write_text("\n".join(lines[:3] + [f"{boards[0]} 10 10", f"{boards[1]} 9 8", f"{boards[2]} 10 10"]) + "\n")
+    assert _reference(fewest) == ([10, 9, 10], False)  # best known: 9 found, 8 only a bound
+    proven = tmp_path / "proven.txt"
+    proven.write_text(fewest.read_text().replace(" 9 8", " 9 9"))
+    assert _reference(proven) == ([10, 9, 10], True)
+    beam = tmp_path / "beam.txt"  # eval_8x6x5.txt's columns: largest first, best known
+    beam.write_text("\n".join([lines[0], "# columns: board, clicks of largest-cluster-first, best known clicks"]
+                              + [f"{board} 13 13" for board in boards]) + "\n")
+    assert _reference(beam) == ([13, 13, 13], False)
+    former = tmp_path / "former.txt"
+    former.write_text(proven.read_text().replace("colors=5;", "colors=5 rules=former;"))
+    assert _reference(former, "former") == ([10, 9, 10], True)
+    capsys.readouterr()
+    assert _reference(former) == (None, False)  # former's lengths, dust play
+    assert "gives lengths under the former rules; these boards are played under dust" in capsys.readouterr().err
+
+
+def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, boards_dir):
+    """``--max-clicks``: a search's longer line is not cleared, like a policy stopped at the
+    cap, and a board not cleared counts at the cap in the mean (no agent gains by failing)."""
+    board_file = tmp_path / "few.txt"
+    board_file.write_text("\n".join((boards_dir / "fewest_clicks_v1_8x4x5.txt").read_text().splitlines()[:7]) + "\n")
+    optimum = [int(line.split()[1]) for line in board_file.read_text().splitlines()[3:]]
+    cap = min(optimum)  # the others need more
+    report = evaluate.main(["--boards", str(board_file), "--agents", "largest,cpu-beam:64", "--max-clicks", str(cap),
+                            "--jobs", "1", "--out", str(tmp_path / "out")])
+    played = registry.run_agent("cpu-beam:64", jnp.stack([r.board for r in jaxdust.read_board_file(board_file)]),
+                                key=jax.random.key(0), max_clicks=36)
+    capped = np.minimum(played["clicks"], cap)
+    beam = report["agents"]["cpu-beam:64"]
+    assert beam["not_cleared"] == int((played["clicks"] > cap).sum()) > 0
+    assert beam["mean"] == pytest.approx(capped.mean())
+    assert report["agents"]["largest"]["not_cleared"] == 4 and report["agents"]["largest"]["mean"] >= beam["mean"]
+
+
+def test_env_boards_of_another_size_are_refused_and_gifs_follow_the_rules(tmp_path, boards_dir, capsys):
+    with pytest.raises(SystemExit):
+        evaluate.main(["--env", "Former-7x9x4-v0", "--boards", str(boards_dir / "optimal_8x4x5.txt"), "--agents",
+                       "largest", "--out", str(tmp_path / "a")])
+    assert "--env plays 7x9 boards;" in capsys.readouterr().err
+    evaluate.main(["--env", "Former-7x9x4-v0", "--random", "2", "--agents", "largest", "--animate", "2",
+                   "--out", str(tmp_path / "b")])
+    size = jaxdust.make("Former-7x9x4-v0").game
+    boards = jax.vmap(lambda k: jaxdust.random_board(k, size))(jax.random.split(jax.random.key(0), 2))
+    lines = registry.run_agent("largest", boards, key=jax.random.key(0), max_clicks=63, solutions=2,
+                               rules="former")["solutions"]
+    for index, line in enumerate(lines):  # each game as the former rules play it
+        expected = jaxdust.game_gif(*jaxdust.positions(boards[index], line, "former"))
+        assert (tmp_path / "b" / f"game-largest-{index}.gif").read_bytes() == expected
 
 
 def test_evaluate_cli_writes_summary_and_per_board_csv(tmp_path, boards_dir):

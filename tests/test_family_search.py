@@ -13,6 +13,8 @@ import pytest
 
 from tests import family_reference as fr
 import jaxdust
+from jaxdust.core import boards as board_io
+from jaxdust.solver.api import TranspositionTable
 from jaxdust.core.play import play_boards
 from jaxdust.search import beam
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
@@ -106,6 +108,27 @@ def test_solver_refuses_rules_it_does_not_play(rules):
         jaxdust.solve(np.ones((2, 2), np.int8), rules=rules)
 
 
+@pytest.mark.parametrize("rules, colors", [("dust", 3), ("former", 2)])
+def test_the_solvers_table_holds_only_facts_about_positions(rules, colors):
+    """4x3 boards (former: all 4,096 of 2 colours; dust: 6,000 random ones of 3), proven by
+    IDA* alone (``beam_width=0``) with one table shared by all, need exactly plain IDA*'s
+    clicks (no commuting-moves rule). A node that skips a move by that rule (searched from
+    an ancestor, in the other order) once stored its exhaustion as the position's bound:
+    reached by another path, its mirror image, a later iteration or another board, the
+    position was cut, and 283 of these former boards and one of these dust ones came out a
+    click or more too long, "proven optimal"; the smallest case, a 3x3 board, did so in a
+    fresh table."""
+    table = TranspositionTable(16)
+    indices = range(2 ** 12) if colors == 2 else np.random.default_rng(11).integers(0, 3 ** 12, 6000)
+    for index in indices:
+        board = ((int(index) // colors ** np.arange(12)) % colors + 1).astype(np.int8).reshape(4, 3)
+        pruned = jaxdust.solve(board, colors=colors, beam_width=0, rules=rules, table=table)
+        plain = jaxdust.solve(board, colors=colors, beam_width=0, rules=rules, prune=False)
+        assert pruned.optimal and pruned.length == plain.length, (index, pruned.length, plain.length)
+    smallest = np.array([[1, 2, 1], [2, 2, 2], [1, 3, 1]], np.int8)
+    assert jaxdust.solve(smallest, colors=3, beam_width=0, rules=rules).length == brute_force_optimum(smallest, rules)
+
+
 def test_solver_cli_proves_former_boards_into_a_board_file(tmp_path):
     rng = np.random.default_rng(3)
     boards = [fr.random_board(rng, 4, 4, 3) for _ in range(3)]
@@ -117,6 +140,9 @@ def test_solver_cli_proves_former_boards_into_a_board_file(tmp_path):
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["length"] for r in records] == [brute_force_optimum(b, "former") for b in boards]
     assert "--rules former" in proven.read_text()
+    lines = proven.read_text().splitlines()  # which evaluate.py reads as former's optima
+    assert (board_io.declared_rules(lines), board_io.reference_columns(lines)) == ("former", "optima")
+    assert [r.values[0] for r in jaxdust.read_board_file(proven, rules="former")] == [r["length"] for r in records]
     with pytest.raises(SystemExit):
         solve_main([str(source), "--rules", "samegame", "--width", "4"])
 

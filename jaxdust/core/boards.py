@@ -183,20 +183,44 @@ def header_shape(line: str) -> tuple[int | None, int | None]:
 
 
 OPTIMA_HEADER = ("board", "optimal_clicks")  # RULES.md's boards/optimal_*.txt: "# board optimal_clicks ..."
+# A fewest-clicks set's column comment (``jaxdust.evaluation.benchmark.write_set``).
+FEWEST_CLICKS_COLUMNS = "columns: board, fewest clicks found, proven lower bound"
 
 
-def declares_optima(lines: Iterable[str]) -> bool:
-    """Whether a board file's column comment (``# board optimal_clicks``, the format of
-    RULES.md's ``boards/optimal_*.txt``), among its ``lines``, says the one number after
-    each board is its proven optimum. Fewest-clicks sets say it line by line instead
-    (lower bound = length)."""
+def _header_comments(lines: Iterable[str]):
+    """The comment lines before a board file's first board, ``#`` stripped: the ones that
+    describe its columns and rules."""
     for raw in lines:
         text = raw.strip()
         if text and not text.startswith("#"):
-            return False  # the column comment comes before the boards
-        if tuple(text.lstrip("#").split()[:2]) == OPTIMA_HEADER:
-            return True
-    return False
+            return
+        if text:
+            yield text.lstrip("#").strip()
+
+
+def reference_columns(lines: Iterable[str]) -> str:
+    """What the numbers after each board of a board file (its ``lines``) are, by its
+    comments before the first board: ``"optima"`` for RULES.md's ``# board optimal_clicks``
+    (``boards/optimal_*.txt``: the one number is the proven optimum), ``"fewest_clicks"``
+    for a fewest-clicks set (``FEWEST_CLICKS_COLUMNS``: the fewest clicks found, then the
+    proven lower bound; equal, they are the optimum), else ``"best_known"`` (the last
+    number, if any, is a length found, e.g. ``eval_8x6x5.txt``'s beam column)."""
+    for comment in _header_comments(lines):
+        if tuple(comment.split()[:2]) == OPTIMA_HEADER:
+            return "optima"
+        if comment.startswith(FEWEST_CLICKS_COLUMNS):
+            return "fewest_clicks"
+    return "best_known"
+
+
+def declared_rules(lines: Iterable[str]) -> str:
+    """The rule set whose lengths a board file gives: a ``rules=NAME`` field of a header
+    comment (``# width=7 height=9 colors=4 rules=former; ...``), else ``"dust"``."""
+    for comment in _header_comments(lines):
+        fields = dict(part.split("=", 1) for part in comment.replace(";", " ").split() if "=" in part)
+        if "rules" in fields:
+            return fields["rules"]
+    return "dust"
 
 
 def board_lines(lines: Iterable[str], width: int | None = None, height: int | None = None,
@@ -238,7 +262,7 @@ def read_board_file(path: str | os.PathLike, width: int | None = None,
 def read_board_lines(lines: Sequence[str], source: str, width: int | None = None, height: int | None = None,
                      limit: int | None = None, rules: str = "dust") -> list[BoardRecord]:
     """``read_board_file`` on a file's lines (read once, as from standard input, for
-    ``declares_optima`` too); ``source`` names the file in errors."""
+    ``reference_columns`` and ``declared_rules`` too); ``source`` names the file in errors."""
     if limit is not None and (not game.is_integer(limit) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     game.rules_of(rules)
@@ -255,8 +279,14 @@ def read_board_lines(lines: Sequence[str], source: str, width: int | None = None
     return records
 
 
-def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tuple[list[np.ndarray], list[np.ndarray]]:
+def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust",
+              wasted: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Every position of a game played under ``rules`` and the cluster each click removes.
+
+    Args:
+      wasted: take a click on an empty cell or on a group smaller than the rules allow as
+        RULES.md does, a wasted click that changes nothing (its cluster is empty); without
+        it such a click is refused, since a played line never wastes one.
 
     Returns:
       ``(boards, clusters)``: ``len(clicks) + 1`` int8 ``[W, H]`` boards (the start, then
@@ -264,8 +294,9 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tu
       there (all False for the last), e.g. for ``render.game_gif``.
 
     Raises:
-      ValueError: naming the step index of a click that is out of range, on an empty cell
-        or on a group smaller than the rules allow (a played line never wastes a click).
+      ValueError: naming the step index of a click that is not an (x, y) pair of ints, out
+        of range, or (without ``wasted``) on an empty cell or a group smaller than the rules
+        allow.
     """
     board = parse_board(board, rules=rules)
     width, height = board.shape
@@ -283,9 +314,13 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tu
             raise ValueError(f"click {step}: {click!r} is not an (x, y) pair of ints") from None
         if not (0 <= x < width and 0 <= y < height):
             raise ValueError(f"click {step}: ({x}, {y}) is outside the {width}x{height} board")
+        cluster = np.asarray(game.cluster_mask(board, x, y)) if int(board[x, y]) else np.zeros((width, height), bool)
+        if wasted and cluster.sum() < smallest:
+            clusters.append(np.zeros((width, height), bool))
+            boards.append(boards[-1])
+            continue
         if int(board[x, y]) == 0:
             raise ValueError(f"click {step}: ({x}, {y}) is an empty cell")
-        cluster = np.asarray(game.cluster_mask(board, x, y))
         if cluster.sum() < smallest:
             raise ValueError(f"click {step}: ({x}, {y}) is a group of {cluster.sum()}; {rules} removes groups of "
                              f"{smallest} or more")
@@ -296,16 +331,16 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tu
     return boards, clusters
 
 
-def replay(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> tuple[jax.Array, int]:
-    """Apply clicks ``[(x, y), ...]`` in order under ``rules``.
+def replay(board, clicks: Iterable[Sequence[int]], rules: str = "dust", wasted: bool = False) -> tuple[jax.Array, int]:
+    """Apply clicks ``[(x, y), ...]`` in order under ``rules`` (``wasted``: as ``positions``).
 
     Returns:
-      ``(final_board, number_of_clicks)``.
+      ``(final_board, number_of_clicks)``, wasted clicks included.
 
     Raises:
       ValueError: as ``positions``.
     """
-    boards, _ = positions(board, clicks, rules)
+    boards, _ = positions(board, clicks, rules, wasted)
     return jnp.asarray(boards[-1]), len(boards) - 1
 
 

@@ -64,8 +64,13 @@ def load_set(size: str = "8x6x5", version: int = VERSION, limit: int | None = No
         raise ValueError(f"no benchmark set {size} v{version}; there are {', '.join(known)}")
     records = board_io.read_board_file(path, limit=limit)
     values = np.array([record.values for record in records])
-    return BoardSet(f"{size} v{version}", np.stack([np.asarray(r.board) for r in records]),
-                    values[:, 0], values[:, 1])
+    return BoardSet(f"{size} v{version}", _read_only(np.stack([np.asarray(r.board) for r in records])),
+                    _read_only(values[:, 0]), _read_only(values[:, 1]))
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,18 +109,32 @@ def row(agent: str, board_set: BoardSet, clicks, cleared, seconds: float) -> Row
                float(cleared.mean()), seconds / count)
 
 
-def _replayed_lengths(board_set: BoardSet, solutions, max_clicks: int) -> tuple[np.ndarray, np.ndarray]:
-    """Lengths of a solver's solutions, each replayed: one that does not clear its board
-    counts as not cleared, at ``max_clicks``."""
-    if len(solutions) != len(board_set.boards):
-        raise ValueError(f"the solver returned {len(solutions)} solutions for {len(board_set.boards)} boards")
+def replayed_lengths(boards: np.ndarray, solutions, max_clicks: int, what: str = "the solver"
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths ``[N]`` and whether cleared ``[N]`` of one solution ``[(x, y), ...]`` per
+    board of ``boards`` [N, W, H], each replayed under the dust rules: a click on an empty
+    cell is a wasted click (RULES.md) and counts; a line that does not clear its board, or
+    takes over ``max_clicks`` clicks, counts as not cleared, at ``max_clicks``.
+
+    Raises:
+      ValueError: not one solution per board, or a click that is not an (x, y) pair of ints
+        on the board (naming the board and the click).
+    """
+    try:
+        solutions = list(solutions)
+    except TypeError:
+        raise ValueError(f"{what} returned {type(solutions).__name__}, not one solution per board") from None
+    if len(solutions) != len(boards):
+        raise ValueError(f"{what} returned {len(solutions)} solutions for {len(boards)} boards")
     clicks, cleared = [], []
-    for index, (board, solution) in enumerate(zip(board_set.boards, solutions)):
+    for index, (board, solution) in enumerate(zip(boards, solutions)):
         try:
-            final, length = board_io.replay(board, solution)
+            final, length = board_io.replay(board, list(solution), wasted=True)
+        except TypeError:
+            raise ValueError(f"solution for board {index}: {solution!r} is not a sequence of (x, y) clicks") from None
         except ValueError as error:
             raise ValueError(f"solution for board {index}: {error}") from None
-        done = bool(game.is_done(final))
+        done = bool(game.is_done(final)) and length <= max_clicks
         clicks.append(length if done else max_clicks)
         cleared.append(done)
     return np.array(clicks), np.array(cleared)
@@ -129,9 +148,10 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
     Args:
       agent: an agent name as ``evaluate.py --agents`` takes it (``"largest"``,
         ``"beam:64"``, ``"value:RUN_DIR:8"``, ``"mcts:RUN_DIR:64"``, ...), or a function taking the boards
-        (int8 ``[N, W, H]`` numpy) and returning one solution ``[(x, y), ...]`` per board;
-        those solutions are replayed, and one that does not clear its board counts as not
-        cleared.
+        (int8 ``[N, W, H]`` numpy, a copy of the set's) and returning one solution
+        ``[(x, y), ...]`` per board; those solutions are replayed on the set's boards
+        (``replayed_lengths``: a click on an empty cell is a wasted click, and one that does
+        not clear its board counts as not cleared).
       board_set: a size from ``SIZES`` (the current version) or a ``BoardSet``.
       name: the row's name (default: the agent's name, or the function's).
       seed: for stochastic agents.
@@ -149,9 +169,11 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
     max_clicks = width * height
     start = time.perf_counter()
     if callable(agent):
-        solutions = agent(board_set.boards)
+        # A copy: the lines are replayed on the set's own boards, which the solver may not
+        # change (in place, by playing on them or otherwise).
+        solutions = agent(np.array(board_set.boards))
         seconds = time.perf_counter() - start
-        clicks, cleared = _replayed_lengths(board_set, solutions, max_clicks)
+        clicks, cleared = replayed_lengths(board_set.boards, solutions, max_clicks)
         label = name or getattr(agent, "__name__", "solver")
     else:
         with tqdm(total=count, unit="board", desc=agent, disable=not progress or None, leave=False) as bar:
@@ -192,7 +214,7 @@ def write_set(size: str, boards: np.ndarray, best, lower, source: str, version: 
              f"x*{height}+y, y=0 bottom row",
              f"# fewest-clicks benchmark, set {size} version {version}: {len(boards)} boards, "
              f"{int(np.sum(best == lower))} with a proven optimum",
-             f"# columns: board, fewest clicks found, proven lower bound (equal: the optimum). {source}"]
+             f"# {board_io.FEWEST_CLICKS_COLUMNS} (equal: the optimum). {source}"]
     lines += [f"{board_io.board_to_text(board)} {b} {lo}" for board, b, lo in zip(boards, best, lower)]
     files.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
     return path

@@ -28,11 +28,17 @@ histograms) and ``joint-<agent>.png`` (each agent's length against the reference
 original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
 each agent's game on board i < N, the cluster clicked next outlined.
 
-The board set is a file in the ``data/boards`` format (the last number on a line is the best
-known length, or the proven lower bound of a fewest-clicks set: where every line's two
-numbers agree, the reference is the proven optimum, as it is in a file whose column
-comment reads ``# board optimal_clicks``, like ``data/boards/optimal_*.txt``) or
-``--random N`` boards drawn from ``--seed``.
+The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
+``--seed``. A file's comments say what its numbers are: a file of proven optima (column
+comment ``# board optimal_clicks``, like ``data/boards/optimal_*.txt``), a fewest-clicks set
+(fewest clicks found and the proven lower bound: where every line's two agree, the reference
+is the proven optimum, else the best known), or the best known length as the last number of
+a line (``data/boards/eval_8x6x5.txt``). Lengths are the dust game's unless the header names
+other rules (``rules=former``, as ``python -m jaxdust.solver --rules former --board-file``
+writes); lengths of other rules than those played are not compared with.
+
+A board not cleared within ``--max-clicks`` (a policy stopped there, or a search's longer
+line) counts at the cap in every column, as on the leaderboard; ``uncleared`` says how many.
 """
 
 from __future__ import annotations
@@ -50,15 +56,21 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxdust.core import compile_cache, configs, files, flags, game
-from jaxdust.core.boards import board_to_text, declares_optima, positions, read_board_lines
+from jaxdust.core.boards import board_to_text, declared_rules, positions, read_board_lines, reference_columns
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
 
 
 def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
-    """Boards ``[N, W, H]``, best known lengths (or None), whether all of them are proven
-    optimal (a fewest-clicks set whose lines give equal length and lower bound, or a file
-    of optima: ``boards.declares_optima``) and a description."""
+    """Boards ``[N, W, H]``, the reference lengths (or None), whether they are all proven
+    optima, and a description.
+
+    The reference is read by the file's columns (``boards.reference_columns``): a file of
+    optima gives them; a fewest-clicks set its fewest clicks found, proven where every
+    line's lower bound equals them; any other file its last number, the best known. Lengths
+    the file gives for other rules than those played (``boards.declared_rules``) are no
+    reference: they are left out, and stderr says so.
+    """
     if args.random:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
@@ -69,10 +81,18 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
     if not records:
         raise ValueError(f"no boards in {args.boards}")
     boards = jnp.stack([r.board for r in records])
-    best = np.array([r.values[-1] for r in records]) if all(r.values for r in records) else None
-    proven = best is not None and (
-        all(len(r.values) >= 2 and r.values[-2] == r.values[-1] for r in records)
-        or (declares_optima(lines) and all(len(r.values) == 1 for r in records)))
+    columns, best, proven = reference_columns(lines), None, False
+    if columns == "fewest_clicks" and all(len(r.values) >= 2 for r in records):
+        best = np.array([r.values[0] for r in records])
+        proven = all(r.values[0] == r.values[1] for r in records)
+    elif columns == "optima" and all(r.values for r in records):
+        best, proven = np.array([r.values[0] for r in records]), True
+    elif columns == "best_known" and all(r.values for r in records):
+        best = np.array([r.values[-1] for r in records])
+    if best is not None and declared_rules(lines) != args.size.rules:
+        print(f"evaluate.py: {args.boards} gives lengths under the {declared_rules(lines)} rules; these boards are "
+              f"played under {args.size.rules}, so they are compared with no reference lengths", file=sys.stderr)
+        best, proven = None, False
     described = f"{len(records)} boards from {os.path.relpath(args.boards)}"
     return boards, best, proven, described if args.limit is None else f"first {described}"
 
@@ -127,6 +147,9 @@ def main(argv=None) -> dict:
     except ValueError as error:
         flags.fail(parser, str(error))
     num_boards, width, height = boards.shape
+    if args.env is not None and (width, height) != (args.env.width, args.env.height):
+        flags.fail(parser, f"--env plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
+                           f"{width}x{height} ones")
     max_clicks = args.max_clicks or width * height
     if by_points:
         return points_report(args, agents, boards, description, rules, max_clicks)
@@ -151,11 +174,8 @@ def main(argv=None) -> dict:
                              "proven": played.get("proven"), "cleared": played["cleared"]}
             per_board[name] = played["clicks"]
             for board_index, clicks in enumerate(played["solutions"]):
-                try:
-                    gif = game_gif(*positions(boards[board_index], clicks))
-                except ValueError as error:  # a policy that wasted a click on an empty cell
-                    print(f"evaluate.py: no GIF of {name} on board {board_index}: {error}", file=sys.stderr)
-                    continue
+                # A policy's wasted click (on an empty cell) is a frame where nothing changes.
+                gif = game_gif(*positions(boards[board_index], clicks, rules, wasted=True))
                 files.atomic_write_bytes(os.path.join(args.out, f"game-{_file_safe(name)}-{board_index}.gif"), gif)
 
     reference_lengths = best if reference == "best" else per_board[reference]

@@ -79,10 +79,19 @@ def learner_entries(label: str, run: str, rules: str = "dust") -> list[tuple[str
 
 
 def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.Row:
-    """The solver's row from its log's records of the set's boards (in the set's order)."""
+    """The solver's row from its log's records of the set's boards (in the set's order):
+    its lines are replayed, as every solver's are, and must be as long as the log says.
+    ValueError otherwise."""
+    _, width, height = board_set.boards.shape
+    clicks, cleared = benchmark.replayed_lengths(board_set.boards, [r["clicks"] for r in records], width * height,
+                                                 what="the solver log")
+    for index, (record, length, done) in enumerate(zip(records, clicks, cleared)):
+        if not done or length != record["length"]:
+            raise ValueError(f"the solver log's line for board {index} ({record['board']}) does not clear it in "
+                             f"the {record['length']} clicks it claims")
     proven = np.mean([r["optimal"] for r in records])
-    return benchmark.row(f"exact solver, 300 s cap (proven optimal: {proven:.1%})", board_set,
-                         [r["length"] for r in records], np.ones(len(records), bool), sum(r["seconds"] for r in records))
+    return benchmark.row(f"exact solver (proven optimal: {proven:.1%})", board_set, clicks, cleared,
+                         sum(r["seconds"] for r in records))
 
 
 def main(argv=None) -> dict:
@@ -124,10 +133,13 @@ def main(argv=None) -> dict:
             parser.error(f"--runs: {item!r} is not LABEL=RUN_DIR")
         runs += learner_entries(label, run, rules)
     names = args.entries.split(",") if args.entries else []
-    try:  # every agent checked (a run directory read) before the first plays
-        registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
-    except ValueError as error:
-        parser.error(f"--entries/--runs: {error}")
+    if names or runs:
+        try:  # every agent checked (a run directory read) before the first plays
+            registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
+        except ValueError as error:
+            parser.error(f"--entries/--runs: {error}")
+    elif not args.solver_log:
+        parser.error("nothing to rank: --entries '' needs --runs or --solver-log")
     # The labels describe the dust game's agents; on another rule set an entry is its own name.
     entries = [(name, describe(name) if args.env is None else name) for name in names] + runs
     sources = run_sources([entry for entry, _ in entries])
@@ -137,10 +149,10 @@ def main(argv=None) -> dict:
         board_set = benchmark.load_set(args.set, limit=args.limit)
     except ValueError as error:
         parser.error(f"--set: {error}")
-    solved = None
-    if args.solver_log:
+    solver = None
+    if args.solver_log:  # checked before any agent plays
         try:
-            solved = benchmark.solver_log_records(args.solver_log, board_set.boards)
+            solver = solver_row(benchmark.solver_log_records(args.solver_log, board_set.boards), board_set)
         except ValueError as error:
             parser.error(f"--solver-log: {error}")
 
@@ -159,8 +171,8 @@ def main(argv=None) -> dict:
         _keep_row(path, scored, sources.get(entry))
         print(scored.markdown(), flush=True)
         rows.append(scored)
-    if solved is not None:
-        rows.append(solver_row(solved, board_set))
+    if solver is not None:
+        rows.append(solver)
     rows.sort(key=lambda r: (r.mean_clicks, r.seconds_per_board))  # best first
     hardware = machine.cpu_description()
     print(f"\nFewest clicks on set {board_set.name} ({len(board_set.boards)} boards, "

@@ -113,14 +113,21 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     solver (its length is then the optimum), ``points`` [N] and ``cells_left`` [N] where
     the agent plays the points rule sets, and with ``solutions`` the clicks
     ``[(x, y), ...]`` it played on the first that many boards (``"solutions"``, e.g. for
-    ``jaxdust.game_gif``). Raises ValueError for an unusable agent or one that does not
-    play ``rules``.
+    ``jaxdust.game_gif``). Under the fewest-clicks rules ``max_clicks`` holds for every
+    agent: a board cleared in more clicks (a search's line) counts as not cleared, at
+    ``max_clicks``, as a policy stopped there does. Raises ValueError for an unusable agent
+    or one that does not play ``rules``.
     """
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
-    return agent.play(settings, boards, context)
+    played = agent.play(settings, boards, context)
+    if rules in game.CLICK_RULES:
+        clicks = np.asarray(played["clicks"])
+        played = {**played, "clicks": np.minimum(clicks, max_clicks),
+                  "cleared": np.asarray(played["cleared"], bool) & (clicks <= max_clicks)}
+    return played
 
 
 def _clicks(actions, height: int) -> list[tuple[int, int]]:

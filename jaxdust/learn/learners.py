@@ -40,6 +40,9 @@ class Learner:
     policy: Callable[[Any], Any]  # config -> argmax policy over the network's output
     scorer: Callable[[Any], Any]  # config -> scorer of clicks left (beam search, greedy)
     evaluator: Callable[[Any], Any] = lambda config: None  # config -> jaxdust.search.mcts evaluator, if any
+    # (config, args) -> None, raising ValueError for settings it cannot run with: called
+    # before the run directory is written, so a corrected command needs no --resume.
+    check: Callable[[Any, argparse.Namespace], None] = lambda config, args: None
 
 
 LEARNERS: dict[str, Learner] = {}
@@ -137,21 +140,25 @@ def _imitation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-beam-width", type=flags.positive_int, default=32, help="beam width of those labels")
 
 
-def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer:
-    data_dir = args.data or os.path.join(args.run_dir, "data")
+def _check_imitation_data(config: imitation.ImitationConfig, args) -> None:
     if not args.data and jax.process_count() > 1:  # every process would make it, into one directory
         raise ValueError("over several processes (--distributed), make the data first "
                          "(python -m jaxdust.learn.datasets) and pass --data")
+    if args.data:
+        made = dataset_config(args.data).game
+        if made != config.game:
+            raise ValueError(f"{args.data} holds {made.width}x{made.height}x{made.colors} boards under the "
+                             f"{made.rules} rules, not {config.game.width}x{config.game.height}x"
+                             f"{config.game.colors} under {config.game.rules} (--size or --env)")
+
+
+def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer:
+    data_dir = args.data or os.path.join(args.run_dir, "data")
     if not args.data:
         data_config = DatasetConfig(config.game, boards=args.data_boards, seed=args.seed + 1, labeller="beam",
                                     beam_width=args.data_beam_width, shard_size=1000)
         print(f"making {args.data_boards} beam-labelled boards in {data_dir}", file=sys.stderr)
         make_dataset(data_dir, data_config, jobs=os.cpu_count())
-    made = dataset_config(data_dir).game
-    if made != config.game:
-        raise ValueError(f"{data_dir} holds {made.width}x{made.height}x{made.colors} boards under the {made.rules} "
-                         f"rules, not {config.game.width}x{config.game.height}x{config.game.colors} under "
-                         f"{config.game.rules} (--size or --env)")
     data = load_dataset(data_dir)
     init, run_epoch, validate = imitation.make_imitation(config, data, mesh)
 
@@ -171,6 +178,7 @@ register(Learner(
     unit="epoch",
     add_arguments=_imitation_arguments,
     trainer=_imitation_trainer,
+    check=_check_imitation_data,
     template=lambda config: imitation.initial_state(config, jax.random.key(0)),
     params=lambda state: state.params,
     policy=lambda config: agents.PolicyGreedy(tuple(config.hidden), config.game.colors, config.features),

@@ -315,10 +315,14 @@ def train(learner_name: str, config, args) -> dict:
     the fields of ``args``). Returns the summary, or {} when ``args.minutes`` stopped it
     early (a checkpoint is saved; resume continues). Raises RunError or ValueError."""
     learner = learners.get(learner_name)
+    try:
+        learner.check(config, args)
+    except ValueError as error:  # settings the learner cannot run with, refused before any file is written
+        raise RunError(str(error)) from None
     run = Run(args.run_dir, learner, config, args.resume, getattr(args, "tensorboard", False))
     try:
         trainer = learner.trainer(config, args, make_mesh(args.devices))
-    except ValueError as error:  # settings the learner cannot run with
+    except ValueError as error:
         raise RunError(str(error)) from None
     state = trainer.init(jax.random.key(args.seed))
     done = 0

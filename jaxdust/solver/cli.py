@@ -174,7 +174,8 @@ def write_proven(records, jobs, path, rules: str = "dust") -> None:
         raise SystemExit(f"python -m jaxdust.solver: error: --board-file needs boards of one size, got {sorted(sizes)}")
     (width, height), = sizes
     colors = max(int(c) for r in proven for c in r["board"])
-    header = (f"# width={width} height={height} colors={colors}; cells listed x-major: cell (x,y) is character "
+    rules_field = "" if rules == "dust" else f" rules={rules}"  # boards.declared_rules reads it
+    header = (f"# width={width} height={height} colors={colors}{rules_field}; cells listed x-major: cell (x,y) is character "
               f"x*{height}+y, y=0 bottom row\n# board optimal_clicks (proven by python -m jaxdust.solver"
               f"{'' if rules == 'dust' else ' --rules ' + rules})\n")
     atomic_write_bytes(path, (header + "".join(f"{r['board']} {r['length']}\n" for r in proven)).encode())
