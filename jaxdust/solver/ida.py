@@ -311,12 +311,6 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     arrivals = np.zeros(depth_limit + 1, np.uint64)  # the move that led to each depth
     arrival_reach = np.zeros(depth_limit + 1, np.uint64)
     arrival_grown = np.zeros(depth_limit + 1, np.uint64)
-    # Whether a depth's node skipped a move by the commuting-moves rule. Its exhaustion then
-    # holds only for the path it was reached by (the skipped order is searched from an
-    # ancestor), not for the position, so it is not stored: reached by another path, by its
-    # mirror image or in a later iteration, the position must be searched whole. Skips
-    # below a node are made good within its own subtree, so its exhaustion still holds.
-    commuted = np.zeros(depth_limit + 1, np.bool_)
     useful_sides = np.full(depth_limit + 1, -1, np.int64)  # see _sides_that_may_leave_single
     # Half-game values (jaxdust.solver.halves) of each depth's position, 0 while unknown (an empty
     # half's 0 is then looked up again, cheaply); a move that does not touch a half leaves
@@ -350,8 +344,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         remaining = budget - depth  # clicks still allowed from this node
         index = next_move[depth]
         if index == move_count[depth]:
-            if not commuted[depth]:
-                table_store(table, hashes[depth], remaining + 1)
+            table_store(table, hashes[depth], remaining + 1)
             depth -= 1
             continue
         next_move[depth] = index + 1
@@ -397,7 +390,6 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
                 move_reach, reach_known = removal_reach(move, occupied(parent), geometry), True
             if _commutes_before(move, move_reach, arrivals[depth], arrival_reach[depth],
                                 arrival_grown[depth], geometry):
-                commuted[depth] = True
                 continue  # the same position is reached with this move played first
         child = boards[depth + 1]
         child[:] = parent
@@ -463,5 +455,4 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
                 finishes[depth, :count] = False
         next_move[depth] = 0
         useful_sides[depth] = -1
-        commuted[depth] = False
     return EXHAUSTED, nodes, 0
