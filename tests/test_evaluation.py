@@ -287,3 +287,26 @@ def test_ranking_set_labels_are_consistent():
     for record in records[:20]:
         assert record["value"] == 1 + min(record["child_values"])
         assert ranking.actions_of(np.asarray(jaxdust.parse_board(record["board"], 8, 6))) == record["actions"]
+
+
+# A child that 0.2.15's solver labelled 11, "proven", where 10 suffice (its table held a
+# refutation made under the commuting-moves rule as a fact about the position).
+ONCE_MISLABELLED = ("211422544542253245213242411352131422532545515531", 39, 10)
+
+
+def test_ranking_set_labels_agree_with_plain_ida():
+    """The labels of every position with at most 6 clicks left (66 positions, 502 children),
+    and of the child once mislabelled, are plain IDA*'s (``prune=False``: none of the
+    solver's pruning rules)."""
+    records = ranking.load()
+    board, action, value = ONCE_MISLABELLED
+    checked = [(record, record["actions"], record["child_values"]) for record in records if record["value"] <= 6]
+    mislabelled = next(record for record in records if record["board"] == board)
+    checked.append((mislabelled, [action], [mislabelled["child_values"][mislabelled["actions"].index(action)]]))
+    assert checked[-1][2] == [value] and len(checked) > 50
+    for record, actions, values in checked:
+        position = np.asarray(jaxdust.parse_board(record["board"], 8, 6), np.int64)
+        for action, label in zip(actions, values):
+            child = ranking.child_of(position, action)
+            plain = jaxdust.solve(child, colors=5, prune=False, beam_width=0).length if child.any() else 0
+            assert plain == label, (record["board"], action, label, plain)

@@ -108,18 +108,17 @@ def test_solver_refuses_rules_it_does_not_play(rules):
         jaxdust.solve(np.ones((2, 2), np.int8), rules=rules)
 
 
-@pytest.mark.xfail(strict=True, reason="known: the table stores refutations of nodes that skipped a move by the "
-                   "commuting-moves rule (NOTES, 'Exact solver')")
 @pytest.mark.parametrize("rules, colors", [("dust", 3), ("former", 2)])
 def test_the_solvers_table_holds_only_facts_about_positions(rules, colors):
     """4x3 boards (former: all 4,096 of 2 colours; dust: 6,000 random ones of 3), proven by
     IDA* alone (``beam_width=0``) with one table shared by all, need exactly plain IDA*'s
-    clicks (no commuting-moves rule). A KNOWN FAULT, marked strict xfail until it is fixed:
-    a node that skips a move by that rule (searched from an ancestor, in the other order)
-    stores its exhaustion as the position's bound; reached by another path, its mirror
-    image, a later iteration or another board, the position is cut, and 283 of these former
-    boards and one of these dust ones come out a click or more too long, "proven optimal";
-    the smallest case, a 3x3 board, does so in a fresh table."""
+    clicks (no commuting-moves rule). A node that skips a click by that rule has not
+    searched its position whole; when it stored its refutation as the position's bound,
+    the position reached by another path, as its mirror image, in a later iteration or from
+    another board was cut, and 283 of these former boards and one of these dust ones came
+    out a click or more too long, "proven optimal" (the smallest case, a 3x3 board, in a
+    fresh table). Such a refutation is now held under the click's own key (``ida.edge_key``).
+    """
     table = TranspositionTable(16)
     indices = range(2 ** 12) if colors == 2 else np.random.default_rng(11).integers(0, 3 ** 12, 6000)
     for index in indices:

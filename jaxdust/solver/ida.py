@@ -16,9 +16,12 @@ colour needs a click of its own (``column_runs``), a much stronger bound there.
 
 The transposition table maps the canonical hash of a position (the smaller of its hash and
 its mirror image's, ``x -> width - 1 - x``, where the two play alike: not the dust game at
-odd widths) to a proven lower bound on the clicks it needs. The table compares 62 bits of
-64-bit hashes, which makes a wrong cut-off from a collision vanishingly unlikely (about
-1e-18 per probe), not impossible.
+odd widths) to a proven lower bound on the clicks it needs. Two clicks that commute are
+played in one order only (``_commutes_before``), so a node that skipped a click that way
+has not searched its position whole: its refutation is stored under the key of the click
+that led to it from its parent (``edge_key``) and cuts only that click. The table
+compares 62 bits of 64-bit hashes, which makes a wrong cut-off from a collision vanishingly
+unlikely (about 1e-18 per probe), not impossible.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from jaxdust.solver.bitboard import (
 from jaxdust.solver.table import table_bound, table_store
 
 _COLOUR_SALT = U64(0x9E3779B97F4A7C15)
+_EDGE_SALT = U64(0xD1B54A32D192ED03)
 
 
 @numba.njit(cache=True, inline="always")
@@ -66,6 +70,20 @@ def position_key(planes, geometry):
     (``geometry.mirror``: not the dust game at odd widths). Absent colours add nothing, so
     the key does not depend on the number of planes (``jaxdust.search.keys`` computes the
     same key in JAX)."""
+    return position_keys(planes, geometry)[0]
+
+
+@numba.njit(cache=True, inline="always")
+def edge_key(direct, move):
+    """Key of the click ``move`` played from the position whose unmirrored hash is
+    ``direct`` (``position_keys``' second value), in the table beside the positions' keys."""
+    return mix(direct + mix(move ^ _EDGE_SALT))
+
+
+@numba.njit(cache=True, inline="always")
+def position_keys(planes, geometry):
+    """``(position_key, direct)``: the key and the position's own hash (without its mirror
+    image), which ``edge_key`` needs."""
     direct = ZERO
     mirrored = ZERO
     for c in range(planes.shape[0]):
@@ -75,7 +93,7 @@ def position_key(planes, geometry):
         direct += mix(planes[c] ^ salt)
         if geometry.mirror:
             mirrored += mix(_mirror(planes[c], geometry) ^ salt)
-    return min(direct, mirrored) if geometry.mirror else direct
+    return (min(direct, mirrored) if geometry.mirror else direct), direct
 
 
 @numba.njit(cache=True, inline="always")
@@ -306,11 +324,18 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     colours_left = np.zeros(depth_limit + 1, np.int64)
     singles = np.zeros(depth_limit + 1, np.int64)
     hashes = np.zeros(depth_limit + 1, np.uint64)
+    direct_hashes = np.zeros(depth_limit + 1, np.uint64)  # unmirrored, for edge_key
     groups = np.empty((depth_limit + 1, max_moves), np.uint64)  # clusters by colour
     group_start = np.zeros((depth_limit + 1, num_colours + 1), np.int64)
     arrivals = np.zeros(depth_limit + 1, np.uint64)  # the move that led to each depth
     arrival_reach = np.zeros(depth_limit + 1, np.uint64)
     arrival_grown = np.zeros(depth_limit + 1, np.uint64)
+    # Whether a depth's node skipped a move by the commuting-moves rule: its exhaustion then
+    # proves only that no solution goes on from its arrival in the order the rule keeps (the
+    # skipped order is searched from the parent), a fact about that click from that parent
+    # (edge_key), not about the position, which another path, its mirror image or another
+    # board may reach with that move still to search.
+    commuted = np.zeros(depth_limit + 1, np.bool_)
     useful_sides = np.full(depth_limit + 1, -1, np.int64)  # see _sides_that_may_leave_single
     # Half-game values (jaxdust.solver.halves) of each depth's position, 0 while unknown (an empty
     # half's 0 is then looked up again, cheaply); a move that does not touch a half leaves
@@ -329,7 +354,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     singles[0] = single_cluster_colours(root, geometry)
     if max(bound_from(colours_left[0], singles[0]), rule_bound(root, geometry)) > budget:
         return EXHAUSTED, 0, 0
-    hashes[0] = position_key(root, geometry)
+    hashes[0], direct_hashes[0] = position_keys(root, geometry)
     if runs_only:
         runs_at[0] = column_runs(root, geometry)[0]
     if budget == colours_left[0]:
@@ -344,7 +369,10 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         remaining = budget - depth  # clicks still allowed from this node
         index = next_move[depth]
         if index == move_count[depth]:
-            table_store(table, hashes[depth], remaining + 1)
+            if commuted[depth]:
+                table_store(table, edge_key(direct_hashes[depth - 1], arrivals[depth]), remaining + 1)
+            else:
+                table_store(table, hashes[depth], remaining + 1)
             depth -= 1
             continue
         next_move[depth] = index + 1
@@ -390,6 +418,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
                 move_reach, reach_known = removal_reach(move, occupied(parent), geometry), True
             if _commutes_before(move, move_reach, arrivals[depth], arrival_reach[depth],
                                 arrival_grown[depth], geometry):
+                commuted[depth] = True
                 continue  # the same position is reached with this move played first
         child = boards[depth + 1]
         child[:] = parent
@@ -409,8 +438,13 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
             child_runs, single_run = column_runs(child, geometry)
             if bound_from(child_runs, single_run) + 1 > remaining:
                 continue
-        key = position_key(child, geometry)
+        key, direct = position_keys(child, geometry)
         if table_bound(table, key) + 1 > remaining:
+            continue
+        # The child can skip a move by the rule only if it has cells below this move's
+        # lowest; only then may its refutation be held under the edge's key.
+        if prune and occupied(child) & (lowest_bit(move) - ONE) and \
+                table_bound(table, edge_key(direct_hashes[depth], move)) + 1 > remaining:
             continue
         skip_within[depth + 1] = 0
         if use_halves:
@@ -440,6 +474,8 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         arrival_reach[depth] = move_reach if reach_known else removal_reach(move, occupied(parent), geometry)
         arrival_grown[depth] = grow(move, geometry)
         hashes[depth] = key
+        direct_hashes[depth] = direct
+        commuted[depth] = False
         runs_at[depth] = child_runs
         colours_left[depth] = child_colours
         singles[depth] = child_singles
