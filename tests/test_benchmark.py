@@ -409,6 +409,8 @@ def _benchmark(name: str, monkeypatch):
     ("learners", ["--learners", "avi,telepathy"], "--learners: unknown learners telepathy; known: avi, dqn, imitation"),
     ("equal_time", ["--variants", "mlp,huge"], "--variants: unknown variants huge; known: mlp"),
     ("compare_solvers", ["no-such-revision", "WORKTREE"], "argument old: 'no-such-revision' is not a commit"),
+    ("solver_soundness", ["--sizes", "samegame:5x5x3"], "--sizes: must be RULES:WxHxC items with RULES one of"),
+    ("solver_soundness", ["--sizes", "dust:9x9x4"], "--sizes: dust:9x9x4: needs 2..64 cells"),
 ])
 def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, monkeypatch, capsys):
     """As every command line does: one line naming the flag, exit status 2, before any work
@@ -432,3 +434,26 @@ def test_the_learners_benchmark_reads_its_proven_boards_from_any_directory(tmp_p
     assert sets["proven"][0].shape == (3, 8, 6) and sets["fresh"][0].shape == (2, 8, 6)
     records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/optimal_8x6x5.txt"), limit=3)
     np.testing.assert_array_equal(sets["proven"][1], [r.values[-1] for r in records])
+
+
+def test_solver_soundness_finds_no_fault_and_reports_one_planted(tmp_path, monkeypatch, capsys):
+    """``benchmarks/solver_soundness.py`` on two small sizes: the solver agrees with plain
+    IDA* on every board; a solver that proves a click too many is caught, board by board."""
+    soundness = _benchmark("solver_soundness", monkeypatch)
+    out = tmp_path / "sound.json"
+    assert soundness.main(["--sizes", "dust:4x4x3,former:5x3x3", "--boards", "40", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert [(r["rules"], r["boards"], r["faults"]) for r in report["sizes"]] == [("dust", 40, []), ("former", 40, [])]
+    assert all(r["max_optimum"] >= 4 and r["positions"] > 0 for r in report["sizes"])
+
+    solve = jaxdust.solve
+
+    def one_too_many(board, **options):
+        found = solve(board, **options)
+        return dataclasses.replace(found, length=found.length + 1) if options.get("prune", True) else found
+
+    monkeypatch.setattr(soundness.jaxdust, "solve", one_too_many)
+    assert soundness.main(["--sizes", "dust:4x4x3", "--boards", "3", "--out", str(out)]) == 1
+    faults = json.loads(out.read_text())["sizes"][0]["faults"]
+    assert [f["solver"] - f["plain"] for f in faults] == [1, 1, 1]
+    assert capsys.readouterr().out.count("FAULT dust board") == 3

@@ -1,0 +1,108 @@
+r"""Differential soundness check of the exact solver: are its "proven" optima optimal?
+
+For each size, random full boards are proven twice: by ``jaxdust.solve`` with every pruning
+rule, IDA* alone (``beam_width=0``, so no beam hides a wrong refutation) and one
+transposition table shared by all boards of the size (so every stored fact is reused by
+other paths, mirror images and other boards), and by plain IDA* (``prune=False``: the
+colour bound and a fresh table only). A board where the two disagree, or where the first is
+not proven, is a fault; the script prints a table, writes JSON and exits with 1 on any.
+The shared table is how the 0.2.15 solver's wrong optima were found (CHANGELOG 0.2.16);
+``tests/test_family_search.py`` holds the exhaustive small-board check.
+
+    python benchmarks/solver_soundness.py                      # 10,400 boards, ~12 min on one core
+    python benchmarks/solver_soundness.py --sizes former:6x6x5 --boards 200 --seed 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+
+import numpy as np
+from tqdm import tqdm
+
+import jaxdust
+from jaxdust.core import files, flags, machine
+from jaxdust.core.game import CLICK_RULES
+from jaxdust.solver.api import TranspositionTable
+
+DEFAULT_SIZES = ("dust:6x4x4,former:6x4x4,dust:5x5x4,former:6x5x4,dust:6x6x5,former:6x6x5,dust:8x4x5,"
+                 "dust:7x5x5,former:7x5x4,dust:8x5x4")
+BOARDS = {"default": 3000, "large": 200}  # boards of at most 25 cells / of more
+
+
+def sizes(text: str) -> list[tuple[str, int, int, int]]:
+    """``RULES:WxHxC`` items, comma-separated (``dust:6x4x4,former:6x6x5``)."""
+    chosen = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        match = re.fullmatch(r"(\w+):(\d+)x(\d+)x(\d+)", part)
+        if not match or match[1] not in CLICK_RULES:
+            raise argparse.ArgumentTypeError(
+                f"must be RULES:WxHxC items with RULES one of {', '.join(CLICK_RULES)}, got {part!r}")
+        width, height, colors = (int(match[i]) for i in (2, 3, 4))
+        if not (2 <= width and 2 <= height and width * height <= 64 and 2 <= colors <= 9):
+            raise argparse.ArgumentTypeError(f"{part}: needs 2..64 cells of at least 2 per side and 2..9 colours")
+        chosen.append((match[1], width, height, colors))
+    if not chosen:
+        raise argparse.ArgumentTypeError("names no size")
+    return chosen
+
+
+def check_size(rules: str, width: int, height: int, colors: int, boards: int, seed: int,
+               table_bits: int = 20) -> dict:
+    """Prove ``boards`` random boards both ways; the disagreements, with their boards."""
+    rng = np.random.default_rng(seed)
+    shared = TranspositionTable(table_bits)
+    faults, lengths, positions = [], [], [0, 0]
+    start = time.perf_counter()
+    for index in tqdm(range(boards), desc=f"{rules} {width}x{height}x{colors}", unit="board", disable=None):
+        board = rng.integers(1, colors + 1, (width, height)).astype(np.int8)
+        pruned = jaxdust.solve(board, colors=colors, beam_width=0, rules=rules, table=shared)
+        plain = jaxdust.solve(board, colors=colors, beam_width=0, rules=rules, prune=False)
+        lengths.append(plain.length)
+        positions[0] += pruned.nodes
+        positions[1] += plain.nodes
+        if pruned.length != plain.length or not pruned.optimal:
+            faults.append({"index": index, "board": jaxdust.board_to_text(board),
+                           "solver": pruned.length, "proven": pruned.optimal, "plain": plain.length})
+    return {"rules": rules, "width": width, "height": height, "colors": colors, "boards": boards,
+            "seed": seed, "faults": faults, "mean_optimum": float(np.mean(lengths)),
+            "max_optimum": int(max(lengths)), "positions": positions[0], "plain_positions": positions[1],
+            "seconds": time.perf_counter() - start}
+
+
+def main(argv=None) -> int:
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=sizes, default=DEFAULT_SIZES, help="RULES:WxHxC, comma-separated")
+    parser.add_argument("--boards", type=flags.positive_int, default=None,
+                        help=f"boards per size (default {BOARDS['default']} up to 25 cells, else {BOARDS['large']})")
+    parser.add_argument("--seed", type=flags.non_negative_int, default=0, help="size i draws its boards with seed + i")
+    parser.add_argument("--out", type=flags.output_file, default="results/solver_soundness.json")
+    args = parser.parse_args(argv)
+
+    report = {"benchmark": "solver_soundness", "version": jaxdust.__version__, "cpu": machine.cpu_name(),
+              "sizes": []}
+    for i, (rules, width, height, colors) in enumerate(args.sizes):
+        count = args.boards or BOARDS["default" if width * height <= 25 else "large"]
+        report["sizes"].append(check_size(rules, width, height, colors, count, args.seed + i))
+        files.atomic_write_json(args.out, report)
+
+    print(f"\nExact solver against plain IDA* (jaxdust {report['version']}, {report['cpu']}, one core)\n")
+    print("| rules | size | boards | mean optimum | max | wrong or unproven | positions / plain's | seconds |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in report["sizes"]:
+        print(f"| {r['rules']} | {r['width']}x{r['height']}x{r['colors']} | {r['boards']} | {r['mean_optimum']:.2f} "
+              f"| {r['max_optimum']} | {len(r['faults'])} | {r['positions'] / max(r['plain_positions'], 1):.3f} "
+              f"| {r['seconds']:.0f} |")
+    faults = [(r["rules"], f) for r in report["sizes"] for f in r["faults"]]
+    for rules, fault in faults[:20]:
+        print(f"FAULT {rules} board {fault['board']}: solver {fault['solver']} (proven {fault['proven']}), "
+              f"plain IDA* {fault['plain']}")
+    print(f"wrote {args.out}")
+    return 1 if faults else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
