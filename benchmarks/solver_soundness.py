@@ -16,7 +16,7 @@ The shared table is how the 0.2.15 solver's wrong optima were found (CHANGELOG 0
 from __future__ import annotations
 
 import argparse
-import re
+import dataclasses
 import sys
 import time
 
@@ -25,34 +25,40 @@ from tqdm import tqdm
 
 import jaxdust
 from jaxdust.core import files, flags, machine
-from jaxdust.core.game import CLICK_RULES
+from jaxdust.core.boards import parse_size
+from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.solver.api import TranspositionTable
+from jaxdust.solver.bitboard import MAX_CELLS
 
 DEFAULT_SIZES = ("dust:6x4x4,former:6x4x4,dust:5x5x4,former:6x5x4,dust:6x6x5,former:6x6x5,dust:8x4x5,"
                  "dust:7x5x5,former:7x5x4,dust:8x5x4")
 BOARDS = {"default": 3000, "large": 200}  # boards of at most 25 cells / of more
 
 
-def sizes(text: str) -> list[tuple[str, int, int, int]]:
+def sizes(text: str) -> list[GameConfig]:
     """``RULES:WxHxC`` items, comma-separated (``dust:6x4x4,former:6x6x5``)."""
     chosen = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
-        match = re.fullmatch(r"(\w+):(\d+)x(\d+)x(\d+)", part)
-        if not match or match[1] not in CLICK_RULES:
+        rules, _, size = part.partition(":")
+        if rules not in CLICK_RULES:
             raise argparse.ArgumentTypeError(
                 f"must be RULES:WxHxC items with RULES one of {', '.join(CLICK_RULES)}, got {part!r}")
-        width, height, colors = (int(match[i]) for i in (2, 3, 4))
-        if not (2 <= width and 2 <= height and width * height <= 64 and 2 <= colors <= 9):
-            raise argparse.ArgumentTypeError(f"{part}: needs 2..64 cells of at least 2 per side and 2..9 colours")
-        chosen.append((match[1], width, height, colors))
+        try:
+            config = dataclasses.replace(parse_size(size), rules=rules)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"{part}: {error}") from None
+        if config.num_cells > MAX_CELLS or config.height < 2 or config.colors < 2:
+            raise argparse.ArgumentTypeError(
+                f"{part}: needs 2..{MAX_CELLS} cells of at least 2 per side and at least 2 colours")
+        chosen.append(config)
     if not chosen:
         raise argparse.ArgumentTypeError("names no size")
     return chosen
 
 
-def check_size(rules: str, width: int, height: int, colors: int, boards: int, seed: int,
-               table_bits: int = 20) -> dict:
-    """Prove ``boards`` random boards both ways; the disagreements, with their boards."""
+def check_size(config: GameConfig, boards: int, seed: int, table_bits: int = 20) -> dict:
+    """Prove ``boards`` random boards of ``config`` both ways; the disagreements, with their boards."""
+    rules, width, height, colors = config.rules, config.width, config.height, config.colors
     rng = np.random.default_rng(seed)
     shared = TranspositionTable(table_bits)
     faults, lengths, positions = [], [], [0, 0]
@@ -84,9 +90,9 @@ def main(argv=None) -> int:
 
     report = {"benchmark": "solver_soundness", "version": jaxdust.__version__, "cpu": machine.cpu_name(),
               "sizes": []}
-    for i, (rules, width, height, colors) in enumerate(args.sizes):
-        count = args.boards or BOARDS["default" if width * height <= 25 else "large"]
-        report["sizes"].append(check_size(rules, width, height, colors, count, args.seed + i))
+    for i, config in enumerate(args.sizes):
+        count = args.boards or BOARDS["default" if config.num_cells <= 25 else "large"]
+        report["sizes"].append(check_size(config, count, args.seed + i))
         files.atomic_write_json(args.out, report)
 
     print(f"\nExact solver against plain IDA* (jaxdust {report['version']}, {report['cpu']}, one core)\n")
