@@ -223,6 +223,17 @@ def test_a_run_killed_before_its_first_checkpoint_starts_over_cleanly(run, whole
     assert_same_end(run, whole_run)
 
 
+def test_a_run_killed_after_saving_its_last_best_resumes_to_the_same_end(run, whole_run):
+    """Killed between saving the last step in ``best/`` and writing the summary: the resumed
+    run evaluates that step again and keeps the best it has (it used to save the step
+    again, which orbax refused)."""
+    assert json.loads((whole_run / "summary.json").read_text())["best_step"] == 4
+    os.remove(run / "summary.json")
+    train(run, "--resume")
+    assert_same_end(run, whole_run)
+    assert sorted(os.listdir(run / "best")) == ["4"]
+
+
 def test_checkpoints_follow_the_clock_unless_counted(whole_run, tmp_path):
     """By default a run saves by training seconds (and at its end); the cadence never
     changes what it learns."""

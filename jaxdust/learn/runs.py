@@ -260,7 +260,10 @@ class Run:
         self.greedy_floor = min(self.greedy_floor, greedy)
         if greedy <= self.greedy_floor + evaluation.get("greedy_se", 0.0):
             self.best_greedy = greedy
-            self.best.save(step, state, self.saved)
+            # A run killed after its last best was saved and resumed at its end evaluates
+            # that step again: the state kept is the same one.
+            if step not in self.best.steps():
+                self.best.save(step, state, self.saved)
 
     def finish(self, summary: dict) -> None:
         if self.primary:
