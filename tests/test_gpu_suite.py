@@ -305,3 +305,52 @@ except ValueError as error:
     assert refused.startswith("refused:") and "alias.json is not a plain file or folder" in refused
     assert not (tmp_path / "again.tgz.1").exists()
     assert oct((tmp_path / "there").stat().st_mode & 0o777) == oct(0o777 & ~files.current_umask())
+
+
+def newest_committed_pack():
+    """The GPU run in progress that the next machine continues: the newest ``suite.tgz``
+    under ``docs/measured/`` (folders named ``DEVICE-YYYY-MM-DD``)."""
+    measured = os.path.join(ROOT, "docs", "measured")
+    folders = [name for name in os.listdir(measured) if os.path.exists(os.path.join(measured, name, "suite.tgz.1"))]
+    return os.path.join(measured, max(folders, key=lambda name: name[-10:]), "suite.tgz") if folders else None
+
+
+@pytest.mark.skipif(newest_committed_pack() is None, reason="no GPU run in progress is committed")
+def test_the_committed_gpu_run_resumes_on_this_version(tmp_path):
+    """A GPU session continues the committed run with ``--unpack`` then ``--step train``
+    (NOTES): the pieces' flags must rebuild its settings, and its newest checkpoint must
+    restore into this version's learner state, or that session's device time is lost. A
+    change that breaks this moves the run on (or starts it over) before it lands."""
+    pack = newest_committed_pack()
+    script = f"""
+import json, os
+import jax, numpy as np
+import gpu_suite
+from jaxdust.learn import cli, runs
+out = {str(tmp_path / "suite")!r}
+gpu_suite.unpack({pack!r}, out)
+with open(os.path.join(out, "train.json")) as handle:
+    train = json.load(handle)
+run_dir = os.path.join(out, "run")
+learner, saved = runs.read_run_config(run_dir)
+flags = [*train["flags"], "--total-updates", str(train["total_updates"])]
+config = gpu_suite.configs_from(learner, flags)
+if config != saved:
+    raise SystemExit(f"the suite's flags no longer rebuild the committed run's settings: {{config}} != {{saved}}")
+args = cli.build_parser().parse_args([learner.name, "--run-dir", run_dir, *flags, "--resume"])
+fresh = learner.trainer(config, args, runs.make_mesh(args.devices)).init(jax.random.key(args.seed))
+done, state = runs.Run(run_dir, learner, config, resume=True).restore(fresh)
+same = jax.tree.structure(state) == jax.tree.structure(fresh) and all(
+    a.shape == b.shape and a.dtype == b.dtype for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(fresh)))
+moved = sum(float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).sum())
+            for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(fresh)) if jax.numpy.issubdtype(a.dtype, np.floating))
+print(json.dumps({{"done": done, "last_chunk": train["pieces"][-1]["last_chunk"],
+                  "same_layout": same, "params_moved": moved}}))
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "JAX_PLATFORMS": "cpu",
+                                 "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.splitlines()[-1])
+    assert found["done"] == found["last_chunk"] > 0 and found["same_layout"]
+    assert found["params_moved"] > 0  # the trained network came back, not the fresh one
