@@ -16,9 +16,9 @@ where the proofs stand, with the proof times and positions by optimum:
 
     python benchmarks/fewest_clicks_sets.py --former-boards results/former_boards_7x9x4.txt
     python -m jaxdust.solver results/former_boards_7x9x4.txt --rules former --jobs 2 \
-        --node-limit 1000000000 --table-bits 27 --out results/former-200.jsonl \
+        --node-limit 1000000000 --table-bits 27 --out data/proofs/former-200.jsonl \
         --checkpoint-dir results/former-proofs
-    python benchmarks/fewest_clicks_sets.py --former-log results/former-200.jsonl
+    python benchmarks/fewest_clicks_sets.py --former-log data/proofs/former-200.jsonl
 """
 
 from __future__ import annotations

@@ -324,6 +324,23 @@ def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path
     assert lines[-1] == "Open (line: bound..best found): 7: 14..16"
 
 
+def test_the_committed_former_proofs_are_of_the_set_and_their_lines_clear_their_boards(monkeypatch):
+    """``data/proofs/former-200.jsonl``, the Former proof pass's log kept in the repository
+    (NOTES): each board is the set's board at its line, its clicks clear it under the former
+    rules in ``length`` clicks, and a board marked proven has its bound at its length."""
+    expected = _benchmark("fewest_clicks_sets", monkeypatch).former_boards().splitlines()
+    with open(os.path.join(ROOT, "data", "proofs", "former-200.jsonl")) as handle:
+        records = [json.loads(line) for line in handle]
+    assert records and all("error" not in record for record in records)
+    for record in records:
+        assert record["board"] == expected[record["line"] - 1], record["line"]
+        board = board_io.parse_board(record["board"], width=7, height=9, rules="former")
+        final, clicks = board_io.replay(board, record["clicks"], rules="former")
+        assert not np.asarray(final).any() and clicks == record["length"], record["line"]
+        assert record["lower_bound"] <= record["length"]
+        assert record["optimal"] == (record["lower_bound"] == record["length"]), record["line"]
+
+
 @pytest.mark.slow
 def test_compile_profile_counts_compiles_in_every_process_of_a_command(tmp_path):
     """``benchmarks/compile_profile.py``: a child that clicks twice (the jitted click compiles
