@@ -338,8 +338,8 @@ config = gpu_suite.configs_from(learner, flags)
 if config != saved:
     raise SystemExit(f"the suite's flags no longer rebuild the committed run's settings: {{config}} != {{saved}}")
 args = cli.build_parser().parse_args([learner.name, "--run-dir", run_dir, *flags, "--resume"])
-fresh = learner.trainer(config, args, runs.make_mesh(args.devices)).init(jax.random.key(args.seed))
-done, state = runs.Run(run_dir, learner, config, resume=True).restore(fresh)
+_, trainer, done, state = runs.start(learner, config, args)  # as train.py --resume begins
+fresh = trainer.init(jax.random.key(args.seed))
 same = jax.tree.structure(state) == jax.tree.structure(fresh) and all(
     a.shape == b.shape and a.dtype == b.dtype for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(fresh)))
 moved = sum(float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).sum())

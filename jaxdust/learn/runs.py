@@ -313,14 +313,13 @@ def _process_0_says(*flags: bool) -> tuple[bool, ...]:
 CHECKPOINT_SECONDS = 30.0
 
 
-def train(learner_name: str, config, args) -> dict:
-    """Train ``config`` with the named learner into ``args.run_dir`` (see ``train.py`` for
-    the fields of ``args``). Returns the summary, or {} when ``args.minutes`` stopped it
-    early (a checkpoint is saved; resume continues). Raises RunError or ValueError."""
-    learner = learners.get(learner_name)
+def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, object]:
+    """What ``train`` begins from: the run directory, the learner's trainer, the number of
+    chunks already done and the state (fresh, or the checkpoint ``args.resume`` finds).
+    Raises RunError before any file is written for settings the learner cannot run with."""
     try:
         learner.check(config, args)
-    except ValueError as error:  # settings the learner cannot run with, refused before any file is written
+    except ValueError as error:
         raise RunError(str(error)) from None
     run = Run(args.run_dir, learner, config, args.resume, getattr(args, "tensorboard", False))
     try:
@@ -333,6 +332,15 @@ def train(learner_name: str, config, args) -> dict:
         done, state = run.restore(state, args.resume_step)
     elif args.resume:  # killed before its first checkpoint: what it logged is redone
         run.start_over()
+    return run, trainer, done, state
+
+
+def train(learner_name: str, config, args) -> dict:
+    """Train ``config`` with the named learner into ``args.run_dir`` (see ``train.py`` for
+    the fields of ``args``). Returns the summary, or {} when ``args.minutes`` stopped it
+    early (a checkpoint is saved; resume continues). Raises RunError or ValueError."""
+    learner = learners.get(learner_name)
+    run, trainer, done, state = start(learner, config, args)
     evaluate = progress_evaluation(evaluation_boards(config.game, args.eval_boards), learner, config)
 
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
