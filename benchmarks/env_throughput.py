@@ -85,8 +85,12 @@ def make_play(env: jaxdust.DustEnv, num_steps: int, devices: list):
     )
 
 
-def measure(env, num_games: int, devices: list, min_clicks: int, repeats: int, seed: int) -> dict:
+def measure(env, num_games: int, devices: list, min_clicks: int, repeats: int, seed: int,
+            max_steps: int | None = None) -> dict:
+    """Random play of ``num_games`` games, at least ``min_clicks`` clicks a timed call (at
+    least 8 steps, at most ``max_steps``); the median of ``repeats`` calls after a first."""
     num_steps = max(8, -(-min_clicks // num_games))
+    num_steps = min(num_steps, max_steps) if max_steps else num_steps
     play = make_play(env, num_steps, devices)
     states = jax.vmap(env.init)(jax.random.split(jax.random.key(seed), num_games))
     if len(devices) > 1:

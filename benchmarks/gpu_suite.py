@@ -91,7 +91,11 @@ class Sizes:
     env_ids: tuple[str, ...] | None = None  # None: every registered id
     accelerator_games: tuple[int, ...] = tuple(1024 * 4**k for k in range(9))  # 1,024 .. 67,108,864
     cpu_games: tuple[int, ...] = (1024, 16384, 65536)
-    accelerator_clicks: int = 1 << 24  # clicks per timed call
+    accelerator_clicks: int = 1 << 24  # clicks per timed call, in at most
+    # 1,024 steps: a small batch's step on a GPU costs what launching its kernels costs, so a
+    # longer call measures the same rate more slowly. With 16,384 steps at 1,024 games, the
+    # calls took 4-7 s each on an H200 (0.2.16: 157 of the 200 s that 7 ids' sweeps took).
+    accelerator_steps: int = 1024
     cpu_clicks: int = 1 << 19
     repeats: int = 3
     beam_boards: int = 200
@@ -177,8 +181,8 @@ def _commit() -> str | None:
         return None
 
 
-def _sweep(env_id: str, devices: list, games: tuple[int, ...], clicks: int, repeats: int, entry: dict,
-           save) -> None:
+def _sweep(env_id: str, devices: list, games: tuple[int, ...], clicks: int, max_steps: int | None, repeats: int,
+           entry: dict, save) -> None:
     """``env_throughput.measure`` at each batch size into ``entry["rows"]``, saved after every
     row. The sweep stops at the first batch that fails (out of memory, or anything else,
     whose error is kept); a batch left ``pending`` by a killed call counts as failed."""
@@ -195,7 +199,7 @@ def _sweep(env_id: str, devices: list, games: tuple[int, ...], clicks: int, repe
         save()
         try:
             with jax.default_device(layout[0]):
-                row = env_throughput.measure(env, count, layout, clicks, repeats, seed=0)
+                row = env_throughput.measure(env, count, layout, clicks, repeats, seed=0, max_steps=max_steps)
         except Exception as error:  # noqa: BLE001  (kept as the row's result; the sweep stops)
             rows[-1] = {"games": count, "out_of_memory": _out_of_memory(error),
                         "error": f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"}
@@ -212,11 +216,12 @@ def step_env(out: str, sizes: Sizes) -> dict:
     path = os.path.join(out, "env.json")
     report = _load(path) or {"accelerator": {}, "cpu": {}}
     cpu = jax.devices("cpu")
-    targets = [("cpu", cpu, sizes.cpu_games, sizes.cpu_clicks)]
+    targets = [("cpu", cpu, sizes.cpu_games, sizes.cpu_clicks, None)]
     if jax.default_backend() != "cpu":
-        targets.insert(0, ("accelerator", jax.devices(), sizes.accelerator_games, sizes.accelerator_clicks))
+        targets.insert(0, ("accelerator", jax.devices(), sizes.accelerator_games, sizes.accelerator_clicks,
+                           sizes.accelerator_steps))
         report.setdefault("accelerator_games", list(sizes.accelerator_games))  # the report's --env-games
-    for target, devices, games, clicks in targets:
+    for target, devices, games, clicks, max_steps in targets:
         for env_id in sizes.env_ids or jaxdust.registered():
             if env_id in report[target] and not _same_version(report[target][env_id]):
                 print(f"  measuring {env_id} again ({target}): measured by another version of jaxdust", flush=True)
@@ -226,7 +231,7 @@ def step_env(out: str, sizes: Sizes) -> dict:
                 "device_kind": devices[0].device_kind, "devices": len(devices), **_measured_by()})
             done = entry["rows"] and ("error" in entry["rows"][-1] or len(entry["rows"]) == len(games))
             if not done:
-                _sweep(env_id, devices, games, clicks, sizes.repeats, entry,
+                _sweep(env_id, devices, games, clicks, max_steps, sizes.repeats, entry,
                        lambda: files.atomic_write_json(path, report))
     return report
 

@@ -245,6 +245,23 @@ def test_throughput_benchmark_plays_every_id_beside_the_dust_game(tmp_path):
     assert rows["Former-7x9x4-v0"]["clicks_per_second"] > 0 and rows["Former-7x9x4-v0"]["cells"] == 63
 
 
+def test_a_timed_call_plays_at_least_its_clicks_and_at_most_its_steps(monkeypatch):
+    """The GPU suite caps a call's steps (small batches on a GPU are launch-bound); the rate
+    is the clicks a call played over its time either way."""
+    import os
+    # The benchmark adds one host device per core to XLA_FLAGS on import, unless a count is
+    # there already; the count set here leaves with the test, so no later subprocess sees it.
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=1")
+    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    import env_throughput
+    env = jaxdust.make("Dust-6x6x5-v0", auto_reset=True)
+    capped = env_throughput.measure(env, 16, jax.devices()[:1], 1 << 12, 1, seed=0, max_steps=24)
+    assert capped["steps_per_call"] == 24  # 256 steps wanted for 4,096 clicks
+    assert capped["clicks_per_second"] == pytest.approx(16 * 24 / capped["seconds_per_call"])
+    assert env_throughput.measure(env, 16, jax.devices()[:1], 160, 1, seed=0, max_steps=24)["steps_per_call"] == 10
+    assert env_throughput.measure(env, 16, jax.devices()[:1], 1 << 12, 1, seed=0)["steps_per_call"] == 256
+
+
 def test_largest_group_plays_the_uva_758_sample_through_play_boards():
     """The batched player and the judge's greedy baseline: the three published games'
     final scores and balls remaining, all boards in one compiled loop."""
