@@ -22,7 +22,7 @@ minutes, carries on where the last stopped or was killed):
   widths 8 and 64, mcts 64, share optimal), its selected checkpoint and, where that is
   another, its final one, beside the hand-made heuristic in the same run.
 - ``report``: ``report.json`` and ``report.md`` (tables ready for docs/results.md, with the
-  measured-on line).
+  measured-on line), and ``curve.png``, the run's play on its progress boards piece by piece.
 
 ``--step notebooks`` (not part of ``all``) runs one more of the Colab notebooks per call, top
 to bottom in a Jupyter kernel on this machine, with the sizes each picks for the backend it
@@ -77,6 +77,7 @@ import equal_time  # noqa: E402
 import learners as learners_benchmark  # noqa: E402
 import jaxdust  # noqa: E402
 from jaxdust.core import configs, files, flags, machine  # noqa: E402
+from jaxdust.evaluation import plots  # noqa: E402
 from jaxdust.learn import checkpoint, cli, learners, runs  # noqa: E402
 from jaxdust.search import heuristic  # noqa: E402
 from jaxdust.search.mcts import heuristic_evaluator  # noqa: E402
@@ -528,11 +529,33 @@ def step_report(out: str, sizes: Sizes) -> dict:
         for name, row in parts["notebooks"]["rows"].items():
             lines.append(f"| {name} | {row['kernel'] or '-'} | {row['cells_run']} of {row['cells']} | "
                          f"{row['seconds']:.0f} | {row['error'] or 'none'} |")
+    curve = _progress_curve(out, parts["train"], device.get("device_kind"))
+    if curve:
+        files.atomic_write_bytes(os.path.join(out, "curve.png"), curve)
+        lines += ["The training run's play on its progress boards, piece by piece: `curve.png`.", ""]
     text = "\n".join(lines) + "\n"
     files.atomic_write_bytes(os.path.join(out, "report.md"), text.encode())
     files.atomic_write_json(os.path.join(out, "report.json"), parts)
     print(text)
     return parts
+
+
+def _progress_curve(out: str, train: dict, device_kind: str | None) -> bytes | None:
+    """Argmax and greedy play on the run's progress boards against its minutes of training,
+    a line where each piece ended; None before the first evaluation."""
+    metrics = os.path.join(out, "run", "metrics.jsonl")
+    evaluated = [r for r in files.recover_json_lines(metrics) if "argmax_clicks" in r] if os.path.exists(metrics) else []
+    if not evaluated:
+        return None
+    seconds = [r["seconds"] for r in evaluated]
+    pieces = train.get("pieces", [])
+    devices = sorted({piece.get("device") or device_kind or "an unnamed device" for piece in pieces})
+    return plots.variant_curves(
+        {train.get("learner", "run"): {play: (seconds, [r[f"{play}_clicks"] for r in evaluated])
+                                       for play in ("argmax", "greedy")}},
+        f"progress boards, {len(pieces)} of {train.get('planned_pieces', '?')} pieces on {', '.join(devices)}",
+        "mean clicks", marks={f"end of piece {piece['piece']}": piece["run_seconds"]
+                              for piece in pieces[:-1] if "run_seconds" in piece})
 
 
 PACK_PART_BYTES = 15 * 2**20  # under the 16 MiB a file some machines hand back may hold

@@ -139,6 +139,7 @@ def check_report_and_resumed_steps(out, stdout):
     assert "| Dust-8x6x5-v0 |" in report and "| jax, width 4, 4 boards per search |" in report
     assert "| trained | proven |" in report
     assert f"; training pieces: jaxdust 0.1.0 (commit 0000000) and jaxdust {jaxdust.__version__}" in report
+    assert "`curve.png`" in report and (out / "curve.png").read_bytes()[:4] == b"\x89PNG"  # the pieces' progress
     before = {name: (out / f"{name}.json").read_text() for name in ("env", "beam", "train", "eval")}
     run_suite(out, "--step", "env")
     run_suite(out, "--step", "train")  # all pieces done: nothing more

@@ -77,9 +77,10 @@ def learning_curves(curves: dict[str, tuple[np.ndarray, np.ndarray]], references
 
 
 def variant_curves(curves: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], title: str, ylabel: str,
-                   references: dict[str, float] | None = None) -> bytes:
+                   references: dict[str, float] | None = None, marks: dict[str, float] | None = None) -> bytes:
     """Several plays of several variants against wall-clock minutes: one colour per variant
-    (``curves[variant][play] = (seconds, values)``), one line style per play."""
+    (``curves[variant][play] = (seconds, values)``), one line style per play; ``references``
+    are horizontal lines at a value, ``marks`` vertical ones at a second of training."""
     figure, axis = _subplots((8, 4.5) if len(curves) > 4 else (7, 4))
     colours = [f"C{i}" for i in range(10)]
     styles = ["-", "--", ":", "-."]
@@ -92,6 +93,9 @@ def variant_curves(curves: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], 
     for name, value in (references or {}).items():
         axis.axhline(value, linestyle=":", linewidth=1, color="grey")
         axis.text(axis.get_xlim()[1], value, f" {name} {value:.2f}", va="center", fontsize=7)
+    for name, second in (marks or {}).items():
+        axis.axvline(second / 60, linestyle=":", linewidth=1, color="grey")
+        axis.text(second / 60, axis.get_ylim()[1], f"{name} ", ha="right", va="top", rotation=90, fontsize=7)
     axis.set_xlabel("minutes of training")
     axis.set_ylabel(ylabel)
     axis.set_title(title)
