@@ -1,10 +1,15 @@
 """``benchmarks/gpu_suite.py --smoke``: every step on a CPU in seconds, resumable."""
 
+import glob
+import io
 import json
 import os
+import pathlib
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zlib
 
 import nbformat
@@ -310,10 +315,20 @@ except ValueError as error:
 
 def newest_committed_pack():
     """The GPU run in progress that the next machine continues: the newest ``suite.tgz``
-    under ``docs/measured/`` (folders named ``DEVICE-YYYY-MM-DD``)."""
+    under ``docs/measured/`` (folders named ``DEVICE-YYYY-MM-DD``, perhaps with a suffix);
+    of two on one day, the one with more training pieces."""
     measured = os.path.join(ROOT, "docs", "measured")
-    folders = [name for name in os.listdir(measured) if os.path.exists(os.path.join(measured, name, "suite.tgz.1"))]
-    return os.path.join(measured, max(folders, key=lambda name: name[-10:]), "suite.tgz") if folders else None
+    dated = {os.path.join(measured, name, "suite.tgz"): re.search(r"\d{4}-\d\d-\d\d", name).group()
+             for name in os.listdir(measured) if os.path.exists(os.path.join(measured, name, "suite.tgz.1"))}
+    return max(dated, key=lambda pack: (dated[pack], pieces_in(pack))) if dated else None
+
+
+def pieces_in(pack):
+    """The training pieces a pack's ``train.json`` records (its gzip parts read as one)."""
+    parts = sorted(glob.glob(pack + ".*"), key=lambda part: int(part.rsplit(".", 1)[1]))
+    data = b"".join(pathlib.Path(part).read_bytes() for part in parts)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        return len(json.load(archive.extractfile("./train.json"))["pieces"])
 
 
 @pytest.mark.skipif(newest_committed_pack() is None, reason="no GPU run in progress is committed")
