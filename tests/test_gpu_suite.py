@@ -255,6 +255,26 @@ def test_notebooks_step_runs_one_notebook_per_call_and_keeps_a_failure(tmp_path)
     assert "| good | JAX " in report and "| 2 of 2 |" in report and "| 1 of 2 |" in report
 
 
+def test_the_accelerator_table_caps_each_call_at_its_steps(tmp_path):
+    """Small batches on a GPU are launch-bound: a timed call there plays at most
+    ``accelerator_steps``; the CPU table keeps its clicks a call. The accelerator's path
+    runs here on CPU devices that the suite takes for a GPU."""
+    script = f"""
+import dataclasses, json, gpu_suite
+gpu_suite.jax.default_backend = lambda: "gpu"
+sizes = dataclasses.replace(gpu_suite.SMOKE, env_ids=("Dust-6x6x5-v0",), accelerator_games=(16, 64), cpu_games=(16,),
+                            accelerator_clicks=1 << 12, accelerator_steps=24, cpu_clicks=1 << 8)
+report = gpu_suite.step_env({str(tmp_path)!r}, sizes)
+print(json.dumps({{target: [row["steps_per_call"] for row in table["Dust-6x6x5-v0"]["rows"]]
+                  for target, table in report.items() if target in ("accelerator", "cpu")}}))
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    # 4,096 clicks want 256 and 64 steps; 256 clicks of 16 games, 16 steps
+    assert json.loads(result.stdout.splitlines()[-1]) == {"accelerator": [24, 24], "cpu": [16]}
+
+
 def test_bad_flags_are_refused_before_any_step(tmp_path):
     notebook = write_notebook(tmp_path / "one.ipynb", "x = 1")
     for argv, message in ((["--env-games", "1024,0"], "--env-games"), (["--pieces", "0"], "--pieces"),
