@@ -277,20 +277,38 @@ print(json.dumps({{target: [row["steps_per_call"] for row in table["Dust-6x6x5-v
 
 def test_bad_flags_are_refused_before_any_step(tmp_path):
     notebook = write_notebook(tmp_path / "one.ipynb", "x = 1")
-    for argv, message in ((["--env-games", "1024,0"], "--env-games"), (["--pieces", "0"], "--pieces"),
-                          (["--smoke", "--piece-minutes", "2"], "--smoke sets its own piece length"),
-                          (["--step", "env", "--notebooks", str(notebook)], "--notebooks goes with --step notebooks"),
-                          (["--step", "notebooks", "--notebooks", str(tmp_path / "none.ipynb")], "no such file"),
-                          (["--step", "notebooks", "--notebooks", __file__], "is not a notebook"),
-                          (["--unpack", str(tmp_path / "none.tgz")], "no packed suite at"),
-                          (["--pack", str(tmp_path / "a.tgz"), "--step", "env"], "run no step: leave out --step"),
-                          (["--pack", str(tmp_path / "a.tgz"), "--ste", "env"], "run no step: leave out --step"),
-                          (["--smoke", "--piece-m", "2"], "--smoke sets its own piece length"),
-                          (["--pack", str(tmp_path / "out" / "a.tgz")], "is inside --out")):
-        result = subprocess.run([sys.executable, SUITE, "--out", str(tmp_path / "out"), *argv], cwd=ROOT,
-                                capture_output=True, text=True, timeout=300)
-        assert result.returncode == 2 and message in result.stderr, (argv, result.stderr[-500:])
-        assert not (tmp_path / "out" / "device.json").exists()
+    cases = ((["--env-games", "1024,0"], "--env-games"), (["--pieces", "0"], "--pieces"),
+             (["--smoke", "--piece-minutes", "2"], "--smoke sets its own piece length"),
+             (["--step", "env", "--notebooks", str(notebook)], "--notebooks goes with --step notebooks"),
+             (["--step", "notebooks", "--notebooks", str(tmp_path / "none.ipynb")], "no such file"),
+             (["--step", "notebooks", "--notebooks", __file__], "is not a notebook"),
+             (["--unpack", str(tmp_path / "none.tgz")], "no packed suite at"),
+             (["--pack", str(tmp_path / "a.tgz"), "--step", "env"], "run no step: leave out --step"),
+             (["--pack", str(tmp_path / "a.tgz"), "--ste", "env"], "run no step: leave out --step"),
+             (["--smoke", "--piece-m", "2"], "--smoke sets its own piece length"),
+             (["--pack", str(tmp_path / "out" / "a.tgz")], "is inside --out"))
+    # One process calls the suite's main with each (its import, JAX's among them, is most of a start).
+    script = """
+import contextlib, io, json, sys, gpu_suite
+answers = []
+for argv in json.loads(sys.argv[1]):
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        try:
+            gpu_suite.main(argv)
+            code = 0
+        except SystemExit as stop:
+            code = stop.code
+    answers.append([code, stderr.getvalue()])
+print(json.dumps(answers))
+"""
+    argvs = [["--out", str(tmp_path / "out"), *argv] for argv, _ in cases]
+    result = subprocess.run([sys.executable, "-c", script, json.dumps(argvs)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    for (argv, message), (code, stderr) in zip(cases, json.loads(result.stdout.splitlines()[-1]), strict=True):
+        assert code == 2 and message in stderr, (argv, stderr[-500:])
+    assert not (tmp_path / "out" / "device.json").exists()
 
 
 def test_pack_follows_a_linked_out_skips_damaged_checkpoints_and_refuses_links_inside(tmp_path):
