@@ -10,7 +10,7 @@ solved; the exit status is then 1 (2: the command line or the file cannot be use
 
 ``--retry-unproven`` solves again, under the new limits, the boards whose every line in
 ``--out`` is unproven, and appends the new line (a board's last line is its result). A large
-set is proven in passes, e.g. 7x9x4 Former boards, nearly two thirds of which are proven
+set is proven in passes, e.g. 7x9x4 Former boards, three fifths of which are proven
 within 10^9 positions (minutes) while the rest need more:
 
     python -m jaxdust.solver FILE --rules former --node-limit 1000000000 --table-bits 27 --out OUT
