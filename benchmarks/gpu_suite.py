@@ -543,8 +543,7 @@ def step_report(out: str, sizes: Sizes) -> dict:
 def _progress_curve(out: str, train: dict, device_kind: str | None) -> bytes | None:
     """Argmax and greedy play on the run's progress boards against its minutes of training,
     a line where each piece ended; None before the first evaluation."""
-    metrics = os.path.join(out, "run", "metrics.jsonl")
-    evaluated = [r for r in files.recover_json_lines(metrics) if "argmax_clicks" in r] if os.path.exists(metrics) else []
+    evaluated = [r for r in files.recover_json_lines(os.path.join(out, "run", "metrics.jsonl")) if "argmax_clicks" in r]
     if not evaluated:
         return None
     seconds = [r["seconds"] for r in evaluated]
