@@ -136,6 +136,20 @@ def test_random_clicks_give_no_line_targets():
     assert 0.2 < random_lines < 0.8, random_lines  # both kinds of board finish lines
 
 
+@pytest.mark.parametrize("line_share", [1.0, 0.5, 0.0])
+def test_policy_targets_mix_the_line_click_with_the_child_values_softmax(line_share):
+    inf = np.inf
+    values = np.array([[2.0, inf, 1.0, 3.0], [2.0, inf, 1.0, 3.0], [inf, inf, inf, inf]], np.float32)
+    line = np.array([3, -1, -1], np.int32)  # the line clicked the worst child of row 0
+    got = np.asarray(avi.policy_targets(jnp.asarray(values), jnp.asarray(line), 0.5, line_share))
+    finite = np.isfinite(values[0])
+    soft = np.where(finite, np.exp(-np.where(finite, values[0], 0) / 0.5), 0.0)
+    soft /= soft.sum()
+    np.testing.assert_allclose(got[1], soft, rtol=1e-6)  # no line: the values' softmax
+    np.testing.assert_allclose(got[0], line_share * np.eye(4)[3] + (1 - line_share) * soft, rtol=1e-6, atol=1e-7)
+    assert got[0, 1] == 0.0 and not got[2].any()  # no weight where no cluster starts, nor on a row without children
+
+
 def test_select_beam_keeps_the_best_distinct_children():
     values = jnp.array([3.0, 1.0, 1.0, 2.0, jnp.inf, 1.0])
     hashes = jnp.array([[5, 5], [7, 7], [7, 7], [9, 9], [0, 0], [8, 8]], jnp.uint32)

@@ -376,7 +376,7 @@ def pieces_in(pack):
 @pytest.mark.skipif(newest_committed_pack() is None, reason="no GPU run in progress is committed")
 def test_the_committed_gpu_run_resumes_on_this_version(tmp_path):
     """A GPU session continues the committed run with ``--unpack`` then ``--step train``
-    (NOTES): the pieces' flags must rebuild its settings, and its newest checkpoint must
+    (NOTES): the pieces' flags must agree with its settings, and its newest checkpoint must
     restore into this version's learner state, or that session's device time is lost. A
     change that breaks this moves the run on (or starts it over) before it lands."""
     pack = newest_committed_pack()
@@ -384,6 +384,7 @@ def test_the_committed_gpu_run_resumes_on_this_version(tmp_path):
 import json, os
 import jax, numpy as np
 import gpu_suite
+from jaxdust.core import configs
 from jaxdust.learn import cli, runs
 out = {str(tmp_path / "suite")!r}
 gpu_suite.unpack({pack!r}, out)
@@ -392,10 +393,10 @@ with open(os.path.join(out, "train.json")) as handle:
 run_dir = os.path.join(out, "run")
 learner, saved = runs.read_run_config(run_dir)
 flags = [*train["flags"], "--total-updates", str(train["total_updates"])]
-config = gpu_suite.configs_from(learner, flags)
-if config != saved:
-    raise SystemExit(f"the suite's flags no longer rebuild the committed run's settings: {{config}} != {{saved}}")
 args = cli.build_parser().parse_args([learner.name, "--run-dir", run_dir, *flags, "--resume"])
+config = configs.from_flags(args, runs.base_config(learner, args))  # as train.py --resume reads its settings
+if config != saved:
+    raise SystemExit(f"the suite's flags no longer match the committed run's settings: {{config}} != {{saved}}")
 _, trainer, done, state = runs.start(learner, config, args)  # as train.py --resume begins
 fresh = trainer.init(jax.random.key(args.seed))
 same = jax.tree.structure(state) == jax.tree.structure(fresh) and all(

@@ -17,7 +17,7 @@ import pytest
 import jaxdust
 from jaxdust.core import configs, play
 from jaxdust.evaluation import baselines
-from jaxdust.learn import agents, avi, checkpoint, dqn, imitation, learners, networks, runs
+from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
 from tests import family_reference as fr
@@ -399,6 +399,30 @@ def test_a_config_field_added_since_a_checkpoint_was_saved_reads_at_its_default(
         saved.verify(1, state, other)
     with pytest.raises(checkpoint.MismatchedCheckpoint, match="differs in: config.features"):
         checkpoint.Checkpoints(str(tmp_path)).verify(1, state, current)  # without the upgrade: as it was saved
+
+
+def test_a_default_changed_since_a_run_was_saved_keeps_the_runs_setting():
+    current = configs.to_json(avi.AVIConfig())
+    older = {name: value for name, value in current.items() if name != "line_target_share"}
+    assert avi.AVIConfig().line_target_share != 1.0
+    assert configs.from_json(avi.AVIConfig, older).line_target_share == 1.0  # what runs did before the field
+    assert configs.from_json(avi.AVIConfig, current) == avi.AVIConfig()
+
+
+def test_resume_starts_from_the_runs_own_settings(tmp_path):
+    learner = learners.get("avi")
+    saved = dataclasses.replace(avi.AVIConfig(), hidden=(16,), line_target_share=1.0)
+    with open(tmp_path / "config.json", "w") as handle:
+        json.dump({"learner": "avi", "config": configs.to_json(saved)}, handle)
+
+    def base(*flags):
+        return runs.base_config(learner, cli.build_parser().parse_args(["avi", "--run-dir", str(tmp_path), *flags]))
+
+    assert base("--resume") == saved
+    assert base("--resume", "--preset", "default") == base() == avi.AVIConfig()
+    dqn_run = learners.get("dqn")
+    assert runs.base_config(dqn_run, types.SimpleNamespace(run_dir=str(tmp_path), resume=True, preset=None)) == \
+        dqn_run.presets["default"]  # another learner's run: Run refuses it as other settings
 
 
 # ---------------------------------------------------------------------------------------

@@ -25,7 +25,9 @@ def to_json(config) -> dict:
 
 def from_json(config_class, data: dict):
     """The inverse of ``to_json``; TypeError or ValueError naming the problem when ``data``
-    does not fit ``config_class`` (unknown or missing fields, bad values)."""
+    does not fit ``config_class`` (unknown fields, bad values). A field ``data`` lacks takes
+    its default, or the value ``config_class.ABSENT_MEANS`` names for it: what configs
+    saved before the field existed did, where the default now does otherwise."""
     if not isinstance(data, dict):
         raise TypeError(f"{config_class.__name__} needs a JSON object, got {type(data).__name__}")
     hints = typing.get_type_hints(config_class)
@@ -33,7 +35,9 @@ def from_json(config_class, data: dict):
     unknown = set(data) - known
     if unknown:
         raise TypeError(f"{config_class.__name__} has no field(s) {', '.join(sorted(unknown))}")
-    values = {}
+    # A field added with a default that changes what older configs did: those configs,
+    # saved without it, keep their behaviour.
+    values = {name: value for name, value in getattr(config_class, "ABSENT_MEANS", {}).items() if name not in data}
     for name, value in data.items():
         kind = hints[name]
         if dataclasses.is_dataclass(kind):

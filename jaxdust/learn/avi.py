@@ -21,12 +21,14 @@ epsilon-greedy play. The target network is copied every ``target_period`` update
 
 The policy head plays without simulating: its logits over cells make a distribution over
 clusters (``mcts.cluster_log_probs``: all cells of a cluster are one click), trained by
-cross-entropy towards what the search chose. On a position drawn from a search line the
-target is the cluster the line clicked there (unless that click was a random one); on the
-positions in play it is ``softmax(-(1 + V_target(child)) / policy_temperature)`` over the
-clusters, the full-width one-click search's preference. Both targets come from the
-expansion the backup makes anyway. The policy trains on one random slot of each beam and
-on every search-line position.
+cross-entropy towards what the search prefers: ``softmax(-(1 + V_target(child)) /
+policy_temperature)`` over the clusters, the full-width one-click search's preference,
+which comes from the expansion the backup makes anyway (``policy_targets``). On a position
+drawn from a search line, ``line_target_share`` of the target can go to the cluster the
+line clicked there instead (unless that click was a random one); by default none does: a
+line is one order among clicks that often commute or tie, and imitating it played worse
+(NOTES, "Learners"). The policy trains on one random slot of each beam and on every
+search-line position.
 
     init, run_chunk = make_avi(config)
     runner = init(key)
@@ -36,7 +38,7 @@ on every search-line position.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -80,11 +82,14 @@ class AVIConfig:
     cell_width: int = 64  # the cell head's channels per cell
     policy_weight: float = 1.0  # weight of the policy's cross-entropy beside the value loss
     policy_temperature: float = 0.25  # clicks; soft policy targets are softmax(-(1 + V(child)) / this)
-    # What the policy imitates: "lines" (the clicks of the beams' solutions, the child values'
-    # softmax elsewhere) or "mcts" (the improved policy of a Gumbel MuZero search from every
-    # policy row, planning with the target network: AlphaZero's target, at a search's cost).
+    line_target_share: float = 0.0  # on a search line, the policy target's weight on its click (the rest: the softmax)
+    # What the policy imitates: "lines" (the child values' softmax, with line_target_share on
+    # the search lines' clicks) or "mcts" (the improved policy of a Gumbel MuZero search from
+    # every policy row, planning with the target network: AlphaZero's target, at a search's cost).
     policy_teacher: str = "lines"
     teacher_simulations: int = 16
+    # Runs saved before line_target_share existed trained on the line's click alone.
+    ABSENT_MEANS: ClassVar[dict] = {"line_target_share": 1.0}
 
     def __post_init__(self):
         configs.require_rules(self.game, game.CLICK_RULES, "avi")
@@ -92,7 +97,8 @@ class AVIConfig:
                                         "learning_rate", "target_period", "huber_delta", "policy_temperature",
                                         "teacher_simulations"),
                         non_negative=("policy_weight", "cell_rounds"),
-                        unit_interval=("capped_share", "final_lr_fraction", "epsilon_max", "random_share"))
+                        unit_interval=("capped_share", "final_lr_fraction", "epsilon_max", "random_share",
+                                       "line_target_share"))
         if self.policy_teacher not in POLICY_TEACHERS:
             raise configs.FieldError("policy_teacher", f"must be one of {', '.join(POLICY_TEACHERS)}, "
                                                        f"got {self.policy_teacher!r}")
@@ -223,6 +229,30 @@ def select_beam(values: jax.Array, hashes: jax.Array, explore: jax.Array, key: j
     return order[best]
 
 
+def policy_targets(child_values: jax.Array, line_cluster: jax.Array, temperature: float,
+                   line_share: float) -> jax.Array:
+    """What the policy imitates from each position, over its clusters' first cells.
+
+    Args:
+      child_values: float32 ``[N, W * H]``, ``V_target`` of the child at each cluster's
+        first cell, inf elsewhere (``Expansion.values``).
+      line_cluster: int32 ``[N]``, the first cell of the cluster a search line clicked from
+        the position, -1 where none did (a position in play, or a random click).
+
+    Returns float32 ``[N, W * H]``: ``softmax(-(1 + V(child)) / temperature)`` over the
+    clusters; where a line clicked, ``line_share`` of the weight on its cluster and the
+    rest spread by that softmax. A line is one of the search's choices where several
+    clusters may be as good (clicks that commute, equal children): the softmax keeps
+    some weight on those. Rows without a child are zero.
+    """
+    has_child = jnp.isfinite(child_values)
+    soft = jax.nn.softmax(jnp.where(has_child, -child_values / temperature, -1e9), axis=1)
+    soft = jnp.where(has_child, soft, 0.0)
+    line = jax.nn.one_hot(line_cluster, child_values.shape[1])  # zeros for -1
+    mixed = line if line_share == 1.0 else line_share * line + (1.0 - line_share) * soft
+    return jnp.where((line_cluster >= 0)[:, None], mixed, soft)
+
+
 def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
     """Boards (with their beams) split over the mesh's ``data`` axis; parameters, optimiser
     state and the line buffer replicated."""
@@ -291,19 +321,15 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         weight = trained.astype(jnp.float32)
         # The policy trains on one random slot of each board's beam (its slots are close
         # relatives, and the policy head costs far more per position than the value) and
-        # on every search-line position. Its targets over clusters, at each cluster's
-        # first cell: the cluster a search line clicked from the position (unless the
-        # click was random), elsewhere the softmax of the backed-up child values.
+        # on every search-line position.
         policy_slot = game.uniform_below(game.random_halfwords(slot_key, boards_count), width)
         policy_rows = jnp.concatenate([board_index * width + policy_slot, count + jnp.arange(capped)])
         row_labels, row_values = labels[policy_rows], child_values[policy_rows]
-        has_child = jnp.isfinite(row_values)
-        soft = jax.nn.softmax(jnp.where(has_child, -row_values / config.policy_temperature, -1e9), axis=1)
-        soft = jnp.where(has_child, soft, 0.0)
         row_action = cap_action[policy_rows]
         line_cluster = jnp.take_along_axis(row_labels, jnp.maximum(row_action, 0)[:, None], axis=1)[:, 0]
         use_line = (row_action >= 0) & ~cap_explored[policy_rows] & (line_cluster >= 0)
-        policy_target = jnp.where(use_line[:, None], jax.nn.one_hot(line_cluster, cells), soft)
+        policy_target = policy_targets(row_values, jnp.where(use_line, line_cluster, -1),
+                                       config.policy_temperature, config.line_target_share)
         if config.policy_teacher == "mcts":
             searched = mcts.search(boards[policy_rows], lambda b, p: network.apply(p, b), runner.target_params,
                                    jax.random.fold_in(slot_key, 1), config.teacher_simulations, rules=size.rules)

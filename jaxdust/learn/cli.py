@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, learner in learners.LEARNERS.items():
         sub = subparsers.add_parser(name, help=learner.description)
         sub.add_argument("--run-dir", type=flags.output_dir, default=None, help=f"default: runs/{name}-<seed>")
-        sub.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+        sub.add_argument("--resume", action="store_true",
+                         help="continue the run in --run-dir with its own settings (flags given must match them)")
         sub.add_argument("--resume-step", type=flags.positive_int, default=None, help="restore this checkpoint, not the newest (later ones are deleted: they are redone)")
         sub.add_argument("--seed", type=flags.seed, default=0)
         sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) after this long")
@@ -63,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--num-processes", type=flags.positive_int, default=None, help="with --distributed")
         sub.add_argument("--process-id", type=flags.non_negative_int, default=None,
                          help="with --distributed: 0 for the coordinator")
-        sub.add_argument("--preset", choices=tuple(learner.presets), default="default")
+        sub.add_argument("--preset", choices=tuple(learner.presets), default=None,
+                         help="settings the flags change (default: 'default'; with --resume, the run's own)")
         learner.add_arguments(sub)
         configs.add_flags(sub, learner.config_class)
     return parser
@@ -94,8 +96,8 @@ def main(argv=None) -> dict:
         flags.fail(parser, f"--devices {args.devices}: only {jax.local_device_count()} local device(s)")
     args.run_dir = args.run_dir or os.path.join("runs", f"{args.learner}-{args.seed}")
     try:
-        config = configs.from_flags(args, learner.presets[args.preset])
-    except (ValueError, TypeError) as error:
+        config = configs.from_flags(args, runs.base_config(learner, args))
+    except (ValueError, TypeError) as error:  # runs.RunError is a ValueError
         flags.fail(parser, str(error))
     try:
         summary = runs.train(args.learner, config, args)

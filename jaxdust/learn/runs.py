@@ -115,9 +115,22 @@ def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
         raise RunError(f"{path} does not match this version of jaxdust ({error})") from None
 
 
+def base_config(learner: learners.Learner, args):
+    """The config ``train.py``'s flags change: ``--preset`` (``default`` when none is
+    given), or with ``--resume`` and no ``--preset`` the run's own saved settings, so that
+    a run resumes as it was started even where this version's defaults differ."""
+    path = os.path.join(args.run_dir, "config.json")
+    if args.resume and args.preset is None and os.path.exists(path):
+        saved_learner, saved = read_run_config(args.run_dir)
+        if saved_learner is learner:
+            return saved
+    return learner.presets[args.preset or "default"]
+
+
 def upgrade(learner: learners.Learner):
     """``Checkpoints``' ``upgrade`` for ``learner``'s runs: a saved ``{"learner", "config"}``
     as this version writes it, each config field added since it was saved at its default
+    (or at the value the config's ``ABSENT_MEANS`` gives for it)
     (as ``read_run_config`` reads ``config.json``); one that does not fit stays as it was,
     to be reported as another config."""
 
