@@ -249,8 +249,8 @@ def policy_targets(child_values: jax.Array, line_cluster: jax.Array, temperature
     soft = jax.nn.softmax(jnp.where(has_child, -child_values / temperature, -1e9), axis=1)
     soft = jnp.where(has_child, soft, 0.0)
     line = jax.nn.one_hot(line_cluster, child_values.shape[1])  # zeros for -1
-    mixed = line if line_share == 1.0 else line_share * line + (1.0 - line_share) * soft
-    return jnp.where((line_cluster >= 0)[:, None], mixed, soft)
+    # Exact at the ends: a share of 1 gives the one-hot, 0 the softmax, to the last bit.
+    return jnp.where((line_cluster >= 0)[:, None], line_share * line + (1.0 - line_share) * soft, soft)
 
 
 def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):

@@ -129,10 +129,9 @@ def base_config(learner: learners.Learner, args):
 
 def upgrade(learner: learners.Learner):
     """``Checkpoints``' ``upgrade`` for ``learner``'s runs: a saved ``{"learner", "config"}``
-    as this version writes it, each config field added since it was saved at its default
-    (or at the value the config's ``ABSENT_MEANS`` gives for it)
-    (as ``read_run_config`` reads ``config.json``); one that does not fit stays as it was,
-    to be reported as another config."""
+    as this version writes it, each config field added since it was saved at its default or
+    its ``ABSENT_MEANS`` value (as ``read_run_config`` reads ``config.json``); one that does
+    not fit stays as it was, to be reported as another config."""
 
     def upgraded(saved: dict) -> dict:
         try:
