@@ -334,9 +334,9 @@ def _trained_seconds(run_dir: str) -> float:
 
 
 def configs_from(learner: learners.Learner, flag_list) -> object:
-    """The learner's default config with ``train.py`` flags applied."""
+    """The config ``train.py`` starts a new run with from these flags."""
     args = cli.build_parser().parse_args([learner.name, *flag_list])
-    return configs.from_flags(args, learner.presets["default"])
+    return configs.from_flags(args, runs.base_config(learner, args))
 
 
 def _played_here() -> str:

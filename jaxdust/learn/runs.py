@@ -119,8 +119,7 @@ def base_config(learner: learners.Learner, args):
     """The config ``train.py``'s flags change: ``--preset`` (``default`` when none is
     given), or with ``--resume`` and no ``--preset`` the run's own saved settings, so that
     a run resumes as it was started even where this version's defaults differ."""
-    path = os.path.join(args.run_dir, "config.json")
-    if args.resume and args.preset is None and os.path.exists(path):
+    if args.resume and args.preset is None and os.path.exists(os.path.join(args.run_dir, "config.json")):
         saved_learner, saved = read_run_config(args.run_dir)
         if saved_learner is learner:
             return saved
