@@ -228,6 +228,12 @@ class ValuePolicyNetwork(nn.Module):
         return value, logits
 
 
+def is_policy_head(name: str) -> bool:
+    """Whether a ``ValuePolicyNetwork`` submodule of this name makes only the click logits:
+    the torso's ``policy`` layer and the cell head's (``cell_...``) layers."""
+    return name == "policy" or name.startswith("cell_")
+
+
 class CellMessages(nn.Module):
     """One round of the cell head: what each cell ``[..., W, H, D]`` hears from its four
     neighbours, the mean of its cluster, of its column (where gravity acts) and of its row
