@@ -410,6 +410,43 @@ def test_a_default_changed_since_a_run_was_saved_keeps_the_runs_setting(field, b
     assert configs.from_json(avi.AVIConfig, current) == avi.AVIConfig()
 
 
+@dataclasses.dataclass(frozen=True)
+class _Noted:
+    plain: int = 1
+    trailing: int = 2  # what it does
+    # Why it is so,
+    # over two lines.
+    above: float = 0.5
+    # Why, not what.
+    both: str = "x"  # what it is
+
+
+def test_field_notes_are_each_fields_own_comment():
+    assert configs.field_notes(_Noted) == {"trailing": "what it does", "above": "Why it is so, over two lines.",
+                                           "both": "what it is"}
+
+
+@pytest.mark.parametrize("name", sorted(learners.LEARNERS))
+def test_every_config_flag_says_what_it_does_and_its_default(name):
+    learner = learners.LEARNERS[name]
+    sub = cli.build_parser()._subparsers._group_actions[0].choices[name]
+    by_flag = {flag: action for action in sub._actions for flag in action.option_strings}
+    default = learner.presets["default"]
+    for field in dataclasses.fields(default):
+        value = getattr(default, field.name)
+        if field.name == "game":
+            assert by_flag["--size"].help.endswith("; default 8x6x5")
+            continue
+        nested = dataclasses.fields(value) if dataclasses.is_dataclass(value) else None
+        for dest, value in ([(f"{field.name}_{f.name}", getattr(value, f.name)) for f in nested] if nested
+                            else [(field.name, value)]):
+            flag = "--" + dest.replace("_", "-")
+            shown = (",".join(map(str, value)) or "none") if isinstance(value, tuple) else str(value)
+            what, _, default_text = by_flag[flag].help.rpartition("; ")
+            assert what, f"{flag} has no help beyond its default"
+            assert default_text == f"default {shown}"
+
+
 def test_resume_starts_from_the_runs_own_settings(tmp_path):
     learner = learners.get("avi")
     saved = dataclasses.replace(avi.AVIConfig(), hidden=(16,), line_target_share=1.0)

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import inspect
+import io
 import json
 import math
 import re
+import tokenize
 import typing
 
 from jaxdust.core import flags
@@ -136,24 +140,63 @@ def _tuple_of_ints(text: str) -> tuple[int, ...]:
     return values
 
 
-def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "") -> None:
-    """A flag per field of ``config_class`` (default None: keep the base config's value)."""
+@functools.cache
+def field_notes(config_class) -> dict[str, str]:
+    """Each field's comment in ``config_class``'s source: the comment ending its line, else the
+    whole-line comments just above it. Fields without one, and classes whose source is not
+    at hand, are left out."""
+    try:
+        lines = inspect.getsource(config_class).splitlines(keepends=True)
+    except (OSError, TypeError):
+        return {}
+    fields = {field.name for field in dataclasses.fields(config_class)}
+    notes, above, line_of = {}, [], {}
+    for token in tokenize.generate_tokens(io.StringIO("".join(lines)).readline):
+        row = token.start[0]
+        if token.type == tokenize.COMMENT:
+            text = token.string.lstrip("#").strip()
+            if line_of.get(row) in fields:
+                notes[line_of[row]] = text
+                above = []
+            elif lines[row - 1].lstrip().startswith("#"):
+                above.append(text)
+        elif token.type == tokenize.NAME and row not in line_of and token.start[1] == 4:
+            line_of[row] = token.string
+            if token.string in fields and above:
+                notes[token.string] = " ".join(above)
+            if token.string not in fields or above:
+                above = []
+    return notes
+
+
+def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "", defaults=None) -> None:
+    """A flag per field of ``config_class`` (default None: keep the base config's value). Its
+    help is the field's comment (``field_notes``) and, given ``defaults`` (an instance), the
+    value it holds there."""
     hints = typing.get_type_hints(config_class)
+    notes = field_notes(config_class)
     for field in dataclasses.fields(config_class):
         kind = hints[field.name]
         dest = prefix + field.name
         flag = "--" + dest.replace("_", "-")
+        default = None if defaults is None else getattr(defaults, field.name)
+        shown = (",".join(map(str, default)) or "none") if isinstance(default, tuple) else default
+        help_text = "; ".join(part for part in (notes.get(field.name, "").rstrip("."),
+                                                 "" if default is None else f"default {shown}") if part)
+        help_text = help_text.replace("%", "%%") or None
         if kind is GameConfig:
-            add_board_flags(parser, "board size and colours, e.g. 8x6x5 (the dust game)",
+            add_board_flags(parser, "board size and colours, e.g. 8x6x5 (the dust game)"
+                            + ("" if default is None else f"; default {default.width}x{default.height}x{default.colors}"),
                             "a registered environment's rules and size, e.g. Former-7x9x4-v0", dest)
         elif dataclasses.is_dataclass(kind):
-            add_flags(parser, kind, prefix=dest + "_")
+            add_flags(parser, kind, prefix=dest + "_", defaults=default)
         elif kind is bool:
-            parser.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=None)
+            parser.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif typing.get_origin(kind) is tuple:
-            parser.add_argument(flag, dest=dest, type=_tuple_of_ints, default=None, metavar="N,N,...")
+            parser.add_argument(flag, dest=dest, type=_tuple_of_ints, default=None, metavar="N,N,...",
+                                help=help_text)
         else:
-            parser.add_argument(flag, dest=dest, type=_checked(kind), default=None)
+            parser.add_argument(flag, dest=dest, type=_checked(kind), default=None, help=help_text)
 
 
 def from_flags(args: argparse.Namespace, base, prefix: str = ""):

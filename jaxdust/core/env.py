@@ -96,9 +96,9 @@ class TimeStep(NamedTuple):
 class Rewards:
     """Reward scheme; the defaults are the original Deep Q-learning post's."""
 
-    clear: float = 10.0
-    click: float = -1.0
-    empty_click: float = -10.0
+    clear: float = 10.0  # reward for the click that empties the board
+    click: float = -1.0  # reward for any other click that removes cells
+    empty_click: float = -10.0  # reward for a click that removes nothing
 
     def __post_init__(self):
         configs.require(self, finite=("clear", "click", "empty_click"))

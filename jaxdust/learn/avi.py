@@ -60,7 +60,7 @@ POLICY_TEACHERS = ("lines", "mcts")
 @dataclasses.dataclass(frozen=True)
 class AVIConfig:
     game: GameConfig = GameConfig()
-    hidden: tuple[int, ...] = (256, 256)
+    hidden: tuple[int, ...] = (256, 256)  # widths of the torso's dense layers
     conv: tuple[int, ...] = ()  # channels of 3x3 convolutions before the dense layers (none: an MLP)
     prior: bool = True  # both heads start at the hand-made estimate (networks.ValueQNetwork)
     features: bool = True  # exact rule features as inputs beside the one-hot cells
@@ -69,14 +69,14 @@ class AVIConfig:
     capped_share: float = 0.25  # positions per update from search lines, as a share of num_envs
     buffer_lines: int = 1024  # search lines kept (ring buffer), each up to W * H positions
     child_share: float = 0.5  # child slots per iteration, as a share of positions * cells
-    total_updates: int = 3000
+    total_updates: int = 3000  # Adam steps, one per iteration of search and learning
     chunk_updates: int = 100  # iterations per jitted call (checkpoints and evaluation between)
-    learning_rate: float = 1e-3
-    final_lr_fraction: float = 0.05
+    learning_rate: float = 1e-3  # Adam's rate at the start, cosine-decayed over the run
+    final_lr_fraction: float = 0.05  # the rate at the end, as a share of learning_rate
     target_period: int = 25  # updates between target-network copies
     epsilon_max: float = 0.3  # board i of B picks at random with probability epsilon_max * i / B
     random_share: float = 0.1  # share of boards that always pick at random
-    huber_delta: float = 1.0
+    huber_delta: float = 1.0  # clicks; the value loss is quadratic below, linear above
     cell_head: bool = True  # a per-cell policy term shared by all cells (networks.ValuePolicyNetwork)
     cell_rounds: int = 4  # rounds of the cell head's messages between neighbours and within clusters
     cell_width: int = 64  # the cell head's channels per cell
@@ -86,11 +86,11 @@ class AVIConfig:
     # What the policy imitates: "lines" (the child values' softmax, with line_target_share on
     # the search lines' clicks) or "mcts" (the improved policy of a Gumbel MuZero search from
     # every policy row, planning with the target network: AlphaZero's target, at a search's cost).
-    policy_teacher: str = "lines"
-    teacher_simulations: int = 16
+    policy_teacher: str = "lines"  # the policy imitates "lines" (child values) or "mcts" (Gumbel MuZero)
+    teacher_simulations: int = 16  # the mcts teacher's simulations per position
     # The policy head's learning rate as a multiple of the rest's: at CPU budgets the policy
     # still lags its teacher when training ends, while the value has levelled off.
-    policy_lr_scale: float = 2.0
+    policy_lr_scale: float = 2.0  # the policy head's learning rate as a multiple of learning_rate
     # Runs saved before line_target_share existed trained on the line's click alone, and
     # before policy_lr_scale with one learning rate.
     ABSENT_MEANS: ClassVar[dict] = {"line_target_share": 1.0, "policy_lr_scale": 1.0}

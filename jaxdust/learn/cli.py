@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--resume", action="store_true",
                          help="continue the run in --run-dir with its own settings (flags given must match them)")
         sub.add_argument("--resume-step", type=flags.positive_int, default=None, help="restore this checkpoint, not the newest (later ones are deleted: they are redone)")
-        sub.add_argument("--seed", type=flags.seed, default=0)
+        sub.add_argument("--seed", type=flags.seed, default=0, help="seeds the run (default 0)")
         sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) after this long")
         sub.add_argument("--eval-boards", type=flags.positive_int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and best/ is picked (the newest checkpoint within a standard error of the best greedy play)")
         sub.add_argument("--eval-every", type=flags.positive_int, default=5, help=f"{learner.unit}s between evaluations")
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--preset", choices=tuple(learner.presets), default=None,
                          help="settings the flags change (default: 'default'; with --resume, the run's own)")
         learner.add_arguments(sub)
-        configs.add_flags(sub, learner.config_class)
+        configs.add_flags(sub, learner.config_class, defaults=learner.presets["default"])
     return parser
 
 

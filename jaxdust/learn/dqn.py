@@ -47,32 +47,32 @@ from jaxdust.learn import avi, networks
 class DQNConfig:
     game: game.GameConfig = game.GameConfig()
     rewards: dust_env.Rewards = dust_env.Rewards()
-    hidden: tuple[int, ...] = (512, 512)
+    hidden: tuple[int, ...] = (512, 512)  # widths of the Q-network's dense layers
     features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
-    num_envs: int = 256
+    num_envs: int = 256  # games played in lockstep
     total_steps: int = 256 * 36_000  # transitions, summed over all games (about 10 min, 2 CPU cores)
     chunk_iterations: int = 500  # iterations per jitted call (checkpoints and evaluation between)
-    buffer_size: int = 131_072
-    batch_size: int = 256
-    updates_per_step: int = 1
-    learning_starts: int = 8_192
-    learning_rate: float = 5e-4
-    final_lr_fraction: float = 0.05
-    max_grad_norm: float = 10.0
-    gamma: float = 1.0
+    buffer_size: int = 131_072  # transitions kept in the replay buffer
+    batch_size: int = 256  # transitions per gradient step
+    updates_per_step: int = 1  # gradient steps per click of every game
+    learning_starts: int = 8_192  # transitions in the buffer before the first update
+    learning_rate: float = 5e-4  # Adam's rate at the start, cosine-decayed over the run
+    final_lr_fraction: float = 0.05  # the rate at the end, as a share of learning_rate
+    max_grad_norm: float = 10.0  # gradients clipped to this global norm
+    gamma: float = 1.0  # discount per click
     n_step: int = 5  # bootstrap after n clicks (cut at the end of a game)
     target_mix: float = 1.0  # 1: standard target; the original mixed in the old Q value
-    double_dqn: bool = True
+    double_dqn: bool = True  # the online network picks the bootstrap's cell, the target values it
     target_period: int = 250  # updates between target-network copies; 0: no target network
     bootstrap: str = "max"  # "max" (Q-learning) or "mean" (the original post)
     backup: str = "sampled"  # "sampled": the clicked cell's n-step target; "full": every cell's one-step target
     child_share: float = 0.5  # full backup: child slots per update, as a share of batch_size * cells
-    mask_actions: bool = True
-    epsilon_start: float = 1.0
-    epsilon_end: float = 0.01
+    mask_actions: bool = True  # only occupied cells are chosen and bootstrapped from
+    epsilon_start: float = 1.0  # share of random clicks at the start, decayed linearly
+    epsilon_end: float = 0.01  # share of random clicks after the decay
     epsilon_fraction: float = 0.2  # of the run spent decaying epsilon
     adaptive_epsilon: bool = False  # the original: aim at random_moves_per_game
-    random_moves_per_game: float = 1.0
+    random_moves_per_game: float = 1.0  # adaptive_epsilon's aim
     max_clicks: int = 100  # truncation of one game
 
     def __post_init__(self):

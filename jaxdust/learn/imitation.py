@@ -32,13 +32,13 @@ from jaxdust.learn.datasets import Dataset
 @dataclasses.dataclass(frozen=True)
 class ImitationConfig:
     game: GameConfig = GameConfig()
-    hidden: tuple[int, ...] = networks.PRESETS["default"]
+    hidden: tuple[int, ...] = networks.PRESETS["default"]  # widths of the dense layers
     features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
-    epochs: int = 12
-    batch_size: int = 256
-    learning_rate: float = 1e-3
-    final_lr_fraction: float = 0.05
-    weight_decay: float = 1e-4
+    epochs: int = 12  # passes over the training split
+    batch_size: int = 256  # positions per gradient step
+    learning_rate: float = 1e-3  # the rate at the start, cosine-decayed over the run
+    final_lr_fraction: float = 0.05  # the rate at the end, as a share of learning_rate
+    weight_decay: float = 1e-4  # AdamW's decoupled weight decay
     value_weight: float = 0.2  # value loss (clicks^2 scale) against the per-cell BCE
     validation_share: float = 0.1  # of source boards held out
     mirror: bool = True  # also train on mirror images, where they play alike (game.mirror_symmetric)
