@@ -150,22 +150,22 @@ def field_notes(config_class) -> dict[str, str]:
     except (OSError, TypeError):
         return {}
     fields = {field.name for field in dataclasses.fields(config_class)}
-    notes, above, line_of = {}, [], {}
+    notes, above, line_of, body_indent = {}, [], {}, None
     for token in tokenize.generate_tokens(io.StringIO("".join(lines)).readline):
         row = token.start[0]
-        if token.type == tokenize.COMMENT:
+        if token.type == tokenize.INDENT and body_indent is None:
+            body_indent = len(token.string)
+        elif token.type == tokenize.COMMENT:
             text = token.string.lstrip("#").strip()
             if line_of.get(row) in fields:
                 notes[line_of[row]] = text
-                above = []
             elif lines[row - 1].lstrip().startswith("#"):
                 above.append(text)
-        elif token.type == tokenize.NAME and row not in line_of and token.start[1] == 4:
-            line_of[row] = token.string
+        elif token.type == tokenize.NAME and row not in line_of and token.start[1] == body_indent:
+            line_of[row] = token.string  # the statement's first name: a field, or a def, ...
             if token.string in fields and above:
                 notes[token.string] = " ".join(above)
-            if token.string not in fields or above:
-                above = []
+            above = []
     return notes
 
 
