@@ -146,12 +146,13 @@ def field_notes(config_class) -> dict[str, str]:
     whole-line comments just above it. Fields without one, and classes whose source is not
     at hand, are left out."""
     try:
-        lines = inspect.getsource(config_class).splitlines(keepends=True)
+        source = inspect.getsource(config_class)
     except (OSError, TypeError):
         return {}
+    lines = source.splitlines()
     fields = {field.name for field in dataclasses.fields(config_class)}
     notes, above, line_of, body_indent = {}, [], {}, None
-    for token in tokenize.generate_tokens(io.StringIO("".join(lines)).readline):
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
         row = token.start[0]
         if token.type == tokenize.INDENT and body_indent is None:
             body_indent = len(token.string)

@@ -83,13 +83,13 @@ class AVIConfig:
     policy_weight: float = 1.0  # weight of the policy's cross-entropy beside the value loss
     policy_temperature: float = 0.25  # clicks; soft policy targets are softmax(-(1 + V(child)) / this)
     line_target_share: float = 0.0  # on a search line, the policy target's weight on its click (the rest: the softmax)
-    # What the policy imitates: "lines" (the child values' softmax, with line_target_share on
-    # the search lines' clicks) or "mcts" (the improved policy of a Gumbel MuZero search from
-    # every policy row, planning with the target network: AlphaZero's target, at a search's cost).
+    # "lines": the child values' softmax, with line_target_share on the search lines' clicks;
+    # "mcts": the improved policy of a Gumbel MuZero search from every policy row, planning
+    # with the target network (AlphaZero's target, at a search's cost).
     policy_teacher: str = "lines"  # the policy imitates "lines" (child values) or "mcts" (Gumbel MuZero)
     teacher_simulations: int = 16  # the mcts teacher's simulations per position
-    # The policy head's learning rate as a multiple of the rest's: at CPU budgets the policy
-    # still lags its teacher when training ends, while the value has levelled off.
+    # At CPU budgets the policy still lags its teacher when training ends, while the value
+    # has levelled off.
     policy_lr_scale: float = 2.0  # the policy head's learning rate as a multiple of learning_rate
     # Runs saved before line_target_share existed trained on the line's click alone, and
     # before policy_lr_scale with one learning rate.
