@@ -17,8 +17,9 @@ from jaxdust.core import boards as board_io
 from jaxdust.solver.api import TranspositionTable
 from jaxdust.core.play import play_boards
 from jaxdust.search import beam
-from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
+from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
+from jaxdust.search import heuristic
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_scorer
 from jaxdust.solver import bitboard, ida, points, upper_bound
 from jaxdust.evaluation import cli as evaluate, leaderboard
@@ -148,20 +149,55 @@ def test_solver_cli_proves_former_boards_into_a_board_file(tmp_path):
         solve_main([str(source), "--rules", "samegame", "--width", "4"])
 
 
+def independent_extra_column_runs(board: np.ndarray) -> int:
+    """Runs of adjacent columns holding each colour, summed, less the colours: in plain Python."""
+    runs, colours = 0, 0
+    for colour in range(1, 10):
+        holds = [colour in board[x] for x in range(board.shape[0])]
+        runs += sum(1 for x, here in enumerate(holds) if here and (x == 0 or not holds[x - 1]))
+        colours += any(holds)
+    return runs - colours
+
+
+def test_former_heuristic_counts_the_extra_column_runs_as_numba_and_plain_python_do():
+    """``heuristic.extra_column_runs`` (JAX) against a plain count and the solver's
+    ``ida.column_runs`` (numba) on settled Former boards with holes, whole columns empty
+    among them; the Former scorer adds it with its weight, the dust game's does not."""
+    rng = np.random.default_rng(5)
+    boards = np.stack([fr.random_settled_board(rng, 7, 9, 4, "former", hole_prob=p)
+                       for p in (0.0, 0.2, 0.5, 0.8) for _ in range(10)] + [np.zeros((7, 9), np.int8)])
+    extra = np.asarray(heuristic.extra_column_runs(jnp.asarray(boards)))
+    geometry = bitboard.make_geometry(7, 9, "former")
+    for board, value in zip(boards, extra):
+        planes = bitboard.to_planes(board, 4)
+        assert value == independent_extra_column_runs(board)
+        assert value == ida.column_runs(planes, geometry)[0] - bitboard.count_colours(planes)
+    assert extra.max() >= 3 and extra.min() == 0
+    features = np.asarray(heuristic.batch_features(jnp.asarray(boards)))
+    weight = heuristic.RULE_FEATURE_WEIGHTS["former"]
+    np.testing.assert_allclose(np.asarray(heuristic.heuristic_for("former")(jnp.asarray(boards))),
+                               np.round((features @ HEURISTIC_WEIGHTS + weight * extra) / 1e-4) * 1e-4, atol=1e-3)
+    assert heuristic.heuristic_for("dust") is heuristic_scorer
+    assert heuristic.heuristic_weights("former").tolist() == [*HEURISTIC_WEIGHTS, weight]
+    with pytest.raises(ValueError, match="unknown rules 'formr'; known: dust, former"):
+        heuristic.heuristic_for("formr")
+
+
 @pytest.mark.slow
 def test_former_beams_in_jax_and_numba_agree_and_clear_the_board():
-    """The batched JAX beam under ``former`` gives each board the numba beam's length (with
-    and without the lookahead) and lines that clear the board under the reference."""
+    """The batched JAX beam under ``former`` (its own heuristic by default) gives each board
+    the numba beam's length (with and without the lookahead) and lines that clear the board
+    under the reference."""
     rng = np.random.default_rng(11)
     boards = np.stack([fr.random_settled_board(rng, 7, 9, 4, "former", hole_prob=0.2) for _ in range(6)])
     geometry = bitboard.make_geometry(7, 9, "former")
     path = np.zeros(63, np.uint64)
-    for rescorer, shortlist in [(None, 0), (beam.lookahead_scorer(heuristic_scorer, rules="former"),
+    for rescorer, shortlist in [(None, 0), (beam.lookahead_scorer(heuristic.heuristic_for("former"), rules="former"),
                                             LOOKAHEAD_SHORTLIST)]:
         found = beam.beam_search(jnp.asarray(boards), width=16, rescorer=rescorer, chunk=256, rules="former")
         for board, length, actions in zip(boards, np.asarray(found.length), np.asarray(found.actions)):
             assert length == upper_bound.beam_upper_bound(bitboard.to_planes(board, 4), geometry, 16,
-                                                          HEURISTIC_WEIGHTS, path, shortlist)
+                                                          heuristic.heuristic_weights("former"), path, shortlist)
             position = board
             for action in actions[:length]:
                 position, removed = fr.click(position, *divmod(int(action), 9), "former")
@@ -333,7 +369,7 @@ def test_train_and_evaluate_a_former_run(learner, tmp_path):
         assert int(row["solver:2"]) >= bitboard_bound(board)
     if learner == "avi":  # the agent plans with the boards' rules: it is the former search's play
         boards = jnp.stack([jaxdust.parse_board(row["board"], 7, 9, "former") for row in rows])
-        planned = play_boards(boards, MCTSPolicy(heuristic_evaluator, 4, rules="former"), jax.random.key(0), 63,
+        planned = play_boards(boards, MCTSPolicy(heuristic_evaluator_for("former"), 4, rules="former"), jax.random.key(0), 63,
                               rules="former")
         assert [int(row["mcts-heuristic:4"]) for row in rows] == np.asarray(planned.clicks).tolist()
     with pytest.raises(SystemExit):  # a former run does not play the dust game

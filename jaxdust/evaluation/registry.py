@@ -24,9 +24,9 @@ from jaxdust.core.processes import ordered_map
 from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import load_run, read_run_config
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_solutions
-from jaxdust.search.heuristic import heuristic_scorer
+from jaxdust.search.heuristic import heuristic_for
 from jaxdust.search.points import points_beam
-from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
+from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for
 from jaxdust.solver.api import solve
 from jaxdust.solver import points
 from jaxdust.solver.dfs import solve_dfs
@@ -225,7 +225,7 @@ register(Agent(
 
 def _play_jax_beam(width: int, boards, context: Context) -> dict:
     if context.rules in game.CLICK_RULES:
-        return _play_beam(width, heuristic_scorer, None, boards, context)
+        return _play_beam(width, heuristic_for(context.rules), None, boards, context)
     found = points_beam(boards, width=width, rules=context.rules)
     if context.progress is not None:
         context.progress(boards.shape[0])
@@ -386,7 +386,7 @@ register(Agent("mcts-heuristic", "Gumbel MuZero search (mctx) with the hand-made
                "uniform prior", "simulations",
                lambda text: _number(text, "mcts-heuristic: simulations", 64, integer=True),
                lambda simulations, boards, context: _play_policy(
-                   MCTSPolicy(heuristic_evaluator, simulations, rules=context.rules), None, boards, context),
+                   MCTSPolicy(heuristic_evaluator_for(context.rules), simulations, rules=context.rules), None, boards, context),
                game.CLICK_RULES))
 
 

@@ -9,8 +9,8 @@ beam can see. All boards of a batch advance together in one compiled loop (CPU o
 
 A *scorer* is ``scorer(boards, params)``: int8 boards ``[M, W, H]`` and its parameters
 (a pytree, or None) to float32 ``[M]``, lower is better (an estimate of the clicks left).
-``jaxdust.search.heuristic.heuristic_scorer`` is the hand-made one; learned networks fit the
-same signature (``jaxdust.learn.agents``).
+``jaxdust.search.heuristic.heuristic_for(rules)`` is the hand-made one (the default);
+learned networks fit the same signature (``jaxdust.learn.agents``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.search.heuristic import Scorer, heuristic_scorer
+from jaxdust.search.heuristic import Scorer, heuristic_for, heuristic_scorer
 from jaxdust.search.keys import solver_key
 from jaxdust.search.selection import first_trues, smallest_columns
 
@@ -224,7 +224,7 @@ class _BeamCarry(NamedTuple):
     last_move: jax.Array  # int32 [B], the clearing click
 
 
-def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic_scorer,
+def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = None,
                 max_clicks: int | None = None, params=None, rescorer: Scorer | None = None,
                 shortlist: int = LOOKAHEAD_SHORTLIST, chunk: int = CHUNK, rules: str = "dust") -> BeamResult:
     """Beam search from a batch of boards (int8 ``[B, W, H]``), or one board ``[W, H]``.
@@ -236,7 +236,8 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
     Args:
       width: positions kept per board and click.
       scorer: ``scorer(boards [M, W, H], params) -> [M]``, lower is better; a static
-        argument, so pass a module-level function or one object reused across calls.
+        argument, so pass a module-level function or one object reused across calls
+        (default: the hand-made heuristic of ``rules``, ``heuristic.heuristic_for``).
       max_clicks: give up after this many clicks (default: cells on the board).
       params: the scorer's parameters (traced, so new weights need no recompilation).
       rescorer: a costlier scorer (e.g. ``lookahead_heuristic``) that reorders each
@@ -265,6 +266,7 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer = heuristic
             raise ValueError(f"beam_search: {name} must be a positive integer, got {value!r}")
     width, max_clicks, shortlist, chunk = (None if v is None else int(v) for v in (width, max_clicks, shortlist, chunk))
     game.require_click_rules(rules, "beam_search")
+    scorer = heuristic_for(rules) if scorer is None else scorer
     if len(shape) == 2:
         found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk, rules)
         return BeamResult(found.length[0], found.actions[0])
@@ -394,7 +396,7 @@ def default_batch(width: int) -> int:
     return max(1, positions // width)
 
 
-def beam_solutions(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
+def beam_solutions(boards, width: int, scorer: Scorer | None = None, params=None,
                    max_clicks: int | None = None, rescorer: Scorer | None = None, batch: int | None = None,
                    progress=None, rules: str = "dust") -> tuple[np.ndarray, np.ndarray]:
     """``beam_search`` of ``boards`` (int8 ``[N, W, H]``) under ``rules``, ``batch`` boards per call on the
@@ -422,7 +424,7 @@ def beam_solutions(boards, width: int, scorer: Scorer = heuristic_scorer, params
     return np.concatenate(lengths), np.concatenate(actions)
 
 
-def beam_lengths(boards, width: int, scorer: Scorer = heuristic_scorer, params=None,
+def beam_lengths(boards, width: int, scorer: Scorer | None = None, params=None,
                  max_clicks: int | None = None, progress=None, rules: str = "dust") -> np.ndarray:
     """Clicks the beam search of ``width`` needs on each of ``boards`` (int8 ``[N, W, H]``;
     ``beam_solutions``' batches); -1 where it gives up at ``max_clicks``."""

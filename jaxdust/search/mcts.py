@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import mctx
 
 from jaxdust.core import game
-from jaxdust.search.heuristic import heuristic_scorer
+from jaxdust.search.heuristic import RULE_FEATURE_WEIGHTS, Scorer, heuristic_for, heuristic_scorer
 
 Evaluator = Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]]
 
@@ -55,9 +55,21 @@ def cluster_prior(boards: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.
     return jnp.where(first, cluster_log_probs(logits, labels), _MASKED), first
 
 
-def heuristic_evaluator(boards: jax.Array, params=None) -> tuple[jax.Array, jax.Array]:
-    """The tuned hand-made estimate as the value, a uniform prior over cells."""
-    return heuristic_scorer(boards, None), jnp.zeros((boards.shape[0], boards.shape[1] * boards.shape[2]))
+def _evaluator(scorer: Scorer) -> Evaluator:
+    def evaluate(boards: jax.Array, params=None) -> tuple[jax.Array, jax.Array]:
+        return scorer(boards, None), jnp.zeros((boards.shape[0], boards.shape[1] * boards.shape[2]))
+    return evaluate
+
+
+heuristic_evaluator = _evaluator(heuristic_scorer)  # the tuned hand-made estimate as the value, a uniform prior
+# One object a rule set: the search compiles once per evaluator.
+_RULE_EVALUATORS = {rules: _evaluator(heuristic_for(rules)) for rules in RULE_FEATURE_WEIGHTS}
+
+
+def heuristic_evaluator_for(rules: str = "dust") -> Evaluator:
+    """``heuristic_evaluator`` with the hand-made estimate of ``rules`` (``heuristic.heuristic_for``)."""
+    heuristic_for(rules)  # an unknown name fails here
+    return _RULE_EVALUATORS.get(rules, heuristic_evaluator)
 
 
 def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simulations: int,

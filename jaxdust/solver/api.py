@@ -19,7 +19,7 @@ import numpy as np
 from jaxdust.core.boards import board_array
 from jaxdust.core.game import MAX_COLORS, is_integer, require_click_rules
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
-from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_weights
 from jaxdust.solver import bitboard, halves, ida, progress, table as storage
 from jaxdust.solver.upper_bound import beam_upper_bound
 
@@ -232,6 +232,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     deadline = 0.0 if time_limit is None else start + time_limit
 
     path = np.zeros(width * height, np.uint64)
+    weights = heuristic_weights(rules)
     scratch = halves.make_scratch(colors, width, height)
     if beam_width is None:
         beam_width = default_beam_width(width * height)
@@ -244,7 +245,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         in_progress, partial = resumed.budget, resumed.partial
     else:
         if beam_width > 0:
-            best_length = beam_upper_bound(planes, geometry, beam_width, HEURISTIC_WEIGHTS, path)
+            best_length = beam_upper_bound(planes, geometry, beam_width, weights, path)
             best_clicks = bitboard.path_clicks(path, best_length, height)
         else:
             best_length, best_clicks = width * height + 1, []
@@ -281,7 +282,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
                 # benchmarks/beam.py) often finds a solution one click shorter, which ends the
                 # proof without a search that must find it (or searching the skipped budget).
                 widened = True
-                length = beam_upper_bound(planes, geometry, 2 * beam_width, HEURISTIC_WEIGHTS, path,
+                length = beam_upper_bound(planes, geometry, 2 * beam_width, weights, path,
                                            LOOKAHEAD_SHORTLIST)
                 if length < best_length:
                     best_length, best_clicks = length, bitboard.path_clicks(path, length, height)

@@ -2,7 +2,9 @@
 labeller of beam data sets.
 
 It scores positions with the hand-made heuristic (``jaxdust.search.heuristic``), computed
-here on bit planes; ``jaxdust.search.beam`` is the JAX beam for batches and learned scorers.
+here on bit planes, the rule set's feature included where its weights have one (under
+``former``, the extra column runs); ``jaxdust.search.beam`` is the JAX beam for batches and
+learned scorers.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from jaxdust.search.heuristic import FEATURES, HEURISTIC_WEIGHTS, SCORE_STEP
+from jaxdust.search.heuristic import FEATURES, SCORE_STEP, heuristic_weights
 from jaxdust.solver.bitboard import (
     clusters,
     count_colours,
@@ -20,7 +22,7 @@ from jaxdust.solver.bitboard import (
     remove_in_place,
     to_planes,
 )
-from jaxdust.solver.ida import position_key
+from jaxdust.solver.ida import column_runs, position_key
 
 
 @numba.njit(cache=True)
@@ -47,6 +49,14 @@ def board_features(planes, geometry, masks, colours, group_start, out):
 
 
 @numba.njit(cache=True, inline="always")
+def _rule_feature(planes, geometry, weights, features):
+    """Where ``weights`` has a sixth weight, ``features[5]``: the column runs beyond one a
+    colour (``heuristic.extra_column_runs``; ``features[0]`` holds the colours)."""
+    if weights.shape[0] > len(FEATURES):
+        features[len(FEATURES)] = column_runs(planes, geometry)[0] - features[0]
+
+
+@numba.njit(cache=True, inline="always")
 def _score(weights, features):
     """``weights . features`` rounded to ``SCORE_STEP``, as ``heuristic.linear_scorer``."""
     return np.floor(np.dot(weights, features) / SCORE_STEP + 0.5) * SCORE_STEP
@@ -65,6 +75,7 @@ def _lookahead_score(child, geometry, weights, masks, colours, group_start, scra
         if count_colours(grandchild) == 0:
             return 1.0
         board_features(grandchild, geometry, scratch_masks, scratch_colours, group_start, features)
+        _rule_feature(grandchild, geometry, weights, features)
         best = min(best, _score(weights, features))
     return 1.0 + best
 
@@ -72,7 +83,8 @@ def _lookahead_score(child, geometry, weights, masks, colours, group_start, scra
 @numba.njit(cache=True)
 def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
     """A quick upper bound: keep the ``width`` best distinct positions per click, scored
-    by ``weights`` over FEATURES. Writes the clicks' cluster masks into ``path`` and
+    by ``weights`` over FEATURES (``heuristic.heuristic_weights``: a sixth weight adds the
+    rule feature). Writes the clicks' cluster masks into ``path`` and
     returns the solution length.
 
     ``shortlist > 0`` rescores the ``shortlist * width`` best children with a one-click
@@ -100,7 +112,7 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
     lookahead_masks = np.empty(64, np.uint64)
     lookahead_colours = np.empty(64, np.int64)
     grandchild = np.empty(num_colours, np.uint64)
-    features = np.empty(len(FEATURES), np.float64)
+    features = np.empty(weights.shape[0], np.float64)
     for depth in range(max_depth):
         count = 0
         for i in range(alive):
@@ -129,6 +141,7 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
         order = by_key[distinct]
         for position in order:
             board_features(candidates[position], geometry, scratch_masks, scratch_colours, group_start, features)
+            _rule_feature(candidates[position], geometry, weights, features)
             scores[position] = _score(weights, features)
         order = order[np.argsort(scores[order], kind="mergesort")]
         if shortlist > 0:
@@ -153,12 +166,12 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
 
 def beam_clicks(board: np.ndarray, width: int, colors: int, shortlist: int = 0,
                 rules: str = "dust") -> list[tuple[int, int]]:
-    """The solution ``[(x, y), ...]`` that ``beam_upper_bound`` finds with the tuned weights
-    for one int board ``[W, H]`` of ``colors`` colours under ``rules`` (none for an empty board)."""
+    """The solution ``[(x, y), ...]`` that ``beam_upper_bound`` finds with the heuristic of
+    ``rules`` for one int board ``[W, H]`` of ``colors`` colours (none for an empty board)."""
     if not np.any(board):
         return []
     board_width, height = board.shape
     path = np.zeros(board_width * height, np.uint64)
     length = beam_upper_bound(to_planes(board, colors), make_geometry(board_width, height, rules), width,
-                              HEURISTIC_WEIGHTS, path, shortlist)
+                              heuristic_weights(rules), path, shortlist)
     return path_clicks(path, length, height)
