@@ -14,7 +14,8 @@ from jaxdust.core import reference as ref
 from jaxdust.core.game import GameConfig
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
-from jaxdust.learn import agents, avi, networks
+from jaxdust.learn import agents, avi, imitation, networks
+from jaxdust.search import heuristic
 from jaxdust.search.beam import beam_lengths
 
 
@@ -245,6 +246,29 @@ def test_value_iteration_learns_former_costs():
     assert np.mean(np.abs(value - former)) < np.mean(np.abs(np.mean(former) - former))  # it learnt something
     greedy = beam_lengths(boards, 1, scorer, runner.train.params, rules="former")
     assert np.all(greedy >= former) and np.mean(greedy) <= np.mean(former) + 0.3
+
+
+def test_a_former_runs_value_starts_at_formers_own_heuristic():
+    """Untrained, the value of ``avi`` and ``imitation`` is the hand-made estimate of the
+    run's rules: under ``former`` with the column runs (``heuristic.heuristic_for``), under
+    ``rule_prior=False`` (how Former runs saved before it trained) the dust game's five
+    features alone."""
+    size = GameConfig(7, 9, 4, "former")
+    boards = random_boards(16, size, seed=3)
+    values = {}
+    for rule_prior, scorer in ((True, heuristic.heuristic_for("former")), (False, heuristic.heuristic_scorer)):
+        network = avi.AVIConfig(game=size, hidden=(16,), cell_rounds=0, rule_prior=rule_prior).network
+        values[rule_prior] = np.asarray(network.apply(network.init(jax.random.key(0), boards[:1]), boards)[0])
+        np.testing.assert_allclose(values[rule_prior], np.asarray(scorer(boards, None)), atol=1e-4)
+    extra = np.asarray(heuristic.extra_column_runs(boards))
+    assert extra.min() >= 1  # random full boards split some colour's columns
+    np.testing.assert_allclose(values[True] - values[False], heuristic.RULE_FEATURE_WEIGHTS["former"] * extra, atol=1e-4)
+    dust = avi.AVIConfig(hidden=(16,), cell_rounds=0).network  # the dust game has no rule feature
+    assert dust.prior_rules == "dust"
+    for rule_prior in (True, False):  # imitation's value starts at the same estimate
+        network = imitation.ImitationConfig(game=size, hidden=(16,), rule_prior=rule_prior).network
+        value = network.apply(network.init(jax.random.key(0), boards[:1]), boards)[1]
+        np.testing.assert_allclose(np.asarray(value), values[rule_prior], atol=1e-4)
 
 
 @pytest.mark.parametrize("rules", ["dust", "former"])

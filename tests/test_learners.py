@@ -401,13 +401,15 @@ def test_a_config_field_added_since_a_checkpoint_was_saved_reads_at_its_default(
         checkpoint.Checkpoints(str(tmp_path)).verify(1, state, current)  # without the upgrade: as it was saved
 
 
-@pytest.mark.parametrize("field, before", [("line_target_share", 1.0), ("policy_lr_scale", 1.0)])
-def test_a_default_changed_since_a_run_was_saved_keeps_the_runs_setting(field, before):
-    current = configs.to_json(avi.AVIConfig())
+@pytest.mark.parametrize("config_class, field, before", [
+    (avi.AVIConfig, "line_target_share", 1.0), (avi.AVIConfig, "policy_lr_scale", 1.0),
+    (avi.AVIConfig, "rule_prior", False), (imitation.ImitationConfig, "rule_prior", False)])
+def test_a_default_changed_since_a_run_was_saved_keeps_the_runs_setting(config_class, field, before):
+    current = configs.to_json(config_class())
     older = {name: value for name, value in current.items() if name != field}
-    assert getattr(avi.AVIConfig(), field) != before
-    assert getattr(configs.from_json(avi.AVIConfig, older), field) == before  # what runs did before the field
-    assert configs.from_json(avi.AVIConfig, current) == avi.AVIConfig()
+    assert getattr(config_class(), field) != before
+    assert getattr(configs.from_json(config_class, older), field) == before  # what runs did before the field
+    assert configs.from_json(config_class, current) == config_class()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,7 +62,8 @@ class AVIConfig:
     game: GameConfig = GameConfig()
     hidden: tuple[int, ...] = (256, 256)  # widths of the torso's dense layers
     conv: tuple[int, ...] = ()  # channels of 3x3 convolutions before the dense layers (none: an MLP)
-    prior: bool = True  # both heads start at the hand-made estimate (networks.ValueQNetwork)
+    prior: bool = True  # the value starts at the hand-made estimate (networks.ValuePolicyNetwork)
+    rule_prior: bool = True  # the estimate is the rule set's own (heuristic.heuristic_for), not the dust game's
     features: bool = True  # exact rule features as inputs beside the one-hot cells
     num_envs: int = 512  # beam slots: num_envs / beam_width boards in play at once
     beam_width: int = 8  # positions kept per board (1 = epsilon-greedy games)
@@ -91,9 +92,9 @@ class AVIConfig:
     # At CPU budgets the policy still lags its teacher when training ends, while the value
     # has levelled off.
     policy_lr_scale: float = 2.0  # the policy head's learning rate as a multiple of learning_rate
-    # Runs saved before line_target_share existed trained on the line's click alone, and
-    # before policy_lr_scale with one learning rate.
-    ABSENT_MEANS: ClassVar[dict] = {"line_target_share": 1.0, "policy_lr_scale": 1.0}
+    # Runs saved before line_target_share existed trained on the line's click alone, before
+    # policy_lr_scale with one learning rate, and before rule_prior from the dust game's estimate.
+    ABSENT_MEANS: ClassVar[dict] = {"line_target_share": 1.0, "policy_lr_scale": 1.0, "rule_prior": False}
 
     def __post_init__(self):
         configs.require_rules(self.game, game.CLICK_RULES, "avi")
@@ -119,7 +120,7 @@ class AVIConfig:
     def network(self) -> networks.ValuePolicyNetwork:
         return networks.ValuePolicyNetwork(tuple(self.hidden), self.game.colors, self.prior, tuple(self.conv),
                                            self.features, self.cell_head, self.cell_rounds,
-                                           self.cell_width)
+                                           self.cell_width, self.game.rules if self.rule_prior else "dust")
 
     @property
     def boards_in_play(self) -> int:

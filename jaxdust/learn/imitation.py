@@ -14,7 +14,7 @@ cell (``learned.PolicyGreedy``); the value head scores positions for the beam se
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +34,7 @@ class ImitationConfig:
     game: GameConfig = GameConfig()
     hidden: tuple[int, ...] = networks.PRESETS["default"]  # widths of the dense layers
     features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
+    rule_prior: bool = True  # with features, the value starts at the rule set's own heuristic (heuristic.heuristic_for)
     epochs: int = 12  # passes over the training split
     batch_size: int = 256  # positions per gradient step
     learning_rate: float = 1e-3  # the rate at the start, cosine-decayed over the run
@@ -42,6 +43,8 @@ class ImitationConfig:
     value_weight: float = 0.2  # value loss (clicks^2 scale) against the per-cell BCE
     validation_share: float = 0.1  # of source boards held out
     mirror: bool = True  # also train on mirror images, where they play alike (game.mirror_symmetric)
+    # Runs saved before rule_prior started from the dust game's estimate on every rule set.
+    ABSENT_MEANS: ClassVar[dict] = {"rule_prior": False}
 
     def __post_init__(self):
         configs.require_rules(self.game, CLICK_RULES, "imitation")
@@ -53,7 +56,8 @@ class ImitationConfig:
 
     @property
     def network(self) -> networks.PolicyValueNetwork:
-        return networks.PolicyValueNetwork(tuple(self.hidden), self.game.colors, self.features)
+        return networks.PolicyValueNetwork(tuple(self.hidden), self.game.colors, self.features,
+                                           self.game.rules if self.rule_prior else "dust")
 
 
 class Split(NamedTuple):

@@ -84,6 +84,15 @@ def encode_with_features(boards: jax.Array, colors: int) -> tuple[jax.Array, jax
     return inputs.reshape(*boards.shape[:-2], -1), prior.reshape(boards.shape[:-2])
 
 
+def with_rule_feature(boards: jax.Array, estimate: jax.Array, rules: str) -> jax.Array:
+    """``encode_with_features``' estimate ``[...]`` of boards ``[..., W, H]`` made ``rules``'
+    own (``heuristic.heuristic_for``): plus its rule feature where it has one."""
+    if rules not in heuristic.RULE_FEATURE_WEIGHTS:
+        return estimate
+    flat_boards = boards.reshape(-1, *boards.shape[-2:])
+    return estimate + heuristic.RULE_FEATURE_WEIGHTS[rules] * heuristic.extra_column_runs(flat_boards).reshape(estimate.shape)
+
+
 class MLP(nn.Module):
     """ReLU layers with He initialisation, as the original post used."""
 
@@ -117,12 +126,14 @@ class PolicyValueNetwork(nn.Module):
     hidden: Sequence[int]
     colors: int
     features: bool = False
+    prior_rules: str = "dust"  # with features, the cost-to-go starts at this rule set's heuristic
 
     @nn.compact
     def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
         cells = boards.shape[-2] * boards.shape[-1]
         if self.features:
             inputs, prior = encode_with_features(boards, self.colors)
+            prior = with_rule_feature(boards, prior, self.prior_rules)
         else:
             inputs, prior = encode(boards, self.colors), 0.0
         torso = MLP(self.hidden)(inputs)
@@ -170,7 +181,8 @@ class ValuePolicyNetwork(nn.Module):
 
     With ``prior`` the value head starts at the hand-made estimate of the board (a
     zero-initialised correction), so untrained greedy play is the heuristic's; without it,
-    at a constant. With ``features`` the exact rule features are input
+    at a constant. The estimate is the dust game's, or ``prior_rules``' own where that rule
+    set has a feature of its own (``heuristic.heuristic_for``: Former's column runs). With ``features`` the exact rule features are input
     (``encode_with_features``), without it only the one-hot cells. With ``conv`` channels the
     cells first pass through 3x3 convolutions over ``board_planes``, whose output replaces
     the flat cell inputs of the MLP. With ``cell_head`` every cell's logit also gets a term
@@ -191,11 +203,13 @@ class ValuePolicyNetwork(nn.Module):
     cell_head: bool = True
     cell_rounds: int = 0
     cell_width: int = 64
+    prior_rules: str = "dust"
 
     @nn.compact
     def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
         cells = boards.shape[-2] * boards.shape[-1]
         inputs, estimate = encode_with_features(boards, self.colors)
+        estimate = with_rule_feature(boards, estimate, self.prior_rules)
         base = estimate if self.prior else jnp.full(estimate.shape, 10.0, jnp.float32)
         board_inputs = inputs[..., -HEURISTIC_WEIGHTS.shape[0]:]  # the scaled board features
         one_hot_size = cells * (self.colors + 1)  # encode_with_features puts the per-cell features next

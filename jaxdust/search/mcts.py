@@ -57,11 +57,12 @@ def cluster_prior(boards: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.
 
 def _evaluator(scorer: Scorer) -> Evaluator:
     def evaluate(boards: jax.Array, params=None) -> tuple[jax.Array, jax.Array]:
+        """The hand-made estimate as the value, a uniform prior over cells."""
         return scorer(boards, None), jnp.zeros((boards.shape[0], boards.shape[1] * boards.shape[2]))
     return evaluate
 
 
-heuristic_evaluator = _evaluator(heuristic_scorer)  # the tuned hand-made estimate as the value, a uniform prior
+heuristic_evaluator = _evaluator(heuristic_scorer)  # the dust game's
 # One object a rule set: the search compiles once per evaluator.
 _RULE_EVALUATORS = {rules: _evaluator(heuristic_for(rules)) for rules in RULE_FEATURE_WEIGHTS}
 
