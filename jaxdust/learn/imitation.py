@@ -34,7 +34,7 @@ class ImitationConfig:
     game: GameConfig = GameConfig()
     hidden: tuple[int, ...] = networks.PRESETS["default"]  # widths of the dense layers
     features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
-    rule_prior: bool = True  # with features, the value starts at the rule set's own heuristic (heuristic.heuristic_for)
+    rule_prior: bool = True  # with features, the value starts at the rule set's own heuristic (heuristic_for)
     epochs: int = 12  # passes over the training split
     batch_size: int = 256  # positions per gradient step
     learning_rate: float = 1e-3  # the rate at the start, cosine-decayed over the run

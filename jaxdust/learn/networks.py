@@ -89,8 +89,8 @@ def with_rule_feature(boards: jax.Array, estimate: jax.Array, rules: str) -> jax
     own (``heuristic.heuristic_for``): plus its rule feature where it has one."""
     if rules not in heuristic.RULE_FEATURE_WEIGHTS:
         return estimate
-    flat_boards = boards.reshape(-1, *boards.shape[-2:])
-    return estimate + heuristic.RULE_FEATURE_WEIGHTS[rules] * heuristic.extra_column_runs(flat_boards).reshape(estimate.shape)
+    extra = heuristic.extra_column_runs(boards.reshape(-1, *boards.shape[-2:])).reshape(estimate.shape)
+    return estimate + heuristic.RULE_FEATURE_WEIGHTS[rules] * extra
 
 
 class MLP(nn.Module):
@@ -182,10 +182,11 @@ class ValuePolicyNetwork(nn.Module):
     With ``prior`` the value head starts at the hand-made estimate of the board (a
     zero-initialised correction), so untrained greedy play is the heuristic's; without it,
     at a constant. The estimate is the dust game's, or ``prior_rules``' own where that rule
-    set has a feature of its own (``heuristic.heuristic_for``: Former's column runs). With ``features`` the exact rule features are input
-    (``encode_with_features``), without it only the one-hot cells. With ``conv`` channels the
-    cells first pass through 3x3 convolutions over ``board_planes``, whose output replaces
-    the flat cell inputs of the MLP. With ``cell_head`` every cell's logit also gets a term
+    set has a feature of its own (``heuristic.heuristic_for``: Former's column runs). With
+    ``features`` the exact rule features are input (``encode_with_features``), without it
+    only the one-hot cells. With ``conv`` channels the cells first pass through 3x3
+    convolutions over ``board_planes``, whose output replaces the flat cell inputs of the
+    MLP. With ``cell_head`` every cell's logit also gets a term
     from one small MLP shared by all cells, over that cell's planes and a summary of the
     torso: what makes a click good is mostly the same wherever the cluster stands, and a
     shared head learns it once instead of once per cell. Over ``cell_rounds`` residual
