@@ -84,15 +84,6 @@ def encode_with_features(boards: jax.Array, colors: int) -> tuple[jax.Array, jax
     return inputs.reshape(*boards.shape[:-2], -1), prior.reshape(boards.shape[:-2])
 
 
-def with_rule_feature(boards: jax.Array, estimate: jax.Array, rules: str) -> jax.Array:
-    """``encode_with_features``' estimate ``[...]`` of boards ``[..., W, H]`` made ``rules``'
-    own (``heuristic.heuristic_for``): plus its rule feature where it has one."""
-    if rules not in heuristic.RULE_FEATURE_WEIGHTS:
-        return estimate
-    extra = heuristic.extra_column_runs(boards.reshape(-1, *boards.shape[-2:])).reshape(estimate.shape)
-    return estimate + heuristic.RULE_FEATURE_WEIGHTS[rules] * extra
-
-
 class MLP(nn.Module):
     """ReLU layers with He initialisation, as the original post used."""
 
@@ -133,7 +124,7 @@ class PolicyValueNetwork(nn.Module):
         cells = boards.shape[-2] * boards.shape[-1]
         if self.features:
             inputs, prior = encode_with_features(boards, self.colors)
-            prior = with_rule_feature(boards, prior, self.prior_rules)
+            prior = heuristic.with_rule_feature(boards, prior, self.prior_rules)
         else:
             inputs, prior = encode(boards, self.colors), 0.0
         torso = MLP(self.hidden)(inputs)
@@ -210,8 +201,8 @@ class ValuePolicyNetwork(nn.Module):
     def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
         cells = boards.shape[-2] * boards.shape[-1]
         inputs, estimate = encode_with_features(boards, self.colors)
-        estimate = with_rule_feature(boards, estimate, self.prior_rules)
-        base = estimate if self.prior else jnp.full(estimate.shape, 10.0, jnp.float32)
+        base = heuristic.with_rule_feature(boards, estimate, self.prior_rules) if self.prior else \
+            jnp.full(estimate.shape, 10.0, jnp.float32)
         board_inputs = inputs[..., -HEURISTIC_WEIGHTS.shape[0]:]  # the scaled board features
         one_hot_size = cells * (self.colors + 1)  # encode_with_features puts the per-cell features next
         per_cell = inputs[..., one_hot_size: one_hot_size + 3 * cells].reshape(*boards.shape, 3)

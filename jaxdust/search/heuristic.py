@@ -122,6 +122,16 @@ def extra_column_runs(boards: jax.Array) -> jax.Array:
     return runs.astype(jnp.float32)
 
 
+def with_rule_feature(boards: jax.Array, estimate: jax.Array, rules: str) -> jax.Array:
+    """An unrounded estimate ``[...]`` of boards ``[..., W, H]`` from the five features
+    (``HEURISTIC_WEIGHTS``) made ``rules``' own: plus its weighted rule feature where it has
+    one (what ``heuristic_for(rules)`` adds, for the networks' prior)."""
+    if rules not in RULE_FEATURE_WEIGHTS:
+        return estimate
+    extra = extra_column_runs(boards.reshape(-1, *boards.shape[-2:])).reshape(estimate.shape)
+    return estimate + RULE_FEATURE_WEIGHTS[rules] * extra
+
+
 def heuristic_weights(rules: str = "dust") -> np.ndarray:
     """The weights of ``rules``' heuristic: ``HEURISTIC_WEIGHTS``, then the weight of its
     rule feature where it has one (``former``: ``extra_column_runs``)."""
