@@ -444,11 +444,19 @@ def test_cli_retries_only_the_unproven_boards_and_their_last_line_counts(tmp_pat
     unproven = {r["line"] for r in first if not r["optimal"]}
     assert unproven and len(unproven) < len(first)  # the limit leaves some boards open, not all
     assert solve_main(tight) == 0 and [json.loads(x) for x in out.read_text().splitlines()] == first  # resumed
+    # One board retried on its own (--lines) at other settings gets a line; a proven board
+    # named with it is not redone.
+    one, proven_line = max(unproven), min(set(optimum) - unproven)
+    assert solve_main([*tight[:-1], "500", "--beam-width", "64", "--retry-unproven",
+                       "--lines", f"{proven_line},{one}"]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["line"] for r in records[len(first):]] == [one]
     assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--retry-unproven",
                        "--board-file", str(proven_file)]) == 0
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert records[: len(first)] == first  # the earlier lines stay, as history
-    assert sorted(r["line"] for r in records[len(first):]) == sorted(unproven)  # proven boards are not redone
+    still_open = unproven - ({one} if records[len(first)]["optimal"] else set())
+    assert sorted(r["line"] for r in records[len(first) + 1:]) == sorted(still_open)  # proven boards are not redone
     last = {r["line"]: r for r in records}
     assert all(r["optimal"] and r["length"] == optimum[n] for n, r in last.items())
     written = jaxdust.read_board_file(proven_file)  # each board once, in input order

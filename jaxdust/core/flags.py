@@ -67,6 +67,22 @@ def positive_ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"must be comma-separated positive integers, got {text!r}") from None
 
 
+def line_ranges(text: str) -> set[int]:
+    """Comma-separated positive integers and inclusive ranges, e.g. ``83`` or ``7,181-202``."""
+    chosen = set()
+    for part in text.split(","):
+        first, dash, last = part.partition("-")
+        try:
+            low, high = positive_int(first), positive_int(last) if dash else positive_int(first)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"must be comma-separated line numbers or ranges such as 7,181-202, got {text!r}") from None
+        if high < low:
+            raise argparse.ArgumentTypeError(f"range {part} runs backwards")
+        chosen.update(range(low, high + 1))
+    return chosen
+
+
 def names(known, what: str = "names"):
     """A type for comma-separated names, each one of ``known`` (``--sets 6x6,8x4``): unknown,
     repeated or no names are refused, and the message lists the known ones."""

@@ -17,6 +17,10 @@ within 10^9 positions (minutes) while the rest need more:
     python -m jaxdust.solver FILE --rules former --node-limit 8000000000 --table-bits 28 --out OUT \
         --retry-unproven --checkpoint-dir DIR
 
+``--lines`` picks boards by their line in the file: ``--lines 83 --retry-unproven
+--beam-width 16384`` retries one board with a wider first beam, and ``--lines 1-100`` and
+``--lines 101-200`` split a set between two machines (their ``--out`` files joined after).
+
 ``--checkpoint-dir`` saves each proof in progress (``jaxdust.solve``'s ``checkpoint``: the
 search's state and its table, 2^--table-bits x 8 bytes) every ``--checkpoint-positions``
 positions, so that a run killed hours into a proof resumes it where it was last saved.
@@ -90,6 +94,10 @@ def main(argv=None) -> int:
                         help="JSON lines output; an existing file is resumed")
     parser.add_argument("--retry-unproven", action="store_true",
                         help="solve again the boards of --out that were not proven (larger limits)")
+    parser.add_argument("--lines", type=flags.line_ranges, metavar="SPEC",
+                        help="solve only the boards on these lines of the file, e.g. 83 or 7,181-202 (with "
+                             "--retry-unproven: retry one board at other settings; or split a set between "
+                             "machines)")
     parser.add_argument("--board-file", type=flags.output_file,
                         help="also write the boards proven optimal and their optimum here")
     parser.add_argument("--checkpoint-dir", type=flags.output_dir,
@@ -110,6 +118,13 @@ def main(argv=None) -> int:
         lines = read_text(args.boards, "board file").splitlines()
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height)]
+        if args.lines is not None:
+            missing = sorted(args.lines - {job[0] for job in jobs})
+            if missing:
+                raise ValueError(f"--lines: no board on line{'s' if len(missing) > 1 else ''} "
+                                 f"{', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''} "
+                                 f"of {args.boards}")
+            jobs = [job for job in jobs if job[0] in args.lines]
         previous = recover_json_lines(args.out) if args.out != "-" else []
         # A board's last line is its result: a retry appends one, the unproven line stays as history.
         done = {record["line"] for record in previous
