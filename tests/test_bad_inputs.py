@@ -19,7 +19,7 @@ from jaxdust.core import boards as board_io
 from jaxdust.core import files, render
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
-from jaxdust.evaluation import ranking, registry
+from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
 from jaxdust.learn import cli as train_cli
 from jaxdust.learn import datasets
 from jaxdust.learn.datasets import DatasetConfig
@@ -35,6 +35,7 @@ MAINS = {
     "train": train_cli.main,
     "solver-file": solver_cli.main,  # the board file is the case's own
     "datasets-out": datasets.main,
+    "leaderboard": leaderboard.main,
 }
 
 
@@ -56,21 +57,22 @@ def refused(cli: str, argv: list[str], capsys) -> str:
 BAD_VALUES = {
     "positive int": ["0", "-3", "2.5", "inf", "x"],
     "non-negative int": ["-1", "2.5", "x"],
+    "seed": ["-1", "2.5", "x", "4294967296", "9223372036854775808"],  # jax.random.key takes 32 bits
     "positive float": ["0", "-1", "inf", "nan", "x"],
     "fraction": ["-0.1", "1.5", "nan"],
 }
 NUMERIC_FLAGS = {
     "solver": {"positive int": ["--width", "--height", "--jobs", "--node-limit", "--table-bits", "--checkpoint-positions"], "non-negative int": ["--beam-width"],
                "positive float": ["--time-limit"]},
-    "evaluate": {"positive int": ["--limit", "--jobs", "--max-clicks", "--chunk"],
-                 "non-negative int": ["--random", "--seed", "--animate"]},
+    "evaluate": {"positive int": ["--limit", "--jobs", "--max-clicks", "--chunk", "--random"],
+                 "non-negative int": ["--animate"], "seed": ["--seed"]},
     "datasets": {"positive int": ["--boards", "--node-limit", "--beam-width", "--shard-size", "--jobs"],
-                 "non-negative int": ["--seed"]},
+                 "seed": ["--seed"]},
     "ranking": {"positive int": ["--boards", "--node-limit"]},
     "train": {"positive int": ["--eval-boards", "--eval-every", "--checkpoint-every", "--devices",
                                "--num-processes", "--total-updates", "--num-envs", "--target-period",
                                "--teacher-simulations"],
-              "non-negative int": ["--seed", "--process-id", "--cell-rounds"], "positive float": ["--minutes", "--checkpoint-seconds", "--learning-rate",
+              "seed": ["--seed"], "non-negative int": ["--process-id", "--cell-rounds"], "positive float": ["--minutes", "--checkpoint-seconds", "--learning-rate",
                                                                                                  "--policy-temperature"],
               "fraction": ["--capped-share", "--epsilon-max"]},
     "train dqn": {"positive int": ["--batch-size", "--n-step", "--buffer-size"], "fraction": ["--gamma"]},
@@ -109,7 +111,9 @@ def bad_files(tmp_path):
         "board file": tmp_path / "boards.txt",
         "no newline": tmp_path / "notes.txt",
         "other records": tmp_path / "metrics.jsonl",
+        "two sizes": tmp_path / "sizes.txt",
     }
+    paths["two sizes"].write_text(f"# width=8 height=4\n{board}\n# width=4 height=2\n{board[:8]}\n")
     paths["no newline"].write_text("my notes, no newline")
     paths["other records"].write_text('{"chunk": 1, "loss": 0.5}\n')
     paths["not utf-8"].write_bytes(b"# width=8 height=4\n" + board.encode() + b" 9 \xe9\n")
@@ -137,7 +141,8 @@ FILE_CASES = [
     ("solver-file", ["{board file}", "--out", "{board file}/x.jsonl"], ["--out", "is a file"]),
     ("solver-file", ["{board file}", "--board-file", "x.txt"], ["--board-file needs --out"]),
     ("solver-file", ["{board file}", "--retry-unproven"], ["--retry-unproven needs --out"]),
-    ("solver-file", ["{board file}", "--lines", "1,3-4"], ["--lines: no board on lines 1, 3, 4", "boards.txt"]),
+    ("solver-file", ["{board file}", "--lines", "2,3-4"], ["--lines: no board on lines 3-4 of", "boards.txt"]),
+    ("solver-file", ["{board file}", "--lines", "1"], ["--lines: no board on line 1 of", "boards.txt"]),
     ("solver-file", ["{board file}", "--lines", "4-2"], ["--lines", "range 4-2 runs backwards"]),
     ("solver-file", ["{board file}", "--lines", "2,x"], ["--lines", "line numbers or ranges", "'2,x'"]),
     ("solver-file", ["{board file}", "--lines", "0"], ["--lines", "line numbers or ranges", "'0'"]),
@@ -178,6 +183,22 @@ FILE_CASES = [
     ("evaluate", ["--env", "SameGame-15x15x5-v0", "--agents", "dfs"], ["agent 'dfs' plays the dust rules"]),
     ("evaluate", ["--env", "Former-7x9x4-v0", "--agents", "nmcs"], ["agent 'nmcs' plays the samegame, clickomania"]),
     ("evaluate", ["--env", "SameGame-15x15x5-v0", "--agents", "nmcs:3"], ["nmcs: level must be 1 or 2"]),
+    ("evaluate", ["--random", "2", "--boards", "{board file}"], ["--random and --boards: give one"]),
+    ("evaluate", ["--size", "6x6x5"], ["--size: only with --random"]),
+    ("evaluate", ["--agents", "largest,beam,beam:200"], ["--agents: beam and beam:200 are the same agent"]),
+    ("evaluate", ["--boards", "{two sizes}"], ["sizes.txt:4: a 4x2 board after 8x4 ones (line 2)", "one size at a time"]),
+    ("evaluate", ["--random", "0"], ["--random", "must be a positive integer, got '0'"]),
+    ("evaluate", ["--env", "SameGame-15x15x5-v0", "--agents", "largest", "--max-clicks", "3"],
+     ["--max-clicks: only under the fewest-clicks rules; samegame games are played to their end"]),
+    ("evaluate", ["--env", "Clickomania-10x10x4-v0", "--agents", "largest", "--reference", "largest"],
+     ["--reference: only under the fewest-clicks rules"]),
+    # The numba searches' bitboards hold 64 cells: refused before any agent plays.
+    ("evaluate", ["--env", "Dust-10x10x5-v0", "--random", "1", "--agents", "largest,cpu-beam:4"],
+     ["--agents", "'cpu-beam' plays boards of at most 64 cells under the dust rules", "not 10x10"]),
+    ("evaluate", ["--random", "1", "--size", "9x9x3", "--agents", "random,dfs:10"], ["'dfs' plays boards of at most 64"]),
+    ("leaderboard", ["--env", "Dust-15x15x5-v0", "--entries", "beam:1,solver:1"],
+     ["--entries/--runs", "'solver' plays boards of at most 64 cells under the dust rules"]),
+    ("leaderboard", ["--env", "Former-7x9x4-v0", "--solver-log", "{board file}"], ["--solver-log: only with --set"]),
     ("train", ["avi", "--env", "SameGame-15x15x5-v0"], ["avi plays the dust, former rules so far, not 'samegame'"]),
     ("train", ["imitation", "--env", "SameGame-15x15x5-v0"], ["imitation plays the dust, former rules so far"]),
     ("datasets", ["--env", "Clickomania-10x10x4-v0"], ["fewest clicks: the dust, former rules", "'clickomania'"]),
@@ -191,7 +212,7 @@ FILE_CASES = [
     ("ranking", ["--out", "{board file}"], ["--out", "not a ranking file"]),
     ("ranking", ["--out", "-"], ["--out", "must be a file name"]),
     ("solver-file", ["{board file}", "--out", "{no newline}"], ["notes.txt:1 is not a JSON record"]),
-    ("solver-file", ["{board file}", "--out", "{other records}"], ["not solver results"]),
+    ("solver-file", ["{board file}", "--out", "{other records}"], ["metrics.jsonl:1 is not a solver result"]),
     ("ranking", ["--out", "{folder}"], ["--out", "is a directory"]),
     ("train", ["bogus"], ["unknown learner 'bogus'", "avi"]),
     ("train", ["--resume-step", "3"], ["--resume-step needs --resume"]),
@@ -227,6 +248,43 @@ def test_bad_files_agents_and_settings_are_named(cli, argv, words, bad_files, ca
         assert word in line, (word, line)
     after = {name: Path(path).read_bytes() for name, path in bad_files.items() if os.path.isfile(path)}
     assert after == before  # a refused command changes no file it was given
+
+
+def test_an_envs_default_leaderboard_leaves_out_the_searches_its_boards_are_too_large_for():
+    for env_id, kept in [("Dust-10x10x5-v0", False), ("Former-7x9x4-v0", True), ("SameGame-15x15x5-v0", True)]:
+        config = jaxdust.make(env_id).game
+        assert leaderboard._fits("cpu-beam:2000", config) is kept, env_id  # SameGame's is not on bitboards
+        assert leaderboard._fits("beam:64", config) and leaderboard._fits("largest", config)
+
+
+def test_the_solver_resumes_only_its_own_boards_and_rules(tmp_path, capsys):
+    """An ``--out`` of another board file, or of the same boards under other rules, would
+    have its lines skipped as done and its lengths reported as this file's (and written to
+    ``--board-file`` as proven): refused, the file untouched. A file's ``rules=`` header is
+    its default rule set."""
+    boards, others = tmp_path / "boards.txt", tmp_path / "others.txt"
+    boards.write_text("# width=3 height=2\n223322\n")  # 2 clicks under dust, 3 under former
+    others.write_text("# width=3 height=2\n232322\n")
+    out = tmp_path / "out.jsonl"
+    assert solver_cli.main([str(boards), "--jobs", "1", "--out", str(out)]) == 0
+    written = out.read_bytes()
+    assert json.loads(written)["rules"] == "dust" and json.loads(written)["length"] == 2
+    line = refused("solver-file", [str(boards), "--rules", "former", "--out", str(out), "--board-file",
+                              str(tmp_path / "proven.txt")], capsys)
+    assert "solved under --rules dust, not former" in line and not (tmp_path / "proven.txt").exists()
+    line = refused("solver-file", [str(others), "--out", str(out)], capsys)
+    assert "another board for line 2 (223322, the file has 232322)" in line
+    (tmp_path / "foreign.jsonl").write_text('{"line": "x"}\n')
+    assert "is not a solver result" in refused("solver-file", [str(boards), "--out", str(tmp_path / "foreign.jsonl")], capsys)
+    assert out.read_bytes() == written
+    declared = tmp_path / "former.txt"
+    declared.write_text("# width=3 height=2 rules=former\n223322\n")
+    out = tmp_path / "former.jsonl"
+    assert solver_cli.main([str(declared), "--jobs", "1", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert (record["rules"], record["length"], record["optimal"]) == ("former", 3, True)
+    (tmp_path / "points.txt").write_text("# width=3 height=2 rules=samegame\n223322\n")
+    assert "declares rules=samegame" in refused("solver-file", [str(tmp_path / "points.txt")], capsys)
 
 
 @pytest.mark.slow
@@ -341,6 +399,12 @@ API_CASES = [
     (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=0), "width"),
     (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=2, max_clicks=-1), "max_clicks"),
     (lambda: jaxdust.beam_search(jnp.ones((2, 2, 8, 6), jnp.int8), width=2), "[B, W, H]"),
+    (lambda: jaxdust.beam_search(np.ones((8, 6)), width=2), "must hold integers"),
+    (lambda: jaxdust.beam_search(jnp.ones((8, 6)), width=2), "got dtype float32"),
+    (lambda: jaxdust.beam_search(np.full((8, 6), 12), width=2), "holds 12"),
+    (lambda: jaxdust.solve("1212"), "give its width and height"),
+    (lambda: benchmark.score("largest", benchmark.load_set("6x6x5", limit=3), limit=0, show=False),
+     "limit must be a positive integer"),
     (lambda: jaxdust.DustEnv(max_clicks=0), "max_clicks"),
     (lambda: jaxdust.DustEnv(rewards=jaxdust.Rewards(click=float("nan"))), "click"),
     (lambda: jaxdust.GameConfig(8, 6, 10), "colors"),

@@ -9,6 +9,7 @@ from collections import deque
 import jax
 import jax.numpy as jnp
 import numpy as np
+from PIL import Image
 import pytest
 
 from tests import family_reference as fr
@@ -327,8 +328,12 @@ def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_
     assert report["agents"]["largest"]["mean"] == fr.largest_group_greedy(board)[1]
 
     report = evaluate.main(["--env", "Clickomania-10x10x4-v0", "--random", "3", "--jobs", "1",
-                            "--agents", "random,cpu-beam:16,beam:16", "--out", str(tmp_path / "ck")])
+                            "--agents", "random,cpu-beam:16,beam:16", "--animate", "1", "--out", str(tmp_path / "ck")])
     assert report["measure"] == "cells_left"
+    for name in ("random", "cpu-beam-16", "beam-16"):  # one game of each, a frame a click and the start
+        with Image.open(tmp_path / "ck" / f"game-{name}-0.gif") as gif:
+            assert gif.n_frames >= 2
+    assert not (tmp_path / "ck" / "game-beam-16-1.gif").exists()
     assert 0 <= report["agents"]["cpu-beam:16"]["mean"] < report["agents"]["random"]["mean"] <= 100
     assert 0 <= report["agents"]["beam:16"]["mean"] < report["agents"]["random"]["mean"]
 

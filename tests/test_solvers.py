@@ -914,3 +914,21 @@ print(json.dumps({"cached": len(cached),
     assert report["cached"] > 20 and report["misses"] == {}
     for entry in ("ida.bounded_search", "dfs.depth_first_search", "upper_bound.beam_upper_bound", "points.beam_points"):
         assert report["hits"][entry] > 0, entry
+
+
+def test_a_node_limit_caps_the_half_game_searches_too():
+    """A long single row's halves are hard games of their own: their searches, uncounted
+    by ``nodes``, once ran for minutes within ``node_limit=1000``. Their positions are
+    capped (``ida.HALF_WORK_PER_POSITION`` per position of the limit): a half search stops
+    at its cap, in the same 1024-position steps as its deadline checks, and the solve
+    returns its beam's line unproven."""
+    row = np.array([[1 + x % 2] for x in range(52)], np.int8)
+    geometry, planes = bitboard.make_geometry(52, 1), bitboard.to_planes(row, 2)
+    scratch = halves.make_scratch(2, 52, 1)
+    assert halves.half_value(planes, 0, geometry, 30, TranspositionTable(12).halves, scratch, 0.0, 4096) == -1
+    assert 4096 <= scratch[-1][0] < 4096 + 1024
+    long_row = np.array([[1 + x % 2] for x in range(64)], np.int8)
+    result = solve(long_row, node_limit=1000)  # seconds; minutes without the cap
+    assert not result.optimal and result.nodes <= 1000 and result.lower_bound < result.length
+    final, clicks = jaxdust.replay(long_row, result.clicks)
+    assert clicks == result.length and not np.any(final)

@@ -29,8 +29,8 @@ def _shape_from_length(length: int, width: int | None, height: int | None) -> tu
         width, height = DEFAULT_SHAPE
         if length != width * height:
             raise ValueError(
-                f"board text has {length} digits; pass width= and height= "
-                f"(only {width * height} digits default to {width}x{height})"
+                f"board text has {length} digits: give its width and height (parse_board(text, width, height), "
+                f"--width/--height on the command lines; only {width * height} digits default to {width}x{height})"
             )
     elif width is None:
         if height <= 0 or length % height:

@@ -56,7 +56,15 @@ def non_negative_int(text: str) -> int:
     return value
 
 
-seed = non_negative_int  # numpy's generators refuse negative seeds
+MAX_SEED = 2**32 - 1  # jax.random.key's 32-bit range, with room for the offsets commands add to a seed
+
+
+def seed(text: str) -> int:
+    """A seed: an integer in 0..2^32-1 (numpy refuses negative seeds, JAX 64-bit ones)."""
+    value = integer(text)
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer in 0..{MAX_SEED}, got {text!r}")
+    return value
 
 
 def positive_ints(text: str) -> list[int]:
@@ -67,9 +75,10 @@ def positive_ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"must be comma-separated positive integers, got {text!r}") from None
 
 
-def line_ranges(text: str) -> set[int]:
-    """Comma-separated positive integers and inclusive ranges, e.g. ``83`` or ``7,181-202``."""
-    chosen = set()
+def line_ranges(text: str) -> list[tuple[int, int]]:
+    """Comma-separated positive integers and inclusive ranges, e.g. ``83`` or ``7,181-202``,
+    as ``[(first, last), ...]`` (a range is not expanded: ``1-10000000000`` costs nothing)."""
+    ranges = []
     for part in text.split(","):
         first, dash, last = part.partition("-")
         try:
@@ -79,8 +88,8 @@ def line_ranges(text: str) -> set[int]:
                 f"must be comma-separated line numbers or ranges such as 7,181-202, got {text!r}") from None
         if high < low:
             raise argparse.ArgumentTypeError(f"range {part} runs backwards")
-        chosen.update(range(low, high + 1))
-    return chosen
+        ranges.append((low, high))
+    return ranges
 
 
 def names(known, what: str = "names"):

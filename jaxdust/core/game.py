@@ -373,11 +373,18 @@ def check_colours(cells: np.ndarray, what: str) -> np.ndarray:
 
 
 def from_lists(boards):
-    """Boards given as nested lists (``[x][y]``, or ``[b][x][y]``) as an int8 array, checked
-    (``check_colours``); anything else as it is. Under ``jit`` a list would be traced as a
-    list of scalars, so the public entry points convert first."""
+    """Boards given as nested lists (``[x][y]``, or ``[b][x][y]``) or a numpy array as an
+    int8 array, checked (``check_colours``); a JAX array checked for an integer dtype (its
+    values stay on the device); a tracer as it is. Under ``jit`` a list would be traced as a
+    list of scalars, and float cells would fail deep inside the game, so the public entry
+    points convert first."""
     if isinstance(boards, (list, tuple)):
         return jnp.asarray(check_colours(np.asarray(boards), "a board given as lists"), BOARD_DTYPE)
+    if isinstance(boards, np.ndarray):
+        return jnp.asarray(check_colours(boards, "a board array"), BOARD_DTYPE)
+    if isinstance(boards, jax.Array) and not isinstance(boards, jax.core.Tracer) and (
+            boards.dtype == bool or not jnp.issubdtype(boards.dtype, jnp.integer)):
+        raise ValueError(f"a board array must hold integers (colours 0 to {MAX_COLORS}), got dtype {boards.dtype}")
     return boards
 
 

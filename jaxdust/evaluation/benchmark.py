@@ -160,6 +160,8 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
     """
     from jaxdust.evaluation import registry  # it imports the learners; not needed for load_set
 
+    if limit is not None and (not game.is_integer(limit) or limit < 1):
+        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     if isinstance(board_set, str):
         board_set = load_set(board_set, limit=limit)
     elif limit is not None:

@@ -39,6 +39,8 @@ writes); lengths of other rules than those played are not compared with.
 
 A board not cleared within ``--max-clicks`` (a policy stopped there, or a search's longer
 line) counts at the cap in every column, as on the leaderboard; ``uncleared`` says how many.
+The points rule sets (``--env SameGame-...``, ``Clickomania-...``) play every game to its end
+and measure it as it is: no cap and no reference agent there.
 """
 
 from __future__ import annotations
@@ -80,6 +82,11 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
     records = read_board_lines(lines, args.boards, limit=args.limit, rules=args.size.rules)
     if not records:
         raise ValueError(f"no boards in {args.boards}")
+    other = next((r for r in records if r.board.shape != records[0].board.shape), None)
+    if other is not None:
+        (w, h), (ow, oh) = records[0].board.shape, other.board.shape
+        raise ValueError(f"{args.boards}:{other.line}: a {ow}x{oh} board after {w}x{h} ones (line {records[0].line}); "
+                         "evaluate.py plays one size at a time")
     boards = jnp.stack([r.board for r in records])
     columns, best, proven = reference_columns(lines), None, False
     if columns == "fewest_clicks" and all(len(r.values) >= 2 for r in records):
@@ -108,19 +115,18 @@ def main(argv=None) -> dict:
     parser.add_argument("--boards", type=flags.input_file, default=None,
                         help="board file (default: the fewest-clicks set, the 1000 evaluation boards with "
                              "their proven optima; with --env, 100 random boards)")
-    parser.add_argument("--random", type=flags.non_negative_int, default=0, metavar="N",
+    parser.add_argument("--random", type=flags.positive_int, default=None, metavar="N",
                         help="use N random boards instead")
-    configs.add_board_flags(parser, "WxHxC for --random",
+    configs.add_board_flags(parser, "WxHxC for --random (default 8x6x5)",
                             "play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
-                            "measured in points; Clickomania-10x10x4-v0: in cells left)",
-                            size_default=game.GameConfig())
+                            "measured in points; Clickomania-10x10x4-v0: in cells left)")
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--agents", default=None,
                         help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")
     parser.add_argument("--limit", type=flags.positive_int, default=None, help="use only the first N boards")
     parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes for the solvers")
     parser.add_argument("--max-clicks", type=flags.positive_int, default=None,
-                        help="click cap (default: cells on the board)")
+                        help="click cap under the fewest-clicks rules (default: cells on the board)")
     parser.add_argument("--chunk", type=flags.positive_int, default=256, help="boards played at once")
     parser.add_argument("--reference", default=None,
                         help="agent to compare against, or 'best' for the file's best known (default)")
@@ -128,13 +134,21 @@ def main(argv=None) -> dict:
                         help="also write a GIF of each agent's game on the first N boards")
     parser.add_argument("--out", type=flags.output_dir, default="results/evaluate")
     args = parser.parse_args(argv)
+    if args.random and args.boards is not None:
+        flags.fail(parser, "--random and --boards: give one (random boards, or a board file)")
+    if args.size is not None and not args.random:
+        flags.fail(parser, "--size: only with --random (a board file gives its own size; --env its rules and size)")
     rules = "dust" if args.env is None else args.env.rules
+    args.size = args.size or game.GameConfig()
     if args.env is not None:
         args.size = args.env
         if args.boards is None and not args.random:
             args.random = 100
     args.boards = args.boards or benchmark.set_path("8x6x5")
     by_points = rules not in game.CLICK_RULES
+    if by_points and (args.reference is not None or args.max_clicks is not None):
+        flags.fail(parser, f"--{'reference' if args.reference is not None else 'max-clicks'}: only under the "
+                           f"fewest-clicks rules; {rules} games are played to their end and measured as they are")
     if args.agents is None:
         args.agents = "random,largest,cpu-beam:64,nmcs:1" if by_points else "random,largest"
 
@@ -151,6 +165,10 @@ def main(argv=None) -> dict:
     if args.env is not None and (width, height) != (args.env.width, args.env.height):
         flags.fail(parser, f"--env plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
                            f"{width}x{height} ones")
+    try:
+        registry.require_board_size(agents, rules, width, height)
+    except ValueError as error:
+        flags.fail(parser, f"--agents: {error}")
     max_clicks = args.max_clicks or width * height
     if by_points:
         return points_report(args, agents, boards, description, rules, max_clicks)
@@ -174,10 +192,7 @@ def main(argv=None) -> dict:
             results[name] = {"seconds_per_board": (time.perf_counter() - start) / num_boards,
                              "proven": played.get("proven"), "cleared": played["cleared"]}
             per_board[name] = played["clicks"]
-            for board_index, clicks in enumerate(played["solutions"]):
-                # A policy's wasted click (on an empty cell) is a frame where nothing changes.
-                gif = game_gif(*positions(boards[board_index], clicks, rules, wasted=True))
-                files.atomic_write_bytes(os.path.join(args.out, f"game-{_file_safe(name)}-{board_index}.gif"), gif)
+            write_gifs(args.out, name, boards, played["solutions"], rules)
 
     reference_lengths = best if reference == "best" else per_board[reference]
     for name in agents:
@@ -231,6 +246,14 @@ def main(argv=None) -> dict:
     return report
 
 
+def write_gifs(out: str, name: str, boards, solutions: list, rules: str) -> None:
+    """``game-<agent>-<i>.gif`` in ``out`` for each board ``i`` of ``solutions`` (its clicks)."""
+    for board_index, clicks in enumerate(solutions):
+        # A policy's wasted click (on an empty cell) is a frame where nothing changes.
+        gif = game_gif(*positions(boards[board_index], clicks, rules, wasted=True))
+        files.atomic_write_bytes(os.path.join(out, f"game-{_file_safe(name)}-{board_index}.gif"), gif)
+
+
 def points_report(args, agents: list[str], boards, description: str, rules: str, max_clicks: int) -> dict:
     """Evaluate ``agents`` under a points rule set: SameGame's points (the clear bonus
     included) or Clickomania's cells left, per board; writes summary.json, boards.csv and
@@ -242,7 +265,9 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
             bar.set_description(name)
             start = time.perf_counter()
             played = registry.run_agent(name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
-                                        chunk=args.chunk, jobs=args.jobs, progress=bar.update, rules=rules)
+                                        chunk=args.chunk, jobs=args.jobs, progress=bar.update,
+                                        solutions=args.animate, rules=rules)
+            write_gifs(args.out, name, boards, played["solutions"], rules)
             values = np.asarray(played[measure])
             per_board[name] = values
             results[name] = {"mean": float(values.mean()), "median": float(np.median(values)),

@@ -104,7 +104,8 @@ def main(argv=None) -> dict:
                         help="with --env: random boards played (default 100)")
     parser.add_argument("--entries", default=None,
                         help=f"agents as evaluate.py names them ('' for none; default {DEFAULT_ENTRIES}, "
-                             f"with --env by objective: {FAMILY_ENTRIES})")
+                             f"with --env by objective: {FAMILY_ENTRIES}, less cpu-beam where the "
+                             "fewest-clicks boards exceed its 64 cells)")
     parser.add_argument("--runs", default="", help="LABEL=RUN_DIR,... learner runs (four or five rows each)")
     parser.add_argument("--solver-log", type=flags.input_file, default=None,
                         help="JSON lines of python -m jaxdust.solver --time-limit 300 on the set's boards")
@@ -120,11 +121,16 @@ def main(argv=None) -> dict:
         parser.error("--boards: only with --env (random boards); --limit takes the set's first N boards")
     if args.env is not None and args.limit is not None:
         parser.error("--limit: only with --set; --boards sets how many random boards --env plays")
+    if args.env is not None and args.solver_log is not None:
+        parser.error("--solver-log: only with --set (the log of the set's own boards); --env plays random boards")
     args.boards = args.boards or 100
-    rules = "dust" if args.env is None else configs.env_flag(args.env).rules
+    config = configs.env_flag(args.env) if args.env is not None else None
+    rules = "dust" if config is None else config.rules
     measure = game.rules_of(rules).objective  # "clicks", "points" or "cells_left", as run_agent names them
     if args.entries is None:
         args.entries = DEFAULT_ENTRIES if args.env is None else FAMILY_ENTRIES[measure]
+        if config is not None:  # the defaults that fit the id's boards (the numba beam's bitboards hold 64 cells)
+            args.entries = ",".join(entry for entry in args.entries.split(",") if _fits(entry, config))
 
     runs = []
     for item in filter(None, args.runs.split(",")):
@@ -135,7 +141,9 @@ def main(argv=None) -> dict:
     names = args.entries.split(",") if args.entries else []
     if names or runs:
         try:  # every agent checked (a run directory read) before the first plays
-            registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
+            checked = registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
+            if config is not None:
+                registry.require_board_size(checked, rules, config.width, config.height)
         except ValueError as error:
             parser.error(f"--entries/--runs: {error}")
     elif not args.solver_log:
@@ -236,6 +244,14 @@ def _kept_row(path: str, row_type, source: str | None = None):
         saved = json.load(handle)
     version, run = saved.pop("jaxdust", None), saved.pop("run", None)
     return row_type(**saved) if (version, run) == (__version__, source) else None
+
+
+def _fits(entry: str, config) -> bool:
+    try:
+        registry.require_board_size([entry], config.rules, config.width, config.height)
+    except ValueError:
+        return False
+    return True
 
 
 def family_leaderboard(args, entries: list[tuple[str, str]], measure: str, sources: dict[str, str]) -> dict:

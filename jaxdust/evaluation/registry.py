@@ -28,6 +28,7 @@ from jaxdust.search.heuristic import heuristic_for
 from jaxdust.search.points import points_beam
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for
 from jaxdust.solver.api import solve
+from jaxdust.solver.bitboard import MAX_CELLS
 from jaxdust.solver import points
 from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.upper_bound import beam_clicks
@@ -53,6 +54,7 @@ class Agent:
     parse: Callable[[str], Any]  # the text after ':' ("" if none) -> settings; ValueError
     play: Callable[[Any, jax.Array, Context], dict]  # (settings, boards [N, W, H], context)
     rules: tuple[str, ...] = ("dust",)  # the rule sets it plays
+    bitboard_rules: tuple[str, ...] = ()  # those it plays on 64-bit planes: boards of at most 64 cells
 
 
 AGENTS: dict[str, Agent] = {}
@@ -87,6 +89,17 @@ def _require_rules(agent: Agent, rules: str) -> None:
         raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")
 
 
+def require_board_size(names, rules: str, width: int, height: int) -> None:
+    """ValueError naming the first agent of ``names`` that cannot play ``width x height``
+    boards under ``rules`` (the numba searches' bitboards hold 64 cells), so that a command
+    refuses before any agent has played, not after."""
+    for name in names:
+        agent = parse_agent(name)[0]
+        if rules in agent.bitboard_rules and width * height > MAX_CELLS:
+            raise ValueError(f"agent {agent.name!r} plays boards of at most {MAX_CELLS} cells under the {rules} "
+                             f"rules (numba bitboards), not {width}x{height}")
+
+
 def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
     """The agent names of a comma-separated list, each checked by ``parse_agent`` (and, if
     given, for playing ``rules``); ValueError for an empty list, a repeated agent or a bad one."""
@@ -98,10 +111,14 @@ def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise ValueError(f"{', '.join(repeated)} given more than once")
+    seen = {}
     for name in names:
-        agent = parse_agent(name)[0]
+        agent, settings = parse_agent(name)
         if rules is not None:
             _require_rules(agent, rules)
+        same = seen.setdefault((agent.name, repr(settings)), name)
+        if same != name:  # "beam" and "beam:200": the default spelt out
+            raise ValueError(f"{same} and {name} are the same agent")
     return names
 
 
@@ -121,6 +138,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
+    require_board_size([text], rules, *boards.shape[1:])
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
     played = agent.play(settings, boards, context)
     if rules in game.CLICK_RULES:
@@ -220,7 +238,7 @@ def _play_dfs(positions: int, boards, context: Context) -> dict:
 register(Agent(
     "dfs", "the original post's depth-first search", "positions searched",
     lambda text: _number(text, "dfs: positions searched", 100_000, integer=True),
-    _play_dfs,
+    _play_dfs, bitboard_rules=("dust",),
 ))
 
 def _play_jax_beam(width: int, boards, context: Context) -> dict:
@@ -262,7 +280,7 @@ register(Agent(
     "cpu-beam", "numba beam search: for clicks the solver's upper bound (tuned scorer, one-click lookahead on a "
     "shortlist); for points and cells left as the JAX beam's, repeated positions kept once", "width",
     lambda text: _number(text, "cpu-beam: width", 2000, integer=True),
-    _play_cpu_beam, ALL_RULES,
+    _play_cpu_beam, ALL_RULES, bitboard_rules=game.CLICK_RULES,
 ))
 
 
@@ -281,7 +299,7 @@ def _play_solver(seconds: float, boards, context: Context) -> dict:
 register(Agent(
     "solver", "exact solver (numba IDA*)", "seconds per board",
     lambda text: _number(text, "solver: seconds per board", 10.0, integer=False),
-    _play_solver, game.CLICK_RULES,
+    _play_solver, game.CLICK_RULES, bitboard_rules=game.CLICK_RULES,
 ))
 
 

@@ -3,8 +3,10 @@ r"""``python -m jaxdust.solver``: shortest solutions of a file of boards, on all
     python -m jaxdust.solver data/boards/optimal_6x6x5.txt --out solutions.jsonl
     echo 335122421413111551154255131234544142315221411124 | python -m jaxdust.solver -
 
-One JSON line per board (its line number, the board, ``dataclasses.asdict(Solution)``); an
-existing ``--out`` file is resumed, boards already in it are skipped. A board that cannot be
+One JSON line per board (its line number, the board, the rules, ``dataclasses.asdict(Solution)``);
+an existing ``--out`` file is resumed, boards already in it are skipped (refused if it holds
+other boards on those lines, or other rules: another file's results). The rules are
+``--rules``, else the file's ``rules=NAME`` header (as ``--board-file`` writes it), else dust. A board that cannot be
 solved (malformed, too large) gets a line with its ``error`` and the others are still
 solved; the exit status is then 1 (2: the command line or the file cannot be used).
 
@@ -43,7 +45,7 @@ import sys
 from tqdm import tqdm
 
 from jaxdust.core import flags
-from jaxdust.core.boards import board_lines, parse_board
+from jaxdust.core.boards import board_lines, declared_rules, parse_board
 from jaxdust.core.processes import WorkerDied, ordered_map
 from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines, remove_leftover_temporaries
 from jaxdust.solver import compiled
@@ -65,10 +67,10 @@ def _solve_job(job):
         result = solve(board, time_limit, node_limit=node_limit, beam_width=beam_width, rules=rules, table=table,
                        checkpoint=checkpoint_path(checkpoint_dir, number), checkpoint_positions=checkpoint_positions)
     except (ValueError, TimeoutError) as error:  # TimeoutError: --beam-width 0 and out of time
-        return {"line": number, "board": text, "error": str(error)}
+        return {"line": number, "board": text, "rules": rules, "error": str(error)}
     record = dataclasses.asdict(result)
     record["clicks"] = [list(c) for c in result.clicks]
-    return {"line": number, "board": text, **record}
+    return {"line": number, "board": text, "rules": rules, **record}
 
 
 def main(argv=None) -> int:
@@ -85,8 +87,9 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes (default: all cores)")
     parser.add_argument("--beam-width", type=flags.non_negative_int, default=None,
                         help="default: by board size; 0: no initial upper bound (plain iterative deepening)")
-    parser.add_argument("--rules", choices=CLICK_RULES, default="dust",
-                        help="rule set (RULES.md); the exact solver plays the fewest-clicks ones")
+    parser.add_argument("--rules", choices=CLICK_RULES, default=None,
+                        help="rule set (RULES.md); the exact solver plays the fewest-clicks ones (default: the "
+                             "file's rules=NAME header, as --board-file writes it, else dust)")
     parser.add_argument("--table-bits", type=flags.positive_int, default=MAX_TABLE_BITS,
                         help=f"the transposition table grows up to 2^N entries of 8 bytes per job (default "
                              f"{MAX_TABLE_BITS}: 256 MB); proofs of billions of positions (7x9 former) gain from 28")
@@ -114,27 +117,25 @@ def main(argv=None) -> int:
     if not 9 <= args.table_bits <= 36:
         flags.fail(parser, f"--table-bits must be between 9 and 36 (2^36 entries: 512 GB), got {args.table_bits}")
 
+    source = "standard input" if args.boards == "-" else args.boards
     try:
         lines = read_text(args.boards, "board file").splitlines()
+        args.rules = args.rules or declared_rules(lines)
+        if args.rules not in CLICK_RULES:
+            raise ValueError(f"{source} declares rules={args.rules}; the exact solver plays {', '.join(CLICK_RULES)}")
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height)]
         if args.lines is not None:
-            missing = sorted(args.lines - {job[0] for job in jobs})
-            if missing:
-                raise ValueError(f"--lines: no board on line{'s' if len(missing) > 1 else ''} "
-                                 f"{', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''} "
-                                 f"of {args.boards}")
-            jobs = [job for job in jobs if job[0] in args.lines]
+            jobs = _pick_lines(jobs, args.lines, source)
         previous = recover_json_lines(args.out) if args.out != "-" else []
+        _check_resumable(previous, jobs, args.rules, args.out)
         # A board's last line is its result: a retry appends one, the unproven line stays as history.
         done = {record["line"] for record in previous
                 if not args.retry_unproven or record.get("optimal") or "error" in record}
     except ValueError as error:
         flags.fail(parser, str(error))
-    except KeyError:
-        flags.fail(parser, f"--out {args.out} holds JSON records that are not solver results")
     if not jobs:
-        flags.fail(parser, f"no boards in {'standard input' if args.boards == '-' else args.boards}")
+        flags.fail(parser, f"no boards in {source}")
     todo = [(*job, args.time_limit, args.node_limit, args.beam_width, args.rules,
              args.table_bits, args.checkpoint_dir, args.checkpoint_positions) for job in jobs if job[0] not in done]
     if args.checkpoint_dir:
@@ -169,6 +170,35 @@ def main(argv=None) -> int:
     if args.board_file:
         write_proven(recover_json_lines(args.out), jobs, args.board_file, args.rules)
     return 1 if errors else 0
+
+
+def _pick_lines(jobs, ranges, source):
+    """The jobs on ``ranges``' lines (``flags.line_ranges``); ValueError for a line or a
+    range that holds no board, which is a mistake, not a request for nothing."""
+    for low, high in ranges:
+        if not any(low <= job[0] <= high for job in jobs):
+            where = f"line {low}" if low == high else f"lines {low}-{high}"
+            raise ValueError(f"--lines: no board on {where} of {source}")
+    return [job for job in jobs if any(low <= job[0] <= high for low, high in ranges)]
+
+
+def _check_resumable(previous, jobs, rules, out):
+    """ValueError unless every record of ``--out`` is a solver result whose board and rules
+    are the ones on its line now: resuming another file's results, or another rule set's,
+    would skip boards and report their lengths as this file's."""
+    boards = {number: text for number, text, _, _ in jobs}
+    for index, record in enumerate(previous, start=1):
+        if not isinstance(record.get("line"), int) or not isinstance(record.get("board"), str):
+            raise ValueError(f"--out {out}:{index} is not a solver result (no line number and board); "
+                             "is it a file this program wrote? (nothing was changed)")
+        number = record["line"]
+        if number in boards and boards[number] != record["board"]:
+            raise ValueError(f"--out {out}:{index} holds another board for line {number} ({record['board']}, "
+                             f"the file has {boards[number]}): the results of another board file? "
+                             "use another --out")
+        if record.get("rules", rules) != rules:  # lines written before 0.2.21 carry no rules
+            raise ValueError(f"--out {out}:{index} was solved under --rules {record['rules']}, not {rules}: "
+                             "use another --out")
 
 
 def _remove_checkpoint(directory: str | None, number: int) -> None:

@@ -135,11 +135,12 @@ def _may_leave_finishable(move, colour, reach, moves, group_start, centre, geome
 
 
 @numba.njit(cache=True)
-def _relaxed_search(root, root_key, root_bound, centre, geometry, budget, table, scratch, deadline):
+def _relaxed_search(root, root_key, root_bound, centre, geometry, budget, table, scratch, deadline, work_limit):
     """FOUND when the relaxed half game ``root`` (its key and ``relaxed_colour_bound``
     given) can be cleared in ``budget`` clicks; EXHAUSTED when not (the table then holds the
     proof, ``2 * bound`` entries); OUT_OF_TIME once ``now() > deadline`` (``deadline <= 0``:
-    no limit), checked every 1024 positions entered, counted in ``work[0]`` across calls."""
+    no limit) or ``work[0]`` reaches ``work_limit`` (``<= 0``: none), checked every 1024
+    positions entered, counted in ``work[0]`` across calls."""
     boards, moves, move_colours, group_start, keys, state, work = scratch
     move_count, next_move, bounds, filtered = state[0], state[1], state[2], state[3]
     boards[0] = root
@@ -149,7 +150,8 @@ def _relaxed_search(root, root_key, root_bound, centre, geometry, budget, table,
     while True:
         # Enter the node at ``depth`` (its bound and table entry were checked by the caller).
         work[0] += 1
-        if (work[0] & 0x3FF) == 0 and deadline > 0.0 and now() > deadline:
+        if (work[0] & 0x3FF) == 0 and ((deadline > 0.0 and now() > deadline)
+                                       or (work_limit > 0 and work[0] >= work_limit)):
             return OUT_OF_TIME
         remaining = budget - depth
         node = boards[depth]
@@ -199,14 +201,15 @@ def _relaxed_search(root, root_key, root_bound, centre, geometry, budget, table,
 
 
 @numba.njit(cache=True)
-def _solve_half(half, side, geometry, cap, table, key, known, scratch, deadline):
+def _solve_half(half, side, geometry, cap, table, key, known, scratch, deadline, work_limit):
     centre = centre_column(side, geometry)
     colour_bound = relaxed_colour_bound(half, centre, geometry)
     if colour_bound == 0:
         return 0  # an empty half
     bound = max(colour_bound, known)
     while bound < cap:
-        status = _relaxed_search(half, key, colour_bound, centre, geometry, bound, table, scratch, deadline)
+        status = _relaxed_search(half, key, colour_bound, centre, geometry, bound, table, scratch, deadline,
+                                 work_limit)
         if status == OUT_OF_TIME:
             return -1
         if status == FOUND:
@@ -218,10 +221,11 @@ def _solve_half(half, side, geometry, cap, table, key, known, scratch, deadline)
 
 
 @numba.njit(cache=True, inline="always")
-def half_value(planes, side, geometry, cap, table, scratch, deadline=0.0):
+def half_value(planes, side, geometry, cap, table, scratch, deadline=0.0, work_limit=0):
     """The relaxed game of half ``side`` (0 left, 1 right) of ``planes``: its value, or a
     lower bound ``>= cap`` when that is larger; -1 when ``now()`` passed ``deadline``
-    (``<= 0``: none) first. Searches only as far as ``cap`` needs; ``table`` keeps what it
+    (``<= 0``: none) first, or the half positions searched so far (``scratch``'s counter)
+    reached ``work_limit`` (``<= 0``: none). Searches only as far as ``cap`` needs; ``table`` keeps what it
     finds; ``scratch`` comes from ``make_scratch``."""
     half = scratch[0][scratch[0].shape[0] - 1]
     for c in range(planes.shape[0]):
@@ -230,7 +234,7 @@ def half_value(planes, side, geometry, cap, table, scratch, deadline=0.0):
     entry = table_bound(table, key)
     if entry & 1 or entry >> 1 >= cap:
         return entry >> 1
-    return _solve_half(half, side, geometry, cap, table, key, entry >> 1, scratch, deadline)
+    return _solve_half(half, side, geometry, cap, table, key, entry >> 1, scratch, deadline, work_limit)
 
 
 @numba.njit(cache=True, inline="always")

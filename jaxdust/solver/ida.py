@@ -49,6 +49,11 @@ from jaxdust.solver.bitboard import (
 )
 from jaxdust.solver.table import table_bound, table_store
 
+# Under a node limit the half-game searches are capped too, at this many of their positions
+# per position of the limit (theirs are cheaper, and usually fewer, though one 8x6 board
+# under a limit of 3000 passed 64 each): without a cap a long single row, whose halves are
+# hard games of their own, searched for minutes within a limit of a thousand positions.
+HALF_WORK_PER_POSITION = 1024
 _COLOUR_SALT = U64(0x9E3779B97F4A7C15)
 _EDGE_SALT = U64(0xD1B54A32D192ED03)
 
@@ -307,7 +312,9 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     ``OUT_OF_TIME`` once ``time.perf_counter() > deadline`` (``deadline <= 0``: no limit) or
     ``nodes`` reaches ``node_limit`` (``<= 0``: no limit); ``nodes`` counts positions
     generated; the half-game bound's searches (``jaxdust.solver.halves``, with ``half_table`` and
-    ``scratch``) come on top of them and check the deadline themselves. ``prune=False``
+    ``scratch``) come on top of them, check the deadline themselves, and stop the search
+    too once their positions (counted across the calls that share ``scratch``) reach
+    ``HALF_WORK_PER_POSITION * node_limit``. ``prune=False``
     turns off that bound, the single-colour filter and the commuting-moves rule, leaving
     plain IDA* with the colour bound and the table (the reference the benchmark compares
     against).
@@ -458,7 +465,8 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
                     # than remaining - 1 clicks.
                     cap = remaining - only[1 - side]
                     if half_values[depth + 1, side] < cap:
-                        value = halves.half_value(child, side, geometry, cap, half_table, scratch, deadline)
+                        value = halves.half_value(child, side, geometry, cap, half_table, scratch, deadline,
+                                                  HALF_WORK_PER_POSITION * node_limit)
                         if value < 0:
                             return OUT_OF_TIME, nodes, 0
                         half_values[depth + 1, side] = value
