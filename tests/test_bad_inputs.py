@@ -21,7 +21,7 @@ from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
 from jaxdust.learn import cli as train_cli
-from jaxdust.learn import datasets
+from jaxdust.learn import datasets, dqn
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.solver import cli as solver_cli
 from jaxdust.solver import points as solver_points
@@ -403,6 +403,8 @@ API_CASES = [
     (lambda: jaxdust.beam_search(jnp.ones((8, 6)), width=2), "got dtype float32"),
     (lambda: jaxdust.beam_search(np.full((8, 6), 12), width=2), "holds 12"),
     (lambda: jaxdust.solve("1212"), "give its width and height"),
+    (lambda: dqn.DQNConfig(buffer_size=4096), "learning_starts .8192. cannot exceed buffer_size .4096."),
+    (lambda: dqn.DQNConfig(rewards=jaxdust.Rewards(click=0.0)), "click must be negative"),
     (lambda: benchmark.score("largest", benchmark.load_set("6x6x5", limit=3), limit=0, show=False),
      "limit must be a positive integer"),
     (lambda: jaxdust.DustEnv(max_clicks=0), "max_clicks"),

@@ -261,6 +261,9 @@ def test_imitation_splits_by_board_and_mirrors(beam_data):
     held_out = np.unique(beam_data.board_id)[-12:]
     assert validation.boards.shape[0] == np.isin(beam_data.board_id, held_out).sum()
     assert train.boards.shape[0] == 2 * (len(beam_data.boards) - validation.boards.shape[0])
+    too_large = dataclasses.replace(config, batch_size=train.boards.shape[0] + 1)  # not one batch: refused
+    with pytest.raises(ValueError, match=f"training split holds {train.boards.shape[0]} positions, fewer than"):
+        imitation.make_imitation(too_large, beam_data)
 
 
 @pytest.mark.slow
@@ -551,6 +554,10 @@ def test_trained_runs_play_through_evaluate(tmp_path, capsys, whole_dqn_run):
         evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"lookahead:{whole_dqn_run}",
                        "--out", str(tmp_path / "y")])
     assert "was trained on 8x6 boards; these are 6x6" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # colours past its one-hot input would read as blank cells
+        evaluate.main(["--random", "2", "--size", "8x6x9", "--agents", f"lookahead:{whole_dqn_run}",
+                       "--out", str(tmp_path / "z")])
+    assert "was trained on boards of 5 colours; these hold colour" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -717,3 +724,41 @@ def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
     assert equal_time.reusable(on_cpu, "wide", settings, cpu)
     assert not equal_time.reusable(on_cpu, "wide", settings, {**cpu, "cores": 4})
     assert not equal_time.reusable({k: v for k, v in on_cpu.items() if k != "hardware"}, "wide", settings, cpu)
+
+
+def test_a_loaded_imitation_runs_agents_value_boards_as_its_network_was_trained():
+    """The policy, scorer and evaluator a run is played with are built from the config's
+    network, prior included: a Former run's value starts at Former's heuristic (rule_prior),
+    so agents built without it would score every board by the dust game's instead."""
+    config = imitation.ImitationConfig(game=jaxdust.GameConfig(7, 9, 4, "former"), hidden=(16,))
+    learner = learners.get("imitation")
+    params = learner.template(config).params
+    boards = jax.vmap(lambda k: jaxdust.random_board(k, config.game))(jax.random.split(jax.random.key(3), 4))
+    logits, cost = config.network.apply(params, boards)
+    assert config.network.prior_rules == "former"
+    np.testing.assert_allclose(learner.scorer(config)(boards, params), cost, rtol=1e-6)
+    evaluated_cost, evaluated_logits = learner.evaluator(config)(boards, params)
+    np.testing.assert_allclose(evaluated_cost, cost, rtol=1e-6)
+    np.testing.assert_allclose(evaluated_logits, logits, rtol=1e-6)
+    dust_prior = dataclasses.replace(config, rule_prior=False).network.apply(params, boards)[1]
+    assert np.all(np.abs(np.asarray(dust_prior) - np.asarray(cost)) > 0.05)  # the prior matters
+    legal = np.asarray(boards[0]).reshape(-1) != 0
+    assert learner.policy(config)(jax.random.key(0), boards[0], params) == np.argmax(np.where(legal, logits[0], -np.inf))
+
+
+@pytest.mark.slow
+def test_a_start_refused_after_its_run_directory_was_written_needs_no_resume(tmp_path, capsys):
+    """Settings only the trainer can refuse (here a batch larger than the data's training
+    split) are found after the run directory's config.json is written: the refusal removes
+    it, so the corrected command starts the run (on the data already made) with no --resume."""
+    run_dir = tmp_path / "run"
+    argv = ["imitation", "--run-dir", str(run_dir), "--size", "6x6x5", "--epochs", "1", "--hidden", "8",
+            "--data-boards", "3", "--eval-boards", "4"]
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    assert "fewer than batch_size 256" in capsys.readouterr().err
+    assert not (run_dir / "config.json").exists() and (run_dir / "data").is_dir()
+    made = {path: path.stat().st_mtime_ns for path in (run_dir / "data").rglob("*") if path.is_file()}
+    summary = cli.main([*argv, "--batch-size", "8"])
+    assert summary["learner"] == "imitation" and (run_dir / "config.json").exists()
+    assert made and all(path.stat().st_mtime_ns == mtime for path, mtime in made.items())  # not made again

@@ -370,6 +370,9 @@ def _load_for(run: str, boards, context: Context):
                          f"{boards.shape[1]}x{boards.shape[2]}")
     if size.rules != context.rules:
         raise ValueError(f"{run} was trained on the {size.rules} rules; these boards are played under {context.rules}")
+    most = int(np.max(np.asarray(boards))) if boards.size else 0
+    if most > size.colors:  # its one-hot input would show those cells as blank
+        raise ValueError(f"{run} was trained on boards of {size.colors} colours; these hold colour {most}")
     return trained
 
 

@@ -48,12 +48,10 @@ class QScorer:
 class PolicyGreedy:
     """Click the legal cell with the highest policy logit (imitation network)."""
 
-    hidden: tuple[int, ...]
-    colors: int
-    features: bool = False
+    network: networks.PolicyValueNetwork
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
-        logits, _ = networks.PolicyValueNetwork(self.hidden, self.colors, self.features).apply(params, board[None])
+        logits, _ = self.network.apply(params, board[None])
         return networks.masked_argmax(logits[0], board.reshape(-1) != 0)
 
 
@@ -61,12 +59,10 @@ class PolicyGreedy:
 class ValueScorer:
     """The imitation network's cost-to-go head (0 for an empty board)."""
 
-    hidden: tuple[int, ...]
-    colors: int
-    features: bool = False
+    network: networks.PolicyValueNetwork
 
     def __call__(self, boards: jax.Array, params) -> jax.Array:
-        _, cost = networks.PolicyValueNetwork(self.hidden, self.colors, self.features).apply(params, boards)
+        _, cost = self.network.apply(params, boards)
         return jnp.where(jnp.any(boards != 0, axis=(1, 2)), cost, 0.0)
 
 
@@ -110,10 +106,8 @@ class PolicyValueEvaluator:
     """The imitation network (``PolicyValueNetwork``) as an evaluator of
     ``jaxdust.search.mcts``: its cost-to-go and its click logits."""
 
-    hidden: tuple[int, ...]
-    colors: int
-    features: bool = False
+    network: networks.PolicyValueNetwork
 
     def __call__(self, boards: jax.Array, params) -> tuple[jax.Array, jax.Array]:
-        logits, cost = networks.PolicyValueNetwork(self.hidden, self.colors, self.features).apply(params, boards)
+        logits, cost = self.network.apply(params, boards)
         return cost, logits

@@ -86,6 +86,11 @@ class DQNConfig:
             raise configs.FieldError("bootstrap", f"must be 'max' or 'mean', got {self.bootstrap!r}")
         if self.batch_size > self.buffer_size:
             raise configs.FieldError("batch_size", f"({self.batch_size}) cannot exceed buffer_size ({self.buffer_size})")
+        if self.learning_starts > self.buffer_size:  # the buffer never holds that many: no update would run
+            raise configs.FieldError("learning_starts", f"({self.learning_starts}) cannot exceed buffer_size "
+                                                        f"({self.buffer_size})")
+        if self.rewards.click >= 0:  # the values' scale in clicks divides by it (agents.QScorer)
+            raise configs.FieldError("rewards", f"click must be negative (a cost per click), got {self.rewards.click}")
         if self.backup not in ("sampled", "full"):
             raise configs.FieldError("backup", f"must be 'sampled' or 'full', got {self.backup!r}")
         if self.backup == "full" and (not self.mask_actions or self.bootstrap != "max" or self.target_mix != 1.0):

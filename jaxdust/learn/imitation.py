@@ -108,6 +108,9 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
     parameters replicated; the gradient mean becomes an all-reduce (data parallelism).
     """
     train, validation = split_dataset(data, config)
+    if train.boards.shape[0] < config.batch_size:
+        raise ValueError(f"the data set's training split holds {train.boards.shape[0]} positions, fewer than "
+                         f"batch_size {config.batch_size}: make more boards or lower --batch-size")
     if mesh is not None and config.batch_size % mesh.size:
         raise ValueError(f"batch_size {config.batch_size} must divide over {mesh.size} devices")
 

@@ -181,7 +181,9 @@ register(Learner(
     check=_check_imitation_data,
     template=lambda config: imitation.initial_state(config, jax.random.key(0)),
     params=lambda state: state.params,
-    policy=lambda config: agents.PolicyGreedy(tuple(config.hidden), config.game.colors, config.features),
-    scorer=lambda config: agents.ValueScorer(tuple(config.hidden), config.game.colors, config.features),
-    evaluator=lambda config: agents.PolicyValueEvaluator(tuple(config.hidden), config.game.colors, config.features),
+    # From the config's network, which carries its value's prior (rule_prior): the agents
+    # value positions as the network was trained to.
+    policy=lambda config: agents.PolicyGreedy(config.network),
+    scorer=lambda config: agents.ValueScorer(config.network),
+    evaluator=lambda config: agents.PolicyValueEvaluator(config.network),
 ))

@@ -180,6 +180,12 @@ class Run:
         self.elapsed_before = 0.0
         self.started = time.perf_counter()
 
+    def forget_config(self) -> None:
+        """Remove the ``config.json`` this run wrote, so that the directory no longer holds
+        a run (what else a failed start made, e.g. an imitation data set, a retry reuses)."""
+        if self.primary:
+            os.remove(os.path.join(self.directory, "config.json"))
+
     def restore(self, like, step=None):
         """Checkpoint ``step``, or the newest that can be read: newer damaged ones are set
         aside with a warning (their steps are redone, as are those after ``step``)."""
@@ -336,6 +342,8 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     try:
         trainer = learner.trainer(config, args, make_mesh(args.devices))
     except ValueError as error:
+        if not args.resume:  # a new run that never began: the corrected command needs no --resume
+            run.forget_config()
         raise RunError(str(error)) from None
     state = trainer.init(jax.random.key(args.seed))
     done = 0
