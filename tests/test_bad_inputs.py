@@ -461,3 +461,11 @@ API_CASES = [
 def test_library_entry_points_name_the_problem(call, word):
     with pytest.raises((ValueError, TypeError), match=word):
         call()
+
+
+def test_line_ranges_are_kept_as_ranges():
+    """``--lines 1-10000000000`` costs nothing: the solver picks lines by range, not from a set."""
+    from jaxdust.core import flags
+
+    assert flags.line_ranges("7,181-10000000000") == [(7, 7), (181, 10**10)]
+    assert solver_cli._pick_lines([(2, "x", 1, 1), (5, "y", 1, 1)], [(3, 10**12)], "f") == [(5, "y", 1, 1)]
