@@ -24,6 +24,8 @@ from jaxdust.learn import cli as train_cli
 from jaxdust.learn import datasets, dqn
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.solver import cli as solver_cli
+from jaxdust.solver import upper_bound
+from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver import points as solver_points
 
 BOARDS_FILE = os.path.join(board_io.BOARDS_DIR, "optimal_8x4x5.txt")
@@ -403,6 +405,8 @@ API_CASES = [
     (lambda: jaxdust.beam_search(jnp.ones((8, 6)), width=2), "got dtype float32"),
     (lambda: jaxdust.beam_search(np.full((8, 6), 12), width=2), "holds 12"),
     (lambda: jaxdust.solve("1212"), "give its width and height"),
+    (lambda: upper_bound.beam_clicks(np.ones((9, 8), np.int8), 4, 1), "bitboards hold at most 64 cells, got 9x8"),
+    (lambda: solve_dfs(np.ones((9, 8), np.int8), time_limit=None, node_limit=10), "at most 64 cells"),
     (lambda: dqn.DQNConfig(buffer_size=4096), "learning_starts .8192. cannot exceed buffer_size .4096."),
     (lambda: dqn.DQNConfig(rewards=jaxdust.Rewards(click=0.0)), "click must be negative"),
     (lambda: benchmark.score("largest", benchmark.load_set("6x6x5", limit=3), limit=0, show=False),

@@ -498,6 +498,7 @@ def test_a_killed_proof_resumes_to_the_uninterrupted_result(tmp_path, monkeypatc
     monkeypatch.setattr(progress, "save", save)
     saved = progress.load(path, board, rules)
     assert saved.budget and saved.nodes + saved.partial >= 3 * 5000  # mid-search, three slices in
+    assert saved.half_positions > 0  # the half-game searches' count, which a node limit caps, goes on from here
     resumed = solve(board, rules=rules, checkpoint=path, checkpoint_positions=5000)
     assert (resumed.clicks, resumed.length, resumed.lower_bound, resumed.nodes) == (
         whole.clicks, whole.length, whole.lower_bound, whole.nodes)
@@ -919,7 +920,7 @@ print(json.dumps({"cached": len(cached),
 def test_a_node_limit_caps_the_half_game_searches_too():
     """A long single row's halves are hard games of their own: their searches, uncounted
     by ``nodes``, once ran for minutes within ``node_limit=1000``. Their positions are
-    capped (``ida.HALF_WORK_PER_POSITION`` per position of the limit): a half search stops
+    capped (``api.HALF_POSITIONS_PER_POSITION`` per position of the limit, over the proof): a half search stops
     at its cap, in the same 1024-position steps as its deadline checks, and the solve
     returns its beam's line unproven."""
     row = np.array([[1 + x % 2] for x in range(52)], np.int8)

@@ -36,6 +36,12 @@ POSITIONS_PER_SECOND = 1_200_000
 # With a checkpoint, the progress is saved after every this many positions (minutes on a
 # 7x9 board; the save writes the table, up to gigabytes, in seconds).
 CHECKPOINT_POSITIONS = 500_000_000
+# Under a node limit the half-game searches are capped too, at this many of their positions
+# per position of the limit, over the whole proof (theirs are cheaper, and usually fewer,
+# though one 8x6 board under a limit of 3000 passed 64 each): without a cap a long single
+# row, whose halves are hard games of their own, searched for minutes within a limit of a
+# thousand positions.
+HALF_POSITIONS_PER_POSITION = 1024
 
 
 def initial_table_bits(cells: int) -> int:
@@ -140,7 +146,7 @@ def _compile_searches() -> None:
     beam_upper_bound(planes, geometry, 1, HEURISTIC_WEIGHTS, path, LOOKAHEAD_SHORTLIST)
     table = TranspositionTable(9)
     ida.bounded_search(planes, geometry, 3, table.entries, table.halves, halves.make_scratch(2, 2, 2),
-                         0.0, path, True, 0)
+                         0.0, path, True, 0, 0)  # every argument given: the signature solve calls
 
 
 def _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions) -> None:
@@ -234,6 +240,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     path = np.zeros(width * height, np.uint64)
     weights = heuristic_weights(rules)
     scratch = halves.make_scratch(colors, width, height)
+    half_positions = scratch[-1]  # the half-game searches' counter, over the whole proof
+    half_limit = 0 if node_limit is None else HALF_POSITIONS_PER_POSITION * node_limit
     if beam_width is None:
         beam_width = default_beam_width(width * height)
     earlier_seconds = 0.0  # of the calls before this one, for a resumed proof
@@ -243,6 +251,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         best_length, best_clicks, bound = resumed.best_length, resumed.best_clicks, resumed.bound
         nodes, widened, earlier_seconds = resumed.nodes, resumed.widened, resumed.seconds
         in_progress, partial = resumed.budget, resumed.partial
+        half_positions[0] = resumed.half_positions
     else:
         if beam_width > 0:
             best_length = beam_upper_bound(planes, geometry, beam_width, weights, path)
@@ -258,7 +267,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     def save_progress(budget: int, generated: int) -> None:
         progress.save(checkpoint, cells, rules, progress.Progress(
             bound, best_length, best_clicks, nodes, widened, budget, generated,
-            earlier_seconds + time.perf_counter() - start, table.entries, table.halves))
+            earlier_seconds + time.perf_counter() - start, table.entries, table.halves, int(half_positions[0])))
 
     while bound < best_length:
         if in_progress:  # resumed: its budget was chosen (and the table sized) before
@@ -302,7 +311,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
             sliced = checkpoint is not None and not 0 < budget_left <= checkpoint_positions
             status, generated, length = ida.bounded_search(
                 planes, geometry, budget, table.entries, table.halves, scratch, deadline, path, prune,
-                checkpoint_positions if sliced else budget_left,
+                checkpoint_positions if sliced else budget_left, half_limit,
             )
             searched += generated
             if status != ida.OUT_OF_TIME or not sliced or generated < checkpoint_positions \

@@ -73,8 +73,11 @@ def make_geometry(width: int, height: int, rules: str = "dust") -> Geometry:
 
 
 def to_planes(board: np.ndarray, colors: int) -> np.ndarray:
-    """int board ``[W, H]`` -> uint64 ``[colors]``."""
-    flat = np.asarray(board).reshape(-1)
+    """int board ``[W, H]`` -> uint64 ``[colors]``; ValueError past ``MAX_CELLS`` cells."""
+    board = np.asarray(board)
+    if board.size > MAX_CELLS:
+        raise ValueError(f"bitboards hold at most {MAX_CELLS} cells, got {'x'.join(map(str, board.shape))}")
+    flat = board.reshape(-1)
     planes = np.zeros(colors, np.uint64)
     for index, value in enumerate(flat):
         if value:

@@ -49,11 +49,6 @@ from jaxdust.solver.bitboard import (
 )
 from jaxdust.solver.table import table_bound, table_store
 
-# Under a node limit the half-game searches are capped too, at this many of their positions
-# per position of the limit (theirs are cheaper, and usually fewer, though one 8x6 board
-# under a limit of 3000 passed 64 each): without a cap a long single row, whose halves are
-# hard games of their own, searched for minutes within a limit of a thousand positions.
-HALF_WORK_PER_POSITION = 1024
 _COLOUR_SALT = U64(0x9E3779B97F4A7C15)
 _EDGE_SALT = U64(0xD1B54A32D192ED03)
 
@@ -304,7 +299,7 @@ def _colours_that_may_become_single(reach, colour, groups, group_start, planes, 
 
 @numba.njit(cache=True)
 def bounded_search(root, geometry, budget, table, half_table, scratch, deadline, path,
-                   prune=True, node_limit=0):
+                   prune=True, node_limit=0, half_limit=0):
     """Depth-first search for a solution of at most ``budget`` clicks.
 
     Returns ``(status, nodes, length)``: ``FOUND`` with the clicks' cluster masks in
@@ -313,8 +308,8 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
     ``nodes`` reaches ``node_limit`` (``<= 0``: no limit); ``nodes`` counts positions
     generated; the half-game bound's searches (``jaxdust.solver.halves``, with ``half_table`` and
     ``scratch``) come on top of them, check the deadline themselves, and stop the search
-    too once their positions (counted across the calls that share ``scratch``) reach
-    ``HALF_WORK_PER_POSITION * node_limit``. ``prune=False``
+    too once their positions (``scratch``'s counter, across the calls that share it) reach
+    ``half_limit`` (``<= 0``: no limit). ``prune=False``
     turns off that bound, the single-colour filter and the commuting-moves rule, leaving
     plain IDA* with the colour bound and the table (the reference the benchmark compares
     against).
@@ -466,7 +461,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
                     cap = remaining - only[1 - side]
                     if half_values[depth + 1, side] < cap:
                         value = halves.half_value(child, side, geometry, cap, half_table, scratch, deadline,
-                                                  HALF_WORK_PER_POSITION * node_limit)
+                                                  half_limit)
                         if value < 0:
                             return OUT_OF_TIME, nodes, 0
                         half_values[depth + 1, side] = value

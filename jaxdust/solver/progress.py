@@ -34,6 +34,7 @@ class Progress:
     seconds: float  # spent on the proof so far, over every call
     entries: np.ndarray  # the transposition table (``TranspositionTable.entries``)
     halves: np.ndarray  # and its half-game table
+    half_positions: int = 0  # searched by the half-game bound so far (a node limit caps them too)
 
 
 def save(path: str | os.PathLike, board: np.ndarray, rules: str, progress: Progress) -> None:
@@ -77,4 +78,5 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
         bound=meta["bound"], best_length=meta["best_length"], best_clicks=[tuple(c) for c in meta["best_clicks"]],
         nodes=meta["nodes"], widened=meta["widened"], budget=meta["budget"], partial=meta["partial"],
         seconds=meta["seconds"], entries=entries, halves=halves,
+        half_positions=meta.get("half_positions", 0),  # saved before 0.2.21: none counted
     )
