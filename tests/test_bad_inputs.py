@@ -224,6 +224,8 @@ FILE_CASES = [
     ("train", ["--run-dir", "{board file}"], ["--run-dir", "is a file"]),
     ("train", ["dqn", "--run-dir", "/proc/x/run"], ["--run-dir", "cannot create /proc/x/run", "takes no new folders"]),
     ("train", ["--run-dir", "{folder}/fresh", "--resume"], ["nothing to resume"]),
+    ("train", ["--run-dir", ""], ["--run-dir", "empty path"]),  # not the default runs/avi-0
+    ("evaluate", ["--out", " "], ["--out", "empty path"]),
     ("train", ["--hidden", "0,3"], ["--hidden", "positive integers"]),
     ("train", ["--policy-teacher", "beam"], ["--policy-teacher must be one of lines, mcts", "'beam'"]),
     ("train", ["--hidden", "wide"], ["--hidden", "'wide'"]),
@@ -252,6 +254,20 @@ def test_bad_files_agents_and_settings_are_named(cli, argv, words, bad_files, ca
     assert after == before  # a refused command changes no file it was given
 
 
+@pytest.mark.parametrize("command", [train_cli.run, evaluate.run, leaderboard.run, solver_cli.run])
+def test_ctrl_c_ends_a_command_with_one_line_and_status_130(command, monkeypatch, capsys):
+    def interrupted(argv=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command.__module__ + ".main", interrupted)
+    monkeypatch.setattr("jaxdust.core.compile_cache.enable", lambda: None)  # this process's JAX stays as it is
+    with pytest.raises(SystemExit) as ended:
+        command()
+    assert ended.value.code == 130
+    err = capsys.readouterr().err
+    assert err.startswith("\ninterrupted: ") and err.count("\n") == 2 and "Traceback" not in err
+
+
 def test_an_envs_default_leaderboard_leaves_out_the_searches_its_boards_are_too_large_for():
     for env_id, kept in [("Dust-10x10x5-v0", False), ("Former-7x9x4-v0", True), ("SameGame-15x15x5-v0", True)]:
         config = jaxdust.make(env_id).game
@@ -269,6 +285,7 @@ def test_the_solver_resumes_only_its_own_boards_and_rules(tmp_path, capsys):
     others.write_text("# width=3 height=2\n232322\n")
     out = tmp_path / "out.jsonl"
     assert solver_cli.main([str(boards), "--jobs", "1", "--out", str(out)]) == 0
+    capsys.readouterr()  # a loaded machine may take long enough loading the solver to say so
     written = out.read_bytes()
     assert json.loads(written)["rules"] == "dust" and json.loads(written)["length"] == 2
     line = refused("solver-file", [str(boards), "--rules", "former", "--out", str(out), "--board-file",
@@ -283,6 +300,7 @@ def test_the_solver_resumes_only_its_own_boards_and_rules(tmp_path, capsys):
     declared.write_text("# width=3 height=2 rules=former\n223322\n")
     out = tmp_path / "former.jsonl"
     assert solver_cli.main([str(declared), "--jobs", "1", "--out", str(out)]) == 0
+    capsys.readouterr()
     record = json.loads(out.read_text())
     assert (record["rules"], record["length"], record["optimal"]) == ("former", 3, True)
     (tmp_path / "points.txt").write_text("# width=3 height=2 rules=samegame\n223322\n")

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 import jaxdust
-from jaxdust.core import configs, play
+from jaxdust.core import configs, game, play
 from jaxdust.evaluation import baselines
 from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
@@ -219,14 +220,29 @@ def test_original_preset_reproduces_the_post():
 
 
 def test_make_train_is_seeded_and_vmaps_over_seeds():
-    config = dqn.DQNConfig(total_steps=32 * 20, **TINY)
+    config = dqn.DQNConfig(total_steps=32 * 25, **TINY)  # two chunks of 10 iterations and one of 5
     train = jax.jit(jax.vmap(dqn.make_train(config)))
     runners, metrics = train(jax.random.split(jax.random.key(0), 2))
     again, _ = train(jax.random.split(jax.random.key(0), 2))
     first = jax.tree.leaves(runners.train.params)[0]
     np.testing.assert_array_equal(first, jax.tree.leaves(again.train.params)[0])
     assert not np.array_equal(first[0], first[1])  # the two seeds learn differently
-    assert metrics.loss.shape == (2, 2) and np.all(np.isfinite(np.asarray(metrics.loss)))
+    assert metrics.loss.shape == (2, 3) and np.all(np.isfinite(np.asarray(metrics.loss)))
+    assert np.all(np.asarray(runners.iteration) == 25)  # what the schedules span, not two whole chunks
+
+
+@pytest.mark.slow
+def test_train_py_runs_a_last_shorter_chunk_as_make_train_does():
+    config = dqn.DQNConfig(total_steps=32 * 25, **TINY)
+    trainer = learners.get("dqn").trainer(config, types.SimpleNamespace(), None)
+    assert trainer.total == 3
+    runner = trainer.init(jax.random.key(0))
+    for index in range(1, trainer.total + 1):
+        runner, record = trainer.step(runner, index)
+    assert record["env_steps"] == 32 * 25
+    whole, _ = jax.jit(dqn.make_train(config))(jax.random.key(0))
+    for ours, theirs in zip(jax.tree.leaves(runner.train.params), jax.tree.leaves(whole.train.params)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow
@@ -551,9 +567,10 @@ def test_trained_runs_play_through_evaluate(tmp_path, capsys, whole_dqn_run):
         evaluate.main(["--limit", "4", "--agents", f"greedy:{tmp_path / 'missing'}", "--out", str(tmp_path / "x")])
     assert "not a train.py run directory" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"lookahead:{whole_dqn_run}",
+        evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"largest,lookahead:{whole_dqn_run}",
                        "--out", str(tmp_path / "y")])
-    assert "was trained on 8x6 boards; these are 6x6" in capsys.readouterr().err
+    # Refused with the flags, before the agents ahead of it play.
+    assert f"--agents: {whole_dqn_run} was trained on 8x6 boards; these are 6x6" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # colours past its one-hot input would read as blank cells
         evaluate.main(["--random", "2", "--size", "8x6x9", "--agents", f"lookahead:{whole_dqn_run}",
                        "--out", str(tmp_path / "z")])
@@ -576,8 +593,61 @@ def test_train_refuses_to_mix_runs(tmp_path, whole_dqn_run):
 def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_dqn_run):
     stopped = run_train(tmp_path / "run", "--minutes", "0.00001")
     assert "stopped after" in stopped.stdout and not (tmp_path / "run" / "summary.json").exists()
-    run_train(tmp_path / "run", "--resume")
+    # No flag but the run directory: its settings and its run flags (WHOLE_DQN's
+    # --eval-boards 16 --eval-every 2, not the defaults) come from its config.json.
+    subprocess.run([sys.executable, "train.py", "dqn", "--run-dir", str(tmp_path / "run"), "--resume"],
+                   capture_output=True, text=True, cwd=ROOT, check=True)
     assert comparable(tmp_path / "run") == comparable(whole_dqn_run)
+    assert json.load(open(tmp_path / "run" / "summary.json"))["eval_boards"] == 16
+
+
+def _write_run(directory, **run_flags):
+    os.makedirs(directory, exist_ok=True)
+    saved = {"learner": "imitation", "config": configs.to_json(imitation.ImitationConfig())}
+    with open(os.path.join(directory, "config.json"), "w") as handle:
+        json.dump({**saved, **({"run": run_flags} if run_flags else {})}, handle)
+
+
+def _settled(run_dir, *flags):
+    args = cli.build_parser().parse_args(["imitation", "--run-dir", str(run_dir), *flags])
+    return args, runs.settle_run_flags(learners.get("imitation"), args)
+
+
+def test_a_resumed_run_takes_its_own_run_flags_and_refuses_others(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    (data / "x").mkdir(parents=True)
+    args, kept = _settled(tmp_path / "new", "--seed", "3", "--eval-boards", "16", "--data", str(data))
+    assert kept == {"seed": 3, "eval_boards": 16, "eval_every": runs.RUN_FLAGS["eval_every"], "data": str(data),
+                    "data_boards": 30_000, "data_beam_width": 32}
+    _write_run(tmp_path / "run", **kept)
+    monkeypatch.chdir(tmp_path / "data" / "x")  # resumed from elsewhere: the data path still holds
+    args, again = _settled(tmp_path / "run", "--resume")
+    assert again == kept and (args.seed, args.eval_boards, args.data) == (3, 16, str(data))
+    _settled(tmp_path / "run", "--resume", "--seed", "3", "--data", "..")  # the same values given
+    for flags, named in ((["--seed", "4"], "--seed 4 is not the run's own (3"),
+                         (["--eval-every", "1"], "--eval-every 1 is not the run's own"),
+                         (["--data", str(data / "x")], f"--data {data / 'x'} is not the run's own")):
+        with pytest.raises(runs.RunError, match=re.escape(named)):
+            _settled(tmp_path / "run", "--resume", *flags)
+    _write_run(tmp_path / "legacy")  # written before run flags were kept: the flags given count
+    assert _settled(tmp_path / "legacy", "--resume", "--seed", "7")[1]["seed"] == 7
+
+
+def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path):
+    size = game.GameConfig(4, 3, 3)
+    made = DatasetConfig(size, boards=2, seed=1, labeller="beam", beam_width=2, shard_size=2)
+    make_dataset(str(tmp_path / "data"), made, progress=False)
+    shutil.copytree(tmp_path / "data", tmp_path / "copy")
+    make_dataset(str(tmp_path / "other"), dataclasses.replace(made, seed=2), progress=False)
+    _write_run(tmp_path / "run", seed=0, eval_boards=4, eval_every=1, data=str(tmp_path / "data"),
+               data_boards=30_000, data_beam_width=32)
+    assert _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "copy"))[0].data == str(tmp_path / "copy")
+    with pytest.raises(runs.RunError, match="is not the run's own"):
+        _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "other"))
+    shutil.rmtree(tmp_path / "data")
+    args, _ = _settled(tmp_path / "run", "--resume")
+    with pytest.raises(ValueError, match="is gone: pass --data"):
+        learners.get("imitation").check(imitation.ImitationConfig(game=size), args)
 
 
 def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):

@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import tempfile
+from typing import Any, Callable
 
 
 class Parser(argparse.ArgumentParser):
@@ -119,6 +121,7 @@ def positive_float(text: str) -> float:
 
 def input_file(text: str) -> str:
     """An existing regular file, or ``-`` for standard input."""
+    _not_empty(text)
     if text == "-":
         return text
     if not os.path.exists(text):
@@ -131,6 +134,7 @@ def input_file(text: str) -> str:
 
 
 def input_dir(text: str) -> str:
+    _not_empty(text)
     if not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"no such directory: {text}")
     return text
@@ -143,6 +147,7 @@ def output_file_or_stdout(text: str) -> str:
 
 def output_file(text: str) -> str:
     """A file to write (its folder is created when written); refused if it is a folder."""
+    _not_empty(text)
     if text == "-":
         raise argparse.ArgumentTypeError("must be a file name (- for standard output is not supported here)")
     if os.path.isdir(text):
@@ -152,9 +157,17 @@ def output_file(text: str) -> str:
 
 def output_dir(text: str) -> str:
     """A folder to write into (created when needed); refused if it is a file."""
+    _not_empty(text)
     if os.path.exists(text) and not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a file, not a directory")
     return _creatable(text, os.path.abspath(text))
+
+
+def _not_empty(text: str) -> None:
+    # "" would read as the current folder, or as the flag left out where its default is
+    # taken with `or` (train.py's --run-dir).
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path")
 
 
 def _creatable(text: str, folder: str) -> str:
@@ -175,3 +188,13 @@ def _creatable(text: str, folder: str) -> str:
 def fail(parser: argparse.ArgumentParser, message: str) -> None:
     """Exit 2 with ``prog: error: message``, as argparse does for a bad flag."""
     parser.exit(2, f"{parser.prog}: error: {message}\n")
+
+
+def run_command(main: Callable[[], Any], resumes: str) -> Any:
+    """``main()``, ended by Ctrl-C with one line saying what running the command again
+    keeps (``resumes``) and exit status 130, rather than a traceback from wherever it was."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {resumes}", file=sys.stderr)
+        raise SystemExit(130) from None

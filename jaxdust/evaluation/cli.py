@@ -166,7 +166,7 @@ def main(argv=None) -> dict:
         flags.fail(parser, f"--env plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
                            f"{width}x{height} ones")
     try:
-        registry.require_board_size(agents, rules, width, height)
+        registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0)
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
     max_clicks = args.max_clicks or width * height
@@ -303,4 +303,4 @@ def run() -> None:
     XLA keeps the programs it compiles on disk between runs (``jaxdust.core.compile_cache``).
     """
     compile_cache.enable()
-    main()
+    flags.run_command(main, "no output was left half-written; run the command again")

@@ -143,7 +143,7 @@ def main(argv=None) -> dict:
         try:  # every agent checked (a run directory read) before the first plays
             checked = registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
             if config is not None:
-                registry.require_board_size(checked, rules, config.width, config.height)
+                registry.require_playable(checked, rules, config.width, config.height, config.colors)
         except ValueError as error:
             parser.error(f"--entries/--runs: {error}")
     elif not args.solver_log:
@@ -248,7 +248,7 @@ def _kept_row(path: str, row_type, source: str | None = None):
 
 def _fits(entry: str, config) -> bool:
     try:
-        registry.require_board_size([entry], config.rules, config.width, config.height)
+        registry.require_playable([entry], config.rules, config.width, config.height, config.colors)
     except ValueError:
         return False
     return True
@@ -296,4 +296,4 @@ def run() -> None:
     XLA keeps the programs it compiles on disk between runs (``jaxdust.core.compile_cache``).
     """
     compile_cache.enable()
-    main()
+    flags.run_command(main, "the rows played so far are kept; the same command goes on from them")

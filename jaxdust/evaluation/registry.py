@@ -89,15 +89,30 @@ def _require_rules(agent: Agent, rules: str) -> None:
         raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")
 
 
-def require_board_size(names, rules: str, width: int, height: int) -> None:
+def require_playable(names, rules: str, width: int, height: int, colours: int | None = None) -> None:
     """ValueError naming the first agent of ``names`` that cannot play ``width x height``
-    boards under ``rules`` (the numba searches' bitboards hold 64 cells), so that a command
-    refuses before any agent has played, not after."""
+    boards (holding colours up to ``colours``, if given) under ``rules``: the numba
+    searches' bitboards hold 64 cells, and a run plays the size, rules and colours it was
+    trained on (read from its config.json). A command calls it so that it refuses before
+    any agent has played, not after."""
     for name in names:
         agent = parse_agent(name)[0]
         if rules in agent.bitboard_rules and width * height > MAX_CELLS:
             raise ValueError(f"agent {agent.name!r} plays boards of at most {MAX_CELLS} cells under the {rules} "
                              f"rules (numba bitboards), not {width}x{height}")
+        run = run_of(name)
+        if run is not None:
+            _require_trained_for(run, read_run_config(run)[1].game, rules, width, height, colours)
+
+
+def _require_trained_for(run: str, trained: game.GameConfig, rules: str, width: int, height: int,
+                         colours: int | None) -> None:
+    if (trained.width, trained.height) != (width, height):
+        raise ValueError(f"{run} was trained on {trained.width}x{trained.height} boards; these are {width}x{height}")
+    if trained.rules != rules:
+        raise ValueError(f"{run} was trained on the {trained.rules} rules; these boards are played under {rules}")
+    if colours is not None and colours > trained.colors:  # its one-hot input would show those cells as blank
+        raise ValueError(f"{run} was trained on boards of {trained.colors} colours; these hold colour {colours}")
 
 
 def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
@@ -138,7 +153,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
-    require_board_size([text], rules, *boards.shape[1:])
+    require_playable([text], rules, *boards.shape[1:])
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
     played = agent.play(settings, boards, context)
     if rules in game.CLICK_RULES:
@@ -361,18 +376,11 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
 
 
 def _load_for(run: str, boards, context: Context):
-    """The run, refused (ValueError) when its network was trained on another board size or
-    rule set."""
+    """The run, refused (ValueError) when its network was trained on another board size,
+    rule set or fewer colours."""
     trained = load_run(run)
-    size = trained.config.game
-    if (size.width, size.height) != tuple(boards.shape[1:]):
-        raise ValueError(f"{run} was trained on {size.width}x{size.height} boards; these are "
-                         f"{boards.shape[1]}x{boards.shape[2]}")
-    if size.rules != context.rules:
-        raise ValueError(f"{run} was trained on the {size.rules} rules; these boards are played under {context.rules}")
     most = int(np.max(np.asarray(boards))) if boards.size else 0
-    if most > size.colors:  # its one-hot input would show those cells as blank
-        raise ValueError(f"{run} was trained on boards of {size.colors} colours; these hold colour {most}")
+    _require_trained_for(run, trained.config.game, context.rules, *boards.shape[1:], most)
     return trained
 
 

@@ -288,7 +288,8 @@ def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
 
 
 def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
-    """``init(key) -> Runner`` and ``run_chunk(runner) -> (Runner, ChunkMetrics)``, jitted."""
+    """``init(key) -> Runner`` and ``run_chunk(runner, length=config.chunk_updates) ->
+    (Runner, ChunkMetrics)``, jitted (``length`` is static: a run's last chunk may be shorter)."""
     network = config.network
     size = config.game
     count, cells, slots = config.num_envs, size.num_cells, config.child_slots
@@ -425,16 +426,17 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         return runner, (loss, value_error, policy_loss, agreement, mean_target, line_capped, jnp.sum(finished),
                         jnp.sum(jnp.where(finished, length, 0)), expansion.dropped)
 
-    def run_chunk(runner: Runner) -> tuple[Runner, ChunkMetrics]:
+    def run_chunk(runner: Runner, length: int = config.chunk_updates) -> tuple[Runner, ChunkMetrics]:
         runner, (loss, value_error, policy_loss, agreement, target, line_capped, finished, clicks, dropped) = \
-            jax.lax.scan(iteration, runner, None, length=config.chunk_updates)
+            jax.lax.scan(iteration, runner, None, length=length)
         episodes = jnp.sum(finished)
         return runner, ChunkMetrics(jnp.mean(loss), jnp.mean(value_error), jnp.mean(policy_loss),
                                     jnp.mean(agreement), jnp.mean(target), jnp.mean(line_capped),
                                     episodes, jnp.sum(clicks) / jnp.maximum(episodes, 1), jnp.sum(dropped))
 
     if mesh is None:
-        return jax.jit(init), jax.jit(run_chunk, donate_argnums=0)
+        return jax.jit(init), jax.jit(run_chunk, donate_argnums=0, static_argnames="length")
     shardings = runner_sharding(jax.eval_shape(init, jax.random.key(0)), mesh)
     return (jax.jit(init, out_shardings=shardings),
-            jax.jit(run_chunk, in_shardings=(shardings,), out_shardings=(shardings, None), donate_argnums=0))
+            jax.jit(run_chunk, in_shardings=(shardings,), out_shardings=(shardings, None), donate_argnums=0,
+                    static_argnames="length"))

@@ -41,12 +41,19 @@ def build_parser() -> argparse.ArgumentParser:
         sub = subparsers.add_parser(name, help=learner.description)
         sub.add_argument("--run-dir", type=flags.output_dir, default=None, help=f"default: runs/{name}-<seed>")
         sub.add_argument("--resume", action="store_true",
-                         help="continue the run in --run-dir with its own settings (flags given must match them)")
+                         help="continue the run in --run-dir with its own settings and seed, evaluation "
+                              "and data flags (flags given must match them)")
         sub.add_argument("--resume-step", type=flags.positive_int, default=None, help="restore this checkpoint, not the newest (later ones are deleted: they are redone)")
-        sub.add_argument("--seed", type=flags.seed, default=0, help="seeds the run (default 0)")
+        # Run flags (runs.RUN_FLAGS) default to None: filled in with a resumed run's own or
+        # their defaults by runs.settle_run_flags.
+        sub.add_argument("--seed", type=flags.seed, default=None, help=f"seeds the run (default {runs.RUN_FLAGS['seed']})")
         sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) after this long")
-        sub.add_argument("--eval-boards", type=flags.positive_int, default=256, help="fixed random boards (not the evaluation set) on which progress is measured and best/ is picked (the newest checkpoint within a standard error of the best greedy play)")
-        sub.add_argument("--eval-every", type=flags.positive_int, default=5, help=f"{learner.unit}s between evaluations")
+        sub.add_argument("--eval-boards", type=flags.positive_int, default=None,
+                         help="fixed random boards (not the evaluation set) on which progress is measured and best/ "
+                              "is picked (the newest checkpoint within a standard error of the best greedy play; "
+                              f"default {runs.RUN_FLAGS['eval_boards']})")
+        sub.add_argument("--eval-every", type=flags.positive_int, default=None,
+                         help=f"{learner.unit}s between evaluations (default {runs.RUN_FLAGS['eval_every']})")
         sub.add_argument("--checkpoint-every", type=flags.positive_int, default=None,
                          help=f"{learner.unit}s between checkpoints (default: by the clock, see --checkpoint-seconds)")
         sub.add_argument("--checkpoint-seconds", type=flags.positive_float, default=None,
@@ -94,7 +101,8 @@ def main(argv=None) -> dict:
         jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     if args.devices is not None and args.devices > jax.local_device_count():
         flags.fail(parser, f"--devices {args.devices}: only {jax.local_device_count()} local device(s)")
-    args.run_dir = args.run_dir or os.path.join("runs", f"{args.learner}-{args.seed}")
+    seed = runs.RUN_FLAGS["seed"] if args.seed is None else args.seed
+    args.run_dir = args.run_dir or os.path.join("runs", f"{args.learner}-{seed}")
     try:
         config = configs.from_flags(args, runs.base_config(learner, args))
     except (ValueError, TypeError) as error:  # runs.RunError is a ValueError
@@ -115,4 +123,4 @@ def run() -> None:
     XLA keeps the programs it compiles on disk between runs (``jaxdust.core.compile_cache``).
     """
     compile_cache.enable()
-    main()
+    flags.run_command(main, "--resume (with the same --run-dir) continues from the last checkpoint")

@@ -320,4 +320,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(flags.run_command(main, "the same command goes on from the boards labelled so far"))

@@ -306,7 +306,8 @@ def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
 
 
 def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
-    """``init(key) -> Runner`` and ``run_chunk(runner) -> (Runner, ChunkMetrics)``, both jitted.
+    """``init(key) -> Runner`` and ``run_chunk(runner, length=config.chunk_iterations) ->
+    (Runner, ChunkMetrics)``, both jitted (``length`` is static: a run's last chunk may be shorter).
 
     With a ``mesh`` (axis ``data``), games and replay are split over its devices and the
     parameters replicated; XLA inserts the gradient all-reduce (data parallelism).
@@ -419,9 +420,9 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
                         jnp.float32(epsilon))
         return runner, step
 
-    def run_chunk(runner: Runner) -> tuple[Runner, ChunkMetrics]:
+    def run_chunk(runner: Runner, length: int = config.chunk_iterations) -> tuple[Runner, ChunkMetrics]:
         runner, (loss, q_mean, episodes, clicks, cleared, ready) = jax.lax.scan(
-            iteration, runner, None, length=config.chunk_iterations
+            iteration, runner, None, length=length
         )
         total = jnp.maximum(jnp.sum(episodes), 1)
         updates = jnp.maximum(jnp.sum(ready), 1)
@@ -433,19 +434,23 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
         )
 
     if mesh is None:
-        return jax.jit(init), jax.jit(run_chunk)
+        return jax.jit(init), jax.jit(run_chunk, static_argnames="length")
     shardings = runner_sharding(jax.eval_shape(init, jax.random.key(0)), mesh)
     return (jax.jit(init, out_shardings=shardings),
-            jax.jit(run_chunk, in_shardings=(shardings,), out_shardings=(shardings, None)))
+            jax.jit(run_chunk, in_shardings=(shardings,), out_shardings=(shardings, None), static_argnames="length"))
 
 
 def make_train(config: DQNConfig):
     """PureJaxRL's shape: ``train(key) -> (Runner, ChunkMetrics per chunk)`` in one jit,
     so ``jax.vmap(make_train(config))(keys)`` trains several seeds at once."""
     init, run_chunk = make_dqn(config)
-    chunks = max(1, config.iterations // config.chunk_iterations)
+    full, rest = divmod(config.iterations, config.chunk_iterations)  # as train.py runs them
 
     def train(key: jax.Array):
-        return jax.lax.scan(lambda runner, _: run_chunk(runner), init(key), None, length=chunks)
+        runner, metrics = jax.lax.scan(lambda runner, _: run_chunk(runner), init(key), None, length=full)
+        if rest:  # the last, shorter chunk
+            runner, last = run_chunk(runner, length=rest)
+            metrics = jax.tree.map(lambda whole, part: jnp.concatenate([whole, part[None]]), metrics, last)
+        return runner, metrics
 
     return train

@@ -43,6 +43,9 @@ class Learner:
     # (config, args) -> None, raising ValueError for settings it cannot run with: called
     # before the run directory is written, so a corrected command needs no --resume.
     check: Callable[[Any, argparse.Namespace], None] = lambda config, args: None
+    # Flags of add_arguments that shape what a run computes, with their defaults: kept in
+    # the run's config.json and taken from there on resume (runs.settle_run_flags).
+    run_flags: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 LEARNERS: dict[str, Learner] = {}
@@ -59,18 +62,22 @@ def get(name: str) -> Learner:
     return LEARNERS[name]
 
 
-def _lockstep_trainer(make, config, mesh, chunks: int, counters) -> Trainer:
+def _lockstep_trainer(make, config, mesh, iterations: int, chunk: int, counters) -> Trainer:
     """A learner whose ``make(config, mesh)`` gives ``init`` and ``run_chunk`` over
-    ``config.num_envs`` games in lockstep; ``counters(runner)`` go into every record."""
+    ``config.num_envs`` games in lockstep: ``iterations`` in all (what its schedules span),
+    in chunks of ``chunk`` and a shorter last one; ``counters(runner)`` go into every record."""
     if mesh is not None and config.num_envs % mesh.size:
         raise ValueError(f"--num-envs {config.num_envs} must divide over {mesh.size} devices")
     init, run_chunk = make(config, mesh)
 
     def step(runner, index):
-        runner, metrics = run_chunk(runner)
+        length = min(chunk, iterations - (index - 1) * chunk)
+        # Full chunks call it as everyone does: jit traces run_chunk(runner) and
+        # run_chunk(runner, length=chunk) apart, and would compile the same program twice.
+        runner, metrics = run_chunk(runner) if length == chunk else run_chunk(runner, length=length)
         return runner, {**counters(runner), **{k: float(v) for k, v in metrics._asdict().items()}}
 
-    return Trainer(init, step, max(1, chunks), counters)
+    return Trainer(init, step, -(-iterations // chunk), counters)
 
 
 # ---------------------------------------------------------------------------------------
@@ -82,7 +89,7 @@ def _avi_trainer(config: avi.AVIConfig, args, mesh) -> Trainer:
     if mesh is not None and config.boards_in_play % mesh.size:  # each device holds whole beams
         raise ValueError(f"{config.boards_in_play} boards in play (--num-envs {config.num_envs} / --beam-width "
                          f"{config.beam_width}) must divide over {mesh.size} devices")
-    return _lockstep_trainer(avi.make_avi, config, mesh, config.total_updates // config.chunk_updates,
+    return _lockstep_trainer(avi.make_avi, config, mesh, config.total_updates, config.chunk_updates,
                              lambda runner: {"updates": int(runner.update),
                                              "positions": int(runner.update) * config.num_envs})
 
@@ -109,7 +116,7 @@ register(Learner(
 
 
 def _dqn_trainer(config: dqn.DQNConfig, args, mesh) -> Trainer:
-    return _lockstep_trainer(dqn.make_dqn, config, mesh, config.iterations // config.chunk_iterations,
+    return _lockstep_trainer(dqn.make_dqn, config, mesh, config.iterations, config.chunk_iterations,
                              lambda runner: {"env_steps": int(runner.iteration) * config.num_envs})
 
 
@@ -133,17 +140,25 @@ register(Learner(
 # ---------------------------------------------------------------------------------------
 
 
+IMITATION_RUN_FLAGS = {"data": None, "data_boards": 30_000, "data_beam_width": 32}
+
+
 def _imitation_arguments(parser: argparse.ArgumentParser) -> None:
+    # Defaults None, filled in by runs.settle_run_flags: a resumed run's own, else these.
     parser.add_argument("--data", type=flags.input_dir, default=None,
-                        help="a jaxdust.learn.datasets directory (default: make one)")
-    parser.add_argument("--data-boards", type=flags.positive_int, default=30_000, help="boards to label when making data")
-    parser.add_argument("--data-beam-width", type=flags.positive_int, default=32, help="beam width of those labels")
+                        help="a jaxdust.learn.datasets directory (default: make one in RUN_DIR/data)")
+    parser.add_argument("--data-boards", type=flags.positive_int, default=None,
+                        help=f"boards to label when making data (default {IMITATION_RUN_FLAGS['data_boards']})")
+    parser.add_argument("--data-beam-width", type=flags.positive_int, default=None,
+                        help=f"beam width of those labels (default {IMITATION_RUN_FLAGS['data_beam_width']})")
 
 
 def _check_imitation_data(config: imitation.ImitationConfig, args) -> None:
     if not args.data and jax.process_count() > 1:  # every process would make it, into one directory
         raise ValueError("over several processes (--distributed), make the data first "
                          "(python -m jaxdust.learn.datasets) and pass --data")
+    if args.data and not os.path.isdir(args.data):  # a resumed run's, moved or deleted since
+        raise ValueError(f"the run's data set {args.data} is gone: pass --data with a copy of it")
     if args.data:
         made = dataset_config(args.data).game
         if made != config.game:
@@ -179,6 +194,7 @@ register(Learner(
     add_arguments=_imitation_arguments,
     trainer=_imitation_trainer,
     check=_check_imitation_data,
+    run_flags=IMITATION_RUN_FLAGS,
     template=lambda config: imitation.initial_state(config, jax.random.key(0)),
     params=lambda state: state.params,
     # From the config's network, which carries its value's prior (rule_prior): the agents

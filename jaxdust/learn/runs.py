@@ -126,6 +126,69 @@ def base_config(learner: learners.Learner, args):
     return learner.presets[args.preset or "default"]
 
 
+# Flags beyond the config that shape what a run computes (its seed; the boards, and the
+# steps, on which it is evaluated and best/ is picked), with their defaults; a learner adds
+# its own (``Learner.run_flags``: an imitation run's data). config.json keeps them under
+# "run", so that a resumed run goes on with them: ``settle_run_flags``.
+RUN_FLAGS = {"seed": 0, "eval_boards": 256, "eval_every": 5}
+
+
+def settle_run_flags(learner: learners.Learner, args) -> dict:
+    """Fill in ``args``' run flags (``RUN_FLAGS`` and ``learner.run_flags``) that were left
+    out (None): with ``args.resume``, the run's own from its config.json, else the defaults.
+    Returns them as config.json keeps them (a data directory as an absolute path).
+
+    A run whose config.json has no "run" (written before jaxdust 0.2.22) takes the flags
+    given, as then.
+
+    Raises:
+      RunError: for a flag given that differs from the resumed run's (one line, naming it).
+    """
+    defaults = {**RUN_FLAGS, **learner.run_flags}
+    saved = _saved_run_flags(args.run_dir) if args.resume else {}
+    for name, default in defaults.items():
+        given = getattr(args, name, None)
+        if name in saved:
+            if given is not None and not _same_run_flag(name, given, saved[name]):
+                flag = "--" + name.replace("_", "-")
+                raise RunError(f"{flag} {given} is not the run's own ({saved[name]}, in {args.run_dir}/config.json): "
+                               f"leave {flag} out to resume the run as it was started, or use another --run-dir")
+            if given is None:  # one given is kept: a copy of the run's data set, say
+                setattr(args, name, saved[name])
+        elif given is None:
+            setattr(args, name, default)
+    return {name: os.path.abspath(value) if name in DIRECTORY_FLAGS and value else value
+            for name, value in ((name, getattr(args, name)) for name in defaults)}
+
+
+DIRECTORY_FLAGS = ("data",)  # kept as absolute paths: a run may be resumed from another folder
+
+
+def _saved_run_flags(directory: str) -> dict:
+    try:
+        with open(os.path.join(directory, "config.json")) as handle:
+            saved = json.load(handle).get("run", {})
+    except (OSError, ValueError, AttributeError):
+        return {}  # no run there, or not one: Run names the problem
+    return saved if isinstance(saved, dict) else {}
+
+
+def _same_run_flag(name: str, given, saved) -> bool:
+    if name not in DIRECTORY_FLAGS:
+        return given == saved
+    if saved is None:  # the run made its own data (in RUN_DIR/data)
+        return False
+    # The same folder, or a copy of it made with the same settings (a data set is
+    # determined by them): the run may be resumed on another machine.
+    if os.path.realpath(given) == os.path.realpath(saved):
+        return True
+    from jaxdust.learn.datasets import dataset_config
+    try:
+        return dataset_config(given) == dataset_config(saved)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def upgrade(learner: learners.Learner):
     """``Checkpoints``' ``upgrade`` for ``learner``'s runs: a saved ``{"learner", "config"}``
     as this version writes it, each config field added since it was saved at its default or
@@ -145,8 +208,10 @@ class Run:
     """Checkpoints, the metrics log and the wall clock of one run directory."""
 
     def __init__(self, directory: str, learner: learners.Learner, config, resume: bool,
-                 tensorboard: bool = False):
+                 tensorboard: bool = False, run_flags: dict | None = None):
         self.directory = directory
+        # What every checkpoint is saved with and compared to on restore: the run flags
+        # stay out of it, so checkpoints of runs from before they were kept still restore.
         self.saved = {"learner": learner.name, "config": configs.to_json(config)}
         existing = os.path.exists(os.path.join(directory, "config.json"))
         if existing and not resume:
@@ -167,7 +232,8 @@ class Run:
         os.makedirs(directory, exist_ok=True)
         if self.primary:
             files.remove_leftover_temporaries(directory)
-            files.atomic_write_json(os.path.join(directory, "config.json"), self.saved)
+            files.atomic_write_json(os.path.join(directory, "config.json"),
+                                    {**self.saved, **({"run": run_flags} if run_flags else {})})
         self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"), upgrade=upgrade(learner))
         # Models are selected by value-greedy play on the evaluation boards (keep_if_best):
         # the selected state is kept apart from the newest (which resume continues from).
@@ -333,12 +399,14 @@ CHECKPOINT_SECONDS = 30.0
 def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, object]:
     """What ``train`` begins from: the run directory, the learner's trainer, the number of
     chunks already done and the state (fresh, or the checkpoint ``args.resume`` finds).
-    Raises RunError before any file is written for settings the learner cannot run with."""
+    ``args``' run flags left out are filled in (``settle_run_flags``). Raises RunError
+    before any file is written for settings the learner cannot run with."""
+    run_flags = settle_run_flags(learner, args)
     try:
         learner.check(config, args)
     except ValueError as error:
         raise RunError(str(error)) from None
-    run = Run(args.run_dir, learner, config, args.resume, getattr(args, "tensorboard", False))
+    run = Run(args.run_dir, learner, config, args.resume, getattr(args, "tensorboard", False), run_flags)
     try:
         trainer = learner.trainer(config, args, make_mesh(args.devices))
     except ValueError as error:

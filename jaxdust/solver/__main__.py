@@ -1,7 +1,5 @@
 """``python -m jaxdust.solver``: see ``jaxdust.solver.cli``."""
 
-import sys
+from jaxdust.solver.cli import run
 
-from jaxdust.solver.cli import main
-
-sys.exit(main())
+run()

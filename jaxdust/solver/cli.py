@@ -226,6 +226,9 @@ def write_proven(records, jobs, path, rules: str = "dust") -> None:
     atomic_write_bytes(path, (header + "".join(f"{r['board']} {r['length']}\n" for r in proven)).encode())
 
 
+INTERRUPTED = "with --out, the same command goes on from the boards solved (and, with --checkpoint-dir, from the proof under way)"
+
+
 def run() -> None:
     """The installed command's entry point (``jaxdust-solve``): exits with ``main``'s status."""
-    raise SystemExit(main())
+    raise SystemExit(flags.run_command(main, INTERRUPTED))
