@@ -225,6 +225,8 @@ FILE_CASES = [
     ("train", ["dqn", "--run-dir", "/proc/x/run"], ["--run-dir", "cannot create /proc/x/run", "takes no new folders"]),
     ("train", ["--run-dir", "{folder}/fresh", "--resume"], ["nothing to resume"]),
     ("train", ["--run-dir", ""], ["--run-dir", "empty path"]),  # not the default runs/avi-0
+    ("train", ["imitation", "--data", "{folder}", "--data-boards", "5"], ["--data-boards and --data-beam-width make"]),
+    ("train", ["imitation", "--data", "{board file}"], ["--data", "is a file, not a directory"]),
     ("evaluate", ["--out", " "], ["--out", "empty path"]),
     ("train", ["--hidden", "0,3"], ["--hidden", "positive integers"]),
     ("train", ["--policy-teacher", "beam"], ["--policy-teacher must be one of lines, mcts", "'beam'"]),
@@ -476,7 +478,42 @@ API_CASES = [
     (lambda: render.board_svg([[1, 2], [3, 0]], cell_size=0), "cell_size must be an integer >= 4"),
     (lambda: render.board_svg([[1, 2], [3, 0]], highlight=np.ones((3, 3))), r"highlight of shape \(3, 3\)"),
     (lambda: render.game_gif([[[1, 2], [3, 0]]], milliseconds=-5), "milliseconds must be a positive integer"),
+    (lambda: render.board_letters(np.full((2, 2), 1.7)), "board_letters: a board holds integer colours"),
+    (lambda: render.BoardView(np.full((2, 2), 1.7)), "BoardView: a board holds integer colours"),
+    (lambda: jaxdust.click(jnp.ones((4, 3), jnp.int8), 1.0, 0), "click: x must be an integer"),
+    (lambda: jaxdust.click_action(jnp.ones((4, 3), jnp.int8), jnp.float32(3)), "click_action: action must be an integer"),
+    (lambda: jaxdust.click(jnp.ones((2, 4, 3), jnp.int8), 0, 0), r"click takes one board \[W, H\], got shape \(2, 4, 3\)"),
+    (lambda: jaxdust.click(jnp.ones((0, 0), jnp.int8), 0, 0), r"click takes one board \[W, H\], got shape \(0, 0\)"),
+    (lambda: jaxdust.cluster_sizes(jnp.ones((2, 4, 3), jnp.int8)), r"cluster_sizes takes one board .*jax.vmap"),
+    (lambda: _env_step(3.7), "env.step: the action must be an integer"),
+    (lambda: _env_step([1, 2]), r"env.step takes one state and one action .* action \(2,\)"),
+    (lambda: _env_step(1, batched=True), r"got board \(2, 4, 3\).*jax.vmap\(env.step\)"),
+    (lambda: play_boards(jnp.ones((4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9),
+     r"takes a batch of boards \[N, W, H\], got shape \(4, 3\) \(one board: boards\[None\]\)"),
+    (lambda: play_boards(jnp.ones((1, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 0),
+     "max_clicks must be a positive integer, got 0"),
+    (lambda: play_boards(np.full((1, 4, 3), 1.5), baselines.largest_cluster, jax.random.key(0), 9), "must hold integers"),
 ]
+
+
+def _env_step(action, batched=False):
+    env = jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3))
+    state, _ = env.reset(jax.random.key(0))
+    if batched:
+        state = jax.tree.map(lambda leaf: jnp.stack([leaf, leaf]), state)
+    return env.step(state, action)
+
+
+def test_indices_beyond_int32_stay_off_the_board():
+    """A numpy int64 of 2**32 would wrap round to int32 0, a cell: clipped, it removes nothing."""
+    board = jnp.ones((4, 3), jnp.int8)
+    for action in (np.int64(2**32), 2**40, np.int64(-2**32)):
+        assert int(jaxdust.click_action(board, action)[1]) == 0
+        assert int(jaxdust.click(board, action, 0)[1]) == 0
+    env = jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3))
+    state, _ = env.reset(jax.random.key(0))
+    after, step = env.step(state, np.int64(2**32))
+    assert float(step.reward) == env.rewards.empty_click and np.array_equal(after.board, state.board)
 
 
 @pytest.mark.parametrize("call, word", API_CASES, ids=[w for _, w in API_CASES])

@@ -59,6 +59,18 @@ def test_replay_clears_a_board_with_the_reference_solution():
     assert bool(jaxdust.is_done(final))
 
 
+def test_a_searchs_flat_actions_replay_and_score_as_its_length():
+    """beam_search and play_boards give flat actions x * H + y padded with -1; replay and
+    score take them as they are, as a list of ints too, and a padded line ends at its first -1."""
+    found = jaxdust.beam_search(jaxdust.parse_board(TEXT), 8, max_clicks=48)
+    length = int(found.length)
+    assert np.asarray(found.actions)[length] == -1
+    assert jaxdust.score(TEXT, found.actions) == length
+    pairs = [divmod(int(a), 6) for a in np.asarray(found.actions)[:length]]
+    assert jaxdust.score(TEXT, pairs) == jaxdust.score(TEXT, np.asarray(found.actions)[:length].tolist()) == length
+    assert jaxdust.replay(TEXT, found.actions[:2])[1] == 2
+
+
 @pytest.mark.parametrize(
     "clicks, message",
     [

@@ -2,15 +2,19 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
+import types
 
 import numpy as np
 import pytest
 
 from jaxdust.core.game import GameConfig
-from jaxdust.learn import datasets
+from jaxdust.learn import datasets, learners
+from jaxdust.learn.imitation import ImitationConfig
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
 from jaxdust.solver.api import solve
 from jaxdust.core import reference as ref
@@ -70,9 +74,58 @@ def test_positions_are_unique_up_to_the_mirror(small_set):
     assert len(keys) < total
 
 
-def test_settings_must_match_an_existing_run(small_set):
-    with pytest.raises(ValueError, match="choose another --out"):
+def test_settings_must_match_an_existing_run(small_set, tmp_path):
+    with pytest.raises(ValueError, match=r"made with other settings \(seed 7, not 8\)"):
         make_dataset(small_set[0], DatasetConfig(**{**SMALL.__dict__, "seed": 8}), progress=False)
+    # A journal whose manifest is gone holds boards labelled under unknown settings: its
+    # clicks replayed on another seed's boards would be labels that break the rules.
+    shutil.copy(os.path.join(small_set[0], "journal.jsonl"), tmp_path)
+    with pytest.raises(ValueError, match="journal.jsonl but no manifest.json"):
+        make_dataset(str(tmp_path), DatasetConfig(**{**SMALL.__dict__, "seed": 8}), progress=False)
+
+
+def test_a_damaged_shard_is_named_and_made_again_from_the_journal(tmp_path, small_set, capsys):
+    directory = tmp_path / "set"
+    shutil.copytree(small_set[0], directory)
+    with open(directory / "shard-00002.npz", "r+b") as handle:
+        handle.truncate(100)
+    with pytest.raises(ValueError, match="shard-00002.npz cannot be read .*to make it again"):
+        load_dataset(str(directory))
+    (directory / "shard-00004.npz").unlink()
+    make_dataset(str(directory), SMALL, progress=False)
+    assert "shard-00002.npz cannot be read" in capsys.readouterr().err
+    assert directory_bytes(directory) == directory_bytes(small_set[0])
+
+
+def test_an_unfinished_set_is_refused_where_finished_ones_are_needed(tmp_path, small_set):
+    directory = tmp_path / "part"
+    shutil.copytree(small_set[0], directory)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["shards"] = manifest["shards"][:3]
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    assert datasets.shards_done(str(directory)) == (3, 5)
+    assert len(load_dataset(str(directory)).boards) < len(small_set[1].boards)  # what is there, if asked
+    with pytest.raises(ValueError, match=r"is not finished \(3 of 5 shards\)"):
+        load_dataset(str(directory), finished=True)
+    args = types.SimpleNamespace(data=str(directory))
+    with pytest.raises(ValueError, match=r"is not finished \(3 of 5 shards\)"):
+        learners.get("imitation").check(ImitationConfig(game=SMALL.game), args)
+    (directory / "manifest.json").write_text("[]")
+    with pytest.raises(ValueError, match="is not a data set's manifest"):
+        load_dataset(str(directory))
+
+
+def test_settings_a_labeller_does_not_use_and_sizes_past_memory_are_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        datasets.main(["--out", str(tmp_path / "x"), "--beam-width", "8"])
+    assert "--beam-width is not used by the exact labeller" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        datasets.main(["--out", str(tmp_path / "x"), "--labeller", "beam", "--node-limit", "8"])
+    assert "--node-limit is not used by the beam labeller" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="boards must be at most 10,000,000"):
+        DatasetConfig(boards=10**9)
+    with pytest.raises(ValueError, match="beam_width must be at most 65,536"):
+        DatasetConfig(beam_width=10**12)
 
 
 def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, small_set):
@@ -184,3 +237,43 @@ def test_mirror_images_are_one_sample_only_where_they_play_alike():
         config = imitation.ImitationConfig(game=GameConfig(5, 4, 3, rules), hidden=(8,), validation_share=0.25)
         train, validation = imitation.split_dataset(fake, config)
         assert (len(train.boards), len(validation.boards)) == (6 if mirrored else 3, 1)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux's")
+def test_workers_die_with_a_parent_killed_outright():
+    """kill -9 of a maker run with --jobs 2 left its idle workers (300 MB each) behind."""
+    script = "import time; from jaxdust.core.processes import ordered_map; list(ordered_map(time.sleep, [120] * 4, 2))"
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 120
+    while len(workers := _children_running(parent.pid, "spawn_main")) < 2:
+        assert time.monotonic() < deadline and parent.poll() is None, "the workers never started"
+        time.sleep(0.2)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, "workers outlived their parent"
+        time.sleep(0.2)
+
+
+def _children_running(parent: int, marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                command = handle.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and marker.encode() in command:
+            found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has died
+    except OSError:
+        return False

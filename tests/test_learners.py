@@ -618,7 +618,7 @@ def test_a_resumed_run_takes_its_own_run_flags_and_refuses_others(tmp_path, monk
     (data / "x").mkdir(parents=True)
     args, kept = _settled(tmp_path / "new", "--seed", "3", "--eval-boards", "16", "--data", str(data))
     assert kept == {"seed": 3, "eval_boards": 16, "eval_every": runs.RUN_FLAGS["eval_every"], "data": str(data),
-                    "data_boards": 30_000, "data_beam_width": 32}
+                    "data_boards": 30_000, "data_beam_width": 32, "data_settings": None}
     _write_run(tmp_path / "run", **kept)
     monkeypatch.chdir(tmp_path / "data" / "x")  # resumed from elsewhere: the data path still holds
     args, again = _settled(tmp_path / "run", "--resume")
@@ -631,6 +631,9 @@ def test_a_resumed_run_takes_its_own_run_flags_and_refuses_others(tmp_path, monk
             _settled(tmp_path / "run", "--resume", *flags)
     _write_run(tmp_path / "legacy")  # written before run flags were kept: the flags given count
     assert _settled(tmp_path / "legacy", "--resume", "--seed", "7")[1]["seed"] == 7
+    _write_run(tmp_path / "own", **{**kept, "data": None})  # it made its data in RUN_DIR/data
+    (tmp_path / "own" / "data").mkdir()
+    assert _settled(tmp_path / "own", "--resume", "--data", str(tmp_path / "own" / "data"))[0].data
 
 
 def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path):
@@ -639,12 +642,15 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
     make_dataset(str(tmp_path / "data"), made, progress=False)
     shutil.copytree(tmp_path / "data", tmp_path / "copy")
     make_dataset(str(tmp_path / "other"), dataclasses.replace(made, seed=2), progress=False)
-    _write_run(tmp_path / "run", seed=0, eval_boards=4, eval_every=1, data=str(tmp_path / "data"),
-               data_boards=30_000, data_beam_width=32)
+    args, kept = _settled(tmp_path / "new", "--data", str(tmp_path / "data"))
+    assert kept["data_settings"] == configs.to_json(made)
+    _write_run(tmp_path / "run", **kept)
     assert _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "copy"))[0].data == str(tmp_path / "copy")
     with pytest.raises(runs.RunError, match="is not the run's own"):
         _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "other"))
-    shutil.rmtree(tmp_path / "data")
+    shutil.rmtree(tmp_path / "data")  # moved away: a copy is still known by the settings kept
+    assert _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "copy"))[1]["data_settings"] == \
+        kept["data_settings"]
     args, _ = _settled(tmp_path / "run", "--resume")
     with pytest.raises(ValueError, match="is gone: pass --data"):
         learners.get("imitation").check(imitation.ImitationConfig(game=size), args)

@@ -279,9 +279,26 @@ def read_board_lines(lines: Sequence[str], source: str, width: int | None = None
     return records
 
 
+def _as_pairs(clicks, height: int):
+    """``clicks`` as ``(x, y)`` pairs: flat actions ``x * height + y`` (a 1-D integer array
+    or a list of ints, as ``beam_search``, ``points_beam`` and ``play_boards`` give them,
+    the line ending at the first negative: their padding) become pairs; anything else is
+    taken as pairs, to be checked click by click."""
+    if isinstance(clicks, (np.ndarray, jax.Array)) or (
+            isinstance(clicks, list) and clicks and all(game.is_integer(c) for c in clicks)):
+        flat = np.asarray(clicks)
+        if flat.ndim == 1 and flat.dtype != bool and np.issubdtype(flat.dtype, np.integer):
+            ended = np.flatnonzero(flat < 0)
+            return [divmod(int(a), height) for a in flat[: ended[0] if len(ended) else len(flat)]]
+    return clicks
+
+
 def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust",
               wasted: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Every position of a game played under ``rules`` and the cluster each click removes.
+
+    ``clicks`` are ``(x, y)`` pairs, or flat actions ``x * H + y`` as the batched searches
+    and ``play_boards`` return them (a 1-D array padded with -1 after the end).
 
     Args:
       wasted: take a click on an empty cell or on a group smaller than the rules allow as
@@ -302,7 +319,7 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust",
     width, height = board.shape
     smallest = game.rules_of(rules).min_group
     boards, clusters = [np.asarray(board)], []
-    for step, click in enumerate(clicks):
+    for step, click in enumerate(_as_pairs(clicks, height)):
         try:  # integers only (operator.index): 0.9 is not cell 0, nor "00" the click (0, 0)
             if isinstance(click, (str, bytes)):
                 raise TypeError

@@ -165,7 +165,9 @@ class DustEnv:
         """A first state: a random board from ``key``, or the given ``board``, integer
         ``[W, H]`` of this env's size (held as int8). Its shape and dtype are checked always,
         its colours (0 to ``colors``) where it is not traced; ``parse_board`` checks that a
-        board is settled.
+        board is settled (a board given here is taken as it is). ``key`` is split first,
+        one half for the board and one kept in the state (auto-reset's next boards), so
+        the board is not ``random_board(key)``.
 
         Raises:
           ValueError: a board of another shape, or a colour outside 0..colors.
@@ -195,6 +197,8 @@ class DustEnv:
         return board.astype(game.BOARD_DTYPE)
 
     def reset(self, key: jax.Array, board: jax.Array | None = None) -> tuple[State, TimeStep]:
+        """The first state (``init``: a random board from ``key``, or ``board``) and its
+        ``FIRST`` timestep."""
         state = self.init(key, board)
         timestep = TimeStep(
             step_type=jnp.int8(StepType.FIRST),
@@ -206,17 +210,28 @@ class DustEnv:
         return state, timestep
 
     def step(self, state: State, action: jax.Array) -> tuple[State, TimeStep]:
-        """One click. Under ``jax.vmap`` the whole batch is stepped at once by ``step_batch``."""
+        """One click. Under ``jax.vmap`` the whole batch is stepped at once by ``step_batch``.
+
+        Raises:
+          ValueError: for an action that is not one integer, or a batched state (a slip for
+            ``jax.vmap(env.step)`` or ``step_batch``).
+        """
+        action = game.index_argument(action, "env.step: the action")
+        if np.ndim(action) != 0 or np.ndim(state.board) != 2:
+            raise ValueError(f"env.step takes one state and one action (board [W, H], action []), got board "
+                             f"{np.shape(state.board)} and action {np.shape(action)}; for a batch, "
+                             "jax.vmap(env.step) or env.step_batch")
         return _batched_step(self)(state, action)
 
     def step_batch(self, states: State, actions: jax.Array) -> tuple[State, TimeStep]:
         """``step`` for a batch: states with leading axis ``[B]``, actions int32 ``[B]``;
-        what ``jax.vmap(env.step)`` runs.
+        what ``jax.vmap(env.step)`` runs (ValueError for float or bool actions).
 
         The boards are clicked with the batch axis last (``game.click_cells_first``); the
         clicked colour and the occupied count come from the batch-first boards (one gather,
         one row sum); a board is cleared when the click removed every occupied cell.
         """
+        actions = game.index_argument(actions, "env.step_batch: the actions")
         num_games = actions.shape[0]
         rules = game.rules_of(self.game.rules)
         # A game past its click cap (truncated, not reset) stays as it was: its click goes

@@ -135,6 +135,8 @@ def input_file(text: str) -> str:
 
 def input_dir(text: str) -> str:
     _not_empty(text)
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a directory")
     if not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"no such directory: {text}")
     return text

@@ -338,21 +338,56 @@ def _flood_packed(seed: jax.Array, allowed: jax.Array) -> jax.Array:
     return _fixed_point(lambda bits: _grow_packed(bits) & allowed_bits, start)
 
 
-def public(function):
+def public(function=None, *, indices: tuple[str, ...] = (), one_board: bool = False):
     """``function`` jitted, its ``rules`` argument static: the everyday API compiles once per
     board shape and rule set. Called outside ``jit`` it would otherwise run op by op and
     compile its fixed-point loops on every call (40-150 ms a click or a labelling on a CPU
     instead of tens of microseconds); inside another ``jit`` the wrapper is inlined. A board
     given as nested lists ``[x][y]`` becomes an int8 array first (under ``jit`` a list would
-    be a list of scalars)."""
-    static = ("rules",) if "rules" in inspect.signature(function).parameters else ()
+    be a list of scalars). The arguments named in ``indices`` (cells, actions) are checked
+    by ``index_argument``; with ``one_board``, the board must be one ``[W, H]`` (under
+    ``jax.vmap`` it is)."""
+    if function is None:
+        return functools.partial(public, indices=indices, one_board=one_board)
+    signature = inspect.signature(function)
+    static = ("rules",) if "rules" in signature.parameters else ()
     jitted = jax.jit(function, static_argnames=static)
 
     @functools.wraps(function)
     def call(board, *args, **kwargs):
-        return jitted(from_lists(board), *args, **kwargs)
+        board = from_lists(board)
+        if one_board and (np.ndim(board) != 2 or 0 in np.shape(board)):
+            raise ValueError(f"{function.__name__} takes one board [W, H], got shape {np.shape(board)}; "
+                             f"for a batch, jax.vmap({function.__name__})")
+        if indices:
+            bound = signature.bind(board, *args, **kwargs)
+            for name in indices:
+                bound.arguments[name] = index_argument(bound.arguments[name], f"{function.__name__}: {name}")
+            return jitted(*bound.args, **bound.kwargs)
+        return jitted(board, *args, **kwargs)
 
     return call
+
+
+INDEX_MAX = int(np.iinfo(np.int32).max)
+
+
+def index_argument(value, what: str):
+    """A cell coordinate or flat action as the game takes it: a JAX array or tracer of an
+    integer dtype as it is; a Python or numpy integer (or array of them) as int32, where
+    one beyond int32 is clipped to -1 or ``INDEX_MAX`` (still off the board, where a click
+    removes nothing) rather than wrapped round onto a cell. ValueError naming ``what`` for
+    a float or bool (3.7 would click 3)."""
+    if isinstance(value, jax.Array):  # tracers included: only the dtype is known
+        if value.dtype == bool or not jnp.issubdtype(value.dtype, jnp.integer):
+            raise ValueError(f"{what} must be an integer, got dtype {value.dtype}")
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return np.int32(min(max(value, -1), INDEX_MAX))
+    array = np.asarray(value)
+    if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"{what} must be an integer, got {value!r}")
+    return np.clip(array, -1, INDEX_MAX).astype(np.int32)
 
 
 def is_integer(value) -> bool:
@@ -439,7 +474,7 @@ def _action_at(board: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
     return jnp.where(inside, x * height + y, -1)
 
 
-@public
+@public(indices=("x", "y"), one_board=True)
 def cluster_mask(board: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
     """The cluster containing cell ``(x, y)``: bool ``[W, H]``; all False if it is empty."""
     action = _action_at(board, x, y)
@@ -506,9 +541,10 @@ def cluster_labels(board: jax.Array) -> jax.Array:
     return _public_labels(labels_cells_first(board), board.shape[0] * board.shape[1])
 
 
-@public
+@public(one_board=True)
 def cluster_sizes(board: jax.Array) -> jax.Array:
-    """Size of the cluster containing each cell: int32 ``[W, H]``, 0 on empty cells."""
+    """Size of the cluster containing each cell: int32 ``[W, H]``, 0 on empty cells (one
+    board; for a batch, ``jax.vmap``)."""
     labels = cluster_labels(board).reshape(-1)
     counts = jnp.zeros(labels.shape[0] + 1, jnp.int32).at[labels].add(1, mode="drop")
     return jnp.where(labels >= 0, counts[labels], 0).reshape(board.shape)
@@ -545,7 +581,8 @@ def cluster_action_mask(board: jax.Array, rules: str = "dust") -> jax.Array:
 def is_over(board: jax.Array, rules: str = "dust") -> jax.Array:
     """No click removes anything (for ``dust`` and ``former``: the board is empty; for
     ``samegame`` and ``clickomania``: no two touching cells share a colour): bool ``[...]``
-    for boards ``[W, H, ...]`` (a scalar for one board)."""
+    for boards ``[W, H, ...]`` (a scalar for one board; trailing axes are batch axes, so a
+    batch-first ``[B, W, H]`` array must be ``jax.vmap``-ed)."""
     if rules_of(rules).min_group == 1:
         return is_done(board)
     return ~jnp.any(in_group_of_two(board), axis=(0, 1))
@@ -716,7 +753,7 @@ def remove_and_contract(board: jax.Array, removed_mask: jax.Array, rules: str = 
     return _moves(rules).remove_and_contract(board, removed_mask)
 
 
-@public
+@public(indices=("action",), one_board=True)
 def click_action(board: jax.Array, action: jax.Array, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """``click`` addressed by the flat action index ``x * height + y``.
 
@@ -733,7 +770,7 @@ def click_action(board: jax.Array, action: jax.Array, rules: str = "dust") -> tu
     return _moves(rules).click_action(board, action)
 
 
-@public
+@public(indices=("x", "y"), one_board=True)
 def click(board: jax.Array, x: jax.Array, y: jax.Array, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """Click cell ``(x, y)``: remove its cluster and settle the board under ``rules``.
 
@@ -753,7 +790,9 @@ def click(board: jax.Array, x: jax.Array, y: jax.Array, rules: str = "dust") -> 
 @public
 @batch_last_vmap
 def is_done(board: jax.Array) -> jax.Array:
-    """bool scalar: the board (int8 ``[W, H]``) is empty."""
+    """The board is empty: bool scalar for one board int8 ``[W, H]``; ``[...]`` for boards
+    ``[W, H, ...]``, whose trailing axes are batch axes (a batch-first ``[B, W, H]`` array
+    would be read as boards ``[B, W]``: ``jax.vmap`` it)."""
     return fold_rows(board, axes=2) == 0
 
 

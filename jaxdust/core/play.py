@@ -12,6 +12,7 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxdust.core import game
 
@@ -35,7 +36,6 @@ class _PlayCarry(NamedTuple):
     step: jax.Array  # int32 []
 
 
-@functools.partial(jax.jit, static_argnames=("policy", "max_clicks", "rules"))
 def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: int,
                 params=None, rules: str = "dust") -> PlayResult:
     """Play every board with ``policy`` under ``rules`` until no click removes anything (for
@@ -52,10 +52,28 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
       rules: a name in ``game.RULES`` (static).
 
     Stops as soon as every game has ended, so the loop costs the longest game, not the cap.
+
+    Raises:
+      ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, a
+        ``max_clicks`` that is not a positive integer, or unknown rules.
     """
-    num_boards = boards.shape[0]
-    if num_boards == 0:
+    boards = game.from_lists(boards)
+    if np.ndim(boards) == 3 and np.shape(boards)[0] == 0:
         raise ValueError("play_boards: no boards (a batch of 0)")
+    if np.ndim(boards) != 3 or 0 in np.shape(boards):
+        raise ValueError(f"play_boards takes a batch of boards [N, W, H], got shape {np.shape(boards)}"
+                         + (" (one board: boards[None])" if np.ndim(boards) == 2 else ""))
+    if not game.is_integer(max_clicks) or max_clicks < 1:
+        raise ValueError(f"play_boards: max_clicks must be a positive integer, got {max_clicks!r}")
+    game.rules_of(rules)
+    return _play_boards(boards, policy, key, int(max_clicks), params, rules)
+
+
+@functools.partial(jax.jit, static_argnames=("policy", "max_clicks", "rules"))
+def _play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: int,
+                 params, rules: str) -> PlayResult:
+    """``play_boards``, its arguments checked."""
+    num_boards = boards.shape[0]
     over = jax.vmap(lambda board: game.is_over(board, rules))
 
     def unfinished(carry: _PlayCarry) -> jax.Array:

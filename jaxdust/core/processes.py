@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
+import threading
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator
 
@@ -26,10 +32,45 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
     if jobs <= 1:
         yield from map(function, items)
         return
-    executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+    executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                      initializer=_worker_setup, initargs=(os.getpid(),))
     try:
-        yield from executor.map(function, items)
+        # The workers start (and take seconds importing) as the items are handed out: with
+        # Ctrl-C ignored from birth (an ignored signal stays ignored across exec, and Python
+        # keeps it so), the parent alone takes it, not each worker with a traceback.
+        with _sigint_ignored():
+            results = executor.map(function, items)
+        yield from results
     except BrokenProcessPool:
         raise WorkerDied("a worker process died (killed, or out of memory?)") from None
     finally:  # the caller stopped early or failed: start no more items
         executor.shutdown(wait=False, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    if threading.current_thread() is not threading.main_thread():  # only it may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _worker_setup(parent: int) -> None:
+    """In each worker: Ctrl-C is the parent's to handle (it stops handing out work), not a
+    traceback from every worker; and on Linux a worker dies with its parent, so that a
+    parent killed outright (SIGKILL) leaves no idle workers behind."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # it died while this worker was starting, before the line above
+            os._exit(1)

@@ -32,6 +32,8 @@ def _cells(board, what: str, highlight=None, cell_size: int | None = None) -> tu
     cells = np.asarray(board)
     if cells.ndim != 2:
         raise ValueError(f"{what} renders one board [width, height], got shape {cells.shape}")
+    if cells.dtype == bool or not np.issubdtype(cells.dtype, np.integer):  # 1.7 would draw as colour 1
+        raise ValueError(f"{what}: a board holds integer colours, got dtype {cells.dtype}")
     if cells.size and (cells.min() < 0 or cells.max() >= len(PALETTE)):
         raise ValueError(f"{what}: the board holds {cells.min() if cells.min() < 0 else cells.max()}; colours are "
                          f"0 (empty) to {len(PALETTE) - 1}")
@@ -92,7 +94,7 @@ class BoardView:
     """Wraps a board so notebooks draw it inline and terminals print letters."""
 
     def __init__(self, board, highlight=None, title: str | None = None):
-        self.board = np.asarray(board)
+        self.board, _ = _cells(board, "BoardView", highlight)
         self.highlight = highlight
         self.title = title
 

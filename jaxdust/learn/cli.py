@@ -101,6 +101,8 @@ def main(argv=None) -> dict:
         jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     if args.devices is not None and args.devices > jax.local_device_count():
         flags.fail(parser, f"--devices {args.devices}: only {jax.local_device_count()} local device(s)")
+    if getattr(args, "data", None) and (args.data_boards is not None or args.data_beam_width is not None):
+        flags.fail(parser, "--data-boards and --data-beam-width make a data set; with --data none is made")
     seed = runs.RUN_FLAGS["seed"] if args.seed is None else args.seed
     args.run_dir = args.run_dir or os.path.join("runs", f"{args.learner}-{seed}")
     try:

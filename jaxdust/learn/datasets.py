@@ -47,6 +47,8 @@ from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver.upper_bound import beam_clicks
 
 FORMAT_VERSION = 1
+MAX_BOARDS = 10_000_000  # a month of exact labels on one core; the list of boards to do is kept in memory
+MAX_BEAM_WIDTH = 65_536
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +69,9 @@ class DatasetConfig:
                              f"not {self.game.rules!r}")
         configs.require(self, positive=("boards", "node_limit", "beam_width", "shard_size"),
                         non_negative=("seed",))
+        for field, most in (("boards", MAX_BOARDS), ("beam_width", MAX_BEAM_WIDTH)):
+            if getattr(self, field) > most:  # past these, memory runs out
+                raise configs.FieldError(field, f"must be at most {most:,}, got {getattr(self, field):,}")
         if self.game.num_cells > bitboard.MAX_CELLS:
             raise ValueError(f"a {self.game.width}x{self.game.height} board has {self.game.num_cells} cells; "
                              f"the solver handles at most {bitboard.MAX_CELLS}")
@@ -202,31 +207,50 @@ def _label_job(job):
 
 
 def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress: bool = True) -> dict:
-    """Create (or resume) a data set in ``directory``; returns its manifest."""
+    """Create (or resume) a data set in ``directory``; returns its manifest.
+
+    A shard that cannot be read (truncated, deleted) is made again from the journal, with
+    a warning, as are the shards after it.
+
+    Raises:
+      ValueError: ``directory`` holds a data set made with other settings (naming them),
+        or a journal without its manifest (whose settings are then unknown).
+    """
     os.makedirs(directory, exist_ok=True)
     manifest_path = os.path.join(directory, "manifest.json")
+    journal_path = os.path.join(directory, "journal.jsonl")
     settings = configs.to_json(config)
     if os.path.exists(manifest_path):
-        with open(manifest_path) as handle:
-            manifest = json.load(handle)
-        if manifest["config"] != settings:
-            raise ValueError(
-                f"{directory} holds a data set made with {manifest['config']}; "
-                f"choose another --out to make one with {settings}"
-            )
+        manifest = _manifest(directory)
+        try:  # as this version reads it: fields added since at their defaults
+            made = configs.to_json(configs.from_json(DatasetConfig, manifest["config"]))
+        except (KeyError, TypeError, ValueError):
+            made = manifest["config"]
+        if made != settings:
+            raise ValueError(f"{directory} holds a data set made with other settings "
+                             f"({settings_differences(made, settings)}): give its settings to go on with it, "
+                             "or another directory")
+    elif os.path.exists(journal_path):
+        raise ValueError(f"{directory} holds a journal.jsonl but no manifest.json, so the settings its boards were "
+                         "labelled with are unknown: remove the folder, or use another")
     else:
         manifest = {"format": FORMAT_VERSION, "config": settings, "shards": []}
         files.atomic_write_json(manifest_path, manifest)
 
     files.remove_leftover_temporaries(directory)  # this run's to write now (its settings matched)
-    journal_path = os.path.join(directory, "journal.jsonl")
     records = {record["index"]: record for record in files.recover_json_lines(journal_path)}
     num_shards = -(-config.boards // config.shard_size)
-    written = len(manifest["shards"])
     seen: set[bytes] = set()
-    for shard in range(written):  # rebuild the duplicate filter from finished shards
-        with np.load(_shard_path(directory, shard)) as arrays:
-            seen.update(canonical_key(board, config.game.mirror_symmetric) for board in arrays["boards"])
+    for shard, name in enumerate(manifest["shards"]):  # rebuild the duplicate filter from finished shards
+        try:
+            arrays = _read_shard(directory, name)
+        except ValueError as error:
+            print(f"warning: {error}; making it (and the shards after it) again from the journal", file=sys.stderr)
+            manifest["shards"] = manifest["shards"][:shard]
+            files.atomic_write_json(manifest_path, manifest)
+            break
+        seen.update(canonical_key(board, config.game.mirror_symmetric) for board in arrays["boards"])
+    written = len(manifest["shards"])
 
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
 
@@ -260,28 +284,80 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
     return manifest
 
 
+def settings_differences(made: dict, asked: dict, prefix: str = "") -> str:
+    """The settings two configs' JSON (``configs.to_json``) differ in: ``boards 5, not 40; ...``."""
+    parts = []
+    for name in sorted(set(made) | set(asked)):
+        if made.get(name) == asked.get(name):
+            continue
+        if isinstance(made.get(name), dict) and isinstance(asked.get(name), dict):
+            parts.append(settings_differences(made[name], asked[name], f"{prefix}{name}."))
+        else:
+            parts.append(f"{prefix}{name} {made.get(name)}, not {asked.get(name)}")
+    return "; ".join(parts)
+
+
 def _manifest(directory: str) -> dict:
     path = os.path.join(directory, "manifest.json")
     if not os.path.isfile(path):
         raise ValueError(f"{directory} is not a data set (no manifest.json)")
-    with open(path) as handle:
-        return json.load(handle)
+    try:
+        with open(path) as handle:
+            manifest = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read ({error})") from None
+    if not (isinstance(manifest, dict) and isinstance(manifest.get("config"), dict)
+            and isinstance(manifest.get("shards"), list)):
+        raise ValueError(f"{path} is not a data set's manifest")
+    return manifest
+
+
+def _read_shard(directory: str, name: str) -> dict[str, np.ndarray]:
+    """A shard's arrays; ValueError naming it when it is missing or damaged."""
+    path = os.path.join(directory, str(name))
+    try:
+        with np.load(path) as arrays:
+            return {field: arrays[field] for field in Dataset._fields}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"shard {path} cannot be read ({type(error).__name__}: {error})") from None
 
 
 def dataset_config(directory: str) -> DatasetConfig:
     """The settings a data set was made with (its board size and rules among them);
     ValueError when ``directory`` holds none."""
-    return configs.from_json(DatasetConfig, _manifest(directory)["config"])
+    try:
+        return configs.from_json(DatasetConfig, _manifest(directory)["config"])
+    except (TypeError, KeyError) as error:
+        raise ValueError(f"{directory}/manifest.json does not match this version of jaxdust ({error})") from None
 
 
-def load_dataset(directory: str) -> Dataset:
-    """All samples of a finished (or partly written) data set, in board order; ValueError
-    when ``directory`` holds none."""
+def shards_done(directory: str) -> tuple[int, int]:
+    """``(finished, all)``: the shards a data set has written, of those its settings make."""
+    config = dataset_config(directory)
+    return len(_manifest(directory)["shards"]), -(-config.boards // config.shard_size)
+
+
+def load_dataset(directory: str, finished: bool = False) -> Dataset:
+    """All samples of a data set, in board order: of every shard written so far, or with
+    ``finished`` only of a finished one (a partly made set would train on its first boards,
+    and a resumed run on more).
+
+    Raises:
+      ValueError: no data set there, none of its shards written (or, with ``finished``,
+        not all), or a shard that cannot be read (making the set again remakes it).
+    """
     manifest = _manifest(directory)
+    done, total = shards_done(directory)
+    if finished and done < total:
+        raise ValueError(f"{directory} is not finished ({done} of {total} shards): run python -m "
+                         f"jaxdust.learn.datasets --out {directory} with its settings to finish it")
     parts = []
     for name in manifest["shards"]:
-        with np.load(os.path.join(directory, name)) as arrays:
-            parts.append({field: arrays[field] for field in Dataset._fields})
+        try:
+            parts.append(_read_shard(directory, name))
+        except ValueError as error:
+            raise ValueError(f"{error}: run python -m jaxdust.learn.datasets --out {directory} with its settings "
+                             "to make it again") from None
     if not parts:
         raise ValueError(f"{directory} has no finished shards yet")
     return Dataset(**{field: np.concatenate([p[field] for p in parts]) for field in Dataset._fields})
@@ -295,20 +371,30 @@ def main(argv=None) -> int:
     defaults = DatasetConfig()
     parser.add_argument("--out", type=flags.output_dir, required=True,
                         help="directory; an existing run there is resumed")
-    parser.add_argument("--boards", type=flags.positive_int, default=defaults.boards)
-    configs.add_board_flags(parser, "width x height x colours of dust boards (default 8x6x5)",
-                            "a registered environment's rules and size, e.g. Former-7x9x4-v0 (fewest-clicks rules)",
-                            dest="size")
-    parser.add_argument("--seed", type=flags.seed, default=defaults.seed)
-    parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller)
-    parser.add_argument("--node-limit", type=flags.positive_int, default=defaults.node_limit, help="exact: per search")
-    parser.add_argument("--beam-width", type=flags.positive_int, default=defaults.beam_width, help="beam: width")
-    parser.add_argument("--shard-size", type=flags.positive_int, default=defaults.shard_size)
-    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count())
+    parser.add_argument("--boards", type=flags.positive_int, default=defaults.boards,
+                        help=f"boards to label (default %(default)s; at most {MAX_BOARDS:,})")
+    configs.add_board_flags(parser, f"width x height x colours of dust boards (default 8x6x5; at most "
+                                    f"{bitboard.MAX_CELLS} cells, the solver's)",
+                            "a registered environment's rules and size, e.g. Former-7x9x4-v0 (fewest-clicks rules, "
+                            f"at most {bitboard.MAX_CELLS} cells)", dest="size")
+    parser.add_argument("--seed", type=flags.seed, default=defaults.seed, help="default %(default)s")
+    parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller, help="default %(default)s")
+    parser.add_argument("--node-limit", type=flags.positive_int, default=None,
+                        help=f"exact: positions per search (default {defaults.node_limit})")
+    parser.add_argument("--beam-width", type=flags.positive_int, default=None,
+                        help=f"beam: positions kept per click (default {defaults.beam_width})")
+    parser.add_argument("--shard-size", type=flags.positive_int, default=defaults.shard_size,
+                        help="boards per file (default %(default)s)")
+    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(),
+                        help="processes (default: every CPU, %(default)s here)")
     args = parser.parse_args(argv)
+    unused = "--beam-width" if args.labeller == "exact" else "--node-limit"
+    if (args.beam_width if args.labeller == "exact" else args.node_limit) is not None:
+        flags.fail(parser, f"{unused} is not used by the {args.labeller} labeller")
     try:
-        config = DatasetConfig(args.size or defaults.game, args.boards, args.seed, args.labeller, args.node_limit,
-                               args.beam_width, args.shard_size)
+        config = DatasetConfig(args.size or defaults.game, args.boards, args.seed, args.labeller,
+                               args.node_limit or defaults.node_limit, args.beam_width or defaults.beam_width,
+                               args.shard_size)
         make_dataset(args.out, config, jobs=args.jobs)
     except ValueError as error:
         flags.fail(parser, str(error))

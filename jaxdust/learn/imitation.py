@@ -3,8 +3,8 @@
 The policy head puts a sigmoid on every cell and learns, with binary cross-entropy, to
 mark the whole cluster the solver clicked (the original supervised post's target); the
 value head regresses the clicks left (Huber). Greedy play clicks the highest-scoring legal
-cell (``learned.PolicyGreedy``); the value head scores positions for the beam search
-(``learned.ValueScorer``, width 1 = greedy one-step lookahead).
+cell (``agents.PolicyGreedy``); the value head scores positions for the beam search
+(``agents.ValueScorer``, width 1 = greedy one-step lookahead).
 
     init, run_epoch, evaluate = make_imitation(config, data)
     state = init(key)
@@ -106,7 +106,18 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
 
     With a ``mesh`` (axis ``data``) every minibatch is split over its devices and the
     parameters replicated; the gradient mean becomes an all-reduce (data parallelism).
+
+    Raises:
+      ValueError: for data of another board size or more colours than ``config.game``
+        (``data`` does not say its rules: ``dataset_config`` of its directory does), or a
+        training split smaller than a batch.
     """
+    size = config.game
+    if tuple(data.boards.shape[1:]) != (size.width, size.height):
+        raise ValueError(f"the data holds {data.boards.shape[1]}x{data.boards.shape[2]} boards, the config plays "
+                         f"{size.width}x{size.height}")
+    if data.boards.size and int(data.boards.max()) > size.colors:
+        raise ValueError(f"the data holds colour {int(data.boards.max())}, the config plays {size.colors} colours")
     train, validation = split_dataset(data, config)
     if train.boards.shape[0] < config.batch_size:
         raise ValueError(f"the data set's training split holds {train.boards.shape[0]} positions, fewer than "

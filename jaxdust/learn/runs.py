@@ -149,7 +149,7 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
     for name, default in defaults.items():
         given = getattr(args, name, None)
         if name in saved:
-            if given is not None and not _same_run_flag(name, given, saved[name]):
+            if given is not None and not _same_run_flag(name, given, saved, args.run_dir):
                 flag = "--" + name.replace("_", "-")
                 raise RunError(f"{flag} {given} is not the run's own ({saved[name]}, in {args.run_dir}/config.json): "
                                f"leave {flag} out to resume the run as it was started, or use another --run-dir")
@@ -157,11 +157,27 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
                 setattr(args, name, saved[name])
         elif given is None:
             setattr(args, name, default)
-    return {name: os.path.abspath(value) if name in DIRECTORY_FLAGS and value else value
+    kept = {name: os.path.abspath(value) if name in DIRECTORY_FLAGS and value else value
             for name, value in ((name, getattr(args, name)) for name in defaults)}
+    for name in DIRECTORY_FLAGS:
+        if kept.get(name):  # what a copy must have been made with, should the folder move
+            kept[name + SETTINGS] = saved.get(name + SETTINGS) or _data_settings(kept[name])
+    return kept
 
 
-DIRECTORY_FLAGS = ("data",)  # kept as absolute paths: a run may be resumed from another folder
+# Data sets, kept as absolute paths (a run may be resumed from another folder) and with
+# their settings, under NAME + SETTINGS: a copy made with them is the same data.
+DIRECTORY_FLAGS = ("data",)
+SETTINGS = "_settings"
+
+
+def _data_settings(directory: str) -> dict | None:
+    from jaxdust.learn.datasets import dataset_config
+
+    try:
+        return configs.to_json(dataset_config(directory))
+    except (OSError, ValueError):
+        return None  # no data set there: the learner's check names the problem
 
 
 def _saved_run_flags(directory: str) -> dict:
@@ -173,20 +189,15 @@ def _saved_run_flags(directory: str) -> dict:
     return saved if isinstance(saved, dict) else {}
 
 
-def _same_run_flag(name: str, given, saved) -> bool:
+def _same_run_flag(name: str, given, saved: dict, run_dir: str) -> bool:
     if name not in DIRECTORY_FLAGS:
-        return given == saved
-    if saved is None:  # the run made its own data (in RUN_DIR/data)
-        return False
-    # The same folder, or a copy of it made with the same settings (a data set is
-    # determined by them): the run may be resumed on another machine.
-    if os.path.realpath(given) == os.path.realpath(saved):
+        return given == saved[name]
+    # The run's folder (RUN_DIR/data where it made its own), or a copy made with the same
+    # settings (a data set is determined by them): the run may be resumed on another machine.
+    if os.path.realpath(given) == os.path.realpath(saved[name] or os.path.join(run_dir, name)):
         return True
-    from jaxdust.learn.datasets import dataset_config
-    try:
-        return dataset_config(given) == dataset_config(saved)
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+    kept = saved.get(name + SETTINGS) or (saved[name] and _data_settings(saved[name]))
+    return kept is not None and _data_settings(given) == kept
 
 
 def upgrade(learner: learners.Learner):
@@ -251,6 +262,11 @@ class Run:
         a run (what else a failed start made, e.g. an imitation data set, a retry reuses)."""
         if self.primary:
             os.remove(os.path.join(self.directory, "config.json"))
+            for folder in ("checkpoints", BEST_DIR):  # empty: made for a run that never began
+                try:
+                    os.rmdir(os.path.join(self.directory, folder))
+                except OSError:
+                    pass
 
     def restore(self, like, step=None):
         """Checkpoint ``step``, or the newest that can be read: newer damaged ones are set

@@ -42,6 +42,7 @@ CHECKPOINT_POSITIONS = 500_000_000
 # row, whose halves are hard games of their own, searched for minutes within a limit of a
 # thousand positions.
 HALF_POSITIONS_PER_POSITION = 1024
+COUNT_MAX = 2**62  # position counts and limits, in the searches' int64, with room to add to them
 
 
 def initial_table_bits(cells: int) -> int:
@@ -207,6 +208,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         naming the checkpoint when it holds another board or is not a saved proof.
     """
     _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions)
+    if node_limit is not None:  # the searches count in int64: a larger limit is no limit anyway
+        node_limit = min(int(node_limit), COUNT_MAX)
     require_click_rules(rules, "the exact solver")
     _load_compiled_code()
     start = time.perf_counter()
@@ -241,7 +244,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     weights = heuristic_weights(rules)
     scratch = halves.make_scratch(colors, width, height)
     half_positions = scratch[-1]  # the half-game searches' counter, over the whole proof
-    half_limit = 0 if node_limit is None else HALF_POSITIONS_PER_POSITION * node_limit
+    half_limit = 0 if node_limit is None else min(HALF_POSITIONS_PER_POSITION * node_limit, COUNT_MAX)
     if beam_width is None:
         beam_width = default_beam_width(width * height)
     earlier_seconds = 0.0  # of the calls before this one, for a resumed proof
