@@ -81,7 +81,10 @@ def main(argv=None):
     parser.add_argument("--out", type=flags.output_file, default="results/beam.json")
     args = parser.parse_args(argv)
 
-    records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))[: args.boards]
+    records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))
+    if args.boards > len(records):
+        flags.fail(parser, f"--boards {args.boards}: the evaluation set holds {len(records)}")
+    records = records[: args.boards]
     boards = [r.board for r in records]
     best_known = np.array([r.values[-1] for r in records])
     device = jax.devices()[0]
@@ -92,14 +95,17 @@ def main(argv=None):
               "jax_boards_per_search": args.batch or beam.default_batch(args.width),
               "results": rows}
     weights = heuristic.HEURISTIC_WEIGHTS
-    for name, runner in [
+    searches = [
         ("numba, original score", lambda: run_numba(boards, args.width, heuristic.REFERENCE_WEIGHTS)),
         ("numba, tuned heuristic", lambda: run_numba(boards, args.width, weights)),
         ("numba, tuned + lookahead", lambda: run_numba(boards, args.width, weights, beam.LOOKAHEAD_SHORTLIST)),
         ("jax, tuned + lookahead", lambda: run_jax(boards, args.width, heuristic.heuristic_scorer,
                                                    beam.lookahead_heuristic, args.batch)),
         ("jax, tuned heuristic", lambda: run_jax(boards, args.width, heuristic.heuristic_scorer, None, args.batch)),
-    ]:
+    ]
+    if not any(args.only in name for name, _ in searches):
+        flags.fail(parser, f"--only {args.only!r} matches no row; rows: {', '.join(name for name, _ in searches)}")
+    for name, runner in searches:
         if args.only not in name:
             continue
         lengths, seconds = runner()

@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,9 @@ def checked_out(*revisions: str):
     as it is), and a scratch folder beside them; all removed afterwards."""
     scratch = tempfile.mkdtemp(prefix="jaxdust-revisions-")
     sources = []
+    # Stopped by SIGTERM (timeout, a job scheduler) too, the worktrees are removed: else
+    # they stay registered in the repository.
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         for revision in revisions:
             sources.append(_checkout(revision, scratch))
@@ -70,6 +74,7 @@ def checked_out(*revisions: str):
             if source != ROOT:
                 subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", source], capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _prove(source: str, cache: str, board: str, time_limit: float, cpu: int | None) -> dict:
@@ -111,7 +116,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--boards", type=flags.positive_int, default=10)
     parser.add_argument("--rounds", type=flags.positive_int, default=2)
     parser.add_argument("--time-limit", type=flags.positive_float, default=600.0, help="seconds per proof")
-    parser.add_argument("--cpu", type=flags.non_negative_int, default=0, help="core to pin the proofs to (taskset)")
+    parser.add_argument("--cpu", type=flags.cpu, default=0, help="core to pin the proofs to (taskset)")
     parser.add_argument("--out", type=flags.output_file, default="results/compare_solvers.json")
     args = parser.parse_args(argv)
 

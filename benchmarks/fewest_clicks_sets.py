@@ -92,6 +92,13 @@ def main(argv=None) -> None:
             records = files.recover_json_lines(args.former_log, repair=False)
         except ValueError as error:
             parser.error(f"--former-log: {error}")
+        expected = {number: text for number, text in enumerate(former_boards().splitlines(), 1)
+                    if text and not text.startswith("#")}
+        foreign = [record.get("line") for record in records
+                   if "error" not in record and expected.get(record.get("line")) != record.get("board")]
+        if foreign:
+            parser.error(f"--former-log: line {foreign[0]} holds another board than the Former set's: "
+                         f"{args.former_log} is a log of other boards")
         print(former_progress(records, FORMER_COUNT))
         return
     if args.former_boards:

@@ -81,10 +81,13 @@ def run_theirs(grid, height, limit, checkout, cpu) -> dict:
     process = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", THEIRS], cwd=checkout,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        out, _ = process.communicate(json.dumps([grid, limit]), timeout=limit)
+        out, err = process.communicate(json.dumps([grid, limit]), timeout=limit)
     except subprocess.TimeoutExpired:
         process.kill()
         out, _ = process.communicate()
+    else:
+        if process.returncode:  # a failure, not a search out of time: nothing to record
+            raise RuntimeError(f"tommyod's solver failed (exit status {process.returncode}): {err[-2000:]}")
     lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     solutions = [line for line in lines if "clicks" in line]
     done = any("done" in line for line in lines)
@@ -101,7 +104,7 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--limit", type=flags.positive_int, default=20, help="the file's first N boards")
     parser.add_argument("--time-limit", type=flags.positive_float, default=60.0, help="seconds per board and solver")
     parser.add_argument("--table-bits", type=flags.positive_int, default=28, help="jaxdust's largest table, 2^N entries")
-    parser.add_argument("--cpu", type=flags.non_negative_int, default=0, help="the core both solvers run on")
+    parser.add_argument("--cpu", type=flags.cpu, default=0, help="the core both solvers run on")
     parser.add_argument("--out", type=flags.output_file, default="results/former_solvers.jsonl")
     args = parser.parse_args(argv)
     if not os.path.exists(os.path.join(args.tommyod, "solvers.py")):
@@ -110,8 +113,16 @@ def main(argv=None) -> list[dict]:
         records = jaxdust.read_board_file(args.boards, limit=args.limit)  # full boards: settled under any rules
     except ValueError as error:
         flags.fail(parser, f"--boards: {error}")
+    settings = {"time_limit": args.time_limit, "table_bits": args.table_bits}
     done = {row["line"]: row for row in files.recover_json_lines(args.out)} if os.path.exists(args.out) else {}
+    for record in records:  # rows are reused only for the same board and settings
+        row = done.get(record.line)
+        if row is not None and (row.get("board") != jaxdust.board_to_text(record.board)
+                                or row.get("settings", settings) != settings):
+            flags.fail(parser, f"--out {args.out} holds line {record.line} for another board or other settings "
+                               f"({row.get('settings')}): give another --out")
     rows = []
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "a") as log:
         for record in records:
             if record.line in done:
@@ -124,7 +135,7 @@ def main(argv=None) -> list[dict]:
             theirs = run_theirs(to_grid(board), height, args.time_limit, args.tommyod, args.cpu)
             for side in (ours, theirs):
                 side["clears"] = side["clicks"] is not None and clears(board, [tuple(c) for c in side["clicks"]])
-            row = {"line": record.line, "board": text, "ours": ours, "theirs": theirs}
+            row = {"line": record.line, "board": text, "settings": settings, "ours": ours, "theirs": theirs}
             log.write(json.dumps(row) + "\n")
             log.flush()
             rows.append(row)

@@ -26,11 +26,11 @@ import time
 import jax
 import numpy as np
 
-from jaxdust.core import files, flags, game, machine
+from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.boards import BOARDS_DIR, read_board_file
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, plots
-from jaxdust.learn import cli, runs
+from jaxdust.learn import cli, learners, runs
 from jaxdust.search.beam import beam_lengths
 from jaxdust.search.heuristic import heuristic_scorer
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
@@ -111,6 +111,23 @@ def print_table(title, rows, proven):
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
+TIMING_FILE = "learners-benchmark.json"  # beside the run: what its summary does not hold
+
+
+def other_settings(argv: list[str], run_dir: str) -> str | None:
+    """What a finished run differs in from the one ``train.py argv`` would train (its config
+    or its seed), or None: a finished run is reused only when it is that run."""
+    args = cli.build_parser().parse_args(argv)
+    learner = learners.get(args.learner)
+    wanted = configs.from_flags(args, learner.presets[args.preset or "default"])
+    saved_learner, saved = runs.read_run_config(run_dir)
+    if saved_learner is not learner or saved != wanted:
+        return "other settings than the flags give"
+    with open(os.path.join(run_dir, "config.json")) as handle:
+        seed = json.load(handle).get("run", {}).get("seed")
+    return f"seed {seed}, not {args.seed}" if seed is not None and seed != args.seed else None
+
+
 def main(argv=None):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--learners", type=flags.names(("avi", "dqn", "imitation"), "learners"), default="avi,dqn,imitation")
@@ -126,31 +143,42 @@ def main(argv=None):
     sets = board_sets(args.boards, args.seed)
     report = {"benchmark": "learners", "cpu": machine.cpu_name(),
               "cpu_count": os.cpu_count(), "backend": jax.default_backend(),
-              "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "proven_file": os.path.basename(PROVEN_FILE),
+              "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "seed": args.seed,
+              "proven_file": os.path.basename(PROVEN_FILE),
               "learners": {}}
 
     curves = {}
     for learner in args.learners:
         run_dir = os.path.join(args.runs_dir, learner)
-        start = time.perf_counter()
-        if not os.path.exists(os.path.join(run_dir, "summary.json")):
+        extra = {"avi": args.avi_flags, "dqn": args.dqn_flags, "imitation": args.imitation_flags}[learner].split()
+        argv = [learner, "--run-dir", run_dir, "--seed", str(args.seed), *extra]
+        timing_path = os.path.join(run_dir, TIMING_FILE)
+        if os.path.exists(os.path.join(run_dir, "summary.json")):
+            problem = other_settings(argv, run_dir)
+            if problem:
+                parser.error(f"{run_dir} holds a finished run with {problem}: remove it or give another --runs-dir")
+        else:
             resume = ["--resume"] if os.path.exists(os.path.join(run_dir, "config.json")) else []
-            extra = {"avi": args.avi_flags, "dqn": args.dqn_flags, "imitation": args.imitation_flags}[learner].split()
-            cli.main([learner, "--run-dir", run_dir, "--seed", str(args.seed), *resume, *extra])
-        wall = time.perf_counter() - start
+            start = time.perf_counter()
+            cli.main([*argv, *resume])
+            with open(os.path.join(run_dir, "summary.json")) as handle:
+                trained_seconds = json.load(handle)["seconds"]
+            # The imitation run's data phase ran before the first epoch's clock started. A
+            # resumed run's wall time holds only its last piece: the figure is then a floor.
+            files.atomic_write_json(timing_path, {"data_seconds": max(0.0, time.perf_counter() - start - trained_seconds)
+                                                  if learner == "imitation" else 0.0, "resumed": bool(resume)})
         lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
         evaluated = [line for line in lines if "greedy_clicks" in line]
-        data_seconds = 0.0
         with open(os.path.join(run_dir, "summary.json")) as handle:
             summary = json.load(handle)
-        if learner == "imitation":  # the data phase ran before the first epoch's clock started
-            data_seconds = max(0.0, wall - summary["seconds"])
+        data_seconds = json.load(open(timing_path))["data_seconds"] if os.path.exists(timing_path) else 0.0
         seconds = np.array([line["seconds"] + data_seconds for line in evaluated])
         curves[f"{learner}, greedy"] = (seconds, np.array([line["greedy_clicks"] for line in evaluated]))
         curves[f"{learner}, argmax"] = (seconds, np.array([line["argmax_clicks"] for line in evaluated]))
 
         trained = runs.load_run(run_dir)
-        row = {"training_seconds": summary["seconds"] + data_seconds, "data_seconds": data_seconds}
+        row = {"training_seconds": summary["seconds"] + data_seconds, "data_seconds": data_seconds,
+               "train_flags": argv[3:]}
         for set_name, (boards, optimum) in sets.items():
             row[set_name] = play_set(boards, optimum, CAP, trained.policy, trained.scorer, trained.params,
                                      evaluator=trained.evaluator)

@@ -19,7 +19,7 @@ import os
 
 from jaxdust.core import files, flags, machine
 from jaxdust.evaluation import ranking
-from jaxdust.learn.runs import RunError, load_run
+from jaxdust.learn.runs import RunError, load_run, read_run_config
 from jaxdust.search.beam import lookahead_heuristic, lookahead_scorer
 from jaxdust.search.heuristic import heuristic_scorer
 
@@ -47,12 +47,20 @@ def main(argv=None) -> dict:
         flags.fail(parser, f"--set: {args.set} is not a ranking set (JSON lines): {error}")
     scorers = {"hand-made heuristic": (heuristic_scorer, None), "heuristic, one-click lookahead": (lookahead_heuristic, None)}
     policies = {}
-    for run in filter(None, args.runs.split(",")):
+    given = [os.path.normpath(run) for run in filter(None, args.runs.split(","))]
+    if len(set(given)) < len(given):
+        flags.fail(parser, "--runs: a run given twice")
+    for run in given:
         try:
+            size = read_run_config(run)[1].game
+            if (size.width, size.height, size.rules) != (8, 6, "dust") or size.colors < 5:  # the set's boards
+                raise RunError(f"{run} was trained on {size.width}x{size.height}x{size.colors} boards under the "
+                               f"{size.rules} rules; the ranking set holds 8x6x5 dust positions")
             trained = load_run(run, newest=args.newest)
         except RunError as error:
             flags.fail(parser, f"--runs: {error}")
-        label = f"{os.path.basename(os.path.normpath(run))}, checkpoint {trained.step}"
+        # The path as given: runs of one name in two folders (learners.py's layout) stay apart.
+        label = f"{run}, checkpoint {trained.step}"
         scorers[f"{trained.learner} value ({label})"] = (trained.scorer, trained.params)
         scorers[f"{trained.learner} value, one-click lookahead ({label})"] = (lookahead_scorer(trained.scorer), trained.params)
         if trained.evaluator is not None:

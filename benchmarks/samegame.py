@@ -149,7 +149,8 @@ def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str, rules: str 
     if todo:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         # Spawned workers (a fork would inherit JAX's threads); one job plays here.
-        workers = multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) if jobs > 1 else None
+        workers = multiprocessing.get_context("spawn").Pool(min(jobs, len(todo)), _warm_up, (rules,)) \
+            if jobs > 1 else None
         with workers or contextlib.nullcontext(), open(path, "a") as output:
             played = workers.imap_unordered(_nmcs2_job, todo) if workers else map(_nmcs2_job, todo)
             for line in tqdm(played, total=len(boards), initial=len(boards) - len(todo), desc="NMCS level 2",
@@ -158,6 +159,12 @@ def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str, rules: str 
                 output.flush()
                 done[(line["board"], line["seed"])] = line
     return [done[(text, seed)] for text in texts]
+
+
+def _warm_up(rules: str) -> None:
+    """Load (or compile) the numba search in a worker before its first board is timed: it
+    was counted in that board's seconds (30 s on a cold 2-core machine)."""
+    points_search.nmcs(np.ones((4, 4), np.int8), 2, rules)
 
 
 def _nmcs2_job(job: tuple) -> dict:

@@ -153,6 +153,8 @@ def main(argv=None) -> dict:
     unknown = [p for p in pieces if p not in PIECES]
     if unknown or not pieces:
         flags.fail(parser, f"--pieces: unknown {', '.join(unknown)}; choose from {', '.join(PIECES)}")
+    if len(set(pieces)) < len(pieces):  # each piece's runs share one folder
+        flags.fail(parser, f"--pieces: {', '.join(sorted({p for p in pieces if pieces.count(p) > 1}))} given twice")
     rounds = args.rounds or (None if args.minutes else 1)
 
     rng = random.Random(args.seed)

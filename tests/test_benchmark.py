@@ -302,12 +302,15 @@ def test_reports_name_the_cpu_model_the_kernel_reports():
     assert machine.cpu_description() == f"{name}, {cores} core{'s' if cores > 1 else ''}"
 
 
-def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path):
+def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path, monkeypatch):
     """``benchmarks/fewest_clicks_sets.py --former-log``: a retried board counts by its last
-    line, a broken board is left out, and the open boards are listed with their bounds."""
-    def record(line, length, bound, nodes, seconds):
-        return {"line": line, "board": "1" * 63, "clicks": [], "length": length, "lower_bound": bound,
-                "optimal": length == bound, "nodes": nodes, "seconds": seconds}
+    line, a broken board is left out, and the open boards are listed with their bounds; a
+    log of other boards is refused."""
+    boards = _benchmark("fewest_clicks_sets", monkeypatch).former_boards().splitlines()
+
+    def record(line, length, bound, nodes, seconds, board=None):
+        return {"line": line, "board": board or boards[line - 1], "clicks": [], "length": length,
+                "lower_bound": bound, "optimal": length == bound, "nodes": nodes, "seconds": seconds}
     records = [record(3, 14, 13, 100, 9.0), record(4, 12, 12, 10, 1.0), {"line": 5, "board": "x", "error": "bad"},
                record(6, 13, 13, 30, 3.0), record(3, 14, 14, 500, 50.0), record(7, 16, 14, 900, 99.0)]
     log = tmp_path / "former.jsonl"
@@ -322,6 +325,10 @@ def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path
     assert rows["14"] == ["1", "1", "50.00", "50.0", "50.0", "5.0e+02"]  # the retry's line, not the first
     assert rows["all"][:2] == ["3", "3"] and rows["all"][5] == "3.0e+01"
     assert lines[-1] == "Open (line: bound..best found): 7: 14..16"
+    log.write_text(json.dumps(record(3, 14, 13, 100, 9.0, board="1" * 63)) + "\n")
+    foreign = subprocess.run([sys.executable, "benchmarks/fewest_clicks_sets.py", "--former-log", str(log)],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert foreign.returncode == 2 and "line 3 holds another board than the Former set's" in foreign.stderr
 
 
 def test_the_committed_former_proofs_are_of_the_set_and_their_lines_clear_their_boards(monkeypatch):
@@ -428,12 +435,23 @@ def _benchmark(name: str, monkeypatch):
     ("compare_solvers", ["no-such-revision", "WORKTREE"], "argument old: 'no-such-revision' is not a commit"),
     ("solver_soundness", ["--sizes", "samegame:5x5x3"], "--sizes: must be RULES:WxHxC items with RULES one of"),
     ("solver_soundness", ["--sizes", "dust:9x9x4"], "--sizes: dust:9x9x4: needs 2..64 cells"),
+    ("ranking", ["--runs", "{former run}"], "--runs: {former run} was trained on 7x9x4 boards under the former rules"),
+    ("ranking", ["--runs", "{former run},{former run}/"], "--runs: a run given twice"),
+    ("beam", ["--boards", "5000"], "--boards 5000: the evaluation set holds 1000"),
+    ("beam", ["--only", "nothing"], "--only 'nothing' matches no row"),
+    ("soak", ["--pieces", "solve,solve"], "--pieces: solve given twice"),
+    ("compare_solvers", ["WORKTREE", "WORKTREE", "--cpu", "999"], "no core 999 here"),
 ])
 def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, monkeypatch, capsys):
     """As every command line does: one line naming the flag, exit status 2, before any work
     (no traceback from deep inside, no board set built first)."""
-    paths = {"README": os.path.join(ROOT, "README.md"), "solver log": str(tmp_path.parent / "solver.jsonl")}
+    paths = {"README": os.path.join(ROOT, "README.md"), "solver log": str(tmp_path.parent / "solver.jsonl"),
+             "former run": str(tmp_path.parent / "former-run")}
     (tmp_path.parent / "solver.jsonl").write_text('{"index": 0, "length": 9, "optimal": true}\n')
+    os.makedirs(paths["former run"], exist_ok=True)  # a run's config alone: refused before its checkpoints are read
+    former = avi.AVIConfig(game=jaxdust.make("Former-7x9x4-v0").game)
+    with open(os.path.join(paths["former run"], "config.json"), "w") as handle:
+        json.dump({"learner": "avi", "config": configs.to_json(former)}, handle)
     main = _benchmark(script, monkeypatch).main
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_info:
@@ -442,6 +460,23 @@ def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, 
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert words.format(**paths) in err and not os.listdir(tmp_path)
+
+
+def test_the_former_solvers_benchmark_reuses_rows_only_of_its_boards_and_settings(tmp_path, monkeypatch, capsys):
+    """A row kept for line 3 under another time limit (or of another board) was reused, and
+    its figures printed under this run's settings."""
+    former_solvers = _benchmark("former_solvers", monkeypatch)
+    (tmp_path / "tommyod").mkdir()
+    (tmp_path / "tommyod" / "solvers.py").write_text("")
+    boards = tmp_path / "boards.txt"
+    boards.write_text("# width=7 height=9\n" + "1" * 63 + "\n")
+    out = tmp_path / "rows.jsonl"
+    out.write_text(json.dumps({"line": 2, "board": "1" * 63, "settings": {"time_limit": 5.0, "table_bits": 28},
+                               "ours": {}, "theirs": {}}) + "\n")
+    with pytest.raises(SystemExit):
+        former_solvers.main(["--tommyod", str(tmp_path / "tommyod"), "--boards", str(boards), "--time-limit", "60",
+                             "--out", str(out)])
+    assert "holds line 2 for another board or other settings" in capsys.readouterr().err
 
 
 def test_the_learners_benchmark_reads_its_proven_boards_from_any_directory(tmp_path, monkeypatch):

@@ -119,6 +119,15 @@ def positive_float(text: str) -> float:
     return value
 
 
+def cpu(text: str) -> int:
+    """A core this process may run on (``taskset -c``)."""
+    value = non_negative_int(text)
+    usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    if usable is not None and value not in usable:
+        raise argparse.ArgumentTypeError(f"no core {value} here; usable: {', '.join(map(str, usable))}")
+    return value
+
+
 def input_file(text: str) -> str:
     """An existing regular file, or ``-`` for standard input."""
     _not_empty(text)
