@@ -92,7 +92,8 @@ def main(argv=None):
     report = {"benchmark": "beam", "boards": len(boards), "width": args.width,
               "best_known_mean": float(best_known.mean()), "backend": jax.default_backend(),
               "device_kind": device.device_kind, "cpu": machine.cpu_name(),
-              "jax_boards_per_search": args.batch or beam.default_batch(args.width),
+              # as beam_solutions groups them: never more than the boards
+              "jax_boards_per_search": min(len(boards), args.batch or beam.default_batch(args.width)),
               "results": rows}
     weights = heuristic.HEURISTIC_WEIGHTS
     searches = [

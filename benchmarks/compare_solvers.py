@@ -128,7 +128,9 @@ def main(argv=None) -> dict:
 
     with checked_out(args.old, args.new) as (sources, scratch):
         caches = [os.path.join(scratch, f"numba-cache-{i}") for i in range(2)]
-        for source, cache in zip(sources, caches):  # compile outside the measurements
+        for name, source, cache in zip((args.old, args.new), sources, caches):  # compile outside the measurements
+            print(f"compiling {name}'s solver into a fresh numba cache (minutes on a small machine)", file=sys.stderr,
+                  flush=True)
             _prove(source, cache, boards[0], args.time_limit, args.cpu)
         seconds = np.full((2, len(boards)), np.inf)
         nodes = np.zeros((2, len(boards)), np.int64)

@@ -17,9 +17,12 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+
+from jaxdust.core import flags
 
 # Installs a listener when ``jax._src.monitoring`` is first imported, so processes that never
 # import jax pay nothing, and a process sets its JAX options before jax reads them.
@@ -107,35 +110,41 @@ def summarise(log_path: str, top: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--log", default=None, help="the event log to write (default: a temporary file); "
-                        "an existing log is summarised again with no command")
-    parser.add_argument("--top", type=int, default=25, help="rows of each table")
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--log", type=flags.output_file, default=None,
+                        help="the event log to write (default: a temporary file, removed afterwards); "
+                             "an existing log is summarised again with no command")
+    parser.add_argument("--top", type=flags.positive_int, default=25, help="rows of each table")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if args.top < 1:
-        parser.error(f"--top must be a positive integer, got {args.top}")
     if not command:
         if not args.log or not os.path.isfile(args.log):
             parser.error("give a command after --, or --log with an existing log to summarise")
         print(summarise(args.log, args.top))
         return 0
+    if shutil.which(command[0]) is None:
+        parser.error(f"command not found: {command[0]}")
     hook_dir = tempfile.mkdtemp(prefix="jaxdust-compile-profile-")
-    with open(os.path.join(hook_dir, "sitecustomize.py"), "w") as handle:
-        handle.write(SITECUSTOMIZE)
-    log_path = os.path.abspath(args.log or os.path.join(hook_dir, "events.tsv"))
-    if os.path.exists(log_path):
-        os.remove(log_path)  # the events of this command only
-    environment = dict(os.environ, JAXDUST_COMPILE_LOG=log_path,
-                       PYTHONPATH=os.pathsep.join(filter(None, [hook_dir, os.environ.get("PYTHONPATH")])))
-    status = subprocess.call(command, env=environment)
-    if os.path.exists(log_path):
-        print(summarise(log_path, args.top))
-        print(f"\nevents: {log_path}")
-    else:
-        print("no JAX compile events were logged (no process imported jax, or all were killed)", file=sys.stderr)
-    return status
+    try:
+        with open(os.path.join(hook_dir, "sitecustomize.py"), "w") as handle:
+            handle.write(SITECUSTOMIZE)
+        log_path = os.path.abspath(args.log or os.path.join(hook_dir, "events.tsv"))
+        os.makedirs(os.path.dirname(log_path), exist_ok=True)
+        if os.path.exists(log_path):
+            os.remove(log_path)  # the events of this command only
+        environment = dict(os.environ, JAXDUST_COMPILE_LOG=log_path,
+                           PYTHONPATH=os.pathsep.join(filter(None, [hook_dir, os.environ.get("PYTHONPATH")])))
+        status = subprocess.call(command, env=environment)
+        if os.path.exists(log_path):
+            print(summarise(log_path, args.top))
+            if args.log:
+                print(f"\nevents: {log_path}")
+        else:
+            print("no JAX compile events were logged (no process imported jax, or all were killed)", file=sys.stderr)
+        return status
+    finally:
+        shutil.rmtree(hook_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -387,7 +387,10 @@ def test_compile_profile_counts_compiles_in_every_process_of_a_command(tmp_path)
     assert rows(again.stdout, "| program |") == programs
     refused = subprocess.run([sys.executable, "benchmarks/compile_profile.py", "--top", "0", "--", "true"], cwd=ROOT,
                              capture_output=True, text=True)
-    assert refused.returncode == 2 and "--top must be a positive integer" in refused.stderr
+    assert refused.returncode == 2 and "--top: must be a positive integer" in refused.stderr
+    missing = subprocess.run([sys.executable, "benchmarks/compile_profile.py", "--", "no-such-command"], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "command not found: no-such-command" in missing.stderr
     failing = subprocess.run([sys.executable, "benchmarks/compile_profile.py", "--", sys.executable, "-c", "exit(3)"],
                              cwd=ROOT, capture_output=True, text=True)
     assert failing.returncode == 3 and "no JAX compile events were logged" in failing.stderr

@@ -35,7 +35,7 @@ def test_api_pages_come_from_the_docstrings(site):
 
 def test_results_page_has_the_tables(site):
     results = (site / "results" / "index.html").read_text()
-    for header in ("gap to optimum", "plain IDA* median s (proven)", "lengths equal to numba's",
+    for header in ("gap to optimum", "plain IDA* median s (its proven)", "lengths equal to numba's",
                    "bytes of state per game", "largest batch in 80 GB", "top-1 optimal", "mean points"):
         assert header in results, header
 

@@ -262,7 +262,7 @@ def test_ranking_benchmark_ranks_a_runs_value_by_its_own_one_click_lookahead(tmp
     subset.write_text("".join(json.dumps(r) + "\n" for r in records))
     report = ranking_benchmark.main(["--set", str(subset), "--runs", str(run), "--newest", "--out", str(tmp_path / "r.json")])
     newest = runs.load_run(str(run), newest=True)
-    label = f"run, checkpoint {newest.step}"
+    label = f"{run}, checkpoint {newest.step}"  # the path as given: runs of one name in two folders stay apart
     assert {f"avi value ({label})", f"avi value, one-click lookahead ({label})", f"avi policy ({label})"} <= set(report["scorers"])
 
     def value(boards):
