@@ -76,7 +76,7 @@ import beam as beam_benchmark  # noqa: E402  (benchmarks/beam.py)
 import equal_time  # noqa: E402
 import learners as learners_benchmark  # noqa: E402
 import jaxdust  # noqa: E402
-from jaxdust.core import configs, files, flags, machine  # noqa: E402
+from jaxdust.core import files, flags, machine  # noqa: E402
 from jaxdust.evaluation import plots  # noqa: E402
 from jaxdust.learn import checkpoint, cli, learners, runs  # noqa: E402
 from jaxdust.search import heuristic  # noqa: E402
@@ -287,7 +287,7 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
     calibration = 0.0
     if "total_updates" not in report:
         learner = learners.get(cli.DEFAULT_LEARNER)
-        config = configs_from(learner, sizes.train_flags)
+        _, config = cli.new_run_config(learner.name, sizes.train_flags)
         per_update, total = None, sizes.train_updates
         if total is None:  # sized from a timed chunk
             calibration_start = time.perf_counter()
@@ -331,12 +331,6 @@ def _trained_seconds(run_dir: str) -> float:
     path = os.path.join(run_dir, "metrics.jsonl")
     lines = files.recover_json_lines(path) if os.path.exists(path) else []
     return lines[-1]["seconds"] if lines else 0.0
-
-
-def configs_from(learner: learners.Learner, flag_list) -> object:
-    """The config ``train.py`` starts a new run with from these flags."""
-    args = cli.build_parser().parse_args([learner.name, *flag_list])
-    return configs.from_flags(args, runs.base_config(learner, args))
 
 
 def _played_here() -> str:

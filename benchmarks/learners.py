@@ -26,11 +26,11 @@ import time
 import jax
 import numpy as np
 
-from jaxdust.core import configs, files, flags, game, machine
+from jaxdust.core import files, flags, game, machine
 from jaxdust.core.boards import BOARDS_DIR, read_board_file
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, plots
-from jaxdust.learn import cli, learners, runs
+from jaxdust.learn import cli, runs
 from jaxdust.search.beam import beam_lengths
 from jaxdust.search.heuristic import heuristic_scorer
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
@@ -117,14 +117,11 @@ TIMING_FILE = "learners-benchmark.json"  # beside the run: what its summary does
 def other_settings(argv: list[str], run_dir: str) -> str | None:
     """What a finished run differs in from the one ``train.py argv`` would train (its config
     or its seed), or None: a finished run is reused only when it is that run."""
-    args = cli.build_parser().parse_args(argv)
-    learner = learners.get(args.learner)
-    wanted = configs.from_flags(args, learner.presets[args.preset or "default"])
+    args, wanted = cli.new_run_config(argv[0], argv[1:])
     saved_learner, saved = runs.read_run_config(run_dir)
-    if saved_learner is not learner or saved != wanted:
+    if saved_learner.name != args.learner or saved != wanted:
         return "other settings than the flags give"
-    with open(os.path.join(run_dir, "config.json")) as handle:
-        seed = json.load(handle).get("run", {}).get("seed")
+    seed = runs.read_run_flags(run_dir).get("seed")
     return f"seed {seed}, not {args.seed}" if seed is not None and seed != args.seed else None
 
 

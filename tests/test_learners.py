@@ -835,6 +835,11 @@ def test_a_start_refused_after_its_run_directory_was_written_needs_no_resume(tmp
     assert "fewer than batch_size 256" in capsys.readouterr().err
     assert not (run_dir / "config.json").exists() and (run_dir / "data").is_dir()
     made = {path: path.stat().st_mtime_ns for path in (run_dir / "data").rglob("*") if path.is_file()}
+    with pytest.raises(SystemExit):  # its data, made with 3 boards, is not remade with 4 in its place
+        cli.main([*argv, "--batch-size", "8", "--data-boards", "4"])
+    assert "data holds a data set made with other settings (boards 3, not 4): give the flags it was made with" \
+        in capsys.readouterr().err
+    assert not (run_dir / "config.json").exists() and not (run_dir / "checkpoints").exists()
     summary = cli.main([*argv, "--batch-size", "8"])
     assert summary["learner"] == "imitation" and (run_dir / "config.json").exists()
     assert made and all(path.stat().st_mtime_ns == mtime for path, mtime in made.items())  # not made again

@@ -153,7 +153,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
     boards = jnp.asarray(boards, game.BOARD_DTYPE)
-    require_playable([text], rules, *boards.shape[1:])
+    require_playable([text], rules, *boards.shape[1:], int(jnp.max(boards)) if boards.size else 0)
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
     played = agent.play(settings, boards, context)
     if rules in game.CLICK_RULES:
@@ -375,29 +375,23 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
     return parse
 
 
-def _load_for(run: str, boards, context: Context):
-    """The run, refused (ValueError) when its network was trained on another board size,
-    rule set or fewer colours."""
-    trained = load_run(run)
-    most = int(np.max(np.asarray(boards))) if boards.size else 0
-    _require_trained_for(run, trained.config.game, context.rules, *boards.shape[1:], most)
-    return trained
+# The run agents: run_agent has checked (require_playable) that each run fits the boards.
 
 
 def _play_run_policy(run: str, boards, context: Context) -> dict:
-    trained = _load_for(run, boards, context)
+    trained = load_run(run)
     return _play_policy(trained.policy, trained.params, boards, context)
 
 
 def _play_run_value(spec: tuple[str, int], boards, context: Context) -> dict:
     run, width = spec
-    trained = _load_for(run, boards, context)
+    trained = load_run(run)
     return _play_beam(width, trained.scorer, trained.params, boards, context)
 
 
 def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     run, simulations = spec
-    trained = _load_for(run, boards, context)
+    trained = load_run(run)
     if trained.evaluator is None:
         raise ValueError(f"{run} is a {trained.learner} run, which has no policy and value to search with")
     return _play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,

@@ -81,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
 DEFAULT_LEARNER = "avi"  # the best measured (docs/results.md, "Learners")
 
 
+def new_run_config(learner_name: str, flag_list) -> tuple[argparse.Namespace, object]:
+    """``train.py LEARNER FLAGS``' parsed flags and the config it starts a new run with."""
+    args = build_parser().parse_args([learner_name, *flag_list])
+    return args, configs.from_flags(args, runs.base_config(learners.get(learner_name), args))
+
+
 def main(argv=None) -> dict:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)

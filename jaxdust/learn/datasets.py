@@ -206,6 +206,15 @@ def _label_job(job):
     return label_board(config, index)
 
 
+class OtherSettings(ValueError):
+    """A data set's directory holds one made with other settings (``differences`` names them)."""
+
+    def __init__(self, directory: str, differences: str):
+        super().__init__(f"{directory} holds a data set made with other settings ({differences}): give its "
+                         "settings to go on with it, or another directory")
+        self.directory, self.differences = directory, differences
+
+
 def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress: bool = True) -> dict:
     """Create (or resume) a data set in ``directory``; returns its manifest.
 
@@ -213,8 +222,8 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
     a warning, as are the shards after it.
 
     Raises:
-      ValueError: ``directory`` holds a data set made with other settings (naming them),
-        or a journal without its manifest (whose settings are then unknown).
+      OtherSettings: ``directory`` holds a data set made with other settings (naming them).
+      ValueError: a journal without its manifest (whose settings are then unknown).
     """
     os.makedirs(directory, exist_ok=True)
     manifest_path = os.path.join(directory, "manifest.json")
@@ -227,9 +236,7 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         except (KeyError, TypeError, ValueError):
             made = manifest["config"]
         if made != settings:
-            raise ValueError(f"{directory} holds a data set made with other settings "
-                             f"({settings_differences(made, settings)}): give its settings to go on with it, "
-                             "or another directory")
+            raise OtherSettings(directory, settings_differences(made, settings))
     elif os.path.exists(journal_path):
         raise ValueError(f"{directory} holds a journal.jsonl but no manifest.json, so the settings its boards were "
                          "labelled with are unknown: remove the folder, or use another")
@@ -325,32 +332,43 @@ def _read_shard(directory: str, name: str) -> dict[str, np.ndarray]:
 def dataset_config(directory: str) -> DatasetConfig:
     """The settings a data set was made with (its board size and rules among them);
     ValueError when ``directory`` holds none."""
+    return _config_of(directory, _manifest(directory))
+
+
+def _config_of(directory: str, manifest: dict) -> DatasetConfig:
     try:
-        return configs.from_json(DatasetConfig, _manifest(directory)["config"])
+        return configs.from_json(DatasetConfig, manifest["config"])
     except (TypeError, KeyError) as error:
         raise ValueError(f"{directory}/manifest.json does not match this version of jaxdust ({error})") from None
 
 
-def shards_done(directory: str) -> tuple[int, int]:
+def shards_done(directory: str, manifest: dict | None = None) -> tuple[int, int]:
     """``(finished, all)``: the shards a data set has written, of those its settings make."""
-    config = dataset_config(directory)
-    return len(_manifest(directory)["shards"]), -(-config.boards // config.shard_size)
+    manifest = manifest or _manifest(directory)
+    config = _config_of(directory, manifest)
+    return len(manifest["shards"]), -(-config.boards // config.shard_size)
+
+
+def require_finished(directory: str, manifest: dict | None = None) -> None:
+    """ValueError, naming the command that finishes it, for a data set not finished: it
+    would train on its first boards, and a resumed run on more."""
+    done, total = shards_done(directory, manifest)
+    if done < total:
+        raise ValueError(f"{directory} is not finished ({done} of {total} shards): run python -m "
+                         f"jaxdust.learn.datasets --out {directory} with its settings to finish it")
 
 
 def load_dataset(directory: str, finished: bool = False) -> Dataset:
     """All samples of a data set, in board order: of every shard written so far, or with
-    ``finished`` only of a finished one (a partly made set would train on its first boards,
-    and a resumed run on more).
+    ``finished`` only of a finished one (``require_finished``).
 
     Raises:
       ValueError: no data set there, none of its shards written (or, with ``finished``,
         not all), or a shard that cannot be read (making the set again remakes it).
     """
     manifest = _manifest(directory)
-    done, total = shards_done(directory)
-    if finished and done < total:
-        raise ValueError(f"{directory} is not finished ({done} of {total} shards): run python -m "
-                         f"jaxdust.learn.datasets --out {directory} with its settings to finish it")
+    if finished:
+        require_finished(directory, manifest)
     parts = []
     for name in manifest["shards"]:
         try:

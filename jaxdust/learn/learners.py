@@ -12,10 +12,10 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 
-from jaxdust.core import configs, flags
+from jaxdust.core import flags
 from jaxdust.learn import agents, avi, dqn, imitation, networks
-from jaxdust.learn.datasets import (DatasetConfig, dataset_config, load_dataset, make_dataset,
-                                   settings_differences, shards_done)
+from jaxdust.learn.datasets import (DatasetConfig, OtherSettings, dataset_config, load_dataset, make_dataset,
+                                   require_finished)
 
 
 class Trainer(NamedTuple):
@@ -161,10 +161,7 @@ def _check_imitation_data(config: imitation.ImitationConfig, args) -> None:
     if args.data and not os.path.isdir(args.data):  # a resumed run's, moved or deleted since
         raise ValueError(f"the run's data set {args.data} is gone: pass --data with a copy of it")
     if args.data:
-        done, total = shards_done(args.data)
-        if done < total:  # it would train on its first boards, and a resumed run on more
-            raise ValueError(f"{args.data} is not finished ({done} of {total} shards): run python -m "
-                             f"jaxdust.learn.datasets --out {args.data} with its settings to finish it")
+        require_finished(args.data)
         made = dataset_config(args.data).game
         if made != config.game:
             raise ValueError(f"{args.data} holds {made.width}x{made.height}x{made.colors} boards under the "
@@ -178,13 +175,12 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
         data_config = DatasetConfig(config.game, boards=args.data_boards, seed=args.seed + 1, labeller="beam",
                                     beam_width=args.data_beam_width, shard_size=1000)
         print(f"making {args.data_boards} beam-labelled boards in {data_dir}", file=sys.stderr)
-        if os.path.exists(os.path.join(data_dir, "manifest.json")):  # made by a start refused after it
-            made = configs.to_json(dataset_config(data_dir))
-            if made != configs.to_json(data_config):
-                raise ValueError(f"{data_dir} holds a data set made with other settings "
-                                 f"({settings_differences(made, configs.to_json(data_config))}): give the flags "
-                                 "it was made with (--data-boards, --data-beam-width, --seed, --size), or remove it")
-        make_dataset(data_dir, data_config, jobs=os.cpu_count())
+        try:
+            make_dataset(data_dir, data_config, jobs=os.cpu_count())
+        except OtherSettings as error:  # made by a start refused after it
+            raise ValueError(f"{data_dir} holds a data set made with other settings ({error.differences}): give "
+                             "the flags it was made with (--data-boards, --data-beam-width, --seed, --size), or "
+                             "remove it") from None
     data = load_dataset(data_dir, finished=True)
     init, run_epoch, validate = imitation.make_imitation(config, data, mesh)
 

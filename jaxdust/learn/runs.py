@@ -145,7 +145,7 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
       RunError: for a flag given that differs from the resumed run's (one line, naming it).
     """
     defaults = {**RUN_FLAGS, **learner.run_flags}
-    saved = _saved_run_flags(args.run_dir) if args.resume else {}
+    saved = read_run_flags(args.run_dir) if args.resume else {}
     for name, default in defaults.items():
         given = getattr(args, name, None)
         if name in saved:
@@ -180,7 +180,9 @@ def _data_settings(directory: str) -> dict | None:
         return None  # no data set there: the learner's check names the problem
 
 
-def _saved_run_flags(directory: str) -> dict:
+def read_run_flags(directory: str) -> dict:
+    """The run flags a run directory's config.json keeps (``settle_run_flags``); {} where
+    there are none (no run there, or one written before they were kept)."""
     try:
         with open(os.path.join(directory, "config.json")) as handle:
             saved = json.load(handle).get("run", {})
