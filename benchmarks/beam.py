@@ -22,10 +22,10 @@ import time
 
 import jax
 import numpy as np
-from tqdm import tqdm
 
 import jaxdust
 from jaxdust.core import files, flags, machine
+from jaxdust.core.progress import progress_bar
 from jaxdust.search import beam, heuristic
 from jaxdust.solver import bitboard
 from jaxdust.solver.upper_bound import beam_upper_bound
@@ -45,7 +45,7 @@ def run_jax(boards, width, scorer, rescorer=None, batch=None):
     batch = batch or beam.default_batch(width)
     beam.beam_solutions(stacked[:batch], width, scorer, rescorer=rescorer, batch=batch)  # compile
     start = time.perf_counter()
-    with tqdm(total=len(boards), leave=False, disable=None) as bar:
+    with progress_bar(total=len(boards), leave=False) as bar:
         lengths, actions = beam.beam_solutions(stacked, width, scorer, rescorer=rescorer, batch=batch,
                                                progress=bar.update)
     seconds = (time.perf_counter() - start) / len(boards)
@@ -62,7 +62,7 @@ def run_numba(boards, width, weights, shortlist=0):
     planes = [bitboard.to_planes(np.asarray(board), 5) for board in boards]
     beam_upper_bound(planes[0], geometry, 2, weights, path, shortlist)  # compile
     lengths, paths, start = [], [], time.perf_counter()
-    for plane in tqdm(planes, leave=False, disable=None):
+    for plane in progress_bar(planes, leave=False):
         lengths.append(beam_upper_bound(plane, geometry, width, weights, path, shortlist))
         paths.append(path.copy())
     seconds = (time.perf_counter() - start) / len(boards)

@@ -25,9 +25,9 @@ import sys
 import tempfile
 
 import numpy as np
-from tqdm import tqdm
 
 from jaxdust.core import files, flags
+from jaxdust.core.progress import progress_bar
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -135,7 +135,7 @@ def main(argv=None) -> dict:
         seconds = np.full((2, len(boards)), np.inf)
         nodes = np.zeros((2, len(boards)), np.int64)
         lengths = np.zeros((2, len(boards)), np.int64)
-        with tqdm(total=args.rounds * len(boards) * 2, unit="proof", file=sys.stderr, disable=None) as bar:
+        with progress_bar(total=args.rounds * len(boards) * 2, unit="proof", file=sys.stderr) as bar:
             for _ in range(args.rounds):
                 for b, board in enumerate(boards):
                     for v in range(2):

@@ -24,10 +24,10 @@ import os
 import sys
 
 import numpy as np
-from tqdm import tqdm
 
 from compare_solvers import checked_out, revisions_parser, run_json  # benchmarks/compare_solvers.py
 from jaxdust.core import files, flags
+from jaxdust.core.progress import progress_bar
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 PROGRAMS = ("heuristic", "solver_key", "beam_w8_4", "beam_w64_64", "avi_chunk", "avi_default", "play_largest_256",
@@ -128,7 +128,7 @@ def main(argv=None) -> dict:
 
     best = {program: [{"first_call_cpu_s": np.inf, "warm_ms": np.inf} for _ in range(2)] for program in args.programs}
     with checked_out(args.old, args.new) as (sources, _):
-        with tqdm(total=args.rounds * len(args.programs) * 2, unit="process", file=sys.stderr, disable=None) as bar:
+        with progress_bar(total=args.rounds * len(args.programs) * 2, unit="process", file=sys.stderr) as bar:
             for _ in range(args.rounds):
                 for program in args.programs:
                     for v in range(2):

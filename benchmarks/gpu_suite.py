@@ -2,7 +2,7 @@
 
     python benchmarks/gpu_suite.py --out results/gpu --step all     # repeat until the report is whole
     python benchmarks/gpu_suite.py --out results/gpu --step train   # one more training piece
-    python benchmarks/gpu_suite.py --smoke --out /tmp/gpu           # seconds a step, on a CPU
+    python benchmarks/gpu_suite.py --smoke                          # toy sizes on a CPU (results/gpu-smoke)
 
 Steps (``--step all`` runs each in this order, skipping what ``--out`` already holds and
 one training piece per call, so the same command repeated, about five times of at most 10
@@ -29,6 +29,10 @@ to bottom in a Jupyter kernel on this machine, with the sizes each picks for the
 sees (``SMALL = False`` on a GPU); ``--notebooks`` names others. The report lists them.
 
 Results are written atomically after every row, so a killed step keeps what it measured.
+``--out`` holds one kind of run: ``suite.json`` says whether it is a ``--smoke`` one, and a
+call of the other kind is refused (a smoke run's seconds-long results would pass for the
+real ones). Each result names the device and host that measured it, and the report marks
+the rows measured elsewhere than its measured-on line (after ``--unpack`` on another machine).
 Each result names the jaxdust version and commit that measured it; a call of another version
 measures the env, beam, eval and notebook results again (they would describe other code),
 while the training run goes on across versions (its checkpoints are checked against the
@@ -88,7 +92,7 @@ STEPS = ("device", "env", "beam", "train", "eval", "report")
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:
-    """What each step measures; ``SMOKE`` shrinks everything to seconds on a CPU."""
+    """What each step measures; ``SMOKE`` shrinks everything to toy sizes for a CPU."""
     env_ids: tuple[str, ...] | None = None  # None: every registered id
     accelerator_games: tuple[int, ...] = tuple(1024 * 4**k for k in range(9))  # 1,024 .. 67,108,864
     cpu_games: tuple[int, ...] = (1024, 16384, 65536)
@@ -157,8 +161,33 @@ def step_device(out: str, sizes: Sizes, again: bool = False) -> dict:
 
 
 def _measured_by() -> dict:
-    """What a result was measured with: the jaxdust version and the repository's commit."""
-    return {"jaxdust": jaxdust.__version__, "commit": _commit()}
+    """What a result was measured with: the jaxdust version, the repository's commit, the
+    device JAX used and the host's CPU."""
+    return {"jaxdust": jaxdust.__version__, "commit": _commit(), "device": jax.devices()[0].device_kind,
+            "host": machine.cpu_description()}
+
+
+def _elsewhere(record: dict, device: dict, target: str = "accelerator") -> str:
+    """``" (on X)"`` for a result measured on another device or host than the report's
+    measured-on line names (its ``device.json``); ``""`` where the same, or either is not
+    recorded."""
+    mine, line = ((record.get("host"), device.get("cpu_description")) if target == "cpu" else
+                  (record.get("device") or record.get("device_kind"), device.get("device_kind")))
+    return f" (on {mine})" if mine and line and mine != line else ""
+
+
+def claim_folder(out: str, smoke: bool) -> None:
+    """Mark ``out`` as a ``--smoke`` suite or a real one, or ValueError where it is the other
+    kind. A folder of results from before the mark is a real run's."""
+    path = os.path.join(out, "suite.json")
+    held = _load(path).get("smoke")
+    if held is None:
+        held = smoke if not glob.glob(os.path.join(out, "*.json")) else False
+        files.atomic_write_json(path, {"smoke": held})
+    if held != smoke:
+        kind = "a --smoke run's" if held else "a full run's"
+        raise ValueError(f"--out {out} holds {kind} results: give this {'--smoke ' if smoke else ''}call another --out "
+                         f"(or delete that folder)")
 
 
 def _same_version(saved: dict) -> bool:
@@ -186,7 +215,8 @@ def _sweep(env_id: str, devices: list, games: tuple[int, ...], clicks: int, max_
            entry: dict, save) -> None:
     """``env_throughput.measure`` at each batch size into ``entry["rows"]``, saved after every
     row. The sweep stops at the first batch that fails (out of memory, or anything else,
-    whose error is kept); a batch left ``pending`` by a killed call counts as failed."""
+    whose error is kept); a batch left ``pending`` by a killed call counts as failed (one
+    stopped by Ctrl-C is not left pending)."""
     env = jaxdust.make(env_id, auto_reset=True)
     rows = entry["rows"]
     if rows and (rows[-1].get("pending") or "error" in rows[-1]):
@@ -201,6 +231,10 @@ def _sweep(env_id: str, devices: list, games: tuple[int, ...], clicks: int, max_
         try:
             with jax.default_device(layout[0]):
                 row = env_throughput.measure(env, count, layout, clicks, repeats, seed=0, max_steps=max_steps)
+        except KeyboardInterrupt:  # not the batch's fault: the next call measures it
+            rows.pop()
+            save()
+            raise
         except Exception as error:  # noqa: BLE001  (kept as the row's result; the sweep stops)
             rows[-1] = {"games": count, "out_of_memory": _out_of_memory(error),
                         "error": f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"}
@@ -229,7 +263,8 @@ def step_env(out: str, sizes: Sizes) -> dict:
                 del report[target][env_id]
             entry = report[target].setdefault(env_id, {
                 "bytes_per_game": jaxdust.make(env_id).state_bytes(), "rows": [],
-                "device_kind": devices[0].device_kind, "devices": len(devices), **_measured_by()})
+                "device_kind": devices[0].device_kind, "devices": len(devices), **_measured_by(),
+                "device": devices[0].device_kind})
             done = entry["rows"] and ("error" in entry["rows"][-1] or len(entry["rows"]) == len(games))
             if not done:
                 _sweep(env_id, devices, games, clicks, max_steps, sizes.repeats, entry,
@@ -432,12 +467,12 @@ def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
 
 
-def _command(parts: dict) -> str:
+def _command(parts: dict, smoke: bool) -> str:
     """The suite's command line as far as the steps' files record it: the sizes that change
-    what the tables mean (training pieces, the env sweep's batches)."""
-    words = ["python benchmarks/gpu_suite.py --step all"]
+    what the tables mean (smoke sizes, training pieces, the env sweep's batches)."""
+    words = ["python benchmarks/gpu_suite.py --step all" + (" --smoke" if smoke else "")]
     train = parts["train"]
-    if "planned_pieces" in train:
+    if "planned_pieces" in train and not smoke:
         words.append(f"--pieces {train['planned_pieces']} --piece-minutes {train['piece_minutes']:g}")
     games = parts["env"].get("accelerator_games")
     if games and tuple(games) != Sizes().accelerator_games:
@@ -471,20 +506,28 @@ def step_report(out: str, sizes: Sizes) -> dict:
     parts = {name: _load(os.path.join(out, f"{name}.json"))
              for name in ("device", "env", "beam", "train", "eval", "notebooks")}
     device = parts["device"]
-    lines = [f"Measured with `{_command(parts)}` on {device.get('device_kind')} "
+    lines = [f"Measured with `{_command(parts, sizes == SMOKE)}` on {device.get('device_kind')} "
              f"({device.get('backend')}, {device.get('platform_version')}), jax {device.get('jax')}, "
              f"{device.get('cpu_cores')} CPU cores, {_versions(parts)}, {device.get('date')}.", ""]
     for target in ("accelerator", "cpu"):
         table = parts["env"].get(target)
         if not table:
             continue
-        lines += [f"Random play, clicks/s ({target}):", "", "| id | bytes/game | games | clicks/s |", "|---|---:|---:|---:|"]
+        lines += [f"Random play, clicks/s ({target}; the sweep's fastest batch, and where the sweep ended):", "",
+                  "| id | bytes/game | games | clicks/s | sweep ended |", "|---|---:|---:|---:|---|"]
         for env_id, entry in table.items():
             measured = [r for r in entry["rows"] if "clicks_per_second" in r]
-            if measured:
-                best = max(measured, key=lambda r: r["clicks_per_second"])
-                lines.append(f"| {env_id} | {entry['bytes_per_game']} | {best['games']:,} | "
-                             f"{best['clicks_per_second']:,.0f} |")
+            best = max(measured, key=lambda r: r["clicks_per_second"]) if measured else None
+            last = entry["rows"][-1] if entry["rows"] else {}
+            if last.get("out_of_memory"):
+                ended = f"{last['games']:,} games: out of memory"
+            elif "error" in last or last.get("pending"):
+                ended = f"{last['games']:,} games: {last.get('error', 'the call measuring it was killed')}"
+            else:
+                ended = f"{len(measured)} sizes measured"
+            lines.append(f"| {env_id}{_elsewhere(entry, device, target)} | {entry['bytes_per_game']} | "
+                         + (f"{best['games']:,} | {best['clicks_per_second']:,.0f}" if best else "- | -")
+                         + f" | {ended} |")
         lines.append("")
     if parts["beam"].get("rows"):
         lines += [f"Beam search on the first {parts['beam']['boards']} evaluation boards:", "",
@@ -493,7 +536,9 @@ def step_report(out: str, sizes: Sizes) -> dict:
             if "mean" in row:
                 ratio = f"{row['time_vs_numba']:.2f}x" if "time_vs_numba" in row else ""
                 equal = f"{row['boards_equal_to_numba']} / {parts['beam']['boards']}" if "time_vs_numba" in row else ""
-                lines.append(f"| {name} | {row['mean']:.3f} | {row['seconds_per_board']:.4f} | {ratio} | {equal} |")
+                where = _elsewhere(row, device, "cpu" if name.startswith("numba") else "accelerator")
+                lines.append(f"| {name}{where} | {row['mean']:.3f} | {row['seconds_per_board']:.4f} | "
+                             f"{ratio} | {equal} |")
         lines.append("")
     if parts["eval"].get("rows"):
         train = parts["train"]
@@ -521,7 +566,7 @@ def step_report(out: str, sizes: Sizes) -> dict:
         lines += ["Notebooks (`--step notebooks`), top to bottom in a Jupyter kernel:", "",
                   "| notebook | kernel | cells run | seconds | error |", "|---|---|---:|---:|---|"]
         for name, row in parts["notebooks"]["rows"].items():
-            lines.append(f"| {name} | {row['kernel'] or '-'} | {row['cells_run']} of {row['cells']} | "
+            lines.append(f"| {name}{_elsewhere(row, device)} | {row['kernel'] or '-'} | {row['cells_run']} of {row['cells']} | "
                          f"{row['seconds']:.0f} | {row['error'] or 'none'} |")
     curve = _progress_curve(out, parts["train"], device.get("device_kind"))
     if curve:
@@ -659,9 +704,12 @@ def _notebook_paths(text: str) -> list[str]:
 
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=flags.output_dir, default="results/gpu")
+    parser.add_argument("--out", type=flags.output_dir,
+                        help="the suite's folder (default results/gpu, with --smoke results/gpu-smoke)")
     parser.add_argument("--step", choices=(*STEPS, "notebooks", "all"), default="all")
-    parser.add_argument("--smoke", action="store_true", help="every step for seconds (a CPU is enough)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="every step at toy sizes, on a CPU a few minutes in three calls (--out must not hold "
+                             "a full run's results)")
     parser.add_argument("--pieces", type=flags.positive_int, default=3, help="training pieces")
     parser.add_argument("--piece-minutes", type=flags.positive_float, default=8.5,
                         help="training minutes per piece, compilation included (with start-up and the last "
@@ -678,6 +726,8 @@ def main(argv=None) -> dict:
     carry.add_argument("--unpack", metavar="FILE",  # read only: its parts may lie where nothing can be written
                        help="write FILE.1, FILE.2, ... (--pack's) into --out, empty or new; runs no step")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = flags.output_dir(os.path.join("results", "gpu-smoke" if args.smoke else "gpu"))
     if args.pack or args.unpack:
         given = [f"--{name.replace('_', '-')}" for name in ("step", "smoke", "pieces", "piece_minutes", "env_games",
                                                             "notebooks") if getattr(args, name) != parser.get_default(name)]
@@ -704,6 +754,10 @@ def main(argv=None) -> dict:
         parser.error("--smoke sets its own piece length")
     piece_minutes = 0.02 if args.smoke else args.piece_minutes
     os.makedirs(args.out, exist_ok=True)
+    try:
+        claim_folder(args.out, args.smoke)
+    except ValueError as error:
+        flags.fail(parser, str(error))
     # Each step, and each training piece, may run in a new process: compiled programs are
     # kept on disk so that a resumed piece does not compile again.
     jax.config.update("jax_compilation_cache_dir", os.path.join(args.out, "jax_cache"))
@@ -723,4 +777,5 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "what the steps measured is kept (a training piece from its last checkpoint); the "
+                            "same command goes on from it")

@@ -7,7 +7,7 @@
 Plays every board with each agent under the ``samegame`` rules (or those of ``--env``, a
 registered id of the points or cells-left rules: the moves are the same, the searches
 optimise that id's objective):
-- random legal clicks (groups of 2 or more) and largest-group greedy with UVa 758's
+- random legal clicks (groups of 2 or more) and largest group first with UVa 758's
   tie-break (leftmost, then bottommost), all boards in one compiled JAX loop
   (``jaxdust.core.play.play_boards``);
 - the batched JAX beam for points (``jaxdust.points_beam``, all boards in one compiled
@@ -38,12 +38,12 @@ import time
 
 import jax
 import numpy as np
-from tqdm import tqdm
 
 import jaxdust
 from jaxdust import points_beam
 from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.play import play_boards
+from jaxdust.core.progress import progress_bar
 from jaxdust.evaluation import baselines
 from jaxdust.solver import points as points_search
 
@@ -106,7 +106,7 @@ def main(argv=None) -> dict:
     points_search.beam(host_boards[0][:4, :4], 1, rules)  # compile
     points_search.nmcs(host_boards[0][:4, :4], 2, rules)
     for name, search in searches:
-        lines = [search(board) for board in tqdm(host_boards, desc=name, unit="board", disable=None)]
+        lines = [search(board) for board in progress_bar(host_boards, desc=name, unit="board")]
         per_board[name] = np.array([getattr(line, measure) for line in lines])
         record(report, args.out, name, np.array([line.points for line in lines]),
                np.array([line.cells_left for line in lines]), sum(line.seconds for line in lines))
@@ -153,8 +153,8 @@ def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str, rules: str 
             if jobs > 1 else None
         with workers or contextlib.nullcontext(), open(path, "a") as output:
             played = workers.imap_unordered(_nmcs2_job, todo) if workers else map(_nmcs2_job, todo)
-            for line in tqdm(played, total=len(boards), initial=len(boards) - len(todo), desc="NMCS level 2",
-                             unit="board", disable=None):
+            for line in progress_bar(played, total=len(boards), initial=len(boards) - len(todo), desc="NMCS level 2",
+                             unit="board"):
                 output.write(json.dumps(line) + "\n")
                 output.flush()
                 done[(line["board"], line["seed"])] = line

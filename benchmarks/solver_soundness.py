@@ -21,12 +21,12 @@ import sys
 import time
 
 import numpy as np
-from tqdm import tqdm
 
 import jaxdust
 from jaxdust.core import files, flags, machine
 from jaxdust.core.boards import parse_size
 from jaxdust.core.game import CLICK_RULES, GameConfig
+from jaxdust.core.progress import progress_bar
 from jaxdust.solver.api import TranspositionTable
 from jaxdust.solver.bitboard import MAX_CELLS
 
@@ -63,7 +63,7 @@ def check_size(config: GameConfig, boards: int, seed: int, table_bits: int = 20)
     shared = TranspositionTable(table_bits)
     faults, lengths, positions = [], [], [0, 0]
     start = time.perf_counter()
-    for index in tqdm(range(boards), desc=f"{rules} {width}x{height}x{colors}", unit="board", disable=None):
+    for index in progress_bar(range(boards), desc=f"{rules} {width}x{height}x{colors}", unit="board"):
         board = rng.integers(1, colors + 1, (width, height)).astype(np.int8)
         pruned = jaxdust.solve(board, colors=colors, beam_width=0, rules=rules, table=shared)
         plain = jaxdust.solve(board, colors=colors, beam_width=0, rules=rules, prune=False)

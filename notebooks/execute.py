@@ -1,5 +1,7 @@
-"""Run every notebook here top to bottom with its small settings and store it with its
-outputs, so that it reads (boards, curves, histograms) without being run:
+"""Run every notebook here top to bottom and store it with its outputs, so that it reads
+(boards, curves, histograms) without being run. Its settings follow the machine (``SMALL``
+on a CPU, the full sizes on a GPU); the files a notebook writes go to a temporary folder,
+not into the checkout:
 
     python notebooks/execute.py            # all three, a few minutes on a CPU
     python notebooks/execute.py quickstart
@@ -9,6 +11,7 @@ The tests execute them again and check that the stored copies were executed in o
 
 import pathlib
 import sys
+import tempfile
 
 import nbformat
 from nbclient import NotebookClient
@@ -21,7 +24,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 def execute(path: pathlib.Path) -> nbformat.NotebookNode:
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
+    with tempfile.TemporaryDirectory(prefix="jaxdust-notebook-") as folder:
+        NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": folder}}).execute()
     return notebook
 
 

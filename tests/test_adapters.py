@@ -130,7 +130,7 @@ def test_gymnasium_reset_reads_text_at_the_envs_size_and_checks_the_colours():
         env.reset(options={"board": np.ones((8, 6), np.int8)})
 
 
-@pytest.mark.parametrize("action", [48, -1, 1.5, "3", [1, 2]])
+@pytest.mark.parametrize("action", [48, -1, 1.5, 3.0, "3", [1, 2]])
 def test_gymnasium_envs_refuse_actions_outside_their_space(action):
     env = DustGymEnv()
     env.reset(seed=0)
@@ -163,6 +163,108 @@ def test_vector_env_resets_finished_games_in_the_same_step():
             assert (rewards[terminated] == 10.0).all()
         assert (rewards[~terminated] == -1.0).all()
     assert ended >= 32
+
+
+def legal_clicks(masks, which):
+    """One legal click a game (its first or last), or cell 0 where the game is over (in
+    next-step mode the step after a game's end restarts it, whatever the action)."""
+    return np.array([np.flatnonzero(mask)[which] if mask.any() else 0 for mask in masks])
+
+
+@pytest.mark.parametrize("mode", ["same_step", "next_step"])
+def test_vector_env_steps_as_gymnasiums_sync_vector_env_of_single_envs(mode):
+    """The batched env against Gymnasium's own ``SyncVectorEnv`` over ``DustGymEnv``, in the
+    same autoreset mode, seeded game by game (so the first boards agree), with a click cap
+    so that games end both ways: every return agrees until a game's restart, and the
+    restart step itself says what Gymnasium's says (the final board and info, or reward 0
+    and a fresh game). Later boards come from each env's own generator, so differ."""
+    capped = jaxdust.make("Dust-6x6x5-v0", max_clicks=20)
+    ours = DustVectorEnv(6, capped, autoreset_mode=mode)
+    theirs = gymnasium.vector.SyncVectorEnv([lambda: DustGymEnv(capped)] * 6, autoreset_mode=ours.autoreset_mode)
+    seeds = [3, 4, 5, 6, 7, 8]
+    (obs, info), (sync_obs, sync_info) = ours.reset(seed=seeds), theirs.reset(seed=seeds)
+    np.testing.assert_array_equal(obs, sync_obs)
+    live = np.ones(6, bool)  # games still on the boards both envs share
+    ended_before = np.zeros(6, bool)
+    endings = set()
+    for _ in range(40):
+        actions = legal_clicks(info["action_mask"], -1)
+        obs, reward, terminated, truncated, info = ours.step(actions)
+        sync_obs, sync_reward, sync_terminated, sync_truncated, sync_info = theirs.step(actions)
+        assert obs.flags.writeable and reward.flags.writeable
+        for name, a, b in [("terminated", terminated, sync_terminated), ("truncated", truncated, sync_truncated),
+                           ("reward", reward, sync_reward)]:
+            np.testing.assert_array_equal(a[live], b[live], err_msg=name)
+        ended = terminated | truncated
+        endings |= {("terminated", "truncated")[int(t)] for t in truncated[live & ended]}
+        if mode == "same_step":
+            restarted = live & ended
+            both = live & ~ended
+            if restarted.any():
+                np.testing.assert_array_equal(info["_final_obs"], sync_info["_final_obs"] & live)
+                np.testing.assert_array_equal(info["final_obs"][restarted],  # Gymnasium's: an object array
+                                              np.stack(sync_info["final_obs"][restarted]))
+                for key in ("clicks", "action_mask"):
+                    np.testing.assert_array_equal(info["final_info"][key][restarted],
+                                                  sync_info["final_info"][key][restarted])
+                assert (info["clicks"][restarted] == 0).all()
+            live = both
+        else:
+            restarting = live & ended_before  # restarted by this step, its action ignored
+            assert (reward[restarting] == 0).all() and (info["clicks"][restarting] == 0).all()
+            assert not ended[restarting].any()
+            live &= ~restarting
+            ended_before = ended
+        np.testing.assert_array_equal(obs[live], sync_obs[live])
+        np.testing.assert_array_equal(info["clicks"][live], sync_info["clicks"][live])
+        np.testing.assert_array_equal(info["action_mask"][live], sync_info["action_mask"][live])
+        if not live.any():
+            break
+    assert not live.any() and endings == {"terminated", "truncated"}
+
+
+def test_vector_env_in_next_step_mode_takes_gymnasiums_vector_wrappers():
+    """Gymnasium's vector observation wrappers take only next-step resets; its reward
+    wrappers write into the rewards (which must be the caller's own arrays)."""
+    envs = gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=4, autoreset_mode="next_step")
+    envs = gymnasium.wrappers.vector.RecordEpisodeStatistics(
+        gymnasium.wrappers.vector.ClipReward(gymnasium.wrappers.vector.FlattenObservation(envs), -1, 1))
+    obs, info = envs.reset(seed=0)
+    assert obs.shape == (4, 36)
+    lengths = []
+    for _ in range(80):
+        obs, reward, terminated, truncated, info = envs.step(legal_clicks(info["action_mask"], 0))
+        assert reward.max() <= 1.0
+        if "episode" in info:
+            lengths += list(info["episode"]["l"][info["_episode"]])
+    assert len(lengths) >= 4 and all(6 <= n <= 36 for n in lengths)
+    with pytest.raises(ValueError, match="autoreset_mode must be one of"):
+        DustVectorEnv(2, autoreset_mode="disabled")
+
+
+def test_gymnasium_envs_pickle_and_check_their_reset_arguments():
+    import pickle
+
+    env, envs = DustGymEnv("Dust-6x6x5-v0"), DustVectorEnv(3, "Dust-6x6x5-v0")
+    obs, _ = env.reset(seed=1)
+    envs.reset(seed=[1, 2, 3])
+    copy, copies = pickle.loads(pickle.dumps(env)), pickle.loads(pickle.dumps(envs))
+    action = int(np.flatnonzero(env.action_masks())[0])
+    np.testing.assert_array_equal(copy.step(action)[0], env.step(action)[0])
+    np.testing.assert_array_equal(copies.step(np.array([0, 1, 2]))[0], envs.step(np.array([0, 1, 2]))[0])
+    # One seed per game: the same boards again, and game 0's is the single env's of seed 1.
+    first, _ = envs.reset(seed=[1, None, 3])
+    np.testing.assert_array_equal(first[0], obs)
+    np.testing.assert_array_equal(envs.reset(seed=[1, 2, 3])[0], envs.reset(seed=[1, 2, 3])[0])
+    board = np.asarray(jaxdust.random_board(jax.random.key(2), jaxdust.GameConfig(6, 6, 5)))
+    assert (envs.reset(options={"board": board})[0] == board).all()
+    with pytest.raises(ValueError, match="3 ints or Nones"):
+        envs.reset(seed=[1, 2])
+    for reset in (env.reset, envs.reset):
+        with pytest.raises(ValueError, match="the option 'board' only, got \\['borad'\\]"):
+            reset(options={"borad": board})
+        with pytest.raises(ValueError, match="game is over already"):
+            reset(options={"board": np.zeros((6, 6), np.int8)})
 
 
 def test_extras_stay_optional():

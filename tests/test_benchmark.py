@@ -287,7 +287,7 @@ def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_pat
     leaderboard._keep_row(path, row)
     assert leaderboard._kept_row(path, benchmark.Row) == row
     # Every entry that plays the run carries it, from --runs or named in --entries.
-    entries = [f"policy:{run}", f"value:{run}:8", "largest", f"mcts:{run}:64", f"greedy:{run}"]
+    entries = [f"policy:{run}", f"value:{run}:8", "largest", f"mcts:{run}:64", f"value:{run}"]
     assert leaderboard.run_sources(entries) == {entry: runs.fingerprint(str(run)) for entry in entries if entry != "largest"}
 
 

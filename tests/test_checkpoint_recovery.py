@@ -208,8 +208,8 @@ def test_evaluate_plays_a_run_whose_best_is_damaged(run, whole_run, tmp_path, ca
 
     best_step = json.loads((whole_run / "summary.json").read_text())["best_step"]
     _truncate(run / "best" / str(best_step))
-    report = evaluate.main(["--random", "4", "--agents", f"greedy:{run}", "--out", str(tmp_path / "eval")])
-    assert report["agents"][f"greedy:{run}"]["boards"] == 4
+    report = evaluate.main(["--random", "4", "--agents", f"policy:{run}", "--out", str(tmp_path / "eval")])
+    assert report["agents"][f"policy:{run}"]["boards"] == 4
     [warning] = warnings(capsys.readouterr().err)
     assert f"checkpoint {best_step} in" in warning and "using checkpoint 4" in warning
 

@@ -20,8 +20,10 @@ def site(tmp_path_factory) -> pathlib.Path:
     # Offline: a request through the proxy variables goes to a closed port and fails the build.
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HTTP_PROXY": "http://127.0.0.1:9",
            "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    # From another folder: paths in mkdocs.yml are the config's, not the working folder's.
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
+                             "--site-dir", str(site_dir)],
+                            cwd=site_dir.parent, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return site_dir
 

@@ -140,7 +140,7 @@ def check_training_and_evaluation(out):
 
 def check_report_and_resumed_steps(out, stdout):
     report = (out / "report.md").read_text()
-    assert "Measured with `python benchmarks/gpu_suite.py --step all --pieces 3 --piece-minutes 0.02` on" in report
+    assert "Measured with `python benchmarks/gpu_suite.py --step all --smoke` on" in report
     assert "| Dust-8x6x5-v0 |" in report and "| jax, width 4, 4 boards per search |" in report
     assert "| trained | proven |" in report
     assert f"; training pieces: jaxdust 0.1.0 (commit 0000000) and jaxdust {jaxdust.__version__}" in report
@@ -178,7 +178,16 @@ def check_report_and_resumed_steps(out, stdout):
     files.atomic_write_json(str(out / "device.json"), {**device, "device_kind": "NVIDIA H100 80GB HBM3",
                                                        "cpu_description": "AMD EPYC, 16 cores"})
     run_suite(out, "--step", "report")
-    assert f"HBM3; played on {machine.cpu_description()}); proven boards" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert f"HBM3; played on {machine.cpu_description()}); proven boards" in report
+    # Rows measured elsewhere than the measured-on line's device and host are marked.
+    assert "| jax, width 4, 4 boards per search (on cpu) |" in report
+    assert f"| numba, width 4 (on {machine.cpu_description()}) |" in report
+    assert f"| Dust-8x6x5-v0 (on {machine.cpu_description()}) |" in report
+    # A smoke run's folder is refused to a full call (its results would pass for real ones).
+    full = subprocess.run([sys.executable, SUITE, "--out", str(out), "--step", "report"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert full.returncode == 2 and "holds a --smoke run's results" in full.stderr
 
 
 def check_results_of_another_version_are_measured_again(out):
@@ -273,6 +282,62 @@ print(json.dumps({{target: [row["steps_per_call"] for row in table["Dust-6x6x5-v
     assert result.returncode == 0, result.stderr[-3000:]
     # 4,096 clicks want 256 and 64 steps; 256 clicks of 16 games, 16 steps
     assert json.loads(result.stdout.splitlines()[-1]) == {"accelerator": [24, 24], "cpu": [16]}
+
+
+def test_an_interrupted_env_batch_is_measured_again_and_a_killed_one_is_reported(tmp_path):
+    """Ctrl-C during a batch leaves no pending row (the next call measures it); a batch
+    left pending by a killed call ends its id's sweep, and the report says so rather than
+    dropping the id. A folder holds one kind of run: a full call is refused a smoke folder
+    and the other way round, and results from before the mark count as a full run's."""
+    script = f"""
+import dataclasses, json, os, gpu_suite
+out = {str(tmp_path / "suite")!r}
+os.makedirs(out)
+gpu_suite.claim_folder(out, smoke=True)
+sizes = dataclasses.replace(gpu_suite.SMOKE, env_ids=("Dust-6x6x5-v0", "Dust-8x6x5-v0"), cpu_games=(16, 32),
+                            cpu_clicks=1 << 8)
+measure = gpu_suite.env_throughput.measure
+def interrupted(env, count, *args, **kwargs):
+    if count == 32:
+        raise KeyboardInterrupt
+    return measure(env, count, *args, **kwargs)
+gpu_suite.env_throughput.measure = interrupted
+try:
+    gpu_suite.step_env(out, sizes)
+except KeyboardInterrupt:
+    pass
+first = [row["games"] for row in gpu_suite._load(os.path.join(out, "env.json"))["cpu"]["Dust-6x6x5-v0"]["rows"]]
+gpu_suite.env_throughput.measure = measure
+report = gpu_suite._load(os.path.join(out, "env.json"))
+report["cpu"]["Dust-8x6x5-v0"] = {{**report["cpu"]["Dust-6x6x5-v0"], "rows": [{{"games": 16, "pending": True}}]}}  # as kill -9 leaves it
+gpu_suite.files.atomic_write_json(os.path.join(out, "env.json"), report)
+report = gpu_suite.step_env(out, sizes)
+again = [row["games"] for row in report["cpu"]["Dust-6x6x5-v0"]["rows"] if "clicks_per_second" in row]
+gpu_suite.step_device(out, sizes)
+table = gpu_suite.step_report(out, sizes) and open(os.path.join(out, "report.md")).read()
+refusals = []
+for folder, smoke in ((out, False), (out + "-full", True), (out + "-old", True)):
+    os.makedirs(folder, exist_ok=True)
+    if folder.endswith("-full"):
+        gpu_suite.claim_folder(folder, smoke=False)
+    if folder.endswith("-old"):  # a folder from before the mark: a full run's
+        open(os.path.join(folder, "train.json"), "w").write("{{}}")
+    try:
+        gpu_suite.claim_folder(folder, smoke)
+        refusals.append("")
+    except ValueError as error:
+        refusals.append(str(error))
+print(json.dumps([first, again, table, refusals]))
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, again, table, refusals = json.loads(result.stdout.splitlines()[-1])
+    assert first == [16] and again == [16, 32]
+    assert re.search(r"\| Dust-6x6x5-v0 \| \d+ \| (16|32) \| [\d,]+ \| 2 sizes measured \|", table)
+    assert "| Dust-8x6x5-v0 | " in table and "| - | - | 16 games: the call measuring it was killed |" in table
+    assert "holds a --smoke run's results" in refusals[0]
+    assert "holds a full run's results" in refusals[1] and "holds a full run's results" in refusals[2]
 
 
 def test_bad_flags_are_refused_before_any_step(tmp_path):

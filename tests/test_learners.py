@@ -558,21 +558,21 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_dqn_run)
 def test_trained_runs_play_through_evaluate(tmp_path, capsys, whole_dqn_run):
     import evaluate
 
-    report = evaluate.main(["--limit", "8", "--agents", f"largest,greedy:{whole_dqn_run},lookahead:{whole_dqn_run}:2",
+    report = evaluate.main(["--limit", "8", "--agents", f"largest,policy:{whole_dqn_run},value:{whole_dqn_run}:2",
                             "--out", str(tmp_path / "eval")])
-    for name in (f"greedy:{whole_dqn_run}", f"lookahead:{whole_dqn_run}:2"):
+    for name in (f"policy:{whole_dqn_run}", f"value:{whole_dqn_run}:2"):
         assert report["agents"][name]["boards"] == 8
     assert (tmp_path / "eval" / "lengths.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):
-        evaluate.main(["--limit", "4", "--agents", f"greedy:{tmp_path / 'missing'}", "--out", str(tmp_path / "x")])
+        evaluate.main(["--limit", "4", "--agents", f"policy:{tmp_path / 'missing'}", "--out", str(tmp_path / "x")])
     assert "not a train.py run directory" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"largest,lookahead:{whole_dqn_run}",
+        evaluate.main(["--random", "2", "--size", "6x6x5", "--agents", f"largest,value:{whole_dqn_run}",
                        "--out", str(tmp_path / "y")])
     # Refused with the flags, before the agents ahead of it play.
     assert f"--agents: {whole_dqn_run} was trained on 8x6 boards; these are 6x6" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # colours past its one-hot input would read as blank cells
-        evaluate.main(["--random", "2", "--size", "8x6x9", "--agents", f"lookahead:{whole_dqn_run}",
+        evaluate.main(["--random", "2", "--size", "8x6x9", "--agents", f"value:{whole_dqn_run}",
                        "--out", str(tmp_path / "z")])
     assert "was trained on boards of 5 colours; these hold colour" in capsys.readouterr().err
 

@@ -3,6 +3,7 @@
 targets are tested in test_avi.py)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -224,19 +225,18 @@ def test_agents_policy_value_and_mcts_through_evaluate(tmp_path, capsys, whole_d
     subprocess.run([sys.executable, "train.py", "avi", "--hidden", "16", "--num-envs", "32", "--beam-width", "2",
                     "--buffer-lines", "32", "--total-updates", "20", "--chunk-updates", "10", "--eval-boards", "8",
                     "--cell-rounds", "1", "--run-dir", str(run)], check=True, cwd=ROOT, capture_output=True)
-    names = [f"policy:{run}", f"value:{run}:2", f"mcts:{run}:8", f"greedy:{run}", f"lookahead:{run}:2"]
+    names = [f"policy:{run}", f"value:{run}:2", f"mcts:{run}:8"]
     report = evaluate.main(["--limit", "6", "--agents", ",".join(names), "--out", str(tmp_path / "eval")])
-    err = capsys.readouterr().err
-    assert "agent 'greedy' is now 'policy'" in err and "agent 'lookahead' is now 'value'" in err
     assert report["reference_proven_optimal"]  # the default set: the fewest-clicks boards, all proven
     unproven = evaluate.main(["--limit", "3", "--agents", "largest", "--boards", os.path.join(ROOT, "data/boards/eval_8x6x5.txt"),
                               "--out", str(tmp_path / "eval-unproven")])
     assert not unproven["reference_proven_optimal"]  # best known lengths of a beam
     for name in names:
         assert report["agents"][name]["boards"] == 6 and report["agents"][name]["not_cleared"] == 0
-    # The old names play exactly what the new ones do.
-    assert report["agents"][f"greedy:{run}"]["mean"] == report["agents"][f"policy:{run}"]["mean"]
-    assert report["agents"][f"lookahead:{run}:2"]["mean"] == report["agents"][f"value:{run}:2"]["mean"]
+    # 0.1.0's names are refused with their replacements ("greedy" is width 1 on the value).
+    for old, new in (("greedy", "value:RUN:1"), ("lookahead", "value:RUN[:WIDTH]")):
+        with pytest.raises(ValueError, match=re.escape(new)):
+            registry.parse_agent(f"{old}:{run}")
     with pytest.raises(ValueError, match="no policy and value"):
         registry.run_agent(f"mcts:{whole_dqn_run}", random_boards(2, GameConfig(), 0), key=jax.random.key(0),
                            max_clicks=48)

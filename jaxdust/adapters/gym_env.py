@@ -6,15 +6,25 @@
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample(mask=info["action_mask"]))
 
 Observations are the board, int8 ``[W, H]`` (0 empty, 1..colours); actions click cell
-``(a // H, a % H)``, and an action outside ``Discrete(W * H)`` is refused (ValueError);
-``info["action_mask"]`` (int8 ``[W * H]``, 1 where a click removes something under the
-id's rules, the form ``Discrete.sample(mask=...)`` takes) says which clicks are legal.
-Rewards as ``jaxdust.DustEnv`` for the id's rules (the dust game: -1 per click, +10 for
-the click that clears the board, -10 for a click that removes nothing; SameGame: the
+``(a // H, a % H)``, and an action that is not an integer in ``Discrete(W * H)`` is refused
+(ValueError); ``info["action_mask"]`` (int8 ``[W * H]``, 1 where a click removes something
+under the id's rules, the form ``Discrete.sample(mask=...)`` takes) says which clicks are
+legal. Rewards as ``jaxdust.DustEnv`` for the id's rules (the dust game: -1 per click, +10
+for the click that clears the board, -10 for a click that removes nothing; SameGame: the
 points). ``terminated``: no click removes anything any more (for the dust game, the board
-is clear); ``truncated``: the env's click cap.
-The vector env resets finished games in the same step (``AutoresetMode.SAME_STEP``): the
-final board is in ``info["final_obs"]`` where ``info["_final_obs"]`` is set.
+is clear); ``truncated``: the env's click cap. Arrays returned are the caller's own
+(writable copies).
+
+The vector env resets finished games as Gymnasium's ``SyncVectorEnv`` does in the same
+mode (``autoreset_mode``):
+
+- ``"same_step"`` (the default): the step that ends a game returns its fresh board; the
+  final board is ``info["final_obs"]`` and the final info ``info["final_info"]`` where
+  ``info["_final_obs"]`` is set.
+- ``"next_step"``: the step that ends a game returns its final board, and the next step
+  restarts it (that step's action is ignored; reward 0). Gymnasium's vector observation
+  wrappers (``FlattenObservation``, ``NormalizeObservation``, ...) take only this mode:
+  ``gymnasium.make_vec(id, num_envs=N, autoreset_mode="next_step")``.
 """
 
 from __future__ import annotations
@@ -27,16 +37,21 @@ import numpy as np
 
 try:
     import gymnasium
-    from gymnasium import spaces
-    from gymnasium.vector import AutoresetMode, VectorEnv
-    from gymnasium.vector.utils import batch_space
-except ImportError as error:  # an optional extra
+except ModuleNotFoundError as error:  # an optional extra
+    if error.name != "gymnasium":
+        raise
     raise ImportError('the Gymnasium adapter needs gymnasium: pip install "jaxdust[gymnasium]"') from error
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
 
 from jaxdust.core import game
 from jaxdust.core.boards import parse_board
 from jaxdust.core.env import DustEnv
 from jaxdust.core.registry import as_env, registered
+
+AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
 
 
 def _check_render_mode(render_mode: str | None) -> None:
@@ -44,23 +59,15 @@ def _check_render_mode(render_mode: str | None) -> None:
         raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
 
 
-def _info(timestep, clicks=np.asarray) -> dict:
-    """Legal clicks and clicks made (as ``clicks`` makes them: an int for one game), of one
-    game or, batched, of each."""
-    return {"action_mask": np.asarray(timestep.observation.action_mask, np.int8),
-            "clicks": clicks(timestep.extras["clicks"])}
-
-
 def _board_space(env: DustEnv) -> spaces.Box:
     return spaces.Box(0, env.game.colors, (env.game.width, env.game.height), np.int8)
 
 
 def _checked_actions(actions, count: int) -> np.ndarray:
-    """``actions`` as int32, or ValueError for any that is not a whole number in
-    ``[0, count)`` (the JAX env itself turns those into no-ops under ``jit``)."""
+    """``actions`` as int32, or ValueError for any that is not an integer in ``[0, count)``
+    (the JAX env itself turns those into no-ops under ``jit``)."""
     array = np.asarray(actions)
-    if not (np.issubdtype(array.dtype, np.integer) or (np.issubdtype(array.dtype, np.floating)
-                                                       and np.all(array == np.round(array)))):
+    if not np.issubdtype(array.dtype, np.integer):
         raise ValueError(f"actions must be integers in Discrete({count}), got {actions!r}")
     if np.any((array < 0) | (array >= count)):
         raise ValueError(f"action {actions!r} is outside Discrete({count}): cells are 0..{count - 1}")
@@ -72,7 +79,42 @@ def _seed_key(rng: np.random.Generator) -> jax.Array:
     return jax.random.key(int(rng.integers(2**31)))
 
 
-class DustGymEnv(gymnasium.Env):
+def _start_board(env: DustEnv, options: dict | None) -> jax.Array | None:
+    """The board ``reset``'s ``options={"board": ...}`` asks for (anything ``parse_board``
+    takes; text is read at the env's size), settled under its rules, of its size and
+    colours, with a legal click; None for a random board. ValueError for other options."""
+    options = dict(options or {})
+    board = options.pop("board", None)
+    if options:
+        raise ValueError(f"reset takes the option 'board' only, got {sorted(options)}")
+    if board is None:
+        return None
+    config = env.game
+    board = parse_board(board, *((config.width, config.height) if isinstance(board, str) else ()),
+                        rules=config.rules)
+    board = env.init(jax.random.key(0), board).board  # ValueError: another shape, a colour too high
+    if not np.asarray(env.observe(board).action_mask).any():
+        raise ValueError(f"the board's game is over already: no click removes anything under the "
+                         f"{config.rules!r} rules")
+    return board
+
+
+class _Compiled:
+    """Keeps the jitted functions out of pickles (they cannot be pickled) and makes them
+    again on unpickling."""
+
+    def _compile(self) -> None:
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict:
+        return {name: value for name, value in self.__dict__.items() if not name.startswith("_jit_")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._compile()
+
+
+class DustGymEnv(_Compiled, gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
 
     def __init__(self, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None):
@@ -81,23 +123,27 @@ class DustGymEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.observation_space = _board_space(self.env)
         self.action_space = spaces.Discrete(self.env.game.num_cells)
-        self._reset = jax.jit(self.env.reset)
-        self._step = jax.jit(self.env.step)
         self._state = None
         self._ended = False
+        self._compile()
+
+    def _compile(self) -> None:
+        self._jit_reset = jax.jit(self.env.reset)
+        self._jit_step = jax.jit(self.env.step)
+
+    def _info(self, timestep) -> dict:
+        return {"action_mask": np.array(timestep.observation.action_mask, np.int8),
+                "clicks": int(timestep.extras["clicks"])}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """``options={"board": ...}`` starts from that board (anything ``parse_board`` takes;
-        text is read at this env's size), settled under its rules, of its size and colours."""
+        text is read at this env's size), settled under its rules, of its size and colours,
+        with a click left to make."""
         super().reset(seed=seed)
-        board = (options or {}).get("board")
-        if board is not None:
-            width, height = self.observation_space.shape
-            board = parse_board(board, *((width, height) if isinstance(board, str) else ()), rules=self.env.game.rules)
-            board = self.env.init(jax.random.key(0), board).board  # ValueError: another shape, a colour too high
-        self._state, timestep = self._reset(_seed_key(self.np_random), board)
+        board = _start_board(self.env, options)
+        self._state, timestep = self._jit_reset(_seed_key(self.np_random), board)
         self._ended = False
-        return np.asarray(timestep.observation.board), _info(timestep, int)
+        return np.array(timestep.observation.board), self._info(timestep)
 
     def step(self, action):
         if self._state is None:
@@ -107,11 +153,11 @@ class DustGymEnv(gymnasium.Env):
         action = _checked_actions(action, self.env.game.num_cells)
         if action.shape:
             raise ValueError(f"one action per step, got {action.shape} of them")
-        self._state, timestep = self._step(self._state, jnp.int32(action))
+        self._state, timestep = self._jit_step(self._state, jnp.int32(action))
         last, cleared = bool(timestep.step_type == 2), bool(timestep.discount == 0)
         self._ended = last
-        return (np.asarray(timestep.observation.board), float(timestep.reward), last and cleared,
-                last and not cleared, _info(timestep, int))
+        return (np.array(timestep.observation.board), float(timestep.reward), last and cleared,
+                last and not cleared, self._info(timestep))
 
     def render(self):
         if self.render_mode == "rgb_array" and self._state is not None:
@@ -122,34 +168,95 @@ class DustGymEnv(gymnasium.Env):
         """Legal clicks, bool ``[W * H]`` (the method maskable agents, e.g. sb3-contrib's, call)."""
         if self._state is None:
             raise RuntimeError("call reset() before action_masks()")
-        return np.asarray(self.env.observe(self._state.board).action_mask)
+        return np.array(self.env.observe(self._state.board).action_mask)
 
 
-
-class DustVectorEnv(VectorEnv):
+class DustVectorEnv(_Compiled, VectorEnv):
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
 
-    def __init__(self, num_envs: int, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None):
+    def __init__(self, num_envs: int, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP):
         if not game.is_integer(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
-        num_envs = int(num_envs)
         _check_render_mode(render_mode)
-        self.env = dataclasses.replace(as_env(env), auto_reset=True)
-        self.num_envs = num_envs
+        mode = autoreset_mode
+        if isinstance(autoreset_mode, str):  # "NextStep" (the enum's value) or "next_step"
+            named = {m.value.lower(): m for m in AutoresetMode}
+            mode = named.get(autoreset_mode.replace("_", "").lower())
+        if mode not in AUTORESET_MODES:
+            raise ValueError(f"autoreset_mode must be one of {[m.value for m in AUTORESET_MODES]} (or "
+                             f"'same_step', 'next_step'), got {autoreset_mode!r}")
+        self.autoreset_mode = mode
+        self.metadata = {**type(self).metadata, "autoreset_mode": mode}
+        self.env = dataclasses.replace(as_env(env), auto_reset=mode == AutoresetMode.SAME_STEP)
+        self.num_envs = int(num_envs)
         self.render_mode = render_mode
         self.single_observation_space = _board_space(self.env)
         self.single_action_space = spaces.Discrete(self.env.game.num_cells)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
-        self._reset = jax.jit(jax.vmap(self.env.reset))
-        self._step = jax.jit(jax.vmap(self.env.step))
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._state = None
+        self._restart = np.zeros(self.num_envs, bool)  # next_step: games that ended last step
+        self._compile()
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        keys = jax.random.split(_seed_key(self.np_random), self.num_envs)
-        self._state, timestep = self._reset(keys)
-        return np.asarray(timestep.observation.board), _info(timestep)
+    def _compile(self) -> None:
+        env = self.env
+
+        def reset(keys, board):
+            states, timestep = jax.vmap(env.reset, in_axes=(0, None))(keys, board)
+            return states, timestep.observation.action_mask
+
+        def same_step(states, actions):
+            """Steps every game; ``env`` restarts the finished ones (``auto_reset``)."""
+            states, timestep = jax.vmap(env.step)(states, actions)
+            ended = timestep.step_type == 2
+            final_mask = jax.vmap(env.observe)(timestep.extras["next_board"]).action_mask
+            return (states, states.board, timestep.reward, ended & (timestep.discount == 0),
+                    ended & (timestep.discount == 1), timestep.observation.action_mask, states.clicks,
+                    timestep.extras["next_board"], final_mask, timestep.extras["clicks"])
+
+        def next_step(previous, actions, restart):
+            """Restarts the games that ended last step (from their state's key, as
+            ``auto_reset`` would) and steps the others."""
+            stepped, timestep = jax.vmap(env.step)(previous, actions)
+
+            def restarted(stepped):
+                fresh = jax.vmap(env.init)(previous.key)
+                pick = lambda new, old: jnp.where(restart.reshape(restart.shape + (1,) * (new.ndim - 1)), new, old)
+                return jax.tree.map(pick, fresh, stepped)
+
+            states = jax.lax.cond(restart.any(), restarted, lambda stepped: stepped, stepped)
+            ended = (timestep.step_type == 2) & ~restart
+            mask = jax.vmap(env.observe)(states.board).action_mask
+            return (states, states.board, jnp.where(restart, 0.0, timestep.reward),
+                    ended & (timestep.discount == 0), ended & (timestep.discount == 1), mask, states.clicks)
+
+        self._jit_reset = jax.jit(reset)
+        self._jit_step = jax.jit(same_step if self.autoreset_mode == AutoresetMode.SAME_STEP else next_step)
+
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
+        """``seed``: one int (the games' boards follow from it), or one int or None per
+        game; ``options={"board": ...}`` starts every game from that board (as
+        ``DustGymEnv.reset``)."""
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            seeds = list(seed)
+            if len(seeds) != self.num_envs or not all(s is None or game.is_integer(s) for s in seeds):
+                raise ValueError(f"seed must be an int, None, or {self.num_envs} ints or Nones (one a game), "
+                                 f"got {seed!r}")
+            given = [int(s) for s in seeds if s is not None]
+            # Seeded from all given seeds, so an unseeded reset after this one repeats too.
+            self._np_random, self._np_random_seed = seeding.np_random(
+                int(np.random.SeedSequence(given).generate_state(1)[0]) if given else None)
+            keys = jnp.stack([_seed_key(np.random.default_rng(s) if s is not None else self.np_random)
+                              for s in seeds])
+        else:
+            super().reset(seed=seed)
+            keys = jax.random.split(_seed_key(self.np_random), self.num_envs)
+        board = _start_board(self.env, options)
+        self._state, mask = self._jit_reset(keys, board)
+        self._restart[:] = False
+        return np.array(self._state.board), {"action_mask": np.array(mask, np.int8),
+                                             "clicks": np.zeros(self.num_envs, np.int32)}
 
     def step(self, actions):
         if self._state is None:
@@ -157,22 +264,30 @@ class DustVectorEnv(VectorEnv):
         actions = _checked_actions(actions, self.env.game.num_cells)
         if actions.size != self.num_envs:
             raise ValueError(f"{self.num_envs} actions per step, got {actions.size}")
-        actions = actions.reshape(self.num_envs)
-        self._state, timestep = self._step(self._state, jnp.asarray(actions))
-        last = np.asarray(timestep.step_type) == 2
-        cleared = np.asarray(timestep.discount) == 0
-        info = _info(timestep)
-        if last.any():
-            info["final_obs"] = np.asarray(timestep.extras["next_board"])
-            info["_final_obs"] = last
-        return (np.asarray(timestep.observation.board), np.asarray(timestep.reward), last & cleared,
-                last & ~cleared, info)
+        actions = jnp.asarray(actions.reshape(self.num_envs))
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            (self._state, board, reward, terminated, truncated, mask, clicks,
+             final_board, final_mask, final_clicks) = self._jit_step(self._state, actions)
+        else:
+            (self._state, board, reward, terminated, truncated, mask,
+             clicks) = self._jit_step(self._state, actions, jnp.asarray(self._restart))
+        terminated, truncated = np.array(terminated), np.array(truncated)
+        info = {"action_mask": np.array(mask, np.int8), "clicks": np.array(clicks)}
+        ended = terminated | truncated
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            if ended.any():
+                info.update(final_obs=np.array(final_board), _final_obs=ended,
+                            final_info={"action_mask": np.array(final_mask, np.int8), "_action_mask": ended,
+                                        "clicks": np.array(final_clicks), "_clicks": ended},
+                            _final_info=ended.copy())
+        else:
+            self._restart = ended
+        return np.array(board), np.array(reward), terminated, truncated, info
 
     def render(self):
         if self.render_mode == "rgb_array" and self._state is not None:
             return [self.env.render(jax.tree.map(lambda leaf: leaf[i], self._state)) for i in range(self.num_envs)]
         return None
-
 
 
 # gymnasium.make("jaxdust/Dust-8x6x5-v0") and gymnasium.make_vec(..., num_envs=N): every

@@ -19,10 +19,12 @@ import numpy as np
 
 try:
     import jumanji
-    from jumanji import specs
-    from jumanji.types import TimeStep
-except ImportError as error:  # an optional extra
+except ModuleNotFoundError as error:  # an optional extra
+    if error.name != "jumanji":
+        raise
     raise ImportError('the Jumanji adapter needs jumanji: pip install "jaxdust[jumanji]"') from error
+from jumanji import specs
+from jumanji.types import TimeStep
 
 from jaxdust.core.env import DustEnv, Observation, State
 from jaxdust.core.registry import as_env

@@ -22,10 +22,10 @@ from typing import Callable, Sequence
 
 import jax
 import numpy as np
-from tqdm import tqdm
 
 from jaxdust.core import boards as board_io
 from jaxdust.core import files, game
+from jaxdust.core.progress import progress_bar
 
 VERSION = 1
 SIZES = ("8x6x5", "6x6x5", "8x4x5")
@@ -178,7 +178,7 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
         clicks, cleared = replayed_lengths(board_set.boards, solutions, max_clicks)
         label = name or getattr(agent, "__name__", "solver")
     else:
-        with tqdm(total=count, unit="board", desc=agent, disable=not progress or None, leave=False) as bar:
+        with progress_bar(total=count, unit="board", desc=agent, enabled=progress, leave=False) as bar:
             result = registry.run_agent(agent, board_set.boards, key=jax.random.key(seed), max_clicks=max_clicks,
                                         jobs=jobs, progress=bar.update)
         seconds = time.perf_counter() - start

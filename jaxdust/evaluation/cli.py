@@ -18,7 +18,7 @@ value, 64 simulations by default). ``greedy:`` and ``lookahead:`` are the old na
 ``--env ID`` plays a registered environment's rules and size on 100 random boards (or
 ``--random N``, ``--boards FILE``): ``Former-7x9x4-v0`` is measured in clicks like the dust
 game; ``SameGame-15x15x5-v0`` in points and ``Clickomania-10x10x4-v0`` in cells left, where
-the agents are random, largest (UVa 758's greedy), beam[:width] (JAX), cpu-beam[:width]
+the agents are random, largest (largest cluster first; UVa 758's rule), beam[:width] (JAX), cpu-beam[:width]
 (numba) and nmcs[:level] (nested Monte Carlo search, level 1 or 2):
 
     python evaluate.py --env SameGame-15x15x5-v0 --agents random,largest,cpu-beam:256,nmcs:1
@@ -55,10 +55,10 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm import tqdm
 
 from jaxdust.core import compile_cache, configs, files, flags, game
 from jaxdust.core.boards import board_to_text, declared_rules, positions, read_board_lines, reference_columns
+from jaxdust.core.progress import progress_bar
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
 
@@ -101,8 +101,24 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         print(f"evaluate.py: {args.boards} gives lengths under the {lengths_rules} rules; these boards are "
               f"played under {args.size.rules}, so they are compared with no reference lengths", file=sys.stderr)
         best, proven = None, False
-    described = f"{len(records)} boards from {os.path.relpath(args.boards)}"
+    described = f"{len(records)} boards from {_shown_path(args.boards)}"
     return boards, best, proven, described if args.limit is None else f"first {described}"
+
+
+def _shown_path(path: str) -> str:
+    """``path`` as a report names it: relative to the working folder when under it, a
+    board set that ships with the package as ``jaxdust/data/...`` (wherever it is
+    installed), else absolute."""
+    relative = os.path.relpath(path)
+    if not relative.startswith(os.pardir):
+        return relative
+    installed = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the jaxdust package
+    inside = os.path.relpath(os.path.abspath(path), installed)
+    return os.path.join("jaxdust", inside) if not inside.startswith(os.pardir) else os.path.abspath(path)
+
+
+TIMING_NOTE = ("(ms/board: an agent's wall time over the boards, its compiling and worker start-up "
+               "included: on a few boards mostly that; a rerun with the programs cached is faster)")
 
 
 def _file_safe(name: str) -> str:
@@ -178,7 +194,7 @@ def main(argv=None) -> dict:
     print(f"{description}; backend {jax.default_backend()}")
 
     results, per_board = {}, {}
-    with tqdm(total=num_boards * len(agents), unit="board", disable=None) as bar:
+    with progress_bar(total=num_boards * len(agents), unit="board") as bar:
         for index, name in enumerate(agents):
             bar.set_description(name)
             start = time.perf_counter()
@@ -222,6 +238,7 @@ def main(argv=None) -> dict:
               f"{best.std():>6.2f}")
 
     print(f"(>=ref: share of boards at least as short as {('the optimum' if proven else 'the best known') if reference == 'best' else reference})")
+    print(TIMING_NOTE)
 
     report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
               "reference": reference, "reference_proven_optimal": proven, "agents": results}
@@ -260,7 +277,7 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
     a histogram, ``points.png`` or ``cells-left.png``."""
     measure = "points" if game.rules_of(rules).objective == "points" else "cells_left"
     results, per_board = {}, {}
-    with tqdm(total=len(boards) * len(agents), unit="board", disable=None) as bar:
+    with progress_bar(total=len(boards) * len(agents), unit="board") as bar:
         for index, name in enumerate(agents):
             bar.set_description(name)
             start = time.perf_counter()
@@ -281,6 +298,7 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
     for name, row in results.items():
         print(f"{name:<{label}} {row['mean']:>8.1f} {row['median']:>8.1f} {row['std']:>7.1f} "
               f"{row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
+    print(TIMING_NOTE)
     report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
               "agents": results}
     files.atomic_write_json(os.path.join(args.out, "summary.json"), report)

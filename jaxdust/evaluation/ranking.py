@@ -25,11 +25,11 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm import tqdm
 
 from jaxdust.core import flags, game, reference
 from jaxdust.core.boards import BOARDS_DIR, board_to_text, parse_board
 from jaxdust.core.files import recover_json_lines
+from jaxdust.core.progress import progress_bar
 from jaxdust.search.heuristic import Scorer, heuristic_scorer
 from jaxdust.search.mcts import cluster_prior
 from jaxdust.solver.api import MAX_TABLE_BITS, TranspositionTable, solve
@@ -225,7 +225,7 @@ def main(argv=None) -> int:
     start = max(done) + 1 if done else 0  # boards are written whole and in order
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "a") as out:
-        for index in tqdm(range(start, args.boards), initial=start, total=args.boards, unit="board", disable=None):
+        for index in progress_bar(range(start, args.boards), initial=start, total=args.boards, unit="board"):
             for record in board_records(index, args.node_limit):
                 out.write(json.dumps(record) + "\n")
             out.flush()

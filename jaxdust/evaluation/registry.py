@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -65,9 +64,17 @@ def register(agent: Agent) -> Agent:
     return agent
 
 
+# Names of 0.1.0, refused with their replacement: "greedy" means width-1 play on a value,
+# which greedy:RUN (the network's own choice) never was.
+RENAMED = {"greedy": "policy:RUN (the network's own choice; greedy play on its value is value:RUN:1)",
+           "lookahead": "value:RUN[:WIDTH]"}
+
+
 def parse_agent(text: str) -> tuple[Agent, Any]:
     """The agent and its settings for ``"name[:value]"``; ValueError naming the problem."""
     name, _, rest = text.strip().partition(":")
+    if name in RENAMED:
+        raise ValueError(f"agent {name!r} was renamed in 0.2.0 and removed in 0.2.23: use {RENAMED[name]}")
     if name not in AGENTS:
         raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENTS)}")
     agent = AGENTS[name]
@@ -230,7 +237,7 @@ register(Agent("random", "clicks a random legal group", None, _no_parameter,
 
 
 def _play_largest(_, boards, context: Context) -> dict:
-    # The points rule sets' greedy is UVa 758's (its tie-break, groups of 2 or more).
+    # The points rule sets' largest-first is UVa 758's (its tie-break, groups of 2 or more).
     largest = baselines.largest_cluster if context.rules in game.CLICK_RULES else baselines.largest_group
     return _play_policy(largest, None, boards, context)
 
@@ -413,18 +420,3 @@ register(Agent("mcts-heuristic", "Gumbel MuZero search (mctx) with the hand-made
                game.CLICK_RULES))
 
 
-def _renamed(old: str, new_name: str, parse: Callable[[str], Any]) -> Agent:
-    """The agent ``new_name`` under its old name, which says so (one line on stderr) when
-    it plays; ``parse`` names the old agent in its errors."""
-    new = AGENTS[new_name]
-
-    def play(settings, boards, context: Context) -> dict:
-        print(f"notice: agent {old!r} is now {new_name!r} ({old}:RUN is {new_name}:RUN); "
-              f"the old name goes in the next release", file=sys.stderr)
-        return new.play(settings, boards, context)
-
-    return Agent(old, f"old name of {new_name!r}", new.parameter, parse, play, new.rules)
-
-
-register(_renamed("greedy", "policy", _run_only("greedy")))
-register(_renamed("lookahead", "value", _run_and_number("lookahead", "width", 1)))

@@ -37,11 +37,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tqdm import tqdm
-
 from jaxdust.core import configs, files, flags
 from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.core.processes import ordered_map
+from jaxdust.core.progress import progress_bar
 from jaxdust.solver import bitboard, compiled
 from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver.upper_bound import beam_clicks
@@ -276,9 +275,9 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
     write_ready_shards()
     if todo and jobs > 1:
         compiled.compile_searches()  # once, here: the workers then load numba's cache
-    with open(journal_path, "a") as journal, tqdm(
+    with open(journal_path, "a") as journal, progress_bar(
         total=config.boards, initial=config.boards - len(todo), unit="board",
-        file=sys.stderr, disable=not progress or None,
+        file=sys.stderr, enabled=progress,
     ) as bar:
         # In board order, so the journal is the same whatever --jobs (and after a resume).
         for record in ordered_map(_label_job, [(config, i) for i in todo], jobs):

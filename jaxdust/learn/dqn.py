@@ -50,7 +50,7 @@ class DQNConfig:
     hidden: tuple[int, ...] = (512, 512)  # widths of the Q-network's dense layers
     features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
     num_envs: int = 256  # games played in lockstep
-    total_steps: int = 256 * 36_000  # transitions, summed over all games (about 10 min, 2 CPU cores)
+    total_steps: int = 256 * 36_000  # transitions, summed over all games (4.5 min of training on 2 CPU cores, docs/results.md)
     chunk_iterations: int = 500  # iterations per jitted call (checkpoints and evaluation between)
     buffer_size: int = 131_072  # transitions kept in the replay buffer
     batch_size: int = 256  # transitions per gradient step

@@ -22,10 +22,10 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import AxisType
-from tqdm import tqdm
 
 from jaxdust.core import configs, files, game
 from jaxdust.core.play import play_boards
+from jaxdust.core.progress import progress_bar
 from jaxdust.learn import checkpoint, learners
 from jaxdust.search.beam import beam_lengths
 
@@ -451,7 +451,7 @@ def train(learner_name: str, config, args) -> dict:
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
     interval = args.checkpoint_seconds or CHECKPOINT_SECONDS
     next_save = run.seconds() + interval
-    with tqdm(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name, disable=None) as bar:
+    with progress_bar(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name) as bar:
         for index in range(done + 1, trainer.total + 1):
             state, metrics = trainer.step(state, index)
             record = {"chunk": index, **metrics}

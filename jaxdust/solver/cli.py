@@ -42,7 +42,6 @@ import json
 import os
 import sys
 
-from tqdm import tqdm
 
 from jaxdust.core import flags
 from jaxdust.core.boards import board_lines, declared_rules, parse_board
@@ -51,6 +50,7 @@ from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines
 from jaxdust.solver import compiled
 from jaxdust.solver.api import CHECKPOINT_POSITIONS, MAX_TABLE_BITS, TranspositionTable, initial_table_bits, solve
 from jaxdust.core.game import CLICK_RULES
+from jaxdust.core.progress import progress_bar
 
 
 def checkpoint_path(directory: str | None, number: int) -> str | None:
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
     try:
         if todo and args.jobs > 1:
             compiled.compile_searches()  # once, here: the workers then load numba's cache
-        with tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="board", file=sys.stderr, disable=None) as bar:
+        with progress_bar(total=len(jobs), initial=len(jobs) - len(todo), unit="board", file=sys.stderr) as bar:
             for record in ordered_map(_solve_job, todo, args.jobs):
                 if "error" in record:
                     errors += 1
