@@ -119,7 +119,7 @@ def test_a_board_files_reference_follows_its_columns(tmp_path, boards_dir, capsy
     assert "gives lengths under the former rules; these boards are played under dust" in capsys.readouterr().err
 
 
-def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, boards_dir):
+def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, boards_dir, capsys):
     """``--max-clicks``: a search's longer line is not cleared, like a policy stopped at the
     cap, and a board not cleared counts at the cap in the mean (no agent gains by failing)."""
     board_file = tmp_path / "few.txt"
@@ -127,7 +127,13 @@ def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, bo
     optimum = [int(line.split()[1]) for line in board_file.read_text().splitlines()[3:]]
     cap = min(optimum)  # the others need more
     report = evaluate.main(["--boards", str(board_file), "--agents", "largest,cpu-beam:64", "--max-clicks", str(cap),
-                            "--jobs", "1", "--out", str(tmp_path / "out")])
+                            "--jobs", "1", "--out", str(tmp_path / "out"), "--animate", "4"])
+    # A game not cleared within the cap is shown as counted (at most the cap's clicks) and named.
+    from PIL import Image
+    for index in range(4):
+        with Image.open(tmp_path / "out" / f"game-cpu-beam-64-{index}.gif") as gif:
+            assert gif.n_frames <= cap + 1
+    assert "not cleared within" in capsys.readouterr().out
     played = registry.run_agent("cpu-beam:64", jnp.stack([r.board for r in jaxdust.read_board_file(board_file)]),
                                 key=jax.random.key(0), max_clicks=36)
     capped = np.minimum(played["clicks"], cap)
@@ -135,6 +141,24 @@ def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, bo
     assert beam["not_cleared"] == int((played["clicks"] > cap).sum()) > 0
     assert beam["mean"] == pytest.approx(capped.mean())
     assert report["agents"]["largest"]["not_cleared"] == 4 and report["agents"]["largest"]["mean"] >= beam["mean"]
+
+
+def test_plots_count_unfinished_games_as_neither_equal_nor_shorter_and_bin_whole_numbers():
+    from jaxdust.evaluation import plots
+
+    agent, optimum = np.array([11, 11, 12, 10]), np.array([11, 12, 12, 12])
+    cleared = np.array([False, True, True, True])  # the first stopped at a cap of 11
+    assert plots.joint_title(agent, optimum, "a", "optimal", cleared) == \
+        "a vs optimal: 25% equal, 50% shorter, 25% not cleared"
+    assert plots.joint_title(agent, optimum, "a", "b", None, ~cleared) == "a vs b: 25% equal, 75% shorter"
+    for values in (np.arange(60), np.arange(5), np.array([3, 3, 3]), np.arange(-7, 3000, 13)):
+        bins = plots._integer_bins(values)
+        assert np.all(bins % 1 == 0.5) and len(set(np.diff(bins))) == 1 and len(bins) <= 41
+        assert bins[0] < values.min() and bins[-1] > values.max()
+    assert set(np.histogram(np.arange(60), plots._integer_bins(np.arange(60)))[0]) == {2}  # no bin holds more
+    for png in (plots.length_histograms({f"agent {i}": np.arange(10, 20) for i in range(12)}, "t", {"agent 3": 2}),
+                plots.value_histograms({"x": np.array([0, 1, 1, 4])}, "t", "cells left (lower is better)")):
+        assert png[:4] == b"\x89PNG"
 
 
 def test_env_boards_of_another_size_are_refused_and_gifs_follow_the_rules(tmp_path, boards_dir, capsys):

@@ -70,9 +70,12 @@ def test_a_solved_game_becomes_a_gif_of_every_position():
                                       jaxdust.board_rgb(boards[index], clusters[index], cell_size=8))
 
 
-def test_positions_refuse_a_wasted_click():
+def test_positions_refuse_a_wasted_click_or_mark_where_it_went():
     with pytest.raises(ValueError, match="click 1: .* is an empty cell"):
         jaxdust.positions("1" * 48, [(0, 0), (0, 0)])
+    boards, clusters = jaxdust.positions("1" * 48, [(0, 0), (3, 2)], wasted=True)
+    np.testing.assert_array_equal(boards[2], boards[1])  # nothing left to remove
+    assert clusters[1].sum() == 1 and clusters[1][3, 2]  # the frame shows the cell clicked
 
 
 def test_evaluate_animates_each_agents_games(tmp_path, boards_dir):

@@ -302,8 +302,9 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust",
 
     Args:
       wasted: take a click on an empty cell or on a group smaller than the rules allow as
-        RULES.md does, a wasted click that changes nothing (its cluster is empty); without
-        it such a click is refused, since a played line never wastes one.
+        RULES.md does, a wasted click that changes nothing (its "cluster" is the cell
+        clicked, or its group, so a picture shows where it went); without it such a click
+        is refused, since a played line never wastes one.
 
     Returns:
       ``(boards, clusters)``: ``len(clicks) + 1`` int8 ``[W, H]`` boards (the start, then
@@ -333,7 +334,9 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust",
             raise ValueError(f"click {step}: ({x}, {y}) is outside the {width}x{height} board")
         cluster = np.asarray(game.cluster_mask(board, x, y)) if int(board[x, y]) else np.zeros((width, height), bool)
         if wasted and cluster.sum() < smallest:
-            clusters.append(np.zeros((width, height), bool))
+            clicked = np.zeros((width, height), bool)
+            clicked[x, y] = True  # the cell the wasted click hit (its group removes nothing)
+            clusters.append(cluster | clicked)
             boards.append(boards[-1])
             continue
         if int(board[x, y]) == 0:

@@ -34,12 +34,16 @@ def _cells(board, what: str, highlight=None, cell_size: int | None = None) -> tu
         raise ValueError(f"{what} renders one board [width, height], got shape {cells.shape}")
     if cells.dtype == bool or not np.issubdtype(cells.dtype, np.integer):  # 1.7 would draw as colour 1
         raise ValueError(f"{what}: a board holds integer colours, got dtype {cells.dtype}")
-    if cells.size and (cells.min() < 0 or cells.max() >= len(PALETTE)):
+    if cells.size == 0:
+        raise ValueError(f"{what}: the board is empty, shape {cells.shape}")
+    if cells.min() < 0 or cells.max() >= len(PALETTE):
         raise ValueError(f"{what}: the board holds {cells.min() if cells.min() < 0 else cells.max()}; colours are "
                          f"0 (empty) to {len(PALETTE) - 1}")
-    marked = np.zeros(cells.shape, bool) if highlight is None else np.asarray(highlight, bool)
+    marked = np.zeros(cells.shape, bool) if highlight is None else np.asarray(highlight)
     if marked.shape != cells.shape:
         raise ValueError(f"{what}: highlight of shape {marked.shape} for a board of shape {cells.shape}")
+    if marked.dtype != bool:  # cluster labels or weights would outline every non-zero cell
+        raise ValueError(f"{what}: highlight is a bool mask [W, H], got dtype {marked.dtype} (e.g. labels == k)")
     if cell_size is not None and (not game.is_integer(cell_size) or cell_size < 4):
         raise ValueError(f"cell_size must be an integer >= 4 pixels, got {cell_size!r}")
     return cells, marked
@@ -134,9 +138,12 @@ def board_rgb(board, highlight=None, cell_size: int = 16) -> np.ndarray:
 
 
 def game_gif(boards, highlights=None, cell_size: int = 24, milliseconds: int = 500) -> bytes:
-    """A GIF of positions ``boards`` (a sequence of ``[W, H]`` boards, e.g. from
-    ``jaxdust.positions``), each shown ``milliseconds``, the last twice as long;
-    ``highlights`` (one bool ``[W, H]`` or None per board) marks the cluster clicked next."""
+    """A GIF of positions ``boards`` (a sequence of ``[W, H]`` boards of one shape, e.g.
+    from ``jaxdust.positions``), each shown ``milliseconds``, the last twice as long;
+    ``highlights`` (one bool ``[W, H]`` or None per board) marks the cluster clicked next.
+    GIF delays are whole hundredths of a second (``milliseconds`` is rounded down to
+    them), and two identical frames in a row (a click that changed nothing, made twice)
+    play as one frame for their summed time."""
     from PIL import Image  # matplotlib's own dependency: no extra install
 
     boards = list(boards)
@@ -147,6 +154,11 @@ def game_gif(boards, highlights=None, cell_size: int = 24, milliseconds: int = 5
     highlights = list(highlights) if highlights is not None else [None] * len(boards)
     if len(highlights) != len(boards):
         raise ValueError(f"{len(highlights)} highlights for {len(boards)} boards")
+    shapes = {np.shape(b) for b in boards}
+    if len(shapes) > 1:
+        raise ValueError(f"game_gif: the boards are of several shapes, {sorted(shapes)}: one game's positions share one")
+    if milliseconds < 20:  # the GIF format's hundredths; browsers take delays under 2 as 10
+        raise ValueError(f"milliseconds must be at least 20 (GIF delays are hundredths of a second), got {milliseconds}")
     frames = [Image.fromarray(board_rgb(b, h, cell_size)) for b, h in zip(boards, highlights)]
     durations = [milliseconds] * (len(frames) - 1) + [2 * milliseconds]
     buffer = io.BytesIO()

@@ -193,7 +193,7 @@ def main(argv=None) -> dict:
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
     print(f"{description}; backend {jax.default_backend()}")
 
-    results, per_board = {}, {}
+    results, per_board, cleared = {}, {}, {}
     with progress_bar(total=num_boards * len(agents), unit="board") as bar:
         for index, name in enumerate(agents):
             bar.set_description(name)
@@ -208,7 +208,8 @@ def main(argv=None) -> dict:
             results[name] = {"seconds_per_board": (time.perf_counter() - start) / num_boards,
                              "proven": played.get("proven"), "cleared": played["cleared"]}
             per_board[name] = played["clicks"]
-            write_gifs(args.out, name, boards, played["solutions"], rules)
+            cleared[name] = np.asarray(played["cleared"], bool)
+            write_gifs(args.out, name, boards, played["solutions"], rules, cleared[name], max_clicks)
 
     reference_lengths = best if reference == "best" else per_board[reference]
     for name in agents:
@@ -253,22 +254,31 @@ def main(argv=None) -> dict:
     shown = dict(per_board)
     if best is not None:
         shown[best_name] = best
-    files.atomic_write_bytes(os.path.join(args.out, "lengths.png"), plots.length_histograms(shown, description))
+    stuck = {name: int(np.sum(~cleared[name])) for name in agents}
+    files.atomic_write_bytes(os.path.join(args.out, "lengths.png"),
+                             plots.length_histograms(shown, f"{description}, {rules} rules", stuck))
     reference_name = best_name if reference == "best" else reference
     for name in agents:
         if name != reference:
-            figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name)
+            figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name, cleared[name],
+                                           None if reference == "best" else cleared[reference])
             files.atomic_write_bytes(os.path.join(args.out, f"joint-{_file_safe(name)}.png"), figure)
     print(f"\nwrote summary.json, boards.csv, lengths.png and joint-*.png to {args.out}")
     return report
 
 
-def write_gifs(out: str, name: str, boards, solutions: list, rules: str) -> None:
-    """``game-<agent>-<i>.gif`` in ``out`` for each board ``i`` of ``solutions`` (its clicks)."""
+def write_gifs(out: str, name: str, boards, solutions: list, rules: str, cleared, max_clicks: int) -> None:
+    """``game-<agent>-<i>.gif`` in ``out`` for each board ``i`` of ``solutions`` (its
+    clicks, at most ``max_clicks`` of them: what the table counted). Under the fewest-clicks
+    rules a game not cleared within the cap (``cleared[i]`` False) is named on stdout."""
     for board_index, clicks in enumerate(solutions):
+        clicks = list(clicks)[:max_clicks]
         # A policy's wasted click (on an empty cell) is a frame where nothing changes.
         gif = game_gif(*positions(boards[board_index], clicks, rules, wasted=True))
-        files.atomic_write_bytes(os.path.join(out, f"game-{_file_safe(name)}-{board_index}.gif"), gif)
+        path = os.path.join(out, f"game-{_file_safe(name)}-{board_index}.gif")
+        files.atomic_write_bytes(path, gif)
+        if rules in game.CLICK_RULES and not cleared[board_index]:
+            print(f"{path}: not cleared within {max_clicks} clicks; it shows the {len(clicks)} clicks played")
 
 
 def points_report(args, agents: list[str], boards, description: str, rules: str, max_clicks: int) -> dict:
@@ -284,7 +294,7 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
             played = registry.run_agent(name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
                                         chunk=args.chunk, jobs=args.jobs, progress=bar.update,
                                         solutions=args.animate, rules=rules)
-            write_gifs(args.out, name, boards, played["solutions"], rules)
+            write_gifs(args.out, name, boards, played["solutions"], rules, played["cleared"], max_clicks)
             values = np.asarray(played[measure])
             per_board[name] = values
             results[name] = {"mean": float(values.mean()), "median": float(np.median(values)),
@@ -310,7 +320,9 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
     files.atomic_write_bytes(os.path.join(args.out, "boards.csv"), table.getvalue().encode())
     figure = f"{measure.replace('_', '-')}.png"
     files.atomic_write_bytes(os.path.join(args.out, figure),
-                             plots.value_histograms(per_board, description, measure.replace("_", " ")))
+                             plots.value_histograms(per_board, f"{description}, {rules} rules",
+                                                    f"{measure.replace('_', ' ')} "
+                                                    f"({'higher' if measure == 'points' else 'lower'} is better)"))
     print(f"\nwrote summary.json, boards.csv and {figure} to {args.out}")
     return report
 

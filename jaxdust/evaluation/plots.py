@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 
 def _subplots(size: tuple[float, float]):
@@ -20,53 +22,103 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
+def _colours(count: int) -> list:
+    """One colour an agent: matplotlib's ten, or twenty where more agents are drawn (the
+    ten repeat from the eleventh)."""
+    if count <= 10:
+        return [f"C{i}" for i in range(count)]
+    return [matplotlib.colormaps["tab20"](i % 20) for i in range(count)]
+
+
+def _legend(axis, entries: int) -> None:
+    """Inside the axes for a few entries; beside them for many, where it would cover bars."""
+    if entries > 6:
+        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        axis.legend(fontsize=8)
+
+
+def _integer_bins(values: np.ndarray, most: int = 40) -> np.ndarray:
+    """Bin edges between whole numbers, each bin holding the same count of them (at most
+    ``most`` bins): no bin gathers more integers than its neighbours."""
+    low, high = int(np.floor(values.min())), int(np.ceil(values.max()))
+    width = max(1, -(-(high - low + 1) // most))
+    return np.arange(low, high + width + 1, width) - 0.5
+
+
 def value_histograms(values: dict[str, np.ndarray], title: str, measure: str) -> bytes:
-    """Overlaid histograms of a per-board measure (e.g. points), one outline per agent."""
+    """Overlaid histograms of a per-board measure (e.g. points), one outline per agent,
+    in bins of whole numbers."""
     figure, axis = _subplots((7, 4))
-    every = np.concatenate([np.asarray(v, float) for v in values.values()])
-    bins = np.linspace(every.min(), every.max() + 1, 31)
-    for name, per_board in values.items():
-        axis.hist(per_board, bins=bins, histtype="step", linewidth=2, label=f"{name} (mean {np.mean(per_board):.1f})")
+    bins = _integer_bins(np.concatenate([np.asarray(v, float) for v in values.values()]))
+    for (name, per_board), colour in zip(values.items(), _colours(len(values))):
+        axis.hist(per_board, bins=bins, histtype="step", linewidth=2, color=colour,
+                  label=f"{name} (mean {np.mean(per_board):.1f})")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.set_xlabel(measure)
     axis.set_ylabel("boards")
     axis.set_title(title)
-    axis.legend(fontsize=8)
+    _legend(axis, len(values))
     return _png(figure)
 
 
-def length_histograms(lengths: dict[str, np.ndarray], title: str) -> bytes:
-    """Overlaid histograms of solution lengths, one outline per agent."""
+def length_histograms(lengths: dict[str, np.ndarray], title: str,
+                      not_cleared: dict[str, int] | None = None) -> bytes:
+    """Overlaid histograms of solution lengths, one outline per agent; ``not_cleared``
+    counts each agent's boards not cleared, drawn at the click cap (the legend says how
+    many)."""
     figure, axis = _subplots((7, 4))
+    not_cleared = not_cleared or {}
     values = np.concatenate([np.asarray(v) for v in lengths.values()])
     bins = np.arange(values.min() - 0.5, values.max() + 1.5)
-    for name, clicks in lengths.items():
-        axis.hist(clicks, bins=bins, histtype="step", linewidth=2,
-                  label=f"{name} (mean {np.mean(clicks):.2f})")
-    axis.set_xlabel("clicks to clear the board")
+    for (name, clicks), colour in zip(lengths.items(), _colours(len(lengths))):
+        stuck = not_cleared.get(name, 0)
+        axis.hist(clicks, bins=bins, histtype="step", linewidth=2, color=colour,
+                  label=f"{name} (mean {np.mean(clicks):.2f}" + (f"; {stuck} not cleared, at the cap)" if stuck else ")"))
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_xlabel("clicks to clear the board" + (" (a board not cleared: the click cap)" if any(not_cleared.values())
+                                                    else ""))
     axis.set_ylabel("boards")
     axis.set_title(title)
-    axis.legend(fontsize=8)
+    _legend(axis, len(lengths))
     return _png(figure)
 
 
-def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, reference_name: str) -> bytes:
+def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, reference_name: str,
+                    agent_cleared: np.ndarray | None = None, reference_cleared: np.ndarray | None = None) -> bytes:
     """2-D histogram of an agent's length against a reference's, with the diagonal: cells
-    below it are boards the agent solved in fewer clicks than the reference."""
+    below it are boards the agent solved in fewer clicks than the reference. A board a
+    player did not clear (``*_cleared`` False) sits at the click cap and counts as neither
+    equal nor shorter for the agent; the title says how many the agent left."""
     figure, axis = _subplots((5.5, 5))
     low = min(agent.min(), reference.min()) - 0.5
     high = max(agent.max(), reference.max()) + 1.5
     bins = np.arange(low, high)
     counts, _, _, image = axis.hist2d(reference, agent, bins=[bins, bins], cmap="viridis", cmin=1)
-    figure.colorbar(image, ax=axis, label="boards")
+    figure.colorbar(image, ax=axis, label="boards", ticks=MaxNLocator(integer=True))
+    for line in (axis.xaxis, axis.yaxis):
+        line.set_major_locator(MaxNLocator(integer=True))
     # Red, not white: the line must show over empty (white) cells too.
     axis.plot([low, high], [low, high], color="tab:red", linewidth=1, linestyle="--", label="equal length")
     axis.legend(loc="upper left", fontsize=8)
     axis.set_xlabel(f"{reference_name} clicks")
     axis.set_ylabel(f"{agent_name} clicks")
-    equal = np.mean(agent == reference)
-    better = np.mean(agent < reference)
-    axis.set_title(f"{agent_name} vs {reference_name}: {equal:.0%} equal, {better:.0%} shorter", fontsize=10)
+    axis.set_title(joint_title(agent, reference, agent_name, reference_name, agent_cleared, reference_cleared),
+                   fontsize=10)
     return _png(figure)
+
+
+def joint_title(agent: np.ndarray, reference: np.ndarray, agent_name: str, reference_name: str,
+                agent_cleared: np.ndarray | None = None, reference_cleared: np.ndarray | None = None) -> str:
+    """``joint_histogram``'s title: the shares of boards the agent cleared in as many clicks
+    as the reference (which cleared it too), in fewer (or where the reference did not
+    clear it), and those it left."""
+    mine = np.ones(np.shape(agent), bool) if agent_cleared is None else np.asarray(agent_cleared, bool)
+    theirs = np.ones(np.shape(reference), bool) if reference_cleared is None else np.asarray(reference_cleared, bool)
+    equal = np.mean(mine & theirs & (agent == reference))
+    better = np.mean(mine & ((agent < reference) | ~theirs))  # cleared where the reference stopped at the cap
+    stuck = f", {np.mean(~mine):.0%} not cleared" if not mine.all() else ""
+    return f"{agent_name} vs {reference_name}: {equal:.0%} equal, {better:.0%} shorter{stuck}"
 
 
 def learning_curves(curves: dict[str, tuple[np.ndarray, np.ndarray]], references: dict[str, float],
@@ -82,12 +134,12 @@ def variant_curves(curves: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], 
     (``curves[variant][play] = (seconds, values)``), one line style per play; ``references``
     are horizontal lines at a value, ``marks`` vertical ones at a second of training."""
     figure, axis = _subplots((8, 4.5) if len(curves) > 4 else (7, 4))
-    colours = [f"C{i}" for i in range(10)]
+    colours = _colours(len(curves))
     styles = ["-", "--", ":", "-."]
     plays = list(dict.fromkeys(play for by_play in curves.values() for play in by_play))
     for index, (variant, by_play) in enumerate(curves.items()):
         for play, (seconds, values) in by_play.items():
-            axis.plot(np.asarray(seconds) / 60, values, color=colours[index % 10],
+            axis.plot(np.asarray(seconds) / 60, values, color=colours[index],
                       linestyle=styles[plays.index(play) % 4], marker="o", markersize=3,
                       label=f"{variant}, {play}" if play else variant)
     for name, value in (references or {}).items():
@@ -99,5 +151,5 @@ def variant_curves(curves: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], 
     axis.set_xlabel("minutes of training")
     axis.set_ylabel(ylabel)
     axis.set_title(title)
-    axis.legend(fontsize=7, ncol=2)
+    _legend(axis, sum(len(by_play) for by_play in curves.values()))
     return _png(figure)
