@@ -428,6 +428,7 @@ API_CASES = [
     (lambda: upper_bound.beam_clicks(np.ones((9, 8), np.int8), 4, 1), "bitboards hold at most 64 cells, got 9x8"),
     (lambda: solve_dfs(np.ones((9, 8), np.int8), time_limit=None, node_limit=10), "at most 64 cells"),
     (lambda: dqn.DQNConfig(buffer_size=4096), "learning_starts .8192. cannot exceed buffer_size .4096."),
+    (lambda: dqn.DQNConfig(total_steps=10), r"total_steps \(10\) ends before the first update: learning_starts"),
     (lambda: dqn.DQNConfig(rewards=jaxdust.Rewards(click=0.0)), "click must be negative"),
     (lambda: benchmark.score("largest", benchmark.load_set("6x6x5", limit=3), limit=0, show=False),
      "limit must be a positive integer"),

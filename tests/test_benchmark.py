@@ -194,8 +194,22 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     (["--env", "Clickomania-10x10x4-v0", "--boards", "0"], "--boards"),
     (["--boards", "5"], "--boards: only with --env"),  # not silently the whole set
     (["--env", "Former-7x9x4-v0", "--limit", "3"], "--limit: only with --set"),
+    (["--runs", "avi=a,avi=b"], "--runs: the label 'avi' is given twice"),
+    (["--runs", "avi={former run}"], "{former run} was trained on 7x9 boards; these are 8x4"),  # before any row
+    (["--env", "Former-7x9x4-v0", "--entries", "largest,mcts:{former dqn run}:8"], "is a dqn run, which has no policy"),
 ])
 def test_leaderboard_refuses_bad_entries_in_one_line(argv, words, tmp_path, monkeypatch, capsys):
+    """Refused before any agent plays: nothing is written."""
+    from jaxdust.core import configs
+    from jaxdust.learn import avi, dqn
+
+    former = jaxdust.GameConfig(7, 9, 4, rules="former")
+    for name, learner, config in (("former run", "avi", avi.AVIConfig(game=former)),
+                                  ("former dqn run", "dqn", dqn.DQNConfig(game=former))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps({"learner": learner, "config": configs.to_json(config)}))
+        argv = [a.replace("{" + name + "}", str(tmp_path / name)) for a in argv]
+        words = words.replace("{" + name + "}", str(tmp_path / name))
     monkeypatch.chdir(tmp_path)
     argv = argv if "--env" in argv else ["--set", "8x4x5", *argv]
     with pytest.raises(SystemExit) as exit_info:

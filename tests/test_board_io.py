@@ -116,6 +116,30 @@ def test_each_shape_comment_holds_until_the_next_and_boards_follow_their_rules(t
     assert jaxdust.board_to_text(record.board) == "11200000"
 
 
+def test_headers_are_read_as_people_write_them_and_hold_their_boards(tmp_path):
+    """Spaces around ``=``, capitals, commas and a byte-order mark still give the shape (not
+    the 48-digit default); ``rules=`` is the rules the boards are read under unless given,
+    ``colors=`` caps them; a stray field after a board names itself."""
+    path = tmp_path / "boards.txt"
+    board = "335122421413111551154255131234544142315221411124"
+    for header in ("# width = 6, height = 8", "# Width=6 Height=8", "\ufeff# width=6 height=8"):
+        path.write_text(f"{header}\n{board} 11\n", encoding="utf-8")
+        (record,) = jaxdust.read_board_file(path)
+        assert record.board.shape == (6, 8), header
+    path.write_text("# width=4 height=2 rules=samegame\n11200000\n")  # unsettled under dust
+    (record,) = jaxdust.read_board_file(path)
+    assert jaxdust.board_to_text(record.board) == "11200000"
+    path.write_text("# width=4 height=2 rules=bogus\n11200000\n")
+    with pytest.raises(ValueError, match="boards.txt: unknown rules 'bogus'"):
+        jaxdust.read_board_file(path)
+    path.write_text("# width=8 height=6 colors=3\n" + board + "\n")
+    with pytest.raises(ValueError, match="boards.txt:2: the board holds colour 5; the header says colors=3"):
+        jaxdust.read_board_file(path)
+    path.write_text(board + " 11 # a note\n")
+    with pytest.raises(ValueError, match="boards.txt:1: field 3 is '#'; after the board a line holds whole numbers"):
+        jaxdust.read_board_file(path)
+
+
 def test_malformed_board_file_line_is_named(tmp_path):
     path = tmp_path / "boards.txt"
     path.write_text("# width=2 height=2\n1122 3\n11x2 4\n")
@@ -136,7 +160,8 @@ def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tm
     from jaxdust.evaluation.cli import load_board_set
 
     def proven(path):
-        return load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=jaxdust.GameConfig()))[2]
+        return load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=jaxdust.GameConfig(),
+                                                 env=None))[2]
 
     def declared(path):
         return reference_columns(path.read_text().splitlines()) == "optima"

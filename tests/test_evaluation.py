@@ -90,7 +90,8 @@ def _reference(path, rules="dust"):
     from jaxdust.evaluation.cli import load_board_set
 
     size = jaxdust.GameConfig(8, 4, 5, rules)
-    _, best, proven, _ = load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=size))
+    _, best, proven, _ = load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=size,
+                                                           env=size))  # as --env of those rules
     return (None if best is None else best.tolist()), proven
 
 
@@ -159,6 +160,19 @@ def test_plots_count_unfinished_games_as_neither_equal_nor_shorter_and_bin_whole
     for png in (plots.length_histograms({f"agent {i}": np.arange(10, 20) for i in range(12)}, "t", {"agent 3": 2}),
                 plots.value_histograms({"x": np.array([0, 1, 1, 4])}, "t", "cells left (lower is better)")):
         assert png[:4] == b"\x89PNG"
+
+
+def test_a_board_file_of_other_rules_needs_env(tmp_path, capsys):
+    """A file whose header declares other rules holds another game's boards: refused
+    without --env, played with it."""
+    path = tmp_path / "former.txt"
+    path.write_text("# width=7 height=9 colors=4 rules=former\n" + "1234" * 15 + "123\n")
+    with pytest.raises(SystemExit):
+        evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "a")])
+    assert "declares rules=former: give --env with an id of those rules (Former-7x9x4-v0)" in capsys.readouterr().err
+    report = evaluate.main(["--boards", str(path), "--env", "Former-7x9x4-v0", "--agents", "largest",
+                            "--out", str(tmp_path / "b")])
+    assert report["rules"] == "former" and report["agents"]["largest"]["boards"] == 1
 
 
 def test_env_boards_of_another_size_are_refused_and_gifs_follow_the_rules(tmp_path, boards_dir, capsys):

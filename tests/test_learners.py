@@ -843,3 +843,14 @@ def test_a_start_refused_after_its_run_directory_was_written_needs_no_resume(tmp
     summary = cli.main([*argv, "--batch-size", "8"])
     assert summary["learner"] == "imitation" and (run_dir / "config.json").exists()
     assert made and all(path.stat().st_mtime_ns == mtime for path, mtime in made.items())  # not made again
+
+
+def test_resuming_with_other_settings_names_them(tmp_path):
+    """A resume refused for its settings says which differ, and another learner's run is
+    named as such (both before any checkpoint is read)."""
+    config = avi.AVIConfig()
+    (tmp_path / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(config)}))
+    with pytest.raises(runs.RunError, match=r"other settings \(total_updates 3000, not 12\)"):
+        runs.Run(str(tmp_path), learners.get("avi"), dataclasses.replace(config, total_updates=12), resume=True)
+    with pytest.raises(runs.RunError, match=r"holds a avi run, not dqn: resume it as `train.py avi`"):
+        runs.Run(str(tmp_path), learners.get("dqn"), dqn.DQNConfig(), resume=True)

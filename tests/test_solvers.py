@@ -422,14 +422,33 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
     # A torn last line is dropped and solved again; finished lines are not redone.
     out.write_text(out.read_text()[:-20])
     proven_file = tmp_path / "proven.txt"
-    # Still status 1: the output holds the bad line's error from the first run.
+    # The bad line is tried again (an error may come from a flag or a limit) and fails again: status 1.
     assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)]) == 1
     again = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["line"] for r in again] == [3, 4, 5, 6, 7]
+    assert [r["line"] for r in again] == [3, 4, 5, 6, 5, 7]
     # The board file holds the proven boards (not the broken line) and reads back as one.
     written = jaxdust.read_board_file(proven_file)
     expected = [line.split() for line in (lines[2], lines[3], lines[5], lines[6])]
     assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [(b, int(n)) for b, n in expected]
+
+
+def test_cli_tries_errors_again_and_refuses_results_of_another_shape(tmp_path, boards_dir, capsys):
+    """A line whose record is an error (here a wrong --width) is solved on the next run; a
+    board's digits read at another shape (a header added, --width given) are another board,
+    so the earlier results are refused rather than reused."""
+    lines = [line for line in (boards_dir / "optimal_8x6x5.txt").read_text().splitlines() if not line.startswith("#")]
+    source = tmp_path / "bare.txt"  # no header: 48 digits read as 8x6
+    source.write_text("\n".join(line.split()[0] for line in lines[:2]) + "\n")
+    out = tmp_path / "log.jsonl"
+    assert solve_main([str(source), "--out", str(out), "--width", "7", "--jobs", "1"]) == 1  # 48 digits: no 7xN
+    assert all("error" in json.loads(line) for line in out.read_text().splitlines())
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1"]) == 0
+    solved = [json.loads(line) for line in out.read_text().splitlines()][2:]
+    assert [(r["width"], r["height"], r["length"]) for r in solved] == [(8, 6, int(line.split()[1])) for line in lines[:2]]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        solve_main([str(source), "--out", str(out), "--width", "6", "--height", "8", "--jobs", "1"])
+    assert "solved line 1's board at 8x6, it is read at 6x8 now" in capsys.readouterr().err
 
 
 def test_cli_retries_only_the_unproven_boards_and_their_last_line_counts(tmp_path, boards_dir):
@@ -567,6 +586,32 @@ def test_work_in_processes_comes_back_in_order_and_a_dead_process_is_an_error_no
         for result in ordered_map(workers.square_or_die_on_three, [1, 2, 3, 4, 5, 6], 2):
             results.append(result)
     assert results == [1, 4][: len(results)]  # the results before it came in order
+
+
+def test_work_stopped_early_ends_the_processes_under_way():
+    """A caller that stops (Ctrl-C, an error) does not wait for the items under way: Python's
+    exit would otherwise wait for each (a proof may take hours)."""
+    script = ("import time\nfrom jaxdust.core.processes import ordered_map\nif __name__ == '__main__':\n"
+              "    work = ordered_map(time.sleep, [0.1, 300, 300], 2)\n    next(work)\n    work.close()\n")
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)  # not 300 s
+
+
+def test_ctrl_c_during_a_deferred_block_stops_the_program_after_it():
+    """What checkpoint saves run in: an interrupted save would leave orbax's threads to
+    spill tracebacks at exit; the save ends first, then the program stops."""
+    import os
+    import signal
+
+    from jaxdust.core.processes import interrupt_deferred
+
+    steps, handler = [], signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            steps.append("after the signal")  # the block goes on to its end
+    assert steps == ["after the signal"] and signal.getsignal(signal.SIGINT) is handler
+    with interrupt_deferred():  # no signal: nothing raised
+        steps.append("quiet")
 
 
 def test_cli_stops_with_an_error_when_a_solver_process_dies_and_keeps_its_lines(tmp_path, boards_dir, monkeypatch,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 import os
+import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
@@ -170,7 +171,7 @@ class BoardRecord(NamedTuple):
 def header_shape(line: str) -> tuple[int | None, int | None]:
     """The shape a ``# width=W height=H`` comment line sets, else ``(None, None)``;
     ValueError when it names a width or height that is not a positive integer."""
-    fields = dict(part.split("=", 1) for part in line.lstrip("#").replace(";", " ").split() if "=" in part)
+    fields = _header_fields(line)
     if "width" not in fields and "height" not in fields:
         return None, None
     shape = []
@@ -213,12 +214,41 @@ def reference_columns(lines: Iterable[str]) -> str:
     return "best_known"
 
 
+def _header_fields(line: str) -> dict[str, str]:
+    """``name=value`` fields of a header comment, names in lower case, spaces around ``=``
+    and ``,``/``;`` between fields allowed (``# Width = 6, height=8``)."""
+    text = re.sub(r"\s*=\s*", "=", line.lstrip("#").replace(";", " ").replace(",", " "))
+    return {name.lower(): value for name, _, value in (part.partition("=") for part in text.split()) if _}
+
+
+def _declared_colours(lines: Iterable[str], source: str) -> int | None:
+    """The ``colors=C`` of a board file's header comments, or None."""
+    for comment in _header_comments(lines):
+        value = _header_fields(comment).get("colors")
+        if value is not None:
+            if not value.isdigit() or not 1 <= int(value) <= game.MAX_COLORS:
+                raise ValueError(f"{source}: header colors={value}: a whole number of colours 1..{game.MAX_COLORS}")
+            return int(value)
+    return None
+
+
+def _column(text: str, index: int) -> int:
+    """A board line's number after the board (its ``index``-th field), e.g. a length."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"field {index} is {text!r}; after the board a line holds whole numbers (lengths), "
+                         "and a comment starts a line of its own with #") from None
+
+
 def declared_rules(lines: Iterable[str]) -> str:
     """The rule set whose lengths a board file gives: a ``rules=NAME`` field of a header
-    comment (``# width=7 height=9 colors=4 rules=former; ...``), else ``"dust"``."""
+    comment (``# width=7 height=9 colors=4 rules=former; ...``), else ``"dust"``.
+    ValueError for a name that is not a rule set."""
     for comment in _header_comments(lines):
-        fields = dict(part.split("=", 1) for part in comment.replace(";", " ").split() if "=" in part)
+        fields = _header_fields(comment)
         if "rules" in fields:
+            game.rules_of(fields["rules"])  # one line listing the known ones
             return fields["rules"]
     return "dust"
 
@@ -242,14 +272,16 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
             yield number, text.split(), width or header[0], height or header[1]
 
 
-def read_board_file(path: str | os.PathLike, width: int | None = None,
-                    height: int | None = None, limit: int | None = None, rules: str = "dust") -> list[BoardRecord]:
-    """Boards from a file in the ``boards/`` format, each settled under ``rules``.
+def read_board_file(path: str | os.PathLike, width: int | None = None, height: int | None = None,
+                    limit: int | None = None, rules: str | None = None) -> list[BoardRecord]:
+    """Boards from a file in the ``boards/`` format, each settled under ``rules`` (None: the
+    rules its header declares, ``# ... rules=former``, else ``"dust"``).
 
     Lines starting with ``#`` are comments; a ``# width=W height=H`` comment sets the
-    shape of the boards after it unless given here. Each other non-blank line is a board in
-    text form followed by optional integers. ``limit``: read only the first that many
-    boards (a positive integer, or None for all).
+    shape of the boards after it unless given here, and a ``colors=C`` field caps the
+    colours its boards may hold. Each other non-blank line is a board in text form followed
+    by optional integers. ``limit``: read only the first that many boards (a positive
+    integer, or None for all).
 
     Raises:
       ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line; a ``limit``
@@ -260,17 +292,24 @@ def read_board_file(path: str | os.PathLike, width: int | None = None,
 
 
 def read_board_lines(lines: Sequence[str], source: str, width: int | None = None, height: int | None = None,
-                     limit: int | None = None, rules: str = "dust") -> list[BoardRecord]:
+                     limit: int | None = None, rules: str | None = None) -> list[BoardRecord]:
     """``read_board_file`` on a file's lines (read once, as from standard input, for
     ``reference_columns`` and ``declared_rules`` too); ``source`` names the file in errors."""
     if limit is not None and (not game.is_integer(limit) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+    try:
+        rules = declared_rules(lines) if rules is None else rules
+    except ValueError as error:
+        raise ValueError(f"{source}: {error}") from None
     game.rules_of(rules)
+    colours = _declared_colours(lines, source)
     records = []
     for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, source):
         try:
             board = parse_board(digits, line_width, line_height, rules)
-            values = tuple(int(v) for v in rest)
+            if colours is not None and int(np.max(board)) > colours:
+                raise ValueError(f"the board holds colour {int(np.max(board))}; the header says colors={colours}")
+            values = tuple(_column(v, index) for index, v in enumerate(rest, start=2))
         except ValueError as error:
             raise ValueError(f"{source}:{number}: {error}") from None
         records.append(BoardRecord(board, values, number))

@@ -227,3 +227,16 @@ def from_flags(args: argparse.Namespace, base, prefix: str = ""):
 
 def _flag(field: str) -> str:
     return "--" + field.replace("_", "-")
+
+
+def differences(made: dict, asked: dict, prefix: str = "") -> str:
+    """The fields two configs' JSON (``to_json``) differ in: ``boards 5, not 40; ...``."""
+    parts = []
+    for name in sorted(set(made) | set(asked)):
+        if made.get(name) == asked.get(name):
+            continue
+        if isinstance(made.get(name), dict) and isinstance(asked.get(name), dict):
+            parts.append(differences(made[name], asked[name], f"{prefix}{name}."))
+        else:
+            parts.append(f"{prefix}{name} {made.get(name)}, not {asked.get(name)}")
+    return "; ".join(parts)

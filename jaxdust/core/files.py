@@ -76,7 +76,7 @@ def read_text(path: str, what: str = "file") -> str:
         else:
             with open(path, "rb") as handle:
                 data = handle.read()
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark (Notepad's, PowerShell's) is not text
     except UnicodeDecodeError as error:
         raise ValueError(f"{what} {name} is not UTF-8 text (byte {error.start} is "
                          f"{error.object[error.start]:#04x})") from None

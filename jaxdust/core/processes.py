@@ -34,6 +34,7 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
         return
     executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                                       initializer=_worker_setup, initargs=(os.getpid(),))
+    finished = False
     try:
         # The workers start (and take seconds importing) as the items are handed out: with
         # Ctrl-C ignored from birth (an ignored signal stays ignored across exec, and Python
@@ -41,10 +42,15 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
         with _sigint_ignored():
             results = executor.map(function, items)
         yield from results
+        finished = True
     except BrokenProcessPool:
         raise WorkerDied("a worker process died (killed, or out of memory?)") from None
-    finally:  # the caller stopped early or failed: start no more items
+    finally:  # the caller stopped early or failed (Ctrl-C): start no more items
+        workers = list((executor._processes or {}).values())  # noqa: SLF001  (the pool names them nowhere else)
         executor.shutdown(wait=False, cancel_futures=True)
+        if not finished:  # nor finish those under way: Python's exit would wait for them (a proof: hours)
+            for worker in workers:
+                worker.terminate()
 
 
 @contextlib.contextmanager
@@ -57,6 +63,24 @@ def _sigint_ignored():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def interrupt_deferred():
+    """Ctrl-C within the block takes effect when it ends: for work that must not stop half
+    done (a checkpoint's files: orbax's threads, stopped mid-write, fill the terminal with
+    tracebacks at exit). Off the main thread, where handlers cannot be set, a plain block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h

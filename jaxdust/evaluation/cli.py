@@ -59,6 +59,7 @@ import numpy as np
 from jaxdust.core import compile_cache, configs, files, flags, game
 from jaxdust.core.boards import board_to_text, declared_rules, positions, read_board_lines, reference_columns
 from jaxdust.core.progress import progress_bar
+from jaxdust.core.registry import make, registered
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
 
@@ -78,6 +79,11 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
         return boards, None, False, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
     lines = files.read_text(args.boards, "board file").splitlines()  # once: it may be standard input
+    declared = declared_rules(lines)
+    if args.env is None and declared != args.size.rules:  # the boards are another game's
+        raise ValueError(f"{args.boards} declares rules={declared}: give --env with an id of those rules "
+                         f"({', '.join(i for i in registered() if make(i).game.rules == declared) or 'none registered'}"
+                         f"), or --env of a {args.size.rules} id to play them under the {args.size.rules} rules")
     # ValueError naming file and line; boards settled under the rules played (--env's)
     records = read_board_lines(lines, args.boards, limit=args.limit, rules=args.size.rules)
     if not records:

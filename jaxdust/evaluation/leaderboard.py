@@ -132,11 +132,20 @@ def main(argv=None) -> dict:
         if config is not None:  # the defaults that fit the id's boards (the numba beam's bitboards hold 64 cells)
             args.entries = ",".join(entry for entry in args.entries.split(",") if _fits(entry, config))
 
-    runs = []
+    board_set = None
+    if config is None:  # its boards' size is what the runs must fit
+        try:
+            board_set = benchmark.load_set(args.set, limit=args.limit)
+        except ValueError as error:
+            parser.error(f"--set: {error}")
+    runs, labels = [], set()
     for item in filter(None, args.runs.split(",")):
         label, equals, run = item.partition("=")
         if not equals or not label or not run:
             parser.error(f"--runs: {item!r} is not LABEL=RUN_DIR")
+        if label in labels:  # its rows would be told apart by nothing
+            parser.error(f"--runs: the label {label!r} is given twice")
+        labels.add(label)
         runs += learner_entries(label, run, rules)
     names = args.entries.split(",") if args.entries else []
     if names or runs:
@@ -144,6 +153,9 @@ def main(argv=None) -> dict:
             checked = registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
             if config is not None:
                 registry.require_playable(checked, rules, config.width, config.height, config.colors)
+            else:
+                _, width, height = board_set.boards.shape
+                registry.require_playable(checked, rules, width, height, int(np.max(board_set.boards)))
         except ValueError as error:
             parser.error(f"--entries/--runs: {error}")
     elif not args.solver_log:
@@ -153,10 +165,6 @@ def main(argv=None) -> dict:
     sources = run_sources([entry for entry, _ in entries])
     if args.env is not None:
         return family_leaderboard(args, entries, measure, sources)
-    try:
-        board_set = benchmark.load_set(args.set, limit=args.limit)
-    except ValueError as error:
-        parser.error(f"--set: {error}")
     solver = None
     if args.solver_log:  # checked before any agent plays
         try:

@@ -100,8 +100,8 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
     """ValueError naming the first agent of ``names`` that cannot play ``width x height``
     boards (holding colours up to ``colours``, if given) under ``rules``: the numba
     searches' bitboards hold 64 cells, and a run plays the size, rules and colours it was
-    trained on (read from its config.json). A command calls it so that it refuses before
-    any agent has played, not after."""
+    trained on (read from its config.json), and ``mcts:`` searches only a run with a policy
+    and a value. A command calls it so that it refuses before any agent has played, not after."""
     for name in names:
         agent = parse_agent(name)[0]
         if rules in agent.bitboard_rules and width * height > MAX_CELLS:
@@ -109,7 +109,10 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
                              f"rules (numba bitboards), not {width}x{height}")
         run = run_of(name)
         if run is not None:
-            _require_trained_for(run, read_run_config(run)[1].game, rules, width, height, colours)
+            learner, config = read_run_config(run)
+            _require_trained_for(run, config.game, rules, width, height, colours)
+            if agent.name == "mcts" and learner.evaluator(config) is None:
+                raise ValueError(_NO_EVALUATOR.format(run=run, learner=learner.name))
 
 
 def _require_trained_for(run: str, trained: game.GameConfig, rules: str, width: int, height: int,
@@ -383,6 +386,7 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
 
 
 # The run agents: run_agent has checked (require_playable) that each run fits the boards.
+_NO_EVALUATOR = "{run} is a {learner} run, which has no policy and value to search with (mcts:); try value:{run}"
 
 
 def _play_run_policy(run: str, boards, context: Context) -> dict:
@@ -400,7 +404,7 @@ def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     run, simulations = spec
     trained = load_run(run)
     if trained.evaluator is None:
-        raise ValueError(f"{run} is a {trained.learner} run, which has no policy and value to search with")
+        raise ValueError(_NO_EVALUATOR.format(run=run, learner=trained.learner))
     return _play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
                         context)
 

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from jaxdust.core import files
+from jaxdust.core import files, processes
 
 
 class CheckpointError(RuntimeError):
@@ -138,16 +138,18 @@ class Checkpoints:
         return sorted(self.manager.all_steps())
 
     def save(self, step: int, state: Any, config: dict) -> None:
-        self.manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(_keys_to_data(state)), config=ocp.args.JsonSave(config)
-            ),
-            force=True,
-        )
-        self.manager.wait_until_finished()
-        if jax.process_index() == 0:  # orbax has finished every process's files by now
-            _write_checksums(self._path(step))
+        """Whole or not at all: Ctrl-C during a save stops the program after it."""
+        with processes.interrupt_deferred():
+            self.manager.save(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(_keys_to_data(state)), config=ocp.args.JsonSave(config)
+                ),
+                force=True,
+            )
+            self.manager.wait_until_finished()
+            if jax.process_index() == 0:  # orbax has finished every process's files by now
+                _write_checksums(self._path(step))
 
     def _path(self, step: int) -> str:
         return os.path.join(self.directory, str(step))

@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         # Run flags (runs.RUN_FLAGS) default to None: filled in with a resumed run's own or
         # their defaults by runs.settle_run_flags.
         sub.add_argument("--seed", type=flags.seed, default=None, help=f"seeds the run (default {runs.RUN_FLAGS['seed']})")
-        sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) after this long")
+        sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) once the run has lasted this long in all, the "
+                                      "pieces before a --resume included")
         sub.add_argument("--eval-boards", type=flags.positive_int, default=None,
                          help="fixed random boards (not the evaluation set) on which progress is measured and best/ "
                               "is picked (the newest checkpoint within a standard error of the best greedy play; "

@@ -235,7 +235,7 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         except (KeyError, TypeError, ValueError):
             made = manifest["config"]
         if made != settings:
-            raise OtherSettings(directory, settings_differences(made, settings))
+            raise OtherSettings(directory, configs.differences(made, settings))
     elif os.path.exists(journal_path):
         raise ValueError(f"{directory} holds a journal.jsonl but no manifest.json, so the settings its boards were "
                          "labelled with are unknown: remove the folder, or use another")
@@ -288,19 +288,6 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
             bar.update()
             write_ready_shards()
     return manifest
-
-
-def settings_differences(made: dict, asked: dict, prefix: str = "") -> str:
-    """The settings two configs' JSON (``configs.to_json``) differ in: ``boards 5, not 40; ...``."""
-    parts = []
-    for name in sorted(set(made) | set(asked)):
-        if made.get(name) == asked.get(name):
-            continue
-        if isinstance(made.get(name), dict) and isinstance(asked.get(name), dict):
-            parts.append(settings_differences(made[name], asked[name], f"{prefix}{name}."))
-        else:
-            parts.append(f"{prefix}{name} {made.get(name)}, not {asked.get(name)}")
-    return "; ".join(parts)
 
 
 def _manifest(directory: str) -> dict:

@@ -89,6 +89,11 @@ class DQNConfig:
         if self.learning_starts > self.buffer_size:  # the buffer never holds that many: no update would run
             raise configs.FieldError("learning_starts", f"({self.learning_starts}) cannot exceed buffer_size "
                                                         f"({self.buffer_size})")
+        if self.first_update >= self.iterations:  # a run of losses 0.0 that reads as trained
+            raise configs.FieldError("total_steps", f"({self.total_steps}) ends before the first update: "
+                                                    f"learning_starts ({self.learning_starts}) transitions come after "
+                                                    f"{self.first_update + 1} iterations of {self.num_envs} games, the "
+                                                    f"run has {self.iterations}")
         if self.rewards.click >= 0:  # the values' scale in clicks divides by it (agents.QScorer)
             raise configs.FieldError("rewards", f"click must be negative (a cost per click), got {self.rewards.click}")
         if self.backup not in ("sampled", "full"):
@@ -113,6 +118,14 @@ class DQNConfig:
     @property
     def iterations(self) -> int:
         return max(1, self.total_steps // self.num_envs)
+
+    @property
+    def first_update(self) -> int:
+        """The iteration of the first update: the buffer takes ``num_envs`` transitions an
+        iteration from iteration ``n_step - 1`` on, and updates once it holds ``learning_starts``."""
+        if self.learning_starts == 0:
+            return 0
+        return max(0, -(-self.learning_starts // self.num_envs) + self.n_step - 2)
 
     @property
     def env(self) -> dust_env.DustEnv:

@@ -233,8 +233,12 @@ class Run:
             raise RunError(f"nothing to resume in {directory}")
         if existing:
             saved_learner, saved_config = read_run_config(directory)
-            if saved_learner is not learner or saved_config != config:
-                raise RunError(f"{directory} holds a {saved_learner.name} run with other settings; "
+            if saved_learner is not learner:
+                raise RunError(f"{directory} holds a {saved_learner.name} run, not {learner.name}: resume it as "
+                               f"`train.py {saved_learner.name}` or use another --run-dir")
+            if saved_config != config:
+                raise RunError(f"{directory} holds a {saved_learner.name} run with other settings "
+                               f"({configs.differences(configs.to_json(saved_config), configs.to_json(config))}): "
                                "resume it with the same ones or use another --run-dir")
         # Several processes (train.py --distributed) share the directory: all of them look
         # before process 0 writes, and only it writes the files here (orbax coordinates

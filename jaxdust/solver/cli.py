@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import sys
@@ -70,7 +71,8 @@ def _solve_job(job):
         return {"line": number, "board": text, "rules": rules, "error": str(error)}
     record = dataclasses.asdict(result)
     record["clicks"] = [list(c) for c in result.clicks]
-    return {"line": number, "board": text, "rules": rules, **record}
+    width, height = board.shape  # the same digits read at another shape are another board
+    return {"line": number, "board": text, "width": width, "height": height, "rules": rules, **record}
 
 
 def main(argv=None) -> int:
@@ -129,9 +131,10 @@ def main(argv=None) -> int:
             jobs = _pick_lines(jobs, args.lines, source)
         previous = recover_json_lines(args.out) if args.out != "-" else []
         _check_resumable(previous, jobs, args.rules, args.out)
-        # A board's last line is its result: a retry appends one, the unproven line stays as history.
+        # A board's last line is its result: a retry appends one, the unproven line stays as
+        # history. A board whose line is an error (a flag, a limit, the board) is tried again.
         done = {record["line"] for record in previous
-                if not args.retry_unproven or record.get("optimal") or "error" in record}
+                if "error" not in record and (not args.retry_unproven or record.get("optimal"))}
     except ValueError as error:
         flags.fail(parser, str(error))
     if not jobs:
@@ -147,7 +150,9 @@ def main(argv=None) -> int:
     if args.out != "-":
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     output = sys.stdout if args.out == "-" else open(args.out, "a")
-    errors = sum("error" in record for record in previous)  # from an earlier, resumed run
+    retried = {job[0] for job in todo}
+    last = {record["line"]: record for record in previous}  # an earlier run's errors not tried again
+    errors = sum("error" in record and line not in retried for line, record in last.items())
     try:
         if todo and args.jobs > 1:
             compiled.compile_searches()  # once, here: the workers then load numba's cache
@@ -183,18 +188,37 @@ def _pick_lines(jobs, ranges, source):
 
 
 def _check_resumable(previous, jobs, rules, out):
-    """ValueError unless every record of ``--out`` is a solver result whose board and rules
-    are the ones on its line now: resuming another file's results, or another rule set's,
-    would skip boards and report their lengths as this file's."""
-    boards = {number: text for number, text, _, _ in jobs}
+    """ValueError unless every record of ``--out`` is a solver result whose board, shape
+    and rules are the ones on its line now: resuming another file's results, another
+    shape's or another rule set's, would skip boards and report their lengths as this
+    file's. An error's line is left out (its board may have been mended since)."""
+    boards = {number: (text, width, height) for number, text, width, height in jobs}
+
+    @functools.cache
+    def shape_now(number: int, rules: str) -> tuple[int, int] | None:
+        text, width, height = boards[number]
+        try:
+            return parse_board(text, width, height, rules).shape
+        except ValueError:
+            return None  # the board's own error comes when it is solved
+
     for index, record in enumerate(previous, start=1):
         if not isinstance(record.get("line"), int) or not isinstance(record.get("board"), str):
             raise ValueError(f"--out {out}:{index} is not a solver result (no line number and board); "
                              "is it a file this program wrote? (nothing was changed)")
         number = record["line"]
-        if number in boards and boards[number] != record["board"]:
+        if "error" in record or number not in boards:
+            continue
+        text = boards[number][0]
+        if "width" in record:  # lines written before 0.2.23 carry no shape
+            shape = shape_now(number, record.get("rules", rules))
+            if shape is not None and shape != (record["width"], record["height"]):
+                raise ValueError(f"--out {out}:{index} solved line {number}'s board at {record['width']}x"
+                                 f"{record['height']}, it is read at {shape[0]}x{shape[1]} now (--width, "
+                                 f"--height or the file's header): use another --out")
+        if text != record["board"]:
             raise ValueError(f"--out {out}:{index} holds another board for line {number} ({record['board']}, "
-                             f"the file has {boards[number]}): the results of another board file? "
+                             f"the file has {text}): the results of another board file? "
                              "use another --out")
         if record.get("rules", rules) != rules:  # lines written before 0.2.21 carry no rules
             raise ValueError(f"--out {out}:{index} was solved under --rules {record['rules']}, not {rules}: "
