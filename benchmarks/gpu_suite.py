@@ -160,10 +160,10 @@ def step_device(out: str, sizes: Sizes, again: bool = False) -> dict:
     return report
 
 
-def _measured_by() -> dict:
+def _measured_by(device: str | None = None) -> dict:
     """What a result was measured with: the jaxdust version, the repository's commit, the
-    device JAX used and the host's CPU."""
-    return {"jaxdust": jaxdust.__version__, "commit": _commit(), "device": jax.devices()[0].device_kind,
+    device (JAX's default unless given) and the host's CPU."""
+    return {"jaxdust": jaxdust.__version__, "commit": _commit(), "device": device or jax.devices()[0].device_kind,
             "host": machine.cpu_description()}
 
 
@@ -263,8 +263,8 @@ def step_env(out: str, sizes: Sizes) -> dict:
                 del report[target][env_id]
             entry = report[target].setdefault(env_id, {
                 "bytes_per_game": jaxdust.make(env_id).state_bytes(), "rows": [],
-                "device_kind": devices[0].device_kind, "devices": len(devices), **_measured_by(),
-                "device": devices[0].device_kind})
+                "device_kind": devices[0].device_kind, "devices": len(devices),
+                **_measured_by(devices[0].device_kind)})
             done = entry["rows"] and ("error" in entry["rows"][-1] or len(entry["rows"]) == len(games))
             if not done:
                 _sweep(env_id, devices, games, clicks, max_steps, sizes.repeats, entry,
@@ -506,7 +506,8 @@ def step_report(out: str, sizes: Sizes) -> dict:
     parts = {name: _load(os.path.join(out, f"{name}.json"))
              for name in ("device", "env", "beam", "train", "eval", "notebooks")}
     device = parts["device"]
-    lines = [f"Measured with `{_command(parts, sizes == SMOKE)}` on {device.get('device_kind')} "
+    smoke = _load(os.path.join(out, "suite.json")).get("smoke", False)
+    lines = [f"Measured with `{_command(parts, smoke)}` on {device.get('device_kind')} "
              f"({device.get('backend')}, {device.get('platform_version')}), jax {device.get('jax')}, "
              f"{device.get('cpu_cores')} CPU cores, {_versions(parts)}, {device.get('date')}.", ""]
     for target in ("accelerator", "cpu"):

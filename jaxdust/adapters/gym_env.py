@@ -206,28 +206,30 @@ class DustVectorEnv(_Compiled, VectorEnv):
             states, timestep = jax.vmap(env.reset, in_axes=(0, None))(keys, board)
             return states, timestep.observation.action_mask
 
+        def masks(boards, which):
+            """Legal clicks of ``boards``, labelled only in a step where some game is
+            ``which`` (bool ``[B]``); all False in the others."""
+            return jax.lax.cond(which.any(), lambda: jax.vmap(env.observe)(boards).action_mask,
+                                lambda: jnp.zeros((boards.shape[0], env.game.num_cells), bool))
+
         def same_step(states, actions):
-            """Steps every game; ``env`` restarts the finished ones (``auto_reset``)."""
+            """Steps every game; ``env`` restarts the finished ones (``auto_reset``). A
+            terminated game has no legal click left, so only a truncated one's final board
+            is labelled."""
             states, timestep = jax.vmap(env.step)(states, actions)
             ended = timestep.step_type == 2
-            final_mask = jax.vmap(env.observe)(timestep.extras["next_board"]).action_mask
-            return (states, states.board, timestep.reward, ended & (timestep.discount == 0),
-                    ended & (timestep.discount == 1), timestep.observation.action_mask, states.clicks,
-                    timestep.extras["next_board"], final_mask, timestep.extras["clicks"])
+            terminated, truncated = ended & (timestep.discount == 0), ended & (timestep.discount == 1)
+            final_mask = masks(timestep.extras["next_board"], truncated) & truncated[:, None]
+            return (states, states.board, timestep.reward, terminated, truncated, timestep.observation.action_mask,
+                    states.clicks, timestep.extras["next_board"], final_mask, timestep.extras["clicks"])
 
         def next_step(previous, actions, restart):
-            """Restarts the games that ended last step (from their state's key, as
-            ``auto_reset`` would) and steps the others."""
+            """Restarts the games that ended last step (``env.reset_finished``, as
+            ``auto_reset`` would have) and steps the others."""
             stepped, timestep = jax.vmap(env.step)(previous, actions)
-
-            def restarted(stepped):
-                fresh = jax.vmap(env.init)(previous.key)
-                pick = lambda new, old: jnp.where(restart.reshape(restart.shape + (1,) * (new.ndim - 1)), new, old)
-                return jax.tree.map(pick, fresh, stepped)
-
-            states = jax.lax.cond(restart.any(), restarted, lambda stepped: stepped, stepped)
+            states = env.reset_finished(stepped, restart)
+            mask = jnp.where(restart[:, None], masks(states.board, restart), timestep.observation.action_mask)
             ended = (timestep.step_type == 2) & ~restart
-            mask = jax.vmap(env.observe)(states.board).action_mask
             return (states, states.board, jnp.where(restart, 0.0, timestep.reward),
                     ended & (timestep.discount == 0), ended & (timestep.discount == 1), mask, states.clicks)
 

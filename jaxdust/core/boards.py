@@ -221,15 +221,17 @@ def _header_fields(line: str) -> dict[str, str]:
     return {name.lower(): value for name, _, value in (part.partition("=") for part in text.split()) if _}
 
 
+def _header_field(lines: Iterable[str], name: str) -> str | None:
+    """The first ``name=value`` of a board file's header comments (before its first board)."""
+    return next((fields[name] for fields in map(_header_fields, _header_comments(lines)) if name in fields), None)
+
+
 def _declared_colours(lines: Iterable[str], source: str) -> int | None:
     """The ``colors=C`` of a board file's header comments, or None."""
-    for comment in _header_comments(lines):
-        value = _header_fields(comment).get("colors")
-        if value is not None:
-            if not value.isdigit() or not 1 <= int(value) <= game.MAX_COLORS:
-                raise ValueError(f"{source}: header colors={value}: a whole number of colours 1..{game.MAX_COLORS}")
-            return int(value)
-    return None
+    value = _header_field(lines, "colors")
+    if value is not None and (not value.isdigit() or not 1 <= int(value) <= game.MAX_COLORS):
+        raise ValueError(f"{source}: header colors={value}: a whole number of colours 1..{game.MAX_COLORS}")
+    return None if value is None else int(value)
 
 
 def _column(text: str, index: int) -> int:
@@ -245,12 +247,10 @@ def declared_rules(lines: Iterable[str]) -> str:
     """The rule set whose lengths a board file gives: a ``rules=NAME`` field of a header
     comment (``# width=7 height=9 colors=4 rules=former; ...``), else ``"dust"``.
     ValueError for a name that is not a rule set."""
-    for comment in _header_comments(lines):
-        fields = _header_fields(comment)
-        if "rules" in fields:
-            game.rules_of(fields["rules"])  # one line listing the known ones
-            return fields["rules"]
-    return "dust"
+    rules = _header_field(lines, "rules")
+    rules = "dust" if rules is None else rules
+    game.rules_of(rules)  # one line listing the known ones
+    return rules
 
 
 def board_lines(lines: Iterable[str], width: int | None = None, height: int | None = None,

@@ -273,7 +273,7 @@ class DustEnv:
         extras = {"removed": removed, "clicks": clicks, "next_board": board}
         next_states = State(board=board, clicks=clicks, key=states.key)
         if self.auto_reset:
-            next_states = self._reset_finished(next_states, last)
+            next_states = self.reset_finished(next_states, last)
         timestep = TimeStep(
             step_type=jnp.where(last, StepType.LAST, StepType.MID).astype(jnp.int8),
             reward=reward,
@@ -283,8 +283,10 @@ class DustEnv:
         )
         return next_states, timestep
 
-    def _reset_finished(self, states: State, last: jax.Array) -> State:
-        """Games whose episode ended (bool ``[B]``) restart from ``init(state.key)``.
+    def reset_finished(self, states: State, last: jax.Array) -> State:
+        """Games whose episode ended (bool ``[B]``) restart from ``init(state.key)``: what
+        ``auto_reset`` does in the step that ends them (the Gymnasium adapter's next-step
+        mode calls it a step later).
 
         Random play ends an episode every ~30 clicks on 8x6, so only the finished games
         draw fresh boards (the threefry draws are most of a reset's cost): up to ``B // 8``

@@ -39,7 +39,7 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
         # The workers start (and take seconds importing) as the items are handed out: with
         # Ctrl-C ignored from birth (an ignored signal stays ignored across exec, and Python
         # keeps it so), the parent alone takes it, not each worker with a traceback.
-        with _sigint_ignored():
+        with _sigint_handler(signal.SIG_IGN):
             results = executor.map(function, items)
         yield from results
         finished = True
@@ -54,11 +54,13 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
 
 
 @contextlib.contextmanager
-def _sigint_ignored():
-    if threading.current_thread() is not threading.main_thread():  # only it may set handlers
+def _sigint_handler(handler):
+    """Ctrl-C goes to ``handler`` within the block; off the main thread, where handlers
+    cannot be set, a plain block."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.signal(signal.SIGINT, handler)
     try:
         yield
     finally:
@@ -69,16 +71,10 @@ def _sigint_ignored():
 def interrupt_deferred():
     """Ctrl-C within the block takes effect when it ends: for work that must not stop half
     done (a checkpoint's files: orbax's threads, stopped mid-write, fill the terminal with
-    tracebacks at exit). Off the main thread, where handlers cannot be set, a plain block."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    tracebacks at exit)."""
     received = []
-    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
-    try:
+    with _sigint_handler(lambda number, frame: received.append(number)):
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
     if received:
         raise KeyboardInterrupt
 

@@ -101,9 +101,8 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         best, proven = np.array([r.values[0] for r in records]), True
     elif columns == "best_known" and all(r.values for r in records):
         best = np.array([r.values[-1] for r in records])
-    lengths_rules = declared_rules(lines)
-    if best is not None and lengths_rules != args.size.rules:
-        print(f"evaluate.py: {args.boards} gives lengths under the {lengths_rules} rules; these boards are "
+    if best is not None and declared != args.size.rules:  # lengths of another game, played as --env says
+        print(f"evaluate.py: {args.boards} gives lengths under the {declared} rules; these boards are "
               f"played under {args.size.rules}, so they are compared with no reference lengths", file=sys.stderr)
         best, proven = None, False
     described = f"{len(records)} boards from {_shown_path(args.boards)}"
