@@ -112,7 +112,8 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
             learner, config = read_run_config(run)
             _require_trained_for(run, config.game, rules, width, height, colours)
             if agent.name == "mcts" and learner.evaluator(config) is None:
-                raise ValueError(_NO_EVALUATOR.format(run=run, learner=learner.name))
+                raise ValueError(f"{run} is a {learner.name} run, which has no policy and value to search with "
+                                 f"(mcts:); try value:{run}")
 
 
 def _require_trained_for(run: str, trained: game.GameConfig, rules: str, width: int, height: int,
@@ -385,8 +386,8 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
     return parse
 
 
-# The run agents: run_agent has checked (require_playable) that each run fits the boards.
-_NO_EVALUATOR = "{run} is a {learner} run, which has no policy and value to search with (mcts:); try value:{run}"
+# The run agents: run_agent has checked (require_playable) that each run fits the boards and,
+# for mcts:, has a policy and a value.
 
 
 def _play_run_policy(run: str, boards, context: Context) -> dict:
@@ -402,9 +403,7 @@ def _play_run_value(spec: tuple[str, int], boards, context: Context) -> dict:
 
 def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     run, simulations = spec
-    trained = load_run(run)
-    if trained.evaluator is None:
-        raise ValueError(_NO_EVALUATOR.format(run=run, learner=trained.learner))
+    trained = load_run(run)  # one with a policy and a value (require_playable)
     return _play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
                         context)
 
