@@ -157,6 +157,20 @@ def test_q_scorer_turns_values_into_clicks_left():
     np.testing.assert_allclose(scorer(boards, params), [(best - 10.0) / -1.0 + 1.0, 0.0], rtol=1e-6)
 
 
+
+@pytest.mark.parametrize("gamma", [1.0, 0.8, 0.97])
+def test_clicks_from_value_inverts_the_discounted_return(gamma):
+    rewards = jaxdust.Rewards()
+    clicks = np.arange(1, 30)
+    # Played out click by click: n - 1 clicks of `click`, then the clearing one.
+    returns = [sum(gamma**k * rewards.click for k in range(n - 1)) + gamma ** (n - 1) * rewards.clear for n in clicks]
+    np.testing.assert_allclose(agents.clicks_from_value(jnp.array(returns, jnp.float32), rewards, gamma),
+                               clicks, rtol=1e-4)
+    # Values no game reaches (above a one-click clear, below clicking forever) keep their order.
+    odd = jnp.array([rewards.clear + 5.0, -1e6, -2e6], jnp.float32)
+    found = np.asarray(agents.clicks_from_value(odd, rewards, gamma))
+    assert np.all(np.isfinite(found)) and found[0] <= 1.0 and found[1] <= found[2]
+
 # ---------------------------------------------------------------------------------------
 # DQN maths
 # ---------------------------------------------------------------------------------------

@@ -20,8 +20,8 @@ called one step at a time) and ``jax.jit(env.step)`` compile once per configurat
   the cells removed, so a game's return is its board's cells minus those left. ``Rewards``
   applies to the fewest-clicks rule sets only.
 - **Discount** float32: 0 once the episode terminates, else 1 (truncation keeps 1, so a
-  learner bootstraps through it). With ``-1`` per click and discount 1, ``-Q`` counts the
-  clicks left.
+  learner bootstraps through it). With the default rewards and discount 1 a position
+  ``n`` clicks from empty is worth ``10 - (n - 1)``, so ``11 - Q`` counts the clicks left.
 - **Termination** when no click removes anything any more (the board is empty, or for
   ``samegame`` and ``clickomania`` no two touching cells share a colour); **truncation**
   after ``max_clicks`` clicks if set. Both give ``StepType.LAST``.

@@ -29,19 +29,33 @@ class QGreedy:
 
 @dataclasses.dataclass(frozen=True)
 class QScorer:
-    """Clicks left from a Q-network: with rewards ``clear`` for the last click and ``click``
-    for every other, ``V = clear + (n - 1) * click``, so ``n = (V - clear) / click + 1``."""
+    """Clicks left from a Q-network: ``clicks_from_value`` of its best legal Q-value."""
 
     hidden: tuple[int, ...]
     colors: int
     features: bool = False
     rewards: Rewards = Rewards()
+    gamma: float = 1.0
 
     def __call__(self, boards: jax.Array, params) -> jax.Array:
         q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, boards)
         value = networks.masked_max(q, boards.reshape(boards.shape[0], -1) != 0)
-        clicks = (value - self.rewards.clear) / self.rewards.click + 1.0
+        clicks = clicks_from_value(value, self.rewards, self.gamma)
         return jnp.where(jnp.any(boards != 0, axis=(1, 2)), clicks, 0.0)
+
+
+def clicks_from_value(value: jax.Array, rewards: Rewards, gamma: float) -> jax.Array:
+    """The ``n`` whose return is ``value``: with rewards ``clear`` for the last click and
+    ``click`` for every other, discounted by ``gamma`` per click, a position ``n`` clicks
+    from empty is worth ``click * (1 + g + ... + g^(n-2)) + g^(n-1) * clear``, so at ``gamma``
+    1 ``n = (value - clear) / click + 1``. Below 1, a value no ``n`` reaches (a network's
+    error) is held at the nearest one that does, keeping the order of values. Any shape."""
+    if gamma == 1.0:
+        return (value - rewards.clear) / rewards.click + 1.0
+    never = rewards.click / (1.0 - gamma)  # the value of clicking forever
+    discount = (value - never) / (rewards.clear - never)  # g^(n-1), in (0, 1]
+    discount = jnp.clip(discount, jnp.finfo(jnp.float32).tiny, 1.0)
+    return jnp.log(discount) / jnp.log(gamma) + 1.0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -132,7 +132,8 @@ register(Learner(
     template=lambda config: dqn.make_dqn(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
     policy=lambda config: agents.QGreedy(tuple(config.hidden), config.game.colors, config.features),
-    scorer=lambda config: agents.QScorer(tuple(config.hidden), config.game.colors, config.features, config.rewards),
+    scorer=lambda config: agents.QScorer(tuple(config.hidden), config.game.colors, config.features, config.rewards,
+                                          config.gamma),
 ))
 
 
