@@ -3,6 +3,7 @@
 import json
 import os
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -48,3 +49,12 @@ def test_tensorboard_scalars_equal_the_metrics_log(tmp_path):
 def test_without_the_flag_no_event_files(tmp_path):
     cli.main([*TRAIN_ARGS, "--run-dir", str(tmp_path / "run"), "--total-steps", str(32 * 10)])
     assert not (tmp_path / "run" / "tensorboard").exists()
+
+
+def test_without_tensorboardx_the_run_directory_stays_empty(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # import fails as if not installed
+    run = tmp_path / "run"
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([*TRAIN_ARGS, "--run-dir", str(run), "--tensorboard"])
+    assert stopped.value.code == 2 and 'pip install "jaxdust[tensorboard]"' in capsys.readouterr().err
+    assert not (run / "config.json").exists()  # so the same command without the flag starts

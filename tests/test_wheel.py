@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -30,7 +31,9 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
         names = set(archive.namelist())
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert {"jaxdust/data/boards/eval_8x6x5.txt", "jaxdust/data/boards/optimal_8x6x5.txt",
-            "jaxdust/data/boards/fewest_clicks_v1_8x6x5.txt"} <= names
+            "jaxdust/data/boards/fewest_clicks_v1_8x6x5.txt", "jaxdust/data/ranking/ranking_8x6x5.jsonl"} <= names
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
+    assert "License-Expression: MIT" in metadata
     requires = re.findall(r"^Requires-Dist: (.*)$", metadata, re.M)
     for optional in ("jumanji", "gymnasium", "tensorboardX"):
         assert all("extra ==" in line for line in requires if line.startswith(optional)), requires
@@ -47,6 +50,8 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
         "assert len(jaxdust.read_board_file(pathlib.Path(b.BOARDS_DIR) / 'optimal_8x6x5.txt')) == 100\n"
         "from jaxdust.evaluation import benchmark\n"
         "assert all(benchmark.load_set(size).proven.all() for size in benchmark.SIZES)\n"
+        "from jaxdust.evaluation import ranking\n"
+        "assert len(ranking.load()) > 100\n"
         "print('wheel ok')\n")
     # No JAX_COMPILATION_CACHE_DIR: the installed commands keep their programs in the user cache.
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu",
@@ -75,4 +80,26 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
     assert any((tmp_path / "cache" / "jaxdust" / "xla").iterdir())  # the beam compiled once is kept
     result = subprocess.run([str(commands / "jaxdust-train"), "avi", "--total-updates", "0"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=600)
-    assert result.returncode == 2 and "--total-updates must be > 0" in result.stderr  # parsed by the installed command
+    # Parsed by the installed command, which goes by its own name.
+    assert result.returncode == 2 and result.stderr.startswith("jaxdust-train: error: --total-updates must be > 0")
+
+
+def test_the_sdist_holds_the_whole_project(tmp_path):
+    """Its tests run from it (conftest, the reference rules, the scripts and docs they
+    read), and it carries the licence."""
+    try:
+        tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, check=True, capture_output=True,
+                                 text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("needs the project as a git checkout, to know its files")
+    source = shutil.copytree(ROOT, tmp_path / "source", symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".whl", "build", "dist", "runs", "results", "*.egg-info", "__pycache__"))
+    subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path / "dist"), str(source)],
+                   check=True, capture_output=True, timeout=600)
+    [sdist] = (tmp_path / "dist").glob("jaxdust-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    # jaxdust/data, a link to data/, arrives as a folder of the files the wheel ships.
+    missing = sorted(set(tracked) - names - {".gitignore", "jaxdust/data"})
+    assert not missing, missing
+    assert {"LICENSE", "tests/conftest.py", "jaxdust/data/boards/eval_8x6x5.txt"} <= names

@@ -21,7 +21,15 @@ from typing import Any, Callable
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line (no usage block: ``--help`` has it)."""
+    """An ArgumentParser whose usage errors are one line (no usage block: ``--help`` has it).
+    Started as an installed command (``jaxdust-train``), it goes by that name, not ``prog``'s
+    (the repository's ``train.py``, ``python -m jaxdust.solver``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        command = os.path.basename(sys.argv[0]) if sys.argv else ""
+        if command.startswith("jaxdust-"):
+            self.prog = command
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")

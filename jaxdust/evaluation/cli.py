@@ -102,7 +102,7 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
     elif columns == "best_known" and all(r.values for r in records):
         best = np.array([r.values[-1] for r in records])
     if best is not None and declared != args.size.rules:  # lengths of another game, played as --env says
-        print(f"evaluate.py: {args.boards} gives lengths under the {declared} rules; these boards are "
+        print(f"note: {args.boards} gives lengths under the {declared} rules; these boards are "
               f"played under {args.size.rules}, so they are compared with no reference lengths", file=sys.stderr)
         best, proven = None, False
     described = f"{len(records)} boards from {_shown_path(args.boards)}"
@@ -267,7 +267,8 @@ def main(argv=None) -> dict:
             figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name, cleared[name],
                                            None if reference == "best" else cleared[reference])
             files.atomic_write_bytes(os.path.join(args.out, f"joint-{_file_safe(name)}.png"), figure)
-    print(f"\nwrote summary.json, boards.csv, lengths.png and joint-*.png to {args.out}")
+    gifs = ", game-*.gif" if args.animate else ""
+    print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png and joint-*.png to {args.out}")
     return report
 
 
@@ -327,7 +328,8 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
                              plots.value_histograms(per_board, f"{description}, {rules} rules",
                                                     f"{measure.replace('_', ' ')} "
                                                     f"({'higher' if measure == 'points' else 'lower'} is better)"))
-    print(f"\nwrote summary.json, boards.csv and {figure} to {args.out}")
+    gifs = ", game-*.gif" if args.animate else ""
+    print(f"\nwrote summary.json, boards.csv{gifs} and {figure} to {args.out}")
     return report
 
 

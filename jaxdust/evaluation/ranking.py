@@ -214,8 +214,8 @@ def main(argv=None) -> int:
     parser = flags.Parser(prog="python -m jaxdust.evaluation.ranking", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boards", type=flags.positive_int, default=40, help="held-out boards to draw positions from")
-    parser.add_argument("--out", type=flags.output_file, default=RANKING_FILE,
-                        help="JSON lines; an existing file is extended")
+    parser.add_argument("--out", type=flags.output_file, required=True,
+                        help=f"JSON lines; an existing file is extended (the set shipped: {RANKING_FILE})")
     parser.add_argument("--node-limit", type=flags.positive_int, default=6_000_000, help="positions per child proof")
     args = parser.parse_args(argv)
     try:

@@ -226,6 +226,7 @@ class Run:
         # What every checkpoint is saved with and compared to on restore: the run flags
         # stay out of it, so checkpoints of runs from before they were kept still restore.
         self.saved = {"learner": learner.name, "config": configs.to_json(config)}
+        summary_writer = _tensorboard_writer_class() if tensorboard else None  # before any file is written
         existing = os.path.exists(os.path.join(directory, "config.json"))
         if existing and not resume:
             raise RunError(f"{directory} already holds a run; pass --resume or another --run-dir")
@@ -234,8 +235,8 @@ class Run:
         if existing:
             saved_learner, saved_config = read_run_config(directory)
             if saved_learner is not learner:
-                raise RunError(f"{directory} holds a {saved_learner.name} run, not {learner.name}: resume it as "
-                               f"`train.py {saved_learner.name}` or use another --run-dir")
+                raise RunError(f"{directory} holds a {saved_learner.name} run, not {learner.name}: resume it "
+                               f"with the {saved_learner.name} learner or use another --run-dir")
             if saved_config != config:
                 raise RunError(f"{directory} holds a {saved_learner.name} run with other settings "
                                f"({configs.differences(configs.to_json(saved_config), configs.to_json(config))}): "
@@ -258,8 +259,10 @@ class Run:
         self.best_greedy = float("inf")  # the selected state's greedy play
         self.greedy_floor = float("inf")  # the best greedy play evaluated so far
         self.metrics_path = os.path.join(directory, "metrics.jsonl")
-        self.tensorboard = _tensorboard_writer(os.path.join(directory, TENSORBOARD_DIR)) \
-            if tensorboard and self.primary else None
+        # Each session of a run (a start or a resume) writes its own event file, and the
+        # viewer shows a redone step's newest value.
+        self.tensorboard = summary_writer(os.path.join(directory, TENSORBOARD_DIR)) \
+            if summary_writer and self.primary else None
         self.elapsed_before = 0.0
         self.started = time.perf_counter()
 
@@ -382,15 +385,14 @@ class Run:
 TENSORBOARD_DIR = "tensorboard"
 
 
-def _tensorboard_writer(directory: str):
-    """A TensorBoard event writer (the optional ``tensorboardX``); each session of a run
-    (a start or a resume) writes its own event file, and the viewer shows a redone step's
-    newest value."""
+def _tensorboard_writer_class():
+    """TensorBoard's event writer (the optional ``tensorboardX``), or RunError saying how to
+    install it."""
     try:
         from tensorboardX import SummaryWriter
     except ImportError:
         raise RunError('--tensorboard needs tensorboardX: pip install "jaxdust[tensorboard]"') from None
-    return SummaryWriter(directory)
+    return SummaryWriter
 
 
 def make_mesh(devices: int | None):
