@@ -23,6 +23,7 @@ from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
 from jaxdust.learn import cli as train_cli
 from jaxdust.learn import datasets, dqn
 from jaxdust.learn.datasets import DatasetConfig
+from jaxdust.search import mcts
 from jaxdust.solver import cli as solver_cli
 from jaxdust.solver import upper_bound
 from jaxdust.solver.dfs import solve_dfs
@@ -454,6 +455,10 @@ API_CASES = [
     (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 4, rules="dust"), "points_beam plays the points"),
     (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 0), "width must be a positive integer"),
     (lambda: jaxdust.points_beam(jnp.ones((4, 3), jnp.int8)), r"takes boards \[B, W, H\]"),
+    (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 4, chunk=0), "chunk must be a positive integer"),
+    (lambda: mcts.MCTSPolicy(mcts.heuristic_evaluator_for("dust"), 0), "simulations must be a positive integer, got 0"),
+    (lambda: mcts.search(jnp.ones((1, 4, 3), jnp.int8), mcts.heuristic_evaluator_for("dust"), None,
+                         jax.random.key(0), 4, considered=0), "considered must be a positive integer, got 0"),
     (lambda: solver_points.beam([[1, 1], [2, 2]], 8, rules="former"), "points searches play the points"),
     (lambda: solver_points.nmcs([[1, 1], [2, 2]], level=0), "level must be 1 or 2"),
     (lambda: DatasetConfig(boards=0), "boards"),

@@ -433,6 +433,13 @@ def test_jax_points_beam_plays_legal_lines_and_matches_numba_at_width_one(rules)
         jaxdust.points_beam(jnp.asarray(small), rules="former")
 
 
+@pytest.mark.parametrize("rules", ["samegame", "clickomania"])
+def test_points_beam_on_a_board_with_room_for_no_group(rules):
+    found = jaxdust.points_beam(np.array([[[3]]], np.int8), 4, rules)
+    assert int(found.length[0]) == 0 and np.all(np.asarray(found.actions) == -1)
+    assert int(found.value[0]) == (0 if rules == "samegame" else -1)  # no points; one cell left
+
+
 @pytest.mark.slow
 def test_nmcs2_boards_run_in_parallel_and_a_rerun_plays_only_the_rest(tmp_path, monkeypatch):
     """benchmarks/samegame.py's NMCS level 2: results equal one search per board, kept per

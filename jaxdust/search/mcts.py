@@ -88,10 +88,18 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     Returns mctx's ``PolicyOutput``: ``action`` int32 ``[N]`` and ``action_weights``
     float32 ``[N, W * H]``, the improved policy (a training target).
     """
+    _require_counts(simulations, considered)
     value, prior, legal = _evaluated(evaluate, params, boards)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=boards)
     return mctx.gumbel_muzero_policy(params, key, root, recurrent_fn(evaluate, rules), simulations, invalid_actions=~legal,
                                      max_num_considered_actions=considered, gumbel_scale=gumbel_scale)
+
+
+def _require_counts(simulations, considered) -> None:
+    """ValueError unless both are positive integers (mctx fails deep inside on 0)."""
+    for name, value in (("simulations", simulations), ("considered", considered)):
+        if not game.is_integer(value) or value < 1:
+            raise ValueError(f"mcts: {name} must be a positive integer, got {value!r}")
 
 
 def _evaluated(evaluate: Evaluator, params, positions: jax.Array):
@@ -135,6 +143,7 @@ class MCTSPolicy:
 
     def __post_init__(self):
         game.require_click_rules(self.rules, "mcts")
+        _require_counts(self.simulations, self.considered)
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
         return search(board[None], self.evaluate, params, key, self.simulations, self.considered,

@@ -26,7 +26,9 @@ from jaxdust.search.beam import CHUNK, child_capacity, for_each_child, play_code
 class PointsResult(NamedTuple):
     value: jax.Array  # int32 [B]: points of the best line (the clear bonus included), or minus its cells left
     length: jax.Array  # int32 [B]: its clicks
-    actions: jax.Array  # int32 [B, max_clicks]: its flat actions x * height + y, -1 after the end
+    # int32 [B, max(1, W * H // min_group)] (the most clicks a game can take): its flat
+    # actions x * height + y, -1 after the end.
+    actions: jax.Array
 
 
 class _Carry(NamedTuple):
@@ -113,7 +115,9 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
         raise ValueError("points_beam: no boards (a batch of 0)")
     if not game.is_integer(width) or width < 1:
         raise ValueError(f"points_beam: width must be a positive integer, got {width!r}")
-    return _points_beam(boards, int(width), rules, chunk)
+    if not game.is_integer(chunk) or chunk < 1:
+        raise ValueError(f"points_beam: chunk must be a positive integer, got {chunk!r}")
+    return _points_beam(boards, int(width), rules, int(chunk))
 
 
 @functools.partial(jax.jit, static_argnames=("width", "rules", "chunk"))
@@ -123,7 +127,7 @@ def _points_beam(boards: jax.Array, width: int, rules: str, chunk: int) -> Point
     if board_width * board_height > MAX_CELLS:
         raise ValueError(f"points_beam takes boards of at most {MAX_CELLS} cells, got {board_width}x{board_height}")
     cells = board_width * board_height
-    max_clicks = cells // found.min_group
+    max_clicks = max(1, cells // found.min_group)  # a board with room for no group still gets a row
     rows = count * width
 
     def step(carry: _Carry) -> _Carry:
