@@ -104,14 +104,18 @@ def test_each_kind_of_damage_is_found_and_skipped(run, kind, capsys):
     assert os.path.isdir(run / "checkpoints" / "4")  # a reader leaves the run as it is
 
 
-def test_checkpoints_without_checksums_are_checked_by_reading(run, capsys):
-    """As saved by a process killed between orbax's save and the checksums."""
+def test_a_checkpoint_without_checksums_is_an_unfinished_save(run, whole_run, capsys):
+    """As saved by a process killed between orbax's rename and the checksums: its bytes
+    cannot be vouched for (orbax restores overwritten array data), so it is not used."""
     os.remove(run / "checkpoints" / "4" / "checksums.json")
-    assert runs.load_run(str(run), newest=True).step == 4
-    _truncate(run / "checkpoints" / "4")
+    _overwrite(run / "checkpoints" / "4")
     assert runs.load_run(str(run), newest=True).step == 3
     [warning] = warnings(capsys.readouterr().err)
-    assert "checkpoint 4 in" in warning
+    assert "checkpoint 4 in" in warning and "its save did not finish" in warning and "using checkpoint 3" in warning
+    train(run, "--resume")
+    [warning] = warnings(capsys.readouterr().err)
+    assert "resuming from checkpoint 3" in warning and "4.damaged" in warning
+    assert_same_end(run, whole_run)
 
 
 def test_resume_sets_a_damaged_newest_aside_and_ends_as_uninterrupted(run, whole_run, capsys):

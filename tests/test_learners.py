@@ -341,7 +341,7 @@ def test_checkpoints_round_trip_and_explain_failures(tmp_path):
     np.testing.assert_array_equal(jax.random.key_data(restored.key), jax.random.key_data(first.key))
 
 
-def test_verify_vouches_by_checksums_and_reads_only_where_there_are_none(tmp_path, monkeypatch):
+def test_verify_vouches_by_checksums_without_reading(tmp_path, monkeypatch):
     """Resume checks the best checkpoint with ``verify``: the same verdicts as ``read``,
     without restoring a state whose files its checksums cover."""
     config = dqn.DQNConfig(total_steps=32 * 20, **TINY)
@@ -370,9 +370,10 @@ def test_verify_vouches_by_checksums_and_reads_only_where_there_are_none(tmp_pat
         handle.write(b"\xff" * 16)
     with pytest.raises(checkpoint.UnreadableCheckpoint, match="has changed since it was saved"):
         saved.verify(1, runner, as_json)
-    os.remove(tmp_path / "2" / checkpoint.CHECKSUMS)
-    saved.verify(2, runner, as_json)
-    assert reads == [2]
+    os.remove(tmp_path / "2" / checkpoint.CHECKSUMS)  # a save that did not finish
+    with pytest.raises(checkpoint.UnreadableCheckpoint, match="its save did not finish"):
+        saved.verify(2, runner, as_json)
+    assert reads == []
 
 
 def test_a_state_laid_out_otherwise_is_a_mismatch_not_damage(tmp_path):

@@ -4,8 +4,10 @@ A checkpoint holds the complete learner state (parameters, optimiser state, step
 keys, environment states, replay buffer) and the run's config as JSON. orbax writes each
 step into a temporary directory and renames it when complete, so a process killed while
 saving leaves the earlier checkpoints as they were; ``max_to_keep`` bounds the disk used.
-A checkpoint damaged afterwards (a file truncated, overwritten or deleted) is found by its
-checksums or by reading it back, and can be set aside so that its step can be saved again.
+A save is finished when its checksums are written (orbax keeps none of array data); a
+checkpoint damaged afterwards (a file truncated, overwritten or deleted) is found by them,
+one without them (a process killed between orbax's rename and the checksums) counts as
+unfinished, and either can be set aside so that its step can be saved again.
 """
 
 from __future__ import annotations
@@ -73,11 +75,14 @@ def _write_checksums(directory: str) -> None:
 
 
 def damage(directory: str) -> str | None:
-    """What is wrong with a step directory's files by its checksums (None: nothing seen;
-    a checkpoint saved by a process killed before it wrote them has none)."""
+    """What is wrong with a step directory's files by its checksums (None: nothing seen).
+    One without them is refused: its bytes cannot be vouched for, and orbax restores
+    overwritten array data without a sign."""
     path = os.path.join(directory, CHECKSUMS)
     if not os.path.exists(path):
-        return None if os.listdir(directory) else "its directory is empty"
+        if not os.listdir(directory):
+            return "its directory is empty"
+        return f"its save did not finish: no {CHECKSUMS}, so the process stopped before writing them"
     try:
         with open(path) as handle:
             sums = dict(json.load(handle))
@@ -204,13 +209,10 @@ class Checkpoints:
 
     def verify(self, step: int, like: Any, config: dict) -> None:
         """UnreadableCheckpoint or CheckpointError as ``read`` raises them for damaged files,
-        another config or another layout of the state, without restoring the state where
-        checksums vouch for its files (a second copy of a whole state on a device costs
+        another config or another layout of the state, without restoring the state (its
+        checksums vouch for its files; a second copy of a whole state on a device costs
         memory and seconds)."""
-        if os.path.exists(os.path.join(self._path(step), CHECKSUMS)):
-            self._check(step, config, like)
-        else:  # saved by a process killed before it wrote the checksums: only a read can tell
-            self.read(step, like, config)
+        self._check(step, config, like)
 
     def _unreadable(self, step: int, reason: str) -> UnreadableCheckpoint:
         return UnreadableCheckpoint(f"checkpoint {step} in {self.directory} cannot be read ({reason})", step, reason)
