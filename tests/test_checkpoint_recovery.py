@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 
+import filelock
 import jax
 import numpy as np
 import pytest
@@ -247,3 +248,53 @@ def test_checkpoints_follow_the_clock_unless_counted(whole_run, tmp_path):
         cli.main([*by_clock, "--checkpoint-seconds", seconds, "--run-dir", str(tmp_path / seconds)])
         assert sorted(os.listdir(tmp_path / seconds / "checkpoints")) == kept
         assert_same_end(tmp_path / seconds, whole_run)
+
+
+def test_a_run_directory_takes_one_training_process_at_a_time(run, capsys):
+    held = filelock.FileLock(str(run / runs.LOCK_FILE))
+    with held:  # as another process training there
+        with pytest.raises(SystemExit) as exit_info:
+            train(run, "--resume")
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert f"another process is training in {run}" in line
+
+
+def test_a_new_run_refuses_what_a_run_left_without_its_config(run, capsys):
+    """A new run there would append to the old log and overwrite its checkpoints."""
+    os.remove(run / "config.json")
+    log = (run / "metrics.jsonl").read_text()
+    for extra in ([], ["--resume"]):
+        with pytest.raises(SystemExit) as exit_info:
+            train(run, *extra)
+        assert exit_info.value.code == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert "holds checkpoints, best, metrics.jsonl, summary.json of a run but no config.json" in line
+    assert (run / "metrics.jsonl").read_text() == log
+
+
+@pytest.mark.parametrize("damaged", ["garbage\n", '{"loss": 1.0}\n'])
+def test_a_damaged_log_is_refused_before_anything_is_moved(run, damaged, capsys):
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text("".join([lines[0], damaged, *lines[1:]]))
+    _truncate(run / "checkpoints" / "4")  # would be set aside by a resume
+    with pytest.raises(SystemExit) as exit_info:
+        train(run, "--resume")
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "metrics.jsonl is damaged" in line and "remove its damaged lines" in line
+    assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]
+
+
+def test_a_damaged_config_is_named_as_such(run):
+    (run / "config.json").write_text('{"learner": "dq')
+    with pytest.raises(runs.RunError, match=r"config.json is damaged \("):
+        runs.load_run(str(run))
+
+
+def test_load_run_leaves_a_run_without_checkpoints_as_it_is(run):
+    shutil.rmtree(run / "checkpoints")
+    shutil.rmtree(run / "best")
+    with pytest.raises(runs.RunError, match="has not saved one yet"):
+        runs.load_run(str(run))
+    assert not (run / "checkpoints").exists()

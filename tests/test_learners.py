@@ -702,6 +702,9 @@ def test_best_is_the_newest_evaluation_within_a_standard_error_of_the_best(tmp_p
         kept.append(run.best.steps()[-1])
     assert kept == [1, 2, 3, 3, 3, 6]  # 14.25 and 14.29 are within 0.1 of 14.2; 14.5 and 14.31 are not
     run.finish({})
+    with pytest.raises(runs.RunError, match="another process is training in"):
+        runs.Run(str(tmp_path / "run"), learner, config, resume=True)
+    run.close()
     resumed = runs.Run(str(tmp_path / "run"), learner, config, resume=True)
     resumed.restore(state)
     assert (resumed.best.steps(), resumed.best_greedy, resumed.greedy_floor) == ([6], 14.29, 14.2)
@@ -709,7 +712,7 @@ def test_best_is_the_newest_evaluation_within_a_standard_error_of_the_best(tmp_p
     assert resumed.best.steps() == [6]
     resumed.keep_if_best(8, state, {"greedy_clicks": 14.1, "greedy_se": 0.1})
     assert (resumed.best.steps(), resumed.best_greedy, resumed.greedy_floor) == ([8], 14.1, 14.1)
-    resumed.finish({})
+    resumed.close()
 
 
 @pytest.mark.slow

@@ -120,19 +120,21 @@ def _data_to_keys(tree, like):
 
 class Checkpoints:
     """``save(step, state, config)``, ``restore(like, config)`` (or ``restore_newest``,
-    past damaged ones) and ``set_aside(step)`` (a damaged one) in ``directory``.
+    past damaged ones) and ``set_aside(step)`` (a damaged one) in ``directory`` (made
+    unless ``create`` is False: a reader leaves a run as it is).
 
     ``upgrade`` maps a config read from a checkpoint to this version's form before it is
     compared with the caller's (``runs`` fills in fields added since, at their defaults,
     so that adding a config field leaves older runs readable)."""
 
-    def __init__(self, directory: str, max_to_keep: int = 3, upgrade: Callable[[dict], dict] | None = None):
+    def __init__(self, directory: str, max_to_keep: int = 3, upgrade: Callable[[dict], dict] | None = None,
+                 create: bool = True):
         self.directory = os.path.abspath(directory)
         self.upgrade = upgrade or (lambda config: config)
         self.manager = ocp.CheckpointManager(
             self.directory,
             options=ocp.CheckpointManagerOptions(
-                max_to_keep=max_to_keep, create=True, enable_async_checkpointing=False
+                max_to_keep=max_to_keep, create=create, enable_async_checkpointing=False
             ),
             # Handlers named up front, so that a new process can read a state's metadata
             # before it has saved or restored one.

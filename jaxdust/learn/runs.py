@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any, NamedTuple
 
+import filelock
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
@@ -109,6 +110,10 @@ def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
     try:
         with open(path) as handle:
             saved = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise RunError(f"{path} is damaged ({error}); every checkpoint keeps the run's config, "
+                       "but a new run directory is the simple way on") from None
+    try:
         learner = learners.get(saved["learner"])
         return learner, configs.from_json(learner.config_class, saved["config"])
     except (ValueError, TypeError, KeyError) as error:
@@ -227,24 +232,18 @@ class Run:
         # stay out of it, so checkpoints of runs from before they were kept still restore.
         self.saved = {"learner": learner.name, "config": configs.to_json(config)}
         summary_writer = _tensorboard_writer_class() if tensorboard else None  # before any file is written
-        existing = os.path.exists(os.path.join(directory, "config.json"))
-        if existing and not resume:
-            raise RunError(f"{directory} already holds a run; pass --resume or another --run-dir")
-        if resume and not existing:
-            raise RunError(f"nothing to resume in {directory}")
-        if existing:
-            saved_learner, saved_config = read_run_config(directory)
-            if saved_learner is not learner:
-                raise RunError(f"{directory} holds a {saved_learner.name} run, not {learner.name}: resume it "
-                               f"with the {saved_learner.name} learner or use another --run-dir")
-            if saved_config != config:
-                raise RunError(f"{directory} holds a {saved_learner.name} run with other settings "
-                               f"({configs.differences(configs.to_json(saved_config), configs.to_json(config))}): "
-                               "resume it with the same ones or use another --run-dir")
-        # Several processes (train.py --distributed) share the directory: all of them look
-        # before process 0 writes, and only it writes the files here (orbax coordinates
-        # the checkpoints itself).
+        if resume and not os.path.exists(os.path.join(directory, "config.json")):
+            _check_run_directory(directory, learner, config, resume)  # refuses, before the lock makes a folder
+        # Several processes (train.py --distributed) share the directory: process 0 holds
+        # its lock, all of them look before process 0 writes, and only it writes the files
+        # here (orbax coordinates the checkpoints itself).
         self.primary = jax.process_index() == 0
+        self.lock = _lock_run_directory(directory) if self.primary else None
+        try:
+            _check_run_directory(directory, learner, config, resume)
+        except RunError:
+            self.release()
+            raise
         if jax.process_count() > 1:
             multihost_utils.sync_global_devices("jaxdust run directory checked")
         os.makedirs(directory, exist_ok=True)
@@ -266,6 +265,12 @@ class Run:
         self.elapsed_before = 0.0
         self.started = time.perf_counter()
 
+    def release(self) -> None:
+        """Let another process train in the directory (at the latest when this one ends)."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
     def forget_config(self) -> None:
         """Remove the ``config.json`` this run wrote, so that the directory no longer holds
         a run (what else a failed start made, e.g. an imitation data set, a retry reuses)."""
@@ -280,6 +285,7 @@ class Run:
     def restore(self, like, step=None):
         """Checkpoint ``step``, or the newest that can be read: newer damaged ones are set
         aside with a warning (their steps are redone, as are those after ``step``)."""
+        log = self._log_records()  # a damaged log is refused before anything is moved
         try:
             if step is None:
                 done, state, damaged = self.checkpoints.restore_newest(like, self.saved)
@@ -287,13 +293,16 @@ class Run:
                 hint = " (restore one with --resume-step)"
                 done, state = self.checkpoints.restore(like, self.saved, step, hint)
                 damaged = []
+        except checkpoint.NoReadableCheckpoint as error:
+            raise RunError(f"{error}; to start over, move {self.checkpoints.directory} away and resume, "
+                           "or use another --run-dir") from None
         except checkpoint.CheckpointError as error:
             raise RunError(str(error)) from None
         for error in damaged:
             moved = self.checkpoints.set_aside(error.step)
             print(f"warning: {error}; moved to {moved}, resuming from checkpoint {done}", file=sys.stderr)
-        self._truncate_metrics(done)
-        self._truncate_checkpoints(done)
+        self._truncate_metrics(done, log)
+        self._truncate_checkpoints(done, log)
         self._set_aside_a_damaged_best(like)
         return done, state
 
@@ -316,10 +325,23 @@ class Run:
                            "resume (the next evaluation becomes the best)") from None
 
     def start_over(self) -> None:
-        self._truncate_metrics(0)
-        self._truncate_checkpoints(0)
+        log = self._log_records()
+        self._truncate_metrics(0, log)
+        self._truncate_checkpoints(0, log)
 
-    def _truncate_checkpoints(self, done: int) -> None:
+    def _log_records(self) -> list[dict]:
+        """``metrics.jsonl``'s records (a torn last line cut off); RunError if it is damaged."""
+        try:
+            records = files.recover_json_lines(self.metrics_path, repair=self.primary)
+            for number, record in enumerate(records, start=1):
+                if not game.is_integer(record.get("chunk")):
+                    raise ValueError(f"record {number} has no integer 'chunk'")
+        except ValueError as error:
+            raise RunError(f"{self.metrics_path} is damaged ({error}): remove its damaged lines, or the file "
+                           "(losing the log of the steps before), and resume") from None
+        return records
+
+    def _truncate_checkpoints(self, done: int, log: list[dict]) -> None:
         """Forget checkpoints of steps after ``done`` (``--resume-step``: they will be
         redone); the best greedy play is then that of the best checkpoint kept, or none."""
         for manager in (self.checkpoints, self.best):
@@ -327,14 +349,13 @@ class Run:
                 if step > done:
                     manager.delete(step)
         kept = self.best.steps()
-        greedy = {r["chunk"]: r["greedy_clicks"] for r in files.recover_json_lines(self.metrics_path, repair=self.primary)
-                  if "greedy_clicks" in r and r["chunk"] <= done}
+        greedy = {r["chunk"]: r["greedy_clicks"] for r in log if "greedy_clicks" in r and r["chunk"] <= done}
         self.best_greedy = greedy.get(kept[-1], float("inf")) if kept else float("inf")
         self.greedy_floor = min(greedy.values(), default=float("inf")) if kept else float("inf")
 
-    def _truncate_metrics(self, done: int) -> None:
+    def _truncate_metrics(self, done: int, log: list[dict]) -> None:
         """Drop log lines of steps after the checkpoint (they will be redone)."""
-        kept = [r for r in files.recover_json_lines(self.metrics_path, repair=self.primary) if r["chunk"] <= done]
+        kept = [r for r in log if r["chunk"] <= done]
         if self.primary:
             files.atomic_write_bytes(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
         if kept:
@@ -376,10 +397,55 @@ class Run:
     def finish(self, summary: dict) -> None:
         if self.primary:
             files.atomic_write_json(os.path.join(self.directory, "summary.json"), summary)
+
+    def close(self) -> None:
         self.checkpoints.close()
         self.best.close()
         if self.tensorboard is not None:
             self.tensorboard.close()
+        self.release()
+
+
+LOCK_FILE = ".lock"
+LEFTOVERS = ("checkpoints", "best", "metrics.jsonl", "summary.json")  # what a run writes beside config.json
+
+
+def _lock_run_directory(directory: str) -> filelock.FileLock:
+    """The directory's lock, held while this process trains there (the OS lets go of it
+    when the process ends, however it ends); RunError when another process holds it."""
+    os.makedirs(directory, exist_ok=True)
+    lock = filelock.FileLock(os.path.join(directory, LOCK_FILE), timeout=0)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise RunError(f"another process is training in {directory} (it holds {LOCK_FILE}): "
+                       "wait for it to end, or use another --run-dir") from None
+    return lock
+
+
+def _check_run_directory(directory: str, learner: learners.Learner, config, resume: bool) -> None:
+    """RunError unless ``directory`` can take this run: a new one where nothing of a run
+    is, or a resume of the same learner with the same settings."""
+    if not os.path.exists(os.path.join(directory, "config.json")):
+        left = [name for name in LEFTOVERS if os.path.isfile(os.path.join(directory, name))
+                or _listdir(os.path.join(directory, name))]
+        if left:
+            raise RunError(f"{directory} holds {', '.join(left)} of a run but no config.json, so nothing there "
+                           "can be resumed and a new run would mix with them; use another --run-dir, or move "
+                           "them away")
+        if resume:
+            raise RunError(f"nothing to resume in {directory}: without --resume a new run starts there")
+        return
+    if not resume:
+        raise RunError(f"{directory} already holds a run; pass --resume or another --run-dir")
+    saved_learner, saved_config = read_run_config(directory)
+    if saved_learner is not learner:
+        raise RunError(f"{directory} holds a {saved_learner.name} run, not {learner.name}: resume it "
+                       f"with the {saved_learner.name} learner or use another --run-dir")
+    if saved_config != config:
+        raise RunError(f"{directory} holds a {saved_learner.name} run with other settings "
+                       f"({configs.differences(configs.to_json(saved_config), configs.to_json(config))}): "
+                       "resume it with the same ones or use another --run-dir")
 
 
 TENSORBOARD_DIR = "tensorboard"
@@ -432,17 +498,21 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
         raise RunError(str(error)) from None
     run = Run(args.run_dir, learner, config, args.resume, getattr(args, "tensorboard", False), run_flags)
     try:
-        trainer = learner.trainer(config, args, make_mesh(args.devices))
-    except ValueError as error:
-        if not args.resume:  # a new run that never began: the corrected command needs no --resume
-            run.forget_config()
-        raise RunError(str(error)) from None
-    state = trainer.init(jax.random.key(args.seed))
-    done = 0
-    if args.resume and run.checkpoints.steps():
-        done, state = run.restore(state, args.resume_step)
-    elif args.resume:  # killed before its first checkpoint: what it logged is redone
-        run.start_over()
+        try:
+            trainer = learner.trainer(config, args, make_mesh(args.devices))
+        except ValueError as error:
+            if not args.resume:  # a new run that never began: the corrected command needs no --resume
+                run.forget_config()
+            raise RunError(str(error)) from None
+        state = trainer.init(jax.random.key(args.seed))
+        done = 0
+        if args.resume and run.checkpoints.steps():
+            done, state = run.restore(state, args.resume_step)
+        elif args.resume:  # killed before its first checkpoint: what it logged is redone
+            run.start_over()
+    except BaseException:
+        run.close()
+        raise
     return run, trainer, done, state
 
 
@@ -452,6 +522,13 @@ def train(learner_name: str, config, args) -> dict:
     early (a checkpoint is saved; resume continues). Raises RunError or ValueError."""
     learner = learners.get(learner_name)
     run, trainer, done, state = start(learner, config, args)
+    try:
+        return _train(learner, config, args, run, trainer, done, state)
+    finally:
+        run.close()
+
+
+def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int, state) -> dict:
     evaluate = progress_evaluation(evaluation_boards(config.game, args.eval_boards), learner, config)
 
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
@@ -556,8 +633,11 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
                         jax.eval_shape(lambda: learner.template(config)))
     unreadable = []  # NoReadableCheckpoint of each source tried
     for source in sources:
-        checkpoints = checkpoint.Checkpoints(source, upgrade=upgrade(learner))
+        checkpoints = checkpoint.Checkpoints(source, upgrade=upgrade(learner), create=False)
         try:
+            if not checkpoints.steps():
+                raise checkpoint.CheckpointError(f"no checkpoint in {source}: the run has not saved one yet "
+                                                 "(train it further with --resume)")
             step, state, skipped = checkpoints.restore_newest(like, saved)
         except checkpoint.NoReadableCheckpoint as error:
             unreadable.append(error)
