@@ -298,3 +298,18 @@ def test_load_run_leaves_a_run_without_checkpoints_as_it_is(run):
     with pytest.raises(runs.RunError, match="has not saved one yet"):
         runs.load_run(str(run))
     assert not (run / "checkpoints").exists()
+
+
+def test_evaluate_refuses_a_run_with_no_readable_checkpoint_before_any_agent_plays(run, tmp_path, monkeypatch,
+                                                                                   capsys):
+    import evaluate
+    from jaxdust.evaluation import registry
+
+    for folder in ("checkpoints", "best"):
+        for step in os.listdir(run / folder):
+            _truncate(run / folder / step)
+    monkeypatch.setattr(registry, "run_agent", lambda *args, **kwargs: pytest.fail("an agent played"))
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main(["--random", "4", "--agents", f"largest,policy:{run}", "--out", str(tmp_path / "eval")])
+    assert exit_info.value.code == 2
+    assert "every checkpoint in" in capsys.readouterr().err

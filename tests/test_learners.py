@@ -509,9 +509,10 @@ def test_data_parallel_training_equals_one_device():
     script = """
 import jax, jax.numpy as jnp, json
 from jax.sharding import AxisType
-from jaxdust.learn import dqn, imitation
+from jaxdust import GameConfig
+from jaxdust.learn import avi, dqn, imitation
 config = dqn.DQNConfig(num_envs=64, total_steps=64 * 40, chunk_iterations=20, hidden=(32,), buffer_size=2048,
-                       batch_size=64, learning_starts=256, features=True)
+                       batch_size=128, learning_starts=256, features=True)
 mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
 runs = []
 for m in (None, mesh):
@@ -522,8 +523,28 @@ for m in (None, mesh):
     runs.append((runner, float(metrics.loss)))
 (a, la), (b, lb) = runs
 diff = max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a.train.params), jax.tree.leaves(b.train.params)))
+program = run_chunk.lower(runner).compile().as_text()
+# The first layer's products: 8 games a device act, 16 of the minibatch's 128 rows learn.
+split = "f32[16,32]" in program and "f32[128,32]" not in program
+small = avi.AVIConfig(game=GameConfig(4, 3, 3), num_envs=64, beam_width=2, chunk_updates=3, total_updates=6,
+                      buffer_lines=32)
+avi_params, avi_boards = [], []
+for m in (None, mesh):
+    init, run_chunk = avi.make_avi(small, m)
+    runner = init(jax.random.key(0))
+    for _ in range(2):
+        runner, _ = run_chunk(runner)
+    # The cell logits' bias shifts every logit alike: its gradient is 0 up to rounding, which
+    # Adam's first steps turn into steps of +-lr that change no choice. Left out.
+    params = dict(runner.train.params["params"])
+    params["cell_logit"] = {"kernel": params["cell_logit"]["kernel"]}
+    avi_params.append(params)
+    avi_boards.append(runner.boards)
+avi_diff = max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(*map(jax.tree.leaves, avi_params)))
+avi_diff = avi_diff if bool(jnp.all(avi_boards[0] == avi_boards[1])) else float("inf")
 print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sharding.spec), "diff": diff,
-                  "loss": [la, lb], "boards_equal": bool(jnp.all(a.env_state.board == b.env_state.board))}))
+                  "loss": [la, lb], "boards_equal": bool(jnp.all(a.env_state.board == b.env_state.board)),
+                  "minibatch_split": split, "avi_diff": avi_diff}))
 """
     env = {**os.environ, "XLA_FLAGS": host_devices_flags(8)}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
@@ -532,8 +553,24 @@ print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sha
     from jax.sharding import PartitionSpec
 
     assert report["devices"] == 8 and report["spec"] == str(PartitionSpec("data"))
-    assert report["diff"] < 1e-5 and report["boards_equal"]
+    assert report["diff"] < 1e-5 and report["boards_equal"] and report["minibatch_split"]
     assert abs(report["loss"][0] - report["loss"][1]) < 1e-5
+    assert report["avi_diff"] < 1e-4  # and the boards in play are the same
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, message", [
+    (["dqn", "--num-envs", "32", "--buffer-size", "1025", "--learning-starts", "512"],
+     "--buffer-size 1025 must divide over 2 devices"),
+    (["dqn", "--num-envs", "32", "--batch-size", "33"], "--batch-size 33 must divide over 2 devices"),
+    (["avi", "--num-envs", "32", "--capped-share", "0.15"],
+     "9 policy rows (4 boards in play and 5 search-line positions, --capped-share 0.15) must divide over 2"),
+])
+def test_counts_that_do_not_divide_over_the_devices_are_refused_before_the_run_starts(tmp_path, flags, message):
+    result = subprocess.run([sys.executable, "train.py", *flags, "--run-dir", str(tmp_path / "run")], cwd=ROOT,
+                            capture_output=True, text=True, env={**os.environ, "XLA_FLAGS": host_devices_flags(2)})
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "run" / "config.json").exists()  # the corrected command needs no --resume
 
 
 def run_train(run_dir, *extra, check=True):
@@ -870,5 +907,5 @@ def test_resuming_with_other_settings_names_them(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(config)}))
     with pytest.raises(runs.RunError, match=r"other settings \(total_updates 3000, not 12\)"):
         runs.Run(str(tmp_path), learners.get("avi"), dataclasses.replace(config, total_updates=12), resume=True)
-    with pytest.raises(runs.RunError, match=r"holds a avi run, not dqn: resume it as `train.py avi`"):
+    with pytest.raises(runs.RunError, match=r"holds a avi run, not dqn: resume it with the avi learner"):
         runs.Run(str(tmp_path), learners.get("dqn"), dqn.DQNConfig(), resume=True)

@@ -18,16 +18,10 @@ TRAIN_ARGS = [*TINY_DQN, "--total-steps", str(32 * 40)]
 
 
 def scalars(directory) -> dict:
-    """{(tag, step): value} from every TensorBoard event file (TFRecord framing) in ``directory``."""
+    """{(tag, step): value} from every TensorBoard event file in ``directory``."""
     found = {}
     for name in sorted(os.listdir(directory)):
-        with open(os.path.join(directory, name), "rb") as handle:
-            data = handle.read()
-        offset = 0
-        while offset < len(data):
-            (length,) = struct.unpack("<Q", data[offset : offset + 8])
-            event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
-            offset += 12 + length + 4
+        for event in events(directory / name):
             for value in event.summary.value:
                 found[value.tag, event.step] = value.simple_value
     return found
@@ -58,3 +52,25 @@ def test_without_tensorboardx_the_run_directory_stays_empty(tmp_path, monkeypatc
         cli.main([*TRAIN_ARGS, "--run-dir", str(run), "--tensorboard"])
     assert stopped.value.code == 2 and 'pip install "jaxdust[tensorboard]"' in capsys.readouterr().err
     assert not (run / "config.json").exists()  # so the same command without the flag starts
+
+
+def test_a_resumed_session_tells_viewers_to_drop_the_steps_it_redoes(tmp_path):
+    """Without a purge step, TensorBoard's Python loader keeps both values of a redone step."""
+    run = tmp_path / "run"
+    cli.main([*TRAIN_ARGS, "--run-dir", str(run), "--tensorboard"])
+    cli.main([*TRAIN_ARGS, "--run-dir", str(run), "--tensorboard", "--resume", "--resume-step", "2"])
+    first, second = (events(run / "tensorboard" / name) for name in sorted(os.listdir(run / "tensorboard")))
+    starts = [event.step for event in second if event.session_log.status == event_pb2.SessionLog.START]
+    assert starts == [3]  # the first step the resume redoes
+    assert min(event.step for event in second if event.summary.value) == 3
+    assert max(event.step for event in first if event.summary.value) == 4
+
+
+def events(path) -> list:
+    """The events of one TensorBoard event file (TFRecord framing)."""
+    data, found, offset = path.read_bytes(), [], 0
+    while offset < len(data):
+        (length,) = struct.unpack("<Q", data[offset : offset + 8])
+        found.append(event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length]))
+        offset += 12 + length + 4
+    return found

@@ -9,7 +9,9 @@ after the colon and a function that plays a batch of boards. A new agent is one
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import os
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -21,7 +23,7 @@ from jaxdust.core.boards import positions
 from jaxdust.core.play import play_in_chunks
 from jaxdust.core.processes import ordered_map
 from jaxdust.evaluation import baselines
-from jaxdust.learn.runs import load_run, read_run_config
+from jaxdust.learn.runs import fingerprint, load_run, read_run_config
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_solutions
 from jaxdust.search.heuristic import heuristic_for
 from jaxdust.search.points import points_beam
@@ -114,6 +116,18 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
             if agent.name == "mcts" and learner.evaluator(config) is None:
                 raise ValueError(f"{run} is a {learner.name} run, which has no policy and value to search with "
                                  f"(mcts:); try value:{run}")
+            _loaded_run(run)  # a run with no checkpoint that reads is refused now too
+
+
+def _loaded_run(run: str):
+    """``load_run(run)``, read once for all the agents that play it (and its warnings said
+    once), and again when the run has changed on disk since."""
+    return _load_run_as_it_is(os.path.abspath(run), fingerprint(run))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_run_as_it_is(run: str, _fingerprint: str):
+    return load_run(run)
 
 
 def _require_trained_for(run: str, trained: game.GameConfig, rules: str, width: int, height: int,
@@ -391,19 +405,19 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
 
 
 def _play_run_policy(run: str, boards, context: Context) -> dict:
-    trained = load_run(run)
+    trained = _loaded_run(run)
     return _play_policy(trained.policy, trained.params, boards, context)
 
 
 def _play_run_value(spec: tuple[str, int], boards, context: Context) -> dict:
     run, width = spec
-    trained = load_run(run)
+    trained = _loaded_run(run)
     return _play_beam(width, trained.scorer, trained.params, boards, context)
 
 
 def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     run, simulations = spec
-    trained = load_run(run)  # one with a policy and a value (require_playable)
+    trained = _loaded_run(run)  # one with a policy and a value (require_playable)
     return _play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
                         context)
 

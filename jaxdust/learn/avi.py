@@ -346,14 +346,17 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         # on every search-line position.
         policy_slot = game.uniform_below(game.random_halfwords(slot_key, boards_count), width)
         policy_rows = jnp.concatenate([board_index * width + policy_slot, count + jnp.arange(capped)])
-        row_labels, row_values = labels[policy_rows], child_values[policy_rows]
+        row_boards, row_labels, row_values = boards[policy_rows], labels[policy_rows], child_values[policy_rows]
+        if mesh is not None:  # each device trains the policy on its share of the rows
+            row_boards, row_labels, row_values = jax.lax.with_sharding_constraint(
+                (row_boards, row_labels, row_values), NamedSharding(mesh, P("data")))
         row_action = cap_action[policy_rows]
         line_cluster = jnp.take_along_axis(row_labels, jnp.maximum(row_action, 0)[:, None], axis=1)[:, 0]
         use_line = (row_action >= 0) & ~cap_explored[policy_rows] & (line_cluster >= 0)
         policy_target = policy_targets(row_values, jnp.where(use_line, line_cluster, -1),
                                        config.policy_temperature, config.line_target_share)
         if config.policy_teacher == "mcts":
-            searched = mcts.search(boards[policy_rows], lambda b, p: network.apply(p, b), runner.target_params,
+            searched = mcts.search(row_boards, lambda b, p: network.apply(p, b), runner.target_params,
                                    jax.random.fold_in(slot_key, 1), config.teacher_simulations, rules=size.rules)
             # A row without a position (the line buffer not yet filled) has no legal action,
             # and mctx then spreads its weights over all cells: no target there.
@@ -365,7 +368,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
             value, _ = network.apply(params, boards)  # the policy head's work is cut from this call
             value_loss = jnp.sum(weight * optax.huber_loss(value, jnp.where(trained, target, 0.0), delta=config.huber_delta))
             value_loss = value_loss / jnp.sum(weight)
-            _, logits = network.apply(params, boards[policy_rows])
+            _, logits = network.apply(params, row_boards)
             log_probs = mcts.cluster_log_probs(logits, row_labels)
             cross = -jnp.sum(jnp.where(policy_target > 0, policy_target * log_probs, 0.0), axis=1)
             policy_loss = jnp.sum(row_weight * cross) / jnp.maximum(jnp.sum(row_weight), 1.0)

@@ -104,8 +104,16 @@ def main(argv=None) -> dict:
     if args.distributed and args.num_processes is not None and args.process_id is not None \
             and args.process_id >= args.num_processes:
         flags.fail(parser, f"--process-id {args.process_id} must be below --num-processes {args.num_processes}")
+    given = [flag for flag, value in (("--coordinator", args.coordinator), ("--num-processes", args.num_processes),
+                                      ("--process-id", args.process_id)) if value is not None]
+    if given and not args.distributed:  # else every host would train alone, as process 0, into one directory
+        flags.fail(parser, f"{', '.join(given)} {'works' if len(given) == 1 else 'work'} only with --distributed")
     if args.distributed:  # before anything starts JAX's backend (jax.local_device_count() below does)
-        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+        try:
+            jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+        except (ValueError, RuntimeError) as error:  # no coordinator found, or it cannot be reached
+            flags.fail(parser, f"--distributed: {str(error).strip().splitlines()[0]} (give --coordinator, "
+                               "--num-processes and --process-id, or run under a cluster JAX detects)")
     if args.devices is not None and args.devices > jax.local_device_count():
         flags.fail(parser, f"--devices {args.devices}: only {jax.local_device_count()} local device(s)")
     if getattr(args, "data", None) and (args.data_boards is not None or args.data_beam_width is not None):

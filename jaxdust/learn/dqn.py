@@ -322,8 +322,9 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
     """``init(key) -> Runner`` and ``run_chunk(runner, length=config.chunk_iterations) ->
     (Runner, ChunkMetrics)``, both jitted (``length`` is static: a run's last chunk may be shorter).
 
-    With a ``mesh`` (axis ``data``), games and replay are split over its devices and the
-    parameters replicated; XLA inserts the gradient all-reduce (data parallelism).
+    With a ``mesh`` (axis ``data``), games, replay and each minibatch are split over its
+    devices and the parameters replicated; XLA inserts the gradient all-reduce (data
+    parallelism). ``num_envs``, ``buffer_size`` and ``batch_size`` must divide over them.
     """
     env = config.env
     network = config.network
@@ -377,6 +378,8 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
         def one_update(carry, update_key):
             train, target_params = carry
             batch = replay_sample(replay, update_key, config.batch_size)
+            if mesh is not None:  # each device computes the loss of its share of the minibatch
+                batch = jax.lax.with_sharding_constraint(batch, NamedSharding(mesh, P("data")))
             target = train.params if config.target_period == 0 else target_params
             loss, grads = jax.value_and_grad(loss_fn)(train.params, target, batch)
             train = train.apply_gradients(grads=grads)

@@ -123,7 +123,7 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
         raise ValueError(f"the data set's training split holds {train.boards.shape[0]} positions, fewer than "
                          f"batch_size {config.batch_size}: make more boards or lower --batch-size")
     if mesh is not None and config.batch_size % mesh.size:
-        raise ValueError(f"batch_size {config.batch_size} must divide over {mesh.size} devices")
+        raise ValueError(f"--batch-size {config.batch_size} must divide over {mesh.size} devices")
 
     def spread(batch: Split) -> Split:
         if mesh is None:

@@ -90,6 +90,11 @@ def _avi_trainer(config: avi.AVIConfig, args, mesh) -> Trainer:
     if mesh is not None and config.boards_in_play % mesh.size:  # each device holds whole beams
         raise ValueError(f"{config.boards_in_play} boards in play (--num-envs {config.num_envs} / --beam-width "
                          f"{config.beam_width}) must divide over {mesh.size} devices")
+    policy_rows = config.boards_in_play + config.capped_positions  # a beam slot per board, every line position
+    if mesh is not None and policy_rows % mesh.size:
+        raise ValueError(f"{policy_rows} policy rows ({config.boards_in_play} boards in play and "
+                         f"{config.capped_positions} search-line positions, --capped-share {config.capped_share}) "
+                         f"must divide over {mesh.size} devices")
     return _lockstep_trainer(avi.make_avi, config, mesh, config.total_updates, config.chunk_updates,
                              lambda runner: {"updates": int(runner.update),
                                              "positions": int(runner.update) * config.num_envs})
@@ -117,6 +122,9 @@ register(Learner(
 
 
 def _dqn_trainer(config: dqn.DQNConfig, args, mesh) -> Trainer:
+    for flag, value in (("--buffer-size", config.buffer_size), ("--batch-size", config.batch_size)):
+        if mesh is not None and value % mesh.size:  # the replay and each minibatch are split
+            raise ValueError(f"{flag} {value} must divide over {mesh.size} devices")
     return _lockstep_trainer(dqn.make_dqn, config, mesh, config.iterations, config.chunk_iterations,
                              lambda runner: {"env_steps": int(runner.iteration) * config.num_envs})
 

@@ -258,10 +258,8 @@ class Run:
         self.best_greedy = float("inf")  # the selected state's greedy play
         self.greedy_floor = float("inf")  # the best greedy play evaluated so far
         self.metrics_path = os.path.join(directory, "metrics.jsonl")
-        # Each session of a run (a start or a resume) writes its own event file, and the
-        # viewer shows a redone step's newest value.
-        self.tensorboard = summary_writer(os.path.join(directory, TENSORBOARD_DIR)) \
-            if summary_writer and self.primary else None
+        self.summary_writer = summary_writer if self.primary else None
+        self.tensorboard = None  # made at the first record, which a resume redoes from
         self.elapsed_before = 0.0
         self.started = time.perf_counter()
 
@@ -371,6 +369,11 @@ class Run:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+        if self.summary_writer is not None and self.tensorboard is None:
+            # Each session of a run (a start or a resume) writes its own event file; its
+            # purge step tells a viewer to drop the earlier files' values of the steps redone.
+            self.tensorboard = self.summary_writer(os.path.join(self.directory, TENSORBOARD_DIR),
+                                                   purge_step=record["chunk"])
         if self.tensorboard is not None:
             for name, value in record.items():
                 if name != "chunk" and isinstance(value, (int, float)) and not isinstance(value, bool):
