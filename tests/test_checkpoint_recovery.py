@@ -313,3 +313,13 @@ def test_evaluate_refuses_a_run_with_no_readable_checkpoint_before_any_agent_pla
         evaluate.main(["--random", "4", "--agents", f"largest,policy:{run}", "--out", str(tmp_path / "eval")])
     assert exit_info.value.code == 2
     assert "every checkpoint in" in capsys.readouterr().err
+
+
+def test_resume_removes_the_folders_of_saves_a_killed_process_left(run, whole_run):
+    left = run / "checkpoints" / f"5{checkpoint.TEMPORARY}-1764300000"
+    (left / "state").mkdir(parents=True)
+    (left / "state" / "part").write_bytes(b"x")
+    (run / "best" / f"5{checkpoint.TEMPORARY}").mkdir()
+    train(run, "--resume")
+    assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"] and sorted(os.listdir(run / "best")) == ["4"]
+    assert_same_end(run, whole_run)

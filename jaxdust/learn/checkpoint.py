@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import zlib
 from typing import Any, Callable
 
@@ -58,6 +59,7 @@ class NoReadableCheckpoint(CheckpointError):
 # orbax keeps no checksums of array data: bytes overwritten there would restore silently.
 CHECKSUMS = "checksums.json"
 DAMAGED = ".damaged"  # suffix of set-aside step directories: orbax lists only digit names
+TEMPORARY = ".orbax-checkpoint-tmp"  # in the name of a save's folder until orbax renames it
 
 
 def _crc32(path: str) -> int:
@@ -96,6 +98,15 @@ def damage(directory: str) -> str | None:
         if _crc32(os.path.join(directory, relative)) != crc:
             return f"{relative} has changed since it was saved"
     return None
+
+
+def remove_unfinished_saves(directory: str) -> None:
+    """Delete the temporary folders of saves that a killed process left in ``directory``
+    (orbax would remove one only when the same step is saved again, with a warning). Call
+    it only where this process is the one writer (a run directory it holds the lock of)."""
+    for name in os.listdir(directory) if os.path.isdir(directory) else []:
+        if TEMPORARY in name:
+            shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
 
 
 def _is_key(leaf) -> bool:

@@ -249,6 +249,8 @@ class Run:
         os.makedirs(directory, exist_ok=True)
         if self.primary:
             files.remove_leftover_temporaries(directory)
+            for folder in ("checkpoints", BEST_DIR):
+                checkpoint.remove_unfinished_saves(os.path.join(directory, folder))
             files.atomic_write_json(os.path.join(directory, "config.json"),
                                     {**self.saved, **({"run": run_flags} if run_flags else {})})
         self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"), upgrade=upgrade(learner))
