@@ -376,6 +376,23 @@ def test_verify_vouches_by_checksums_without_reading(tmp_path, monkeypatch):
     assert reads == []
 
 
+def test_a_failed_save_is_one_line_and_keeps_the_earlier_checkpoints(tmp_path, monkeypatch):
+    state, config = {"w": jnp.arange(4.0)}, {"config": 1}
+    saved = checkpoint.Checkpoints(str(tmp_path))
+    saved.save(1, state, config)
+
+    def full_disk(*args, **kwargs):
+        raise ValueError('RESOURCE_EXHAUSTED: Error writing "w/0" in OCDBT database at local file "...": Failed '
+                         "to write 40392 bytes to file 18: No space left on device [os_error_code='28']")
+
+    monkeypatch.setattr(saved.manager, "save", full_disk)
+    with pytest.raises(checkpoint.CheckpointError, match=r"saving checkpoint 2 in .* failed \(no space left on "
+                                                         r"device\); the earlier checkpoints are intact") as error:
+        saved.save(2, state, config)
+    assert "\n" not in str(error.value)
+    assert saved.steps() == [1] and saved.verify(1, state, config) is None
+
+
 def test_a_state_laid_out_otherwise_is_a_mismatch_not_damage(tmp_path):
     """Another version's state under the same config: named, and not taken for damaged files
     (which resume would set aside), by ``read``, ``verify`` and ``restore_newest`` alike."""

@@ -156,18 +156,25 @@ class Checkpoints:
         return sorted(self.manager.all_steps())
 
     def save(self, step: int, state: Any, config: dict) -> None:
-        """Whole or not at all: Ctrl-C during a save stops the program after it."""
+        """Whole or not at all: Ctrl-C during a save stops the program after it. A save that
+        fails (a full disk) is a CheckpointError in one line; the earlier checkpoints stay."""
         with processes.interrupt_deferred():
-            self.manager.save(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardSave(_keys_to_data(state)), config=ocp.args.JsonSave(config)
-                ),
-                force=True,
-            )
-            self.manager.wait_until_finished()
-            if jax.process_index() == 0:  # orbax has finished every process's files by now
-                _write_checksums(self._path(step))
+            try:
+                self.manager.save(
+                    step,
+                    args=ocp.args.Composite(
+                        state=ocp.args.StandardSave(_keys_to_data(state)), config=ocp.args.JsonSave(config)
+                    ),
+                    force=True,
+                )
+                self.manager.wait_until_finished()
+                if jax.process_index() == 0:  # orbax has finished every process's files by now
+                    _write_checksums(self._path(step))
+            except Exception as error:  # orbax wraps the OSError in several types
+                reason = "no space left on device" if "No space left on device" in str(error) else _brief(error)
+                raise CheckpointError(f"saving checkpoint {step} in {self.directory} failed ({reason}); "
+                                      "the earlier checkpoints are intact: fix the cause (free space?) and "
+                                      "resume") from error
 
     def _path(self, step: int) -> str:
         return os.path.join(self.directory, str(step))

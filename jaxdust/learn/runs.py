@@ -397,7 +397,13 @@ class Run:
             # A run killed after its last best was saved and resumed at its end evaluates
             # that step again: the state kept is the same one.
             if step not in self.best.steps():
-                self.best.save(step, state, self.saved)
+                self.save(self.best, step, state)
+
+    def save(self, checkpoints: checkpoint.Checkpoints, step: int, state) -> None:
+        try:
+            checkpoints.save(step, state, self.saved)
+        except checkpoint.CheckpointError as error:
+            raise RunError(str(error)) from None
 
     def finish(self, summary: dict) -> None:
         if self.primary:
@@ -553,7 +559,7 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                 bool(args.minutes) and seconds > 60 * args.minutes and index < trainer.total,
                 index % args.checkpoint_every == 0 if args.checkpoint_every else seconds >= next_save)
             if due or index == trainer.total or out_of_time:
-                run.checkpoints.save(index, state, run.saved)
+                run.save(run.checkpoints, index, state)
                 next_save = run.seconds() + interval
             bar.set_postfix(greedy=record.get("greedy_clicks", float("nan")),
                             argmax=record.get("argmax_clicks", float("nan")))
