@@ -418,7 +418,6 @@ class Run:
 
 
 LOCK_FILE = ".lock"
-LEFTOVERS = ("checkpoints", "best", "metrics.jsonl", "summary.json")  # what a run writes beside config.json
 
 
 def _lock_run_directory(directory: str) -> filelock.FileLock:
@@ -438,7 +437,8 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
     """RunError unless ``directory`` can take this run: a new one where nothing of a run
     is, or a resume of the same learner with the same settings."""
     if not os.path.exists(os.path.join(directory, "config.json")):
-        left = [name for name in LEFTOVERS if os.path.isfile(os.path.join(directory, name))
+        written = ("checkpoints", BEST_DIR, "metrics.jsonl", "summary.json")  # what a run writes beside config.json
+        left = [name for name in written if os.path.isfile(os.path.join(directory, name))
                 or _listdir(os.path.join(directory, name))]
         if left:
             raise RunError(f"{directory} holds {', '.join(left)} of a run but no config.json, so nothing there "
