@@ -214,6 +214,7 @@ FILE_CASES = [
     ("datasets-out", ["--out", "{board file}"], ["--out", "is a file"]),
     ("ranking", ["--out", "{board file}"], ["--out", "not a ranking file"]),
     ("ranking", ["--out", "-"], ["--out", "must be a file name"]),
+    ("ranking", ["--boards", "1"], ["required: --out"]),  # its old default wrote into the installed package
     ("solver-file", ["{board file}", "--out", "{no newline}"], ["notes.txt:1 is not a JSON record"]),
     ("solver-file", ["{board file}", "--out", "{other records}"], ["metrics.jsonl:1 is not a solver result"]),
     ("ranking", ["--out", "{folder}"], ["--out", "is a directory"]),

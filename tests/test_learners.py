@@ -590,6 +590,15 @@ def test_counts_that_do_not_divide_over_the_devices_are_refused_before_the_run_s
     assert not (tmp_path / "run" / "config.json").exists()  # the corrected command needs no --resume
 
 
+@pytest.mark.slow
+def test_distributed_without_a_coordinator_is_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COORDINATOR", "SLURM_", "OMPI_"))}
+    result = subprocess.run([sys.executable, "train.py", "dqn", "--distributed", "--run-dir", str(tmp_path / "run")],
+                            cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 2 and result.stderr.startswith("train.py: error: --distributed: "), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "give --coordinator" in result.stderr
+
+
 def run_train(run_dir, *extra, check=True):
     return subprocess.run([sys.executable, "train.py", *WHOLE_DQN, "--run-dir", str(run_dir), *extra],
                           capture_output=True, text=True, cwd=ROOT, check=check)
