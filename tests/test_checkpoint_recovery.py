@@ -323,3 +323,33 @@ def test_resume_removes_the_folders_of_saves_a_killed_process_left(run, whole_ru
     train(run, "--resume")
     assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"] and sorted(os.listdir(run / "best")) == ["4"]
     assert_same_end(run, whole_run)
+
+
+def test_a_run_killed_while_saving_its_first_checkpoint_starts_over(run, whole_run, capsys):
+    """Its only checkpoint has no checksums: as if killed before it."""
+    for step in ("3", "4"):
+        shutil.rmtree(run / "checkpoints" / step)
+    shutil.rmtree(run / "best")
+    os.remove(run / "summary.json")
+    os.remove(run / "checkpoints" / "2" / checkpoint.CHECKSUMS)
+    train(run, "--resume")
+    [warning] = warnings(capsys.readouterr().err)
+    assert "checkpoint 2 in" in warning and "its save did not finish" in warning and "starting over" in warning
+    assert_same_end(run, whole_run)
+
+
+def test_a_start_that_fails_after_taking_the_lock_lets_go_of_it(run, monkeypatch):
+    """As in a notebook, where the failed Run stays referenced by the traceback."""
+    learner, config = runs.read_run_config(str(run))
+    real_write = runs.files.atomic_write_json
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runs.files, "atomic_write_json", full_disk)
+    with pytest.raises(OSError) as failed:
+        runs.Run(str(run), learner, config, resume=True)
+    monkeypatch.setattr(runs.files, "atomic_write_json", real_write)
+    again = runs.Run(str(run), learner, config, resume=True)  # not "another process is training"
+    again.close()
+    assert failed.value.errno == 28

@@ -28,7 +28,8 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         command = os.path.basename(sys.argv[0]) if sys.argv else ""
-        if command.startswith("jaxdust-"):
+        # A subcommand's parser is named after its parent's: "jaxdust-train avi" stays.
+        if command.startswith("jaxdust-") and not self.prog.startswith(command):
             self.prog = command
 
     def error(self, message: str):

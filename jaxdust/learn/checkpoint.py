@@ -60,6 +60,7 @@ class NoReadableCheckpoint(CheckpointError):
 CHECKSUMS = "checksums.json"
 DAMAGED = ".damaged"  # suffix of set-aside step directories: orbax lists only digit names
 TEMPORARY = ".orbax-checkpoint-tmp"  # in the name of a save's folder until orbax renames it
+UNFINISHED = "its save did not finish"  # the reason given for a checkpoint without checksums
 
 
 def _crc32(path: str) -> int:
@@ -84,7 +85,7 @@ def damage(directory: str) -> str | None:
     if not os.path.exists(path):
         if not os.listdir(directory):
             return "its directory is empty"
-        return f"its save did not finish: no {CHECKSUMS}, so the process stopped before writing them"
+        return f"{UNFINISHED}: no {CHECKSUMS}, so the process stopped before writing them"
     try:
         with open(path) as handle:
             sums = dict(json.load(handle))

@@ -238,25 +238,35 @@ class Run:
         # its lock, all of them look before process 0 writes, and only it writes the files
         # here (orbax coordinates the checkpoints itself).
         self.primary = jax.process_index() == 0
-        self.lock = _lock_run_directory(directory) if self.primary else None
+        self.lock, refused = None, None
+        if self.primary:
+            try:
+                self.lock = _lock_run_directory(directory)
+            except RunError as error:
+                refused = error
+        # Every process stops alike (one alone would leave the others in the next collective).
+        if _process_0_says(refused is not None)[0]:
+            raise refused or RunError(f"another process is training in {directory} (it holds {LOCK_FILE})")
         try:
             _check_run_directory(directory, learner, config, resume)
-        except RunError:
+            if jax.process_count() > 1:
+                multihost_utils.sync_global_devices("jaxdust run directory checked")
+            os.makedirs(directory, exist_ok=True)
+            if self.primary:
+                files.remove_leftover_temporaries(directory)
+                for folder in ("checkpoints", BEST_DIR):
+                    checkpoint.remove_unfinished_saves(os.path.join(directory, folder))
+                files.atomic_write_json(os.path.join(directory, "config.json"),
+                                        {**self.saved, **({"run": run_flags} if run_flags else {})})
+            self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"),
+                                                      upgrade=upgrade(learner))
+            # Models are selected by value-greedy play on the evaluation boards (keep_if_best):
+            # the selected state is kept apart from the newest (which resume continues from).
+            self.best = checkpoint.Checkpoints(os.path.join(directory, BEST_DIR), max_to_keep=1,
+                                               upgrade=upgrade(learner))
+        except BaseException:
             self.release()
             raise
-        if jax.process_count() > 1:
-            multihost_utils.sync_global_devices("jaxdust run directory checked")
-        os.makedirs(directory, exist_ok=True)
-        if self.primary:
-            files.remove_leftover_temporaries(directory)
-            for folder in ("checkpoints", BEST_DIR):
-                checkpoint.remove_unfinished_saves(os.path.join(directory, folder))
-            files.atomic_write_json(os.path.join(directory, "config.json"),
-                                    {**self.saved, **({"run": run_flags} if run_flags else {})})
-        self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"), upgrade=upgrade(learner))
-        # Models are selected by value-greedy play on the evaluation boards (keep_if_best):
-        # the selected state is kept apart from the newest (which resume continues from).
-        self.best = checkpoint.Checkpoints(os.path.join(directory, BEST_DIR), max_to_keep=1, upgrade=upgrade(learner))
         self.best_greedy = float("inf")  # the selected state's greedy play
         self.greedy_floor = float("inf")  # the best greedy play evaluated so far
         self.metrics_path = os.path.join(directory, "metrics.jsonl")
@@ -294,6 +304,13 @@ class Run:
                 done, state = self.checkpoints.restore(like, self.saved, step, hint)
                 damaged = []
         except checkpoint.NoReadableCheckpoint as error:
+            if step is None and all(d.reason.startswith(checkpoint.UNFINISHED) for d in error.damaged):
+                # Killed while saving its first checkpoint: as if killed before it.
+                for unfinished in error.damaged:
+                    moved = self.checkpoints.set_aside(unfinished.step)
+                    print(f"warning: {unfinished}; moved to {moved}, starting over", file=sys.stderr)
+                self.start_over()
+                return 0, like
             raise RunError(f"{error}; to start over, move {self.checkpoints.directory} away and resume, "
                            "or use another --run-dir") from None
         except checkpoint.CheckpointError as error:
