@@ -17,7 +17,8 @@ of every quality). When a board's beam clears it, the line it found caps the tar
 the positions along it (``V(s) <= clicks the line still took from s``); those positions go
 to a ring buffer of search lines, and each batch adds ``capped_share * num_envs`` of them
 to the positions in play, so labels improve as the network (and the search it guides)
-does. ``beam_width = 1`` is plain epsilon-greedy play. The target network is copied every ``target_period`` updates.
+does. ``beam_width = 1`` is plain epsilon-greedy play. The target network is copied every
+``target_period`` updates.
 
 The policy head plays without simulating: its logits over cells make a distribution over
 clusters (``mcts.cluster_log_probs``: all cells of a cluster are one click), trained by

@@ -63,12 +63,18 @@ def get(name: str) -> Learner:
     return LEARNERS[name]
 
 
+def _require_split(mesh, count: int, what: str) -> None:
+    """ValueError unless ``count`` (``what`` names it as the flags do) divides over the mesh's
+    devices, which each hold an equal share of what it counts."""
+    if mesh is not None and count % mesh.size:
+        raise ValueError(f"{what} must divide over {mesh.size} devices")
+
+
 def _lockstep_trainer(make, config, mesh, iterations: int, chunk: int, counters) -> Trainer:
     """A learner whose ``make(config, mesh)`` gives ``init`` and ``run_chunk`` over
     ``config.num_envs`` games in lockstep: ``iterations`` in all (what its schedules span),
     in chunks of ``chunk`` and a shorter last one; ``counters(runner)`` go into every record."""
-    if mesh is not None and config.num_envs % mesh.size:
-        raise ValueError(f"--num-envs {config.num_envs} must divide over {mesh.size} devices")
+    _require_split(mesh, config.num_envs, f"--num-envs {config.num_envs}")
     init, run_chunk = make(config, mesh)
 
     def step(runner, index):
@@ -87,14 +93,13 @@ def _lockstep_trainer(make, config, mesh, iterations: int, chunk: int, counters)
 
 
 def _avi_trainer(config: avi.AVIConfig, args, mesh) -> Trainer:
-    if mesh is not None and config.boards_in_play % mesh.size:  # each device holds whole beams
-        raise ValueError(f"{config.boards_in_play} boards in play (--num-envs {config.num_envs} / --beam-width "
-                         f"{config.beam_width}) must divide over {mesh.size} devices")
+    _require_split(mesh, config.boards_in_play,  # each device holds whole beams
+                   f"{config.boards_in_play} boards in play (--num-envs {config.num_envs} / --beam-width "
+                   f"{config.beam_width})")
     policy_rows = config.boards_in_play + config.capped_positions  # a beam slot per board, every line position
-    if mesh is not None and policy_rows % mesh.size:
-        raise ValueError(f"{policy_rows} policy rows ({config.boards_in_play} boards in play and "
-                         f"{config.capped_positions} search-line positions, --capped-share {config.capped_share}) "
-                         f"must divide over {mesh.size} devices")
+    _require_split(mesh, policy_rows, f"{policy_rows} policy rows ({config.boards_in_play} boards in play and "
+                                      f"{config.capped_positions} search-line positions, --capped-share "
+                                      f"{config.capped_share})")
     return _lockstep_trainer(avi.make_avi, config, mesh, config.total_updates, config.chunk_updates,
                              lambda runner: {"updates": int(runner.update),
                                              "positions": int(runner.update) * config.num_envs})
@@ -122,9 +127,8 @@ register(Learner(
 
 
 def _dqn_trainer(config: dqn.DQNConfig, args, mesh) -> Trainer:
-    for flag, value in (("--buffer-size", config.buffer_size), ("--batch-size", config.batch_size)):
-        if mesh is not None and value % mesh.size:  # the replay and each minibatch are split
-            raise ValueError(f"{flag} {value} must divide over {mesh.size} devices")
+    _require_split(mesh, config.buffer_size, f"--buffer-size {config.buffer_size}")  # the replay is split,
+    _require_split(mesh, config.batch_size, f"--batch-size {config.batch_size}")  # and each minibatch
     return _lockstep_trainer(dqn.make_dqn, config, mesh, config.iterations, config.chunk_iterations,
                              lambda runner: {"env_steps": int(runner.iteration) * config.num_envs})
 
