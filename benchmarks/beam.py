@@ -133,4 +133,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "the rows measured so far are in its --out; the same command measures them all again")

@@ -217,4 +217,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "nothing was written; run the command again")

@@ -21,7 +21,7 @@ with the same settings on the same kind of machine are reused, so two processes 
 
     taskset -c 0 python benchmarks/equal_time.py --variants mlp,conv,no-prior,dqn-sampled &
     taskset -c 1 python benchmarks/equal_time.py --variants original,no-features,raw,dqn-full,dqn-full-25
-    python benchmarks/equal_time.py --set networks     # the table and curves from saved variants
+    taskset -c 0 python benchmarks/equal_time.py --set networks   # the table and curves (pinned as they were)
 """
 
 from __future__ import annotations
@@ -159,14 +159,26 @@ def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> di
             "unit": "updates" if learner_name == "avi" else "env steps per game", "curve": curve}
 
 
-def reusable(saved: dict, name: str, settings: dict, hardware: dict) -> bool:
-    """Whether a saved result of variant ``name`` answers this call: the same settings and
-    changes, measured on the same kind of device (minutes buy different training on other
-    hardware), and on a CPU the same processor and cores."""
+def difference(saved: dict, name: str, settings: dict, hardware: dict) -> str | None:
+    """What keeps a saved result of variant ``name`` from answering this call, or None: it
+    needs the same settings and changes, measured on the same kind of device (minutes buy
+    different training on other hardware), and on a CPU the same processor and cores."""
     machine_keys = ("backend", "device_kind") + (("cpu", "cores") if hardware["backend"] == "cpu" else ())
-    return (all(saved.get("hardware", {}).get(k) == hardware[k] for k in machine_keys)
-            and all(saved.get(k) == v for k, v in settings.items())
-            and saved.get("changes") == json.loads(json.dumps(VARIANTS[name][1])))
+    for key in machine_keys:
+        was = saved.get("hardware", {}).get(key)
+        if was != hardware[key]:
+            pinned = " (a process pinned with taskset counts the cores it may use)" if key == "cores" else ""
+            return f"measured with {key} {was!r}, this process has {hardware[key]!r}{pinned}"
+    for key, value in settings.items():
+        if saved.get(key) != value:
+            return f"measured with {key} {saved.get(key)!r}, not {value!r}"
+    if saved.get("changes") != json.loads(json.dumps(VARIANTS[name][1])):
+        return f"measured with other changes than {name}'s"
+    return None
+
+
+def reusable(saved: dict, name: str, settings: dict, hardware: dict) -> bool:
+    return difference(saved, name, settings, hardware) is None
 
 
 def print_table(results: dict, minutes: float, heuristic: dict) -> None:
@@ -238,11 +250,11 @@ def main(argv=None):
         if os.path.exists(path):
             with open(path) as handle:
                 saved = json.load(handle)
-            if reusable(saved, name, settings, hardware):
+            why_not = difference(saved, name, settings, hardware)
+            if why_not is None:
                 results[name] = saved
                 continue
-            print(f"{path} was measured with other settings, on another machine or by another version of jaxdust: "
-                  f"measuring {name} again")
+            print(f"{path} does not answer this call ({why_not}): measuring {name} again")
         result = measure(name, args.minutes, args.points, args.seed, sets)
         results[name] = {**result, **settings, "hardware": hardware}
         files.atomic_write_json(path, results[name])
@@ -268,4 +280,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "finished variants are kept; the same command measures the rest")

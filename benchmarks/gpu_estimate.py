@@ -15,8 +15,9 @@ at the number of positions expanded per step, though their children come in larg
 batches). The beam's chunked loops over children are loops as well, so the analysis runs
 each as one chunk of exactly the children random positions have. Integer work counts as flops. The roofline bound is then
 ``time >= max(flops / peak flops, bytes / memory bandwidth)``, and the largest batch is
-the memory per game divided into the GPU's memory (JAX lets a process allocate about 75% of
-it by default). These are **estimates**, not bounds: real kernels reach a fraction of the
+the memory per game divided into the GPU's whole memory (JAX preallocates 75% of it by
+default, so a process fits about three quarters of that batch unless
+``XLA_PYTHON_CLIENT_MEM_FRACTION`` is raised). These are **estimates**, not bounds: real kernels reach a fraction of the
 roofline, but a GPU compiler fuses differently from the CPU one whose analysis this is and
 may move fewer bytes (measured on an H200, the env step and the width-2000 beam beat them;
 docs/results.md).
@@ -268,4 +269,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "nothing was written; run the command again")

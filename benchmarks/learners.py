@@ -116,13 +116,18 @@ TIMING_FILE = "learners-benchmark.json"  # beside the run: what its summary does
 
 def other_settings(argv: list[str], run_dir: str) -> str | None:
     """What a finished run differs in from the one ``train.py argv`` would train (its config
-    or its seed), or None: a finished run is reused only when it is that run."""
+    or a run flag: the seed, the evaluation boards, imitation's data), or None: a finished
+    run is reused only when it is that run."""
     args, wanted = cli.new_run_config(argv[0], argv[1:])
     saved_learner, saved = runs.read_run_config(run_dir)
     if saved_learner.name != args.learner or saved != wanted:
         return "other settings than the flags give"
-    seed = runs.read_run_flags(run_dir).get("seed")
-    return f"seed {seed}, not {args.seed}" if seed is not None and seed != args.seed else None
+    kept = runs.read_run_flags(run_dir)
+    for name, default in {**runs.RUN_FLAGS, **saved_learner.run_flags}.items():
+        given = default if getattr(args, name, None) is None else getattr(args, name)  # as a new run takes it
+        if name in kept and not runs.same_run_flag(name, given, kept, run_dir):
+            return f"--{name.replace('_', '-')} {kept[name]}, not {given}"
+    return None
 
 
 def main(argv=None):
@@ -157,7 +162,8 @@ def main(argv=None):
         else:
             resume = ["--resume"] if os.path.exists(os.path.join(run_dir, "config.json")) else []
             start = time.perf_counter()
-            cli.main([*argv, *resume])
+            if not cli.main([*argv, *resume]):  # --minutes in the extra flags stopped it
+                parser.exit(0, f"{run_dir} is not finished: run the same command again to go on training it\n")
             with open(os.path.join(run_dir, "summary.json")) as handle:
                 trained_seconds = json.load(handle)["seconds"]
             # The imitation run's data phase ran before the first epoch's clock started. A
@@ -209,4 +215,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "finished runs are kept and an unfinished one resumes; the same command goes on")

@@ -65,7 +65,7 @@ def main(argv=None) -> dict:
         scorers[f"{trained.learner} value, one-click lookahead ({label})"] = (lookahead_scorer(trained.scorer), trained.params)
         if trained.evaluator is not None:
             policies[f"{trained.learner} policy ({label})"] = (trained.evaluator, trained.params)
-    report = {"benchmark": "ranking", "set": os.path.relpath(args.set), "positions": len(records),
+    report = {"benchmark": "ranking", "set": os.path.abspath(args.set), "positions": len(records),
               "cpu": machine.cpu_name(), "scorers": {}}
     for name, (scorer, params) in scorers.items():
         report["scorers"][name] = ranking.ranking_metrics(ranking.scorer_scores(records, scorer, params), records)
@@ -95,4 +95,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "nothing was written; run the command again")

@@ -40,7 +40,7 @@ import jax
 import numpy as np
 
 import jaxdust
-from jaxdust import points_beam
+from jaxdust import __version__, points_beam
 from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.play import play_boards
 from jaxdust.core.progress import progress_bar
@@ -137,14 +137,14 @@ def main(argv=None) -> dict:
 
 def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str, rules: str = "samegame") -> list[dict]:
     """NMCS level 2 under ``rules`` on each of ``boards`` (int8 ``[N, W, H]``), ``jobs``
-    boards at a time: ``{"board", "shape", "rules", "seed", "points", "cells_left",
-    "seconds", "clicks"}`` per board, in order. Each result is appended to ``path`` when its
-    board ends; boards already there (same cells, shape, rules and seed) are not played
-    again."""
+    boards at a time: ``{"board", "shape", "rules", "seed", "jaxdust", "points",
+    "cells_left", "seconds", "clicks"}`` per board, in order. Each result is appended to
+    ``path`` when its board ends; boards already there (same cells, shape, rules and seed,
+    played by this version of jaxdust: another may search otherwise) are not played again."""
     texts = ["".join(map(str, board.reshape(-1))) for board in boards]
     shape = list(boards.shape[1:])
     done = {(line["board"], line["seed"]): line for line in files.recover_json_lines(path)
-            if line["shape"] == shape and line.get("rules", "samegame") == rules}  # lines kept before rules were
+            if line["shape"] == shape and line.get("rules") == rules and line.get("jaxdust") == __version__}
     todo = [(text, board, seed, rules) for text, board in zip(texts, boards) if (text, seed) not in done]
     if todo:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -170,7 +170,8 @@ def _warm_up(rules: str) -> None:
 def _nmcs2_job(job: tuple) -> dict:
     text, board, seed, rules = job
     line = points_search.nmcs(board, 2, rules, seed=seed)
-    return {"board": text, "shape": list(board.shape), "rules": rules, "seed": seed, "points": line.points,
+    return {"board": text, "shape": list(board.shape), "rules": rules, "seed": seed, "jaxdust": __version__,
+            "points": line.points,
             "cells_left": line.cells_left, "seconds": line.seconds,
             "clicks": [list(map(int, click)) for click in line.clicks]}
 
@@ -185,4 +186,4 @@ def record(report: dict, out: str, name: str, points: np.ndarray, cells_left: np
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "NMCS level 2's finished boards are kept; the same command plays the rest")

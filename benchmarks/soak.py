@@ -196,5 +196,5 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    report = main()
+    report = flags.run_command(main, "nothing is kept between soaks; run the command again")
     sys.exit(0 if all(r["equal"] == r["runs"] and r["whole_leftovers"] for r in report["pieces"].values()) else 1)

@@ -142,4 +142,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "the rows measured so far are in its --out; the same command measures them all again")

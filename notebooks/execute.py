@@ -9,6 +9,7 @@ not into the checkout:
 The tests execute them again and check that the stored copies were executed in order.
 """
 
+import argparse
 import pathlib
 import sys
 import tempfile
@@ -29,14 +30,20 @@ def execute(path: pathlib.Path) -> nbformat.NotebookNode:
     return notebook
 
 
-def main(names: list[str]) -> None:
-    for path in sorted(HERE.glob("*.ipynb")):
-        if names and path.stem not in names:
-            continue
-        notebook = execute(path)
-        atomic_write_bytes(path, (nbformat.writes(notebook) + "\n").encode())
-        print(f"stored {path.name} with its outputs")
+def main(argv: list[str] | None = None) -> None:
+    notebooks = {path.stem: path for path in sorted(HERE.glob("*.ipynb"))}
+    parser = argparse.ArgumentParser(prog="execute.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"notebooks to run (default all): {', '.join(notebooks)}")
+    names = parser.parse_args(argv).names or list(notebooks)
+    unknown = [name for name in names if name not in notebooks]
+    if unknown:
+        parser.error(f"no notebook {', '.join(unknown)} here; there are {', '.join(notebooks)}")
+    for name in names:
+        notebook = execute(notebooks[name])
+        atomic_write_bytes(notebooks[name], (nbformat.writes(notebook) + "\n").encode())
+        print(f"stored {name}.ipynb with its outputs")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -59,6 +59,7 @@ def refused(cli: str, argv: list[str], capsys) -> str:
 
 BAD_VALUES = {
     "positive int": ["0", "-3", "2.5", "inf", "x"],
+    "count": ["0", "-3", "2.5", "x", "2147483648"],  # arrays of that many boards or clicks: int32
     "non-negative int": ["-1", "2.5", "x"],
     "seed": ["-1", "2.5", "x", "4294967296", "9223372036854775808"],  # jax.random.key takes 32 bits
     "positive float": ["0", "-1", "inf", "nan", "x"],
@@ -67,12 +68,12 @@ BAD_VALUES = {
 NUMERIC_FLAGS = {
     "solver": {"positive int": ["--width", "--height", "--jobs", "--node-limit", "--table-bits", "--checkpoint-positions"], "non-negative int": ["--beam-width"],
                "positive float": ["--time-limit"]},
-    "evaluate": {"positive int": ["--limit", "--jobs", "--max-clicks", "--chunk", "--random"],
+    "evaluate": {"positive int": ["--limit", "--jobs"], "count": ["--max-clicks", "--chunk", "--random"],
                  "non-negative int": ["--animate"], "seed": ["--seed"]},
     "datasets": {"positive int": ["--boards", "--node-limit", "--beam-width", "--shard-size", "--jobs"],
                  "seed": ["--seed"]},
     "ranking": {"positive int": ["--boards", "--node-limit"]},
-    "train": {"positive int": ["--eval-boards", "--eval-every", "--checkpoint-every", "--devices",
+    "train": {"count": ["--eval-boards"], "positive int": ["--eval-every", "--checkpoint-every", "--devices",
                                "--num-processes", "--total-updates", "--num-envs", "--target-period",
                                "--teacher-simulations"],
               "seed": ["--seed"], "non-negative int": ["--process-id", "--cell-rounds"], "positive float": ["--minutes", "--checkpoint-seconds", "--learning-rate",
@@ -143,6 +144,11 @@ FILE_CASES = [
     ("solver-file", ["{board file}", "--out", "{board file}"], ["boards.txt:1 is not a JSON record", "nothing was changed"]),
     ("solver-file", ["{board file}", "--out", "{board file}/x.jsonl"], ["--out", "is a file"]),
     ("solver-file", ["{board file}", "--board-file", "x.txt"], ["--board-file needs --out"]),
+    # --board-file is rewritten whole: over its input it lost the unproven boards, over --out the log
+    ("solver-file", ["{board file}", "--out", "{missing}", "--board-file", "{board file}"],
+     ["--board-file", "boards.txt is the board file: give it another name"]),
+    ("solver-file", ["{board file}", "--out", "{missing}", "--board-file", "{missing}"],
+     ["--board-file", "missing.txt is --out: give it another name"]),
     ("solver-file", ["{board file}", "--retry-unproven"], ["--retry-unproven needs --out"]),
     ("solver-file", ["{board file}", "--lines", "2,3-4"], ["--lines: no board on lines 3-4 of", "boards.txt"]),
     ("solver-file", ["{board file}", "--lines", "1"], ["--lines: no board on line 1 of", "boards.txt"]),
@@ -458,7 +464,7 @@ API_CASES = [
     (lambda: jaxdust.beam_search(jnp.ones((1, 4, 3), jnp.int8), 4, rules="clickomania"), "beam_search plays the"),
     (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 4, rules="dust"), "points_beam plays the points"),
     (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 0), "width must be a positive integer"),
-    (lambda: jaxdust.points_beam(jnp.ones((4, 3), jnp.int8)), r"takes boards \[B, W, H\]"),
+    (lambda: jaxdust.points_beam(jnp.ones((1, 1, 4, 3), jnp.int8)), r"takes boards \[B, W, H\] or one board"),
     (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 4, chunk=0), "chunk must be a positive integer"),
     (lambda: mcts.MCTSPolicy(mcts.heuristic_evaluator_for("dust"), 0), "simulations must be a positive integer, got 0"),
     (lambda: mcts.search(jnp.ones((1, 4, 3), jnp.int8), mcts.heuristic_evaluator_for("dust"), None,
@@ -506,7 +512,9 @@ API_CASES = [
     (lambda: play_boards(jnp.ones((4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9),
      r"takes a batch of boards \[N, W, H\], got shape \(4, 3\) \(one board: boards\[None\]\)"),
     (lambda: play_boards(jnp.ones((1, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 0),
-     "max_clicks must be a positive integer, got 0"),
+     "max_clicks must be a positive integer below 2\\^31, got 0"),
+    (lambda: play_boards(jnp.ones((1, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 3 * 10**9),
+     "max_clicks must be a positive integer below 2\\^31, got 3000000000"),
     (lambda: play_boards(np.full((1, 4, 3), 1.5), baselines.largest_cluster, jax.random.key(0), 9), "must hold integers"),
 ]
 
@@ -543,3 +551,19 @@ def test_line_ranges_are_kept_as_ranges():
 
     assert flags.line_ranges("7,181-10000000000") == [(7, 7), (181, 10**10)]
     assert solver_cli._pick_lines([(2, "x", 1, 1), (5, "y", 1, 1)], [(3, 10**12)], "f") == [(5, "y", 1, 1)]
+
+
+def test_the_notebook_runner_refuses_a_name_it_has_not(capsys):
+    """``notebooks/execute.py`` took any word (``--help``, a misspelt name) as a notebook it
+    had not, ran nothing and exited 0."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "execute.py"
+    spec = importlib.util.spec_from_file_location("notebook_runner", path)
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    with pytest.raises(SystemExit) as exit_info:
+        runner.main(["quickstar"])
+    assert exit_info.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line == "execute.py: error: no notebook quickstar here; there are quickstart, solvers_evaluation, train_dqn"

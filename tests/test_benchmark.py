@@ -14,7 +14,7 @@ import jaxdust
 from jaxdust.core import boards as board_io
 from jaxdust.core import configs
 from jaxdust.evaluation import benchmark, leaderboard, registry
-from jaxdust.learn import avi, runs
+from jaxdust.learn import avi, cli, runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -196,7 +196,7 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     (["--env", "Former-7x9x4-v0", "--limit", "3"], "--limit: only with --set"),
     (["--runs", "avi=a,avi=b"], "--runs: the label 'avi' is given twice"),
     (["--runs", "avi={former run}"], "{former run} was trained on 7x9 boards; these are 8x4"),  # before any row
-    (["--env", "Former-7x9x4-v0", "--entries", "largest,mcts:{former dqn run}:8"], "is a dqn run, which has no policy"),
+    (["--env", "Former-7x9x4-v0", "--entries", "largest,mcts:{former dqn run}:8"], "is a run of dqn, which has no policy"),
 ])
 def test_leaderboard_refuses_bad_entries_in_one_line(argv, words, tmp_path, monkeypatch, capsys):
     """Refused before any agent plays: nothing is written."""
@@ -503,6 +503,57 @@ def test_the_learners_benchmark_reads_its_proven_boards_from_any_directory(tmp_p
     assert sets["proven"][0].shape == (3, 8, 6) and sets["fresh"][0].shape == (2, 8, 6)
     records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/optimal_8x6x5.txt"), limit=3)
     np.testing.assert_array_equal(sets["proven"][1], [r.values[-1] for r in records])
+
+
+def test_the_learners_benchmark_reuses_a_finished_run_only_with_the_same_run_flags(tmp_path, monkeypatch):
+    """A run evaluated on other boards, or trained from other data, is not the run the flags
+    ask for: its curve and its ``best/`` would be reported under flags it was not run with."""
+    learners_benchmark = _benchmark("learners", monkeypatch)
+    run_dir = str(tmp_path / "avi")
+    argv = ["avi", "--run-dir", run_dir, "--seed", "0", "--total-updates", "40"]
+    _, config = cli.new_run_config(argv[0], argv[1:])
+    os.makedirs(run_dir)
+    with open(os.path.join(run_dir, "config.json"), "w") as handle:
+        json.dump({"learner": "avi", "config": configs.to_json(config),
+                   "run": {"seed": 0, "eval_boards": 256, "eval_every": 5}}, handle)
+    assert learners_benchmark.other_settings(argv, run_dir) is None
+    assert learners_benchmark.other_settings([*argv, "--eval-boards", "256"], run_dir) is None
+    assert learners_benchmark.other_settings([*argv, "--eval-boards", "64"], run_dir) == "--eval-boards 256, not 64"
+    assert learners_benchmark.other_settings([*argv, "--eval-every", "7"], run_dir) == "--eval-every 5, not 7"
+    assert learners_benchmark.other_settings([*argv[:-4], "--seed", "1", *argv[-2:]], run_dir) == "--seed 0, not 1"
+    assert learners_benchmark.other_settings([*argv[:-1], "80"], run_dir) == "other settings than the flags give"
+
+
+def test_the_learners_benchmark_stops_in_one_line_when_minutes_stop_a_run(tmp_path, monkeypatch, capsys):
+    learners_benchmark = _benchmark("learners", monkeypatch)
+    monkeypatch.setattr(learners_benchmark.cli, "main", lambda argv: {})  # what train.py returns when --minutes stops it
+    with pytest.raises(SystemExit) as exit_info:
+        learners_benchmark.main(["--learners", "avi", "--runs-dir", str(tmp_path), "--boards", "2",
+                                 "--avi-flags", "--minutes 0.01", "--out", str(tmp_path / "learners.json")])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().err == f"{tmp_path / 'avi'} is not finished: run the same command again to go on training it\n"
+
+
+@pytest.mark.parametrize("script", ["beam", "env_throughput", "equal_time", "gpu_estimate", "gpu_suite", "learners",
+                                    "ranking", "samegame", "soak", "solver"])
+def test_ctrl_c_ends_a_benchmark_with_one_line_and_status_130(script, monkeypatch, capsys):
+    """Run as a script, each ends an interrupt as the commands do: one line saying what a
+    rerun keeps, exit status 130, no traceback from wherever it was."""
+    import runpy
+
+    from jaxdust.core import flags
+
+    def interrupted(argv=None):
+        raise KeyboardInterrupt
+
+    run_command = flags.run_command
+    monkeypatch.setattr(flags, "run_command", lambda main, resumes: run_command(interrupted, resumes))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
+    with pytest.raises(SystemExit) as ended:
+        runpy.run_path(os.path.join(ROOT, "benchmarks", f"{script}.py"), run_name="__main__")
+    assert ended.value.code == 130
+    err = capsys.readouterr().err
+    assert err.startswith("\ninterrupted: ") and err.count("\n") == 2 and "Traceback" not in err
 
 
 def test_solver_soundness_finds_no_fault_and_reports_one_planted(tmp_path, monkeypatch, capsys):

@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import re
 import sys
 
 import jax
@@ -241,6 +242,28 @@ def test_solver_agents_through_the_cli(tmp_path, boards_dir):
 def test_agent_parameters_are_checked(text, message):
     with pytest.raises(ValueError, match=message):
         registry.parse_agent(text)
+
+
+def test_an_earlier_evaluations_figures_do_not_stay_beside_a_new_one(tmp_path):
+    first = ["--random", "2", "--size", "4x3x3", "--out", str(tmp_path)]
+    evaluate.main([*first, "--agents", "random,largest", "--animate", "1"])
+    assert {"joint-random.png", "game-random-0.gif", "game-largest-0.gif"} <= set(os.listdir(tmp_path))
+    evaluate.main([*first, "--agents", "beam:2,largest"])
+    written = set(os.listdir(tmp_path))
+    assert {"summary.json", "boards.csv", "lengths.png", "joint-beam-2.png"} <= written
+    assert not [name for name in written if name.startswith("game-") or name == "joint-random.png"]
+
+
+def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
+    """``value:RUN:abc`` was reported as "RUN:abc is not a train.py run directory"."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{}")  # only its presence is read here
+    for text, message in [(f"value:{run}:abc", "value: width must be a positive integer, got 'abc'"),
+                          (f"mcts:{run}:-1", "mcts: simulations must be a positive integer, got '-1'"),
+                          (f"value:{run}x:8", "is not a train.py run directory")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            registry.parse_agent(text)
 
 
 def test_ranking_metrics_by_hand():

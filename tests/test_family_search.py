@@ -429,6 +429,8 @@ def test_jax_points_beam_plays_legal_lines_and_matches_numba_at_width_one(rules)
                 assert value == best_points(board, rules)
     as_lists = jaxdust.points_beam(small.tolist(), width=np.int64(512), rules=rules)  # lists, a numpy width
     assert all(np.array_equal(a, b) for a, b in zip(as_lists, found))
+    one = jaxdust.points_beam(small[-1], width=512, rules=rules)  # one board [W, H]
+    assert all(np.array_equal(a, b[-1]) for a, b in zip(one, found))
     with pytest.raises(ValueError, match="points_beam plays the points and cells-left rules"):
         jaxdust.points_beam(jnp.asarray(small), rules="former")
 
@@ -438,6 +440,9 @@ def test_points_beam_on_a_board_with_room_for_no_group(rules):
     found = jaxdust.points_beam(np.array([[[3]]], np.int8), 4, rules)
     assert int(found.length[0]) == 0 and np.all(np.asarray(found.actions) == -1)
     assert int(found.value[0]) == (0 if rules == "samegame" else -1)  # no points; one cell left
+    one = jaxdust.points_beam(np.array([[3]], np.int8), 4, rules)  # one board: unbatched results
+    assert np.shape(one.value) == () and np.shape(one.actions) == found.actions.shape[1:]
+    assert (int(one.value), int(one.length)) == (int(found.value[0]), 0)
 
 
 @pytest.mark.slow
@@ -466,6 +471,11 @@ def test_nmcs2_boards_run_in_parallel_and_a_rerun_plays_only_the_rest(tmp_path, 
     other_rules = samegame.nmcs2_lines(boards[:1], 3, 1, str(path), "clickomania")  # and other rules
     assert len(path.read_text().splitlines()) == 6 and other_rules[0]["rules"] == "clickomania"
     assert other_rules[0]["points"] != -1
+    kept = [json.loads(text) for text in path.read_text().splitlines()]
+    kept[-1]["jaxdust"] = "0.0.1"  # played by another version, which may search otherwise
+    path.write_text("".join(json.dumps(line) + "\n" for line in kept))
+    assert samegame.nmcs2_lines(boards[:1], 3, 1, str(path), "clickomania")[0]["jaxdust"] == jaxdust.__version__
+    assert len(path.read_text().splitlines()) == 7
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxdust
 from jaxdust.core import game
 from jaxdust.core import reference as ref
 
@@ -376,3 +377,10 @@ def test_everyday_functions_called_outside_jit_compile_once(name, compile_log):
     result, compiled = compile_log(lambda: call(second))
     assert not compiled
     chex.assert_trees_all_equal(result, expected)
+
+
+def test_a_click_off_the_board_changes_nothing_and_nothing_wraps():
+    board = jaxdust.random_board(jax.random.key(3), jaxdust.GameConfig(8, 6, 3))
+    for x, y in [(8, 0), (-1, 0), (0, 6), (0, -1), (-8, -6)]:
+        after, removed = jaxdust.click(board, x, y)
+        assert int(removed) == 0 and np.array_equal(after, board), (x, y)

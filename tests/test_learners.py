@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import logging
 import os
 import re
 import shutil
@@ -391,6 +392,44 @@ def test_a_failed_save_is_one_line_and_keeps_the_earlier_checkpoints(tmp_path, m
         saved.save(2, state, config)
     assert "\n" not in str(error.value)
     assert saved.steps() == [1] and saved.verify(1, state, config) is None
+    first = checkpoint.Checkpoints(str(tmp_path / "new"))
+    monkeypatch.setattr(first.manager, "save", full_disk)
+    with pytest.raises(checkpoint.CheckpointError, match=r"no checkpoint was saved before it: fix the cause"):
+        first.save(1, state, config)
+
+
+def test_a_full_disk_is_reported_once_not_by_every_writing_thread(tmp_path, monkeypatch, caplog):
+    """orbax's threads log the failed write again (absl), its tasks as they are collected
+    (asyncio), tensorstore's callbacks raise into the closed event loop: the save's one line
+    stands alone, and what is not about the full disk still gets through."""
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda report: unraisable.append(str(report.exc_value)))
+
+    class RaisesWhenCollected:
+        def __init__(self, message):
+            self.message = message
+
+        def __del__(self):
+            raise RuntimeError(self.message)
+
+    no_space = "Failed to write 40392 bytes to file 18: No space left on device [os_error_code='28']"
+
+    def full_disk(*args, **kwargs):
+        logging.getLogger("absl").error("_SignalingThread.run() raised an exception: %s", no_space)
+        logging.getLogger("asyncio").error("Task exception was never retrieved", exc_info=ValueError(no_space))
+        logging.getLogger("absl").error("something else")
+        RaisesWhenCollected("Event loop is closed")
+        RaisesWhenCollected("another callback failed")
+        raise ValueError(no_space)
+
+    saved = checkpoint.Checkpoints(str(tmp_path))
+    monkeypatch.setattr(saved.manager, "save", full_disk)
+    with caplog.at_level(logging.ERROR), pytest.raises(checkpoint.CheckpointError, match="no space left"):
+        saved.save(1, {"w": jnp.arange(4.0)}, {"config": 1})
+    assert [record.getMessage() for record in caplog.records] == ["something else"]
+    assert unraisable == ["another callback failed"]
+    RaisesWhenCollected("Event loop is closed")
+    assert unraisable == ["another callback failed", "Event loop is closed"]
 
 
 def test_a_state_laid_out_otherwise_is_a_mismatch_not_damage(tmp_path):
@@ -582,12 +621,14 @@ print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sha
     (["dqn", "--num-envs", "32", "--batch-size", "33"], "--batch-size 33 must divide over 2 devices"),
     (["avi", "--num-envs", "32", "--capped-share", "0.15"],
      "9 policy rows (4 boards in play and 5 search-line positions, --capped-share 0.15) must divide over 2"),
+    (["imitation", "--batch-size", "33"], "--batch-size 33 must divide over 2 devices"),  # before making data
 ])
 def test_counts_that_do_not_divide_over_the_devices_are_refused_before_the_run_starts(tmp_path, flags, message):
     result = subprocess.run([sys.executable, "train.py", *flags, "--run-dir", str(tmp_path / "run")], cwd=ROOT,
                             capture_output=True, text=True, env={**os.environ, "XLA_FLAGS": host_devices_flags(2)})
     assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
     assert not (tmp_path / "run" / "config.json").exists()  # the corrected command needs no --resume
+    assert not (tmp_path / "run" / "data").exists()
 
 
 @pytest.mark.slow
@@ -595,7 +636,7 @@ def test_distributed_without_a_coordinator_is_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COORDINATOR", "SLURM_", "OMPI_"))}
     result = subprocess.run([sys.executable, "train.py", "dqn", "--distributed", "--run-dir", str(tmp_path / "run")],
                             cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 2 and result.stderr.startswith("train.py: error: --distributed: "), result.stderr
+    assert result.returncode == 2 and result.stderr.startswith("train.py dqn: error: --distributed: "), result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "give --coordinator" in result.stderr
 
 
@@ -881,6 +922,10 @@ def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
     assert equal_time.reusable(on_cpu, "wide", settings, cpu)
     assert not equal_time.reusable(on_cpu, "wide", settings, {**cpu, "cores": 4})
     assert not equal_time.reusable({k: v for k, v in on_cpu.items() if k != "hardware"}, "wide", settings, cpu)
+    assert equal_time.difference(on_cpu, "wide", settings, {**cpu, "cores": 1}) == (  # said, so a user can pin it
+        "measured with cores 2, this process has 1 (a process pinned with taskset counts the cores it may use)")
+    assert equal_time.difference(on_cpu, "wide", {**settings, "jaxdust": "0.2.14"}, cpu) == (
+        "measured with jaxdust '0.2.13', not '0.2.14'")
 
 
 def test_a_loaded_imitation_runs_agents_value_boards_as_its_network_was_trained():
@@ -933,5 +978,5 @@ def test_resuming_with_other_settings_names_them(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(config)}))
     with pytest.raises(runs.RunError, match=r"other settings \(total_updates 3000, not 12\)"):
         runs.Run(str(tmp_path), learners.get("avi"), dataclasses.replace(config, total_updates=12), resume=True)
-    with pytest.raises(runs.RunError, match=r"holds a avi run, not dqn: resume it with the avi learner"):
+    with pytest.raises(runs.RunError, match=r"holds a run of avi, not dqn: resume it with the avi learner"):
         runs.Run(str(tmp_path), learners.get("dqn"), dqn.DQNConfig(), resume=True)

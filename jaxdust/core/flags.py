@@ -60,6 +60,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+INT32_LIMIT = 2**31  # counts of boards or clicks become int32 array sizes and indices
+
+
+def count(text: str) -> int:
+    """A positive integer that sizes or indexes arrays (boards, clicks): below 2^31."""
+    value = positive_int(text)
+    if value >= INT32_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be below 2^31 = {INT32_LIMIT:,}, got {text!r}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     value = integer(text)
     if value < 0:

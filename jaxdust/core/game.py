@@ -781,7 +781,8 @@ def click(board: jax.Array, x: jax.Array, y: jax.Array, rules: str = "dust") -> 
 
     Returns:
       ``(new_board, removed)``: int8 ``[W, H]`` and int32 scalar. A click on an empty cell,
-      or on a group smaller than the rules' ``min_group``, returns the board unchanged and
+      off the board (as an out-of-range action is for the environment; nothing wraps), or on
+      a group smaller than the rules' ``min_group``, returns the board unchanged and
       ``removed == 0``. Under ``jax.vmap`` pass arrays of boards and coordinates.
     """
     return click_action(board, _action_at(board, x, y), rules)

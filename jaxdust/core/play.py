@@ -63,8 +63,8 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
     if np.ndim(boards) != 3 or 0 in np.shape(boards):
         raise ValueError(f"play_boards takes a batch of boards [N, W, H], got shape {np.shape(boards)}"
                          + (" (one board: boards[None])" if np.ndim(boards) == 2 else ""))
-    if not game.is_integer(max_clicks) or max_clicks < 1:
-        raise ValueError(f"play_boards: max_clicks must be a positive integer, got {max_clicks!r}")
+    if not game.is_integer(max_clicks) or not 1 <= max_clicks < 2**31:  # the click counter is int32
+        raise ValueError(f"play_boards: max_clicks must be a positive integer below 2^31, got {max_clicks!r}")
     game.rules_of(rules)
     return _play_boards(boards, policy, key, int(max_clicks), params, rules)
 

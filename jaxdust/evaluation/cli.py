@@ -25,7 +25,8 @@ the agents are random, largest (largest cluster first; UVa 758's rule), beam[:wi
 Writes ``summary.json``, per-board ``boards.csv``, ``lengths.png`` (overlaid length
 histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
 original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
-each agent's game on board i < N, the cluster clicked next outlined.
+each agent's game on board i < N, the cluster clicked next outlined. Figures an earlier
+evaluation left in ``--out`` that this one does not write again are removed once it ends.
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import glob
 import io
 import os
 import sys
@@ -135,7 +137,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--boards", type=flags.input_file, default=None,
                         help="board file (default: the fewest-clicks set, the 1000 evaluation boards with "
                              "their proven optima; with --env, 100 random boards)")
-    parser.add_argument("--random", type=flags.positive_int, default=None, metavar="N",
+    parser.add_argument("--random", type=flags.count, default=None, metavar="N",
                         help="use N random boards instead")
     configs.add_board_flags(parser, "WxHxC for --random (default 8x6x5)",
                             "play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
@@ -145,9 +147,9 @@ def main(argv=None) -> dict:
                         help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")
     parser.add_argument("--limit", type=flags.positive_int, default=None, help="use only the first N boards")
     parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes for the solvers")
-    parser.add_argument("--max-clicks", type=flags.positive_int, default=None,
+    parser.add_argument("--max-clicks", type=flags.count, default=None,
                         help="click cap under the fewest-clicks rules (default: cells on the board)")
-    parser.add_argument("--chunk", type=flags.positive_int, default=256, help="boards played at once")
+    parser.add_argument("--chunk", type=flags.count, default=256, help="boards played at once")
     parser.add_argument("--reference", default=None,
                         help="agent to compare against, or 'best' for the file's best known (default)")
     parser.add_argument("--animate", type=flags.non_negative_int, default=0, metavar="N",
@@ -190,8 +192,11 @@ def main(argv=None) -> dict:
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
     max_clicks = args.max_clicks or width * height
+    earlier = _figures(args.out)
     if by_points:
-        return points_report(args, agents, boards, description, rules, max_clicks)
+        report = points_report(args, agents, boards, description, rules, max_clicks)
+        _remove_unwritten(args.out, earlier)
+        return report
     reference = args.reference or ("best" if best is not None else agents[-1])
     if reference not in agents and not (reference == "best" and best is not None):
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
@@ -269,7 +274,33 @@ def main(argv=None) -> dict:
             files.atomic_write_bytes(os.path.join(args.out, f"joint-{_file_safe(name)}.png"), figure)
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png and joint-*.png to {args.out}")
+    _remove_unwritten(args.out, earlier)
     return report
+
+
+FIGURES = ("lengths.png", "points.png", "cells-left.png", "joint-*.png", "game-*.gif")
+
+
+def _figures(out: str) -> dict[str, int]:
+    """The figures an evaluation writes that are in ``out`` now, by inode (a file written
+    again is a new one: ``files.atomic_write_bytes`` replaces it)."""
+    found = {}
+    for pattern in FIGURES:
+        for path in glob.glob(os.path.join(glob.escape(out), pattern)):
+            found[path] = os.stat(path).st_ino
+    return found
+
+
+def _remove_unwritten(out: str, earlier: dict[str, int]) -> None:
+    """Remove the figures of an earlier evaluation into ``out`` that this one did not write
+    again (another agent's, a board not animated this time): beside the new summary they
+    would pass for its own."""
+    for path, inode in earlier.items():
+        try:
+            if os.stat(path).st_ino == inode:
+                os.remove(path)
+        except FileNotFoundError:
+            pass
 
 
 def write_gifs(out: str, name: str, boards, solutions: list, rules: str, cleared, max_clicks: int) -> None:

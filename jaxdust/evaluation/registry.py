@@ -114,7 +114,7 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
             learner, config = read_run_config(run)
             _require_trained_for(run, config.game, rules, width, height, colours)
             if agent.name == "mcts" and learner.evaluator(config) is None:
-                raise ValueError(f"{run} is a {learner.name} run, which has no policy and value to search with "
+                raise ValueError(f"{run} is a run of {learner.name}, which has no policy and value to search with "
                                  f"(mcts:); try value:{run}")
             _loaded_run(run)  # a run with no checkpoint that reads is refused now too
 
@@ -396,6 +396,9 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
         run, _, number = text.rpartition(":")
         if run and number.isdigit():
             return _run_directory(run), _number(number, f"{name}: {what}", default, integer=True)
+        if run and not os.path.exists(text) and os.path.isfile(os.path.join(run, "config.json")):
+            # value:RUN:abc is a run with a mistyped number, not a directory named "RUN:abc"
+            raise ValueError(f"{name}: {what} must be a positive integer, got {number!r}")
         return _run_directory(text), default
     return parse
 

@@ -12,9 +12,13 @@ unfinished, and either can be set aside so that its step can be saved again.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import logging
 import os
 import shutil
+import sys
 import zlib
 from typing import Any, Callable
 
@@ -130,6 +134,41 @@ def _data_to_keys(tree, like):
     return jax.tree.map(lambda leaf, ref: jax.random.wrap_key_data(leaf) if _is_key(ref) else leaf, tree, like)
 
 
+NO_SPACE = "No space left on device"
+
+
+def _not_about_a_full_disk(record: logging.LogRecord) -> bool:
+    text = record.getMessage()
+    if record.exc_info and record.exc_info[1] is not None:
+        text += str(record.exc_info[1])
+    return NO_SPACE not in text
+
+
+@functools.cache
+def _quiet_full_disk_echoes() -> None:
+    """A write that fails for lack of space is reported by each of orbax's writing threads
+    and again as each of its tasks is collected (some at exit), dozens of tracebacks in all;
+    ``save`` reports it in one line, so those echoes (absl's and asyncio's log records that
+    mention it) are dropped."""
+    for name in ("absl", "asyncio"):
+        logging.getLogger(name).addFilter(_not_about_a_full_disk)
+
+
+@contextlib.contextmanager
+def _closed_loop_callbacks_dropped():
+    """While a save runs, tensorstore's callbacks into the event loop of a write that failed
+    (and was closed) raise where no caller can catch them; the save's own error says why."""
+    def drop_closed_loop(report) -> None:
+        if not (report.exc_type is RuntimeError and str(report.exc_value) == "Event loop is closed"):
+            unraisable_hook(report)
+
+    unraisable_hook, sys.unraisablehook = sys.unraisablehook, drop_closed_loop
+    try:
+        yield
+    finally:
+        sys.unraisablehook = unraisable_hook
+
+
 class Checkpoints:
     """``save(step, state, config)``, ``restore(like, config)`` (or ``restore_newest``,
     past damaged ones) and ``set_aside(step)`` (a damaged one) in ``directory`` (made
@@ -141,6 +180,7 @@ class Checkpoints:
 
     def __init__(self, directory: str, max_to_keep: int = 3, upgrade: Callable[[dict], dict] | None = None,
                  create: bool = True):
+        _quiet_full_disk_echoes()
         self.directory = os.path.abspath(directory)
         self.upgrade = upgrade or (lambda config: config)
         self.manager = ocp.CheckpointManager(
@@ -159,7 +199,7 @@ class Checkpoints:
     def save(self, step: int, state: Any, config: dict) -> None:
         """Whole or not at all: Ctrl-C during a save stops the program after it. A save that
         fails (a full disk) is a CheckpointError in one line; the earlier checkpoints stay."""
-        with processes.interrupt_deferred():
+        with processes.interrupt_deferred(), _closed_loop_callbacks_dropped():
             try:
                 self.manager.save(
                     step,
@@ -172,10 +212,10 @@ class Checkpoints:
                 if jax.process_index() == 0:  # orbax has finished every process's files by now
                     _write_checksums(self._path(step))
             except Exception as error:  # orbax wraps the OSError in several types
-                reason = "no space left on device" if "No space left on device" in str(error) else _brief(error)
-                raise CheckpointError(f"saving checkpoint {step} in {self.directory} failed ({reason}); "
-                                      "the earlier checkpoints are intact: fix the cause (free space?) and "
-                                      "resume") from error
+                reason = "no space left on device" if NO_SPACE in str(error) else _brief(error)
+                kept = "the earlier checkpoints are intact" if self.steps() else "no checkpoint was saved before it"
+                raise CheckpointError(f"saving checkpoint {step} in {self.directory} failed ({reason}); {kept}: "
+                                      "fix the cause (free space?) and resume") from error
 
     def _path(self, step: int) -> str:
         return os.path.join(self.directory, str(step))

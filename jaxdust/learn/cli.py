@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = flags.Parser(prog="train.py", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     subparsers = parser.add_subparsers(dest="learner", required=True)
+    parser.learner_parsers = subparsers.choices  # a learner's errors go by its name: "train.py avi: error: ..."
     for name, learner in learners.LEARNERS.items():
         sub = subparsers.add_parser(name, help=learner.description)
         sub.add_argument("--run-dir", type=flags.output_dir, default=None, help=f"default: runs/{name}-<seed>")
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--seed", type=flags.seed, default=None, help=f"seeds the run (default {runs.RUN_FLAGS['seed']})")
         sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) once the run has lasted this long in all, the "
                                       "pieces before a --resume included")
-        sub.add_argument("--eval-boards", type=flags.positive_int, default=None,
+        sub.add_argument("--eval-boards", type=flags.count, default=None,
                          help="fixed random boards (not the evaluation set) on which progress is measured and best/ "
                               "is picked (the newest checkpoint within a standard error of the best greedy play; "
                               f"default {runs.RUN_FLAGS['eval_boards']})")
@@ -97,37 +98,38 @@ def main(argv=None) -> dict:
         argv = [DEFAULT_LEARNER, *argv]  # no learner named: flags go to the default one
     args = parser.parse_args(argv)
     learner = learners.get(args.learner)
+    learner_parser = parser.learner_parsers[args.learner]
     if args.resume_step is not None and not args.resume:
-        flags.fail(parser, "--resume-step needs --resume")
+        flags.fail(learner_parser, "--resume-step needs --resume")
     if args.checkpoint_every is not None and args.checkpoint_seconds is not None:
-        flags.fail(parser, "give --checkpoint-every or --checkpoint-seconds, not both")
+        flags.fail(learner_parser, "give --checkpoint-every or --checkpoint-seconds, not both")
     if args.distributed and args.num_processes is not None and args.process_id is not None \
             and args.process_id >= args.num_processes:
-        flags.fail(parser, f"--process-id {args.process_id} must be below --num-processes {args.num_processes}")
+        flags.fail(learner_parser, f"--process-id {args.process_id} must be below --num-processes {args.num_processes}")
     given = [flag for flag, value in (("--coordinator", args.coordinator), ("--num-processes", args.num_processes),
                                       ("--process-id", args.process_id)) if value is not None]
     if given and not args.distributed:  # else every host would train alone, as process 0, into one directory
-        flags.fail(parser, f"{', '.join(given)} {'works' if len(given) == 1 else 'work'} only with --distributed")
+        flags.fail(learner_parser, f"{', '.join(given)} {'works' if len(given) == 1 else 'work'} only with --distributed")
     if args.distributed:  # before anything starts JAX's backend (jax.local_device_count() below does)
         try:
             jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
         except (ValueError, RuntimeError) as error:  # no coordinator found, or it cannot be reached
-            flags.fail(parser, f"--distributed: {str(error).strip().splitlines()[0]} (give --coordinator, "
+            flags.fail(learner_parser, f"--distributed: {str(error).strip().splitlines()[0]} (give --coordinator, "
                                "--num-processes and --process-id, or run under a cluster JAX detects)")
     if args.devices is not None and args.devices > jax.local_device_count():
-        flags.fail(parser, f"--devices {args.devices}: only {jax.local_device_count()} local device(s)")
+        flags.fail(learner_parser, f"--devices {args.devices}: only {jax.local_device_count()} local device(s)")
     if getattr(args, "data", None) and (args.data_boards is not None or args.data_beam_width is not None):
-        flags.fail(parser, "--data-boards and --data-beam-width make a data set; with --data none is made")
+        flags.fail(learner_parser, "--data-boards and --data-beam-width make a data set; with --data none is made")
     seed = runs.RUN_FLAGS["seed"] if args.seed is None else args.seed
     args.run_dir = args.run_dir or os.path.join("runs", f"{args.learner}-{seed}")
     try:
         config = configs.from_flags(args, runs.base_config(learner, args))
     except (ValueError, TypeError) as error:  # runs.RunError is a ValueError
-        flags.fail(parser, str(error))
+        flags.fail(learner_parser, str(error))
     try:
         summary = runs.train(args.learner, config, args)
     except runs.RunError as error:
-        flags.fail(parser, str(error))
+        flags.fail(learner_parser, str(error))
     if summary:
         print(json.dumps(summary, indent=2))
     return summary

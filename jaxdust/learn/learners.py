@@ -183,6 +183,7 @@ def _check_imitation_data(config: imitation.ImitationConfig, args) -> None:
 
 
 def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer:
+    _require_split(mesh, config.batch_size, f"--batch-size {config.batch_size}")  # before any data is made
     data_dir = args.data or os.path.join(args.run_dir, "data")
     if not args.data:
         data_config = DatasetConfig(config.game, boards=args.data_boards, seed=args.seed + 1, labeller="beam",

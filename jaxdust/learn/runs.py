@@ -154,7 +154,7 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
     for name, default in defaults.items():
         given = getattr(args, name, None)
         if name in saved:
-            if given is not None and not _same_run_flag(name, given, saved, args.run_dir):
+            if given is not None and not same_run_flag(name, given, saved, args.run_dir):
                 flag = "--" + name.replace("_", "-")
                 raise RunError(f"{flag} {given} is not the run's own ({saved[name]}, in {args.run_dir}/config.json): "
                                f"leave {flag} out to resume the run as it was started, or use another --run-dir")
@@ -196,8 +196,10 @@ def read_run_flags(directory: str) -> dict:
     return saved if isinstance(saved, dict) else {}
 
 
-def _same_run_flag(name: str, given, saved: dict, run_dir: str) -> bool:
-    if name not in DIRECTORY_FLAGS:
+def same_run_flag(name: str, given, saved: dict, run_dir: str) -> bool:
+    """Whether run flag ``name`` given as ``given`` is what a run in ``run_dir``, whose run
+    flags are ``saved``, was started with."""
+    if name not in DIRECTORY_FLAGS or given is None:
         return given == saved[name]
     # The run's folder (RUN_DIR/data where it made its own), or a copy made with the same
     # settings (a data set is determined by them): the run may be resumed on another machine.
@@ -468,10 +470,10 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
         raise RunError(f"{directory} already holds a run; pass --resume or another --run-dir")
     saved_learner, saved_config = read_run_config(directory)
     if saved_learner is not learner:
-        raise RunError(f"{directory} holds a {saved_learner.name} run, not {learner.name}: resume it "
+        raise RunError(f"{directory} holds a run of {saved_learner.name}, not {learner.name}: resume it "
                        f"with the {saved_learner.name} learner or use another --run-dir")
     if saved_config != config:
-        raise RunError(f"{directory} holds a {saved_learner.name} run with other settings "
+        raise RunError(f"{directory} holds a run of {saved_learner.name} with other settings "
                        f"({configs.differences(configs.to_json(saved_config), configs.to_json(config))}): "
                        "resume it with the same ones or use another --run-dir")
 

@@ -98,25 +98,28 @@ def _repeats(ranks: jax.Array, hashes: jax.Array) -> jax.Array:
 
 def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chunk: int = CHUNK) -> PointsResult:
     """Beam search for the objective of ``rules`` (``samegame``: most points;
-    ``clickomania``: fewest cells left) from boards int8 ``[B, W, H]`` (or nested lists).
+    ``clickomania``: fewest cells left) from boards int8 ``[B, W, H]`` or one board
+    ``[W, H]`` (or nested lists).
 
     Every board keeps its own ``width`` positions per click; the search ends when no kept
-    position has a legal click. Returns a ``PointsResult`` per board; its ``value`` is
-    what ``jaxdust.score`` gives the line (negated cells left for clickomania).
+    position has a legal click. Returns a ``PointsResult``, batched like ``boards``; its
+    ``value`` is what ``jaxdust.score`` gives the line (negated cells left for clickomania).
     """
     found = game.rules_of(rules)
     if found.objective == "clicks":
         raise ValueError(f"points_beam plays the points and cells-left rules, got {rules!r}; "
                          "fewest clicks: jaxdust.beam_search")
     boards = game.from_lists(boards)
-    if boards.ndim != 3:
-        raise ValueError(f"points_beam takes boards [B, W, H], got shape {boards.shape}")
+    if boards.ndim not in (2, 3):
+        raise ValueError(f"points_beam takes boards [B, W, H] or one board [W, H], got shape {boards.shape}")
     if boards.shape[0] == 0:
         raise ValueError("points_beam: no boards (a batch of 0)")
     if not game.is_integer(width) or width < 1:
         raise ValueError(f"points_beam: width must be a positive integer, got {width!r}")
     if not game.is_integer(chunk) or chunk < 1:
         raise ValueError(f"points_beam: chunk must be a positive integer, got {chunk!r}")
+    if boards.ndim == 2:
+        return jax.tree.map(lambda batched: batched[0], _points_beam(boards[None], int(width), rules, int(chunk)))
     return _points_beam(boards, int(width), rules, int(chunk))
 
 

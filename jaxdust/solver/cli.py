@@ -114,6 +114,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.board_file and args.out == "-":
         flags.fail(parser, "--board-file needs --out FILE")
+    if args.board_file:  # it is rewritten whole: the boards to solve, or the log that resumes, would be lost
+        for flag, other in (("the board file", args.boards), ("--out", args.out)):
+            if other != "-" and os.path.realpath(other) == os.path.realpath(args.board_file):
+                flags.fail(parser, f"--board-file {args.board_file} is {flag}: give it another name")
     if args.retry_unproven and args.out == "-":
         flags.fail(parser, "--retry-unproven needs --out FILE")
     if not 9 <= args.table_bits <= 36:
