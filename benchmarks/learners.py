@@ -162,8 +162,8 @@ def main(argv=None):
         else:
             resume = ["--resume"] if os.path.exists(os.path.join(run_dir, "config.json")) else []
             start = time.perf_counter()
-            if not cli.main([*argv, *resume]):  # --minutes in the extra flags stopped it
-                parser.exit(0, f"{run_dir} is not finished: run the same command again to go on training it\n")
+            if not cli.main([*argv, *resume]):  # --minutes in the extra flags stopped it: no report yet
+                parser.exit(1, f"{run_dir} is not finished: run the same command again to go on training it\n")
             with open(os.path.join(run_dir, "summary.json")) as handle:
                 trained_seconds = json.load(handle)["seconds"]
             # The imitation run's data phase ran before the first epoch's clock started. A

@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="execute.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"notebooks to run (default all): {', '.join(notebooks)}")
-    names = parser.parse_args(argv).names or list(notebooks)
+    names = [name.removesuffix(".ipynb") for name in parser.parse_args(argv).names] or list(notebooks)
+    names = list(dict.fromkeys(names))  # each once, in the order given
     unknown = [name for name in names if name not in notebooks]
     if unknown:
         parser.error(f"no notebook {', '.join(unknown)} here; there are {', '.join(notebooks)}")

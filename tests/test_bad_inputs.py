@@ -197,6 +197,8 @@ FILE_CASES = [
     ("evaluate", ["--agents", "largest,beam,beam:200"], ["--agents: beam and beam:200 are the same agent"]),
     ("evaluate", ["--boards", "{two sizes}"], ["sizes.txt:4: a 4x2 board after 8x4 ones (line 2)", "one size at a time"]),
     ("evaluate", ["--random", "0"], ["--random", "must be a positive integer, got '0'"]),
+    ("evaluate", ["--random", "2", "--size", "4x3x3", "--max-clicks", "49"],  # [boards, clicks] kept: memory
+     ["--max-clicks 49: at most 4 a cell (48 on 4x3 boards)"]),
     ("evaluate", ["--env", "SameGame-15x15x5-v0", "--agents", "largest", "--max-clicks", "3"],
      ["--max-clicks: only under the fewest-clicks rules; samegame games are played to their end"]),
     ("evaluate", ["--env", "Clickomania-10x10x4-v0", "--agents", "largest", "--reference", "largest"],

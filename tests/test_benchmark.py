@@ -530,7 +530,7 @@ def test_the_learners_benchmark_stops_in_one_line_when_minutes_stop_a_run(tmp_pa
     with pytest.raises(SystemExit) as exit_info:
         learners_benchmark.main(["--learners", "avi", "--runs-dir", str(tmp_path), "--boards", "2",
                                  "--avi-flags", "--minutes 0.01", "--out", str(tmp_path / "learners.json")])
-    assert exit_info.value.code == 0
+    assert exit_info.value.code == 1
     assert capsys.readouterr().err == f"{tmp_path / 'avi'} is not finished: run the same command again to go on training it\n"
 
 

@@ -63,12 +63,18 @@ def test_click_cap_stops_policies_that_never_finish(eval_set):
     np.testing.assert_array_equal(played.clicks, [30, 30, 30, 30])
 
 
-def test_chunked_play_equals_one_batch_for_deterministic_policies(eval_set):
+@pytest.mark.parametrize("policy", [baselines.largest_cluster, baselines.random_legal])
+def test_chunked_play_equals_one_batch_even_for_random_policies(eval_set, policy):
+    """Each board plays with its own key, so ``--chunk`` (how many boards at a time) moves
+    no result; it did for random agents, whose keys were drawn per chunk."""
     boards = eval_set[0][:50]
-    whole = play.play_boards(boards, baselines.largest_cluster, jax.random.key(0), 48)
-    chunked = play.play_in_chunks(boards, baselines.largest_cluster, jax.random.key(0), 48, 16)
-    np.testing.assert_array_equal(whole.clicks, chunked.clicks)
-    np.testing.assert_array_equal(whole.actions, chunked.actions)
+    whole = play.play_boards(boards, policy, jax.random.key(0), 48)
+    for chunk in (16, 7):
+        chunked = play.play_in_chunks(boards, policy, jax.random.key(0), 48, chunk)
+        np.testing.assert_array_equal(whole.clicks, chunked.clicks)
+        np.testing.assert_array_equal(whole.actions, chunked.actions)
+    assert not np.array_equal(whole.actions, play.play_boards(boards, policy, jax.random.key(1), 48).actions) \
+        or policy is baselines.largest_cluster  # the key matters to a random policy
 
 
 def test_summary_numbers_by_hand():
@@ -245,13 +251,28 @@ def test_agent_parameters_are_checked(text, message):
 
 
 def test_an_earlier_evaluations_figures_do_not_stay_beside_a_new_one(tmp_path):
+    mine = ["game-of-life.gif", "points.png", "joint-venture.png"]  # the user's, named like figures
+    for name in mine:
+        (tmp_path / name).write_bytes(b"mine")
     first = ["--random", "2", "--size", "4x3x3", "--out", str(tmp_path)]
-    evaluate.main([*first, "--agents", "random,largest", "--animate", "1"])
-    assert {"joint-random.png", "game-random-0.gif", "game-largest-0.gif"} <= set(os.listdir(tmp_path))
-    evaluate.main([*first, "--agents", "beam:2,largest"])
-    written = set(os.listdir(tmp_path))
-    assert {"summary.json", "boards.csv", "lengths.png", "joint-beam-2.png"} <= written
-    assert not [name for name in written if name.startswith("game-") or name == "joint-random.png"]
+    report = evaluate.main([*first, "--agents", "random,largest", "--animate", "1"])
+    assert report["figures"] == ["game-largest-0.gif", "game-random-0.gif", "joint-random.png", "lengths.png"]
+    assert set(report["figures"]) <= set(os.listdir(tmp_path))
+    report = evaluate.main([*first, "--agents", "beam:2,largest"])
+    assert sorted(os.listdir(tmp_path)) == sorted(["summary.json", "boards.csv", *report["figures"], *mine])
+    assert report["figures"] == ["joint-beam-2.png", "lengths.png"]
+
+
+def test_a_random_agent_plays_alike_wherever_it_is_listed(tmp_path):
+    """Each agent's key was the seed plus its place in --agents (and the leaderboard's rows,
+    kept per entry, could hold another key's): one key for all now."""
+    played = {}
+    for order in ("random,largest", "largest,random"):
+        out = tmp_path / order.replace(",", "-")
+        evaluate.main(["--random", "6", "--size", "4x3x3", "--agents", order, "--out", str(out), "--chunk", "4"])
+        with open(out / "boards.csv") as handle:
+            played[order] = [row["random"] for row in csv.DictReader(handle)]
+    assert played["random,largest"] == played["largest,random"]
 
 
 def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
@@ -264,6 +285,14 @@ def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
                           (f"value:{run}x:8", "is not a train.py run directory")]:
         with pytest.raises(ValueError, match=re.escape(message)):
             registry.parse_agent(text)
+    timed = tmp_path / "avi-10:30"  # a run whose name ends like a width
+    timed.mkdir()
+    from jaxdust.core import configs
+    from jaxdust.learn import avi
+
+    (timed / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(avi.AVIConfig())}))
+    assert registry.parse_agent(f"value:{timed}")[1] == (str(timed), 1)
+    assert registry.parse_agent(f"value:{timed}:8")[1] == (str(timed), 8)
 
 
 def test_ranking_metrics_by_hand():

@@ -50,6 +50,30 @@ def test_cluster_log_probs_sum_the_cells_of_each_cluster():
         np.testing.assert_allclose(row[label >= 0], row[label[label >= 0]], rtol=1e-6)  # shared by the cluster
 
 
+def test_the_imitation_prior_ranks_clusters_as_its_argmax_does_whatever_their_size():
+    """Its per-cell logits each say "this cell's cluster is the click": summed over a
+    cluster's cells they weighed a cluster of 6 at a sigmoid of 0.27 above a single cell at
+    0.73, the order ``PolicyGreedy`` plays reversed."""
+    from jaxdust.learn import agents
+
+    board = jnp.asarray([[1, 1, 1], [1, 1, 1], [2, 3, 2], [3, 2, 3]], jnp.int8)  # a cluster of 6, six singles
+    cell_logits = jnp.where(board.reshape(-1) == 1, -1.0, 1.0)
+    cell_logits = cell_logits.at[9].set(0.5)  # one single below the others
+
+    class Network:  # stands in for a trained PolicyValueNetwork
+        @staticmethod
+        def apply(params, boards):
+            return jnp.broadcast_to(cell_logits, (boards.shape[0], 12)), jnp.zeros(boards.shape[0])
+
+    _, logits = agents.PolicyValueEvaluator(Network())(board[None], None)
+    prior, legal = mcts.cluster_prior(board[None], logits)
+    prior = np.where(np.asarray(legal[0]), np.asarray(jax.nn.softmax(prior[0])), 0.0)
+    by_prior = sorted(np.flatnonzero(legal[0]), key=lambda cell: -prior[cell])
+    by_logit = sorted(np.flatnonzero(legal[0]), key=lambda cell: -float(cell_logits[cell]))
+    assert by_prior == by_logit and by_prior[-1] == 0  # the cluster of 6 last, at its cells' logit
+    np.testing.assert_allclose(prior[0] / prior[by_prior[0]], np.exp(-1.0 - 1.0), rtol=1e-5)
+
+
 def test_cell_messages_reach_neighbours_and_cluster_mates():
     x = jnp.arange(6.0).reshape(3, 2, 1)  # W=3, H=2
     left, right, below, above = (np.asarray(a)[..., 0] for a in networks.neighbours(x))

@@ -81,7 +81,7 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
     result = subprocess.run([str(commands / "jaxdust-train"), "avi", "--total-updates", "0"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=600)
     # Parsed by the installed command, which goes by its own name.
-    assert result.returncode == 2 and result.stderr.startswith("jaxdust-train: error: --total-updates must be > 0")
+    assert result.returncode == 2 and result.stderr.startswith("jaxdust-train avi: error: --total-updates must be > 0")
     result = subprocess.run([str(commands / "jaxdust-train"), "avi", "--seed", "x"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 2 and result.stderr.startswith("jaxdust-train avi: error: argument --seed")

@@ -32,7 +32,6 @@ class _PlayCarry(NamedTuple):
     clicks: jax.Array  # int32 [N]
     points: jax.Array  # int32 [N]
     actions: jax.Array  # int32 [N, max_clicks]
-    key: jax.Array  # PRNG key
     step: jax.Array  # int32 []
 
 
@@ -45,7 +44,8 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
       boards: int8 ``[N, W, H]``.
       policy: ``policy(key, board, params) -> action``, see ``jaxdust.evaluation.baselines``; a
         hashable object (e.g. a module-level function), since it is a static argument.
-      key: PRNG key for stochastic policies.
+      key: PRNG key for stochastic policies; board ``i`` plays with ``split(key, N)[i]``
+        (folded with the click's number), so a board plays alike in any batch of its set.
       max_clicks: the click cap; stops games that never finish (e.g. a policy that keeps
         clicking empty cells).
       params: the policy's parameters, passed to every call (traced, not baked in).
@@ -57,6 +57,12 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
       ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, a
         ``max_clicks`` that is not a positive integer, or unknown rules.
     """
+    boards = _checked(boards, max_clicks, rules)
+    return _play_boards(boards, policy, jax.random.split(key, boards.shape[0]), int(max_clicks), params, rules)
+
+
+def _checked(boards, max_clicks, rules: str) -> jax.Array:
+    """``boards`` as an array, ValueError for what ``play_boards`` refuses."""
     boards = game.from_lists(boards)
     if np.ndim(boards) == 3 and np.shape(boards)[0] == 0:
         raise ValueError("play_boards: no boards (a batch of 0)")
@@ -66,13 +72,13 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
     if not game.is_integer(max_clicks) or not 1 <= max_clicks < 2**31:  # the click counter is int32
         raise ValueError(f"play_boards: max_clicks must be a positive integer below 2^31, got {max_clicks!r}")
     game.rules_of(rules)
-    return _play_boards(boards, policy, key, int(max_clicks), params, rules)
+    return boards
 
 
 @functools.partial(jax.jit, static_argnames=("policy", "max_clicks", "rules"))
-def _play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: int,
+def _play_boards(boards: jax.Array, policy: Policy, board_keys: jax.Array, max_clicks: int,
                  params, rules: str) -> PlayResult:
-    """``play_boards``, its arguments checked."""
+    """``play_boards``, its arguments checked; ``board_keys`` ``[N]``: each board's own."""
     num_boards = boards.shape[0]
     over = jax.vmap(lambda board: game.is_over(board, rules))
 
@@ -80,10 +86,8 @@ def _play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: 
         return (carry.step < max_clicks) & ~jnp.all(over(carry.boards))
 
     def one_click(carry: _PlayCarry) -> _PlayCarry:
-        key, step_key = jax.random.split(carry.key)
-        actions = jax.vmap(policy, in_axes=(0, 0, None))(
-            jax.random.split(step_key, num_boards), carry.boards, params
-        )
+        click_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(board_keys, carry.step)
+        actions = jax.vmap(policy, in_axes=(0, 0, None))(click_keys, carry.boards, params)
         playing = ~over(carry.boards)
         after, removed = jax.vmap(lambda board, action: game.click_action(board, action, rules))(carry.boards, actions)
         return _PlayCarry(
@@ -91,7 +95,6 @@ def _play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: 
             clicks=carry.clicks + playing,
             points=carry.points + jnp.where(playing, game.points(removed), 0),
             actions=carry.actions.at[:, carry.step].set(jnp.where(playing, actions, -1)),
-            key=key,
             step=carry.step + 1,
         )
 
@@ -100,7 +103,6 @@ def _play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: 
         clicks=jnp.zeros(num_boards, jnp.int32),
         points=jnp.zeros(num_boards, jnp.int32),
         actions=jnp.full((num_boards, max_clicks), -1, jnp.int32),
-        key=key,
         step=jnp.int32(0),
     )
     end = jax.lax.while_loop(unfinished, one_click, start)
@@ -113,16 +115,20 @@ def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chun
                    progress=None, params=None, rules: str = "dust") -> PlayResult:
     """``play_boards`` over ``chunk`` boards at a time (one compilation: the last chunk is
     padded with empty boards, which end at once), or all at once when there are fewer: a
-    search policy (MCTS) pays for every padded board. ``progress(n)`` is called per chunk."""
-    boards = jnp.asarray(boards, game.BOARD_DTYPE)
+    search policy (MCTS) pays for every padded board. Each board plays with the key
+    ``play_boards(boards, ..., key)`` gives it, whatever ``chunk``. ``progress(n)`` is
+    called per chunk."""
+    boards = jnp.asarray(_checked(boards, max_clicks, rules), game.BOARD_DTYPE)
     total = boards.shape[0]
     chunk = max(1, min(chunk, total))
+    board_keys = jax.random.split(key, total)
     parts = []
-    for index, start in enumerate(range(0, total, chunk)):
-        part = boards[start : start + chunk]
+    for start in range(0, total, chunk):
+        part, part_keys = boards[start : start + chunk], board_keys[start : start + chunk]
         padding = chunk - part.shape[0]
         part = jnp.concatenate([part, jnp.zeros((padding, *part.shape[1:]), part.dtype)])
-        result = play_boards(part, policy, jax.random.fold_in(key, index), max_clicks, params, rules)
+        part_keys = jnp.concatenate([part_keys, board_keys[:padding]])  # the padded boards end at once
+        result = _play_boards(part, policy, part_keys, int(max_clicks), params, rules)
         parts.append(jax.tree.map(lambda leaf: leaf[: chunk - padding], result))
         if progress is not None:
             progress(chunk - padding)

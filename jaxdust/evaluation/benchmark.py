@@ -20,7 +20,6 @@ import os
 import time
 from typing import Callable, Sequence
 
-import jax
 import numpy as np
 
 from jaxdust.core import boards as board_io
@@ -179,7 +178,7 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
         label = name or getattr(agent, "__name__", "solver")
     else:
         with progress_bar(total=count, unit="board", desc=agent, enabled=progress, leave=False) as bar:
-            result = registry.run_agent(agent, board_set.boards, key=jax.random.key(seed), max_clicks=max_clicks,
+            result = registry.run_agent(agent, board_set.boards, key=registry.agent_key(seed), max_clicks=max_clicks,
                                         jobs=jobs, progress=bar.update)
         seconds = time.perf_counter() - start
         clicks, cleared = result["clicks"], result["cleared"]

@@ -25,8 +25,9 @@ the agents are random, largest (largest cluster first; UVa 758's rule), beam[:wi
 Writes ``summary.json``, per-board ``boards.csv``, ``lengths.png`` (overlaid length
 histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
 original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
-each agent's game on board i < N, the cluster clicked next outlined. Figures an earlier
-evaluation left in ``--out`` that this one does not write again are removed once it ends.
+each agent's game on board i < N, the cluster clicked next outlined. ``summary.json`` is
+written last and lists the figures (``figures``); those an earlier evaluation into the same
+``--out`` listed and this one does not write again are removed once it ends.
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column
@@ -47,8 +48,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import glob
 import io
+import json
 import os
 import sys
 import time
@@ -60,7 +61,7 @@ import numpy as np
 from jaxdust.core import compile_cache, configs, files, flags, game
 from jaxdust.core.boards import board_to_text, declared_rules, positions, read_board_lines, reference_columns
 from jaxdust.core.progress import progress_bar
-from jaxdust.core.registry import make, registered
+from jaxdust.core.registry import CLICKS_PER_CELL, make, registered
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
 
@@ -148,7 +149,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--limit", type=flags.positive_int, default=None, help="use only the first N boards")
     parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes for the solvers")
     parser.add_argument("--max-clicks", type=flags.count, default=None,
-                        help="click cap under the fewest-clicks rules (default: cells on the board)")
+                        help="click cap under the fewest-clicks rules (default: cells on the board; at most "
+                             f"{CLICKS_PER_CELL} a cell)")
     parser.add_argument("--chunk", type=flags.count, default=256, help="boards played at once")
     parser.add_argument("--reference", default=None,
                         help="agent to compare against, or 'best' for the file's best known (default)")
@@ -191,25 +193,30 @@ def main(argv=None) -> dict:
         registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0)
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
+    # Every game's clicks are kept ([boards, max_clicks]): a cap far beyond what any game
+    # takes only asks for memory.
+    if args.max_clicks is not None and args.max_clicks > CLICKS_PER_CELL * width * height:
+        flags.fail(parser, f"--max-clicks {args.max_clicks}: at most {CLICKS_PER_CELL} a cell "
+                           f"({CLICKS_PER_CELL * width * height} on {width}x{height} boards)")
     max_clicks = args.max_clicks or width * height
-    earlier = _figures(args.out)
+    earlier = _earlier_figures(args.out)
     if by_points:
         report = points_report(args, agents, boards, description, rules, max_clicks)
-        _remove_unwritten(args.out, earlier)
+        _remove_earlier_figures(args.out, earlier, report["figures"])
         return report
     reference = args.reference or ("best" if best is not None else agents[-1])
     if reference not in agents and not (reference == "best" and best is not None):
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
     print(f"{description}; backend {jax.default_backend()}")
 
-    results, per_board, cleared = {}, {}, {}
+    results, per_board, cleared, figures = {}, {}, {}, []
     with progress_bar(total=num_boards * len(agents), unit="board") as bar:
-        for index, name in enumerate(agents):
+        for name in agents:
             bar.set_description(name)
             start = time.perf_counter()
             try:
                 played = registry.run_agent(
-                    name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
+                    name, boards, key=registry.agent_key(args.seed), max_clicks=max_clicks,
                     chunk=args.chunk, jobs=args.jobs, progress=bar.update, solutions=args.animate, rules=rules,
                 )
             except ValueError as error:
@@ -218,7 +225,7 @@ def main(argv=None) -> dict:
                              "proven": played.get("proven"), "cleared": played["cleared"]}
             per_board[name] = played["clicks"]
             cleared[name] = np.asarray(played["cleared"], bool)
-            write_gifs(args.out, name, boards, played["solutions"], rules, cleared[name], max_clicks)
+            figures += write_gifs(args.out, name, boards, played["solutions"], rules, cleared[name], max_clicks)
 
     reference_lengths = best if reference == "best" else per_board[reference]
     for name in agents:
@@ -250,9 +257,6 @@ def main(argv=None) -> dict:
     print(f"(>=ref: share of boards at least as short as {('the optimum' if proven else 'the best known') if reference == 'best' else reference})")
     print(TIMING_NOTE)
 
-    report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
-              "reference": reference, "reference_proven_optimal": proven, "agents": results}
-    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
     table = io.StringIO()
     writer = csv.writer(table)
     writer.writerow(["board", *agents] + ([best_name.replace(" ", "_")] if best is not None else []))
@@ -266,55 +270,62 @@ def main(argv=None) -> dict:
     stuck = {name: int(np.sum(~cleared[name])) for name in agents}
     files.atomic_write_bytes(os.path.join(args.out, "lengths.png"),
                              plots.length_histograms(shown, f"{description}, {rules} rules", stuck))
+    figures.append("lengths.png")
     reference_name = best_name if reference == "best" else reference
     for name in agents:
         if name != reference:
             figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name, cleared[name],
                                            None if reference == "best" else cleared[reference])
-            files.atomic_write_bytes(os.path.join(args.out, f"joint-{_file_safe(name)}.png"), figure)
+            figures.append(f"joint-{_file_safe(name)}.png")
+            files.atomic_write_bytes(os.path.join(args.out, figures[-1]), figure)
+    report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
+              "reference": reference, "reference_proven_optimal": proven, "agents": results,
+              "figures": sorted(set(figures))}
+    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)  # last: it lists what the run wrote
+    _remove_earlier_figures(args.out, earlier, report["figures"])
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png and joint-*.png to {args.out}")
-    _remove_unwritten(args.out, earlier)
     return report
 
 
-FIGURES = ("lengths.png", "points.png", "cells-left.png", "joint-*.png", "game-*.gif")
+def _earlier_figures(out: str) -> list[str]:
+    """The figures an earlier evaluation into ``out`` listed in its summary.json (none when
+    there is none, or it lists none: files there that no evaluation listed are the user's)."""
+    try:
+        with open(os.path.join(out, "summary.json")) as handle:
+            figures = json.load(handle).get("figures", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [name for name in figures if isinstance(name, str) and os.path.basename(name) == name]
 
 
-def _figures(out: str) -> dict[str, int]:
-    """The figures an evaluation writes that are in ``out`` now, by inode (a file written
-    again is a new one: ``files.atomic_write_bytes`` replaces it)."""
-    found = {}
-    for pattern in FIGURES:
-        for path in glob.glob(os.path.join(glob.escape(out), pattern)):
-            found[path] = os.stat(path).st_ino
-    return found
-
-
-def _remove_unwritten(out: str, earlier: dict[str, int]) -> None:
-    """Remove the figures of an earlier evaluation into ``out`` that this one did not write
-    again (another agent's, a board not animated this time): beside the new summary they
+def _remove_earlier_figures(out: str, earlier: list[str], written: list[str]) -> None:
+    """Remove the earlier evaluation's figures that this one did not write again (another
+    agent's joint histogram, a board not animated this time): beside the new summary they
     would pass for its own."""
-    for path, inode in earlier.items():
+    for name in set(earlier) - set(written):
         try:
-            if os.stat(path).st_ino == inode:
-                os.remove(path)
+            os.remove(os.path.join(out, name))
         except FileNotFoundError:
             pass
 
 
-def write_gifs(out: str, name: str, boards, solutions: list, rules: str, cleared, max_clicks: int) -> None:
+def write_gifs(out: str, name: str, boards, solutions: list, rules: str, cleared, max_clicks: int) -> list[str]:
     """``game-<agent>-<i>.gif`` in ``out`` for each board ``i`` of ``solutions`` (its
-    clicks, at most ``max_clicks`` of them: what the table counted). Under the fewest-clicks
-    rules a game not cleared within the cap (``cleared[i]`` False) is named on stdout."""
+    clicks, at most ``max_clicks`` of them: what the table counted); returns their names.
+    Under the fewest-clicks rules a game not cleared within the cap (``cleared[i]`` False)
+    is named on stdout."""
+    written = []
     for board_index, clicks in enumerate(solutions):
         clicks = list(clicks)[:max_clicks]
         # A policy's wasted click (on an empty cell) is a frame where nothing changes.
         gif = game_gif(*positions(boards[board_index], clicks, rules, wasted=True))
-        path = os.path.join(out, f"game-{_file_safe(name)}-{board_index}.gif")
+        written.append(f"game-{_file_safe(name)}-{board_index}.gif")
+        path = os.path.join(out, written[-1])
         files.atomic_write_bytes(path, gif)
         if rules in game.CLICK_RULES and not cleared[board_index]:
             print(f"{path}: not cleared within {max_clicks} clicks; it shows the {len(clicks)} clicks played")
+    return written
 
 
 def points_report(args, agents: list[str], boards, description: str, rules: str, max_clicks: int) -> dict:
@@ -322,15 +333,15 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
     included) or Clickomania's cells left, per board; writes summary.json, boards.csv and
     a histogram, ``points.png`` or ``cells-left.png``."""
     measure = "points" if game.rules_of(rules).objective == "points" else "cells_left"
-    results, per_board = {}, {}
+    results, per_board, figures = {}, {}, []
     with progress_bar(total=len(boards) * len(agents), unit="board") as bar:
-        for index, name in enumerate(agents):
+        for name in agents:
             bar.set_description(name)
             start = time.perf_counter()
-            played = registry.run_agent(name, boards, key=jax.random.key(args.seed + index), max_clicks=max_clicks,
+            played = registry.run_agent(name, boards, key=registry.agent_key(args.seed), max_clicks=max_clicks,
                                         chunk=args.chunk, jobs=args.jobs, progress=bar.update,
                                         solutions=args.animate, rules=rules)
-            write_gifs(args.out, name, boards, played["solutions"], rules, played["cleared"], max_clicks)
+            figures += write_gifs(args.out, name, boards, played["solutions"], rules, played["cleared"], max_clicks)
             values = np.asarray(played[measure])
             per_board[name] = values
             results[name] = {"mean": float(values.mean()), "median": float(np.median(values)),
@@ -345,9 +356,6 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
         print(f"{name:<{label}} {row['mean']:>8.1f} {row['median']:>8.1f} {row['std']:>7.1f} "
               f"{row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
     print(TIMING_NOTE)
-    report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
-              "agents": results}
-    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
     table = io.StringIO()
     writer = csv.writer(table)
     writer.writerow(["board", *agents])
@@ -359,6 +367,9 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
                              plots.value_histograms(per_board, f"{description}, {rules} rules",
                                                     f"{measure.replace('_', ' ')} "
                                                     f"({'higher' if measure == 'points' else 'lower'} is better)"))
+    report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
+              "agents": results, "figures": sorted({*figures, figure})}
+    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)  # last: it lists what the run wrote
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs} and {figure} to {args.out}")
     return report

@@ -271,14 +271,14 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str, sourc
     out = args.out or os.path.join("results", f"leaderboard-{env_id}.json")
     cache = os.path.join(_rows_dir(out), f"{env_id}-{args.boards}-seed{args.seed}")
     rows = []
-    for index, (entry, label) in enumerate(entries):
+    for entry, label in entries:
         path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
         kept = None if args.fresh else _kept_row(path, FamilyRow, sources.get(entry))
         if kept and (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label):
             rows.append(kept)
             continue
         start = time.perf_counter()
-        played = registry.run_agent(entry, boards, key=jax.random.key(args.seed + 1 + index),
+        played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
                                     max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
         scored = FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
                            float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards)

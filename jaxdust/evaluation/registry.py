@@ -72,6 +72,13 @@ RENAMED = {"greedy": "policy:RUN (the network's own choice; greedy play on its v
            "lookahead": "value:RUN[:WIDTH]"}
 
 
+def agent_key(seed: int) -> jax.Array:
+    """The key every agent of an evaluation with ``seed`` plays with: one for all, so that an
+    agent plays alike wherever it is listed and however the rows were kept, and apart from
+    ``jax.random.key(seed)``, which random board sets are drawn from."""
+    return jax.random.fold_in(jax.random.key(seed), 1)
+
+
 def parse_agent(text: str) -> tuple[Agent, Any]:
     """The agent and its settings for ``"name[:value]"``; ValueError naming the problem."""
     name, _, rest = text.strip().partition(":")
@@ -394,7 +401,7 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
         if not text:
             raise ValueError(f"needs a run directory: {name}:RUN_DIR[:{what.upper()}]")
         run, _, number = text.rpartition(":")
-        if run and number.isdigit():
+        if run and number.isdigit() and not os.path.isdir(text):  # a run named "avi-10:30" is that run
             return _run_directory(run), _number(number, f"{name}: {what}", default, integer=True)
         if run and not os.path.exists(text) and os.path.isfile(os.path.join(run, "config.json")):
             # value:RUN:abc is a run with a mistyped number, not a directory named "RUN:abc"

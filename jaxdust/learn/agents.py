@@ -9,6 +9,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from jaxdust.core import game
 from jaxdust.core.env import Rewards
 from jaxdust.learn import networks
 from jaxdust.search.mcts import cluster_prior
@@ -118,10 +119,16 @@ class NetworkEvaluator:
 @dataclasses.dataclass(frozen=True)
 class PolicyValueEvaluator:
     """The imitation network (``PolicyValueNetwork``) as an evaluator of
-    ``jaxdust.search.mcts``: its cost-to-go and its click logits."""
+    ``jaxdust.search.mcts``: its cost-to-go and its click logits.
+
+    Its logits are per cell, each trained (a sigmoid) to say that the cell's cluster is the
+    click; the search pools a cluster's cells by summing their probabilities, which would
+    weigh a cluster by its size. Each cell's logit is lowered by the log of its cluster's
+    size, so a cluster's prior is the mean of its cells' (as one cell's, where they agree)."""
 
     network: networks.PolicyValueNetwork
 
     def __call__(self, boards: jax.Array, params) -> tuple[jax.Array, jax.Array]:
         logits, cost = self.network.apply(params, boards)
-        return cost, logits
+        sizes = jax.vmap(game.cluster_sizes)(boards).reshape(logits.shape)
+        return cost, logits - jnp.log(jnp.maximum(sizes, 1)).astype(logits.dtype)

@@ -90,19 +90,24 @@ class AVIConfig:
     # with the target network (AlphaZero's target, at a search's cost).
     policy_teacher: str = "lines"  # the policy imitates "lines" (child values) or "mcts" (Gumbel MuZero)
     teacher_simulations: int = 16  # the mcts teacher's simulations per position
+    # The mcts teacher's Gumbel noise (mctx's default 1): which clicks it considers is
+    # sampled, so over training every click gets scored, not only the policy's top ones.
+    teacher_gumbel_scale: float = 1.0
     # At CPU budgets the policy still lags its teacher when training ends, while the value
     # has levelled off.
     policy_lr_scale: float = 2.0  # the policy head's learning rate as a multiple of learning_rate
     # Runs saved before line_target_share existed trained on the line's click alone, before
-    # policy_lr_scale with one learning rate, and before rule_prior from the dust game's estimate.
-    ABSENT_MEANS: ClassVar[dict] = {"line_target_share": 1.0, "policy_lr_scale": 1.0, "rule_prior": False}
+    # policy_lr_scale with one learning rate, before rule_prior from the dust game's estimate,
+    # and before teacher_gumbel_scale with a noiseless teacher.
+    ABSENT_MEANS: ClassVar[dict] = {"line_target_share": 1.0, "policy_lr_scale": 1.0, "rule_prior": False,
+                                    "teacher_gumbel_scale": 0.0}
 
     def __post_init__(self):
         configs.require_rules(self.game, game.CLICK_RULES, "avi")
         configs.require(self, positive=("num_envs", "beam_width", "cell_width", "buffer_lines", "total_updates", "chunk_updates",
                                         "learning_rate", "target_period", "huber_delta", "policy_temperature",
                                         "teacher_simulations", "policy_lr_scale"),
-                        non_negative=("policy_weight", "cell_rounds"),
+                        non_negative=("policy_weight", "cell_rounds", "teacher_gumbel_scale"),
                         unit_interval=("capped_share", "final_lr_fraction", "epsilon_max", "random_share",
                                        "line_target_share"))
         if self.policy_teacher not in POLICY_TEACHERS:
@@ -358,7 +363,8 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
                                        config.policy_temperature, config.line_target_share)
         if config.policy_teacher == "mcts":
             searched = mcts.search(row_boards, lambda b, p: network.apply(p, b), runner.target_params,
-                                   jax.random.fold_in(slot_key, 1), config.teacher_simulations, rules=size.rules)
+                                   jax.random.fold_in(slot_key, 1), config.teacher_simulations,
+                                   gumbel_scale=config.teacher_gumbel_scale, rules=size.rules)
             # A row without a position (the line buffer not yet filled) has no legal action,
             # and mctx then spreads its weights over all cells: no target there.
             policy_target = jnp.where(row_labels >= 0, searched.action_weights, 0.0)

@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import sys
+import threading
 import zlib
 from typing import Any, Callable
 
@@ -137,36 +138,51 @@ def _data_to_keys(tree, like):
 NO_SPACE = "No space left on device"
 
 
-def _not_about_a_full_disk(record: logging.LogRecord) -> bool:
-    text = record.getMessage()
-    if record.exc_info and record.exc_info[1] is not None:
-        text += str(record.exc_info[1])
-    return NO_SPACE not in text
+def _not_orbax_on_a_full_disk(record: logging.LogRecord) -> bool:
+    try:
+        text = record.pathname + record.getMessage() + str(record.exc_info[1] if record.exc_info else "")
+    except Exception:  # a record that cannot be formatted: logging reports it, as ever
+        return True
+    return not (NO_SPACE in text and "orbax" in text)
 
 
 @functools.cache
 def _quiet_full_disk_echoes() -> None:
     """A write that fails for lack of space is reported by each of orbax's writing threads
     and again as each of its tasks is collected (some at exit), dozens of tracebacks in all;
-    ``save`` reports it in one line, so those echoes (absl's and asyncio's log records that
-    mention it) are dropped."""
+    ``save`` reports it in one line, so those echoes (absl's and asyncio's log records from
+    orbax that mention it) are dropped."""
     for name in ("absl", "asyncio"):
-        logging.getLogger(name).addFilter(_not_about_a_full_disk)
+        logging.getLogger(name).addFilter(_not_orbax_on_a_full_disk)
+
+
+_saves_running = 0
+_saves_lock = threading.Lock()
+_unraisable_hook_outside_saves = None
+
+
+def _drop_closed_loop_callbacks(report) -> None:
+    if not (report.exc_type is RuntimeError and str(report.exc_value) == "Event loop is closed"):
+        _unraisable_hook_outside_saves(report)
 
 
 @contextlib.contextmanager
 def _closed_loop_callbacks_dropped():
-    """While a save runs, tensorstore's callbacks into the event loop of a write that failed
-    (and was closed) raise where no caller can catch them; the save's own error says why."""
-    def drop_closed_loop(report) -> None:
-        if not (report.exc_type is RuntimeError and str(report.exc_value) == "Event loop is closed"):
-            unraisable_hook(report)
-
-    unraisable_hook, sys.unraisablehook = sys.unraisablehook, drop_closed_loop
+    """While saves run (in any thread), tensorstore's callbacks into the event loop of a
+    write that failed (and was closed) raise where no caller can catch them; the save's own
+    error says why. The hook is Python's again once the last save ends."""
+    global _saves_running, _unraisable_hook_outside_saves
+    with _saves_lock:
+        if _saves_running == 0:
+            _unraisable_hook_outside_saves, sys.unraisablehook = sys.unraisablehook, _drop_closed_loop_callbacks
+        _saves_running += 1
     try:
         yield
     finally:
-        sys.unraisablehook = unraisable_hook
+        with _saves_lock:
+            _saves_running -= 1
+            if _saves_running == 0:
+                sys.unraisablehook = _unraisable_hook_outside_saves
 
 
 class Checkpoints:

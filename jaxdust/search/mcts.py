@@ -57,7 +57,9 @@ def cluster_prior(boards: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.
 
 def _evaluator(scorer: Scorer) -> Evaluator:
     def evaluate(boards: jax.Array, params=None) -> tuple[jax.Array, jax.Array]:
-        """The hand-made estimate as the value, a uniform prior over cells."""
+        """The hand-made estimate as the value, a uniform prior over cells: a cluster's
+        prior is in proportion to its size, so a search without noise considers the largest
+        clusters at the root first."""
         return scorer(boards, None), jnp.zeros((boards.shape[0], boards.shape[1] * boards.shape[2]))
     return evaluate
 

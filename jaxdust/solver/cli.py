@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         flags.fail(parser, "--board-file needs --out FILE")
     if args.board_file:  # it is rewritten whole: the boards to solve, or the log that resumes, would be lost
         for flag, other in (("the board file", args.boards), ("--out", args.out)):
-            if other != "-" and os.path.realpath(other) == os.path.realpath(args.board_file):
+            if other != "-" and _same_file(other, args.board_file):
                 flags.fail(parser, f"--board-file {args.board_file} is {flag}: give it another name")
     if args.retry_unproven and args.out == "-":
         flags.fail(parser, "--retry-unproven needs --out FILE")
@@ -189,6 +189,13 @@ def _pick_lines(jobs, ranges, source):
             where = f"line {low}" if low == high else f"lines {low}-{high}"
             raise ValueError(f"--lines: no board on {where} of {source}")
     return [job for job in jobs if any(low <= job[0] <= high for low, high in ranges)]
+
+
+def _same_file(a: str, b: str) -> bool:
+    """One file under two names (links, or case on a case-insensitive disk), or one path."""
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _check_resumable(previous, jobs, rules, out):
