@@ -26,7 +26,7 @@ import time
 import jax
 import numpy as np
 
-from jaxdust.core import files, flags, game, machine
+from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.boards import BOARDS_DIR, read_board_file
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, plots
@@ -120,8 +120,10 @@ def other_settings(argv: list[str], run_dir: str) -> str | None:
     run is reused only when it is that run."""
     args, wanted = cli.new_run_config(argv[0], argv[1:])
     saved_learner, saved = runs.read_run_config(run_dir)
-    if saved_learner.name != args.learner or saved != wanted:
-        return "other settings than the flags give"
+    if saved_learner.name != args.learner:
+        return f"another learner ({saved_learner.name})"
+    if saved != wanted:  # named: a field added since the run was saved reads as its old behaviour
+        return f"other settings ({configs.differences(configs.to_json(saved), configs.to_json(wanted))})"
     kept = runs.read_run_flags(run_dir)
     for name, default in {**runs.RUN_FLAGS, **saved_learner.run_flags}.items():
         given = default if getattr(args, name, None) is None else getattr(args, name)  # as a new run takes it

@@ -261,6 +261,11 @@ def test_an_earlier_evaluations_figures_do_not_stay_beside_a_new_one(tmp_path):
     report = evaluate.main([*first, "--agents", "beam:2,largest"])
     assert sorted(os.listdir(tmp_path)) == sorted(["summary.json", "boards.csv", *report["figures"], *mine])
     assert report["figures"] == ["joint-beam-2.png", "lengths.png"]
+    summary = json.loads((tmp_path / "summary.json").read_text())  # a damaged list names no one's file
+    (tmp_path / "summary.json").write_text(json.dumps({**summary, "figures": ["boards.csv", "../x.png", "ab"]}))
+    (tmp_path / "a").write_bytes(b"mine")
+    evaluate.main([*first, "--agents", "largest"])
+    assert {"boards.csv", "a", "joint-beam-2.png", *mine} <= set(os.listdir(tmp_path))
 
 
 def test_a_random_agent_plays_alike_wherever_it_is_listed(tmp_path):

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import fnmatch
 import io
 import json
 import os
@@ -201,9 +202,7 @@ def main(argv=None) -> dict:
     max_clicks = args.max_clicks or width * height
     earlier = _earlier_figures(args.out)
     if by_points:
-        report = points_report(args, agents, boards, description, rules, max_clicks)
-        _remove_earlier_figures(args.out, earlier, report["figures"])
-        return report
+        return points_report(args, agents, boards, description, rules, max_clicks, earlier)
     reference = args.reference or ("best" if best is not None else agents[-1])
     if reference not in agents and not (reference == "best" and best is not None):
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
@@ -281,11 +280,16 @@ def main(argv=None) -> dict:
     report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
               "reference": reference, "reference_proven_optimal": proven, "agents": results,
               "figures": sorted(set(figures))}
-    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)  # last: it lists what the run wrote
+    # The earlier run's figures go first, then the summary that lists the new ones: a kill
+    # between the two leaves the earlier summary, whose figures a rerun removes.
     _remove_earlier_figures(args.out, earlier, report["figures"])
+    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png and joint-*.png to {args.out}")
     return report
+
+
+FIGURES = ("lengths.png", "points.png", "cells-left.png", "joint-*.png", "game-*.gif")  # what an evaluation draws
 
 
 def _earlier_figures(out: str) -> list[str]:
@@ -296,7 +300,10 @@ def _earlier_figures(out: str) -> list[str]:
             figures = json.load(handle).get("figures", [])
     except (OSError, ValueError, AttributeError):
         return []
-    return [name for name in figures if isinstance(name, str) and os.path.basename(name) == name]
+    if not isinstance(figures, list):
+        return []
+    return [name for name in figures if isinstance(name, str) and os.path.basename(name) == name
+            and any(fnmatch.fnmatchcase(name, pattern) for pattern in FIGURES)]
 
 
 def _remove_earlier_figures(out: str, earlier: list[str], written: list[str]) -> None:
@@ -306,7 +313,7 @@ def _remove_earlier_figures(out: str, earlier: list[str], written: list[str]) ->
     for name in set(earlier) - set(written):
         try:
             os.remove(os.path.join(out, name))
-        except FileNotFoundError:
+        except OSError:  # gone already, or made a folder since: not a figure to remove
             pass
 
 
@@ -328,10 +335,12 @@ def write_gifs(out: str, name: str, boards, solutions: list, rules: str, cleared
     return written
 
 
-def points_report(args, agents: list[str], boards, description: str, rules: str, max_clicks: int) -> dict:
+def points_report(args, agents: list[str], boards, description: str, rules: str, max_clicks: int,
+                  earlier: list[str]) -> dict:
     """Evaluate ``agents`` under a points rule set: SameGame's points (the clear bonus
     included) or Clickomania's cells left, per board; writes summary.json, boards.csv and
-    a histogram, ``points.png`` or ``cells-left.png``."""
+    a histogram, ``points.png`` or ``cells-left.png`` (``earlier``: the figures of the
+    evaluation before, removed unless written again)."""
     measure = "points" if game.rules_of(rules).objective == "points" else "cells_left"
     results, per_board, figures = {}, {}, []
     with progress_bar(total=len(boards) * len(agents), unit="board") as bar:
@@ -369,7 +378,8 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
                                                     f"({'higher' if measure == 'points' else 'lower'} is better)"))
     report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
               "agents": results, "figures": sorted({*figures, figure})}
-    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)  # last: it lists what the run wrote
+    _remove_earlier_figures(args.out, earlier, report["figures"])  # before the summary, as above
+    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs} and {figure} to {args.out}")
     return report

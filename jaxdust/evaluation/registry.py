@@ -76,7 +76,7 @@ def agent_key(seed: int) -> jax.Array:
     """The key every agent of an evaluation with ``seed`` plays with: one for all, so that an
     agent plays alike wherever it is listed and however the rows were kept, and apart from
     ``jax.random.key(seed)``, which random board sets are drawn from."""
-    return jax.random.fold_in(jax.random.key(seed), 1)
+    return jax.random.fold_in(jax.random.key(seed), 2**31)  # split(key(seed), N)[i] is fold_in(.., i): no board's
 
 
 def parse_agent(text: str) -> tuple[Agent, Any]:
@@ -401,7 +401,7 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
         if not text:
             raise ValueError(f"needs a run directory: {name}:RUN_DIR[:{what.upper()}]")
         run, _, number = text.rpartition(":")
-        if run and number.isdigit() and not os.path.isdir(text):  # a run named "avi-10:30" is that run
+        if run and number.isdigit() and not os.path.isfile(os.path.join(text, "config.json")):  # a run "avi-10:30"
             return _run_directory(run), _number(number, f"{name}: {what}", default, integer=True)
         if run and not os.path.exists(text) and os.path.isfile(os.path.join(run, "config.json")):
             # value:RUN:abc is a run with a mistyped number, not a directory named "RUN:abc"
