@@ -177,10 +177,6 @@ def difference(saved: dict, name: str, settings: dict, hardware: dict) -> str | 
     return None
 
 
-def reusable(saved: dict, name: str, settings: dict, hardware: dict) -> bool:
-    return difference(saved, name, settings, hardware) is None
-
-
 def print_table(results: dict, minutes: float, heuristic: dict) -> None:
     print(f"\nEqual wall time (a budget of {minutes:g} minutes of training each); the final model; mean clicks "
           "on fresh boards, mean clicks (share optimal) on proven ones\n")

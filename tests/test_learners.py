@@ -928,17 +928,17 @@ def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
     cpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "backend": "cpu", "device_kind": "cpu"}
     gpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 16, "backend": "gpu", "device_kind": "NVIDIA H100 80GB HBM3"}
     saved = {**settings, "changes": {"hidden": [1024, 1024]}, "hardware": gpu}
-    assert equal_time.reusable(saved, "wide", settings, gpu)
-    assert equal_time.reusable(saved, "wide", settings, {**gpu, "cpu": "AMD EPYC", "cores": 8})  # the GPU trains
-    assert not equal_time.reusable(saved, "wide", settings, cpu)
-    assert not equal_time.reusable(saved, "wide", settings, {**gpu, "device_kind": "NVIDIA H200"})
-    assert not equal_time.reusable({**saved, "jaxdust": "0.2.12"}, "wide", settings, gpu)  # another version
-    assert not equal_time.reusable(saved, "wide", {**settings, "minutes": 15.0}, gpu)
-    assert not equal_time.reusable(saved, "deep", settings, gpu)  # other changes
+    assert equal_time.difference(saved, "wide", settings, gpu) is None
+    assert equal_time.difference(saved, "wide", settings, {**gpu, "cpu": "AMD EPYC", "cores": 8}) is None  # the GPU trains
+    assert equal_time.difference(saved, "wide", settings, cpu) is not None
+    assert equal_time.difference(saved, "wide", settings, {**gpu, "device_kind": "NVIDIA H200"}) is not None
+    assert equal_time.difference({**saved, "jaxdust": "0.2.12"}, "wide", settings, gpu) is not None  # another version
+    assert equal_time.difference(saved, "wide", {**settings, "minutes": 15.0}, gpu) is not None
+    assert equal_time.difference(saved, "deep", settings, gpu) is not None  # other changes
     on_cpu = {**saved, "hardware": cpu}
-    assert equal_time.reusable(on_cpu, "wide", settings, cpu)
-    assert not equal_time.reusable(on_cpu, "wide", settings, {**cpu, "cores": 4})
-    assert not equal_time.reusable({k: v for k, v in on_cpu.items() if k != "hardware"}, "wide", settings, cpu)
+    assert equal_time.difference(on_cpu, "wide", settings, cpu) is None
+    assert equal_time.difference(on_cpu, "wide", settings, {**cpu, "cores": 4}) is not None
+    assert equal_time.difference({k: v for k, v in on_cpu.items() if k != "hardware"}, "wide", settings, cpu) is not None
     assert equal_time.difference(on_cpu, "wide", settings, {**cpu, "cores": 1}) == (  # said, so a user can pin it
         "measured with cores 2, this process has 1 (a process pinned with taskset counts the cores it may use)")
     assert equal_time.difference(on_cpu, "wide", {**settings, "jaxdust": "0.2.14"}, cpu) == (

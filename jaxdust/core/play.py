@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
+from jaxdust.core.flags import INT32_LIMIT
 
 Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, params) -> action
 
@@ -55,7 +56,7 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
 
     Raises:
       ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, a
-        ``max_clicks`` that is not a positive integer, or unknown rules.
+        ``max_clicks`` that is not a positive integer below 2^31, or unknown rules.
     """
     boards = _checked(boards, max_clicks, rules)
     return _play_boards(boards, policy, jax.random.split(key, boards.shape[0]), int(max_clicks), params, rules)
@@ -69,7 +70,7 @@ def _checked(boards, max_clicks, rules: str) -> jax.Array:
     if np.ndim(boards) != 3 or 0 in np.shape(boards):
         raise ValueError(f"play_boards takes a batch of boards [N, W, H], got shape {np.shape(boards)}"
                          + (" (one board: boards[None])" if np.ndim(boards) == 2 else ""))
-    if not game.is_integer(max_clicks) or not 1 <= max_clicks < 2**31:  # the click counter is int32
+    if not game.is_integer(max_clicks) or not 1 <= max_clicks < INT32_LIMIT:  # the click counter is int32
         raise ValueError(f"play_boards: max_clicks must be a positive integer below 2^31, got {max_clicks!r}")
     game.rules_of(rules)
     return boards

@@ -27,7 +27,7 @@ histograms) and ``joint-<agent>.png`` (each agent's length against the reference
 original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
 each agent's game on board i < N, the cluster clicked next outlined. ``summary.json`` is
 written last and lists the figures (``figures``); those an earlier evaluation into the same
-``--out`` listed and this one does not write again are removed once it ends.
+``--out`` listed and this one does not write again are removed just before it.
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
+from jaxdust.core.flags import INT32_LIMIT
 from jaxdust.core.boards import positions
 from jaxdust.core.play import play_in_chunks
 from jaxdust.core.processes import ordered_map
@@ -76,7 +77,8 @@ def agent_key(seed: int) -> jax.Array:
     """The key every agent of an evaluation with ``seed`` plays with: one for all, so that an
     agent plays alike wherever it is listed and however the rows were kept, and apart from
     ``jax.random.key(seed)``, which random board sets are drawn from."""
-    return jax.random.fold_in(jax.random.key(seed), 2**31)  # split(key(seed), N)[i] is fold_in(.., i): no board's
+    # split(key(seed), N)[i] is fold_in(key(seed), i), and no board index reaches INT32_LIMIT.
+    return jax.random.fold_in(jax.random.key(seed), INT32_LIMIT)
 
 
 def parse_agent(text: str) -> tuple[Agent, Any]:
