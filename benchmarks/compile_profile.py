@@ -148,4 +148,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(flags.run_command(main, "the processes that ended wrote their events to --log, if given; run the command again for the whole profile"))

@@ -160,4 +160,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "nothing was written and the worktrees are removed; run the command again")

@@ -127,4 +127,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "a set is published whole or not at all; the same command publishes the rest")

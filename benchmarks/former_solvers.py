@@ -161,4 +161,4 @@ def main(argv=None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "finished boards are kept in its --out; the same command plays the rest")

@@ -111,4 +111,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(flags.run_command(main, "nothing was written; run the command again"))

@@ -124,4 +124,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    flags.run_command(main, "nothing was written; run the command again")

@@ -81,8 +81,9 @@ def main(argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("boards", type=flags.input_file, help="file of boards in RULES.md text form, or - for stdin")
-    parser.add_argument("--width", type=flags.positive_int, default=None)
-    parser.add_argument("--height", type=flags.positive_int, default=None)
+    parser.add_argument("--width", type=flags.positive_int, default=None,
+                        help="the boards' width, for a file with no '# width=W height=H' header")
+    parser.add_argument("--height", type=flags.positive_int, default=None, help="the boards' height, likewise")
     parser.add_argument("--time-limit", type=flags.positive_float, default=None, help="seconds per board")
     parser.add_argument("--node-limit", type=flags.positive_int, default=None,
                         help="positions per board (without --time-limit the results are the same on any machine)")
@@ -129,6 +130,7 @@ def main(argv=None) -> int:
         args.rules = args.rules or declared_rules(lines)
         if args.rules not in CLICK_RULES:
             raise ValueError(f"{source} declares rules={args.rules}; the exact solver plays {', '.join(CLICK_RULES)}")
+        _check_flag_shape(lines, args.width, args.height, source)
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height)]
         if args.lines is not None:
@@ -189,6 +191,18 @@ def _pick_lines(jobs, ranges, source):
             where = f"line {low}" if low == high else f"lines {low}-{high}"
             raise ValueError(f"--lines: no board on {where} of {source}")
     return [job for job in jobs if any(low <= job[0] <= high for low, high in ranges)]
+
+
+def _check_flag_shape(lines: list[str], width: int | None, height: int | None, source: str) -> None:
+    """ValueError naming the first board whose header's shape ``--width``/``--height``
+    contradict: read at the flags' shape, every board of it would be an error line."""
+    if width is None and height is None:
+        return
+    for number, _, header_width, header_height in board_lines(lines, source=source):
+        if header_width is not None and (width or header_width, height or header_height) != (header_width, header_height):
+            raise ValueError(f"{source}:{number}: its header reads the boards at {header_width}x{header_height}, "
+                             f"--width/--height at {width or header_width}x{height or header_height}: leave the "
+                             f"flags out or correct the header")
 
 
 def _same_file(a: str, b: str) -> bool:
