@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from gymnasium.vector import AutoresetMode
 from jumanji.wrappers import AutoResetWrapper, JumanjiToGymWrapper, VmapWrapper
 
 import jaxdust
@@ -158,7 +159,8 @@ def test_vector_env_resets_finished_games_in_the_same_step():
         if terminated.any():
             ended += terminated.sum()
             assert (info["_final_obs"] == terminated).all()
-            assert not info["final_obs"][terminated].any()  # cleared boards...
+            assert all(info["final_obs"][i] is None for i in np.flatnonzero(~terminated))  # Gymnasium's form
+            assert not np.stack(info["final_obs"][terminated]).any()  # cleared boards...
             assert (obs[terminated] != 0).all()  # ...replaced by fresh, full ones
             assert (rewards[terminated] == 10.0).all()
         assert (rewards[~terminated] == -1.0).all()
@@ -202,8 +204,11 @@ def test_vector_env_steps_as_gymnasiums_sync_vector_env_of_single_envs(mode):
             both = live & ~ended
             if restarted.any():
                 np.testing.assert_array_equal(info["_final_obs"], sync_info["_final_obs"] & live)
-                np.testing.assert_array_equal(info["final_obs"][restarted],  # Gymnasium's: an object array
-                                              np.stack(sync_info["final_obs"][restarted]))
+                for i in range(6):  # Gymnasium's form: an object array, None where no game ended
+                    if info["_final_obs"][i]:
+                        np.testing.assert_array_equal(info["final_obs"][i], sync_info["final_obs"][i])
+                    else:
+                        assert info["final_obs"][i] is None
                 for key in ("clicks", "action_mask"):
                     np.testing.assert_array_equal(info["final_info"][key][restarted],
                                                   sync_info["final_info"][key][restarted])
@@ -239,7 +244,68 @@ def test_vector_env_in_next_step_mode_takes_gymnasiums_vector_wrappers():
             lengths += list(info["episode"]["l"][info["_episode"]])
     assert len(lengths) >= 4 and all(6 <= n <= 36 for n in lengths)
     with pytest.raises(ValueError, match="autoreset_mode must be one of"):
-        DustVectorEnv(2, autoreset_mode="disabled")
+        DustVectorEnv(2, autoreset_mode="never")
+
+
+def test_vector_env_with_autoreset_disabled_restarts_what_reset_mask_selects():
+    """Gymnasium's third mode against its ``SyncVectorEnv``: nothing restarts by itself, a
+    step with an ended game left is refused, and ``reset(options={"reset_mask": m})``
+    restarts only the games ``m`` selects (each from its own seed, as Gymnasium's)."""
+    capped = jaxdust.make("Dust-6x6x5-v0", max_clicks=12)
+    ours = DustVectorEnv(4, capped, autoreset_mode="disabled")
+    theirs = gymnasium.vector.SyncVectorEnv([lambda: DustGymEnv(capped)] * 4, autoreset_mode=AutoresetMode.DISABLED)
+    (obs, info), (sync_obs, sync_info) = ours.reset(seed=5), theirs.reset(seed=5)
+    np.testing.assert_array_equal(obs, sync_obs)
+    restarts = 0
+    for _ in range(60):
+        actions = legal_clicks(info["action_mask"], 0)
+        obs, reward, terminated, truncated, info = ours.step(actions)
+        sync_obs, sync_reward, sync_terminated, sync_truncated, sync_info = theirs.step(actions)
+        for a, b in [(obs, sync_obs), (reward, sync_reward), (terminated, sync_terminated),
+                     (truncated, sync_truncated), (info["clicks"], sync_info["clicks"]),
+                     (info["action_mask"], sync_info["action_mask"])]:
+            np.testing.assert_array_equal(a, b)
+        ended = terminated | truncated
+        if ended.any():
+            if not ended.all():
+                with pytest.raises(RuntimeError, match="have ended: restart them with reset"):
+                    ours.step(legal_clicks(info["action_mask"], 0))
+            seeds = [100 + restarts * 4 + i for i in range(4)]
+            (obs, info), (sync_obs, sync_info) = (env.reset(seed=seeds, options={"reset_mask": ended})
+                                                  for env in (ours, theirs))
+            np.testing.assert_array_equal(obs, sync_obs)
+            np.testing.assert_array_equal(info["_action_mask"], ended)
+            np.testing.assert_array_equal(info["action_mask"][ended], sync_info["action_mask"][ended])
+            assert (info["clicks"][ended] == 0).all() and (info["clicks"][~ended] > 0).all()
+            restarts += 1
+    assert restarts >= 4
+    for bad in (np.ones(3, bool), np.zeros(4, bool), np.ones(4, int), [True] * 4):
+        with pytest.raises(ValueError, match="reset_mask"):
+            ours.reset(options={"reset_mask": bad})
+
+
+def test_gymnasium_envs_compile_once_per_configuration_and_seed_as_sync_vector_env():
+    """A new env of a configuration seen before reuses its programs (a ``SyncVectorEnv`` of
+    many single envs compiles once), and ``reset(seed=s)`` gives game ``i`` what
+    ``DustGymEnv.reset(seed=s + i)`` does, as ``SyncVectorEnv`` seeds."""
+    first, second = DustGymEnv("Dust-6x6x5-v0"), DustGymEnv("Dust-6x6x5-v0")
+    assert first._jit_step is second._jit_step and first._jit_reset is second._jit_reset
+    assert DustVectorEnv(3, "Dust-6x6x5-v0")._jit_step is DustVectorEnv(5, "Dust-6x6x5-v0")._jit_step
+    assert (DustVectorEnv(3, "Dust-6x6x5-v0")._jit_step
+            is not DustVectorEnv(3, "Dust-6x6x5-v0", autoreset_mode="next_step")._jit_step)
+    envs = DustVectorEnv(3, "Dust-6x6x5-v0", render_mode="rgb_array")
+    sync = gymnasium.vector.SyncVectorEnv([lambda: DustGymEnv("Dust-6x6x5-v0")] * 3)
+    np.testing.assert_array_equal(envs.reset(seed=7)[0], sync.reset(seed=7)[0])
+    np.testing.assert_array_equal(envs.reset(seed=7)[0][1], first.reset(seed=8)[0])
+    frames = envs.render()
+    assert isinstance(frames, tuple) and len(frames) == 3 and envs.metadata["render_fps"] == 2
+    # DustEnv fields through gymnasium.make and make_vec
+    assert gymnasium.make("jaxdust/Dust-6x6x5-v0", max_clicks=3).unwrapped.env.max_clicks == 3
+    assert gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=2, max_clicks=3).env.max_clicks == 3
+    with pytest.raises(ValueError, match="no field\\(s\\) max_clickz"):
+        gymnasium.make("jaxdust/Dust-6x6x5-v0", max_clickz=3)
+    with pytest.raises(ValueError, match="apply to a registered id"):
+        DustGymEnv(jaxdust.make("Dust-6x6x5-v0"), max_clicks=3)
 
 
 def test_gymnasium_envs_pickle_and_check_their_reset_arguments():
@@ -258,11 +324,17 @@ def test_gymnasium_envs_pickle_and_check_their_reset_arguments():
     np.testing.assert_array_equal(envs.reset(seed=[1, 2, 3])[0], envs.reset(seed=[1, 2, 3])[0])
     board = np.asarray(jaxdust.random_board(jax.random.key(2), jaxdust.GameConfig(6, 6, 5)))
     assert (envs.reset(options={"board": board})[0] == board).all()
-    with pytest.raises(ValueError, match="3 ints or Nones"):
+    with pytest.raises(ValueError, match="3 non-negative ints or Nones"):
         envs.reset(seed=[1, 2])
+    with pytest.raises(ValueError, match="non-negative int.*got \\[1, -1, 2\\]"):
+        envs.reset(seed=[1, -1, 2])
+    with pytest.raises(ValueError, match="non-negative int.*got -1"):
+        envs.reset(seed=-1)
     for reset in (env.reset, envs.reset):
-        with pytest.raises(ValueError, match="the option 'board' only, got \\['borad'\\]"):
+        with pytest.raises(ValueError, match="the options 'board'.* only, got \\['borad'\\]"):
             reset(options={"borad": board})
+        with pytest.raises(ValueError, match="options must be a dict"):
+            reset(options="board")
         with pytest.raises(ValueError, match="game is over already"):
             reset(options={"board": np.zeros((6, 6), np.int8)})
 

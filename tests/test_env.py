@@ -135,6 +135,32 @@ def test_invalid_configuration():
         DustEnv(max_clicks=0)
 
 
+def test_a_state_of_another_env_or_shape_is_refused_and_batches_may_be_empty():
+    env8, env6 = DustEnv(GameConfig(8, 6, 5)), DustEnv(GameConfig(6, 6, 5))
+    state6, _ = env6.reset(jax.random.key(0))
+    batch6 = jax.tree.map(lambda leaf: jnp.stack([leaf, leaf]), state6)
+    with pytest.raises(ValueError, match="env.step: the state's boards are 6x6, this env's are 8x6"):
+        env8.step(state6, jnp.int32(0))
+    with pytest.raises(ValueError, match="the state's boards are 6x6, this env's are 8x6"):
+        jax.vmap(env8.step)(batch6, jnp.zeros(2, jnp.int32))
+    with pytest.raises(ValueError, match="env.step_batch takes a batch of states"):
+        env6.step_batch(state6, jnp.int32(0))
+    with pytest.raises(ValueError, match="env.step_batch takes a batch of states"):
+        env6.step_batch(batch6, jnp.zeros(3, jnp.int32))
+    states, _ = jax.vmap(env6.reset)(jax.random.split(jax.random.key(0), 0))
+    states, timestep = jax.vmap(env6.step)(states, jnp.zeros(0, jnp.int32))
+    assert timestep.reward.shape == (0,) and states.board.shape == (0, 6, 6)
+
+
+def test_counts_stay_int32_with_64_bit_mode_on():
+    """A scan carrying (state, timestep) needs every leaf's dtype as reset gives it."""
+    with jax.enable_x64(True):
+        state, first = SMALL_ENV.reset(jax.random.key(0), SMALL)
+        _, timestep = SMALL_ENV.step(state, action(1, 0))
+        assert timestep.extras["removed"].dtype == first.extras["removed"].dtype == jnp.int32
+        assert game.click(SMALL, 1, 0)[1].dtype == jnp.int32
+
+
 def test_jitted_step_traces_once():
     env = DustEnv(auto_reset=True)
     step = jax.jit(chex.assert_max_traces(env.step, n=1))

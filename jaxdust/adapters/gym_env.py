@@ -15,8 +15,9 @@ points). ``terminated``: no click removes anything any more (for the dust game, 
 is clear); ``truncated``: the env's click cap. Arrays returned are the caller's own
 (writable copies).
 
-The vector env resets finished games as Gymnasium's ``SyncVectorEnv`` does in the same
-mode (``autoreset_mode``):
+The vector env resets finished games as Gymnasium's ``SyncVectorEnv`` of ``DustGymEnv``
+does in the same mode (``autoreset_mode``), and ``reset(seed=s)`` gives game ``i`` the board
+``DustGymEnv.reset(seed=s + i)`` gives, as ``SyncVectorEnv`` seeds its envs:
 
 - ``"same_step"`` (the default): the step that ends a game returns its fresh board; the
   final board is ``info["final_obs"]`` and the final info ``info["final_info"]`` where
@@ -25,11 +26,18 @@ mode (``autoreset_mode``):
   restarts it (that step's action is ignored; reward 0). Gymnasium's vector observation
   wrappers (``FlattenObservation``, ``NormalizeObservation``, ...) take only this mode:
   ``gymnasium.make_vec(id, num_envs=N, autoreset_mode="next_step")``.
+- ``"disabled"``: nothing restarts by itself; ``reset(options={"reset_mask": m})`` (bool
+  ``[N]``) restarts the games ``m`` selects, and stepping a finished game that was not
+  restarted is a RuntimeError.
+
+Each env's programs are compiled once per configuration and mode, not per instance (a
+``SyncVectorEnv`` of many single envs shares them).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -49,14 +57,23 @@ from gymnasium.vector.utils import batch_space
 from jaxdust.core import game
 from jaxdust.core.boards import parse_board
 from jaxdust.core.env import DustEnv
-from jaxdust.core.registry import as_env, registered
+from jaxdust.core.registry import as_env, make, registered
 
-AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
+AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
 
 
 def _check_render_mode(render_mode: str | None) -> None:
     if render_mode not in (None, "rgb_array"):
         raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+
+
+def _env(env: DustEnv | str, overrides: dict) -> DustEnv:
+    """The ``DustEnv`` an adapter wraps: ``env``, or the registered id with ``overrides``
+    (``DustEnv`` fields, e.g. ``gymnasium.make("jaxdust/Dust-8x6x5-v0", max_clicks=20)``)."""
+    if overrides and not isinstance(env, str):
+        raise ValueError(f"{', '.join(sorted(overrides))}: such settings apply to a registered id, not to a "
+                         f"DustEnv (use dataclasses.replace on it)")
+    return make(env, **overrides) if isinstance(env, str) else as_env(env)
 
 
 def _board_space(env: DustEnv) -> spaces.Box:
@@ -79,14 +96,22 @@ def _seed_key(rng: np.random.Generator) -> jax.Array:
     return jax.random.key(int(rng.integers(2**31)))
 
 
-def _start_board(env: DustEnv, options: dict | None) -> jax.Array | None:
+def _options(options, allowed: tuple[str, ...]) -> dict:
+    """``reset``'s ``options`` as a dict of the ``allowed`` names; ValueError otherwise."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ValueError(f"reset's options must be a dict (e.g. {{'board': ...}}), got {options!r}")
+    unknown = sorted(set(options) - set(allowed), key=str)
+    if unknown:
+        raise ValueError(f"reset takes the options {', '.join(map(repr, allowed))} only, got {unknown}")
+    return options
+
+
+def _start_board(env: DustEnv, board) -> jax.Array | None:
     """The board ``reset``'s ``options={"board": ...}`` asks for (anything ``parse_board``
     takes; text is read at the env's size), settled under its rules, of its size and
-    colours, with a legal click; None for a random board. ValueError for other options."""
-    options = dict(options or {})
-    board = options.pop("board", None)
-    if options:
-        raise ValueError(f"reset takes the option 'board' only, got {sorted(options)}")
+    colours, with a legal click; None for a random board."""
     if board is None:
         return None
     config = env.game
@@ -97,6 +122,51 @@ def _start_board(env: DustEnv, options: dict | None) -> jax.Array | None:
         raise ValueError(f"the board's game is over already: no click removes anything under the "
                          f"{config.rules!r} rules")
     return board
+
+
+@functools.cache
+def _single_programs(env: DustEnv):
+    """``DustGymEnv``'s jitted reset and step: one pair per configuration."""
+    return jax.jit(env.reset), jax.jit(env.step)
+
+
+@functools.cache
+def _vector_programs(env: DustEnv, mode: AutoresetMode):
+    """``DustVectorEnv``'s jitted reset and step for ``mode``: one pair per configuration."""
+
+    def reset(keys, board):
+        states, timestep = jax.vmap(env.reset, in_axes=(0, None))(keys, board)
+        return states, timestep.observation.action_mask
+
+    def masks(boards, which):
+        """Legal clicks of ``boards``, labelled only in a step where some game is ``which``
+        (bool ``[B]``); all False in the others."""
+        return jax.lax.cond(which.any(), lambda: jax.vmap(env.observe)(boards).action_mask,
+                            lambda: jnp.zeros((boards.shape[0], env.game.num_cells), bool))
+
+    def same_step(states, actions):
+        """Steps every game; ``env`` restarts the finished ones (``auto_reset``). A
+        terminated game has no legal click left, so only a truncated one's final board is
+        labelled."""
+        states, timestep = jax.vmap(env.step)(states, actions)
+        ended = timestep.step_type == 2
+        terminated, truncated = ended & (timestep.discount == 0), ended & (timestep.discount == 1)
+        final_mask = masks(timestep.extras["next_board"], truncated) & truncated[:, None]
+        return (states, states.board, timestep.reward, terminated, truncated, timestep.observation.action_mask,
+                states.clicks, timestep.extras["next_board"], final_mask, timestep.extras["clicks"])
+
+    def next_step(previous, actions, restart):
+        """Restarts the games that ended last step (``env.reset_finished``, as
+        ``auto_reset`` would have) and steps the others (``disabled``: ``restart`` is all
+        False)."""
+        stepped, timestep = jax.vmap(env.step)(previous, actions)
+        states = env.reset_finished(stepped, restart)
+        mask = jnp.where(restart[:, None], masks(states.board, restart), timestep.observation.action_mask)
+        ended = (timestep.step_type == 2) & ~restart
+        return (states, states.board, jnp.where(restart, 0.0, timestep.reward),
+                ended & (timestep.discount == 0), ended & (timestep.discount == 1), mask, states.clicks)
+
+    return jax.jit(reset), jax.jit(same_step if mode == AutoresetMode.SAME_STEP else next_step)
 
 
 class _Compiled:
@@ -117,9 +187,11 @@ class _Compiled:
 class DustGymEnv(_Compiled, gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
 
-    def __init__(self, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None):
+    def __init__(self, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None, **overrides):
+        """``overrides``: ``DustEnv`` fields changed from the registered id's (``max_clicks``,
+        ``rewards``)."""
         _check_render_mode(render_mode)
-        self.env = dataclasses.replace(as_env(env), auto_reset=False)
+        self.env = dataclasses.replace(_env(env, overrides), auto_reset=False)
         self.render_mode = render_mode
         self.observation_space = _board_space(self.env)
         self.action_space = spaces.Discrete(self.env.game.num_cells)
@@ -128,8 +200,7 @@ class DustGymEnv(_Compiled, gymnasium.Env):
         self._compile()
 
     def _compile(self) -> None:
-        self._jit_reset = jax.jit(self.env.reset)
-        self._jit_step = jax.jit(self.env.step)
+        self._jit_reset, self._jit_step = _single_programs(self.env)
 
     def _info(self, timestep) -> dict:
         return {"action_mask": np.array(timestep.observation.action_mask, np.int8),
@@ -140,7 +211,7 @@ class DustGymEnv(_Compiled, gymnasium.Env):
         text is read at this env's size), settled under its rules, of its size and colours,
         with a click left to make."""
         super().reset(seed=seed)
-        board = _start_board(self.env, options)
+        board = _start_board(self.env, _options(options, ("board",)).get("board"))
         self._state, timestep = self._jit_reset(_seed_key(self.np_random), board)
         self._ended = False
         return np.array(timestep.observation.board), self._info(timestep)
@@ -172,10 +243,12 @@ class DustGymEnv(_Compiled, gymnasium.Env):
 
 
 class DustVectorEnv(_Compiled, VectorEnv):
-    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 2, "autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, num_envs: int, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None,
-                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP):
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP, **overrides):
+        """``overrides``: ``DustEnv`` fields changed from the registered id's (``max_clicks``,
+        ``rewards``)."""
         if not game.is_integer(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         _check_render_mode(render_mode)
@@ -185,10 +258,10 @@ class DustVectorEnv(_Compiled, VectorEnv):
             mode = named.get(autoreset_mode.replace("_", "").lower())
         if mode not in AUTORESET_MODES:
             raise ValueError(f"autoreset_mode must be one of {[m.value for m in AUTORESET_MODES]} (or "
-                             f"'same_step', 'next_step'), got {autoreset_mode!r}")
+                             f"'same_step', 'next_step', 'disabled'), got {autoreset_mode!r}")
         self.autoreset_mode = mode
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
-        self.env = dataclasses.replace(as_env(env), auto_reset=mode == AutoresetMode.SAME_STEP)
+        self.env = dataclasses.replace(_env(env, overrides), auto_reset=mode == AutoresetMode.SAME_STEP)
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
         self.single_observation_space = _board_space(self.env)
@@ -196,69 +269,67 @@ class DustVectorEnv(_Compiled, VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._state = None
-        self._restart = np.zeros(self.num_envs, bool)  # next_step: games that ended last step
+        # next_step: games that ended last step, restarted by this one; disabled: games
+        # ended and not yet reset (a step on them is refused).
+        self._restart = np.zeros(self.num_envs, bool)
         self._compile()
 
     def _compile(self) -> None:
-        env = self.env
-
-        def reset(keys, board):
-            states, timestep = jax.vmap(env.reset, in_axes=(0, None))(keys, board)
-            return states, timestep.observation.action_mask
-
-        def masks(boards, which):
-            """Legal clicks of ``boards``, labelled only in a step where some game is
-            ``which`` (bool ``[B]``); all False in the others."""
-            return jax.lax.cond(which.any(), lambda: jax.vmap(env.observe)(boards).action_mask,
-                                lambda: jnp.zeros((boards.shape[0], env.game.num_cells), bool))
-
-        def same_step(states, actions):
-            """Steps every game; ``env`` restarts the finished ones (``auto_reset``). A
-            terminated game has no legal click left, so only a truncated one's final board
-            is labelled."""
-            states, timestep = jax.vmap(env.step)(states, actions)
-            ended = timestep.step_type == 2
-            terminated, truncated = ended & (timestep.discount == 0), ended & (timestep.discount == 1)
-            final_mask = masks(timestep.extras["next_board"], truncated) & truncated[:, None]
-            return (states, states.board, timestep.reward, terminated, truncated, timestep.observation.action_mask,
-                    states.clicks, timestep.extras["next_board"], final_mask, timestep.extras["clicks"])
-
-        def next_step(previous, actions, restart):
-            """Restarts the games that ended last step (``env.reset_finished``, as
-            ``auto_reset`` would have) and steps the others."""
-            stepped, timestep = jax.vmap(env.step)(previous, actions)
-            states = env.reset_finished(stepped, restart)
-            mask = jnp.where(restart[:, None], masks(states.board, restart), timestep.observation.action_mask)
-            ended = (timestep.step_type == 2) & ~restart
-            return (states, states.board, jnp.where(restart, 0.0, timestep.reward),
-                    ended & (timestep.discount == 0), ended & (timestep.discount == 1), mask, states.clicks)
-
-        self._jit_reset = jax.jit(reset)
-        self._jit_step = jax.jit(same_step if self.autoreset_mode == AutoresetMode.SAME_STEP else next_step)
+        self._jit_reset, self._jit_step = _vector_programs(self.env, self.autoreset_mode)
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
-        """``seed``: one int (the games' boards follow from it), or one int or None per
-        game; ``options={"board": ...}`` starts every game from that board (as
-        ``DustGymEnv.reset``)."""
-        if isinstance(seed, (list, tuple, np.ndarray)):
-            seeds = list(seed)
-            if len(seeds) != self.num_envs or not all(s is None or game.is_integer(s) for s in seeds):
-                raise ValueError(f"seed must be an int, None, or {self.num_envs} ints or Nones (one a game), "
-                                 f"got {seed!r}")
+        """``seed``: one int ``s`` (game ``i`` gets ``s + i``, as in ``SyncVectorEnv``), or
+        one non-negative int or None per game; ``options={"board": ...}`` starts every game
+        from that board (as ``DustGymEnv.reset``); ``options={"reset_mask": m}`` (numpy bool
+        ``[N]``, as Gymnasium takes it) restarts only the games ``m`` selects, the others
+        going on as they were (``info``'s ``_action_mask`` and ``_clicks`` are ``m``)."""
+        options = _options(options, ("board", "reset_mask"))
+        reset_mask = self._reset_mask(options.get("reset_mask"))
+        if seed is None:
+            super().reset()
+            keys = jax.random.split(_seed_key(self.np_random), self.num_envs)
+        else:
+            if game.is_integer(seed):
+                seeds = [int(seed) + i for i in range(self.num_envs)]
+            else:
+                seeds = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) else None
+            if (seeds is None or len(seeds) != self.num_envs
+                    or not all(s is None or (game.is_integer(s) and s >= 0) for s in seeds)):
+                raise ValueError(f"seed must be a non-negative int, None, or {self.num_envs} non-negative ints or "
+                                 f"Nones (one a game), got {seed!r}")
             given = [int(s) for s in seeds if s is not None]
             # Seeded from all given seeds, so an unseeded reset after this one repeats too.
             self._np_random, self._np_random_seed = seeding.np_random(
                 int(np.random.SeedSequence(given).generate_state(1)[0]) if given else None)
             keys = jnp.stack([_seed_key(np.random.default_rng(s) if s is not None else self.np_random)
                               for s in seeds])
+        board = _start_board(self.env, options.get("board"))
+        states, mask = self._jit_reset(keys, board)
+        if reset_mask is None:
+            self._state = states
+            self._restart[:] = False
+            reset_mask = np.ones(self.num_envs, bool)
         else:
-            super().reset(seed=seed)
-            keys = jax.random.split(_seed_key(self.np_random), self.num_envs)
-        board = _start_board(self.env, options)
-        self._state, mask = self._jit_reset(keys, board)
-        self._restart[:] = False
-        return np.array(self._state.board), {"action_mask": np.array(mask, np.int8),
-                                             "clicks": np.zeros(self.num_envs, np.int32)}
+            if self._state is None:
+                raise RuntimeError("reset_mask restarts some of the games: call reset() without it first")
+            chosen = jnp.asarray(reset_mask)
+            self._state = jax.tree.map(lambda new, old: jnp.where(chosen.reshape(-1, *[1] * (new.ndim - 1)), new, old),
+                                       states, self._state)
+            mask = jnp.where(chosen[:, None], mask, jax.vmap(self.env.observe)(self._state.board).action_mask)
+            self._restart &= ~reset_mask
+        return np.array(self._state.board), {"action_mask": np.array(mask, np.int8), "_action_mask": reset_mask.copy(),
+                                             "clicks": np.array(self._state.clicks), "_clicks": reset_mask.copy()}
+
+    def _reset_mask(self, reset_mask) -> np.ndarray | None:
+        """``options["reset_mask"]`` checked as Gymnasium checks it (ValueError here)."""
+        if reset_mask is None:
+            return None
+        if not isinstance(reset_mask, np.ndarray) or reset_mask.dtype != np.bool_ or reset_mask.shape != (self.num_envs,):
+            raise ValueError(f"options['reset_mask'] must be a numpy bool array of shape ({self.num_envs},), "
+                             f"got {reset_mask!r}")
+        if not reset_mask.any():
+            raise ValueError("options['reset_mask'] selects no game: give at least one True")
+        return reset_mask
 
     def step(self, actions):
         if self._state is None:
@@ -267,18 +338,28 @@ class DustVectorEnv(_Compiled, VectorEnv):
         if actions.size != self.num_envs:
             raise ValueError(f"{self.num_envs} actions per step, got {actions.size}")
         actions = jnp.asarray(actions.reshape(self.num_envs))
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._restart.any():
+            raise RuntimeError(f"games {np.flatnonzero(self._restart).tolist()} have ended: restart them with "
+                               f"reset(options={{'reset_mask': ...}}) before the next step (autoreset_mode "
+                               f"'disabled')")
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             (self._state, board, reward, terminated, truncated, mask, clicks,
              final_board, final_mask, final_clicks) = self._jit_step(self._state, actions)
-        else:
+        else:  # next_step restarts the games that ended last step; disabled refused them above
             (self._state, board, reward, terminated, truncated, mask,
              clicks) = self._jit_step(self._state, actions, jnp.asarray(self._restart))
         terminated, truncated = np.array(terminated), np.array(truncated)
-        info = {"action_mask": np.array(mask, np.int8), "clicks": np.array(clicks)}
+        every = np.ones(self.num_envs, bool)
+        info = {"action_mask": np.array(mask, np.int8), "_action_mask": every,
+                "clicks": np.array(clicks), "_clicks": every.copy()}
         ended = terminated | truncated
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             if ended.any():
-                info.update(final_obs=np.array(final_board), _final_obs=ended,
+                final_obs = np.full(self.num_envs, None, object)  # Gymnasium's: None where no game ended
+                boards = np.array(final_board)
+                for i in np.flatnonzero(ended):
+                    final_obs[i] = boards[i]
+                info.update(final_obs=final_obs, _final_obs=ended,
                             final_info={"action_mask": np.array(final_mask, np.int8), "_action_mask": ended,
                                         "clicks": np.array(final_clicks), "_clicks": ended},
                             _final_info=ended.copy())
@@ -288,7 +369,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
 
     def render(self):
         if self.render_mode == "rgb_array" and self._state is not None:
-            return [self.env.render(jax.tree.map(lambda leaf: leaf[i], self._state)) for i in range(self.num_envs)]
+            return tuple(self.env.render(jax.tree.map(lambda leaf: leaf[i], self._state)) for i in range(self.num_envs))
         return None
 
 

@@ -20,7 +20,8 @@ called one step at a time) and ``jax.jit(env.step)`` compile once per configurat
   the cells removed, so a game's return is its board's cells minus those left. ``Rewards``
   applies to the fewest-clicks rule sets only.
 - **Discount** float32: 0 once the episode terminates, else 1 (truncation keeps 1, so a
-  learner bootstraps through it). With the default rewards and discount 1 a position
+  learner bootstraps through it: with auto-reset from ``extras["next_board"]``, since the
+  observation is then the fresh board). With the default rewards and discount 1 a position
   ``n`` clicks from empty is worth ``10 - (n - 1)``, so ``11 - Q`` counts the clicks left.
 - **Termination** when no click removes anything any more (the board is empty, or for
   ``samegame`` and ``clickomania`` no two touching cells share a colour); **truncation**
@@ -221,7 +222,14 @@ class DustEnv:
             raise ValueError(f"env.step takes one state and one action (board [W, H], action []), got board "
                              f"{np.shape(state.board)} and action {np.shape(action)}; for a batch, "
                              "jax.vmap(env.step) or env.step_batch")
+        self._require_shape(state.board.shape, "env.step")
         return _batched_step(self)(state, action)
+
+    def _require_shape(self, shape: tuple[int, ...], caller: str) -> None:
+        """ValueError for boards of another size than this env's (a state from another env)."""
+        if tuple(shape) != (self.game.width, self.game.height):
+            raise ValueError(f"{caller}: the state's boards are {'x'.join(map(str, shape))}, this env's are "
+                             f"{self.game.width}x{self.game.height} (a state from another env?)")
 
     def step_batch(self, states: State, actions: jax.Array) -> tuple[State, TimeStep]:
         """``step`` for a batch: states with leading axis ``[B]``, actions int32 ``[B]``;
@@ -232,6 +240,11 @@ class DustEnv:
         one row sum); a board is cleared when the click removed every occupied cell.
         """
         actions = game.index_argument(actions, "env.step_batch: the actions")
+        if np.ndim(actions) != 1 or np.ndim(states.board) != 3 or np.shape(states.board)[0] != np.shape(actions)[0]:
+            raise ValueError(f"env.step_batch takes a batch of states and one action a game (board [B, W, H], "
+                             f"actions [B]), got board {np.shape(states.board)} and actions {np.shape(actions)}; "
+                             "for one game, env.step")
+        self._require_shape(states.board.shape[1:], "env.step_batch")
         num_games = actions.shape[0]
         rules = game.rules_of(self.game.rules)
         # A game past its click cap (truncated, not reset) stays as it was: its click goes
@@ -240,7 +253,7 @@ class DustEnv:
         if self.max_clicks is not None and not self.auto_reset:
             capped = states.clicks >= self.max_clicks
             actions = jnp.where(capped, self.game.num_cells, actions)
-        cells = states.board.reshape(num_games, -1)
+        cells = states.board.reshape(num_games, self.game.num_cells)  # -1 fails on 0 games
         colour = jnp.take_along_axis(cells, actions[:, None], axis=1, mode="fill", fill_value=0)[:, 0]
         occupied = jnp.sum(cells != 0, axis=1, dtype=jnp.int32)
         boards_last = jnp.moveaxis(states.board, 0, -1)

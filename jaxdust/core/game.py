@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 from typing import NamedTuple
 
 import jax
@@ -291,7 +292,7 @@ def fold_rows(values: jax.Array, combine=jnp.bitwise_or, axes: int = 1) -> jax.A
     chain of one op per row made programs several times larger: the heuristic compiled
     23% slower and ran 19% slower (8,192 8 x 6 boards, 2-core AMD EPYC).
     """
-    rows = values.reshape(-1, *values.shape[axes:])
+    rows = values.reshape(math.prod(values.shape[:axes]), *values.shape[axes:])  # -1 fails on 0 boards
     while rows.shape[0] > 1:
         half = rows.shape[0] // 2
         folded = combine(rows[:half], rows[half:2 * half])
@@ -700,7 +701,8 @@ def contract(board: jax.Array, rules: str = "dust") -> jax.Array:
 
 def _count_packed(words: jax.Array) -> jax.Array:
     """Set bits of ``pack_columns`` words ``[W, K, ...]`` per board: int32 ``[...]``."""
-    return jnp.sum(jax.lax.population_count(words).astype(jnp.int32), axis=(0, 1))
+    # dtype: without it, jax_enable_x64 makes the count (``removed``) int64.
+    return jnp.sum(jax.lax.population_count(words).astype(jnp.int32), axis=(0, 1), dtype=jnp.int32)
 
 
 def click_cells_first(board: jax.Array, action: jax.Array, colour: jax.Array,
