@@ -84,6 +84,21 @@ def test_settings_must_match_an_existing_run(small_set, tmp_path):
         make_dataset(str(tmp_path), DatasetConfig(**{**SMALL.__dict__, "seed": 8}), progress=False)
 
 
+def test_one_process_at_a_time_makes_a_data_set(small_set, tmp_path):
+    """A second maker would delete the first one's temporary files (and journal its boards
+    twice): it is refused while another holds the folder's lock, and goes on after."""
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from jaxdust.core import files; "
+                               f"lock = files.lock_directory({small_set[0]!r}); print(lock is not None, flush=True); "
+                               "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "True"
+        with pytest.raises(ValueError, match=f"another process is making a data set in {small_set[0]}"):
+            make_dataset(small_set[0], SMALL, progress=False)
+    finally:
+        holder.communicate("")
+    assert make_dataset(small_set[0], SMALL, progress=False)["shards"]  # finished already: nothing to do
+
+
 def test_a_damaged_shard_is_named_and_made_again_from_the_journal(tmp_path, small_set, capsys):
     directory = tmp_path / "set"
     shutil.copytree(small_set[0], directory)
@@ -144,7 +159,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, small_set)
     assert killed.returncode == -signal.SIGKILL
     journal = directory / "journal.jsonl"
     assert journal.read_text().count("\n") == 9  # it really stopped part way
-    assert sorted(os.listdir(directory)) == ["journal.jsonl", "manifest.json", "shard-00000.npz"]
+    assert sorted(os.listdir(directory)) == [".lock", "journal.jsonl", "manifest.json", "shard-00000.npz"]
     with open(journal, "a") as handle:
         handle.write('{"index": 99, "cli')  # as if killed in the middle of a line
     (directory / ".tmp-abc123shard-00001.npz").write_bytes(b"PK")  # as if killed while writing a shard
@@ -159,7 +174,7 @@ def directory_bytes(directory) -> dict:
 def test_data_sets_are_byte_identical_whatever_the_number_of_processes(tmp_path, small_set):
     make_dataset(str(tmp_path), SMALL, jobs=2, progress=False)
     made = directory_bytes(tmp_path)
-    assert sorted(made) == ["journal.jsonl", "manifest.json"] + [f"shard-{i:05d}.npz" for i in range(5)]
+    assert sorted(made) == [".lock", "journal.jsonl", "manifest.json"] + [f"shard-{i:05d}.npz" for i in range(5)]
     assert made == directory_bytes(small_set[0])
 
 

@@ -295,6 +295,10 @@ def test_imitation_splits_by_board_and_mirrors(beam_data):
     too_large = dataclasses.replace(config, batch_size=train.boards.shape[0] + 1)  # not one batch: refused
     with pytest.raises(ValueError, match=f"training split holds {train.boards.shape[0]} positions, fewer than"):
         imitation.make_imitation(too_large, beam_data)
+    one_board = type(beam_data)(*(column[beam_data.board_id == 0] for column in beam_data))  # all held out
+    with pytest.raises(ValueError, match="training split holds 0 positions, fewer than batch_size 256 \\(of its 1 "
+                                         "boards, at least one and a share of 0.2 are held out"):
+        imitation.make_imitation(config, one_board)
 
 
 @pytest.mark.slow
@@ -790,6 +794,12 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
     args, _ = _settled(tmp_path / "run", "--resume")
     with pytest.raises(ValueError, match="is gone: pass --data"):
         learners.get("imitation").check(imitation.ImitationConfig(game=size), args)
+    # Made again in the run's own folder with other settings: refused, given or not.
+    make_dataset(str(tmp_path / "data"), dataclasses.replace(made, seed=3, boards=3), progress=False)
+    for flags in ([], ["--data", str(tmp_path / "data")]):
+        with pytest.raises(runs.RunError, match=re.escape(f"{tmp_path / 'data'} holds a data set made with other "
+                                                          "settings than the run's (boards 3, not 2; seed 3, not 1)")):
+            _settled(tmp_path / "run", "--resume", *flags)
 
 
 def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):

@@ -183,7 +183,7 @@ def header_shape(line: str) -> tuple[int | None, int | None]:
     return shape[0], shape[1]
 
 
-OPTIMA_HEADER = ("board", "optimal_clicks")  # RULES.md's boards/optimal_*.txt: "# board optimal_clicks ..."
+OPTIMA_HEADER = ("board", "optimal_clicks")  # RULES.md's data/boards/optimal_*.txt: "# board optimal_clicks ..."
 # A fewest-clicks set's column comment (``jaxdust.evaluation.benchmark.write_set``).
 FEWEST_CLICKS_COLUMNS = "columns: board, fewest clicks found, proven lower bound"
 
@@ -202,7 +202,7 @@ def _header_comments(lines: Iterable[str]):
 def reference_columns(lines: Iterable[str]) -> str:
     """What the numbers after each board of a board file (its ``lines``) are, by its
     comments before the first board: ``"optima"`` for RULES.md's ``# board optimal_clicks``
-    (``boards/optimal_*.txt``: the one number is the proven optimum), ``"fewest_clicks"``
+    (``data/boards/optimal_*.txt``: the one number is the proven optimum), ``"fewest_clicks"``
     for a fewest-clicks set (``FEWEST_CLICKS_COLUMNS``: the fewest clicks found, then the
     proven lower bound; equal, they are the optimum), else ``"best_known"`` (the last
     number, if any, is a length found, e.g. ``eval_8x6x5.txt``'s beam column)."""

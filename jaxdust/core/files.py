@@ -45,6 +45,24 @@ def current_umask() -> int:
     return mask
 
 
+LOCK_FILE = ".lock"
+
+
+def lock_directory(directory: str | os.PathLike):
+    """The ``filelock.FileLock`` on ``directory``'s ``LOCK_FILE``, taken (the directory is
+    made if need be), or None when another process holds it. The OS lets go of it when the
+    holder ends, however it ends; ``release()`` lets go before."""
+    import filelock  # a dependency, imported where a command writes a folder
+
+    os.makedirs(directory, exist_ok=True)
+    lock = filelock.FileLock(os.path.join(directory, LOCK_FILE), timeout=0)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        return None
+    return lock
+
+
 def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
     """Delete the temporary files of atomic writes that a killed process left in ``directory``.
 

@@ -222,9 +222,20 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
 
     Raises:
       OtherSettings: ``directory`` holds a data set made with other settings (naming them).
-      ValueError: a journal without its manifest (whose settings are then unknown).
+      ValueError: a journal without its manifest (whose settings are then unknown), or
+        another process making a data set in ``directory``.
     """
-    os.makedirs(directory, exist_ok=True)
+    lock = files.lock_directory(directory)  # one writer: a second would delete its temporaries
+    if lock is None:
+        raise ValueError(f"another process is making a data set in {directory} (it holds {files.LOCK_FILE}): "
+                         "wait for it to end, or use another directory")
+    try:
+        return _make_dataset(directory, config, jobs, progress)
+    finally:
+        lock.release()
+
+
+def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bool) -> dict:
     manifest_path = os.path.join(directory, "manifest.json")
     journal_path = os.path.join(directory, "journal.jsonl")
     settings = configs.to_json(config)
@@ -367,6 +378,18 @@ def load_dataset(directory: str, finished: bool = False) -> Dataset:
     return Dataset(**{field: np.concatenate([p[field] for p in parts]) for field in Dataset._fields})
 
 
+def _flag_differences(differences: str) -> str:
+    """``OtherSettings.differences`` (``configs.differences`` of two configs' JSON) with
+    each field named by the flag that sets it (the board's by ``--size/--env``)."""
+    parts = []
+    for part in differences.split("; "):
+        name, _, rest = part.partition(" ")
+        board, _, field = name.partition(".")
+        parts.append(f"--size/--env: {field} {rest}" if board == "game" and field else
+                     f"--{name.replace('_', '-')} {rest}")
+    return "; ".join(parts)
+
+
 def main(argv=None) -> int:
     parser = flags.Parser(
         prog="python -m jaxdust.learn.datasets", description=__doc__,
@@ -395,11 +418,13 @@ def main(argv=None) -> int:
     unused = "--beam-width" if args.labeller == "exact" else "--node-limit"
     if (args.beam_width if args.labeller == "exact" else args.node_limit) is not None:
         flags.fail(parser, f"{unused} is not used by the {args.labeller} labeller")
-    try:
-        config = DatasetConfig(args.size or defaults.game, args.boards, args.seed, args.labeller,
-                               args.node_limit or defaults.node_limit, args.beam_width or defaults.beam_width,
-                               args.shard_size)
+    try:  # a refused value is named by its flag
+        config = configs.from_flags(args, dataclasses.replace(defaults, game=args.size or defaults.game))
         make_dataset(args.out, config, jobs=args.jobs)
+    except OtherSettings as error:
+        flags.fail(parser, f"{error.directory} holds a data set made with other settings "
+                           f"({_flag_differences(error.differences)}): give its settings to go on with it, "
+                           "or another --out")
     except ValueError as error:
         flags.fail(parser, str(error))
     data = load_dataset(args.out)

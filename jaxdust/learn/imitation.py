@@ -2,9 +2,9 @@
 
 The policy head puts a sigmoid on every cell and learns, with binary cross-entropy, to
 mark the whole cluster the solver clicked (the original supervised post's target); the
-value head regresses the clicks left (Huber). Greedy play clicks the highest-scoring legal
-cell (``agents.PolicyGreedy``); the value head scores positions for the beam search
-(``agents.ValueScorer``, width 1 = greedy one-step lookahead).
+value head regresses the clicks left (Huber). Its policy plays alone ("argmax") by clicking
+the highest-scoring legal cell (``agents.PolicyGreedy``); the value head scores positions
+for the beam search (``agents.ValueScorer``; width 1, "greedy", is a one-step lookahead).
 
     init, run_epoch, evaluate = make_imitation(config, data)
     state = init(key)
@@ -14,6 +14,7 @@ cell (``agents.PolicyGreedy``); the value head scores positions for the beam sea
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import ClassVar, NamedTuple
 
 import jax
@@ -40,7 +41,7 @@ class ImitationConfig:
     learning_rate: float = 1e-3  # the rate at the start, cosine-decayed over the run
     final_lr_fraction: float = 0.05  # the rate at the end, as a share of learning_rate
     weight_decay: float = 1e-4  # AdamW's decoupled weight decay
-    value_weight: float = 0.2  # value loss (clicks^2 scale) against the per-cell BCE
+    value_weight: float = 0.2  # value loss (Huber in clicks: squared within one, linear beyond) against the per-cell BCE
     validation_share: float = 0.1  # of source boards held out
     mirror: bool = True  # also train on mirror images, where they play alike (game.mirror_symmetric)
     # Runs saved before rule_prior started from the dust game's estimate on every rule set.
@@ -83,7 +84,7 @@ def split_dataset(data: Dataset, config: ImitationConfig) -> tuple[Split, Split]
         b, c, v = data.boards[rows], data.clicked[rows], data.cost_to_go[rows]
         if mirror:
             b, c, v = np.concatenate([b, b[:, ::-1]]), np.concatenate([c, c[:, ::-1]]), np.concatenate([v, v])
-        return Split(jnp.asarray(b), jnp.asarray(c.reshape(len(c), -1), jnp.float32),
+        return Split(jnp.asarray(b), jnp.asarray(c.reshape(len(c), math.prod(c.shape[1:])), jnp.float32),
                      jnp.asarray(v, jnp.float32))
 
     return split(~validation, config.mirror and config.game.mirror_symmetric), split(validation, False)
@@ -121,7 +122,9 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
     train, validation = split_dataset(data, config)
     if train.boards.shape[0] < config.batch_size:
         raise ValueError(f"the data set's training split holds {train.boards.shape[0]} positions, fewer than "
-                         f"batch_size {config.batch_size}: make more boards or lower --batch-size")
+                         f"batch_size {config.batch_size} (of its {len(np.unique(data.board_id))} boards, at least "
+                         f"one and a share of {config.validation_share:g} are held out for validation): make "
+                         f"more boards or lower --batch-size")
     if mesh is not None and config.batch_size % mesh.size:
         raise ValueError(f"--batch-size {config.batch_size} must divide over {mesh.size} devices")
 

@@ -166,7 +166,12 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
             for name, value in ((name, getattr(args, name)) for name in defaults)}
     for name in DIRECTORY_FLAGS:
         if kept.get(name):  # what a copy must have been made with, should the folder move
-            kept[name + SETTINGS] = saved.get(name + SETTINGS) or _data_settings(kept[name])
+            recorded, now = saved.get(name + SETTINGS), _data_settings(kept[name])
+            if recorded and now and now != recorded:  # the folder was made again since
+                raise RunError(f"{kept[name]} holds a data set made with other settings than the run's "
+                               f"({configs.differences(now, recorded)}): give --data a copy made with the "
+                               f"run's, or use another --run-dir")
+            kept[name + SETTINGS] = recorded or now
     return kept
 
 
@@ -436,19 +441,16 @@ class Run:
         self.release()
 
 
-LOCK_FILE = ".lock"
+LOCK_FILE = files.LOCK_FILE
 
 
 def _lock_run_directory(directory: str) -> filelock.FileLock:
     """The directory's lock, held while this process trains there (the OS lets go of it
     when the process ends, however it ends); RunError when another process holds it."""
-    os.makedirs(directory, exist_ok=True)
-    lock = filelock.FileLock(os.path.join(directory, LOCK_FILE), timeout=0)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
+    lock = files.lock_directory(directory)
+    if lock is None:
         raise RunError(f"another process is training in {directory} (it holds {LOCK_FILE}): "
-                       "wait for it to end, or use another --run-dir") from None
+                       "wait for it to end, or use another --run-dir")
     return lock
 
 
