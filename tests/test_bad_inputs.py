@@ -193,6 +193,8 @@ FILE_CASES = [
     ("evaluate", ["--telepathy"], ["unrecognized arguments: --telepathy"]),
     ("evaluate", ["--env", "Tetris-1x1x1-v0"], ["--env", "unknown environment 'Tetris-1x1x1-v0'", "Former-7x9x4-v0"]),
     ("evaluate", ["--env", "SameGame-15x15x5-v0", "--agents", "dfs"], ["agent 'dfs' plays the dust rules"]),
+    ("evaluate", ["--env", "SameGame-15x15x5-v0", "--boards", BOARDS_FILE, "--agents", "largest"],
+     ["--env plays 15x15 boards", "holds 8x4 ones"]),  # one line: no note on the file's lengths first
     ("evaluate", ["--env", "Former-7x9x4-v0", "--agents", "nmcs"], ["agent 'nmcs' plays the samegame, clickomania"]),
     ("evaluate", ["--env", "SameGame-15x15x5-v0", "--agents", "nmcs:3"], ["nmcs: level must be 1 or 2"]),
     ("evaluate", ["--random", "2", "--boards", "{board file}"], ["--random and --boards: give one"]),
@@ -521,6 +523,16 @@ API_CASES = [
     (lambda: play_boards(jnp.ones((1, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 3 * 10**9),
      "max_clicks must be a positive integer below 2\\^31, got 3000000000"),
     (lambda: play_boards(np.full((1, 4, 3), 1.5), baselines.largest_cluster, jax.random.key(0), 9), "must hold integers"),
+    # A batch [B, W, H] where one board is taken would be read as boards [W, H] over B.
+    *((lambda function=function: function(jnp.ones((3, 4, 2), jnp.int8)),
+       f"{function.__name__} takes one board \\[W, H\\], got shape \\(3, 4, 2\\); for a batch, jax.vmap")
+      for function in (jaxdust.cluster_labels, jaxdust.legal_action_mask, jaxdust.cluster_action_mask,
+                       jaxdust.contract)),
+    (lambda: jaxdust.click_action(jnp.ones((4, 3), jnp.int8), np.array([0, 1])),
+     "click_action takes one action per board, got shape \\(2,\\); for many, jax.vmap"),
+    (lambda: jaxdust.click(jnp.ones((4, 3), jnp.int8), np.array([0, 1]), 0), "click takes one x per board"),
+    (lambda: jaxdust.random_board(jax.random.key(0), (3, 2, 2)), "random_board takes a GameConfig"),
+    (lambda: jaxdust.beam_search(jnp.ones((2, 2), jnp.int8), width=2**31), "children a click, beyond 2\\^31"),
 ]
 
 
@@ -542,6 +554,21 @@ def test_indices_beyond_int32_stay_off_the_board():
     state, _ = env.reset(jax.random.key(0))
     after, step = env.step(state, np.int64(2**32))
     assert float(step.reward) == env.rewards.empty_click and np.array_equal(after.board, state.board)
+
+
+def test_narrow_integer_coordinates_click_the_cell_they_name():
+    """``x * height + y`` in a JAX int8 or uint8 would wrap round onto another cell (10 * 15
+    + 3 is past 127); any integer dtype clicks what Python ints do, eagerly and under vmap,
+    and a JAX board of another integer dtype comes back int8."""
+    board = jaxdust.random_board(jax.random.key(0), jaxdust.GameConfig(15, 15, 3, "former"))
+    expected = jaxdust.click(board, 10, 3, rules="former")
+    for dtype in (jnp.int8, jnp.uint8, jnp.int16):
+        after, removed = jaxdust.click(board, jnp.asarray(10, dtype), jnp.asarray(3, dtype), rules="former")
+        assert int(removed) == int(expected[1]) > 0 and np.array_equal(after, expected[0])
+        mapped = jax.vmap(lambda x, y: jaxdust.click(board, x, y, rules="former")[1])(
+            jnp.array([10], dtype), jnp.array([3], dtype))
+        assert int(mapped[0]) == int(expected[1])
+    assert jaxdust.contract(board.astype(jnp.int32), rules="former").dtype == jnp.int8
 
 
 @pytest.mark.parametrize("call, word", API_CASES, ids=[w for _, w in API_CASES])

@@ -272,7 +272,7 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
     assert again["rows"][0] == {**report["rows"][[r["agent"] for r in report["rows"]].index("largest")], "mean": 12345.0}
 
 
-def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path):
+def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path, capsys):
     """A row measured on a run keeps the run's fingerprint (its config and checkpoints'
     checksums): the same run directory trained again, or further, no longer matches."""
     run = tmp_path / "run"
@@ -300,6 +300,12 @@ def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_pat
     assert leaderboard._kept_row(path, benchmark.Row) is None  # a run's row is no other agent's
     leaderboard._keep_row(path, row)
     assert leaderboard._kept_row(path, benchmark.Row) == row
+    # A row damaged by hand (rows are written atomically) is measured again, with a warning.
+    for damaged in ('{"agent": "lar', "[1, 2]", '{"agent": "largest"}'):
+        with open(path, "w") as handle:
+            handle.write(damaged)
+        assert leaderboard._kept_row(path, benchmark.Row) is None
+    assert f"warning: kept row {path} cannot be read" in capsys.readouterr().err
     # Every entry that plays the run carries it, from --runs or named in --entries.
     entries = [f"policy:{run}", f"value:{run}:8", "largest", f"mcts:{run}:64", f"value:{run}"]
     assert leaderboard.run_sources(entries) == {entry: runs.fingerprint(str(run)) for entry in entries if entry != "largest"}

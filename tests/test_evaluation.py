@@ -89,6 +89,15 @@ def test_summary_numbers_by_hand():
     assert summary["share_equal_best"] == 0.5
     assert summary["mean_gap_to_best"] == pytest.approx((0 + 1 + 0 + 36) / 4)
     assert summary["share_at_least_as_good_as_reference"] == 0.25
+    # Standard errors by hand: sample deviations (n - 1) over sqrt(n); the gap's and the
+    # difference's are paired, from the per-board differences.
+    assert summary["se"] == pytest.approx(np.sqrt(np.sum((np.array([10, 12, 14, 48]) - 21.0) ** 2) / 3) / 2)
+    gaps = np.array([0, 1, 0, 36])
+    assert summary["gap_se"] == pytest.approx(np.sqrt(np.sum((gaps - gaps.mean()) ** 2) / 3) / 2)
+    differences = np.array([-1, 1, 1, 28])
+    assert summary["mean_difference_to_reference"] == pytest.approx(7.25)
+    assert summary["difference_se"] == pytest.approx(np.sqrt(np.sum((differences - 7.25) ** 2) / 3) / 2)
+    assert stats.summarize([12], [True])["se"] == 0.0  # one board: no spread to measure
 
 
 def _reference(path, rules="dust"):

@@ -144,6 +144,8 @@ def random_halfwords(key: jax.Array, count: int) -> jax.Array:
 
 def random_board(key: jax.Array, config: GameConfig = GameConfig()) -> jax.Array:
     """A board with every cell uniform in ``1..colors``: int8 ``[width, height]``."""
+    if not isinstance(config, GameConfig):
+        raise TypeError(f"random_board takes a GameConfig (e.g. GameConfig(8, 6, 5)), got {config!r}")
     colours = uniform_below(random_halfwords(key, config.num_cells), config.colors) + 1
     return colours.reshape(config.shape).astype(BOARD_DTYPE)
 
@@ -364,6 +366,9 @@ def public(function=None, *, indices: tuple[str, ...] = (), one_board: bool = Fa
             bound = signature.bind(board, *args, **kwargs)
             for name in indices:
                 bound.arguments[name] = index_argument(bound.arguments[name], f"{function.__name__}: {name}")
+                if one_board and np.ndim(bound.arguments[name]) != 0:
+                    raise ValueError(f"{function.__name__} takes one {name} per board, got shape "
+                                     f"{np.shape(bound.arguments[name])}; for many, jax.vmap({function.__name__})")
             return jitted(*bound.args, **bound.kwargs)
         return jitted(board, *args, **kwargs)
 
@@ -375,14 +380,15 @@ INDEX_MAX = int(np.iinfo(np.int32).max)
 
 def index_argument(value, what: str):
     """A cell coordinate or flat action as the game takes it: a JAX array or tracer of an
-    integer dtype as it is; a Python or numpy integer (or array of them) as int32, where
+    integer dtype as it is (widened to int32 if narrower); a Python or numpy integer (or array of them) as int32, where
     one beyond int32 is clipped to -1 or ``INDEX_MAX`` (still off the board, where a click
     removes nothing) rather than wrapped round onto a cell. ValueError naming ``what`` for
     a float or bool (3.7 would click 3)."""
     if isinstance(value, jax.Array):  # tracers included: only the dtype is known
         if value.dtype == bool or not jnp.issubdtype(value.dtype, jnp.integer):
             raise ValueError(f"{what} must be an integer, got dtype {value.dtype}")
-        return value
+        # x * height + y in int8 or int16 would wrap round onto another cell
+        return value.astype(jnp.int32) if value.dtype.itemsize < 4 else value
     if isinstance(value, int) and not isinstance(value, bool):
         return np.int32(min(max(value, -1), INDEX_MAX))
     array = np.asarray(value)
@@ -410,17 +416,18 @@ def check_colours(cells: np.ndarray, what: str) -> np.ndarray:
 
 def from_lists(boards):
     """Boards given as nested lists (``[x][y]``, or ``[b][x][y]``) or a numpy array as an
-    int8 array, checked (``check_colours``); a JAX array checked for an integer dtype (its
-    values stay on the device); a tracer as it is. Under ``jit`` a list would be traced as a
+    int8 array, checked (``check_colours``); a JAX array checked for an integer dtype and
+    made int8 (its values stay on the device, unchecked); a tracer as it is. Under ``jit`` a list would be traced as a
     list of scalars, and float cells would fail deep inside the game, so the public entry
     points convert first."""
     if isinstance(boards, (list, tuple)):
         return jnp.asarray(check_colours(np.asarray(boards), "a board given as lists"), BOARD_DTYPE)
     if isinstance(boards, np.ndarray):
         return jnp.asarray(check_colours(boards, "a board array"), BOARD_DTYPE)
-    if isinstance(boards, jax.Array) and not isinstance(boards, jax.core.Tracer) and (
-            boards.dtype == bool or not jnp.issubdtype(boards.dtype, jnp.integer)):
-        raise ValueError(f"a board array must hold integers (colours 0 to {MAX_COLORS}), got dtype {boards.dtype}")
+    if isinstance(boards, jax.Array) and not isinstance(boards, jax.core.Tracer):
+        if boards.dtype == bool or not jnp.issubdtype(boards.dtype, jnp.integer):
+            raise ValueError(f"a board array must hold integers (colours 0 to {MAX_COLORS}), got dtype {boards.dtype}")
+        return boards.astype(BOARD_DTYPE)  # results are int8, as documented, whatever integers came in
     return boards
 
 
@@ -530,7 +537,7 @@ def _public_labels(labels: jax.Array, cells: int) -> jax.Array:
     return jnp.where(labels == cells, -1, labels.astype(jnp.int32))
 
 
-@public
+@public(one_board=True)
 @batch_last_vmap
 def cluster_labels(board: jax.Array) -> jax.Array:
     """Cluster id of every cell: int32 ``[W, H]``.
@@ -558,7 +565,7 @@ def in_group_of_two(board: jax.Array) -> jax.Array:
                                              for axis in (0, 1) for offset in (1, -1)])
 
 
-@public
+@public(one_board=True)
 def legal_action_mask(board: jax.Array, rules: str = "dust") -> jax.Array:
     """Cells a click removes something at: bool ``[W, H]`` (occupied cells, in a group of
     at least the rules' ``min_group``)."""
@@ -567,7 +574,7 @@ def legal_action_mask(board: jax.Array, rules: str = "dust") -> jax.Array:
     return in_group_of_two(board)
 
 
-@public
+@public(one_board=True)
 def cluster_action_mask(board: jax.Array, rules: str = "dust") -> jax.Array:
     """One cell per clickable cluster, the one with the smallest flat index: bool ``[W, H]``.
 
@@ -644,7 +651,8 @@ def _compact_to_front(cells: jax.Array, axis: int) -> jax.Array:
 
 @public
 def apply_gravity(board: jax.Array) -> jax.Array:
-    """Cells fall to the bottom of their column, order kept: int8 ``[W, H, ...]``."""
+    """Cells fall to the bottom of their column, order kept: boards ``[W, H, ...]`` (any
+    trailing batch axes) in their own dtype."""
     return _compact_to_front(board, axis=1)
 
 
@@ -688,7 +696,7 @@ def settle(board: jax.Array, rules: str = "dust") -> jax.Array:
     return _SIDEWAYS[rules_of(rules).sideways](apply_gravity(board))
 
 
-@public
+@public(one_board=True)
 def contract(board: jax.Array, rules: str = "dust") -> jax.Array:
     """``settle`` one board int8 ``[W, H]`` (under ``jax.vmap``, the batch is moved last)."""
     return _moves(rules).contract(board)

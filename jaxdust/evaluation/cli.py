@@ -97,6 +97,10 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         raise ValueError(f"{args.boards}:{other.line}: a {ow}x{oh} board after {w}x{h} ones (line {records[0].line}); "
                          "evaluate.py plays one size at a time")
     boards = jnp.stack([r.board for r in records])
+    width, height = boards.shape[1:]
+    if args.env is not None and (width, height) != (args.env.width, args.env.height):  # before any note
+        raise ValueError(f"--env plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
+                         f"{width}x{height} ones")
     columns, best, proven = reference_columns(lines), None, False
     if columns == "fewest_clicks" and all(len(r.values) >= 2 for r in records):
         best = np.array([r.values[0] for r in records])
@@ -187,9 +191,6 @@ def main(argv=None) -> dict:
     except ValueError as error:
         flags.fail(parser, str(error))
     num_boards, width, height = boards.shape
-    if args.env is not None and (width, height) != (args.env.width, args.env.height):
-        flags.fail(parser, f"--env plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
-                           f"{width}x{height} ones")
     try:
         registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0)
     except ValueError as error:
@@ -237,23 +238,29 @@ def main(argv=None) -> dict:
 
     best_row = "optimal (proven)" if proven else "best known"
     label = max(len(best_row), *(len(a) for a in agents))
-    header = f"{'agent':<{label}} {'mean':>7} {'median':>7} {'std':>6}"
+    header = f"{'agent':<{label}} {'mean':>7} {'se':>5} {'median':>7} {'std':>6}"
     best_name = "optimal" if proven else "best known"
     header += f" {'=opt' if proven else '=best':>6} {'gap':>6}" if best is not None else ""
     header += f" {'>=ref':>6} {'uncleared':>9} {'ms/board':>9}"
     print("\n" + header)
     for name, s in results.items():
-        line = f"{name:<{label}} {s['mean']:>7.2f} {s['median']:>7.1f} {s['std']:>6.2f}"
+        line = f"{name:<{label}} {s['mean']:>7.2f} {s['se']:>5.2f} {s['median']:>7.1f} {s['std']:>6.2f}"
         if best is not None:
             line += f" {s['share_equal_best']:>6.1%} {s['mean_gap_to_best']:>6.2f}"
         line += f" {s['share_at_least_as_good_as_reference']:>6.1%}"
         line += f" {s['not_cleared']:>9d} {1e3 * s['seconds_per_board']:>9.3f}"
         print(line)
     if best is not None:
-        print(f"{best_row:<{label}} {best.mean():>7.2f} {np.median(best):>7.1f} "
+        print(f"{best_row:<{label}} {best.mean():>7.2f} {stats.standard_error(best):>5.2f} {np.median(best):>7.1f} "
               f"{best.std():>6.2f}")
 
-    print(f"(>=ref: share of boards at least as short as {('the optimum' if proven else 'the best known') if reference == 'best' else reference})")
+    reference_text = ('the optimum' if proven else 'the best known') if reference == 'best' else reference
+    print(f"(se: the mean's standard error; >=ref: share of boards at least as short as {reference_text})")
+    compared = [name for name in agents if name != reference]
+    if compared:  # the same boards: per-board differences say more than the means' own errors
+        print(f"clicks above {reference_text}, per board (mean +- paired standard error): " + "; ".join(
+            f"{name} {results[name]['mean_difference_to_reference']:+.2f} +- {results[name]['difference_se']:.2f}"
+            for name in compared))
     print(TIMING_NOTE)
 
     table = io.StringIO()
@@ -350,19 +357,21 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
             played = registry.run_agent(name, boards, key=registry.agent_key(args.seed), max_clicks=max_clicks,
                                         chunk=args.chunk, jobs=args.jobs, progress=bar.update,
                                         solutions=args.animate, rules=rules)
+            seconds = time.perf_counter() - start  # the play, not the GIFs drawn from it
             figures += write_gifs(args.out, name, boards, played["solutions"], rules, played["cleared"], max_clicks)
             values = np.asarray(played[measure])
             per_board[name] = values
-            results[name] = {"mean": float(values.mean()), "median": float(np.median(values)),
+            results[name] = {"mean": float(values.mean()), "se": stats.standard_error(values),
+                             "median": float(np.median(values)),
                              "std": float(values.std()), "cleared": float(np.mean(played["cleared"])),
                              "mean_clicks": float(np.mean(played["clicks"])),
-                             "seconds_per_board": (time.perf_counter() - start) / len(boards)}
+                             "seconds_per_board": seconds / len(boards)}
     label = max(len("agent"), *(len(a) for a in agents))
     print(f"\n{measure.replace('_', ' ')} per board under the {rules} rules "
           f"({'higher' if measure == 'points' else 'lower'} is better)")
-    print(f"{'agent':<{label}} {'mean':>8} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}")
+    print(f"{'agent':<{label}} {'mean':>8} {'se':>6} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}")
     for name, row in results.items():
-        print(f"{name:<{label}} {row['mean']:>8.1f} {row['median']:>8.1f} {row['std']:>7.1f} "
+        print(f"{name:<{label}} {row['mean']:>8.1f} {row['se']:>6.1f} {row['median']:>8.1f} {row['std']:>7.1f} "
               f"{row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
     print(TIMING_NOTE)
     table = io.StringIO()

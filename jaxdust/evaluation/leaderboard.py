@@ -31,6 +31,7 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 import urllib.parse
 
 import time
@@ -248,10 +249,15 @@ def _kept_row(path: str, row_type, source: str | None = None):
     learner's row once its run has trained again under the same name."""
     if not os.path.exists(path):
         return None
-    with open(path) as handle:
-        saved = json.load(handle)
-    version, run = saved.pop("jaxdust", None), saved.pop("run", None)
-    return row_type(**saved) if (version, run) == (__version__, source) else None
+    try:
+        with open(path) as handle:
+            saved = json.load(handle)
+        version, run = saved.pop("jaxdust", None), saved.pop("run", None)
+        return row_type(**saved) if (version, run) == (__version__, source) else None
+    except (OSError, ValueError, TypeError, AttributeError) as error:  # written atomically: edited or copied wrong
+        print(f"warning: kept row {path} cannot be read ({type(error).__name__}: {error}); measuring it again",
+              file=sys.stderr)
+        return None
 
 
 def _fits(entry: str, config) -> bool:

@@ -258,7 +258,7 @@ def _in_processes(work: Callable, items: list, context: Context) -> list:
 
 
 ALL_RULES = tuple(game.RULES)
-register(Agent("random", "clicks a random legal group", None, _no_parameter,
+register(Agent("random", "clicks a random legal cell (so a group in proportion to its size)", None, _no_parameter,
                lambda _, boards, context: _play_policy(baselines.RandomLegal(context.rules), None, boards, context),
                ALL_RULES))
 

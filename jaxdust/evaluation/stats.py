@@ -5,6 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 
+def standard_error(values) -> float:
+    """The standard error of ``values``' mean (sample deviation, ``ddof=1``; 0 for one value).
+    Of per-board differences between two agents on the same boards, it is the paired error
+    that says whether their means differ by more than chance."""
+    values = np.asarray(values, float)
+    return float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
+
+
 def summarize(clicks, cleared, best_known=None, reference=None) -> dict:
     """Summary statistics of solution lengths.
 
@@ -15,7 +23,9 @@ def summarize(clicks, cleared, best_known=None, reference=None) -> dict:
 
     The length statistics and the gap cover every board, a board not cleared at the clicks
     it was stopped at (the click cap, as ``benchmark.row`` counts it), so failing on a hard
-    board never lowers a mean; ``not_cleared`` says how many there were.
+    board never lowers a mean; ``not_cleared`` says how many there were. ``se`` is the mean's
+    standard error; ``gap_se`` and ``difference_se`` are paired (per board) standard errors
+    of the mean gap to ``best_known`` and of the mean difference to ``reference``.
     """
     clicks, cleared = np.asarray(clicks), np.asarray(cleared, bool)
     summary = {
@@ -24,11 +34,16 @@ def summarize(clicks, cleared, best_known=None, reference=None) -> dict:
         "mean": float(clicks.mean()),
         "median": float(np.median(clicks)),
         "std": float(clicks.std()),
+        "se": standard_error(clicks),
     }
     if best_known is not None:
         best_known = np.asarray(best_known)
         summary["share_equal_best"] = float(np.mean(cleared & (clicks <= best_known)))
         summary["mean_gap_to_best"] = float(np.mean(clicks - best_known))
+        summary["gap_se"] = standard_error(clicks - best_known)
     if reference is not None:
-        summary["share_at_least_as_good_as_reference"] = float(np.mean(cleared & (clicks <= np.asarray(reference))))
+        reference = np.asarray(reference)
+        summary["share_at_least_as_good_as_reference"] = float(np.mean(cleared & (clicks <= reference)))
+        summary["mean_difference_to_reference"] = float(np.mean(clicks - reference))
+        summary["difference_se"] = standard_error(clicks - reference)
     return summary
