@@ -174,6 +174,10 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     cached.write_text(json.dumps({**row, "mean_clicks": 99.0}))  # a kept row is not measured again
     second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert "| largest cluster first | 99.000 |" in second.stdout
+    # The rows an earlier run measured are named as such (their times are that run's).
+    assert "kept from an earlier run of this version" in second.stdout and "--fresh" in second.stdout
+    assert json.loads((tmp_path / "board.json").read_text())["kept"] == [
+        "largest cluster first", "numba beam, tuned heuristic + lookahead, width 20"]
     other_seed = subprocess.run(command + ["--seed", "1"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert "| largest cluster first | 99.000 |" not in other_seed.stdout  # kept per seed
     assert "| largest cluster first |" in first.stdout
@@ -270,6 +274,7 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
     again = leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--entries", "random,largest,nmcs:1",
                               "--jobs", "1", "--out", "samegame.json"])
     assert again["rows"][0] == {**report["rows"][[r["agent"] for r in report["rows"]].index("largest")], "mean": 12345.0}
+    assert again["kept"] == ["random", "largest", "nmcs:1"] and report["kept"] == []
 
 
 def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path, capsys):

@@ -25,6 +25,10 @@ def test_make_builds_the_named_board_size_and_steps_it():
         assert int(state.board.max()) <= colors
     env = jaxdust.make("Dust-6x6x5-v0", auto_reset=True, max_clicks=3)
     assert env.auto_reset and env.max_clicks == 3 and env.game.width == 6
+    # Another board under an id keeps its rule of four clicks a cell, not its number.
+    assert jaxdust.make("Dust-8x6x5-v0", game=jaxdust.GameConfig(3, 3, 2)).max_clicks == 36
+    assert jaxdust.make("Dust-8x6x5-v0", game=jaxdust.GameConfig(3, 3, 2), max_clicks=5).max_clicks == 5
+    assert jaxdust.make("Dust-8x6x5-v0").max_clicks == 192
 
 
 @pytest.mark.parametrize("env_id, kwargs, message", [

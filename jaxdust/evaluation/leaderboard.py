@@ -177,12 +177,13 @@ def main(argv=None) -> dict:
     out = args.out or os.path.join("results", f"leaderboard-{args.set}.json")
     cache = os.path.join(_rows_dir(out), board_set.name.replace(" ", "-") + f"-{len(board_set.boards)}"
                          f"-seed{args.seed}")
-    rows = []
+    rows, reused = [], []
     for entry, label in entries:
         path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
         kept = None if args.fresh else _kept_row(path, benchmark.Row, sources.get(entry))
         if kept and (kept.set, kept.boards, kept.agent) == (board_set.name, len(board_set.boards), label):
             rows.append(kept)
+            reused.append(label)
             continue
         scored = benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False)
         _keep_row(path, scored, sources.get(entry))
@@ -197,9 +198,10 @@ def main(argv=None) -> dict:
     print(benchmark.Row.HEADER)
     for scored in rows:
         print(scored.markdown())
+    _say_reused(reused, cache)
     report = {"benchmark": "leaderboard", "set": board_set.name, "boards": len(board_set.boards),
-              "optimum_mean": float(board_set.best.mean()), "hardware": hardware,
-              "rows": [dataclasses.asdict(scored) for scored in rows]}
+              "optimum_mean": float(board_set.best.mean()), "hardware": hardware, "seed": args.seed,
+              "jaxdust": __version__, "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused}
     files.atomic_write_json(out, report)
     return report
 
@@ -260,6 +262,13 @@ def _kept_row(path: str, row_type, source: str | None = None):
         return None
 
 
+def _say_reused(labels: list[str], cache: str) -> None:
+    """Name the rows an earlier run measured (their times are that run's, on its machine)."""
+    if labels:
+        print(f"(kept from an earlier run of this version, in {cache}: {'; '.join(labels)}. --fresh measures "
+              "them again)")
+
+
 def _fits(entry: str, config) -> bool:
     try:
         registry.require_playable([entry], config.rules, config.width, config.height, config.colors)
@@ -276,12 +285,13 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str, sourc
     boards = jax.vmap(lambda k: game.random_board(k, config))(keys)
     out = args.out or os.path.join("results", f"leaderboard-{env_id}.json")
     cache = os.path.join(_rows_dir(out), f"{env_id}-{args.boards}-seed{args.seed}")
-    rows = []
+    rows, reused = [], []
     for entry, label in entries:
         path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
         kept = None if args.fresh else _kept_row(path, FamilyRow, sources.get(entry))
         if kept and (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label):
             rows.append(kept)
+            reused.append(label)
             continue
         start = time.perf_counter()
         played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
@@ -298,8 +308,10 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str, sourc
     print(FamilyRow.HEADER.format(measure.replace("_", " ")))
     for scored in rows:
         print(scored.markdown())
+    _say_reused(reused, cache)
     report = {"benchmark": "leaderboard", "env": env_id, "boards": args.boards, "seed": args.seed,
-              "measure": measure, "hardware": hardware, "rows": [dataclasses.asdict(scored) for scored in rows]}
+              "measure": measure, "hardware": hardware, "jaxdust": __version__,
+              "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused}
     files.atomic_write_json(out, report)
     return report
 
