@@ -275,6 +275,7 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
                               "--jobs", "1", "--out", "samegame.json"])
     assert again["rows"][0] == {**report["rows"][[r["agent"] for r in report["rows"]].index("largest")], "mean": 12345.0}
     assert again["kept"] == ["random", "largest", "nmcs:1"] and report["kept"] == []
+    assert (again["seed"], again["jaxdust"]) == (0, jaxdust.__version__)
 
 
 def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path, capsys):

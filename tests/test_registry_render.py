@@ -31,6 +31,16 @@ def test_make_builds_the_named_board_size_and_steps_it():
     assert jaxdust.make("Dust-8x6x5-v0").max_clicks == 192
 
 
+def test_an_id_of_another_cap_keeps_it_for_another_board(monkeypatch):
+    from jaxdust.core import registry
+
+    monkeypatch.setitem(registry._REGISTRY, "Uncapped-v0", jaxdust.DustEnv(max_clicks=None))
+    monkeypatch.setitem(registry._REGISTRY, "Ten-v0", jaxdust.DustEnv(max_clicks=10))
+    small = jaxdust.GameConfig(3, 3, 2)
+    assert jaxdust.make("Uncapped-v0", game=small).max_clicks is None
+    assert jaxdust.make("Ten-v0", game=small).max_clicks == 10
+
+
 @pytest.mark.parametrize("env_id, kwargs, message", [
     ("Dust-7x7x5-v0", {}, "registered: Dust-6x6x5-v0, Dust-8x4x5-v0"),
     ("dust-8x6x5-v0", {}, "unknown environment"),

@@ -416,8 +416,9 @@ def check_colours(cells: np.ndarray, what: str) -> np.ndarray:
 
 def from_lists(boards):
     """Boards given as nested lists (``[x][y]``, or ``[b][x][y]``) or a numpy array as an
-    int8 array, checked (``check_colours``); a JAX array checked for an integer dtype and
-    made int8 (its values stay on the device, unchecked); a tracer as it is. Under ``jit`` a list would be traced as a
+    int8 array, checked (``check_colours``); a JAX array checked for an integer dtype (an
+    int8 one's values stay on the device, unchecked; another integer dtype's are checked,
+    then made int8); a tracer as it is. Under ``jit`` a list would be traced as a
     list of scalars, and float cells would fail deep inside the game, so the public entry
     points convert first."""
     if isinstance(boards, (list, tuple)):
@@ -427,7 +428,11 @@ def from_lists(boards):
     if isinstance(boards, jax.Array) and not isinstance(boards, jax.core.Tracer):
         if boards.dtype == bool or not jnp.issubdtype(boards.dtype, jnp.integer):
             raise ValueError(f"a board array must hold integers (colours 0 to {MAX_COLORS}), got dtype {boards.dtype}")
-        return boards.astype(BOARD_DTYPE)  # results are int8, as documented, whatever integers came in
+        if boards.dtype != BOARD_DTYPE:  # results are int8, as documented: values checked so none wraps round
+            if boards.size and not (0 <= int(boards.min()) and int(boards.max()) <= MAX_COLORS):
+                raise ValueError(f"a board array must hold colours 0 (empty) to {MAX_COLORS}, got values from "
+                                 f"{int(boards.min())} to {int(boards.max())}")
+            return boards.astype(BOARD_DTYPE)
     return boards
 
 
@@ -652,7 +657,7 @@ def _compact_to_front(cells: jax.Array, axis: int) -> jax.Array:
 @public
 def apply_gravity(board: jax.Array) -> jax.Array:
     """Cells fall to the bottom of their column, order kept: boards ``[W, H, ...]`` (any
-    trailing batch axes) in their own dtype."""
+    trailing batch axes), int8 (traced under ``jit``, the dtype given)."""
     return _compact_to_front(board, axis=1)
 
 

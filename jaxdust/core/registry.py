@@ -47,8 +47,8 @@ def as_env(env: DustEnv | str) -> DustEnv:
 
 def make(env_id: str, **overrides) -> DustEnv:
     """The environment registered as ``env_id``, with ``overrides`` (any ``DustEnv`` field;
-    with another ``game`` and no ``max_clicks``, the cap is four clicks a cell of it, as for
-    every registered id).
+    with another ``game`` and no ``max_clicks``, an id capped at four clicks a cell, as the
+    built-in ones are, keeps that rule for the board given).
 
     Raises:
       ValueError: for an unknown id (the message lists the known ones) or a bad override.
@@ -59,10 +59,12 @@ def make(env_id: str, **overrides) -> DustEnv:
     unknown = sorted(set(overrides) - fields)
     if unknown:
         raise ValueError(f"DustEnv has no field(s) {', '.join(unknown)}; fields: {', '.join(sorted(fields))}")
-    if "game" in overrides and "max_clicks" not in overrides and isinstance(overrides["game"], GameConfig):
+    registered_env = _REGISTRY[env_id]
+    if ("game" in overrides and "max_clicks" not in overrides and isinstance(overrides["game"], GameConfig)
+            and registered_env.max_clicks == CLICKS_PER_CELL * registered_env.game.num_cells):
         # The id's cap is four clicks a cell: another board keeps that rule, not the number.
         overrides["max_clicks"] = CLICKS_PER_CELL * overrides["game"].num_cells
-    return dataclasses.replace(_REGISTRY[env_id], **overrides)
+    return dataclasses.replace(registered_env, **overrides)
 
 
 ID_PREFIX = {"dust": "Dust", "former": "Former", "samegame": "SameGame", "clickomania": "Clickomania"}

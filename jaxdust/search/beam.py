@@ -271,10 +271,13 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
         found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk, rules)
         return BeamResult(found.length[0], found.actions[0])
     cells = shape[1] * shape[2]
-    if shape[0] * width * cells > game.INDEX_MAX:  # the children a click are indexed in int32
-        raise ValueError(f"beam_search: {shape[0]} boards x width {width:,} x {cells} cells = "
-                         f"{shape[0] * width * cells:,} children a click, beyond 2^31: lower the width or "
-                         f"search fewer boards at a time")
+    # The children a click (the rescorer's shortlist looks one click below each) are
+    # indexed in int32.
+    looked_at = shape[0] * width * cells * (shortlist if rescorer is not None else 1)
+    if looked_at > game.INDEX_MAX:
+        raise ValueError(f"beam_search: {shape[0]} boards x width {width:,} x {cells} cells"
+                         f"{' x the shortlist' if rescorer is not None else ''} = {looked_at:,} children a "
+                         f"click, beyond 2^31: lower the width or search fewer boards at a time")
     requested = max_clicks or cells
     found = _beam_search(boards, width, scorer, min(requested, cells), params, rescorer, shortlist, chunk, rules)
     if requested > cells:
