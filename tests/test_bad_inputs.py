@@ -569,7 +569,7 @@ def test_narrow_integer_coordinates_click_the_cell_they_name():
             jnp.array([10], dtype), jnp.array([3], dtype))
         assert int(mapped[0]) == int(expected[1])
     assert jaxdust.contract(board.astype(jnp.int32), rules="former").dtype == jnp.int8
-    with pytest.raises(ValueError, match="colours 0 \\(empty\\) to 9, got values from 256 to 256"):
+    with pytest.raises(ValueError, match="a board array holds 256; colours are 0 \\(empty\\) to 9"):
         jaxdust.is_done(jnp.full((2, 2), 256, jnp.int32))  # as int8 it would wrap round to an empty board
 
 

@@ -241,10 +241,7 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
     settings = configs.to_json(config)
     if os.path.exists(manifest_path):
         manifest = _manifest(directory)
-        try:  # as this version reads it: fields added since at their defaults
-            made = configs.to_json(configs.from_json(DatasetConfig, manifest["config"]))
-        except (KeyError, TypeError, ValueError):
-            made = manifest["config"]
+        made = settings_as_written(manifest["config"])
         if made != settings:
             raise OtherSettings(directory, configs.differences(made, settings))
     elif os.path.exists(journal_path):
@@ -324,6 +321,17 @@ def _read_shard(directory: str, name: str) -> dict[str, np.ndarray]:
             return {field: arrays[field] for field in Dataset._fields}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"shard {path} cannot be read ({type(error).__name__}: {error})") from None
+
+
+def settings_as_written(settings: dict) -> dict:
+    """A data set's settings as saved (a manifest's ``config``, or a run's record of its
+    data) as this version writes them, fields added since at their defaults, so that they
+    compare with ``configs.to_json`` of a config; as given when this version cannot read
+    them."""
+    try:
+        return configs.to_json(configs.from_json(DatasetConfig, settings))
+    except (KeyError, TypeError, ValueError):
+        return settings
 
 
 def dataset_config(directory: str) -> DatasetConfig:

@@ -166,7 +166,8 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
             for name, value in ((name, getattr(args, name)) for name in defaults)}
     for name in DIRECTORY_FLAGS:
         if kept.get(name):  # what a copy must have been made with, should the folder move
-            recorded, now = _as_this_version(saved.get(name + SETTINGS)), _data_settings(kept[name])
+            recorded, now = saved.get(name + SETTINGS), _data_settings(kept[name])
+            recorded = recorded and _settings_as_written(recorded)
             if recorded and now and now != recorded:  # the folder was made again since
                 raise RunError(f"{kept[name]} holds a data set made with other settings than the run's "
                                f"({configs.differences(now, recorded)}): give --data a copy made with the "
@@ -181,15 +182,10 @@ DIRECTORY_FLAGS = ("data",)
 SETTINGS = "_settings"
 
 
-def _as_this_version(settings: dict | None) -> dict | None:
-    """Data-set settings a run kept, as this version writes them (fields added since at
-    their defaults), so that they compare with a folder's ``_data_settings``."""
-    from jaxdust.learn.datasets import DatasetConfig
+def _settings_as_written(settings: dict) -> dict:
+    from jaxdust.learn.datasets import settings_as_written  # datasets imports the solver: only when needed
 
-    try:
-        return configs.to_json(configs.from_json(DatasetConfig, settings)) if settings else settings
-    except (TypeError, ValueError, KeyError):
-        return settings
+    return settings_as_written(settings)
 
 
 def _data_settings(directory: str) -> dict | None:
