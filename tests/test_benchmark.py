@@ -359,7 +359,7 @@ def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path
 
 def test_the_committed_former_proofs_are_of_the_set_and_their_lines_clear_their_boards(monkeypatch):
     """``data/proofs/former-200.jsonl``, the Former proof pass's log kept in the repository
-    (NOTES): each board is the set's board at its line, its clicks clear it under the former
+    (docs/research-log.md): each board is the set's board at its line, its clicks clear it under the former
     rules in ``length`` clicks, and a board marked proven has its bound at its length."""
     expected = _benchmark("fewest_clicks_sets", monkeypatch).former_boards().splitlines()
     with open(os.path.join(ROOT, "data", "proofs", "former-200.jsonl")) as handle:
