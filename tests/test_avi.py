@@ -15,6 +15,7 @@ from jaxdust.core.game import GameConfig
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.learn import agents, avi, imitation, networks
+from jaxdust.learn.expansion import expand
 from jaxdust.search import heuristic
 from jaxdust.search.beam import beam_lengths
 
@@ -30,7 +31,7 @@ def random_boards(count, size, seed):
 def test_expand_values_every_distinct_child_like_the_oracle():
     size = GameConfig(5, 4, 3)
     boards = random_boards(6, size, seed=3)
-    expansion = avi.expand(boards, slots=6 * 20, value_fn=occupied_cells)
+    expansion = expand(boards, slots=6 * 20, value_fn=occupied_cells)
     assert int(expansion.dropped) == 0
     labels, values = np.asarray(expansion.labels), np.asarray(expansion.values)
     children, index = np.asarray(expansion.children), np.asarray(expansion.index)
@@ -51,7 +52,7 @@ def test_expand_values_every_distinct_child_like_the_oracle():
 
 def test_expand_reports_children_beyond_its_slots():
     boards = random_boards(4, GameConfig(), seed=0)
-    expansion = avi.expand(boards, slots=10, value_fn=occupied_cells)
+    expansion = expand(boards, slots=10, value_fn=occupied_cells)
     assert int(expansion.dropped) > 0
     assert int(np.isfinite(np.asarray(expansion.values)).sum()) == 10
 

@@ -21,7 +21,7 @@ from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
 from jaxdust.learn import cli as train_cli
-from jaxdust.learn import datasets, dqn
+from jaxdust.learn import avi, datasets, dqn
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.search import mcts
 from jaxdust.solver import cli as solver_cli
@@ -448,6 +448,13 @@ API_CASES = [
     (lambda: dqn.DQNConfig(buffer_size=4096), "learning_starts .8192. cannot exceed buffer_size .4096."),
     (lambda: dqn.DQNConfig(total_steps=10), r"total_steps \(10\) ends before the first update: learning_starts"),
     (lambda: dqn.DQNConfig(rewards=jaxdust.Rewards(click=0.0)), "click must be negative"),
+    # One iteration's transitions written twice into one slot: the later ones lost.
+    (lambda: dqn.DQNConfig(num_envs=512, buffer_size=256, batch_size=256, learning_starts=256),
+     r"num_envs \(512\) cannot exceed buffer_size \(256\)"),
+    # Rows and slots are drawn from 16 random bits: rows past 65536 were never sampled.
+    (lambda: avi.AVIConfig(buffer_lines=100_000), "buffer_lines must be at most 65536, got 100000"),
+    (lambda: avi.AVIConfig(policy_teacher="mcts", policy_temperature=0.5), "policy_temperature acts on the 'lines'"),
+    (lambda: avi.AVIConfig(policy_teacher="mcts", line_target_share=1.0), "line_target_share acts on the 'lines'"),
     (lambda: benchmark.score("largest", benchmark.load_set("6x6x5", limit=3), limit=0, show=False),
      "limit must be a positive integer"),
     (lambda: jaxdust.DustEnv(max_clicks=0), "max_clicks"),

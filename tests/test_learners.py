@@ -313,6 +313,19 @@ def test_imitation_loss_falls(beam_data):
     assert losses[-1] < 0.8 * losses[0]
 
 
+def test_dqn_with_no_learning_starts_waits_for_its_first_transition():
+    """``learning_starts=0`` with n-step returns: the buffer holds nothing before iteration
+    ``n_step - 1`` (its slots are zeros), so the first update comes there, as
+    ``first_update`` says, not at iteration 0."""
+    config = dqn.DQNConfig(total_steps=32 * 20, n_step=3, **{**TINY, "learning_starts": 0})
+    assert config.first_update == 2
+    init, run_chunk = dqn.make_dqn(config)
+    runner, _ = run_chunk(init(jax.random.key(0)), length=2)
+    assert int(runner.train.step) == 0
+    runner, _ = run_chunk(runner, length=1)
+    assert int(runner.train.step) == config.updates_per_step
+
+
 # ---------------------------------------------------------------------------------------
 # Checkpoints
 # ---------------------------------------------------------------------------------------

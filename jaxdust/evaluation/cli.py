@@ -190,7 +190,7 @@ def main(argv=None) -> dict:
         boards, best, proven, description = load_board_set(args)
     except ValueError as error:
         flags.fail(parser, str(error))
-    num_boards, width, height = boards.shape
+    _, width, height = boards.shape
     try:
         registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0)
     except ValueError as error:
@@ -203,29 +203,17 @@ def main(argv=None) -> dict:
     max_clicks = args.max_clicks or width * height
     earlier = _earlier_figures(args.out)
     if by_points:
-        return points_report(args, agents, boards, description, rules, max_clicks, earlier)
+        return points_report(parser, args, agents, boards, description, rules, max_clicks, earlier)
     reference = args.reference or ("best" if best is not None else agents[-1])
     if reference not in agents and not (reference == "best" and best is not None):
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
     print(f"{description}; backend {jax.default_backend()}")
 
-    results, per_board, cleared, figures = {}, {}, {}, []
-    with progress_bar(total=num_boards * len(agents), unit="board") as bar:
-        for name in agents:
-            bar.set_description(name)
-            start = time.perf_counter()
-            try:
-                played = registry.run_agent(
-                    name, boards, key=registry.agent_key(args.seed), max_clicks=max_clicks,
-                    chunk=args.chunk, jobs=args.jobs, progress=bar.update, solutions=args.animate, rules=rules,
-                )
-            except ValueError as error:
-                flags.fail(parser, f"agent {name}: {error}")
-            results[name] = {"seconds_per_board": (time.perf_counter() - start) / num_boards,
-                             "proven": played.get("proven"), "cleared": played["cleared"]}
-            per_board[name] = played["clicks"]
-            cleared[name] = np.asarray(played["cleared"], bool)
-            figures += write_gifs(args.out, name, boards, played["solutions"], rules, cleared[name], max_clicks)
+    played, figures = _play_agents(parser, args, agents, boards, rules, max_clicks)
+    per_board = {name: run["clicks"] for name, run in played.items()}
+    cleared = {name: np.asarray(run["cleared"], bool) for name, run in played.items()}
+    results = {name: {"seconds_per_board": run["seconds_per_board"], "proven": run.get("proven"),
+                      "cleared": run["cleared"]} for name, run in played.items()}
 
     reference_lengths = best if reference == "best" else per_board[reference]
     for name in agents:
@@ -263,16 +251,10 @@ def main(argv=None) -> dict:
             for name in compared))
     print(TIMING_NOTE)
 
-    table = io.StringIO()
-    writer = csv.writer(table)
-    writer.writerow(["board", *agents] + ([best_name.replace(" ", "_")] if best is not None else []))
-    for i in range(num_boards):
-        row = [board_to_text(boards[i]), *(int(per_board[a][i]) for a in agents)]
-        writer.writerow(row + ([int(best[i])] if best is not None else []))
-    files.atomic_write_bytes(os.path.join(args.out, "boards.csv"), table.getvalue().encode())
     shown = dict(per_board)
     if best is not None:
         shown[best_name] = best
+    write_board_table(args.out, boards, {**per_board, **({best_name.replace(" ", "_"): best} if best is not None else {})})
     stuck = {name: int(np.sum(~cleared[name])) for name in agents}
     files.atomic_write_bytes(os.path.join(args.out, "lengths.png"),
                              plots.length_histograms(shown, f"{description}, {rules} rules", stuck))
@@ -294,6 +276,37 @@ def main(argv=None) -> dict:
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png and joint-*.png to {args.out}")
     return report
+
+
+def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks: int) -> tuple[dict, list[str]]:
+    """Every agent's ``registry.run_agent`` result on ``boards``, with its
+    ``seconds_per_board`` (the play only: the GIFs ``--animate`` draws are not timed), and
+    the GIFs' file names."""
+    played, figures = {}, []
+    with progress_bar(total=len(boards) * len(agents), unit="board") as bar:
+        for name in agents:
+            bar.set_description(name)
+            start = time.perf_counter()
+            try:
+                run = registry.run_agent(name, boards, key=registry.agent_key(args.seed), max_clicks=max_clicks,
+                                         chunk=args.chunk, jobs=args.jobs, progress=bar.update,
+                                         solutions=args.animate, rules=rules)
+            except ValueError as error:
+                flags.fail(parser, f"agent {name}: {error}")
+            played[name] = {**run, "seconds_per_board": (time.perf_counter() - start) / len(boards)}
+            figures += write_gifs(args.out, name, boards, run["solutions"], rules, run["cleared"], max_clicks)
+    return played, figures
+
+
+def write_board_table(out: str, boards, columns: dict[str, np.ndarray]) -> None:
+    """``boards.csv``: each board as text, then one integer column per entry of ``columns``
+    (an agent's clicks, points or cells left on each board, or the set's best known)."""
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["board", *columns])
+    for i in range(len(boards)):
+        writer.writerow([board_to_text(boards[i]), *(int(values[i]) for values in columns.values())])
+    files.atomic_write_bytes(os.path.join(out, "boards.csv"), table.getvalue().encode())
 
 
 FIGURES = ("lengths.png", "points.png", "cells-left.png", "joint-*.png", "game-*.gif")  # what an evaluation draws
@@ -342,30 +355,21 @@ def write_gifs(out: str, name: str, boards, solutions: list, rules: str, cleared
     return written
 
 
-def points_report(args, agents: list[str], boards, description: str, rules: str, max_clicks: int,
+def points_report(parser, args, agents: list[str], boards, description: str, rules: str, max_clicks: int,
                   earlier: list[str]) -> dict:
     """Evaluate ``agents`` under a points rule set: SameGame's points (the clear bonus
     included) or Clickomania's cells left, per board; writes summary.json, boards.csv and
     a histogram, ``points.png`` or ``cells-left.png`` (``earlier``: the figures of the
     evaluation before, removed unless written again)."""
     measure = "points" if game.rules_of(rules).objective == "points" else "cells_left"
-    results, per_board, figures = {}, {}, []
-    with progress_bar(total=len(boards) * len(agents), unit="board") as bar:
-        for name in agents:
-            bar.set_description(name)
-            start = time.perf_counter()
-            played = registry.run_agent(name, boards, key=registry.agent_key(args.seed), max_clicks=max_clicks,
-                                        chunk=args.chunk, jobs=args.jobs, progress=bar.update,
-                                        solutions=args.animate, rules=rules)
-            seconds = time.perf_counter() - start  # the play, not the GIFs drawn from it
-            figures += write_gifs(args.out, name, boards, played["solutions"], rules, played["cleared"], max_clicks)
-            values = np.asarray(played[measure])
-            per_board[name] = values
-            results[name] = {"mean": float(values.mean()), "se": stats.standard_error(values),
-                             "median": float(np.median(values)),
-                             "std": float(values.std()), "cleared": float(np.mean(played["cleared"])),
-                             "mean_clicks": float(np.mean(played["clicks"])),
-                             "seconds_per_board": seconds / len(boards)}
+    played, figures = _play_agents(parser, args, agents, boards, rules, max_clicks)
+    results, per_board = {}, {}
+    for name, run in played.items():
+        values = per_board[name] = np.asarray(run[measure])
+        results[name] = {"mean": float(values.mean()), "se": stats.standard_error(values),
+                         "median": float(np.median(values)), "std": float(values.std()),
+                         "cleared": float(np.mean(run["cleared"])), "mean_clicks": float(np.mean(run["clicks"])),
+                         "seconds_per_board": run["seconds_per_board"]}
     label = max(len("agent"), *(len(a) for a in agents))
     print(f"\n{measure.replace('_', ' ')} per board under the {rules} rules "
           f"({'higher' if measure == 'points' else 'lower'} is better)")
@@ -374,12 +378,7 @@ def points_report(args, agents: list[str], boards, description: str, rules: str,
         print(f"{name:<{label}} {row['mean']:>8.1f} {row['se']:>6.1f} {row['median']:>8.1f} {row['std']:>7.1f} "
               f"{row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
     print(TIMING_NOTE)
-    table = io.StringIO()
-    writer = csv.writer(table)
-    writer.writerow(["board", *agents])
-    for i in range(len(boards)):
-        writer.writerow([board_to_text(boards[i]), *(int(per_board[a][i]) for a in agents)])
-    files.atomic_write_bytes(os.path.join(args.out, "boards.csv"), table.getvalue().encode())
+    write_board_table(args.out, boards, per_board)
     figure = f"{measure.replace('_', '-')}.png"
     files.atomic_write_bytes(os.path.join(args.out, figure),
                              plots.value_histograms(per_board, f"{description}, {rules} rules",

@@ -28,7 +28,7 @@ which comes from the expansion the backup makes anyway (``policy_targets``). On 
 drawn from a search line, ``line_target_share`` of the target can go to the cluster the
 line clicked there instead (unless that click was a random one); by default none does: a
 line is one order among clicks that often commute or tie, and imitating it played worse
-(NOTES, "Learners"). The policy trains on one random slot of each beam and on every
+(docs/research-log.md, "Learners"). The policy trains on one random slot of each beam and on every
 search-line position, its head at ``policy_lr_scale`` times the learning rate.
 
     init, run_chunk = make_avi(config)
@@ -50,6 +50,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from jaxdust.core import configs, game
 from jaxdust.core.game import GameConfig
 from jaxdust.learn import networks
+from jaxdust.learn.expansion import expand
 from jaxdust.search.beam import sort_distinct
 from jaxdust.search.keys import canonical_hash
 from jaxdust.search import mcts
@@ -117,6 +118,14 @@ class AVIConfig:
             raise configs.FieldError("child_share", f"must be in (0, 1], got {self.child_share}")
         if self.num_envs % self.beam_width:
             raise configs.FieldError("beam_width", f"({self.beam_width}) must divide num_envs ({self.num_envs})")
+        if self.buffer_lines > 2**16 or self.beam_width > 2**16:  # rows and slots are drawn from 16 bits
+            field = "buffer_lines" if self.buffer_lines > 2**16 else "beam_width"
+            raise configs.FieldError(field, f"must be at most 65536, got {getattr(self, field)}")
+        if self.policy_teacher == "mcts":  # the search's own visit weights replace the child values' softmax
+            for field in ("policy_temperature", "line_target_share"):
+                if getattr(self, field) != getattr(type(self), field):
+                    raise configs.FieldError(field, f"acts on the 'lines' policy teacher only; the 'mcts' teacher "
+                                                    f"ignores it (got {getattr(self, field)})")
         if self.buffer_lines < self.num_envs // self.beam_width:
             # Every board may finish in one iteration; each needs its own row.
             raise configs.FieldError("buffer_lines", f"({self.buffer_lines}) must be >= the boards in play, "
@@ -175,49 +184,6 @@ class ChunkMetrics(NamedTuple):
     episodes: jax.Array  # int32 [], boards cleared in the chunk
     episode_clicks: jax.Array  # float32 [], mean clicks of those boards' lines
     dropped: jax.Array  # int32 [], children beyond child_slots (their positions get less exact targets)
-
-
-class Expansion(NamedTuple):
-    labels: jax.Array  # int32 [N, W * H], game.cluster_labels
-    values: jax.Array  # float32 [N, W * H], child value at each cluster's first cell, inf elsewhere
-    dropped: jax.Array  # int32 [], children beyond the slots
-    children: jax.Array  # int8 [S, W, H], the distinct children, compacted
-    index: jax.Array  # int32 [N, W * H], each value's row of ``children`` (S where none)
-
-
-def expand(boards: jax.Array, slots: int, value_fn, rules: str = "dust") -> Expansion:
-    """Every distinct child of every board, valued by ``value_fn``.
-
-    Args:
-      boards: int8 ``[N, W, H]``.
-      slots: children evaluated at most (static); the first in board and cell order.
-      value_fn: int8 ``[M, W, H]`` -> float32 ``[M]``, clicks left.
-      rules: the click rule set the children are made by (``game.CLICK_RULES``).
-
-    Returns an ``Expansion``: child values are 0 for a cleared board and inf at cells that
-    are not a cluster's first cell and for children beyond ``slots``.
-    """
-    count_boards, width, height = boards.shape
-    cells = width * height
-    labels = jax.vmap(game.cluster_labels)(boards).reshape(count_boards, cells)
-    is_action = (labels == jnp.arange(cells, dtype=jnp.int32)).reshape(-1)
-    actions = jnp.sum(is_action)
-    flat_index = jnp.nonzero(is_action, size=slots, fill_value=0)[0]
-    valid = jnp.arange(slots) < actions
-    parent, action = flat_index // cells, flat_index % cells
-
-    def play(board_index, cell):
-        removed = (labels[board_index] == cell).reshape(width, height)
-        return game.remove_and_contract(boards[board_index], removed, rules)[0]
-
-    children = jax.vmap(play)(parent, action)
-    values = jnp.where(jax.vmap(game.is_done)(children), 0.0, value_fn(children))
-    values = jnp.where(valid, values, jnp.inf)
-    target_cell = jnp.where(valid, flat_index, count_boards * cells)
-    per_cell = jnp.full(count_boards * cells, jnp.inf).at[target_cell].set(values, mode="drop")
-    index = jnp.full(count_boards * cells, slots, jnp.int32).at[target_cell].set(jnp.arange(slots), mode="drop")
-    return Expansion(labels, per_cell.reshape(count_boards, cells), jnp.maximum(actions - slots, 0), children,
-                     index.reshape(count_boards, cells))
 
 
 def select_beam(values: jax.Array, hashes: jax.Array, explore: jax.Array, key: jax.Array, width: int) -> jax.Array:
@@ -345,7 +311,9 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         labels, child_values = expansion.labels, expansion.values
         backup = 1.0 + jnp.min(child_values, axis=1)
         target = jnp.minimum(backup, cap)
-        trained = trained & jnp.isfinite(target)  # all children beyond the slots: no target
+        # A position in play whose children all fell beyond the slots has no target; a
+        # line's position still has its line's cap.
+        trained = trained & jnp.isfinite(target)
         weight = trained.astype(jnp.float32)
         # The policy trains on one random slot of each board's beam (its slots are close
         # relatives, and the policy head costs far more per position than the value) and
@@ -369,7 +337,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
             # and mctx then spreads its weights over all cells: no target there.
             policy_target = jnp.where(row_labels >= 0, searched.action_weights, 0.0)
         target_cluster = jnp.take_along_axis(row_labels, jnp.argmax(policy_target, axis=1)[:, None], axis=1)[:, 0]
-        row_weight = weight[policy_rows]
+        row_weight = weight[policy_rows] * jnp.any(jnp.isfinite(row_values), axis=1)  # no child valued: no target
 
         def loss_fn(params):
             value, _ = network.apply(params, boards)  # the policy head's work is cut from this call

@@ -40,7 +40,8 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 from jaxdust.core import env as dust_env
 from jaxdust.core import configs, game
-from jaxdust.learn import avi, networks
+from jaxdust.learn import networks
+from jaxdust.learn.expansion import expand
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +87,8 @@ class DQNConfig:
             raise configs.FieldError("bootstrap", f"must be 'max' or 'mean', got {self.bootstrap!r}")
         if self.batch_size > self.buffer_size:
             raise configs.FieldError("batch_size", f"({self.batch_size}) cannot exceed buffer_size ({self.buffer_size})")
+        if self.num_envs > self.buffer_size:  # one iteration's transitions would overwrite each other
+            raise configs.FieldError("num_envs", f"({self.num_envs}) cannot exceed buffer_size ({self.buffer_size})")
         if self.learning_starts > self.buffer_size:  # the buffer never holds that many: no update would run
             raise configs.FieldError("learning_starts", f"({self.learning_starts}) cannot exceed buffer_size "
                                                         f"({self.buffer_size})")
@@ -122,10 +125,9 @@ class DQNConfig:
     @property
     def first_update(self) -> int:
         """The iteration of the first update: the buffer takes ``num_envs`` transitions an
-        iteration from iteration ``n_step - 1`` on, and updates once it holds ``learning_starts``."""
-        if self.learning_starts == 0:
-            return 0
-        return max(0, -(-self.learning_starts // self.num_envs) + self.n_step - 2)
+        iteration from iteration ``n_step - 1`` on, and updates once it holds
+        ``learning_starts`` (and at least one: an empty buffer holds only zeros)."""
+        return max(0, -(-max(self.learning_starts, 1) // self.num_envs) + self.n_step - 2)
 
     @property
     def env(self) -> dust_env.DustEnv:
@@ -290,7 +292,7 @@ def full_backup_targets(config: DQNConfig, q_target, boards: jax.Array, slots: i
     def cost(children):  # expand() minimises, so it gets the negated bootstrap value
         return -networks.masked_max(q_target(children), legal_mask(children, True))
 
-    expansion = avi.expand(boards, slots, cost, config.game.rules)
+    expansion = expand(boards, slots, cost, config.game.rules)
     first_cell = jnp.maximum(expansion.labels, 0)  # cells of one cluster share its child
     at_cell = jnp.take_along_axis(expansion.values, first_cell, axis=1)
     child = jnp.minimum(jnp.take_along_axis(expansion.index, first_cell, axis=1), slots - 1)
@@ -409,7 +411,7 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
         replay = replay_add(runner.replay, n_step_transition(window, config.gamma),
                             valid=runner.iteration >= config.n_step - 1)
 
-        ready = replay.size >= config.learning_starts
+        ready = replay.size >= max(config.learning_starts, 1)
         train, target_params, loss = jax.lax.cond(
             ready,
             lambda: learn(runner.train, runner.target_params, replay, learn_key),

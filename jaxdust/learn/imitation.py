@@ -103,7 +103,8 @@ def initial_state(config: ImitationConfig, key: jax.Array, total_steps: int = 1)
 
 
 def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Mesh | None = None):
-    """``init(key)``, ``run_epoch(state, key)`` and ``evaluate(state)`` (validation), jitted.
+    """``init(key)``, ``run_epoch(state, key)`` and ``evaluate(state)`` (validation); the
+    epoch and the validation are jitted.
 
     With a ``mesh`` (axis ``data``) every minibatch is split over its devices and the
     parameters replicated; the gradient mean becomes an all-reduce (data parallelism).

@@ -27,7 +27,6 @@ from jaxdust.search import heuristic
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS
 
 PRESETS = {
-    "small": (256, 256),
     "default": (512, 512, 512),
     "original": (1500,) * 5,  # the Deep Q-learning post's 5 x 1500 ReLU layers
 }

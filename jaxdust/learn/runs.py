@@ -63,7 +63,8 @@ def greedy_lengths(boards, scorer, params, max_clicks: int, rules: str = "dust")
 
 
 def progress_evaluation(boards, learner: learners.Learner, config):
-    """``evaluate(state) -> {"argmax_clicks", "greedy_clicks"}`` on ``boards``. In a run
+    """``evaluate(state) -> {"argmax_clicks", "greedy_clicks", "greedy_se"}`` on ``boards``
+    (``greedy_se``: the greedy mean's standard error, which ``Run.keep_if_best`` reads). In a run
     over several processes each plays its own share of the boards with its local copy of
     the (replicated) parameters, and the click totals are summed over the processes: each
     board is played once in all. The learners' policies and greedy play are deterministic,
@@ -419,7 +420,7 @@ class Run:
         apart, the newest (trained longest, at the lowest learning rate). Taking the
         plain minimum picked noise at a plateau: default ``avi`` runs' minimum played fresh
         boards worse than their newest checkpoint, on greedy play itself as well as argmax
-        (NOTES), while an overfitting ``imitation`` run's newest is many errors worse and
+        (docs/research-log.md), while an overfitting ``imitation`` run's newest is many errors worse and
         stays out."""
         greedy = evaluation["greedy_clicks"]
         self.greedy_floor = min(self.greedy_floor, greedy)

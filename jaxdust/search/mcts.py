@@ -80,7 +80,8 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     """One Gumbel MuZero search from each board.
 
     Args:
-      boards: int8 ``[N, W, H]``, none of them empty.
+      boards: int8 ``[N, W, H]``. An empty board has no legal action: mctx then spreads
+        its ``action_weights`` over every cell, so a caller masks them (``avi`` does).
       evaluate: the evaluator (module docstring); ``params`` are passed to it.
       simulations: simulations per board (static).
       considered: actions Sequential Halving starts from at the root (static).

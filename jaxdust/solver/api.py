@@ -24,9 +24,9 @@ from jaxdust.solver import bitboard, halves, ida, progress, table as storage
 from jaxdust.solver.upper_bound import beam_upper_bound
 
 # A fresh table starts small and grows with the work (a table that fits the CPU's cache is
-# faster for short proofs, a large one saves positions in long ones; NOTES.md has the
-# measurements): before each iteration, to ~4 entries per position of the last one (times
-# GROWTH per budget the coming search skips).
+# faster for short proofs, a large one saves positions in long ones): before each
+# iteration, to ~4 entries per position of the last one (times GROWTH per budget the
+# coming search skips).
 MAX_TABLE_BITS = 25  # 256 MB
 GROWTH = 15  # each extra click of budget generates ~15x the positions (8x6 proofs)
 # Without a time limit the search's own decisions (whether to widen the beam) count

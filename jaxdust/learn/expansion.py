@@ -1,0 +1,60 @@
+"""The full-width expansion both learners back up over: every distinct child of every
+board in a batch, made once and valued by one call of a network.
+
+Distinct children are one per cluster (every cell of a cluster makes the same child), so
+the children are compacted over clusters' first cells into ``slots`` rows: static shapes
+and no per-cell waste. ``avi`` backs up ``1 + min V(child)`` and keeps its beams from the
+same children; ``dqn``'s full backup reads a target for every cluster from them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxdust.core import game
+
+
+class Expansion(NamedTuple):
+    labels: jax.Array  # int32 [N, W * H], game.cluster_labels
+    values: jax.Array  # float32 [N, W * H], child value at each cluster's first cell, inf elsewhere
+    dropped: jax.Array  # int32 [], children beyond the slots
+    children: jax.Array  # int8 [S, W, H], the distinct children, compacted
+    index: jax.Array  # int32 [N, W * H], each value's row of ``children`` (S where none)
+
+
+def expand(boards: jax.Array, slots: int, value_fn, rules: str = "dust") -> Expansion:
+    """Every distinct child of every board, valued by ``value_fn``.
+
+    Args:
+      boards: int8 ``[N, W, H]``.
+      slots: children evaluated at most (static); the first in board and cell order.
+      value_fn: int8 ``[M, W, H]`` -> float32 ``[M]``, clicks left.
+      rules: the click rule set the children are made by (``game.CLICK_RULES``).
+
+    Returns an ``Expansion``: child values are 0 for a cleared board and inf at cells that
+    are not a cluster's first cell and for children beyond ``slots``.
+    """
+    count_boards, width, height = boards.shape
+    cells = width * height
+    labels = jax.vmap(game.cluster_labels)(boards).reshape(count_boards, cells)
+    is_action = (labels == jnp.arange(cells, dtype=jnp.int32)).reshape(-1)
+    actions = jnp.sum(is_action)
+    flat_index = jnp.nonzero(is_action, size=slots, fill_value=0)[0]
+    valid = jnp.arange(slots) < actions
+    parent, action = flat_index // cells, flat_index % cells
+
+    def play(board_index, cell):
+        removed = (labels[board_index] == cell).reshape(width, height)
+        return game.remove_and_contract(boards[board_index], removed, rules)[0]
+
+    children = jax.vmap(play)(parent, action)
+    values = jnp.where(jax.vmap(game.is_done)(children), 0.0, value_fn(children))
+    values = jnp.where(valid, values, jnp.inf)
+    target_cell = jnp.where(valid, flat_index, count_boards * cells)
+    per_cell = jnp.full(count_boards * cells, jnp.inf).at[target_cell].set(values, mode="drop")
+    index = jnp.full(count_boards * cells, slots, jnp.int32).at[target_cell].set(jnp.arange(slots), mode="drop")
+    return Expansion(labels, per_cell.reshape(count_boards, cells), jnp.maximum(actions - slots, 0), children,
+                     index.reshape(count_boards, cells))
