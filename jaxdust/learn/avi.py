@@ -175,6 +175,8 @@ class Runner(NamedTuple):
 
 
 class ChunkMetrics(NamedTuple):
+    """A chunk's means over its updates, except the three counts summed over them."""
+
     loss: jax.Array  # float32 [], mean over the chunk's updates
     value_error: jax.Array  # float32 [], mean |V(s) - y(s)|, clicks
     policy_loss: jax.Array  # float32 [], cross-entropy of the policy over clusters
@@ -390,27 +392,31 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         length = runner.depth + 1
         rows = (runner.lines.written + jnp.cumsum(finished) - 1) % buffer_lines
         rows = jnp.where(finished, rows, buffer_lines)
-        lines = Lines(runner.lines.positions.at[rows].set(path[winner], mode="drop"),
-                      runner.lines.actions.at[rows].set(path_actions[winner], mode="drop"),
-                      runner.lines.explored.at[rows].set(path_explored[winner], mode="drop"),
-                      runner.lines.length.at[rows].set(length, mode="drop"),
-                      runner.lines.written + jnp.sum(finished, dtype=jnp.int32))
+        lines = Lines(positions=runner.lines.positions.at[rows].set(path[winner], mode="drop"),
+                      actions=runner.lines.actions.at[rows].set(path_actions[winner], mode="drop"),
+                      explored=runner.lines.explored.at[rows].set(path_explored[winner], mode="drop"),
+                      length=runner.lines.length.at[rows].set(length, mode="drop"),
+                      written=runner.lines.written + jnp.sum(finished, dtype=jnp.int32))
         restart = jnp.repeat(finished, width)
         after = jnp.where(restart[:, None, None], jnp.repeat(fresh_boards(reset_key), width, axis=0), after)
         depth = jnp.where(finished, 0, jnp.where(stalled, runner.depth, length))
-        runner = Runner(train, target_params, after, path, path_actions, path_explored, depth, lines, key, update)
-        line_capped = jnp.sum(trained[count:] & (cap[count:] < backup[count:])) / jnp.maximum(jnp.sum(trained[count:]), 1)
-        mean_target = jnp.sum(jnp.where(trained[:count], target[:count], 0.0)) / jnp.maximum(jnp.sum(trained[:count]), 1)
-        return runner, (loss, value_error, policy_loss, agreement, mean_target, line_capped, jnp.sum(finished),
-                        jnp.sum(jnp.where(finished, length, 0)), expansion.dropped)
+        runner = Runner(train=train, target_params=target_params, boards=after, path=path, path_actions=path_actions,
+                        path_explored=path_explored, depth=depth, lines=lines, key=key, update=update)
+        # One update's figures, which run_chunk reduces (episode_clicks: a total here).
+        step = ChunkMetrics(
+            loss=loss, value_error=value_error, policy_loss=policy_loss, policy_agreement=agreement,
+            target=jnp.sum(jnp.where(trained[:count], target[:count], 0.0)) / jnp.maximum(jnp.sum(trained[:count]), 1),
+            capped=jnp.sum(trained[count:] & (cap[count:] < backup[count:])) / jnp.maximum(jnp.sum(trained[count:]), 1),
+            episodes=jnp.sum(finished), episode_clicks=jnp.sum(jnp.where(finished, length, 0)),
+            dropped=expansion.dropped)
+        return runner, step
 
     def run_chunk(runner: Runner, length: int = config.chunk_updates) -> tuple[Runner, ChunkMetrics]:
-        runner, (loss, value_error, policy_loss, agreement, target, line_capped, finished, clicks, dropped) = \
-            jax.lax.scan(iteration, runner, None, length=length)
-        episodes = jnp.sum(finished)
-        return runner, ChunkMetrics(jnp.mean(loss), jnp.mean(value_error), jnp.mean(policy_loss),
-                                    jnp.mean(agreement), jnp.mean(target), jnp.mean(line_capped),
-                                    episodes, jnp.sum(clicks) / jnp.maximum(episodes, 1), jnp.sum(dropped))
+        runner, steps = jax.lax.scan(iteration, runner, None, length=length)
+        means = jax.tree.map(jnp.mean, steps)
+        episodes = jnp.sum(steps.episodes)
+        return runner, means._replace(episodes=episodes, dropped=jnp.sum(steps.dropped),
+                                      episode_clicks=jnp.sum(steps.episode_clicks) / jnp.maximum(episodes, 1))
 
     if mesh is None:
         return jax.jit(init), jax.jit(run_chunk, donate_argnums=0, static_argnames="length")
