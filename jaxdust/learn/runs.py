@@ -138,6 +138,11 @@ def base_config(learner: learners.Learner, args):
 # "run", so that a resumed run goes on with them: ``settle_run_flags``.
 RUN_FLAGS = {"seed": 0, "eval_boards": 256, "eval_every": 5}
 
+# Data sets, kept as absolute paths (a run may be resumed from another folder) and with
+# their settings, under NAME + SETTINGS: a copy made with them is the same data.
+DIRECTORY_FLAGS = ("data",)
+SETTINGS = "_settings"
+
 
 def settle_run_flags(learner: learners.Learner, args) -> dict:
     """Fill in ``args``' run flags (``RUN_FLAGS`` and ``learner.run_flags``) that were left
@@ -175,12 +180,6 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
                                f"run's, or use another --run-dir")
             kept[name + SETTINGS] = recorded or now
     return kept
-
-
-# Data sets, kept as absolute paths (a run may be resumed from another folder) and with
-# their settings, under NAME + SETTINGS: a copy made with them is the same data.
-DIRECTORY_FLAGS = ("data",)
-SETTINGS = "_settings"
 
 
 def _settings_as_written(settings: dict) -> dict:
