@@ -49,6 +49,21 @@ def _solver_solutions(boards):
     return [jaxdust.solve(board).clicks for board in boards]
 
 
+def test_a_row_carries_the_standard_errors_of_its_mean_and_of_its_gap():
+    """The gap's error is that of the per-board differences (paired with the optimum), far
+    smaller than the mean's where lengths vary from board to board but the gap does not."""
+    board_set = benchmark.load_set("8x4x5", limit=4)
+    assert board_set.proven.all() and np.ptp(board_set.best) > 0
+    clicks = board_set.best + np.array([0, 1, 0, 1])
+    scored = benchmark.row("some agent", board_set, clicks, np.ones(4, bool), seconds=2.0)
+    assert scored.se == pytest.approx(np.std(clicks, ddof=1) / 2)
+    assert scored.gap == 0.5 and scored.gap_se == pytest.approx(np.std([0, 1, 0, 1], ddof=1) / 2)
+    assert f"| {scored.mean_clicks:.3f} +- {scored.se:.3f} |" in scored.markdown()
+    assert "| +0.500 +- 0.289 |" in scored.markdown()
+    unproven = dataclasses.replace(board_set, lower=board_set.best - 1)
+    assert "+-" not in benchmark.row("x", unproven, clicks, np.ones(4, bool), 2.0).markdown().split("|")[4]
+
+
 def test_a_solvers_own_solutions_are_replayed_and_scored():
     exact = benchmark.score(_solver_solutions, "8x4x5", name="exact", limit=6, show=False)
     assert (exact.boards, exact.mean_clicks, exact.optimal, exact.gap, exact.cleared) == (
@@ -173,17 +188,17 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     row = json.loads(cached.read_text())
     cached.write_text(json.dumps({**row, "mean_clicks": 99.0}))  # a kept row is not measured again
     second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "| largest cluster first | 99.000 |" in second.stdout
+    assert "| largest cluster first | 99.000 +- " in second.stdout
     # The rows an earlier run measured are named as such (their times are that run's).
     assert "kept from an earlier run of this version" in second.stdout and "--fresh" in second.stdout
     assert json.loads((tmp_path / "board.json").read_text())["kept"] == [
         "largest cluster first", "numba beam, tuned heuristic + lookahead, width 20"]
     other_seed = subprocess.run(command + ["--seed", "1"], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "| largest cluster first | 99.000 |" not in other_seed.stdout  # kept per seed
+    assert "| largest cluster first | 99.000 +- " not in other_seed.stdout  # kept per seed
     assert "| largest cluster first |" in first.stdout
     cached.write_text(json.dumps({**row, "mean_clicks": 99.0, "jaxdust": "0.1.0"}))  # kept by another version
     other_version = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "| largest cluster first | 99.000 |" not in other_version.stdout
+    assert "| largest cluster first | 99.000 +- " not in other_version.stdout
     again = json.loads(cached.read_text())  # measured again, and kept as this version's
     assert (again["mean_clicks"], again["jaxdust"]) == (row["mean_clicks"], jaxdust.__version__)
 
@@ -298,7 +313,7 @@ def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_pat
     (run / "checkpoints" / "35" / "checksums.json").write_text('{"state/a": "3"}')
     assert len({first, retrained, runs.fingerprint(str(run))}) == 3
 
-    row = benchmark.Row("avi, greedy", "8x4x5 v1", 3, 10.0, 0.5, 0.4, 1.0, 0.01)
+    row = benchmark.Row("avi, greedy", "8x4x5 v1", 3, 10.0, 0.5, 0.4, 1.0, 0.01, 0.2, 0.1)
     path = str(tmp_path / "row.json")
     leaderboard._keep_row(path, row, first)
     assert leaderboard._kept_row(path, benchmark.Row, first) == row

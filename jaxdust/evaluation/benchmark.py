@@ -25,6 +25,7 @@ import numpy as np
 from jaxdust.core import boards as board_io
 from jaxdust.core import files, game
 from jaxdust.core.progress import progress_bar
+from jaxdust.evaluation import stats
 
 VERSION = 1
 SIZES = ("8x6x5", "6x6x5", "8x4x5")
@@ -84,15 +85,27 @@ class Row:
     gap: float  # mean clicks above the optimum, over the proven boards
     cleared: float  # share of boards cleared
     seconds_per_board: float
+    se: float = float("nan")  # the mean's standard error
+    gap_se: float = float("nan")  # the gap's: of the per-board differences to the optimum
 
-    HEADER = ("| agent | mean clicks | optimal | gap to optimum | cleared | time per board |\n"
+    HEADER = ("| agent | mean clicks (+- se) | optimal | gap to optimum (+- se) | cleared | time per board |\n"
               "|---|---:|---:|---:|---:|---:|")
 
     def markdown(self) -> str:
-        seconds = self.seconds_per_board
-        timing = f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
-        return (f"| {self.agent} | {self.mean_clicks:.3f} | {self.optimal:.1%} | {self.gap:+.3f} | "
-                f"{self.cleared:.1%} | {timing} |")
+        return (f"| {self.agent} | {with_error(self.mean_clicks, self.se, '.3f')} | {self.optimal:.1%} | "
+                f"{with_error(self.gap, self.gap_se, '+.3f')} | {self.cleared:.1%} | "
+                f"{timing(self.seconds_per_board)} |")
+
+
+def with_error(value: float, error: float, spec: str) -> str:
+    """``value +- error`` (the error to the value's precision), or the value alone where
+    there is none (nan: a gap with no proven board)."""
+    shown = format(value, spec)
+    return shown if np.isnan(error) else f"{shown} +- {error:.{spec[-2]}f}"
+
+
+def timing(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
 def row(agent: str, board_set: BoardSet, clicks, cleared, seconds: float) -> Row:
@@ -102,10 +115,12 @@ def row(agent: str, board_set: BoardSet, clicks, cleared, seconds: float) -> Row
     best, proven = board_set.best[:count], board_set.proven[:count]
     if np.any(cleared & (clicks < board_set.lower[:count])):
         raise ValueError(f"{agent}: a length below a proven lower bound; its solutions are wrong")
+    gaps = (clicks - best)[proven]
     return Row(agent, board_set.name, count, float(clicks.mean()),
                float(np.mean((clicks == best)[proven] & cleared[proven])) if proven.any() else float("nan"),
-               float(np.mean((clicks - best)[proven])) if proven.any() else float("nan"),
-               float(cleared.mean()), seconds / count)
+               float(np.mean(gaps)) if proven.any() else float("nan"),
+               float(cleared.mean()), seconds / count, stats.standard_error(clicks),
+               stats.standard_error(gaps) if proven.any() else float("nan"))
 
 
 def replayed_lengths(boards: np.ndarray, solutions, max_clicks: int, what: str = "the solver"

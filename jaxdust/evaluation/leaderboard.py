@@ -41,7 +41,7 @@ import numpy as np
 
 from jaxdust import __version__
 from jaxdust.core import compile_cache, configs, files, flags, game, machine
-from jaxdust.evaluation import benchmark, registry
+from jaxdust.evaluation import benchmark, registry, stats
 from jaxdust.learn.runs import fingerprint, read_run_config
 
 DEFAULT_ENTRIES = "random,largest,dfs,beam:1,beam:8,beam:64,cpu-beam:2000"
@@ -217,13 +217,13 @@ class FamilyRow:
     mean: float
     cleared: float  # share of boards cleared
     seconds_per_board: float
+    se: float = float("nan")  # the mean's standard error
 
-    HEADER = "| agent | mean {} | cleared | time per board |\n|---|---:|---:|---:|"
+    HEADER = "| agent | mean {} (+- se) | cleared | time per board |\n|---|---:|---:|---:|"
 
     def markdown(self) -> str:
-        seconds = self.seconds_per_board
-        timing = f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
-        return f"| {self.agent} | {self.mean:.{3 if self.measure == 'clicks' else 1}f} | {self.cleared:.1%} | {timing} |"
+        mean = benchmark.with_error(self.mean, self.se, ".3f" if self.measure == "clicks" else ".1f")
+        return f"| {self.agent} | {mean} | {self.cleared:.1%} | {benchmark.timing(self.seconds_per_board)} |"
 
 
 def run_sources(entries: list[str]) -> dict[str, str]:
@@ -297,7 +297,8 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str, sourc
         played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
                                     max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
         scored = FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
-                           float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards)
+                           float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards,
+                           stats.standard_error(played[measure]))
         _keep_row(path, scored, sources.get(entry))
         print(scored.markdown(), flush=True)
         rows.append(scored)
