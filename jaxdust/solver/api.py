@@ -122,13 +122,14 @@ def _load_compiled_code() -> None:
     """Compile (or load from numba's cache) every search ``solve`` runs, once per process,
     so that a time limit and ``Solution.seconds`` measure searching, not compiling (a cold
     cache takes tens of seconds, far beyond a typical limit). Loading that outlasts
-    ``COMPILE_NOTICE_SECONDS`` says on stderr that it is compiling."""
+    ``COMPILE_NOTICE_SECONDS`` says so on stderr (a load from the cache on a busy machine
+    can take that long too, hence "loading")."""
     global _compiled
     if _compiled:
         return
     notice = threading.Timer(COMPILE_NOTICE_SECONDS, lambda: print(
-        "jaxdust: compiling the exact solver (first use after an install or upgrade; numba keeps it "
-        "for later processes)", file=sys.stderr, flush=True))
+        "jaxdust: loading the exact solver (its first use after an install or upgrade compiles it, "
+        "20-40 s on a CPU; numba keeps it for later processes)", file=sys.stderr, flush=True))
     notice.daemon = True
     notice.start()
     try:
