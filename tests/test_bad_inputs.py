@@ -249,6 +249,12 @@ FILE_CASES = [
     ("train", ["--hidden", "0,3"], ["--hidden", "positive integers"]),
     ("train", ["--policy-teacher", "beam"], ["--policy-teacher must be one of lines, mcts", "'beam'"]),
     ("train", ["--hidden", "wide"], ["--hidden", "'wide'"]),
+    ("train", ["--hidden", "512,99999999999"], ["--hidden", "each must be below 2^31"]),  # XLA aborted
+    # The default settings on large boards overflowed int32 in the first update (a traceback).
+    ("train", ["--size", "100x100x5"], ["--size 100x100: with these --num-envs and --child-share, 3,200,000 "
+                                        "children an update make 32,003,200,000 cells, more than 2^31"]),
+    ("train", ["dqn", "--backup", "full", "--size", "100x100x5"],
+     ["--size 100x100: with these --batch-size and --child-share"]),
     ("train", ["--size", "3x3x99"], ["--size", "colors must be in 1..9"]),
     ("train", ["--beam-width", "3"], ["--beam-width (3) must divide --num-envs (512)"]),  # flags, not fields
     ("train", ["--buffer-lines", "8"], ["--buffer-lines (8) must be >= the boards in play, --num-envs / --beam-width (64)"]),
@@ -485,6 +491,8 @@ API_CASES = [
                          jax.random.key(0), 4, considered=0), "considered must be a positive integer, got 0"),
     (lambda: solver_points.beam([[1, 1], [2, 2]], 8, rules="former"), "points searches play the points"),
     (lambda: solver_points.nmcs([[1, 1], [2, 2]], level=0), "level must be 1 or 2"),
+    (lambda: solver_points.nmcs([[1, 1], [2, 2]], seed=2**70), r"seed must be an integer in \[0, 2\^32\)"),
+    (lambda: jaxdust.solve("1" * 48, time_limit=np.float32("nan")), "time_limit"),
     (lambda: DatasetConfig(boards=0), "boards"),
     (lambda: DatasetConfig(game=jaxdust.GameConfig(9, 8, 5)), "at most 64"),
     (lambda: jaxdust.beam_search(jnp.zeros((0, 4, 3), jnp.int8), 4), "no boards"),

@@ -740,6 +740,10 @@ def test_train_refuses_to_mix_runs(tmp_path, whole_dqn_run):
     changed = subprocess.run([sys.executable, "train.py", *WHOLE_DQN, "--hidden", "16", "--run-dir",
                               str(tmp_path / "done"), "--resume"], capture_output=True, text=True, cwd=ROOT)
     assert changed.returncode != 0 and "other settings" in changed.stderr
+    # Resuming a finished run reports it as it finished: no evaluation, no new summary.
+    resumed = run_train(tmp_path / "done", "--resume")
+    assert "finished its 6 chunks already: nothing to do" in resumed.stdout
+    assert (tmp_path / "done" / "summary.json").read_text() == (whole_dqn_run / "summary.json").read_text()
 
 
 @pytest.mark.slow
@@ -787,6 +791,27 @@ def test_a_resumed_run_takes_its_own_run_flags_and_refuses_others(tmp_path, monk
     _write_run(tmp_path / "own", **{**kept, "data": None})  # it made its data in RUN_DIR/data
     (tmp_path / "own" / "data").mkdir()
     assert _settled(tmp_path / "own", "--resume", "--data", str(tmp_path / "own" / "data"))[0].data
+
+
+def test_a_run_that_never_finished_a_step_gives_way_to_a_new_start(tmp_path):
+    """A start that died in its first step (XLA aborting on a size, memory running out)
+    leaves config.json and empty folders: the corrected command starts there, with or
+    without --resume; once a step is logged the run is kept."""
+    learner, other = learners.get("imitation"), imitation.ImitationConfig(epochs=2)
+    _write_run(tmp_path / "run")
+    for folder in ("checkpoints", runs.BEST_DIR):
+        (tmp_path / "run" / folder).mkdir()
+    (tmp_path / "run" / "metrics.jsonl").write_text("")
+    assert runs.never_began(str(tmp_path / "run"))
+    runs._check_run_directory(str(tmp_path / "run"), learner, other, resume=False)
+    with pytest.raises(runs.RunError, match="never finished a step, so without --resume these settings start"):
+        runs._check_run_directory(str(tmp_path / "run"), learner, other, resume=True)
+    (tmp_path / "run" / "metrics.jsonl").write_text('{"chunk": 1}\n')
+    assert not runs.never_began(str(tmp_path / "run"))
+    with pytest.raises(runs.RunError, match="already holds a run"):
+        runs._check_run_directory(str(tmp_path / "run"), learner, other, resume=False)
+    with pytest.raises(runs.RunError, match="use another --run-dir$"):
+        runs._check_run_directory(str(tmp_path / "run"), learner, other, resume=True)
 
 
 def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path):

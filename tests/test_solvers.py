@@ -433,6 +433,20 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
     assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [(b, int(n)) for b, n in expected]
 
 
+def test_cli_holds_boards_to_their_headers_colours(tmp_path, capsys):
+    """``colors=`` in a board file's header caps its boards' colours, for the solver's
+    command as for ``read_board_file`` (which the command once read around)."""
+    source = tmp_path / "capped.txt"
+    source.write_text("# width=4 height=3 colors=2\n123412341234\n121212121212\n")
+    out = tmp_path / "log.jsonl"
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1"]) == 1
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records[0]["error"] == "the board holds colour 4; the header says colors=2"
+    assert records[1]["optimal"]
+    with pytest.raises(ValueError, match="the header says colors=2"):
+        jaxdust.read_board_file(source)
+
+
 def test_cli_tries_errors_again_and_refuses_results_of_another_shape(tmp_path, boards_dir, capsys):
     """A line whose record is an error (here a wrong --width) is solved on the next run; a
     board's digits read at another shape (a header added, --width given) are another board,
@@ -549,6 +563,13 @@ def test_a_checkpoint_of_another_board_or_no_proof_is_refused(tmp_path):
     (tmp_path / "junk.npz").write_bytes(b"not a zip file")
     with pytest.raises(ValueError, match="junk.npz is not a saved proof"):
         solve(board, checkpoint=tmp_path / "junk.npz")
+    (tmp_path / "empty.npz").write_bytes(b"")  # an EOFError from numpy, once a traceback
+    with pytest.raises(ValueError, match="empty.npz is not a saved proof"):
+        solve(board, checkpoint=tmp_path / "empty.npz")
+    np.savez(tmp_path / "fieldless.npz", meta=np.array(json.dumps({"format": progress.FORMAT})),
+             board=board, entries=np.zeros(4, np.uint64), halves=np.zeros(4, np.uint64))
+    with pytest.raises(ValueError, match=r"fieldless.npz is not a saved proof \(KeyError"):
+        solve(board, checkpoint=tmp_path / "fieldless.npz")
     with pytest.raises(ValueError, match="checkpoint_positions must be a positive integer"):
         solve(board, checkpoint=path, checkpoint_positions=0)
     assert path.exists()  # refusals leave the proof as it was
@@ -979,3 +1000,23 @@ def test_a_node_limit_caps_the_half_game_searches_too():
     assert not result.optimal and result.nodes <= 1000 and result.lower_bound < result.length
     final, clicks = jaxdust.replay(long_row, result.clicks)
     assert clicks == result.length and not np.any(final)
+
+
+def test_a_click_on_the_top_cell_of_a_64_cell_board_comes_back():
+    """The top-right cell of an 8x8 board is bit 63: converting its mask through numba's
+    int64 from Python overflowed, so any line ending there crashed ``solve`` (one random
+    8x8 Former board in about 150)."""
+    assert bitboard.path_clicks(np.array([np.uint64(1 << 63), np.uint64(0b1100)], np.uint64), 2, 8) == [
+        (7, 7), (0, 2)]
+    board = jaxdust.parse_board("4233131223143313233431144224113233334432113321443121234124414335", 8, 8)
+    found = solve(board, node_limit=1000, beam_width=8)
+    assert (7, 7) in found.clicks and found.length == len(found.clicks)
+    final, clicks = jaxdust.replay(board, found.clicks)
+    assert clicks == found.length and bool(jaxdust.is_done(final))
+
+
+def test_numpy_scalars_are_limits_as_python_numbers_are():
+    board = np.ones((4, 3), np.int8)
+    for limit in (np.float32(5.0), np.int64(5), np.float64(0.5)):
+        assert solve(board, time_limit=limit).length == 1
+    assert solve(board, node_limit=np.int64(10)).optimal

@@ -226,12 +226,18 @@ def _header_field(lines: Iterable[str], name: str) -> str | None:
     return next((fields[name] for fields in map(_header_fields, _header_comments(lines)) if name in fields), None)
 
 
-def _declared_colours(lines: Iterable[str], source: str) -> int | None:
+def declared_colours(lines: Iterable[str], source: str) -> int | None:
     """The ``colors=C`` of a board file's header comments, or None."""
     value = _header_field(lines, "colors")
     if value is not None and (not value.isdigit() or not 1 <= int(value) <= game.MAX_COLORS):
         raise ValueError(f"{source}: header colors={value}: a whole number of colours 1..{game.MAX_COLORS}")
     return None if value is None else int(value)
+
+
+def require_declared_colours(board: np.ndarray, colours: int | None) -> None:
+    """ValueError when ``board`` holds a colour above its file's ``colors=`` (None: no cap)."""
+    if colours is not None and board.size and int(np.max(board)) > colours:
+        raise ValueError(f"the board holds colour {int(np.max(board))}; the header says colors={colours}")
 
 
 def _column(text: str, index: int) -> int:
@@ -302,13 +308,12 @@ def read_board_lines(lines: Sequence[str], source: str, width: int | None = None
     except ValueError as error:
         raise ValueError(f"{source}: {error}") from None
     game.rules_of(rules)
-    colours = _declared_colours(lines, source)
+    colours = declared_colours(lines, source)
     records = []
     for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, source):
         try:
             board = parse_board(digits, line_width, line_height, rules)
-            if colours is not None and int(np.max(board)) > colours:
-                raise ValueError(f"the board holds colour {int(np.max(board))}; the header says colors={colours}")
+            require_declared_colours(board, colours)
             values = tuple(_column(v, index) for index, v in enumerate(rest, start=2))
         except ValueError as error:
             raise ValueError(f"{source}:{number}: {error}") from None

@@ -137,6 +137,8 @@ def _tuple_of_ints(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
     if not values or min(values) <= 0:
         raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    if max(values) >= flags.INT32_LIMIT:  # array sizes: XLA aborts the process on larger ones
+        raise argparse.ArgumentTypeError(f"each must be below 2^31 = {flags.INT32_LIMIT:,}, got {text!r}")
     return values
 
 
@@ -222,7 +224,8 @@ def from_flags(args: argparse.Namespace, base, prefix: str = ""):
         names = {field.name for field in dataclasses.fields(base) if "_" in field.name}
         problem = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
                          lambda match: _flag(prefix + match[0]) if match[0] in names else match[0], error.problem)
-        raise ValueError(f"{_flag(prefix + error.field)} {problem}") from None
+        flag = "--size" if error.field == "game" else _flag(prefix + error.field)  # a GameConfig is --size
+        raise ValueError(f"{flag} {problem}") from None
 
 
 def _flag(field: str) -> str:

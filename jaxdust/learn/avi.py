@@ -50,6 +50,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from jaxdust.core import configs, game
 from jaxdust.core.game import GameConfig
 from jaxdust.learn import networks
+from jaxdust.learn import expansion
 from jaxdust.learn.expansion import expand
 from jaxdust.search.beam import sort_distinct
 from jaxdust.search.keys import canonical_hash
@@ -126,6 +127,7 @@ class AVIConfig:
                 if getattr(self, field) != getattr(type(self), field):
                     raise configs.FieldError(field, f"acts on the 'lines' policy teacher only; the 'mcts' teacher "
                                                     f"ignores it (got {getattr(self, field)})")
+        expansion.require_indexable(self.child_slots, self.game, "num_envs and child_share")
         if self.buffer_lines < self.num_envs // self.beam_width:
             # Every board may finish in one iteration; each needs its own row.
             raise configs.FieldError("buffer_lines", f"({self.buffer_lines}) must be >= the boards in play, "

@@ -41,6 +41,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from jaxdust.core import env as dust_env
 from jaxdust.core import configs, game
 from jaxdust.learn import networks
+from jaxdust.learn import expansion
 from jaxdust.learn.expansion import expand
 
 
@@ -106,6 +107,8 @@ class DQNConfig:
                                                "(it backs up occupied cells, one step, without the original's mixing)")
         if not 0.0 < self.child_share <= 1.0:
             raise configs.FieldError("child_share", f"must be in (0, 1], got {self.child_share}")
+        if self.backup == "full":
+            expansion.require_indexable(self.child_slots, self.game, "batch_size and child_share")
 
     @classmethod
     def original(cls, **overrides) -> "DQNConfig":
@@ -121,6 +124,11 @@ class DQNConfig:
     @property
     def iterations(self) -> int:
         return max(1, self.total_steps // self.num_envs)
+
+    @property
+    def child_slots(self) -> int:
+        """Children the full backup values per update."""
+        return max(1, int(self.child_share * self.batch_size * self.game.num_cells))
 
     @property
     def first_update(self) -> int:
@@ -358,7 +366,7 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
         fraction = jnp.clip(iteration / span, 0.0, 1.0)
         return config.epsilon_start + fraction * (config.epsilon_end - config.epsilon_start)
 
-    child_slots = max(1, int(config.child_share * config.batch_size * config.game.num_cells))
+    child_slots = config.child_slots
 
     def full_backup_loss(params, target_params, batch: Batch):
         target, trained = full_backup_targets(config, lambda b: network.apply(target_params, b), batch.boards,

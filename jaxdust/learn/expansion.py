@@ -14,7 +14,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxdust.core import game
+from jaxdust.core import configs, game
 
 
 class Expansion(NamedTuple):
@@ -58,3 +58,15 @@ def expand(boards: jax.Array, slots: int, value_fn, rules: str = "dust") -> Expa
     index = jnp.full(count_boards * cells, slots, jnp.int32).at[target_cell].set(jnp.arange(slots), mode="drop")
     return Expansion(labels, per_cell.reshape(count_boards, cells), jnp.maximum(actions - slots, 0), children,
                      index.reshape(count_boards, cells))
+
+
+def require_indexable(slots: int, size: game.GameConfig, settings: str) -> None:
+    """``configs.FieldError`` (on ``game``) unless the cells of ``slots`` children of
+    ``size`` boards, and a label more per board, can be indexed in int32, as the expansion
+    and the heuristic's cluster tables index them: a learner's settings made for small
+    boards ask for billions of cells on large ones."""
+    cells = slots * (size.num_cells + 1)
+    if cells >= 2**31:
+        raise configs.FieldError("game", f"{size.width}x{size.height}: with these {settings}, {slots:,} children "
+                                         f"an update make {cells:,} cells, more than 2^31; lower them or play "
+                                         f"smaller boards")

@@ -436,6 +436,15 @@ class Run:
         except checkpoint.CheckpointError as error:
             raise RunError(str(error)) from None
 
+    def summary(self) -> dict | None:
+        """The finished run's ``summary.json``, or None where there is none to read."""
+        try:
+            with open(os.path.join(self.directory, "summary.json")) as handle:
+                summary = json.load(handle)
+        except (OSError, ValueError):
+            return None
+        return summary if isinstance(summary, dict) else None
+
     def finish(self, summary: dict) -> None:
         if self.primary:
             files.atomic_write_json(os.path.join(self.directory, "summary.json"), summary)
@@ -476,15 +485,29 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
             raise RunError(f"nothing to resume in {directory}: without --resume a new run starts there")
         return
     if not resume:
+        if never_began(directory):  # its start failed (an error, XLA's abort, out of memory): begin again
+            return
         raise RunError(f"{directory} already holds a run; pass --resume or another --run-dir")
     saved_learner, saved_config = read_run_config(directory)
     if saved_learner is not learner:
         raise RunError(f"{directory} holds a run of {saved_learner.name}, not {learner.name}: resume it "
                        f"with the {saved_learner.name} learner or use another --run-dir")
     if saved_config != config:
+        began = "; it never finished a step, so without --resume these settings start there anew" if \
+            never_began(directory) else ""
         raise RunError(f"{directory} holds a run of {saved_learner.name} with other settings "
                        f"({configs.differences(configs.to_json(saved_config), configs.to_json(config))}): "
-                       "resume it with the same ones or use another --run-dir")
+                       f"resume it with the same ones or use another --run-dir{began}")
+
+
+def never_began(directory: str) -> bool:
+    """Whether the run in ``directory`` never finished a step: no checkpoint (not even a
+    save cut short), no line in its log and no summary. A new start may take its place,
+    whatever its settings: nothing of it would be lost."""
+    saved = _listdir(os.path.join(directory, "checkpoints")) + _listdir(os.path.join(directory, BEST_DIR))
+    log = os.path.join(directory, "metrics.jsonl")
+    return (not saved and not os.path.exists(os.path.join(directory, "summary.json"))
+            and (not os.path.exists(log) or os.path.getsize(log) == 0))
 
 
 TENSORBOARD_DIR = "tensorboard"
@@ -568,6 +591,9 @@ def train(learner_name: str, config, args) -> dict:
 
 
 def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int, state) -> dict:
+    if done == trainer.total and run.best.steps() and (summary := run.summary()) is not None:
+        print(f"{run.directory} finished its {trainer.total} {learner.unit}s already: nothing to do")
+        return summary
     evaluate = progress_evaluation(evaluation_boards(config.game, args.eval_boards), learner, config)
 
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import os
 import sys
 import threading
@@ -152,7 +153,7 @@ def _compile_searches() -> None:
 
 
 def _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions) -> None:
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+    if time_limit is not None and (isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, numbers.Real)
                                    or not math.isfinite(time_limit) or time_limit <= 0):
         raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
     if node_limit is not None and (not is_integer(node_limit) or node_limit < 1):
@@ -207,6 +208,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
       ValueError: naming the argument for a bad board, limit or rule set (the points and
         cells-left rule sets have ``jaxdust.search.points``), or a board over 64 cells; or
         naming the checkpoint when it holds another board or is not a saved proof.
+      TimeoutError: with ``beam_width=0`` (no first answer) when the limit ends the search
+        before it finds a solution.
     """
     _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions)
     if node_limit is not None:  # the searches count in int64: a larger limit is no limit anyway

@@ -98,8 +98,10 @@ def to_board(planes: np.ndarray, width: int, height: int) -> np.ndarray:
 def path_clicks(path: np.ndarray, length: int, height: int) -> list[tuple[int, int]]:
     """The first ``length`` cluster masks of a search's ``path`` as clicks ``[(x, y), ...]``,
     each on the cluster's cell with the smallest ``x * height + y``."""
-    cells = [bit_index(lowest_bit(U64(mask))) for mask in path[:length]]
-    return [divmod(int(cell), height) for cell in cells]
+    # In Python: numba's bit_index, called from Python, takes an int64, which the top
+    # cell's bit (2^63) of a 64-cell board overflows.
+    cells = [(int(mask) & -int(mask)).bit_length() - 1 for mask in path[:length]]
+    return [divmod(cell, height) for cell in cells]
 
 
 MIX_1 = U64(0xBF58476D1CE4E5B9)

@@ -45,7 +45,7 @@ import sys
 
 
 from jaxdust.core import flags
-from jaxdust.core.boards import board_lines, declared_rules, parse_board
+from jaxdust.core.boards import board_lines, declared_colours, declared_rules, parse_board, require_declared_colours
 from jaxdust.core.processes import WorkerDied, ordered_map
 from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines, remove_leftover_temporaries
 from jaxdust.solver import compiled
@@ -60,10 +60,11 @@ def checkpoint_path(directory: str | None, number: int) -> str | None:
 
 
 def _solve_job(job):
-    (number, text, width, height, time_limit, node_limit, beam_width, rules, table_bits,
+    (number, text, width, height, colours, time_limit, node_limit, beam_width, rules, table_bits,
      checkpoint_dir, checkpoint_positions) = job
     try:  # one bad board is reported on its line; the others are still solved
         board = parse_board(text, width, height, rules)
+        require_declared_colours(board, colours)
         table = TranspositionTable(min(initial_table_bits(board.size), table_bits), table_bits)
         result = solve(board, time_limit, node_limit=node_limit, beam_width=beam_width, rules=rules, table=table,
                        checkpoint=checkpoint_path(checkpoint_dir, number), checkpoint_positions=checkpoint_positions)
@@ -131,6 +132,7 @@ def main(argv=None) -> int:
         if args.rules not in CLICK_RULES:
             raise ValueError(f"{source} declares rules={args.rules}; the exact solver plays {', '.join(CLICK_RULES)}")
         _check_flag_shape(lines, args.width, args.height, source)
+        colours = declared_colours(lines, source)  # the header's colors=, a cap on every board's
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height)]
         if args.lines is not None:
@@ -145,7 +147,7 @@ def main(argv=None) -> int:
         flags.fail(parser, str(error))
     if not jobs:
         flags.fail(parser, f"no boards in {source}")
-    todo = [(*job, args.time_limit, args.node_limit, args.beam_width, args.rules,
+    todo = [(*job, colours, args.time_limit, args.node_limit, args.beam_width, args.rules,
              args.table_bits, args.checkpoint_dir, args.checkpoint_positions) for job in jobs if job[0] not in done]
     if args.checkpoint_dir:
         os.makedirs(args.checkpoint_dir, exist_ok=True)

@@ -416,8 +416,8 @@ def nmcs(board, level: int = 1, rules: str = "samegame", seed: int = 0) -> Point
     playouts draw from numba's generator seeded with ``seed``."""
     if level not in (1, 2):
         raise ValueError(f"level must be 1 or 2, got {level!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an integer in [0, 2^32), got {seed!r}")
 
     def search(grid, min_group, sideways, objective, line):
         _seed(seed)

@@ -61,22 +61,33 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
     """
     if not os.path.exists(path):
         return None
+    # An empty or cut file (EOFError), a damaged one, or one whose fields are missing or of
+    # other types: each is "not a saved proof", named, rather than a traceback.
+    unreadable = (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile)
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
+            saved_format = meta.get("format")
             saved_board = data["board"]
             entries = data["entries"]
             halves = data["halves"] if "halves" in data else np.zeros(meta["halves_size"], np.uint64)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
-        raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({error})") from None
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"checkpoint {os.fspath(path)} has format {meta.get('format')}, this version reads {FORMAT}")
-    if meta["rules"] != rules or saved_board.shape != board.shape or not np.array_equal(saved_board, board):
+    except unreadable as error:
+        raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({type(error).__name__}: {error})"
+                         ) from None
+    if saved_format != FORMAT:
+        raise ValueError(f"checkpoint {os.fspath(path)} has format {saved_format}, this version reads {FORMAT}")
+    try:
+        saved_rules = meta["rules"]
+        progress = Progress(
+            bound=meta["bound"], best_length=meta["best_length"],
+            best_clicks=[tuple(c) for c in meta["best_clicks"]], nodes=meta["nodes"], widened=meta["widened"],
+            budget=meta["budget"], partial=meta["partial"], seconds=meta["seconds"], entries=entries, halves=halves,
+            half_positions=meta.get("half_positions", 0),  # saved before 0.2.21: none counted
+        )
+    except unreadable as error:
+        raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({type(error).__name__}: {error})"
+                         ) from None
+    if saved_rules != rules or saved_board.shape != board.shape or not np.array_equal(saved_board, board):
         raise ValueError(f"checkpoint {os.fspath(path)} holds the proof of another board or rule set "
-                         f"({meta['rules']}); remove it or give another path")
-    return Progress(
-        bound=meta["bound"], best_length=meta["best_length"], best_clicks=[tuple(c) for c in meta["best_clicks"]],
-        nodes=meta["nodes"], widened=meta["widened"], budget=meta["budget"], partial=meta["partial"],
-        seconds=meta["seconds"], entries=entries, halves=halves,
-        half_positions=meta.get("half_positions", 0),  # saved before 0.2.21: none counted
-    )
+                         f"({saved_rules}); remove it or give another path")
+    return progress
