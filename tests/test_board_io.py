@@ -180,3 +180,33 @@ def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tm
     lines = text.splitlines()
     late.write_text("\n".join([lines[0], *lines[2:4], lines[1], *lines[4:]]) + "\n")
     assert not declared(late)
+
+
+@pytest.mark.parametrize("rules", ["dust", "former", "samegame", "clickomania"])
+def test_a_batch_is_screened_for_unsettled_boards_as_one_board_is_checked(rules):
+    """``require_settled`` screens a batch at once; it must refuse exactly the boards that
+    ``parse_board`` refuses, and name the first with ``parse_board``'s reason."""
+    from jaxdust.core import boards as board_io
+
+    rng = np.random.default_rng(7)
+    shapes = [(w, h) for w in (2, 3, 4, 5) for h in (1, 2, 3)]
+    for width, height in shapes:
+        # Sparse random boards: about half unsettled, half settled after contraction.
+        raw = rng.integers(0, 3, (300, width, height)) * (rng.random((300, width, height)) < 0.6)
+        settled = np.stack([np.asarray(jaxdust.contract(jnp.asarray(b, jnp.int8), rules=rules)) for b in raw[:150]])
+        batch = np.concatenate([settled, raw[150:]]).astype(np.int8)
+        for index, board in enumerate(batch):
+            try:
+                jaxdust.parse_board(board, rules=rules)
+                expected = None
+            except ValueError as error:
+                expected = str(error)
+            if expected is None:
+                board_io.require_settled(board[None], rules)
+            else:
+                with pytest.raises(ValueError) as caught:
+                    board_io.require_settled(batch[index:index + 1], rules)
+                assert str(caught.value) == f"board 0: {expected}"
+    if rules in ("dust", "former"):  # beam_search's rule sets
+        with pytest.raises(ValueError, match="beam_search: board 1: cell .* floats above an empty cell"):
+            jaxdust.beam_search(np.array([[[1, 0], [2, 2]], [[0, 1], [2, 2]]], np.int8), 2, rules=rules)

@@ -85,6 +85,30 @@ def _check_settled(board: np.ndarray, rules: str = "dust") -> None:
             raise ValueError(f"row y={y}: the right half has a gap after the centre; {advice}")
 
 
+def require_settled(boards: np.ndarray, rules: str = "dust", what: str = "board") -> None:
+    """``_check_settled``'s ValueError for the first unsettled board of ``boards``
+    ``[B, W, H]`` (named ``"<what> <index>: ..."``); the batch is screened at once, so a
+    large settled batch costs one pass over its cells."""
+    occupied = np.asarray(boards) != 0
+    unsettled = np.any(occupied[:, :, 1:] & ~occupied[:, :, :-1], axis=(1, 2))  # a cell above a hole
+    sideways = game.rules_of(rules).sideways
+    if sideways == "left":  # an empty column left of a filled one
+        filled = occupied[:, :, 0]
+        filled_right = np.logical_or.accumulate(filled[:, ::-1], axis=1)[:, ::-1]
+        unsettled |= np.any(~filled[:, :-1] & filled_right[:, 1:], axis=1)
+    elif sideways == "centre":  # a hole between a half's cells and the centre
+        half = occupied.shape[1] // 2
+        left, right = occupied[:, :half], occupied[:, half:]
+        unsettled |= np.any(left[:, :-1] & ~left[:, 1:], axis=(1, 2))
+        unsettled |= np.any(~right[:, :-1] & right[:, 1:], axis=(1, 2))
+    if unsettled.any():
+        index = int(np.argmax(unsettled))
+        try:
+            _check_settled(np.asarray(boards[index]), rules)
+        except ValueError as error:
+            raise ValueError(f"{what} {index}: {error}") from None
+
+
 def parse_board(data, width: int | None = None, height: int | None = None, rules: str = "dust") -> jax.Array:
     """A validated board: int8 ``[width, height]``, settled under ``rules`` (RULES.md).
 

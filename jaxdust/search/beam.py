@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
+from jaxdust.core.boards import require_settled
 from jaxdust.search.heuristic import Scorer, heuristic_for, heuristic_scorer
 from jaxdust.search.keys import solver_key
 from jaxdust.search.selection import first_trues, smallest_columns
@@ -252,8 +253,8 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     cells searches (and compiles) as the cells, its ``actions`` padded with -1.
 
     Raises:
-      ValueError: for boards that are not 2-D or 3-D, a size that is not a positive
-        integer, or rules that are not a fewest-clicks rule set.
+      ValueError: for boards that are not 2-D or 3-D or not settled under ``rules``, a
+        size that is not a positive integer, or rules that are not a fewest-clicks rule set.
     """
     boards = game.from_lists(boards)
     shape = np.shape(boards)
@@ -270,6 +271,8 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     if len(shape) == 2:
         found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk, rules)
         return BeamResult(found.length[0], found.actions[0])
+    if not isinstance(boards, jax.core.Tracer):  # a position the rules never make plays otherwise
+        require_settled(np.asarray(boards), rules, "beam_search: board")
     cells = shape[1] * shape[2]
     # The children a click (the rescorer's shortlist looks one click below each) are
     # indexed in int32.
