@@ -291,7 +291,7 @@ def test_points_searches_on_research_boards_are_seeded_and_beat_greedy():
     (lambda b: points.beam(b, 0), "width must be a positive integer"),
     (lambda b: points.beam(b, 8, "dust"), "points searches play the points and cells-left rules"),
     (lambda b: points.nmcs(b, 3), "level must be 1 or 2"),
-    (lambda b: points.nmcs(b, 1, seed=-1), "seed must be a non-negative integer"),
+    (lambda b: points.nmcs(b, 1, seed=-1), r"seed must be an integer in \[0, 2\^32\)"),
     (lambda b: points.nmcs(b, 1, rules="tetris"), "unknown rules 'tetris'"),
     (lambda b: points.beam(np.array([[0, 1], [2, 2]]), 8), "settled"),
 ])
