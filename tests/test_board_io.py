@@ -210,3 +210,12 @@ def test_a_batch_is_screened_for_unsettled_boards_as_one_board_is_checked(rules)
     if rules in ("dust", "former"):  # beam_search's rule sets
         with pytest.raises(ValueError, match="beam_search: board 1: cell .* floats above an empty cell"):
             jaxdust.beam_search(np.array([[[1, 0], [2, 2]], [[0, 1], [2, 2]]], np.int8), 2, rules=rules)
+
+
+def test_the_searches_refuse_a_batch_naming_its_first_unsettled_board():
+    settled, floating = [[1, 1], [2, 2], [1, 2]], [[1, 0, 1], [2, 2, 2], [1, 1, 1]]
+    batch = np.array([[[1, 1, 0], [2, 2, 0], [1, 2, 0]]] * 2 + [floating] + [[[1, 1, 0], [2, 2, 0], [1, 2, 0]]], np.int8)
+    for search, rules in ((jaxdust.beam_search, "dust"), (jaxdust.points_beam, "samegame")):
+        with pytest.raises(ValueError, match=r"board 2: cell \(0, 2\) floats above an empty cell"):
+            search(batch, 2, rules=rules)
+    assert int(jaxdust.points_beam(np.array(settled, np.int8), 2, rules="samegame").value) >= 0

@@ -536,6 +536,16 @@ def test_a_default_changed_since_a_run_was_saved_keeps_the_runs_setting(config_c
     assert configs.from_json(config_class, current) == config_class()
 
 
+def test_an_mcts_teacher_run_from_before_line_target_share_still_reads():
+    """The mcts teacher refuses settings only the lines teacher reads, but a run saved
+    before ``line_target_share`` existed reads as 1.0 (its ABSENT_MEANS), not as a setting."""
+    older = configs.to_json(avi.AVIConfig(policy_teacher="mcts"))
+    del older["line_target_share"]
+    assert configs.from_json(avi.AVIConfig, older).line_target_share == 1.0
+    with pytest.raises(configs.FieldError, match="line_target_share acts on the 'lines' policy teacher only"):
+        avi.AVIConfig(policy_teacher="mcts", line_target_share=0.5)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Noted:
     plain: int = 1

@@ -124,7 +124,8 @@ class AVIConfig:
             raise configs.FieldError(field, f"must be at most 65536, got {getattr(self, field)}")
         if self.policy_teacher == "mcts":  # the search's own visit weights replace the child values' softmax
             for field in ("policy_temperature", "line_target_share"):
-                if getattr(self, field) != getattr(type(self), field):
+                # A run saved before a field existed reads as its ABSENT_MEANS value.
+                if getattr(self, field) not in (getattr(type(self), field), self.ABSENT_MEANS.get(field)):
                     raise configs.FieldError(field, f"acts on the 'lines' policy teacher only; the 'mcts' teacher "
                                                     f"ignores it (got {getattr(self, field)})")
         expansion.require_indexable(self.child_slots, self.game, "num_envs and child_share")
@@ -341,7 +342,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
             # and mctx then spreads its weights over all cells: no target there.
             policy_target = jnp.where(row_labels >= 0, searched.action_weights, 0.0)
         target_cluster = jnp.take_along_axis(row_labels, jnp.argmax(policy_target, axis=1)[:, None], axis=1)[:, 0]
-        row_weight = weight[policy_rows] * jnp.any(jnp.isfinite(row_values), axis=1)  # no child valued: no target
+        row_weight = weight[policy_rows] * jnp.any(policy_target > 0, axis=1)  # an all-zero target teaches nothing
 
         def loss_fn(params):
             value, _ = network.apply(params, boards)  # the policy head's work is cut from this call

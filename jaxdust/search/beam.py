@@ -253,8 +253,9 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     cells searches (and compiles) as the cells, its ``actions`` padded with -1.
 
     Raises:
-      ValueError: for boards that are not 2-D or 3-D or not settled under ``rules``, a
-        size that is not a positive integer, or rules that are not a fewest-clicks rule set.
+      ValueError: for boards that are not 2-D or 3-D or not settled under ``rules`` (boards
+        given outside a trace: under ``jit`` they are not looked at), a size that is not a
+        positive integer, or rules that are not a fewest-clicks rule set.
     """
     boards = game.from_lists(boards)
     shape = np.shape(boards)

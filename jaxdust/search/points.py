@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
+from jaxdust.core.boards import require_settled
 from jaxdust.search.beam import CHUNK, child_capacity, for_each_child, play_codes
 
 
@@ -104,6 +105,8 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
     Every board keeps its own ``width`` positions per click; the search ends when no kept
     position has a legal click. Returns a ``PointsResult``, batched like ``boards``; its
     ``value`` is what ``jaxdust.score`` gives the line (negated cells left for clickomania).
+    Boards must be settled under ``rules`` (ValueError naming the first that is not, for
+    boards given outside a trace).
     """
     found = game.rules_of(rules)
     if found.objective == "clicks":
@@ -118,6 +121,8 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
         raise ValueError(f"points_beam: width must be a positive integer, got {width!r}")
     if not game.is_integer(chunk) or chunk < 1:
         raise ValueError(f"points_beam: chunk must be a positive integer, got {chunk!r}")
+    if not isinstance(boards, jax.core.Tracer):  # as beam_search
+        require_settled(np.asarray(boards).reshape((-1, *boards.shape[-2:])), rules, "points_beam: board")
     if boards.ndim == 2:
         return jax.tree.map(lambda batched: batched[0], _points_beam(boards[None], int(width), rules, int(chunk)))
     return _points_beam(boards, int(width), rules, int(chunk))
