@@ -224,7 +224,7 @@ def from_flags(args: argparse.Namespace, base, prefix: str = ""):
         names = {field.name for field in dataclasses.fields(base) if "_" in field.name}
         problem = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
                          lambda match: _flag(prefix + match[0]) if match[0] in names else match[0], error.problem)
-        flag = "--size" if error.field == "game" else _flag(prefix + error.field)  # a GameConfig is --size
+        flag = "--size/--env" if error.field == "game" else _flag(prefix + error.field)  # one GameConfig, two flags
         raise ValueError(f"{flag} {problem}") from None
 
 
