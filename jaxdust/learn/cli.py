@@ -1,7 +1,9 @@
 """``train.py``: train a dust-game agent with any registered learner (``jaxdust.learn.learners``).
+The times are training alone (docs/results.md); compiling and the progress evaluations add
+minutes on a CPU.
 
-    python train.py                             # the default learner (avi: value and policy), about 5 minutes on 2 cores
-    python train.py dqn                         # Deep Q-learning, about 9 minutes on 2 cores
+    python train.py                             # the default learner (avi: value and policy), ~5 min of training on 2 cores
+    python train.py dqn                         # Deep Q-learning, ~4.5 min of training on 2 cores
     python train.py dqn --preset original       # the original post's learner, for comparison
     python train.py imitation                   # makes its own beam-labelled data first
     python train.py dqn --run-dir runs/a --resume
