@@ -85,11 +85,15 @@ def _check_settled(board: np.ndarray, rules: str = "dust") -> None:
             raise ValueError(f"row y={y}: the right half has a gap after the centre; {advice}")
 
 
-def require_settled(boards: np.ndarray, rules: str = "dust", what: str = "board") -> None:
+def require_settled(boards, rules: str = "dust", what: str = "board") -> None:
     """``_check_settled``'s ValueError for the first unsettled board of ``boards``
-    ``[B, W, H]`` (named ``"<what> <index>: ..."``); the batch is screened at once, so a
-    large settled batch costs one pass over its cells."""
-    occupied = np.asarray(boards) != 0
+    ``[..., W, H]`` (named ``"<what> <index>: ..."``); the batch is screened at once, so a
+    large settled batch costs one pass over its cells. Boards traced under ``jit`` have no
+    values to look at and pass."""
+    if isinstance(boards, jax.core.Tracer):
+        return
+    boards = np.asarray(boards).reshape((-1, *np.shape(boards)[-2:]))
+    occupied = boards != 0
     unsettled = np.any(occupied[:, :, 1:] & ~occupied[:, :, :-1], axis=(1, 2))  # a cell above a hole
     sideways = game.rules_of(rules).sideways
     if sideways == "left":  # an empty column left of a filled one
@@ -104,7 +108,7 @@ def require_settled(boards: np.ndarray, rules: str = "dust", what: str = "board"
     if unsettled.any():
         index = int(np.argmax(unsettled))
         try:
-            _check_settled(np.asarray(boards[index]), rules)
+            _check_settled(boards[index], rules)
         except ValueError as error:
             raise ValueError(f"{what} {index}: {error}") from None
 

@@ -49,8 +49,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 from jaxdust.core import configs, game
 from jaxdust.core.game import GameConfig
-from jaxdust.learn import networks
-from jaxdust.learn import expansion
+from jaxdust.learn import expansion, networks
 from jaxdust.learn.expansion import expand
 from jaxdust.search.beam import sort_distinct
 from jaxdust.search.keys import canonical_hash

@@ -40,8 +40,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 from jaxdust.core import env as dust_env
 from jaxdust.core import configs, game
-from jaxdust.learn import networks
-from jaxdust.learn import expansion
+from jaxdust.learn import expansion, networks
 from jaxdust.learn.expansion import expand
 
 
@@ -134,8 +133,13 @@ class DQNConfig:
     def first_update(self) -> int:
         """The iteration of the first update: the buffer takes ``num_envs`` transitions an
         iteration from iteration ``n_step - 1`` on, and updates once it holds
-        ``learning_starts`` (and at least one: an empty buffer holds only zeros)."""
-        return max(0, -(-max(self.learning_starts, 1) // self.num_envs) + self.n_step - 2)
+        ``transitions_before_updates``."""
+        return max(0, -(-self.transitions_before_updates // self.num_envs) + self.n_step - 2)
+
+    @property
+    def transitions_before_updates(self) -> int:
+        """``learning_starts``, and at least one: an empty buffer holds only zeros."""
+        return max(self.learning_starts, 1)
 
     @property
     def env(self) -> dust_env.DustEnv:
@@ -419,7 +423,7 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
         replay = replay_add(runner.replay, n_step_transition(window, config.gamma),
                             valid=runner.iteration >= config.n_step - 1)
 
-        ready = replay.size >= max(config.learning_starts, 1)
+        ready = replay.size >= config.transitions_before_updates
         train, target_params, loss = jax.lax.cond(
             ready,
             lambda: learn(runner.train, runner.target_params, replay, learn_key),

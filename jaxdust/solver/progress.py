@@ -64,6 +64,10 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
     # An empty or cut file (EOFError), a damaged one, or one whose fields are missing or of
     # other types: each is "not a saved proof", named, rather than a traceback.
     unreadable = (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile)
+
+    def not_a_proof(error: Exception) -> ValueError:
+        return ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({type(error).__name__}: {error})")
+
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
@@ -72,8 +76,7 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
             entries = data["entries"]
             halves = data["halves"] if "halves" in data else np.zeros(meta["halves_size"], np.uint64)
     except unreadable as error:
-        raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({type(error).__name__}: {error})"
-                         ) from None
+        raise not_a_proof(error) from None
     if saved_format != FORMAT:
         raise ValueError(f"checkpoint {os.fspath(path)} has format {saved_format}, this version reads {FORMAT}")
     try:
@@ -85,8 +88,7 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
             half_positions=meta.get("half_positions", 0),  # saved before 0.2.21: none counted
         )
     except unreadable as error:
-        raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({type(error).__name__}: {error})"
-                         ) from None
+        raise not_a_proof(error) from None
     if saved_rules != rules or saved_board.shape != board.shape or not np.array_equal(saved_board, board):
         raise ValueError(f"checkpoint {os.fspath(path)} holds the proof of another board or rule set "
                          f"({saved_rules}); remove it or give another path")
