@@ -538,6 +538,14 @@ API_CASES = [
     (lambda: play_boards(jnp.ones((1, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 3 * 10**9),
      "max_clicks must be a positive integer below 2\\^31, got 3000000000"),
     (lambda: play_boards(np.full((1, 4, 3), 1.5), baselines.largest_cluster, jax.random.key(0), 9), "must hold integers"),
+    # Unsettled boards, a position the rules never make (a cell above a hole; Former: no sideways move).
+    (lambda: play_boards(np.array([[[1, 1, 0]] * 4, [[0, 1, 0]] + [[1, 1, 0]] * 3], np.int8),
+                         baselines.largest_cluster, jax.random.key(0), 9),
+     r"play_boards: board 1: cell \(0, 1\) floats above an empty cell"),
+    (lambda: play_boards(np.array([[[0, 0, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0]]], np.int8),
+                         baselines.largest_cluster, jax.random.key(0), 9, rules="samegame"), "play_boards: board 0: "),
+    (lambda: jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3)).reset(jax.random.key(0), np.array([[0, 2, 0]] + [[1, 1, 0]] * 3)),
+     r"^cell \(0, 1\) floats above an empty cell; a board must be settled under the dust rules"),
     # A batch [B, W, H] where one board is taken would be read as boards [W, H] over B.
     *((lambda function=function: function(jnp.ones((3, 4, 2), jnp.int8)),
        f"{function.__name__} takes one board \\[W, H\\], got shape \\(3, 4, 2\\); for a batch, jax.vmap")

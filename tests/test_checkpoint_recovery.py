@@ -353,3 +353,25 @@ def test_a_start_that_fails_after_taking_the_lock_lets_go_of_it(run, monkeypatch
     again = runs.Run(str(run), learner, config, resume=True)  # not "another process is training"
     again.close()
     assert failed.value.errno == 28
+
+
+def test_evaluate_plays_the_selected_or_the_newest_checkpoint(run, tmp_path):
+    """``policy:RUN`` plays ``best/``, ``policy:RUN@newest`` the newest checkpoint; both in one evaluation."""
+    import evaluate
+    from jaxdust.evaluation import registry
+
+    shutil.rmtree(run / runs.BEST_DIR)  # as if the run had selected an earlier checkpoint
+    shutil.copytree(run / "checkpoints" / "2", run / runs.BEST_DIR / "2")
+    selected, newest = runs.load_run(str(run)), runs.load_run(str(run), newest=True)
+    assert selected.step != newest.step  # else this test could not tell them apart
+    assert registry.parse_agent(f"value:{run}@newest:2")[1] == (f"{run}@newest", 2)
+    assert registry.run_of(f"value:{run}@newest:2") == str(run)
+    for text, wanted in [(str(run), selected), (f"{run}@newest", newest)]:
+        loaded = registry._loaded_run(text)
+        assert loaded.step == wanted.step
+        assert all(jax.tree.leaves(jax.tree.map(np.array_equal, loaded.params, wanted.params)))
+    agents = f"policy:{run},policy:{run}@newest,value:{run}@newest:2"
+    report = evaluate.main(["--random", "6", "--size", "8x6x5", "--agents", agents, "--out", str(tmp_path / "e")])
+    assert set(report["agents"]) == set(agents.split(","))
+    with pytest.raises(SystemExit):  # the suffix does not hide a missing run
+        evaluate.main(["--random", "2", "--agents", f"policy:{tmp_path}/none@newest", "--out", str(tmp_path / "x")])

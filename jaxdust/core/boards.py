@@ -85,13 +85,14 @@ def _check_settled(board: np.ndarray, rules: str = "dust") -> None:
             raise ValueError(f"row y={y}: the right half has a gap after the centre; {advice}")
 
 
-def require_settled(boards, rules: str = "dust", what: str = "board") -> None:
+def require_settled(boards, rules: str = "dust", caller: str = "") -> None:
     """``_check_settled``'s ValueError for the first unsettled board of ``boards``
-    ``[..., W, H]`` (named ``"<what> <index>: ..."``); the batch is screened at once, so a
-    large settled batch costs one pass over its cells. Boards traced under ``jit`` have no
-    values to look at and pass."""
+    ``[..., W, H]``, led by ``"<caller>: "`` and, in a batch, ``"board <index>: "``; the
+    batch is screened at once, so a large settled batch costs one pass over its cells.
+    Boards traced under ``jit`` have no values to look at and pass."""
     if isinstance(boards, jax.core.Tracer):
         return
+    one_board = np.ndim(boards) == 2
     boards = np.asarray(boards).reshape((-1, *np.shape(boards)[-2:]))
     occupied = boards != 0
     unsettled = np.any(occupied[:, :, 1:] & ~occupied[:, :, :-1], axis=(1, 2))  # a cell above a hole
@@ -110,7 +111,8 @@ def require_settled(boards, rules: str = "dust", what: str = "board") -> None:
         try:
             _check_settled(boards[index], rules)
         except ValueError as error:
-            raise ValueError(f"{what} {index}: {error}") from None
+            where = "" if one_board else f"board {index}: "
+            raise ValueError(f"{caller}: {where}{error}" if caller else f"{where}{error}") from None
 
 
 def parse_board(data, width: int | None = None, height: int | None = None, rules: str = "dust") -> jax.Array:

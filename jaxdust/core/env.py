@@ -50,6 +50,7 @@ import numpy as np
 from flax import struct
 
 from jaxdust.core import configs, game, render
+from jaxdust.core.boards import require_settled
 from jaxdust.core.game import GameConfig
 
 
@@ -165,13 +166,14 @@ class DustEnv:
     def init(self, key: jax.Array, board: jax.Array | None = None) -> State:
         """A first state: a random board from ``key``, or the given ``board``, integer
         ``[W, H]`` of this env's size (held as int8). Its shape and dtype are checked always,
-        its colours (0 to ``colors``) where it is not traced; ``parse_board`` checks that a
-        board is settled (a board given here is taken as it is). ``key`` is split first,
+        its colours (0 to ``colors``) and that it is settled under the env's rules (no cell
+        above a hole, none where the sideways rule would move it) where it is not traced
+        (under ``jit`` a board is taken as it is). ``key`` is split first,
         one half for the board and one kept in the state (auto-reset's next boards), so
         the board is not ``random_board(key)``.
 
         Raises:
-          ValueError: a board of another shape, or a colour outside 0..colors.
+          ValueError: a board of another shape, a colour outside 0..colors, or an unsettled board.
           TypeError: a board that is not of integers.
         """
         board_key, key = jax.random.split(key)
@@ -195,6 +197,7 @@ class DustEnv:
                 x, y = bad[0]
                 raise ValueError(f"cell ({x}, {y}) holds {cells[x, y]}; this env's colours are 0 (empty) to "
                                  f"{self.game.colors}")
+            require_settled(cells, self.game.rules)
         return board.astype(game.BOARD_DTYPE)
 
     def reset(self, key: jax.Array, board: jax.Array | None = None) -> tuple[State, TimeStep]:

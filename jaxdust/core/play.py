@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
+from jaxdust.core.boards import require_settled
 from jaxdust.core.flags import INT32_LIMIT
 
 Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, params) -> action
@@ -55,8 +56,9 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
     Stops as soon as every game has ended, so the loop costs the longest game, not the cap.
 
     Raises:
-      ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, a
-        ``max_clicks`` that is not a positive integer below 2^31, or unknown rules.
+      ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, or
+        not settled under ``rules`` (checked where they are not traced), a ``max_clicks``
+        that is not a positive integer below 2^31, or unknown rules.
     """
     boards = _checked(boards, max_clicks, rules)
     return _play_boards(boards, policy, jax.random.split(key, boards.shape[0]), int(max_clicks), params, rules)
@@ -73,6 +75,7 @@ def _checked(boards, max_clicks, rules: str) -> jax.Array:
     if not game.is_integer(max_clicks) or not 1 <= max_clicks < INT32_LIMIT:  # the click counter is int32
         raise ValueError(f"play_boards: max_clicks must be a positive integer below 2^31, got {max_clicks!r}")
     game.rules_of(rules)
+    require_settled(boards, rules, "play_boards")  # a position the rules never make plays otherwise
     return boards
 
 

@@ -12,7 +12,8 @@ mcts-heuristic[:simulations], and for a train.py run: policy:RUN_DIR (the networ
 choice, the argmax of its output, no simulation), value:RUN_DIR[:width] (beam search scored
 by the run's value; width 1, the default, is greedy play on it) and
 mcts:RUN_DIR[:simulations] (Gumbel MuZero over the simulator with the run's policy and
-value, 64 simulations by default).
+value, 64 simulations by default). A run plays the checkpoint it selected (``best/``), or
+its newest with ``RUN_DIR@newest`` (``policy:runs/avi-0@newest,value:runs/avi-0@newest:8``).
 
 ``--env ID`` plays a registered environment's rules and size on 100 random boards (or
 ``--random N``, ``--boards FILE``): ``Former-7x9x4-v0`` is measured in clicks like the dust

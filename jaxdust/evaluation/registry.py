@@ -94,12 +94,30 @@ def parse_agent(text: str) -> tuple[Agent, Any]:
     return agent, agent.parse(rest)
 
 
-def run_of(text: str) -> str | None:
-    """The run directory an agent entry plays (``policy:RUN``, ``value:RUN:8``, ...), or None."""
+NEWEST = "@newest"
+
+
+def split_run(run: str) -> tuple[str, bool]:
+    """The directory of a run agent's ``RUN`` or ``RUN@newest``, and whether it plays the
+    run's newest checkpoint rather than the one it selected (``best/``). A directory whose
+    own name ends in ``@newest`` stays a directory."""
+    if run.endswith(NEWEST) and not os.path.isfile(os.path.join(run, "config.json")):
+        return run[: -len(NEWEST)], True
+    return run, False
+
+
+def _run_text(text: str) -> str | None:
+    """The run an agent entry plays as written (``RUN`` or ``RUN@newest``), or None."""
     agent, settings = parse_agent(text)
     if not (agent.parameter or "").startswith("run directory"):
         return None
     return settings if isinstance(settings, str) else settings[0]
+
+
+def run_of(text: str) -> str | None:
+    """The run directory an agent entry plays (``policy:RUN``, ``value:RUN@newest:8``, ...), or None."""
+    run = _run_text(text)
+    return None if run is None else split_run(run)[0]
 
 
 def _require_rules(agent: Agent, rules: str) -> None:
@@ -118,9 +136,9 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
         if rules in agent.bitboard_rules and width * height > MAX_CELLS:
             raise ValueError(f"agent {agent.name!r} plays boards of at most {MAX_CELLS} cells under the {rules} "
                              f"rules (numba bitboards), not {width}x{height}")
-        run = run_of(name)
+        run = _run_text(name)
         if run is not None:
-            learner, config = read_run_config(run)
+            learner, config = read_run_config(split_run(run)[0])
             _require_trained_for(run, config.game, rules, width, height, colours)
             if agent.name == "mcts" and learner.evaluator(config) is None:
                 raise ValueError(f"{run} is a run of {learner.name}, which has no policy and value to search with "
@@ -129,14 +147,16 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
 
 
 def _loaded_run(run: str):
-    """``load_run(run)``, read once for all the agents that play it (and its warnings said
-    once), and again when the run has changed on disk since."""
-    return _load_run_as_it_is(os.path.abspath(run), fingerprint(run))
+    """``load_run`` of ``RUN`` (its selected checkpoint) or ``RUN@newest``, read once for
+    all the agents that play it (and its warnings said once), and again when the run has
+    changed on disk since."""
+    directory, newest = split_run(run)
+    return _load_run_as_it_is(os.path.abspath(directory), newest, fingerprint(directory))
 
 
 @functools.lru_cache(maxsize=8)
-def _load_run_as_it_is(run: str, _fingerprint: str):
-    return load_run(run)
+def _load_run_as_it_is(directory: str, newest: bool, _fingerprint: str):
+    return load_run(directory, newest=newest)
 
 
 def _require_trained_for(run: str, trained: game.GameConfig, rules: str, width: int, height: int,
@@ -384,8 +404,9 @@ def _level(text: str) -> int:
 
 
 def _run_directory(text: str) -> str:
-    """Checked before any agent plays, so a typo does not waste the agents before it."""
-    read_run_config(text)  # RunError, a ValueError
+    """``RUN`` or ``RUN@newest``, checked before any agent plays, so a typo does not waste
+    the agents before it."""
+    read_run_config(split_run(text)[0])  # RunError, a ValueError
     return text
 
 
@@ -405,7 +426,7 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
         run, _, number = text.rpartition(":")
         if run and number.isdigit() and not os.path.isfile(os.path.join(text, "config.json")):  # a run "avi-10:30"
             return _run_directory(run), _number(number, f"{name}: {what}", default, integer=True)
-        if run and not os.path.exists(text) and os.path.isfile(os.path.join(run, "config.json")):
+        if run and not os.path.exists(text) and os.path.isfile(os.path.join(split_run(run)[0], "config.json")):
             # value:RUN:abc is a run with a mistyped number, not a directory named "RUN:abc"
             raise ValueError(f"{name}: {what} must be a positive integer, got {number!r}")
         return _run_directory(text), default
@@ -435,11 +456,11 @@ def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
 
 
 register(Agent("policy", "a trained run (train.py) playing its network's own choice: the argmax of its output, "
-               "no simulation", "run directory", _run_only("policy"), _play_run_policy, game.CLICK_RULES))
+               "no simulation", "run directory[@newest]", _run_only("policy"), _play_run_policy, game.CLICK_RULES))
 register(Agent("value", "beam search scored by a trained run's value (width 1: greedy on it)",
-               "run directory[:width]", _run_and_number("value", "width", 1), _play_run_value, game.CLICK_RULES))
+               "run directory[@newest][:width]", _run_and_number("value", "width", 1), _play_run_value, game.CLICK_RULES))
 register(Agent("mcts", "Gumbel MuZero search (mctx) over the simulator with a trained run's policy and value, "
-               "noise off", "run directory[:simulations]", _run_and_number("mcts", "simulations", 64),
+               "noise off", "run directory[@newest][:simulations]", _run_and_number("mcts", "simulations", 64),
                _play_run_mcts, game.CLICK_RULES))
 register(Agent("mcts-heuristic", "Gumbel MuZero search (mctx) with the hand-made estimate as value and a "
                "uniform prior", "simulations",

@@ -272,7 +272,7 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     if len(shape) == 2:
         found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk, rules)
         return BeamResult(found.length[0], found.actions[0])
-    require_settled(boards, rules, "beam_search: board")  # a position the rules never make plays otherwise
+    require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
     cells = shape[1] * shape[2]
     # The children a click (the rescorer's shortlist looks one click below each) are
     # indexed in int32.

@@ -121,7 +121,7 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
         raise ValueError(f"points_beam: width must be a positive integer, got {width!r}")
     if not game.is_integer(chunk) or chunk < 1:
         raise ValueError(f"points_beam: chunk must be a positive integer, got {chunk!r}")
-    require_settled(boards, rules, "points_beam: board")
+    require_settled(boards, rules, "points_beam")
     if boards.ndim == 2:
         return jax.tree.map(lambda batched: batched[0], _points_beam(boards[None], int(width), rules, int(chunk)))
     return _points_beam(boards, int(width), rules, int(chunk))
