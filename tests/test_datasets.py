@@ -167,6 +167,22 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, small_set)
     assert directory_bytes(directory) == directory_bytes(small_set[0])
 
 
+def test_the_data_set_commands_mean_solution_holds_without_its_journal(tmp_path, small_set, capsys):
+    """The closing line's mean came from the journal alone: a set whose journal was lost
+    (its shards whole) printed nan, and one part-rebuilt the mean of a part."""
+    config, directory = SMALL, tmp_path / "set"
+    shutil.copytree(small_set[0], directory)
+    command = ["--out", str(directory), "--boards", str(config.boards), "--size", "6x4x4", "--seed", str(config.seed),
+               "--node-limit", str(config.node_limit), "--shard-size", str(config.shard_size), "--jobs", "1"]
+    datasets.main(command)
+    whole = capsys.readouterr().out
+    journal = [json.loads(line) for line in (directory / "journal.jsonl").read_text().splitlines()]
+    assert len(journal) == config.boards and f"mean solution {np.mean([len(r['clicks']) for r in journal]):.2f}" in whole
+    (directory / "journal.jsonl").unlink()
+    datasets.main(command)
+    assert capsys.readouterr().out.splitlines()[-1] == whole.splitlines()[-1]
+
+
 def directory_bytes(directory) -> dict:
     return {name: open(os.path.join(directory, name), "rb").read() for name in sorted(os.listdir(directory))}
 

@@ -161,6 +161,20 @@ def test_counts_stay_int32_with_64_bit_mode_on():
         assert game.click(SMALL, 1, 0)[1].dtype == jnp.int32
 
 
+def test_a_64_bit_action_off_the_board_removes_nothing():
+    """Cast to int32, 2^32 + 5 wrapped round to cell 5 (alone and under vmap; step_batch
+    saw the same action as off the board)."""
+    with jax.enable_x64(True):
+        state, _ = SMALL_ENV.reset(jax.random.key(0), SMALL)
+        removed = int(SMALL_ENV.step(state, 5)[1].extras["removed"])
+        assert removed > 0  # so the wrapped action would show
+        states = jax.tree.map(lambda leaf: leaf[None], state)
+        for far in (jnp.int64(2**32 + 5), jnp.uint64(2**32 + 5), jnp.int64(5 - 2**32)):
+            assert int(SMALL_ENV.step(state, far)[1].extras["removed"]) == 0
+            assert int(jax.vmap(SMALL_ENV.step)(states, far[None])[1].extras["removed"][0]) == 0
+            assert int(SMALL_ENV.step_batch(states, far[None])[1].extras["removed"][0]) == 0
+
+
 def test_jitted_step_traces_once():
     env = DustEnv(auto_reset=True)
     step = jax.jit(chex.assert_max_traces(env.step, n=1))

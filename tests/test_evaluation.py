@@ -222,6 +222,19 @@ def test_evaluate_cli_writes_summary_and_per_board_csv(tmp_path, boards_dir):
     assert rows[0]["board"] == lines[2].split()[0]
 
 
+def test_boards_csv_names_the_agents_that_did_not_clear_a_board(tmp_path):
+    """A game stopped at the cap shows the cap in its agent's column, as a game cleared in
+    that many clicks would: ``not_cleared`` tells them apart."""
+    report = evaluate.main(["--random", "16", "--size", "6x5x4", "--agents", "largest,beam:8", "--max-clicks", "9",
+                            "--out", str(tmp_path / "out"), "--chunk", "8"])
+    rows = list(csv.DictReader(open(tmp_path / "out" / "boards.csv")))
+    stuck = {name: [name in row["not_cleared"].split(";") for row in rows] for name in ("largest", "beam:8")}
+    for name, flags in stuck.items():
+        assert sum(flags) == report["agents"][name]["not_cleared"]
+        assert all(int(row[name]) == 9 for row, flag in zip(rows, flags) if flag)
+    assert 0 < sum(stuck["largest"]) < 16  # both kinds of board are in the test
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -848,6 +848,13 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
         with pytest.raises(runs.RunError, match=re.escape(f"{tmp_path / 'data'} holds a data set made with other "
                                                           "settings than the run's (boards 3, not 2; seed 3, not 1)")):
             _settled(tmp_path / "run", "--resume", *flags)
+    # A run that made its own (RUN_DIR/data, no settings kept): a copy of it is its data too.
+    _write_run(tmp_path / "own", **{**kept, "data": None, "data_settings": None})
+    shutil.copytree(tmp_path / "copy", tmp_path / "own" / "data")
+    assert _settled(tmp_path / "own", "--resume", "--data", str(tmp_path / "copy"))[0].data == str(tmp_path / "copy")
+    with pytest.raises(runs.RunError, match=re.escape(f"is not the run's own ({tmp_path / 'own' / 'data'}, which it "
+                                                      "made, in")):
+        _settled(tmp_path / "own", "--resume", "--data", str(tmp_path / "other"))
 
 
 def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):

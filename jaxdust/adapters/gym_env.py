@@ -91,6 +91,11 @@ def _checked_actions(actions, count: int) -> np.ndarray:
     return array.astype(np.int32)
 
 
+def _clicks(counts) -> np.ndarray:
+    """Click counts as ``SyncVectorEnv`` gathers the single env's Python ints: int64."""
+    return np.asarray(counts, np.int64)
+
+
 def _seed_key(rng: np.random.Generator) -> jax.Array:
     """A JAX key drawn from Gymnasium's seeded generator, so ``reset(seed=s)`` repeats."""
     return jax.random.key(int(rng.integers(2**31)))
@@ -318,7 +323,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
             mask = jnp.where(chosen[:, None], mask, jax.vmap(self.env.observe)(self._state.board).action_mask)
             self._restart &= ~reset_mask
         return np.array(self._state.board), {"action_mask": np.array(mask, np.int8), "_action_mask": reset_mask.copy(),
-                                             "clicks": np.array(self._state.clicks), "_clicks": reset_mask.copy()}
+                                             "clicks": _clicks(self._state.clicks), "_clicks": reset_mask.copy()}
 
     def _reset_mask(self, reset_mask) -> np.ndarray | None:
         """``options["reset_mask"]`` checked as Gymnasium checks it (ValueError here)."""
@@ -351,7 +356,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
         terminated, truncated = np.array(terminated), np.array(truncated)
         every = np.ones(self.num_envs, bool)
         info = {"action_mask": np.array(mask, np.int8), "_action_mask": every,
-                "clicks": np.array(clicks), "_clicks": every.copy()}
+                "clicks": _clicks(clicks), "_clicks": every.copy()}
         ended = terminated | truncated
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             if ended.any():
@@ -361,7 +366,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
                     final_obs[i] = boards[i]
                 info.update(final_obs=final_obs, _final_obs=ended,
                             final_info={"action_mask": np.array(final_mask, np.int8), "_action_mask": ended,
-                                        "clicks": np.array(final_clicks), "_clicks": ended},
+                                        "clicks": np.where(ended, _clicks(final_clicks), 0), "_clicks": ended},
                             _final_info=ended.copy())
         else:
             self._restart = ended

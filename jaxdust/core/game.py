@@ -379,16 +379,20 @@ INDEX_MAX = int(np.iinfo(np.int32).max)
 
 
 def index_argument(value, what: str):
-    """A cell coordinate or flat action as the game takes it: a JAX array or tracer of an
-    integer dtype as it is (widened to int32 if narrower); a Python or numpy integer (or array of them) as int32, where
-    one beyond int32 is clipped to -1 or ``INDEX_MAX`` (still off the board, where a click
-    removes nothing) rather than wrapped round onto a cell. ValueError naming ``what`` for
-    a float or bool (3.7 would click 3)."""
+    """A cell coordinate or flat action as the game takes it, as int32: a JAX array or
+    tracer of an integer dtype (narrower ones widened, wider ones clipped), a Python or
+    numpy integer (or array of them); one beyond int32 is clipped to -1 or ``INDEX_MAX``
+    (still off the board, where a click removes nothing) rather than wrapped round onto a
+    cell. ValueError naming ``what`` for a float or bool (3.7 would click 3)."""
     if isinstance(value, jax.Array):  # tracers included: only the dtype is known
         if value.dtype == bool or not jnp.issubdtype(value.dtype, jnp.integer):
             raise ValueError(f"{what} must be an integer, got dtype {value.dtype}")
-        # x * height + y in int8 or int16 would wrap round onto another cell
-        return value.astype(jnp.int32) if value.dtype.itemsize < 4 else value
+        if value.dtype.itemsize < 4:  # x * height + y in int8 or int16 would wrap round onto another cell
+            return value.astype(jnp.int32)
+        if value.dtype != jnp.int32:  # int64 or unsigned (under jax_enable_x64): a cast would wrap 2^32 + 5 to 5
+            lowest = -1 if jnp.issubdtype(value.dtype, jnp.signedinteger) else 0
+            return jnp.clip(value, lowest, INDEX_MAX).astype(jnp.int32)
+        return value
     if isinstance(value, int) and not isinstance(value, bool):
         return np.int32(min(max(value, -1), INDEX_MAX))
     array = np.asarray(value)

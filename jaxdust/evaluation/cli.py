@@ -23,7 +23,8 @@ the agents are random, largest (largest cluster first; UVa 758's rule), beam[:wi
 
     python evaluate.py --env SameGame-15x15x5-v0 --agents random,largest,cpu-beam:256,nmcs:1
 
-Writes ``summary.json``, per-board ``boards.csv``, ``lengths.png`` (overlaid length
+Writes ``summary.json``, per-board ``boards.csv`` (its ``not_cleared`` column names the
+agents stopped at the cap on that board), ``lengths.png`` (overlaid length
 histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
 original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
 each agent's game on board i < N, the cluster clicked next outlined. ``summary.json`` is
@@ -255,7 +256,8 @@ def main(argv=None) -> dict:
     shown = dict(per_board)
     if best is not None:
         shown[best_name] = best
-    write_board_table(args.out, boards, {**per_board, **({best_name.replace(" ", "_"): best} if best is not None else {})})
+    write_board_table(args.out, boards, {**per_board, **({best_name.replace(" ", "_"): best} if best is not None else {})},
+                      cleared)
     stuck = {name: int(np.sum(~cleared[name])) for name in agents}
     files.atomic_write_bytes(os.path.join(args.out, "lengths.png"),
                              plots.length_histograms(shown, f"{description}, {rules} rules", stuck))
@@ -299,14 +301,18 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
     return played, figures
 
 
-def write_board_table(out: str, boards, columns: dict[str, np.ndarray]) -> None:
+def write_board_table(out: str, boards, columns: dict[str, np.ndarray],
+                      cleared: dict[str, np.ndarray] | None = None) -> None:
     """``boards.csv``: each board as text, then one integer column per entry of ``columns``
-    (an agent's clicks, points or cells left on each board, or the set's best known)."""
+    (an agent's clicks, points or cells left on each board, or the set's best known), and
+    with ``cleared`` (bool ``[N]`` per agent) a last column ``not_cleared`` naming, ``;``
+    between them, the agents that did not clear the board: their clicks there are the cap."""
     table = io.StringIO()
     writer = csv.writer(table)
-    writer.writerow(["board", *columns])
+    writer.writerow(["board", *columns, *(["not_cleared"] if cleared is not None else [])])
     for i in range(len(boards)):
-        writer.writerow([board_to_text(boards[i]), *(int(values[i]) for values in columns.values())])
+        stuck = [] if cleared is None else [";".join(name for name, done in cleared.items() if not done[i])]
+        writer.writerow([board_to_text(boards[i]), *(int(values[i]) for values in columns.values()), *stuck])
     files.atomic_write_bytes(os.path.join(out, "boards.csv"), table.getvalue().encode())
 
 

@@ -439,8 +439,13 @@ def main(argv=None) -> int:
     # Every board's solution, from the journal: a start position kept once under the mirror
     # filter would leave its twin's out of the samples.
     solutions = [len(record["clicks"]) for record in files.recover_json_lines(os.path.join(args.out, "journal.jsonl"))]
+    counted = ""
+    if len(solutions) != config.boards:  # the journal was lost (the shards were still whole): from the samples
+        _, first = np.unique(data.board_id, return_index=True)
+        solutions = data.step[first].astype(np.int64) + data.cost_to_go[first]
+        counted = f" (over the {len(first)} boards with samples)" if len(first) != config.boards else ""
     print(f"{args.out}: {len(data.boards)} samples from {config.boards} boards, "
-          f"{data.proven.mean():.1%} with proven cost-to-go, mean solution {np.mean(solutions):.2f} clicks")
+          f"{data.proven.mean():.1%} with proven cost-to-go, mean solution {np.mean(solutions):.2f} clicks{counted}")
     return 0
 
 

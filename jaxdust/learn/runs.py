@@ -162,7 +162,8 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
         if name in saved:
             if given is not None and not same_run_flag(name, given, saved, args.run_dir):
                 flag = "--" + name.replace("_", "-")
-                raise RunError(f"{flag} {given} is not the run's own ({saved[name]}, in {args.run_dir}/config.json): "
+                own = saved[name] or f"{os.path.join(args.run_dir, name)}, which it made"
+                raise RunError(f"{flag} {given} is not the run's own ({own}, in {args.run_dir}/config.json): "
                                f"leave {flag} out to resume the run as it was started, or use another --run-dir")
             if given is None:  # one given is kept: a copy of the run's data set, say
                 setattr(args, name, saved[name])
@@ -217,7 +218,7 @@ def same_run_flag(name: str, given, saved: dict, run_dir: str) -> bool:
     # settings (a data set is determined by them): the run may be resumed on another machine.
     if os.path.realpath(given) == os.path.realpath(saved[name] or os.path.join(run_dir, name)):
         return True
-    kept = saved.get(name + SETTINGS) or (saved[name] and _data_settings(saved[name]))
+    kept = saved.get(name + SETTINGS) or _data_settings(saved[name] or os.path.join(run_dir, name))
     return kept is not None and _data_settings(given) == kept
 
 
@@ -373,8 +374,10 @@ class Run:
         return records
 
     def _truncate_checkpoints(self, done: int, log: list[dict]) -> None:
-        """Forget checkpoints of steps after ``done`` (``--resume-step``: they will be
-        redone); the best greedy play is then that of the best checkpoint kept, or none."""
+        """Forget checkpoints of steps after ``done`` (a kill or ``--resume-step``: they will
+        be redone). The selected state's greedy play is then that of the checkpoint left in
+        ``best/`` (none where it was newer: the redone steps select it again), and the bar
+        new evaluations are held to is still the best evaluated up to ``done``, from the log."""
         for manager in (self.checkpoints, self.best):
             for step in manager.steps():
                 if step > done:
@@ -382,7 +385,7 @@ class Run:
         kept = self.best.steps()
         greedy = {r["chunk"]: r["greedy_clicks"] for r in log if "greedy_clicks" in r and r["chunk"] <= done}
         self.best_greedy = greedy.get(kept[-1], float("inf")) if kept else float("inf")
-        self.greedy_floor = min(greedy.values(), default=float("inf")) if kept else float("inf")
+        self.greedy_floor = min(greedy.values(), default=float("inf"))
 
     def _truncate_metrics(self, done: int, log: list[dict]) -> None:
         """Drop log lines of steps after the checkpoint (they will be redone)."""
