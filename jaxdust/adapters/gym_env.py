@@ -284,7 +284,8 @@ class DustVectorEnv(_Compiled, VectorEnv):
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
         """``seed``: one int ``s`` (game ``i`` gets ``s + i``, as in ``SyncVectorEnv``), or
-        one non-negative int or None per game; ``options={"board": ...}`` starts every game
+        one non-negative int or None per game (a None game's board is drawn from the seeds
+        given, so the same list gives the same boards); ``options={"board": ...}`` starts every game
         from that board (as ``DustGymEnv.reset``); ``options={"reset_mask": m}`` (numpy bool
         ``[N]``, as Gymnasium takes it) restarts only the games ``m`` selects, the others
         going on as they were (``info``'s ``_action_mask`` and ``_clicks`` are ``m``)."""
