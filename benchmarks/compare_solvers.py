@@ -47,10 +47,11 @@ print(json.dumps({"seconds": result.seconds, "nodes": result.nodes, "length": re
 """
 
 
-def _checkout(revision: str, into: str) -> str:
+def _checkout(revision: str, into: str, index: int) -> str:
     if revision == "WORKTREE":
         return ROOT
-    path = os.path.join(into, revision.replace("/", "_").replace("~", "-").replace("^", "-"))
+    # Numbered: a revision compared with itself (a noise check) gets a worktree of its own.
+    path = os.path.join(into, f"{index}-" + revision.replace("/", "_").replace("~", "-").replace("^", "-"))
     subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", path, revision],
                    check=True, capture_output=True)
     return path
@@ -66,8 +67,8 @@ def checked_out(*revisions: str):
     # they stay registered in the repository.
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
-        for revision in revisions:
-            sources.append(_checkout(revision, scratch))
+        for index, revision in enumerate(revisions):
+            sources.append(_checkout(revision, scratch, index))
         yield sources, scratch
     finally:
         for source in sources:

@@ -194,7 +194,8 @@ def print_table(results: dict, minutes: float, heuristic: dict) -> None:
 
     for name, result in results.items():
         final = result["curve"][-1]
-        print(f"| {name}: {result['description']} | {final['seconds'] / 60:.1f} | {result['units']} | "
+        units = result["units"] if result["unit"] == "updates" else f"{result['units']} steps"  # dqn: env steps a game
+        print(f"| {name}: {result['description']} | {final['seconds'] / 60:.1f} | {units} | "
               + " | ".join(cells(final["fresh"], fresh_columns, False) + cells(final["proven"], proven_columns, True))
               + " |")
     print("| hand-made heuristic (uniform prior for mcts) | - | - | "

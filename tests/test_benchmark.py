@@ -466,6 +466,15 @@ def _benchmark(name: str, monkeypatch):
     return importlib.import_module(name)
 
 
+def test_a_revision_compared_with_itself_gets_a_worktree_each(monkeypatch):
+    """Both worktrees were named after the revision: ``compare_solvers.py HEAD HEAD`` (a
+    noise check) ended in git's refusal to add the second."""
+    compare = _benchmark("compare_solvers", monkeypatch)
+    with compare.checked_out("HEAD", "HEAD") as (sources, _):
+        assert len(set(sources)) == 2 and all(os.path.isfile(os.path.join(s, "pyproject.toml")) for s in sources)
+    assert not any(os.path.exists(source) for source in sources)
+
+
 @pytest.mark.parametrize("script, argv, words", [
     ("ranking", ["--runs", "no/such/run"], "--runs: no/such/run is not a train.py run directory"),
     ("ranking", ["--set", "no/such/set.jsonl"], "--set: no such file: no/such/set.jsonl"),

@@ -955,6 +955,17 @@ def _equal_time_module():
     return equal_time
 
 
+def test_equal_time_table_counts_dqn_in_env_steps(capsys):
+    """Its column is "updates"; a dqn variant's count is env steps a game, said in the cell."""
+    equal_time = _equal_time_module()
+    row = {"fresh": {"argmax": {"mean": 14.0}}, "proven": {}}
+    results = {name: {"description": name, "units": 120, "unit": unit, "curve": [{"seconds": 60, **row}]}
+               for name, unit in (("a", "updates"), ("d", "env steps per game"))}
+    equal_time.print_table(results, 1.0, row)
+    lines = capsys.readouterr().out.splitlines()
+    assert "| a: a | 1.0 | 120 | 14.00 |" in "\n".join(lines) and "| d: d | 1.0 | 120 steps | 14.00 |" in "\n".join(lines)
+
+
 @pytest.mark.parametrize("per_update, per_call, chunks_timed", [
     (0.129, 1e-4, [5, 5]),  # a 2-core CPU's avi update: 5-update chunks of 0.65 s, two of them timed
     (1.57e-3, 2.6e-3, [5, 240]),  # an H100's (10.5 ms a 5-update chunk): timed again at ~0.5 s a chunk
