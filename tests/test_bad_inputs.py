@@ -24,6 +24,7 @@ from jaxdust.learn import cli as train_cli
 from jaxdust.learn import avi, datasets, dqn
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.search import mcts
+from jaxdust.search.beam import lookahead_heuristic
 from jaxdust.solver import cli as solver_cli
 from jaxdust.solver import upper_bound
 from jaxdust.solver.dfs import solve_dfs
@@ -555,7 +556,16 @@ API_CASES = [
      "click_action takes one action per board, got shape \\(2,\\); for many, jax.vmap"),
     (lambda: jaxdust.click(jnp.ones((4, 3), jnp.int8), np.array([0, 1]), 0), "click takes one x per board"),
     (lambda: jaxdust.random_board(jax.random.key(0), (3, 2, 2)), "random_board takes a GameConfig"),
-    (lambda: jaxdust.beam_search(jnp.ones((2, 2), jnp.int8), width=2**31), "children a click, beyond 2\\^31"),
+    (lambda: jaxdust.beam_search(jnp.ones((2, 2), jnp.int8), width=2**31), "children a click .*, beyond 2\\^31"),
+    # Within a chunk below 2^31 children, the chunks the children are made in passed it.
+    (lambda: jaxdust.beam_search(np.ones((4, 4), np.int8), width=2**27 - 1),
+     r"beam_search: 1 boards x width 134,217,727 x 16 cells = 2,147,483,632 children a click \(2,147,483,648 slots"),
+    (lambda: jaxdust.points_beam(np.ones((4, 4), np.int8), width=2**27 + 1), "points_beam: 1 boards x width 134,217,729"),
+    *((lambda search=search, shape=shape: search(np.zeros(shape, np.int8)),
+       f"{search.__name__}: boards of {shape[-2]} x {shape[-1]} cells hold no cell")
+      for search in (jaxdust.beam_search, jaxdust.points_beam) for shape in ((3, 0), (0, 3), (2, 3, 0))),
+    (lambda: jaxdust.beam_search(np.ones((4, 4), np.int8), width=2**25, rescorer=lookahead_heuristic),
+     "beam_search: 1 boards x width 33,554,432 x shortlist 4 x 16 cells"),
 ]
 
 

@@ -123,6 +123,24 @@ def child_capacity(positions: int, cells: int, chunk: int) -> int:
     return -(-children // chunk) * chunk
 
 
+def require_children_indexable(caller: str, count: int, width: int, cells: int, chunk: int,
+                               shortlist: int | None = None) -> None:
+    """ValueError unless the children a click of ``count`` boards' ``width`` positions can
+    be indexed in int32: a slot each, rounded up to the whole ``chunk`` s that
+    ``for_each_child`` writes. With a rescorer's ``shortlist``, the children one click below
+    each of ``shortlist`` children a position count too (made ``CHUNK`` at a time, as
+    ``lookahead_scorer`` makes them)."""
+    children, slots = count * width * cells, child_capacity(count * width, cells, chunk)
+    if shortlist is not None:
+        children *= shortlist
+        slots = max(slots, child_capacity(count * width * shortlist, cells, CHUNK))
+    if slots > game.INDEX_MAX:
+        looked = f" x shortlist {shortlist}" if shortlist is not None else ""
+        raise ValueError(f"{caller}: {count} boards x width {width:,}{looked} x {cells} cells = {children:,} "
+                         f"children a click ({slots:,} slots in whole chunks), beyond 2^31: lower the width or "
+                         "search fewer boards at a time")
+
+
 def _labels(boards: jax.Array) -> jax.Array:
     """int32 ``[M, W * H]``: ``game.cluster_labels`` of boards ``[M, W, H]``, flattened."""
     return jax.vmap(game.cluster_labels)(boards).reshape(boards.shape[0], -1)
@@ -261,6 +279,8 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     shape = np.shape(boards)
     if len(shape) not in (2, 3):
         raise ValueError(f"beam_search takes boards [B, W, H] or one board [W, H], got shape {shape}")
+    if 0 in shape[-2:]:
+        raise ValueError(f"beam_search: boards of {shape[-2]} x {shape[-1]} cells hold no cell")
     if shape[0] == 0:
         raise ValueError("beam_search: no boards (a batch of 0)")
     for name, value in (("width", width), ("max_clicks", max_clicks), ("shortlist", shortlist), ("chunk", chunk)):
@@ -274,13 +294,7 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
         return BeamResult(found.length[0], found.actions[0])
     require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
     cells = shape[1] * shape[2]
-    # The children a click (the rescorer's shortlist looks one click below each) are
-    # indexed in int32.
-    looked_at = shape[0] * width * cells * (shortlist if rescorer is not None else 1)
-    if looked_at > game.INDEX_MAX:
-        raise ValueError(f"beam_search: {shape[0]} boards x width {width:,} x {cells} cells"
-                         f"{' x the shortlist' if rescorer is not None else ''} = {looked_at:,} children a "
-                         f"click, beyond 2^31: lower the width or search fewer boards at a time")
+    require_children_indexable("beam_search", shape[0], width, cells, chunk, shortlist if rescorer is not None else None)
     requested = max_clicks or cells
     found = _beam_search(boards, width, scorer, min(requested, cells), params, rescorer, shortlist, chunk, rules)
     if requested > cells:

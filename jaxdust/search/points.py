@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxdust.core import game
 from jaxdust.core.boards import require_settled
-from jaxdust.search.beam import CHUNK, child_capacity, for_each_child, play_codes
+from jaxdust.search.beam import CHUNK, child_capacity, for_each_child, play_codes, require_children_indexable
 
 
 class PointsResult(NamedTuple):
@@ -115,6 +115,8 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
     boards = game.from_lists(boards)
     if boards.ndim not in (2, 3):
         raise ValueError(f"points_beam takes boards [B, W, H] or one board [W, H], got shape {boards.shape}")
+    if 0 in boards.shape[-2:]:
+        raise ValueError(f"points_beam: boards of {boards.shape[-2]} x {boards.shape[-1]} cells hold no cell")
     if boards.shape[0] == 0:
         raise ValueError("points_beam: no boards (a batch of 0)")
     if not game.is_integer(width) or width < 1:
@@ -122,6 +124,8 @@ def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chu
     if not game.is_integer(chunk) or chunk < 1:
         raise ValueError(f"points_beam: chunk must be a positive integer, got {chunk!r}")
     require_settled(boards, rules, "points_beam")
+    require_children_indexable("points_beam", boards.shape[0] if boards.ndim == 3 else 1, int(width),
+                               boards.shape[-2] * boards.shape[-1], int(chunk))
     if boards.ndim == 2:
         return jax.tree.map(lambda batched: batched[0], _points_beam(boards[None], int(width), rules, int(chunk)))
     return _points_beam(boards, int(width), rules, int(chunk))
