@@ -500,6 +500,7 @@ API_CASES = [
     (lambda: jaxdust.points_beam(jnp.zeros((0, 4, 3), jnp.int8), 4), "no boards"),
     (lambda: play_boards(jnp.zeros((0, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9), "no boards"),
     (lambda: jaxdust.make("Dust-6x6x5-v0", auto_reset="false"), "auto_reset must be True or False"),
+    (lambda: jaxdust.beam_search(np.array([[0, 1], [2, 2]], np.int8), 2), r"^beam_search: cell \(0, 1\) floats above"),
     (lambda: jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3)).reset(jax.random.key(0), np.ones((5, 5), np.int8)),
      r"board of shape \(5, 5\), this env plays \(4, 3\)"),
     (lambda: jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3)).reset(jax.random.key(0), np.full((4, 3), 7)), r"cell \(0, 0\) holds 7"),

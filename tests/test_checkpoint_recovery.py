@@ -137,20 +137,6 @@ def test_resume_step_redoes_later_checkpoints_damaged_or_not(run, whole_run):
     assert_same_end(run, whole_run)
 
 
-def test_a_resume_before_the_selected_checkpoint_keeps_the_best_evaluation_as_the_bar(run):
-    """``best/`` holds one checkpoint; a resume from an earlier one deletes it (its step is
-    redone), but the log still says what the best evaluation up to there played. The bar
-    was reset to none then, so a checkpoint the uninterrupted run would not select was kept."""
-    log = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [r["chunk"] for r in log if "greedy_clicks" in r] == [2, 4] and os.listdir(run / runs.BEST_DIR) == ["4"]
-    for record in log:
-        if record["chunk"] == 2:  # as if chunk 2 had played far better than chunk 4 does
-            record["greedy_clicks"] = 1.0
-    (run / "metrics.jsonl").write_text("".join(json.dumps(record) + "\n" for record in log))
-    train(run, "--resume", "--resume-step", "3")
-    assert os.listdir(run / runs.BEST_DIR) == []  # chunk 4, far worse than the bar, is not selected
-
-
 def test_a_damaged_resume_step_names_only_checkpoints_that_were_read(run, capsys):
     _truncate(run / "checkpoints" / "3")
     _empty(run / "checkpoints" / "4")

@@ -320,6 +320,11 @@ def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
     (timed / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(avi.AVIConfig())}))
     assert registry.parse_agent(f"value:{timed}")[1] == (str(timed), 1)
     assert registry.parse_agent(f"value:{timed}:8")[1] == (str(timed), 8)
+    assert registry.parse_agent(f"value:{timed}@newest")[1] == (f"{timed}@newest", 1)
+    assert registry.parse_agent(f"value:{timed}@newest:8")[1] == (f"{timed}@newest", 8)
+    (tmp_path / "avi-10").mkdir()  # "avi-10:30@newest" is still that run, not avi-10 at width "30@newest"
+    (tmp_path / "avi-10" / "config.json").write_text((timed / "config.json").read_text())
+    assert registry.parse_agent(f"value:{timed}@newest")[1] == (f"{timed}@newest", 1)
 
 
 def test_ranking_metrics_by_hand():

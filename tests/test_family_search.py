@@ -360,6 +360,8 @@ def test_train_and_evaluate_a_former_run(learner, tmp_path):
     assert summary["greedy_clicks"] > 0
     entries = [entry for entry, _ in leaderboard.learner_entries(learner, str(run), "former")]
     assert (f"mcts:{run}:64" in entries) == (learner != "dqn")  # the leaderboard searches where it has a policy
+    newest = [entry for entry, _ in leaderboard.learner_entries(learner, f"{run}@newest", "former")]
+    assert newest == [entry.replace(str(run), f"{run}@newest") for entry in entries]
     agents = ["largest", f"value:{run}", f"policy:{run}", "solver:2"]
     agents += [f"mcts:{run}:4", "mcts-heuristic:4"] if learner == "avi" else []
     report = evaluate.main(["--env", "Former-7x9x4-v0", "--random", "2", "--jobs", "1",

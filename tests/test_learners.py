@@ -873,6 +873,32 @@ def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):
     assert replayed == best["greedy_clicks"]  # the state that was evaluated, not a later one
 
 
+def test_a_resume_before_the_selected_checkpoint_holds_later_evaluations_to_the_best_logged(tmp_path):
+    """``best/`` keeps one checkpoint: resumed from an earlier step, it is deleted (its step
+    is redone). The next evaluation is then kept whatever it plays, but the bar stays the
+    best evaluated, read from the log: it was reset to none, which let a checkpoint the
+    uninterrupted run rejected be selected."""
+    learner, config = learners.get("imitation"), imitation.ImitationConfig(hidden=(8,))
+    state = imitation.initial_state(config, jax.random.key(0))
+    run = runs.Run(str(tmp_path / "run"), learner, config, resume=False)
+    for step, greedy in enumerate([14.0, 14.5, 14.05], start=1):
+        evaluation = {"greedy_clicks": greedy, "greedy_se": 0.1}
+        run.keep_if_best(step, state, evaluation)
+        run.log({"chunk": step, **evaluation, "seconds": 0.0})
+        if step < 3:  # killed after step 3's evaluation, before its checkpoint
+            run.checkpoints.save(step, state, run.saved)
+    assert run.best.steps() == [3]
+    run.close()
+    resumed = runs.Run(str(tmp_path / "run"), learner, config, resume=True)
+    assert resumed.restore(state)[0] == 2
+    assert (resumed.best.steps(), resumed.greedy_floor) == ([], 14.0)
+    resumed.keep_if_best(3, state, {"greedy_clicks": 14.3, "greedy_se": 0.1})  # redone (here not exactly): kept
+    assert resumed.best.steps() == [3]
+    resumed.keep_if_best(4, state, {"greedy_clicks": 14.2, "greedy_se": 0.1})  # within 0.1 of 14.3, not of 14.0
+    assert resumed.best.steps() == [3]
+    resumed.close()
+
+
 def test_best_is_the_newest_evaluation_within_a_standard_error_of_the_best(tmp_path):
     """Of evaluations that noise cannot tell apart the newest is kept; one many errors worse
     (overfitting) is not, and the floor it is measured from survives a resume."""

@@ -71,7 +71,7 @@ def learner_entries(label: str, run: str, rules: str = "dust") -> list[tuple[str
                (f"value:{run}:8", f"{label}, beam on its value, width 8"),
                (f"value:{run}:64", f"{label}, beam on its value, width 64")]
     try:
-        learner, config = read_run_config(run)
+        learner, config = read_run_config(registry.split_run(run)[0])  # RUN or RUN@newest
     except ValueError:  # the entries' check below says what is wrong, in one line
         return entries
     if learner.evaluator(config) is not None and rules in registry.AGENTS["mcts"].rules:

@@ -423,6 +423,9 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
     def parse(text: str) -> tuple[str, int]:
         if not text:
             raise ValueError(f"needs a run directory: {name}:RUN_DIR[:{what.upper()}]")
+        directory, newest = split_run(text)
+        if newest and os.path.isfile(os.path.join(directory, "config.json")):  # a run "avi-10:30" played @newest
+            return _run_directory(text), default
         run, _, number = text.rpartition(":")
         if run and number.isdigit() and not os.path.isfile(os.path.join(text, "config.json")):  # a run "avi-10:30"
             return _run_directory(run), _number(number, f"{name}: {what}", default, integer=True)

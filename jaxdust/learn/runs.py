@@ -376,8 +376,9 @@ class Run:
     def _truncate_checkpoints(self, done: int, log: list[dict]) -> None:
         """Forget checkpoints of steps after ``done`` (a kill or ``--resume-step``: they will
         be redone). The selected state's greedy play is then that of the checkpoint left in
-        ``best/`` (none where it was newer: the redone steps select it again), and the bar
-        new evaluations are held to is still the best evaluated up to ``done``, from the log."""
+        ``best/`` (none where it was newer: the next evaluation is kept, as ``keep_if_best``
+        keeps one whenever ``best/`` is empty), and the bar later evaluations are held to is
+        still the best evaluated up to ``done``, from the log."""
         for manager in (self.checkpoints, self.best):
             for step in manager.steps():
                 if step > done:
@@ -426,7 +427,9 @@ class Run:
         stays out."""
         greedy = evaluation["greedy_clicks"]
         self.greedy_floor = min(self.greedy_floor, greedy)
-        if greedy <= self.greedy_floor + evaluation.get("greedy_se", 0.0):
+        # With none kept (a resume from before the selected checkpoint deleted it), this
+        # one is: a run always ends with one selected, and replayed exactly it is the same.
+        if greedy <= self.greedy_floor + evaluation.get("greedy_se", 0.0) or not self.best.steps():
             self.best_greedy = greedy
             # A run killed after its last best was saved and resumed at its end evaluates
             # that step again: the state kept is the same one.

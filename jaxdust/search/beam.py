@@ -289,10 +289,10 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     width, max_clicks, shortlist, chunk = (None if v is None else int(v) for v in (width, max_clicks, shortlist, chunk))
     game.require_click_rules(rules, "beam_search")
     scorer = heuristic_for(rules) if scorer is None else scorer
+    require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
     if len(shape) == 2:
         found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk, rules)
         return BeamResult(found.length[0], found.actions[0])
-    require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
     cells = shape[1] * shape[2]
     require_children_indexable("beam_search", shape[0], width, cells, chunk, shortlist if rescorer is not None else None)
     requested = max_clicks or cells
