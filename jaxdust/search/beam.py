@@ -290,16 +290,15 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     game.require_click_rules(rules, "beam_search")
     scorer = heuristic_for(rules) if scorer is None else scorer
     require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
-    if len(shape) == 2:
-        found = beam_search(boards[None], width, scorer, max_clicks, params, rescorer, shortlist, chunk, rules)
-        return BeamResult(found.length[0], found.actions[0])
-    cells = shape[1] * shape[2]
-    require_children_indexable("beam_search", shape[0], width, cells, chunk, shortlist if rescorer is not None else None)
+    one_board = len(shape) == 2
+    batch = boards[None] if one_board else boards
+    count, cells = batch.shape[0], shape[-2] * shape[-1]
+    require_children_indexable("beam_search", count, width, cells, chunk, shortlist if rescorer is not None else None)
     requested = max_clicks or cells
-    found = _beam_search(boards, width, scorer, min(requested, cells), params, rescorer, shortlist, chunk, rules)
+    found = _beam_search(batch, width, scorer, min(requested, cells), params, rescorer, shortlist, chunk, rules)
     if requested > cells:
-        return BeamResult(found.length, jnp.pad(found.actions, ((0, 0), (0, requested - cells)), constant_values=-1))
-    return found
+        found = BeamResult(found.length, jnp.pad(found.actions, ((0, 0), (0, requested - cells)), constant_values=-1))
+    return jax.tree.map(lambda batched: batched[0], found) if one_board else found
 
 
 @functools.partial(jax.jit, static_argnames=("width", "scorer", "max_clicks", "rescorer", "shortlist", "chunk",
