@@ -198,7 +198,7 @@ def print_table(results: dict, minutes: float, heuristic: dict) -> None:
         print(f"| {name}: {result['description']} | {final['seconds'] / 60:.1f} | {units} | "
               + " | ".join(cells(final["fresh"], fresh_columns, False) + cells(final["proven"], proven_columns, True))
               + " |")
-    print("| hand-made heuristic (uniform prior for mcts) | - | - | "
+    print("| hand-made heuristic (for mcts a uniform prior over cells) | - | - | "
           + " | ".join(cells(heuristic["fresh"], fresh_columns, False) + cells(heuristic["proven"], proven_columns, True))
           + " |")
 

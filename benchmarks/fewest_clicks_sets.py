@@ -73,7 +73,8 @@ FORMER_COUNT = 200
 def former_boards(count: int = FORMER_COUNT) -> str:
     """``count`` random full 7x9 boards of 4 colours (NRK Former's size), as a board file."""
     rng = np.random.default_rng(FORMER_SEED)
-    lines = ["# width=7 height=9 colors=4; cells listed x-major: cell (x,y) is character x*9+y, y=0 bottom row",
+    lines = ["# width=7 height=9 colors=4 rules=former; cells listed x-major: cell (x,y) is character x*9+y, "
+             "y=0 bottom row",
              f"# {count} random boards (uniform colours, numpy default_rng({FORMER_SEED})), NRK Former's size"]
     lines += [board_io.board_to_text(reference.random_board(rng, 7, 9, 4)) for _ in range(count)]
     return "\n".join(lines) + "\n"
@@ -81,10 +82,11 @@ def former_boards(count: int = FORMER_COUNT) -> str:
 
 def main(argv=None) -> None:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--solver-log", type=flags.input_file,
+    action = parser.add_mutually_exclusive_group()  # each is its own job
+    action.add_argument("--solver-log", type=flags.input_file,
                         help="JSON lines of python -m jaxdust.solver on data/boards/eval_8x6x5.txt")
-    parser.add_argument("--former-boards", type=flags.output_file, help="write the Former set's 200 boards here")
-    parser.add_argument("--former-log", type=flags.input_file,
+    action.add_argument("--former-boards", type=flags.output_file, help="write the Former set's 200 boards here")
+    action.add_argument("--former-log", type=flags.input_file,
                         help="JSON lines of python -m jaxdust.solver on the Former boards: print where they stand")
     args = parser.parse_args(argv)
     if args.former_log:
@@ -99,6 +101,11 @@ def main(argv=None) -> None:
         if foreign:
             parser.error(f"--former-log: line {foreign[0]} holds another board than the Former set's: "
                          f"{args.former_log} is a log of other boards")
+        other_rules = [record for record in records  # the set's first passes predate the rules field
+                       if "error" not in record and record.get("rules", "former") != "former"]
+        if other_rules:
+            parser.error(f"--former-log: line {other_rules[0]['line']} was solved under rules "
+                         f"{other_rules[0]['rules']}, not former (python -m jaxdust.solver --rules former)")
         print(former_progress(records, FORMER_COUNT))
         return
     if args.former_boards:

@@ -17,7 +17,10 @@ minutes, carries on where the last stopped or was killed):
   and boards whose lengths equal numba's.
 - ``train``: the default learner, in 1000-update chunks, for ``--pieces`` x ``--piece-minutes``
   (3 x 8.5) with orbax checkpoints, one piece per call, each a ``train.py --resume`` of the
-  last. The first piece times warm updates and sizes the schedule to the whole run.
+  last. The first piece times warm updates and sizes the schedule to the whole run, which
+  keeps its number of pieces. A piece runs to ``--piece-minutes`` after its call started
+  (the steps before it in the call spend part of that; with under two minutes left, the
+  next call trains it).
 - ``eval`` (once the pieces are done): the trained run on 1000 fresh boards and the 100 proven boards (argmax, greedy,
   widths 8 and 64, mcts 64, share optimal), its selected checkpoint and, where that is
   another, its final one, beside the hand-made heuristic in the same run.
@@ -66,6 +69,8 @@ import tarfile
 import tempfile
 import time
 
+CALL_STARTED = time.perf_counter()  # a training piece gets what is left of the call's slot
+
 # The notebooks' kernels get the environment as the user set it, not the settings below.
 USER_ENVIRONMENT = dict(os.environ)
 # The training step runs in this process after others have used the device: let JAX's
@@ -80,7 +85,7 @@ import beam as beam_benchmark  # noqa: E402  (benchmarks/beam.py)
 import equal_time  # noqa: E402
 import learners as learners_benchmark  # noqa: E402
 import jaxdust  # noqa: E402
-from jaxdust.core import files, flags, machine  # noqa: E402
+from jaxdust.core import files, flags, machine, processes  # noqa: E402
 from jaxdust.evaluation import plots  # noqa: E402
 from jaxdust.learn import checkpoint, cli, learners, runs  # noqa: E402
 from jaxdust.search import heuristic  # noqa: E402
@@ -88,6 +93,7 @@ from jaxdust.search.mcts import heuristic_evaluator  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 STEPS = ("device", "env", "beam", "train", "eval", "report")
+DEFAULT_PIECES = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +122,10 @@ class Sizes:
     simulations: int = 64
     notebooks: tuple[str, ...] | None = None  # None: the repository's notebooks/*.ipynb
     notebook_cell_seconds: int = 540  # a cell running longer is stopped (its notebook fails)
+    # A call with less than this left of its --piece-minutes after the steps before it (the
+    # env sweep, the beam) trains no piece: the next call does, from its start. None: every
+    # call trains one (the smoke run's pieces are a chunk each, however late).
+    piece_floor_seconds: float | None = 120.0
 
 
 SMOKE = Sizes(env_ids=("Dust-6x6x5-v0", "Dust-8x6x5-v0"), accelerator_games=(64, 256), cpu_games=(64,),
@@ -124,7 +134,7 @@ SMOKE = Sizes(env_ids=("Dust-6x6x5-v0", "Dust-8x6x5-v0"), accelerator_games=(64,
               train_flags=("--hidden", "16", "--num-envs", "32", "--beam-width", "4", "--buffer-lines", "32",
                            "--cell-rounds", "1", "--cell-width", "8", "--chunk-updates", "2", "--eval-boards", "4",
                            "--eval-every", "1"),
-              train_updates=40,
+              train_updates=40, piece_floor_seconds=None,
               fresh_boards=4, proven_boards=4, widths=(1, 4), simulations=2)  # 4 boards everywhere: shared programs
 
 
@@ -162,9 +172,9 @@ def step_device(out: str, sizes: Sizes, again: bool = False) -> dict:
 
 def _measured_by(device: str | None = None) -> dict:
     """What a result was measured with: the jaxdust version, the repository's commit, the
-    device (JAX's default unless given) and the host's CPU."""
+    device (JAX's default unless given), the host's CPU, the jax version and the date."""
     return {"jaxdust": jaxdust.__version__, "commit": _commit(), "device": device or jax.devices()[0].device_kind,
-            "host": machine.cpu_description()}
+            "host": machine.cpu_description(), "jax": jax.__version__, "date": datetime.date.today().isoformat()}
 
 
 def _elsewhere(record: dict, device: dict, target: str = "accelerator") -> str:
@@ -336,12 +346,18 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
                        "chunk_updates": config.chunk_updates, "calibration_seconds": calibration,
                        "flags": list(sizes.train_flags), "planned_pieces": pieces, "piece_minutes": piece_minutes})
         files.atomic_write_json(path, report)
+    # The piece runs to the end of the call's slot: the steps before it in this call (and the
+    # calibration) have spent part of it.
+    left = 60 * piece_minutes - (time.perf_counter() - CALL_STARTED)
+    if sizes.piece_floor_seconds is not None and left < sizes.piece_floor_seconds:
+        print(f"  {left:.0f} s left of this call's {piece_minutes:g} minutes: no training piece now; the next call "
+              f"trains it", flush=True)
+        return report
     # A piece killed before it ended is not counted: the next call resumes from its checkpoint.
     started = os.path.exists(os.path.join(run_dir, "config.json"))
-    trained = _trained_seconds(run_dir)
+    trained = _resumed_seconds(run_dir)
     argv = [report["learner"], "--run-dir", run_dir, *sizes.train_flags, "--total-updates", str(report["total_updates"]),
-            *(["--resume"] if started else []),
-            "--minutes", f"{max(0.001, (trained + 60 * piece_minutes - calibration) / 60):.4f}"]
+            *(["--resume"] if started else []), "--minutes", f"{max(0.001, (trained + left) / 60):.4f}"]
     start = time.perf_counter()
     cli.main(argv)
     lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
@@ -361,11 +377,14 @@ def training_finished(out: str, pieces: int) -> bool:
     return len(train.get("pieces", [])) >= pieces or os.path.exists(os.path.join(out, "run", "summary.json"))
 
 
-def _trained_seconds(run_dir: str) -> float:
-    """Training seconds the run has logged (0 before its first chunk)."""
+def _resumed_seconds(run_dir: str) -> float:
+    """The run's clock where ``train.py --resume`` starts it again: the seconds logged with
+    its newest readable checkpoint (lines after it are redone; 0 before the first)."""
     path = os.path.join(run_dir, "metrics.jsonl")
-    lines = files.recover_json_lines(path) if os.path.exists(path) else []
-    return lines[-1]["seconds"] if lines else 0.0
+    newest = _newest_readable_step(os.path.join(run_dir, "checkpoints"))
+    lines = files.recover_json_lines(path) if os.path.exists(path) and newest is not None else []
+    kept = [line for line in lines if line["chunk"] <= int(newest)] if lines else []
+    return kept[-1]["seconds"] if kept else 0.0
 
 
 def _played_here() -> str:
@@ -447,6 +466,12 @@ def step_notebooks(out: str, sizes: Sizes) -> dict:
     except Exception as failure:  # noqa: BLE001  (a failed cell, a timeout, a dead kernel: the row's result)
         lines = re.sub(r"\x1b\[[0-9;]*m", "", str(failure)).strip().splitlines() or [""]  # no terminal colours
         error = f"{type(failure).__name__}: {lines[-1][:300]}"
+    # While it runs, nbclient takes Ctrl-C itself (an asyncio handler that shuts the kernel
+    # down), and it surfaces as a dead kernel or an error in the cleanup; the handler leaves
+    # this future behind. Then the call's slot ended, not the notebook: no row, the next call
+    # runs it again.
+    if getattr(client, "_async_cleanup_kernel_future", None) is not None:
+        raise KeyboardInterrupt
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     printed = "".join(str(o.get("text", "")) for cell in code for o in cell.get("outputs", []))
     row = report["rows"][name] = {
@@ -549,6 +574,10 @@ def step_report(out: str, sizes: Sizes) -> dict:
         pieces_on = [piece.get("device") or device.get("device_kind") or "an unnamed device"
                      for piece in train.get("pieces", [])]
         elsewhere = f", its pieces on {', '.join(pieces_on)}" if set(pieces_on) - {device.get("device_kind")} else ""
+        for field, said in (("jax", "with jax"), ("date", "dated")):  # pieces run on another day or jax than the line's
+            values = [piece.get(field) or "?" for piece in train.get("pieces", [])]
+            if set(values) - {device.get(field), "?"}:
+                elsewhere += f", its pieces {said} {', '.join(values)}"
         played_on = parts["eval"].get("played_on", [])
         here = {device.get("device_kind"), device.get("cpu_description")}
         played = f"; played on {' and '.join(played_on)}" if set(played_on) - here else ""
@@ -646,12 +675,22 @@ def pack(out: str, path: str, part_bytes: int = PACK_PART_BYTES) -> list[str]:
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         archive.add(out, arcname=".", filter=keep)
     data = buffer.getvalue()
-    written = []
-    for index, begin in enumerate(range(0, len(data), part_bytes), start=1):
-        written.append(f"{path}.{index}")
-        files.atomic_write_bytes(written[-1], data[begin: begin + part_bytes])
-    for stale in _packed_parts(path)[len(written):]:  # from an earlier, larger pack
-        os.remove(stale)
+    written, aside = [], []
+    try:
+        for index, begin in enumerate(range(0, len(data), part_bytes), start=1):
+            written.append(f"{path}.{index}")
+            aside.append(f"{os.path.dirname(os.path.abspath(path))}/{files.TEMPORARY_PREFIX}{os.path.basename(path)}.{index}")
+            files.atomic_write_bytes(aside[-1], data[begin: begin + part_bytes])
+        # All parts in place, or none: an earlier pack's parts mixed with this one's would not unpack.
+        with processes.interrupt_deferred():
+            for stale in _packed_parts(path)[len(written):]:  # from an earlier, larger pack
+                os.remove(stale)
+            for source, target in zip(aside, written):
+                os.replace(source, target)
+    finally:
+        for source in aside:
+            if os.path.exists(source):
+                os.remove(source)
     return written
 
 
@@ -666,6 +705,7 @@ def unpack(path: str, out: str) -> list[str]:
     parts = _packed_parts(path)
     if not parts:
         raise ValueError(f"no packed suite at {path}: expected {path}.1, {path}.2, ... (gpu_suite.py --pack)")
+    out = os.path.realpath(out)  # a link to an empty folder: that folder is filled
     if os.path.isdir(out) and os.listdir(out):
         raise ValueError(f"--out {out} is not empty: unpack into an empty or new folder")
     data = b"".join(pathlib.Path(part).read_bytes() for part in parts)
@@ -711,7 +751,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--smoke", action="store_true",
                         help="every step at toy sizes, on a CPU a few minutes in three calls (--out must not hold "
                              "a full run's results)")
-    parser.add_argument("--pieces", type=flags.positive_int, default=3, help="training pieces")
+    parser.add_argument("--pieces", type=flags.positive_int,
+                        help=f"training pieces (default {DEFAULT_PIECES}; once a run has started, the number it was "
+                             f"planned for: its schedule is sized to them)")
     parser.add_argument("--piece-minutes", type=flags.positive_float, default=8.5,
                         help="training minutes per piece, compilation included (with start-up and the last "
                              "chunk, a piece then fits a 10-minute slot)")
@@ -759,17 +801,24 @@ def main(argv=None) -> dict:
         claim_folder(args.out, args.smoke)
     except ValueError as error:
         flags.fail(parser, str(error))
+    planned = _load(os.path.join(args.out, "train.json")).get("planned_pieces")
+    if planned and args.pieces and args.pieces != planned:
+        flags.fail(parser, f"--pieces {args.pieces}: the training run in {args.out} was planned for {planned} pieces "
+                           f"(its schedule is sized to them); leave --pieces out")
+    pieces = planned or args.pieces or DEFAULT_PIECES
     # Each step, and each training piece, may run in a new process: compiled programs are
     # kept on disk so that a resumed piece does not compile again.
     jax.config.update("jax_compilation_cache_dir", os.path.join(args.out, "jax_cache"))
     steps = STEPS if args.step == "all" else (args.step,)
+    if steps[0] in ("env", "beam", "train", "eval", "notebooks") and not os.path.exists(os.path.join(args.out, "device.json")):
+        steps = ("device", *steps)  # the report's measured-on line names the machine that measured
     results = {}
     for step in steps:
         print(f"[{step}]", flush=True)
         if step == "train":  # one piece per call: each fits a 10-minute slot
-            results[step] = step_train(args.out, sizes, args.pieces, piece_minutes)
+            results[step] = step_train(args.out, sizes, pieces, piece_minutes)
         elif step == "eval":
-            results[step] = step_eval(args.out, sizes, args.pieces)
+            results[step] = step_eval(args.out, sizes, pieces)
         elif step == "device":
             results[step] = step_device(args.out, sizes, again=args.step == "device")
         else:

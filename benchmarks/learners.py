@@ -5,7 +5,7 @@ data, which counts as training time), draws mean greedy and argmax clicks agains
 time, then plays two board sets with every trained network: argmax of its output (the policy,
 no simulation), its value as the scorer of a width-1 (greedy), width-8 and width-64 beam,
 and Gumbel MuZero with 64 simulations on its policy and value (learners that have both),
-beside the hand-made heuristic at the same widths (and MCTS with a uniform prior) in the
+beside the hand-made heuristic at the same widths (and MCTS with a uniform prior over cells) in the
 same run. The sets: 1000 fresh
 random 8x6 boards (seed 10000 + --seed) and the 100 boards of
 ``data/boards/optimal_8x6x5.txt`` (the first 100 of the evaluation set, each optimum

@@ -278,10 +278,11 @@ def test_mcts_teacher_and_beam_keys_follow_the_runs_rules(rules, monkeypatch):
     where they play alike (not the dust game at odd widths); traced, not run."""
     planned, merged = [], []
     search, canonical_hash = avi.mcts.search, avi.canonical_hash
-    monkeypatch.setattr(avi.mcts, "search", lambda *a, **k: planned.append(k["rules"]) or search(*a, **k))
+    monkeypatch.setattr(avi.mcts, "search", lambda *a, **k: planned.append((k["rules"], a[5])) or search(*a, **k))
     monkeypatch.setattr(avi, "canonical_hash", lambda board, mirror: merged.append(mirror) or canonical_hash(board, mirror))
     config = avi.AVIConfig(game=GameConfig(5, 3, 3, rules), hidden=(8,), num_envs=8, beam_width=2, buffer_lines=8,
-                           total_updates=1, chunk_updates=1, cell_rounds=1, policy_teacher="mcts", teacher_simulations=2)
+                           total_updates=1, chunk_updates=1, cell_rounds=1, policy_teacher="mcts", teacher_simulations=2,
+                           teacher_considered=3)
     init, run_chunk = avi.make_avi(config)
     jax.eval_shape(run_chunk, jax.eval_shape(init, jax.random.key(0)))
-    assert set(planned) == {rules} and set(merged) == {rules == "former"}
+    assert set(planned) == {(rules, 3)} and set(merged) == {rules == "former"}

@@ -21,7 +21,7 @@ from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
 from jaxdust.learn import cli as train_cli
-from jaxdust.learn import avi, datasets, dqn
+from jaxdust.learn import avi, datasets, dqn, imitation
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.search import mcts
 from jaxdust.search.beam import lookahead_heuristic
@@ -76,7 +76,7 @@ NUMERIC_FLAGS = {
     "ranking": {"positive int": ["--boards", "--node-limit"]},
     "train": {"count": ["--eval-boards"], "positive int": ["--eval-every", "--checkpoint-every", "--devices",
                                "--num-processes", "--total-updates", "--num-envs", "--target-period",
-                               "--teacher-simulations"],
+                               "--teacher-simulations", "--teacher-considered"],
               "seed": ["--seed"], "non-negative int": ["--process-id", "--cell-rounds"], "positive float": ["--minutes", "--checkpoint-seconds", "--learning-rate",
                                                                                                  "--policy-temperature"],
               "fraction": ["--capped-share", "--epsilon-max"]},
@@ -137,6 +137,8 @@ FILE_CASES = [
     ("solver", ["--rules", "samegame"], ["--rules", "invalid choice: 'samegame'", "former"]),
     ("solver", ["--table-bits", "40"], ["--table-bits must be between 9 and 36", "40"]),
     ("solver", ["--table-bits", "8"], ["--table-bits must be between 9 and 36", "8"]),
+    ("solver", ["--beam-width", "100000000000000000000000"], ["--beam-width must be at most 16,777,216"]),
+    ("solver", ["--checkpoint-positions", "100"], ["--checkpoint-positions goes with --checkpoint-dir"]),
     ("solver-file", ["{not utf-8}"], ["latin1.txt", "not UTF-8", "0xe9"]),
     ("solver-file", ["{bad header}"], ["line 1", "width must be a positive integer", "'eight'"]),
     ("solver-file", ["{empty}"], ["no boards in", "empty.txt"]),
@@ -440,6 +442,9 @@ API_CASES = [
     (lambda: jaxdust.solve("1" * 48, node_limit=2.5), "node_limit"),
     (lambda: jaxdust.solve("1" * 48, colors=10), "colors"),
     (lambda: jaxdust.solve("1" * 48, beam_width=-1), "beam_width"),
+    (lambda: jaxdust.solve("1" * 48, beam_width=2**70), "beam_width must be an integer in 0..16777216"),
+    (lambda: jaxdust.solve("1" * 48, prune="no"), "prune must be True or False, got 'no'"),
+    (lambda: jaxdust.game_gif(jnp.ones((4, 3), jnp.int8)), "game_gif takes a game's positions"),
     (lambda: jaxdust.solve("1" * 72, width=9), "width"),
     (lambda: jaxdust.solve(np.ones((9, 8), int)), "at most 64 cells"),
     (lambda: jaxdust.solve("2" * 48, colors=1), "colour 2"),
@@ -460,6 +465,20 @@ API_CASES = [
      r"num_envs \(512\) cannot exceed buffer_size \(256\)"),
     # Rows and slots are drawn from 16 random bits: rows past 65536 were never sampled.
     (lambda: avi.AVIConfig(buffer_lines=100_000), "buffer_lines must be at most 65536, got 100000"),
+    (lambda: jaxdust.one_hot(jnp.full((4, 3), 5, jnp.int8), 3), "one_hot: the board holds colour 5, above colors=3"),
+    # A seed where a key belongs, or a batch of keys where one does.
+    (lambda: jaxdust.random_board(0, jaxdust.GameConfig(8, 6, 5)), "random_board: key must be one jax.random.key"),
+    (lambda: jaxdust.random_board(jax.random.split(jax.random.key(0), 3)), r"got an array of dtype key<fry> and shape \(3,\)"),
+    (lambda: jaxdust.DustEnv().reset(0), "DustEnv.init: key must be one jax.random.key"),
+    (lambda: jaxdust.play_boards(jnp.ones((1, 4, 3), jnp.int8), baselines.random_legal, 0, 10), "play_boards: key must"),
+    (lambda: jaxdust.one_hot(jnp.ones((4, 3), jnp.int8), 0), "one_hot: colors must be an integer in 1..9, got 0"),
+    (lambda: jaxdust.one_hot(jnp.ones((4, 3), jnp.int8), 5.0), "one_hot: colors must be an integer in 1..9"),
+    # Layer sizes are checked where the config is made, not deep in flax at the first step.
+    (lambda: dqn.DQNConfig(hidden=(0,)), "hidden must be a tuple of positive integers"),
+    (lambda: dqn.DQNConfig(hidden=16), "hidden must be a tuple of positive integers"),
+    (lambda: avi.AVIConfig(hidden="abc"), "hidden must be a tuple of positive integers"),
+    (lambda: avi.AVIConfig(conv=(0,)), "conv must be a tuple of positive integers"),
+    (lambda: imitation.ImitationConfig(hidden=(2.5,)), "hidden must be a tuple of positive integers"),
     (lambda: avi.AVIConfig(policy_teacher="mcts", policy_temperature=0.5), "policy_temperature acts on the 'lines'"),
     (lambda: avi.AVIConfig(policy_teacher="mcts", line_target_share=0.5), "line_target_share acts on the 'lines'"),
     (lambda: benchmark.score("largest", benchmark.load_set("6x6x5", limit=3), limit=0, show=False),

@@ -93,6 +93,24 @@ def test_a_solvers_own_solutions_are_replayed_and_scored():
     assert after.cleared == 1.0 and after.mean_clicks == pytest.approx(exact_two := benchmark.load_set(
         "8x4x5").best[:2].mean() + 1) and exact_two > 0 and after.optimal == 0.0
 
+    # The library's own searches return flat actions as a JAX array (padded with -1).
+    searched = benchmark.score(lambda boards: [jaxdust.beam_search(board, width=8).actions for board in boards],
+                               "8x4x5", limit=2, show=False)
+    lengths = [int(np.sum(np.asarray(jaxdust.beam_search(board, width=8).actions) >= 0))
+               for board in benchmark.load_set("8x4x5", limit=2).boards]
+    assert searched.cleared == 1.0 and searched.mean_clicks == np.mean(lengths)
+    board = benchmark.load_set("8x4x5", limit=1).boards[0]  # a list of JAX scalars is flat actions too
+    actions = [a for a in np.asarray(jaxdust.beam_search(board, width=8).actions) if a >= 0]
+    final, count = jaxdust.replay(board, [jax.numpy.int32(a) for a in actions])
+    assert count == len(actions) and not np.asarray(final).any()
+    for agent, board_set, options, words in [(3, "8x4x5", {}, "agent must be an agent's name"),
+                                             ("largest", 3, {}, "board_set must be a size"),
+                                             ("largest", "8x4x5", {"jobs": 0}, "jobs must be a positive integer"),
+                                             ("largest", "8x4x5", {"jobs": "2"}, "jobs must be a positive integer"),
+                                             ("largest", "8x4x5", {"seed": 2**70}, "seed must be an integer in"),
+                                             ("largest", "8x4x5", {"seed": 1.5}, "seed must be an integer in")]:
+        with pytest.raises((TypeError, ValueError), match=words):
+            benchmark.score(agent, board_set, limit=2, show=False, **options)
     with pytest.raises(ValueError, match="returned 1 solutions for 2 boards"):
         benchmark.score(lambda boards: _solver_solutions(boards[:1]), "8x4x5", limit=2, show=False)
     # What is not one line of (x, y) clicks per board is refused by name, never a TypeError.
@@ -261,6 +279,14 @@ def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch,
     with pytest.raises(SystemExit):
         leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "forged.jsonl"])
     assert "--solver-log: the solver log's line for board 1" in capsys.readouterr().err
+    # The same digits solved under other rules, or read at another shape, are other boards.
+    for change, words in (({"rules": "former"}, "solved board 2 (line 3) under rules former, not dust"),
+                          ({"width": 4, "height": 8}, "solved board 2 (line 3) at 4x8, not 8x4")):
+        (tmp_path / "other.jsonl").write_text("".join(json.dumps(record | (change if record["line"] == 3 else {}))
+                                                      + "\n" for record in records))
+        with pytest.raises(SystemExit):
+            leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "other.jsonl"])
+        assert words in capsys.readouterr().err
     with pytest.raises(SystemExit):
         leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", ""])
     assert "nothing to rank" in capsys.readouterr().err
@@ -370,6 +396,14 @@ def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path
     foreign = subprocess.run([sys.executable, "benchmarks/fewest_clicks_sets.py", "--former-log", str(log)],
                              cwd=ROOT, capture_output=True, text=True)
     assert foreign.returncode == 2 and "line 3 holds another board than the Former set's" in foreign.stderr
+    log.write_text(json.dumps({**record(3, 14, 13, 100, 9.0), "rules": "dust"}) + "\n")
+    dust = subprocess.run([sys.executable, "benchmarks/fewest_clicks_sets.py", "--former-log", str(log)],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert dust.returncode == 2 and "line 3 was solved under rules dust, not former" in dust.stderr
+    assert board_io.declared_rules(boards) == "former"  # the solver reads the set's file under its rules
+    both = subprocess.run([sys.executable, "benchmarks/fewest_clicks_sets.py", "--former-log", str(log),
+                           "--former-boards", str(tmp_path / "boards.txt")], cwd=ROOT, capture_output=True, text=True)
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr  # one job a call, not one of two
 
 
 def test_the_committed_former_proofs_are_of_the_set_and_their_lines_clear_their_boards(monkeypatch):

@@ -136,6 +136,30 @@ def test_a_board_files_reference_follows_its_columns(tmp_path, boards_dir, capsy
     assert "gives lengths under the former rules; these boards are played under dust" in capsys.readouterr().err
 
 
+def test_a_board_files_numbers_that_cannot_be_true_are_refused_or_named(tmp_path, boards_dir, capsys):
+    """A negative length, one board given two proven optima and an unknown rule set are
+    refused naming the file; an agent that clears a board below its proven optimum is
+    reported, since the file's optimum is then wrong."""
+    lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:4]
+    board, optimum = lines[2].split()
+    cases = [(lines[:2] + [f"{board} -5"], "field 2 is -5; the numbers after a board (lengths, scores) are >= 0"),
+             (lines[:2] + [f"{board} {optimum}", f"{board} {int(optimum) + 1}"],
+              f"its board's proven optimum is {int(optimum) + 1}, line 3's (the same board) {optimum}"),
+             ([lines[0].replace("colors=5", "colors=5 rules=bogus")] + lines[1:], "bogus.txt: unknown rules 'bogus'")]
+    for index, (text, words) in enumerate(cases):
+        path = tmp_path / ("bogus.txt" if index == 2 else f"bad-{index}.txt")
+        path.write_text("\n".join(text) + "\n")
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "out")])
+        assert words in capsys.readouterr().err
+    wrong = tmp_path / "wrong.txt"
+    wrong.write_text("\n".join(lines[:2] + [f"{board} {int(optimum) + 3}"]) + "\n")
+    capsys.readouterr()
+    evaluate.main(["--boards", str(wrong), "--agents", "cpu-beam:64", "--jobs", "1", "--out", str(tmp_path / "out")])
+    assert f"below its proven optimum {int(optimum) + 3} in {wrong}" in capsys.readouterr().err
+
+
 def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, boards_dir, capsys):
     """``--max-clicks``: a search's longer line is not cleared, like a policy stopped at the
     cap, and a board not cleared counts at the cap in the mean (no agent gains by failing)."""

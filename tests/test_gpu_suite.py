@@ -7,9 +7,11 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 import zlib
 
 import nbformat
@@ -340,6 +342,64 @@ print(json.dumps([first, again, table, refusals]))
     assert "holds a full run's results" in refusals[1] and "holds a full run's results" in refusals[2]
 
 
+def test_a_training_piece_gets_what_is_left_of_its_call(tmp_path):
+    """A piece runs to the end of its call's slot: the steps before it in the same call
+    have spent part of it, and a call with too little left trains no piece. A resumed run's
+    clock restarts at its newest checkpoint's logged seconds, not the last logged line's
+    (those after it are redone), so a piece after a killed one is no longer than the rest."""
+    script = f"""
+import dataclasses, json, os, time, gpu_suite
+out = {str(tmp_path / "suite")!r}
+run = os.path.join(out, "run")
+os.makedirs(os.path.join(run, "checkpoints"))
+open(os.path.join(run, "config.json"), "w").write("{{}}")
+with open(os.path.join(run, "metrics.jsonl"), "w") as handle:
+    for chunk in range(1, 6):
+        handle.write(json.dumps({{"chunk": chunk, "seconds": 100.0 * chunk}}) + "\\n")
+gpu_suite.files.atomic_write_json(os.path.join(out, "train.json"), {{
+    "learner": "avi", "total_updates": 5000, "chunk_updates": 1000, "pieces": [], "planned_pieces": 3}})
+gpu_suite._newest_readable_step = lambda folder: "3"  # a piece killed after chunk 5, its last checkpoint at 3
+asked = []
+gpu_suite.cli.main = lambda argv: asked.append(float(argv[argv.index("--minutes") + 1]) * 60)
+sizes = dataclasses.replace(gpu_suite.SMOKE, piece_floor_seconds=120.0)
+gpu_suite.CALL_STARTED = time.perf_counter() - 100  # earlier steps took 100 s of a 3-minute slot
+gpu_suite.step_train(out, sizes, 3, 3.0)
+gpu_suite.CALL_STARTED = time.perf_counter() - 30
+report = gpu_suite.step_train(out, sizes, 3, 3.0)
+print(json.dumps([asked, len(report["pieces"])]))
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "80 s left of this call's 3 minutes: no training piece now" in result.stdout
+    (asked, pieces), = [json.loads(result.stdout.splitlines()[-1])]
+    assert len(asked) == 1 and 300 + 145 < asked[0] <= 300 + 150 and pieces == 1  # chunk 3's 300 s + what is left
+
+
+def test_a_notebook_cut_off_by_ctrl_c_runs_again_in_the_next_call(tmp_path):
+    """The slot's end (``timeout -s INT``, which signals the whole process group) stops the
+    call, not the notebook: it gets no row, so the next call runs it again rather than
+    reporting it failed. The call records the device first, for the report's line."""
+    started = tmp_path / "started"
+    notebook = write_notebook(tmp_path / "long.ipynb", f"open({str(started)!r}, 'w').close()",
+                              "import time\ntime.sleep(120)")
+    out = tmp_path / "out"
+    call = subprocess.Popen([sys.executable, SUITE, "--smoke", "--out", str(out), "--step", "notebooks",
+                             "--notebooks", str(notebook)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    deadline = time.monotonic() + 240
+    while not started.exists() and call.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert started.exists(), call.communicate()[1][-3000:] if call.poll() is not None else "the kernel did not start"
+    time.sleep(1)
+    os.killpg(call.pid, signal.SIGINT)
+    _, stderr = call.communicate(timeout=120)
+    assert call.returncode == 130, stderr[-3000:]
+    rows = load(out, "notebooks")["rows"] if (out / "notebooks.json").exists() else {}
+    assert "long" not in rows
+    assert not (out / "notebooks" / "long.ipynb").exists() and load(out, "device")["backend"] == "cpu"
+
+
 def test_bad_flags_are_refused_before_any_step(tmp_path):
     notebook = write_notebook(tmp_path / "one.ipynb", "x = 1")
     cases = ((["--env-games", "1024,0"], "--env-games"), (["--pieces", "0"], "--pieces"),
@@ -351,7 +411,12 @@ def test_bad_flags_are_refused_before_any_step(tmp_path):
              (["--pack", str(tmp_path / "a.tgz"), "--step", "env"], "run no step: leave out --step"),
              (["--pack", str(tmp_path / "a.tgz"), "--ste", "env"], "run no step: leave out --step"),
              (["--smoke", "--piece-m", "2"], "--smoke sets its own piece length"),
-             (["--pack", str(tmp_path / "out" / "a.tgz")], "is inside --out"))
+             (["--pack", str(tmp_path / "out" / "a.tgz")], "is inside --out"),
+             (["--out", str(tmp_path / "planned"), "--step", "eval", "--pieces", "2"],
+              "the training run in " + str(tmp_path / "planned") + " was planned for 3 pieces"))
+    (tmp_path / "planned").mkdir()
+    (tmp_path / "planned" / "suite.json").write_text('{"smoke": false}')
+    (tmp_path / "planned" / "train.json").write_text('{"planned_pieces": 3, "pieces": []}')
     # One process calls the suite's main with each (its import, JAX's among them, is most of a start).
     script = """
 import contextlib, io, json, sys, gpu_suite
@@ -399,6 +464,9 @@ try:  # a pack inside --out through the link is inside it all the same
 except ValueError as error:
     print("inside:", error)
 import os
+os.makedirs({str(tmp_path / "empty")!r})
+os.symlink({str(tmp_path / "empty")!r}, {str(tmp_path / "to-empty")!r})  # a linked, empty --out is filled
+print(len(gpu_suite.unpack({str(tmp_path / "suite.tgz")!r}, {str(tmp_path / "to-empty")!r})))
 os.symlink("train.json", {str(real / "alias.json")!r})
 try:
     gpu_suite.pack({str(real)!r}, {str(tmp_path / "again.tgz")!r})
@@ -408,9 +476,10 @@ except ValueError as error:
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
     assert result.returncode == 0, result.stderr[-2000:]
-    unpacked, inside, refused = result.stdout.splitlines()
+    unpacked, inside, through_link, refused = result.stdout.splitlines()
     assert inside.startswith("inside:") and "is inside --out" in inside and not (real / "inside.tgz.1").exists()
     assert unpacked == str(sorted(["run/checkpoints/100/checksums.json", "run/checkpoints/100/state", "train.json"]))
+    assert through_link == "3" and (tmp_path / "empty" / "train.json").exists() and (tmp_path / "to-empty").is_symlink()
     assert refused.startswith("refused:") and "alias.json is not a plain file or folder" in refused
     assert not (tmp_path / "again.tgz.1").exists()
     assert oct((tmp_path / "there").stat().st_mode & 0o777) == oct(0o777 & ~files.current_umask())

@@ -796,6 +796,9 @@ def test_a_resumed_run_takes_its_own_run_flags_and_refuses_others(tmp_path, monk
                          (["--data", str(data / "x")], f"--data {data / 'x'} is not the run's own")):
         with pytest.raises(runs.RunError, match=re.escape(named)):
             _settled(tmp_path / "run", "--resume", *flags)
+    _write_run(tmp_path / "seed-0", **{**kept, "seed": 0})  # a falsy value is still the run's own
+    with pytest.raises(runs.RunError, match=re.escape("--seed 4 is not the run's own (0, in")):
+        _settled(tmp_path / "seed-0", "--resume", "--seed", "4")
     _write_run(tmp_path / "legacy")  # written before run flags were kept: the flags given count
     assert _settled(tmp_path / "legacy", "--resume", "--seed", "7")[1]["seed"] == 7
     _write_run(tmp_path / "own", **{**kept, "data": None})  # it made its data in RUN_DIR/data

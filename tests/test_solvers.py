@@ -25,7 +25,7 @@ from jaxdust.solver import cli as solver_cli
 from jaxdust.solver.cli import main as solve_main
 from jaxdust.core import game
 from jaxdust.core import reference as ref
-from jaxdust.core.processes import WorkerDied, ordered_map
+from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
 from tests import workers
 from tests.conftest import ROOT
 
@@ -415,11 +415,12 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
     out = tmp_path / "solutions.jsonl"
     assert solve_main([str(source), "--out", str(out), "--jobs", "2"]) == 1
     assert "line 5:" in capsys.readouterr().err
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    records = sorted((json.loads(line) for line in out.read_text().splitlines()), key=lambda r: r["line"])  # as they ended
     assert [r["line"] for r in records] == [3, 4, 5, 6, 7]
     assert "'x' at position 4" in records[2]["error"]
     for record, line in zip([r for r in records if "error" not in r], [lines[2], lines[3], lines[5], lines[6]]):
         assert record["optimal"] and record["length"] == int(line.split()[1])
+    out.write_text("".join(json.dumps(record) + "\n" for record in records))  # in line order, for what follows
     # A torn last line is dropped and solved again; finished lines are not redone.
     out.write_text(out.read_text()[:-20])
     proven_file = tmp_path / "proven.txt"
@@ -597,7 +598,7 @@ def test_cli_resumes_saved_proofs_and_removes_each_once_its_line_is_written(tmp_
     assert (records[3]["nodes"], records[3]["clicks"]) == (expected.nodes, [list(c) for c in expected.clicks])
     assert records[3]["optimal"] and records[5]["optimal"]
     assert "line-4.npz holds the proof of another board" in records[4]["error"]
-    assert sorted(p.name for p in directory.iterdir()) == ["line-4.npz"]  # the others' files are gone
+    assert sorted(p.name for p in directory.iterdir()) == [".lock", "line-4.npz"]  # the others' files are gone
 
 
 def test_work_in_processes_comes_back_in_order_and_a_dead_process_is_an_error_not_a_hang():
@@ -608,6 +609,86 @@ def test_work_in_processes_comes_back_in_order_and_a_dead_process_is_an_error_no
         for result in ordered_map(workers.square_or_die_on_three, [1, 2, 3, 4, 5, 6], 2):
             results.append(result)
     assert results == [1, 4][: len(results)]  # the results before it came in order
+
+
+def test_work_in_processes_can_come_back_as_it_ends():
+    """``completed_map`` hands over each result when it is done: a slow item first does not
+    hold back the ones after it (the solver's command writes each proof as it ends)."""
+    results = list(completed_map(workers.nap, [3.0, 0.0, 0.0, 0.0], 2))
+    assert sorted(results) == [0.0, 0.0, 0.0, 3.0] and results[-1] == 3.0
+    assert list(completed_map(abs, [-2, 1], 1)) == [2, 1]  # one job: in this process, in order
+
+
+def test_cli_retries_keep_what_earlier_lines_proved_and_the_board_file_lists_every_line(tmp_path, boards_dir, capsys,
+                                                                                      monkeypatch):
+    """A retry under weaker limits keeps the board's shorter solution and higher bound (both
+    stay true); ``--board-file`` with ``--lines`` still lists every proven board of the
+    file; a checkpoint directory serves one run at a time; a board that runs out of memory
+    gets an error line."""
+    lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:6]
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join(lines) + "\n")
+    out, proven_file = tmp_path / "solutions.jsonl", tmp_path / "proven.txt"
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--lines", "3,5-6"]) == 0
+    board_text, optimum = lines[3].split()
+    board, optimum = jaxdust.parse_board(board_text, 8, 4), int(optimum)
+    exact = solve(board)
+    weak = solve(board, node_limit=1, beam_width=1)
+    assert weak.length > optimum or weak.lower_bound < optimum - 1  # the retry alone would say less
+    earlier = {"line": 4, "board": board_text, "width": 8, "height": 4, "rules": "dust",
+               "clicks": [list(c) for c in exact.clicks], "length": optimum, "lower_bound": optimum - 1,
+               "optimal": False, "nodes": 1, "seconds": 0.0}
+    with open(out, "a") as handle:
+        handle.write(json.dumps(earlier) + "\n")
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--retry-unproven", "--lines", "4",
+                       "--node-limit", "1", "--beam-width", "1", "--board-file", str(proven_file)]) == 0
+    retried = json.loads(out.read_text().splitlines()[-1])
+    assert (retried["line"], retried["length"], retried["clicks"]) == (4, optimum, earlier["clicks"])
+    assert retried["lower_bound"] == max(optimum - 1, weak.lower_bound) and not retried["optimal"]
+    written = jaxdust.read_board_file(proven_file)  # lines 3, 5 and 6, though --lines named 4
+    assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [
+        (line.split()[0], int(line.split()[1])) for line in (lines[2], lines[4], lines[5])]
+
+    directory = tmp_path / "proofs"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from jaxdust.core import files; "
+                               f"lock = files.lock_directory({str(directory)!r}); print(lock is not None, flush=True); "
+                               "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "True"
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            solve_main([str(source), "--out", str(tmp_path / "other.jsonl"), "--jobs", "1",
+                        "--checkpoint-dir", str(directory)])
+        assert f"another solver run is using --checkpoint-dir {directory}" in capsys.readouterr().err
+    finally:
+        holder.communicate("")
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError
+    monkeypatch.setattr(solver_cli, "solve", out_of_memory)
+    assert solve_main([str(source), "--out", str(tmp_path / "memory.jsonl"), "--jobs", "1", "--lines", "3"]) == 1
+    record = json.loads((tmp_path / "memory.jsonl").read_text())
+    assert record["error"].startswith("out of memory (--beam-width None, --table-bits")
+
+
+def test_a_time_limit_holds_back_the_widened_beam_that_would_not_fit_in_it(boards_dir, monkeypatch):
+    """Under a time limit the stronger second beam (~10x the first's time) runs only where
+    that much time is left; given the time, it runs as before."""
+    boards = [r.board for r in jaxdust.read_board_file(boards_dir / "optimal_6x6x5.txt")][:20]
+    widths = []
+    beam = api.beam_upper_bound
+    monkeypatch.setattr(api, "beam_upper_bound", lambda planes, geometry, width, *rest: widths.append(width)
+                        or beam(planes, geometry, width, *rest))
+    ticks = itertools.count()  # a clock that reads 10 s later each time: the first beam "takes" 10 s
+    monkeypatch.setattr(api.time, "perf_counter", lambda: 10.0 * next(ticks))
+    for board in boards:
+        solve(board, time_limit=1e6, node_limit=2_000_000)
+    given_time = len(widths)
+    assert given_time > len(boards)  # some boards widened their beam
+    widths.clear()
+    for board in boards:
+        solve(board, time_limit=90.0, node_limit=2_000_000)  # 10 x 10 s would not fit
+    assert len(widths) == len(boards)
 
 
 def test_work_stopped_early_ends_the_processes_under_way():
@@ -645,7 +726,7 @@ def test_cli_stops_with_an_error_when_a_solver_process_dies_and_keeps_its_lines(
     source = tmp_path / "boards.txt"
     source.write_text("\n".join((boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:5]) + "\n")
     out = tmp_path / "solutions.jsonl"
-    monkeypatch.setattr(solver_cli, "ordered_map", first_then_dies)
+    monkeypatch.setattr(solver_cli, "completed_map", first_then_dies)
     assert solve_main([str(source), "--out", str(out), "--jobs", "2"]) == 1
     assert "a worker process died" in capsys.readouterr().err
     assert [json.loads(line)["line"] for line in out.read_text().splitlines()] == [3]  # kept, to resume from
@@ -662,6 +743,15 @@ def test_cli_reads_stdin():
     )
     record = json.loads(result.stdout)
     assert record["board"] == board and record["length"] == 10 and record["optimal"]
+    # Its reader gone (``| head -1``), the command stops quietly, without a traceback.
+    reader = subprocess.Popen([sys.executable, "-m", "jaxdust.solver", "-", "--width", "8", "--jobs", "1"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reader.stdin.write((board + "\n") * 400)
+    reader.stdin.close()
+    assert json.loads(reader.stdout.readline())["board"] == board
+    reader.stdout.close()
+    stderr = reader.stderr.read()
+    assert reader.wait(timeout=300) == 1 and "Traceback" not in stderr, stderr[-2000:]
 
 
 # ---------------------------------------------------------------------------------------

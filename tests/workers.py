@@ -3,9 +3,15 @@ heavy, so that each process starts in a moment."""
 
 import os
 import signal
+import time
 
 
 def square_or_die_on_three(item: int) -> int:
     if item == 3:
         os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
     return item * item
+
+
+def nap(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds

@@ -273,10 +273,13 @@ def require_declared_colours(board: np.ndarray, colours: int | None) -> None:
 def _column(text: str, index: int) -> int:
     """A board line's number after the board (its ``index``-th field), e.g. a length."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise ValueError(f"field {index} is {text!r}; after the board a line holds whole numbers (lengths), "
                          "and a comment starts a line of its own with #") from None
+    if value < 0:
+        raise ValueError(f"field {index} is {text}; the numbers after a board (lengths, scores) are >= 0")
+    return value
 
 
 def declared_rules(lines: Iterable[str]) -> str:
@@ -353,13 +356,19 @@ def read_board_lines(lines: Sequence[str], source: str, width: int | None = None
     return records
 
 
+def _is_action(click) -> bool:
+    """An int, or a 0-d integer array: an element of a numpy or JAX array of actions."""
+    return game.is_integer(click) or (isinstance(click, (np.ndarray, jax.Array)) and click.ndim == 0
+                                      and click.dtype != bool and np.issubdtype(click.dtype, np.integer))
+
+
 def _as_pairs(clicks, height: int):
     """``clicks`` as ``(x, y)`` pairs: flat actions ``x * height + y`` (a 1-D integer array
     or a list of ints, as ``beam_search``, ``points_beam`` and ``play_boards`` give them,
     the line ending at the first negative: their padding) become pairs; anything else is
     taken as pairs, to be checked click by click."""
     if isinstance(clicks, (np.ndarray, jax.Array)) or (
-            isinstance(clicks, list) and clicks and all(game.is_integer(c) for c in clicks)):
+            isinstance(clicks, list) and clicks and all(_is_action(c) for c in clicks)):
         flat = np.asarray(clicks)
         if flat.ndim == 1 and flat.dtype != bool and np.issubdtype(flat.dtype, np.integer):
             ended = np.flatnonzero(flat < 0)

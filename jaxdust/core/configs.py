@@ -62,9 +62,15 @@ class FieldError(ValueError):
         self.problem = message
 
 
-def require(config, positive=(), non_negative=(), unit_interval=(), finite=()) -> None:
+def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), layers=()) -> None:
     """Range checks for a config's ``__post_init__``: FieldError for the first field out of
-    range. Every number named must also be finite and (for int fields) an int."""
+    range. Every number named must also be finite and (for int fields) an int; ``layers``
+    are tuples (or lists, as JSON keeps them) of positive ints: widths or channels."""
+    for name in layers:
+        value = getattr(config, name)
+        if not isinstance(value, (tuple, list)) or not all(
+                isinstance(width, int) and not isinstance(width, bool) and width > 0 for width in value):
+            raise FieldError(name, f"must be a tuple of positive integers (layer sizes), got {value!r}")
     hints = typing.get_type_hints(type(config))
     for names, ok, wanted in ((positive, lambda v: v > 0, "> 0"), (non_negative, lambda v: v >= 0, ">= 0"),
                               (unit_interval, lambda v: 0 <= v <= 1, "in [0, 1]"),

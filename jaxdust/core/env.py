@@ -174,8 +174,9 @@ class DustEnv:
 
         Raises:
           ValueError: a board of another shape, a colour outside 0..colors, or an unsettled board.
-          TypeError: a board that is not of integers.
+          TypeError: a board that is not of integers, or ``key`` not one random key.
         """
+        game.require_key(key, f"{type(self).__name__}.init")
         board_key, key = jax.random.split(key)
         if board is None:
             board = game.random_board(board_key, self.game)

@@ -223,9 +223,15 @@ def fail(parser: argparse.ArgumentParser, message: str) -> None:
 
 def run_command(main: Callable[[], Any], resumes: str) -> Any:
     """``main()``, ended by Ctrl-C with one line saying what running the command again
-    keeps (``resumes``) and exit status 130, rather than a traceback from wherever it was."""
+    keeps (``resumes``) and exit status 130, rather than a traceback from wherever it was;
+    and ended quietly (status 1) when the reader of its standard output goes away
+    (``| head``), as other command-line tools end."""
     try:
         return main()
     except KeyboardInterrupt:
         print(f"\ninterrupted: {resumes}", file=sys.stderr)
         raise SystemExit(130) from None
+    except BrokenPipeError:
+        # Python flushes stdout again at exit, into the same closed pipe: point it at nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None

@@ -142,10 +142,27 @@ def random_halfwords(key: jax.Array, count: int) -> jax.Array:
     return jnp.concatenate([words & jnp.uint32(0xFFFF), jnp.right_shift(words, 16)])[:count]
 
 
+def require_key(key, caller: str) -> None:
+    """TypeError unless ``key`` is one JAX random key: ``jax.random.key(seed)`` (or the
+    older ``jax.random.PRNGKey(seed)``, uint32 ``[2]``); a batch of keys goes through
+    ``vmap``, whose traced key is one."""
+    if isinstance(key, jax.Array):
+        if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and key.shape == ():
+            return
+        if key.dtype == jnp.uint32 and key.shape == (2,):
+            return
+        given = f"an array of dtype {key.dtype} and shape {key.shape}"
+    else:
+        given = repr(key)
+    raise TypeError(f"{caller}: key must be one jax.random.key(seed) (a batch of keys: through jax.vmap), "
+                    f"got {given}")
+
+
 def random_board(key: jax.Array, config: GameConfig = GameConfig()) -> jax.Array:
     """A board with every cell uniform in ``1..colors``: int8 ``[width, height]``."""
     if not isinstance(config, GameConfig):
         raise TypeError(f"random_board takes a GameConfig (e.g. GameConfig(8, 6, 5)), got {config!r}")
+    require_key(key, "random_board")
     colours = uniform_below(random_halfwords(key, config.num_cells), config.colors) + 1
     return colours.reshape(config.shape).astype(BOARD_DTYPE)
 
@@ -812,5 +829,15 @@ def is_done(board: jax.Array) -> jax.Array:
 
 
 def one_hot(board: jax.Array, colors: int, dtype=jnp.float32) -> jax.Array:
-    """One-hot planes ``[W, H, colors + 1]`` of ``dtype``, channel 0 marking empty cells."""
+    """One-hot planes ``[W, H, colors + 1]`` of ``dtype``, channel 0 marking empty cells.
+
+    Raises:
+      ValueError: ``colors`` not an integer in 1..MAX_COLORS, or a concrete ``board``
+        holding a colour above it (its cells would have no channel set); traced boards
+        are not looked at.
+    """
+    if not is_integer(colors) or not 1 <= colors <= MAX_COLORS:
+        raise ValueError(f"one_hot: colors must be an integer in 1..{MAX_COLORS}, got {colors!r}")
+    if not isinstance(board, jax.core.Tracer) and np.size(board) and int(np.max(board)) > colors:
+        raise ValueError(f"one_hot: the board holds colour {int(np.max(board))}, above colors={colors}")
     return jax.nn.one_hot(board, colors + 1, dtype=dtype)

@@ -59,8 +59,10 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
       ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, or
         not settled under ``rules`` (checked where they are not traced), a ``max_clicks``
         that is not a positive integer below 2^31, or unknown rules.
+      TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
     boards = _checked(boards, max_clicks, rules)
+    game.require_key(key, "play_boards")
     return _play_boards(boards, policy, jax.random.split(key, boards.shape[0]), int(max_clicks), params, rules)
 
 

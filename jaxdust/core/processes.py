@@ -1,4 +1,5 @@
-"""Work spread over processes, results in order, failing loudly when a process dies."""
+"""Work spread over processes, results in order or as they come, failing loudly when a
+process dies."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from typing import Callable, Iterable, Iterator
 
 
 class WorkerDied(RuntimeError):
-    """A process of ``ordered_map`` died (killed, out of memory) before returning its result."""
+    """A process of ``ordered_map`` or ``completed_map`` died (killed, out of memory) before
+    returning its result."""
 
 
 def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
@@ -29,6 +31,21 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
     Raises:
       WorkerDied: when a process died; the results yielded before stay valid.
     """
+    return _pool_map(function, items, jobs, in_order=True)
+
+
+def completed_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
+    """``ordered_map`` yielding each result as soon as it is done, in no fixed order: for
+    results worth keeping the moment they exist (a proof that took hours), which a slower
+    item before them would hold back until it ended, and lose if the run was stopped first.
+
+    Raises:
+      WorkerDied: when a process died; the results yielded before stay valid.
+    """
+    return _pool_map(function, items, jobs, in_order=False)
+
+
+def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) -> Iterator:
     if jobs <= 1:
         yield from map(function, items)
         return
@@ -40,11 +57,13 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
         # Ctrl-C ignored from birth (an ignored signal stays ignored across exec, and Python
         # keeps it so), the parent alone takes it, not each worker with a traceback.
         with _sigint_handler(signal.SIG_IGN):
-            results = executor.map(function, items)
-        yield from results
+            futures = [executor.submit(function, item) for item in items]
+        for future in (futures if in_order else concurrent.futures.as_completed(futures)):
+            yield future.result()
         finished = True
     except BrokenProcessPool:
-        raise WorkerDied("a worker process died (killed, or out of memory?)") from None
+        raise WorkerDied("a worker process died (killed, or out of memory? A script that starts workers must do so "
+                         "under `if __name__ == \"__main__\":`, since each worker imports it again)") from None
     finally:  # the caller stopped early or failed (Ctrl-C): start no more items
         workers = list((executor._processes or {}).values())  # noqa: SLF001  (the pool names them nowhere else)
         executor.shutdown(wait=False, cancel_futures=True)

@@ -155,6 +155,9 @@ def game_gif(boards, highlights=None, cell_size: int = 24, milliseconds: int = 5
     if len(highlights) != len(boards):
         raise ValueError(f"{len(highlights)} highlights for {len(boards)} boards")
     shapes = {np.shape(b) for b in boards}
+    if any(len(shape) != 2 for shape in shapes):
+        raise ValueError(f"game_gif takes a game's positions, boards [W, H] (e.g. jaxdust.positions(board, clicks)[0]; "
+                         f"one board: [board]), got items of shape {sorted(shapes)[0]}")
     if len(shapes) > 1:
         raise ValueError(f"game_gif: the boards are of several shapes, {sorted(shapes)}: one game's positions share one")
     if milliseconds < 20:  # the GIF format's hundredths; browsers take delays under 2 as 10

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from jaxdust.core import boards as board_io
-from jaxdust.core import files, game
+from jaxdust.core import files, flags, game
 from jaxdust.core.progress import progress_bar
 from jaxdust.evaluation import stats
 
@@ -174,8 +174,17 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
     """
     from jaxdust.evaluation import registry  # it imports the learners; not needed for load_set
 
+    if not (isinstance(agent, str) or callable(agent)):
+        raise TypeError(f"agent must be an agent's name (as evaluate.py --agents takes it) or a function of the "
+                        f"boards, got {agent!r}")
+    if not isinstance(board_set, (str, BoardSet)):
+        raise TypeError(f"board_set must be a size ({', '.join(SIZES)}) or a BoardSet, got {board_set!r}")
     if limit is not None and (not game.is_integer(limit) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+    if not game.is_integer(jobs) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if not game.is_integer(seed) or not 0 <= seed <= flags.MAX_SEED:
+        raise ValueError(f"seed must be an integer in 0..{flags.MAX_SEED}, got {seed!r}")
     if isinstance(board_set, str):
         board_set = load_set(board_set, limit=limit)
     elif limit is not None:
@@ -204,11 +213,22 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
     return scored
 
 
-def solver_log_records(path: str, boards) -> list[dict]:
+def solver_log_records(path: str, boards, rules: str = "dust") -> list[dict]:
     """The records of ``python -m jaxdust.solver --out`` (JSON lines) for ``boards``
-    (int ``[N, W, H]``), in their order; ValueError naming how many are missing."""
+    (int ``[N, W, H]``) under ``rules``, in their order; ValueError naming how many are
+    missing, or a record of one of them solved under other rules or read at another shape
+    (the same digits are another board there)."""
     found = {record["board"]: record for record in files.recover_json_lines(path, repair=False) if "length" in record}
     texts = [board_io.board_to_text(board) for board in boards]
+    _, width, height = np.shape(boards)
+    for index, text in enumerate(texts):
+        record = found.get(text, {})
+        if record.get("rules", rules) != rules:  # lines written before 0.2.21 carry no rules
+            raise ValueError(f"{path} solved board {index} (line {record['line']}) under rules {record['rules']}, "
+                             f"not {rules}: the log of another solver run")
+        if record.get("width", width) != width or record.get("height", height) != height:
+            raise ValueError(f"{path} solved board {index} (line {record['line']}) at {record['width']}x"
+                             f"{record['height']}, not {width}x{height}: the log of another solver run")
     missing = [index for index, text in enumerate(texts) if text not in found]
     if missing:
         raise ValueError(f"{path} lacks {len(missing)} of the {len(texts)} boards (the first is board {missing[0]})")

@@ -61,7 +61,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust.core import compile_cache, configs, files, flags, game
+from jaxdust.core import compile_cache, configs, files, flags, game, machine
 from jaxdust.core.boards import board_to_text, declared_rules, positions, read_board_lines, reference_columns
 from jaxdust.core.progress import progress_bar
 from jaxdust.core.registry import CLICKS_PER_CELL, make, registered
@@ -84,7 +84,10 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
         return boards, None, False, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
     lines = files.read_text(args.boards, "board file").splitlines()  # once: it may be standard input
-    declared = declared_rules(lines)
+    try:
+        declared = declared_rules(lines)
+    except ValueError as error:
+        raise ValueError(f"{args.boards}: {error}") from None
     if args.env is None and declared != args.size.rules:  # the boards are another game's
         raise ValueError(f"{args.boards} declares rules={declared}: give --env with an id of those rules "
                          f"({', '.join(i for i in registered() if make(i).game.rules == declared) or 'none registered'}"
@@ -111,6 +114,13 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         best, proven = np.array([r.values[0] for r in records]), True
     elif columns == "best_known" and all(r.values for r in records):
         best = np.array([r.values[-1] for r in records])
+    if proven:  # one board, two optima: the file contradicts itself
+        optima = {}
+        for record, optimum in zip(records, best):
+            text = board_to_text(record.board)
+            if optima.setdefault(text, (optimum, record.line))[0] != optimum:
+                raise ValueError(f"{args.boards}:{record.line}: its board's proven optimum is {optimum}, line "
+                                 f"{optima[text][1]}'s (the same board) {optima[text][0]}")
     if best is not None and declared != args.size.rules:  # lengths of another game, played as --env says
         print(f"note: {args.boards} gives lengths under the {declared} rules; these boards are "
               f"played under {args.size.rules}, so they are compared with no reference lengths", file=sys.stderr)
@@ -154,7 +164,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--agents", default=None,
                         help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")
     parser.add_argument("--limit", type=flags.positive_int, default=None, help="use only the first N boards")
-    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes for the solvers")
+    parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(), help="processes for the solvers")
     parser.add_argument("--max-clicks", type=flags.count, default=None,
                         help="click cap under the fewest-clicks rules (default: cells on the board; at most "
                              f"{CLICKS_PER_CELL} a cell)")
@@ -217,6 +227,13 @@ def main(argv=None) -> dict:
     results = {name: {"seconds_per_board": run["seconds_per_board"], "proven": run.get("proven"),
                       "cleared": run["cleared"]} for name, run in played.items()}
 
+    if proven:  # a line shorter than a proven optimum: the file's optimum is wrong
+        for name in agents:
+            below = np.flatnonzero(np.asarray(cleared[name]) & (np.asarray(per_board[name]) < best))
+            if below.size:
+                print(f"warning: {name} cleared board {below[0]} in {per_board[name][below[0]]} clicks, below its "
+                      f"proven optimum {best[below[0]]} in {args.boards} ({below.size} such boards): that file's "
+                      f"optima are wrong", file=sys.stderr)
     reference_lengths = best if reference == "best" else per_board[reference]
     for name in agents:
         run = results[name]

@@ -466,7 +466,7 @@ register(Agent("mcts", "Gumbel MuZero search (mctx) over the simulator with a tr
                "noise off", "run directory[@newest][:simulations]", _run_and_number("mcts", "simulations", 64),
                _play_run_mcts, game.CLICK_RULES))
 register(Agent("mcts-heuristic", "Gumbel MuZero search (mctx) with the hand-made estimate as value and a "
-               "uniform prior", "simulations",
+               "uniform prior over cells (a cluster's in proportion to its size)", "simulations",
                lambda text: _number(text, "mcts-heuristic: simulations", 64, integer=True),
                lambda simulations, boards, context: _play_policy(
                    MCTSPolicy(heuristic_evaluator_for(context.rules), simulations, rules=context.rules), None, boards, context),

@@ -87,10 +87,15 @@ class AVIConfig:
     policy_temperature: float = 0.25  # clicks; soft policy targets are softmax(-(1 + V(child)) / this)
     line_target_share: float = 0.0  # on a search line, the policy target's weight on its click (the rest: the softmax)
     # "lines": the child values' softmax, with line_target_share on the search lines' clicks;
-    # "mcts": the improved policy of a Gumbel MuZero search from every policy row, planning
-    # with the target network (AlphaZero's target, at a search's cost).
+    # "mcts": mctx's improved policy from a Gumbel MuZero search of every policy row with the
+    # target network, softmax(prior logits + sigma(completed Q)): every cluster gets weight,
+    # the unvisited ones through the value. Sequential Halving gives each of the considered
+    # clusters one visit before any goes deeper, so with simulations <= considered the search
+    # is a one-click lookahead on the considered clusters (about considered * log2(considered)
+    # simulations reach its last halving).
     policy_teacher: str = "lines"  # the policy imitates "lines" (child values) or "mcts" (Gumbel MuZero)
     teacher_simulations: int = 16  # the mcts teacher's simulations per position
+    teacher_considered: int = 16  # clusters the mcts teacher's Sequential Halving starts from at the root
     # The mcts teacher's Gumbel noise (mctx's default 1): which clicks it considers is
     # sampled, so over training every click gets scored, not only the policy's top ones.
     teacher_gumbel_scale: float = 1.0
@@ -107,10 +112,11 @@ class AVIConfig:
         configs.require_rules(self.game, game.CLICK_RULES, "avi")
         configs.require(self, positive=("num_envs", "beam_width", "cell_width", "buffer_lines", "total_updates", "chunk_updates",
                                         "learning_rate", "target_period", "huber_delta", "policy_temperature",
-                                        "teacher_simulations", "policy_lr_scale"),
+                                        "teacher_simulations", "teacher_considered", "policy_lr_scale"),
                         non_negative=("policy_weight", "cell_rounds", "teacher_gumbel_scale"),
                         unit_interval=("capped_share", "final_lr_fraction", "epsilon_max", "random_share",
-                                       "line_target_share"))
+                                       "line_target_share"),
+                        layers=("hidden", "conv"))
         if self.policy_teacher not in POLICY_TEACHERS:
             raise configs.FieldError("policy_teacher", f"must be one of {', '.join(POLICY_TEACHERS)}, "
                                                        f"got {self.policy_teacher!r}")
@@ -121,7 +127,7 @@ class AVIConfig:
         if self.buffer_lines > 2**16 or self.beam_width > 2**16:  # rows and slots are drawn from 16 bits
             field = "buffer_lines" if self.buffer_lines > 2**16 else "beam_width"
             raise configs.FieldError(field, f"must be at most 65536, got {getattr(self, field)}")
-        if self.policy_teacher == "mcts":  # the search's own visit weights replace the child values' softmax
+        if self.policy_teacher == "mcts":  # the search's improved policy replaces the child values' softmax
             for field in ("policy_temperature", "line_target_share"):
                 # A run saved before a field existed reads as its ABSENT_MEANS value.
                 if getattr(self, field) not in (getattr(type(self), field), self.ABSENT_MEANS.get(field)):
@@ -336,7 +342,8 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         if config.policy_teacher == "mcts":
             searched = mcts.search(row_boards, lambda b, p: network.apply(p, b), runner.target_params,
                                    jax.random.fold_in(slot_key, 1), config.teacher_simulations,
-                                   gumbel_scale=config.teacher_gumbel_scale, rules=size.rules)
+                                   config.teacher_considered, gumbel_scale=config.teacher_gumbel_scale,
+                                   rules=size.rules)
             # A row without a position (the line buffer not yet filled) has no legal action,
             # and mctx then spreads its weights over all cells: no target there.
             policy_target = jnp.where(row_labels >= 0, searched.action_weights, 0.0)

@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxdust.core import configs, files, flags
+from jaxdust.core import configs, files, flags, machine
 from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.core.processes import ordered_map
 from jaxdust.core.progress import progress_bar
@@ -420,7 +420,7 @@ def main(argv=None) -> int:
                         help=f"beam: positions kept per click (default {defaults.beam_width})")
     parser.add_argument("--shard-size", type=flags.positive_int, default=defaults.shard_size,
                         help="boards per file (default %(default)s)")
-    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(),
+    parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(),
                         help="processes (default: every CPU, %(default)s here)")
     args = parser.parse_args(argv)
     unused = "--beam-width" if args.labeller == "exact" else "--node-limit"

@@ -82,7 +82,8 @@ class DQNConfig:
                                         "updates_per_step", "learning_rate", "max_clicks", "n_step", "max_grad_norm"),
                         non_negative=("learning_starts", "target_period", "random_moves_per_game"),
                         unit_interval=("final_lr_fraction", "gamma", "target_mix", "epsilon_start", "epsilon_end",
-                                       "epsilon_fraction"))
+                                       "epsilon_fraction"),
+                        layers=("hidden",))
         if self.bootstrap not in ("max", "mean"):
             raise configs.FieldError("bootstrap", f"must be 'max' or 'mean', got {self.bootstrap!r}")
         if self.batch_size > self.buffer_size:

@@ -51,7 +51,7 @@ class ImitationConfig:
         configs.require_rules(self.game, CLICK_RULES, "imitation")
         configs.require(self, positive=("epochs", "batch_size", "learning_rate"),
                         non_negative=("weight_decay", "value_weight"),
-                        unit_interval=("final_lr_fraction",))
+                        unit_interval=("final_lr_fraction",), layers=("hidden",))
         if not 0.0 < self.validation_share < 1.0:
             raise configs.FieldError("validation_share", f"must be in (0, 1), got {self.validation_share}")
 

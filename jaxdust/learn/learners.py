@@ -12,7 +12,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 
-from jaxdust.core import flags
+from jaxdust.core import flags, machine
 from jaxdust.learn import agents, avi, dqn, imitation, networks
 from jaxdust.learn.datasets import (DatasetConfig, OtherSettings, dataset_config, load_dataset, make_dataset,
                                    require_finished)
@@ -190,7 +190,7 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
                                     beam_width=args.data_beam_width, shard_size=1000)
         print(f"making {args.data_boards} beam-labelled boards in {data_dir}", file=sys.stderr)
         try:
-            make_dataset(data_dir, data_config, jobs=os.cpu_count())
+            make_dataset(data_dir, data_config, jobs=machine.cpu_cores())
         except OtherSettings as error:  # made by a start refused after it
             raise ValueError(f"{data_dir} holds a data set made with other settings ({error.differences}): give "
                              "the flags it was made with (--data-boards, --data-beam-width, --seed, --size), or "

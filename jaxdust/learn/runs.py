@@ -162,7 +162,8 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
         if name in saved:
             if given is not None and not same_run_flag(name, given, saved, args.run_dir):
                 flag = "--" + name.replace("_", "-")
-                own = saved[name] or f"{os.path.join(args.run_dir, name)}, which it made"
+                own = (f"{os.path.join(args.run_dir, name)}, which it made"  # no directory given: its own
+                       if name in DIRECTORY_FLAGS and saved[name] is None else saved[name])
                 raise RunError(f"{flag} {given} is not the run's own ({own}, in {args.run_dir}/config.json): "
                                f"leave {flag} out to resume the run as it was started, or use another --run-dir")
             if given is None:  # one given is kept: a copy of the run's data set, say

@@ -44,6 +44,10 @@ CHECKPOINT_POSITIONS = 500_000_000
 # thousand positions.
 HALF_POSITIONS_PER_POSITION = 1024
 COUNT_MAX = 2**62  # position counts and limits, in the searches' int64, with room to add to them
+MAX_BEAM_WIDTH = 2**24  # a first beam's states are arrays of this many rows (and 2x for the widened one)
+# The widened beam (twice as wide, its lookahead ~3x a position) against the first beam's
+# time on 8x6 boards: ~10x. Under a time limit it runs only where that much time is left.
+WIDENED_BEAM_COST = 10.0
 
 
 def initial_table_bits(cells: int) -> int:
@@ -162,8 +166,8 @@ def _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positio
         raise ValueError(f"checkpoint_positions must be a positive integer, got {checkpoint_positions!r}")
     if colors is not None and (not is_integer(colors) or not 1 <= colors <= MAX_COLORS):
         raise ValueError(f"colors must be an integer in 1..{MAX_COLORS} or None, got {colors!r}")
-    if beam_width is not None and (not is_integer(beam_width) or beam_width < 0):
-        raise ValueError(f"beam_width must be an integer >= 0 or None, got {beam_width!r}")
+    if beam_width is not None and (not is_integer(beam_width) or not 0 <= beam_width <= MAX_BEAM_WIDTH):
+        raise ValueError(f"beam_width must be an integer in 0..{MAX_BEAM_WIDTH} or None, got {beam_width!r}")
 
 
 def solve(board, time_limit: float | None = None, *, node_limit: int | None = None,
@@ -212,8 +216,11 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         before it finds a solution.
     """
     _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions)
+    if not isinstance(prune, (bool, np.bool_)):  # numba would fail typing it, in a page of its own words
+        raise TypeError(f"prune must be True or False, got {prune!r}")
     if node_limit is not None:  # the searches count in int64: a larger limit is no limit anyway
         node_limit = min(int(node_limit), COUNT_MAX)
+    checkpoint_positions = min(int(checkpoint_positions), COUNT_MAX)
     require_click_rules(rules, "the exact solver")
     _load_compiled_code()
     start = time.perf_counter()
@@ -254,6 +261,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     earlier_seconds = 0.0  # of the calls before this one, for a resumed proof
     in_progress = partial = 0  # a resumed search: its budget and the positions it has generated
     widened = False
+    first_beam_seconds = 0.0  # unknown for a resumed proof: its widened beam is not held back
     if resumed is not None:
         best_length, best_clicks, bound = resumed.best_length, resumed.best_clicks, resumed.bound
         nodes, widened, earlier_seconds = resumed.nodes, resumed.widened, resumed.seconds
@@ -263,6 +271,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         if beam_width > 0:
             best_length = beam_upper_bound(planes, geometry, beam_width, weights, path)
             best_clicks = bitboard.path_clicks(path, best_length, height)
+            first_beam_seconds = time.perf_counter() - start
         else:
             best_length, best_clicks = width * height + 1, []
         bound = ida.lower_bound(planes, geometry)  # proven: no shorter solution exists
@@ -290,7 +299,9 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
                 ran and time.perf_counter() - start + 2 * last_seconds * GROWTH**2 < time_limit)
             fits_nodes = node_limit is None or (ran and 2 * searched * GROWTH**2 < node_limit - nodes)
             budget = bound + 1 if may_skip and fits_time and fits_nodes else bound
-            if beam_width > 0 and not widened and (
+            widened_fits = not clocked or (
+                time.perf_counter() - start + WIDENED_BEAM_COST * first_beam_seconds < time_limit)
+            if beam_width > 0 and not widened and widened_fits and (
                     (may_skip and last_seconds * GROWTH > 1.0)
                     or (budget == best_length - 1 and seconds_so_far() > 1.0)):
                 # Before the last search, where it is not cheap: a stronger beam (twice as wide,

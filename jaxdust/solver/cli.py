@@ -3,7 +3,8 @@ r"""``python -m jaxdust.solver``: shortest solutions of a file of boards, on all
     python -m jaxdust.solver data/boards/optimal_6x6x5.txt --out solutions.jsonl
     echo 335122421413111551154255131234544142315221411124 | python -m jaxdust.solver -
 
-One JSON line per board (its line number, the board, the rules, ``dataclasses.asdict(Solution)``);
+One JSON line per board (its line number, the board, the rules, ``dataclasses.asdict(Solution)``),
+written to ``--out`` as each board ends (on standard output in the file's order);
 an existing ``--out`` file is resumed, boards already in it are skipped (refused if it holds
 other boards on those lines, or other rules: another file's results). The rules are
 ``--rules``, else the file's ``rules=NAME`` header (as ``--board-file`` writes it), else dust. A board that cannot be
@@ -11,7 +12,8 @@ solved (malformed, too large) gets a line with its ``error`` and the others are 
 solved; the exit status is then 1 (2: the command line or the file cannot be used).
 
 ``--retry-unproven`` solves again, under the new limits, the boards whose every line in
-``--out`` is unproven, and appends the new line (a board's last line is its result). A large
+``--out`` is unproven, and appends the new line (a board's last line is its result; it keeps
+the shorter solution and the higher bound of the board's earlier lines). A large
 set is proven in passes, e.g. 7x9x4 Former boards, three fifths of which are proven
 within 10^9 positions (minutes) while the rest need more:
 
@@ -25,7 +27,8 @@ within 10^9 positions (minutes) while the rest need more:
 
 ``--checkpoint-dir`` saves each proof in progress (``jaxdust.solve``'s ``checkpoint``: the
 search's state and its table, 2^--table-bits x 8 bytes) every ``--checkpoint-positions``
-positions, so that a run killed hours into a proof resumes it where it was last saved.
+positions, so that a run killed hours into a proof resumes it where it was last saved. One
+run at a time may use a directory.
 
 ``--board-file`` also writes the boards proven optimal, with their optimum, as a board file
 (``data/boards`` format), e.g. the proven 8x6 set the learners benchmark uses:
@@ -44,12 +47,14 @@ import os
 import sys
 
 
-from jaxdust.core import flags
+from jaxdust.core import flags, machine
 from jaxdust.core.boards import board_lines, declared_colours, declared_rules, parse_board, require_declared_colours
-from jaxdust.core.processes import WorkerDied, ordered_map
-from jaxdust.core.files import atomic_write_bytes, read_text, recover_json_lines, remove_leftover_temporaries
+from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
+from jaxdust.core.files import (atomic_write_bytes, lock_directory, read_text, recover_json_lines,
+                                remove_leftover_temporaries)
 from jaxdust.solver import compiled
-from jaxdust.solver.api import CHECKPOINT_POSITIONS, MAX_TABLE_BITS, TranspositionTable, initial_table_bits, solve
+from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TranspositionTable,
+                                initial_table_bits, solve)
 from jaxdust.core.game import CLICK_RULES
 from jaxdust.core.progress import progress_bar
 
@@ -70,6 +75,9 @@ def _solve_job(job):
                        checkpoint=checkpoint_path(checkpoint_dir, number), checkpoint_positions=checkpoint_positions)
     except (ValueError, TimeoutError) as error:  # TimeoutError: --beam-width 0 and out of time
         return {"line": number, "board": text, "rules": rules, "error": str(error)}
+    except MemoryError:
+        return {"line": number, "board": text, "rules": rules,
+                "error": f"out of memory (--beam-width {beam_width}, --table-bits {table_bits}): try smaller ones"}
     record = dataclasses.asdict(result)
     record["clicks"] = [list(c) for c in result.clicks]
     width, height = board.shape  # the same digits read at another shape are another board
@@ -88,9 +96,11 @@ def main(argv=None) -> int:
     parser.add_argument("--time-limit", type=flags.positive_float, default=None, help="seconds per board")
     parser.add_argument("--node-limit", type=flags.positive_int, default=None,
                         help="positions per board (without --time-limit the results are the same on any machine)")
-    parser.add_argument("--jobs", type=flags.positive_int, default=os.cpu_count(), help="processes (default: all cores)")
+    parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(),
+                        help="processes (default: the cores this process may use)")
     parser.add_argument("--beam-width", type=flags.non_negative_int, default=None,
-                        help="default: by board size; 0: no initial upper bound (plain iterative deepening)")
+                        help=f"default: by board size; 0: no initial upper bound (plain iterative deepening); "
+                             f"at most {MAX_BEAM_WIDTH:,}")
     parser.add_argument("--rules", choices=CLICK_RULES, default=None,
                         help="rule set (RULES.md); the exact solver plays the fewest-clicks ones (default: the "
                              "file's rules=NAME header, as --board-file writes it, else dust)")
@@ -111,7 +121,7 @@ def main(argv=None) -> int:
                         help="each board in progress saves its proof here (its table: up to 2^--table-bits x 8 "
                              "bytes) every --checkpoint-positions positions, so a killed run resumes it where "
                              "it was saved; a board's file is removed once its line is written")
-    parser.add_argument("--checkpoint-positions", type=flags.positive_int, default=CHECKPOINT_POSITIONS,
+    parser.add_argument("--checkpoint-positions", type=flags.positive_int,
                         help=f"positions between saves (default {CHECKPOINT_POSITIONS:.0e}, minutes on 7x9 boards)")
     args = parser.parse_args(argv)
     if args.board_file and args.out == "-":
@@ -122,6 +132,11 @@ def main(argv=None) -> int:
                 flags.fail(parser, f"--board-file {args.board_file} is {flag}: give it another name")
     if args.retry_unproven and args.out == "-":
         flags.fail(parser, "--retry-unproven needs --out FILE")
+    if args.checkpoint_positions is not None and not args.checkpoint_dir:
+        flags.fail(parser, "--checkpoint-positions goes with --checkpoint-dir (where the proofs are saved)")
+    args.checkpoint_positions = args.checkpoint_positions or CHECKPOINT_POSITIONS
+    if args.beam_width is not None and args.beam_width > MAX_BEAM_WIDTH:
+        flags.fail(parser, f"--beam-width must be at most {MAX_BEAM_WIDTH:,}, got {args.beam_width:,}")
     if not 9 <= args.table_bits <= 36:
         flags.fail(parser, f"--table-bits must be between 9 and 36 (2^36 entries: 512 GB), got {args.table_bits}")
 
@@ -135,6 +150,7 @@ def main(argv=None) -> int:
         colours = declared_colours(lines, source)  # the header's colors=, a cap on every board's
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height)]
+        every_board = jobs  # --board-file lists the whole file's proven boards, whichever --lines
         if args.lines is not None:
             jobs = _pick_lines(jobs, args.lines, source)
         previous = recover_json_lines(args.out) if args.out != "-" else []
@@ -150,7 +166,12 @@ def main(argv=None) -> int:
     todo = [(*job, colours, args.time_limit, args.node_limit, args.beam_width, args.rules,
              args.table_bits, args.checkpoint_dir, args.checkpoint_positions) for job in jobs if job[0] not in done]
     if args.checkpoint_dir:
-        os.makedirs(args.checkpoint_dir, exist_ok=True)
+        # One run at a time: another run's saves in flight are temporary files that this
+        # start would delete as a killed run's leftovers.
+        checkpoint_lock = lock_directory(args.checkpoint_dir)
+        if checkpoint_lock is None:
+            flags.fail(parser, f"another solver run is using --checkpoint-dir {args.checkpoint_dir}: give this one "
+                               f"another (several runs of one set may share a directory one after another, not at once)")
         remove_leftover_temporaries(args.checkpoint_dir)
         for number in done:  # solved, but killed before its progress file was removed
             _remove_checkpoint(args.checkpoint_dir, number)
@@ -160,12 +181,17 @@ def main(argv=None) -> int:
     output = sys.stdout if args.out == "-" else open(args.out, "a")
     retried = {job[0] for job in todo}
     last = {record["line"]: record for record in previous}  # an earlier run's errors not tried again
+    known = _best_facts(previous)
     errors = sum("error" in record and line not in retried for line, record in last.items())
     try:
         if todo and args.jobs > 1:
             compiled.compile_searches()  # once, here: the workers then load numba's cache
+        # Into a file each line as its board ends (a proof finished behind a slower board is
+        # kept if the run stops); on standard output in the file's order.
+        spread = ordered_map if output is sys.stdout else completed_map
         with progress_bar(total=len(jobs), initial=len(jobs) - len(todo), unit="board", file=sys.stderr) as bar:
-            for record in ordered_map(_solve_job, todo, args.jobs):
+            for record in spread(_solve_job, todo, args.jobs):
+                record = _with_earlier_facts(record, known.get(record["line"]))
                 if "error" in record:
                     errors += 1
                     print(f"line {record['line']}: {record['error']}", file=sys.stderr)
@@ -181,8 +207,36 @@ def main(argv=None) -> int:
         if output is not sys.stdout:
             output.close()
     if args.board_file:
-        write_proven(recover_json_lines(args.out), jobs, args.board_file, args.rules)
+        write_proven(recover_json_lines(args.out), every_board, args.board_file, args.rules)
     return 1 if errors else 0
+
+
+def _best_facts(records) -> dict[int, dict]:
+    """Per line, the shortest solution and the highest lower bound its lines in ``--out``
+    hold (``length``, ``clicks``, ``lower_bound``)."""
+    best = {}
+    for record in records:
+        if "error" in record or "length" not in record:
+            continue
+        facts = best.setdefault(record["line"], dict(record))
+        if record["length"] < facts["length"]:
+            facts["length"], facts["clicks"] = record["length"], record["clicks"]
+        facts["lower_bound"] = max(facts["lower_bound"], record["lower_bound"])
+    return best
+
+
+def _with_earlier_facts(record: dict, earlier: dict | None) -> dict:
+    """A retried board's new record, keeping what an earlier line proved where that was more
+    (a shorter solution, a higher bound: both stay true, whatever limits found them), so a
+    retry under weaker limits does not make its result worse."""
+    if earlier is None or "error" in record:
+        return record
+    merged = dict(record)
+    if earlier["length"] < merged["length"]:
+        merged["length"], merged["clicks"] = earlier["length"], earlier["clicks"]
+    merged["lower_bound"] = max(merged["lower_bound"], earlier["lower_bound"])
+    merged["optimal"] = merged["length"] == merged["lower_bound"]
+    return merged
 
 
 def _pick_lines(jobs, ranges, source):
