@@ -402,14 +402,18 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     if report and not _same_version(report):
         print("  evaluating again: the evaluation was made by another version of jaxdust", flush=True)
         report = {}
-    if report.get("complete", bool(report)):  # files from before rows were saved one by one
-        return report
     if not training_finished(out, pieces):
         print("  the training run is not finished: run --step train (or all) again first", flush=True)
-        return {}
-    sets = learners_benchmark.board_sets(sizes.fresh_boards, seed=0, proven=sizes.proven_boards)
+        return report if report.get("complete", bool(report)) else {}
     trained = runs.load_run(os.path.join(out, "run"))
     final = runs.load_run(os.path.join(out, "run"), newest=True)
+    if report and (report.get("step"), report.get("final_step")) != (trained.step, final.step):
+        print(f"  evaluating again: the rows played checkpoints {report.get('step')} and {report.get('final_step')}, "
+              f"the run's are now {trained.step} and {final.step}", flush=True)
+        report = {}
+    if report.get("complete", bool(report)):  # files from before rows were saved one by one
+        return report
+    sets = learners_benchmark.board_sets(sizes.fresh_boards, seed=0, proven=sizes.proven_boards)
     cap = learners_benchmark.CAP
     report = report or {"step": trained.step, "final_step": final.step, "fresh_boards": sizes.fresh_boards,
                         "proven_optimum_mean": float(np.mean(sets["proven"][1])), "rows": {}, "complete": False,

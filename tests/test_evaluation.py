@@ -98,6 +98,11 @@ def test_summary_numbers_by_hand():
     assert summary["mean_difference_to_reference"] == pytest.approx(7.25)
     assert summary["difference_se"] == pytest.approx(np.sqrt(np.sum((differences - 7.25) ** 2) / 3) / 2)
     assert stats.summarize([12], [True])["se"] == 0.0  # one board: no spread to measure
+    # A board neither the agent nor the reference agent cleared is a tie at the cap; one the
+    # reference cleared and the agent did not is not.
+    tied = stats.summarize(clicks=[20, 20, 9], cleared=[False, False, True], reference=[20, 15, 9],
+                           reference_cleared=[False, True, True])
+    assert tied["share_at_least_as_good_as_reference"] == pytest.approx(2 / 3)
 
 
 def _reference(path, rules="dust"):
@@ -174,7 +179,12 @@ def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, bo
     for index in range(4):
         with Image.open(tmp_path / "out" / f"game-cpu-beam-64-{index}.gif") as gif:
             assert gif.n_frames <= cap + 1
-    assert "not cleared within" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "not cleared within" in printed.out
+    # The cap is below some optima: said, since a game stopped there reads as shorter.
+    above = sum(value > cap for value in optimum)
+    assert f"note: --max-clicks {cap} is below {above} boards' optimum (up to {max(optimum)})" in printed.err
+    assert report["reference"] == "best" and report["reference_proven_optimal"]
     played = registry.run_agent("cpu-beam:64", jnp.stack([r.board for r in jaxdust.read_board_file(board_file)]),
                                 key=jax.random.key(0), max_clicks=36)
     capped = np.minimum(played["clicks"], cap)
@@ -182,6 +192,10 @@ def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, bo
     assert beam["not_cleared"] == int((played["clicks"] > cap).sum()) > 0
     assert beam["mean"] == pytest.approx(capped.mean())
     assert report["agents"]["largest"]["not_cleared"] == 4 and report["agents"]["largest"]["mean"] >= beam["mean"]
+    # Against an agent, the file's optima prove nothing about the reference.
+    against = evaluate.main(["--boards", str(board_file), "--agents", "largest,cpu-beam:64", "--reference", "largest",
+                             "--jobs", "1", "--out", str(tmp_path / "against")])
+    assert against["reference"] == "largest" and not against["reference_proven_optimal"]
 
 
 def test_plots_count_unfinished_games_as_neither_equal_nor_shorter_and_bin_whole_numbers():

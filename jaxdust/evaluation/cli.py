@@ -220,6 +220,12 @@ def main(argv=None) -> dict:
     if reference not in agents and not (reference == "best" and best is not None):
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
     print(f"{description}; backend {jax.default_backend()}")
+    if best is not None and max_clicks < best.max():
+        # A game stopped at the cap counts at the cap: below a reference it would read as
+        # shorter than the reference.
+        print(f"note: --max-clicks {max_clicks} is below {int(np.sum(best > max_clicks))} boards' "
+              f"{'optimum' if proven else 'best known length'} (up to {int(best.max())}); a game stopped there "
+              f"counts at {max_clicks}, so means and gaps on those boards read too low", file=sys.stderr)
 
     played, figures = _play_agents(parser, args, agents, boards, rules, max_clicks)
     per_board = {name: run["clicks"] for name, run in played.items()}
@@ -235,9 +241,11 @@ def main(argv=None) -> dict:
                       f"proven optimum {best[below[0]]} in {args.boards} ({below.size} such boards): that file's "
                       f"optima are wrong", file=sys.stderr)
     reference_lengths = best if reference == "best" else per_board[reference]
+    reference_cleared = None if reference == "best" else cleared[reference]
     for name in agents:
         run = results[name]
-        summary = stats.summarize(per_board[name], run["cleared"], best_known=best, reference=reference_lengths)
+        summary = stats.summarize(per_board[name], run["cleared"], best_known=best, reference=reference_lengths,
+                                  reference_cleared=reference_cleared)
         summary["seconds_per_board"] = run["seconds_per_board"]
         if run["proven"] is not None:
             summary["proven_optimal"] = float(np.mean(run["proven"]))
@@ -247,7 +255,7 @@ def main(argv=None) -> dict:
     label = max(len(best_row), *(len(a) for a in agents))
     header = f"{'agent':<{label}} {'mean':>7} {'se':>5} {'median':>7} {'std':>6}"
     best_name = "optimal" if proven else "best known"
-    header += f" {'=opt' if proven else '=best':>6} {'gap':>6}" if best is not None else ""
+    header += f" {'=opt' if proven else '<=best':>6} {'gap':>6}" if best is not None else ""
     header += f" {'>=ref':>6} {'uncleared':>9} {'ms/board':>9}"
     print("\n" + header)
     for name, s in results.items():
@@ -262,7 +270,8 @@ def main(argv=None) -> dict:
               f"{best.std():>6.2f}")
 
     reference_text = ('the optimum' if proven else 'the best known') if reference == 'best' else reference
-    print(f"(se: the mean's standard error; >=ref: share of boards at least as short as {reference_text})")
+    print(f"(se: the mean's standard error; >=ref: share of boards cleared at least as short as {reference_text}, "
+          f"or left uncleared by both)")
     compared = [name for name in agents if name != reference]
     if compared:  # the same boards: per-board differences say more than the means' own errors
         print(f"clicks above {reference_text}, per board (mean +- paired standard error): " + "; ".join(
@@ -287,7 +296,7 @@ def main(argv=None) -> dict:
             figures.append(f"joint-{_file_safe(name)}.png")
             files.atomic_write_bytes(os.path.join(args.out, figures[-1]), figure)
     report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
-              "reference": reference, "reference_proven_optimal": proven, "agents": results,
+              "reference": reference, "reference_proven_optimal": proven and reference == "best", "agents": results,
               "figures": sorted(set(figures))}
     # The earlier run's figures go first, then the summary that lists the new ones: a kill
     # between the two leaves the earlier summary, whose figures a rerun removes.
