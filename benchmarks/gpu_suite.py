@@ -19,8 +19,8 @@ minutes, carries on where the last stopped or was killed):
   (3 x 8.5) with orbax checkpoints, one piece per call, each a ``train.py --resume`` of the
   last. The first piece times warm updates and sizes the schedule to the whole run, which
   keeps its number of pieces. A piece runs to ``--piece-minutes`` after its call started
-  (the steps before it in the call spend part of that; with under two minutes left, the
-  next call trains it).
+  (the steps before it in the call spend part of that; with under two minutes, or half the
+  piece, left, the next call trains it).
 - ``eval`` (once the pieces are done): the trained run on 1000 fresh boards and the 100 proven boards (argmax, greedy,
   widths 8 and 64, mcts 64, share optimal), its selected checkpoint and, where that is
   another, its final one, beside the hand-made heuristic in the same run.
@@ -122,9 +122,9 @@ class Sizes:
     simulations: int = 64
     notebooks: tuple[str, ...] | None = None  # None: the repository's notebooks/*.ipynb
     notebook_cell_seconds: int = 540  # a cell running longer is stopped (its notebook fails)
-    # A call with less than this left of its --piece-minutes after the steps before it (the
-    # env sweep, the beam) trains no piece: the next call does, from its start. None: every
-    # call trains one (the smoke run's pieces are a chunk each, however late).
+    # A call with less than this left of its --piece-minutes (at most half of them) after the
+    # steps before it (the env sweep, the beam) trains no piece: the next call does, from its
+    # start. None: every call trains one (the smoke run's pieces are a chunk each, however late).
     piece_floor_seconds: float | None = 120.0
 
 
@@ -349,7 +349,7 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
     # The piece runs to the end of the call's slot: the steps before it in this call (and the
     # calibration) have spent part of it.
     left = 60 * piece_minutes - (time.perf_counter() - CALL_STARTED)
-    if sizes.piece_floor_seconds is not None and left < sizes.piece_floor_seconds:
+    if sizes.piece_floor_seconds is not None and left < min(sizes.piece_floor_seconds, 30 * piece_minutes):
         print(f"  {left:.0f} s left of this call's {piece_minutes:g} minutes: no training piece now; the next call "
               f"trains it", flush=True)
         return report

@@ -626,6 +626,20 @@ def test_narrow_integer_coordinates_click_the_cell_they_name():
         jaxdust.is_done(jnp.full((2, 2), 256, jnp.int32))  # as int8 it would wrap round to an empty board
 
 
+def test_keys_of_every_kind_are_taken_for_one():
+    """A typed key, a raw ``PRNGKey`` (and a numpy copy of one), and the rbg
+    implementations' raw keys of four words all pass the key check that refuses seeds."""
+    from jaxdust.core import game
+
+    config = jaxdust.GameConfig(4, 3, 3)
+    raw = jax.random.PRNGKey(5)
+    same = [jaxdust.random_board(key, config) for key in (raw, np.asarray(raw))]
+    assert np.array_equal(same[0], same[1])
+    game.require_key(jax.random.key(5), "test")
+    game.require_key(np.zeros(4, np.uint32), "test")  # jax.random.PRNGKey under jax_default_prng_impl="rbg"
+    jax.vmap(lambda key: jaxdust.random_board(key, config))(jax.random.split(jax.random.key(5), 3))
+
+
 @pytest.mark.parametrize("call, word", API_CASES, ids=[w for _, w in API_CASES])
 def test_library_entry_points_name_the_problem(call, word):
     with pytest.raises((ValueError, TypeError), match=word):

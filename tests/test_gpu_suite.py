@@ -371,6 +371,8 @@ gpu_suite.CALL_STARTED = time.perf_counter() - 100  # earlier steps took 100 s o
 gpu_suite.step_train(out, sizes, 3, 3.0)
 gpu_suite.CALL_STARTED = time.perf_counter() - 30
 report = gpu_suite.step_train(out, sizes, 3, 3.0)
+gpu_suite.CALL_STARTED = time.perf_counter() - 30  # short pieces: the floor is half of one
+report = gpu_suite.step_train(out, sizes, 3, 2.0)
 print(json.dumps([asked, len(report["pieces"])]))
 """
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
@@ -378,7 +380,8 @@ print(json.dumps([asked, len(report["pieces"])]))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "80 s left of this call's 3 minutes: no training piece now" in result.stdout
     (asked, pieces), = [json.loads(result.stdout.splitlines()[-1])]
-    assert len(asked) == 1 and 300 + 145 < asked[0] <= 300 + 150 and pieces == 1  # chunk 3's 300 s + what is left
+    assert len(asked) == 2 and 300 + 145 < asked[0] <= 300 + 150 and pieces == 2  # chunk 3's 300 s + what is left
+    assert 300 + 85 < asked[1] <= 300 + 90  # 2 minutes less 30 s: over the floor of half a piece
 
 
 def test_a_notebook_cut_off_by_ctrl_c_runs_again_in_the_next_call(tmp_path):

@@ -648,6 +648,15 @@ def test_cli_retries_keep_what_earlier_lines_proved_and_the_board_file_lists_eve
     written = jaxdust.read_board_file(proven_file)  # lines 3, 5 and 6, though --lines named 4
     assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [
         (line.split()[0], int(line.split()[1])) for line in (lines[2], lines[4], lines[5])]
+    # The same --out given another file: its lines there hold other boards, which the board
+    # file of this one does not list.
+    other_lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()
+    other = tmp_path / "other-boards.txt"
+    other.write_text("\n".join(other_lines[:2] + other_lines[6:12]) + "\n")
+    assert solve_main([str(other), "--out", str(out), "--jobs", "1", "--lines", "7",
+                       "--board-file", str(proven_file)]) == 0
+    assert [jaxdust.board_to_text(r.board) for r in jaxdust.read_board_file(proven_file)] == [
+        other_lines[10].split()[0]]
 
     directory = tmp_path / "proofs"
     holder = subprocess.Popen([sys.executable, "-c", "import sys; from jaxdust.core import files; "
@@ -752,6 +761,11 @@ def test_cli_reads_stdin():
     reader.stdout.close()
     stderr = reader.stderr.read()
     assert reader.wait(timeout=300) == 1 and "Traceback" not in stderr, stderr[-2000:]
+    # Another pipe's failure, its reader still there, is a real error: shown.
+    script = ("from jaxdust.core import flags\ndef main():\n    raise BrokenPipeError('a socket of its own')\n"
+              "flags.run_command(main, 'nothing')\n")
+    failed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert failed.returncode == 1 and "BrokenPipeError: a socket of its own" in failed.stderr
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,8 +13,10 @@ argparse's own errors (an unknown flag, a missing argument) to one line as well.
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
+import select
 import sys
 import tempfile
 from typing import Any, Callable
@@ -232,6 +234,20 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
         print(f"\ninterrupted: {resumes}", file=sys.stderr)
         raise SystemExit(130) from None
     except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # another pipe: a real error
         # Python flushes stdout again at exit, into the same closed pipe: point it at nothing.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(1) from None
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (poll says so on Linux
+    and macOS; elsewhere, or for a stdout that is not a file, assumed)."""
+    try:
+        descriptor = sys.stdout.fileno()
+        poller = select.poll()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return True
+    poller.register(descriptor, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))

@@ -143,13 +143,14 @@ def random_halfwords(key: jax.Array, count: int) -> jax.Array:
 
 
 def require_key(key, caller: str) -> None:
-    """TypeError unless ``key`` is one JAX random key: ``jax.random.key(seed)`` (or the
-    older ``jax.random.PRNGKey(seed)``, uint32 ``[2]``); a batch of keys goes through
-    ``vmap``, whose traced key is one."""
-    if isinstance(key, jax.Array):
+    """TypeError unless ``key`` is one JAX random key: ``jax.random.key(seed)``, or the
+    older raw ``jax.random.PRNGKey(seed)`` (uint32 ``[2]``, ``[4]`` for the rbg
+    implementations; a numpy copy too); a batch of keys goes through ``vmap``, whose traced
+    key is one."""
+    if isinstance(key, (jax.Array, np.ndarray)):
         if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and key.shape == ():
             return
-        if key.dtype == jnp.uint32 and key.shape == (2,):
+        if key.dtype == np.uint32 and key.shape in ((2,), (4,)):
             return
         given = f"an array of dtype {key.dtype} and shape {key.shape}"
     else:

@@ -62,8 +62,8 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
             yield future.result()
         finished = True
     except BrokenProcessPool:
-        raise WorkerDied("a worker process died (killed, or out of memory? A script that starts workers must do so "
-                         "under `if __name__ == \"__main__\":`, since each worker imports it again)") from None
+        raise WorkerDied("a worker process died (killed, or out of memory? Or, in a script, workers started outside "
+                         "`if __name__ == \"__main__\":`: each worker imports the script again)") from None
     finally:  # the caller stopped early or failed (Ctrl-C): start no more items
         workers = list((executor._processes or {}).values())  # noqa: SLF001  (the pool names them nowhere else)
         executor.shutdown(wait=False, cancel_futures=True)

@@ -421,7 +421,7 @@ def main(argv=None) -> int:
     parser.add_argument("--shard-size", type=flags.positive_int, default=defaults.shard_size,
                         help="boards per file (default %(default)s)")
     parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(),
-                        help="processes (default: every CPU, %(default)s here)")
+                        help="processes (default: the cores this process may use, %(default)s here)")
     args = parser.parse_args(argv)
     unused = "--beam-width" if args.labeller == "exact" else "--node-limit"
     if (args.beam_width if args.labeller == "exact" else args.node_limit) is not None:

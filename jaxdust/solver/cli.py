@@ -312,11 +312,26 @@ def _remove_checkpoint(directory: str | None, number: int) -> None:
         os.unlink(path)
 
 
+def _solved_shape(record: dict, shape: tuple, rules: str) -> bool:
+    """Whether ``record`` solved its board at the shape the file reads it at now (records
+    written before 0.2.23 carry no shape: taken as read)."""
+    if "width" not in record:
+        return True
+    try:
+        return parse_board(record["board"], *shape, rules).shape == (record["width"], record["height"])
+    except ValueError:
+        return False
+
+
 def write_proven(records, jobs, path, rules: str = "dust") -> None:
-    """The boards of ``jobs`` whose record proves them optimal, in input order, as a board file."""
+    """The boards of ``jobs`` whose record proves them optimal, in input order, as a board file.
+    A record counts for its line only where it holds that line's board under ``rules`` (an
+    ``--out`` checked for the lines solved now may hold other lines of another file)."""
     shapes = {number: (width, height) for number, _, width, height in jobs}
-    proven = sorted({r["line"]: r for r in records if r.get("optimal") and r["line"] in shapes}.values(),
-                    key=lambda r: r["line"])
+    texts = {number: text for number, text, _, _ in jobs}
+    proven = sorted({r["line"]: r for r in records
+                     if r.get("optimal") and texts.get(r["line"]) == r["board"] and r.get("rules", rules) == rules
+                     and _solved_shape(r, shapes[r["line"]], rules)}.values(), key=lambda r: r["line"])
     if not proven:
         raise SystemExit("python -m jaxdust.solver: error: no board was proven optimal; --board-file not written")
     sizes = {parse_board(r["board"], *shapes[r["line"]], rules).shape for r in proven}
