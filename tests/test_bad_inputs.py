@@ -534,7 +534,7 @@ API_CASES = [
     (lambda: jaxdust.Rewards(clear=np.float32(3)), "must be a Python int or float, got float32"),
     (lambda: render.board_letters([[-1, 2], [3, 0]]), "board_letters: the board holds -1"),
     (lambda: render.board_rgb([[10, 2], [3, 0]]), "board_rgb: the board holds 10"),
-    (lambda: render.board_svg([[1, 2], [3, 0]], cell_size=0), "cell_size must be an integer >= 4"),
+    (lambda: render.board_svg([[1, 2], [3, 0]], cell_size=0), "cell_size must be an integer >= 8"),
     (lambda: render.board_svg([[1, 2], [3, 0]], highlight=np.ones((3, 3))), r"highlight of shape \(3, 3\)"),
     (lambda: render.game_gif([[[1, 2], [3, 0]]], milliseconds=-5), "milliseconds must be a positive integer"),
     (lambda: render.game_gif([[[1, 2], [3, 0]]], milliseconds=10), "milliseconds must be at least 20"),

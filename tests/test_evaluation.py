@@ -198,8 +198,18 @@ def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, bo
     assert against["reference"] == "largest" and not against["reference_proven_optimal"]
 
 
-def test_plots_count_unfinished_games_as_neither_equal_nor_shorter_and_bin_whole_numbers():
+def test_plots_count_unfinished_games_as_neither_equal_nor_shorter_and_bin_whole_numbers(monkeypatch):
     from jaxdust.evaluation import plots
+
+    drawn = []
+    png = plots._png
+    monkeypatch.setattr(plots, "_png", lambda figure: drawn.append(figure) or png(figure))
+    plots.joint_histogram(np.array([4, 5, 6]), np.array([4, 5, 6]), "a", "b")  # one board in each cell
+    square, scale = drawn[-1].axes
+    assert square.get_xlim() == square.get_ylim() == (3.5, 6.5)  # no empty row or column past the data
+    assert set(scale.get_yticks()) <= {0.0, 1.0}  # whole counts of boards, from 0
+    plots.length_histograms({"a": np.array([3, 4, 5])}, "t")
+    assert all(tick == int(tick) for tick in drawn[-1].axes[0].get_yticks())
 
     agent, optimum = np.array([11, 11, 12, 10]), np.array([11, 12, 12, 12])
     cleared = np.array([False, True, True, True])  # the first stopped at a cap of 11

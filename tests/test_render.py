@@ -44,3 +44,30 @@ def test_states_render_inline_in_notebooks():
 def test_rendering_rejects_batches():
     with pytest.raises(ValueError, match="one board"):
         jaxdust.board_letters(np.zeros((2, 8, 6), np.int8))
+
+
+def test_small_pictures_keep_their_colours_and_titles():
+    """A wasted click's highlight (on an empty cell) shows on the empty cell's light fill; a
+    title wider than a narrow board widens the picture, the board centred; below 8 pixels a
+    cell would have no colour left to show, so it is refused."""
+    board = np.array([[1, 0]], np.int8)  # one column: a colour below, an empty cell above
+    plain = render.board_rgb(board, cell_size=16)
+    marked = render.board_rgb(board, np.array([[False, True]]), cell_size=16)
+    top = (slice(0, 16), slice(0, 16))  # the empty cell, drawn in the top row
+    assert not np.array_equal(plain[top], marked[top]) and not (marked[top] == 255).all(axis=-1).any()
+    svg = render.board_svg(board, title="a rather long title")
+    root = ElementTree.fromstring(svg)
+    width = float(root.get("width"))
+    cells = [float(rect.get("x")) for rect in root.iter("{http://www.w3.org/2000/svg}rect") if rect.find(
+        "{http://www.w3.org/2000/svg}title") is not None]
+    assert width >= 7 * len("a rather long title") and abs((cells[0] - 2 + 28 - 2 - 2) - width / 2) < 16
+    with pytest.raises(ValueError, match="cell_size must be an integer >= 8"):
+        render.board_rgb(board, cell_size=7)
+
+
+def test_each_agent_has_its_own_file_names():
+    from jaxdust.evaluation.cli import file_names
+
+    names = file_names(["policy:runs/a-0", "policy:runs/a_0", "largest", "policy:runs/a.0"])
+    assert len(set(names.values())) == 4 and names["largest"] == "largest"
+    assert names["policy:runs/a-0"] == "policy-runs-a-0" and names["policy:runs/a_0"] == "policy-runs-a-0-2"

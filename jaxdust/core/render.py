@@ -44,8 +44,9 @@ def _cells(board, what: str, highlight=None, cell_size: int | None = None) -> tu
         raise ValueError(f"{what}: highlight of shape {marked.shape} for a board of shape {cells.shape}")
     if marked.dtype != bool:  # cluster labels or weights would outline every non-zero cell
         raise ValueError(f"{what}: highlight is a bool mask [W, H], got dtype {marked.dtype} (e.g. labels == k)")
-    if cell_size is not None and (not game.is_integer(cell_size) or cell_size < 4):
-        raise ValueError(f"cell_size must be an integer >= 4 pixels, got {cell_size!r}")
+    if cell_size is not None and (not game.is_integer(cell_size) or cell_size < 8):
+        # Below 8 pixels the insets and a highlight's ring leave a cell no colour to show.
+        raise ValueError(f"cell_size must be an integer >= 8 pixels, got {cell_size!r}")
     return cells, marked
 
 
@@ -68,6 +69,10 @@ def board_svg(board, highlight=None, cell_size: int = 28, title: str | None = No
     pad = 2
     caption = 18 if title else 0
     total_w, total_h = width * cell_size + 2 * pad, height * cell_size + 2 * pad + caption
+    # A title wider than a narrow board widens the picture (~7 px a character at 12 px),
+    # the board centred below it.
+    shift = max(0, 7 * len(title or "") + 8 - total_w) // 2
+    total_w += 2 * shift
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
         f'viewBox="0 0 {total_w} {total_h}">',
@@ -81,7 +86,7 @@ def board_svg(board, highlight=None, cell_size: int = 28, title: str | None = No
     inset = 2
     for x in range(width):
         for y in range(height):
-            left = pad + x * cell_size
+            left = shift + pad + x * cell_size
             top = caption + pad + (height - 1 - y) * cell_size
             colour = int(cells[x, y])
             stroke = ' stroke="#ffffff" stroke-width="3"' if marked[x, y] else ""
@@ -132,8 +137,10 @@ def board_rgb(board, highlight=None, cell_size: int = 16) -> np.ndarray:
     colours = np.repeat(np.repeat(_RGB[rows], cell_size, 0), cell_size, 1)
     inside = np.tile(tile, rows.shape)
     ring = np.tile(border, rows.shape) & np.repeat(np.repeat(marked, cell_size, 0), cell_size, 1)
+    empty = np.repeat(np.repeat(rows == 0, cell_size, 0), cell_size, 1)
     image = np.where(inside[..., None], colours, _FRAME)
-    image[ring] = 255
+    image[ring & ~empty] = 255
+    image[ring & empty] = _FRAME  # a click on an empty cell (a wasted one): white would not show on its light fill
     return image
 
 

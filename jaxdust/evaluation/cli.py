@@ -145,8 +145,16 @@ TIMING_NOTE = ("(ms/board: an agent's wall time over the boards, its compiling a
                "included: on a few boards mostly that; a rerun with the programs cached is faster)")
 
 
-def _file_safe(name: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in name)
+def file_names(agents: list[str]) -> dict[str, str]:
+    """Each agent's name as files name it (letters and digits, ``-`` for the rest), one
+    apart from another: ``policy:runs/a-0`` and ``policy:runs/a_0`` would share one, and
+    one agent's GIFs and histogram would replace the other's."""
+    names = {}
+    for agent in agents:
+        safe = "".join(c if c.isalnum() else "-" for c in agent)
+        names[agent] = safe if safe not in names.values() else next(
+            f"{safe}-{n}" for n in range(2, len(agents) + 2) if f"{safe}-{n}" not in names.values())
+    return names
 
 
 def main(argv=None) -> dict:
@@ -293,7 +301,7 @@ def main(argv=None) -> dict:
         if name != reference:
             figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name, cleared[name],
                                            None if reference == "best" else cleared[reference])
-            figures.append(f"joint-{_file_safe(name)}.png")
+            figures.append(f"joint-{file_names(agents)[name]}.png")
             files.atomic_write_bytes(os.path.join(args.out, figures[-1]), figure)
     report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
               "reference": reference, "reference_proven_optimal": proven and reference == "best", "agents": results,
@@ -323,7 +331,8 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
             except ValueError as error:
                 flags.fail(parser, f"agent {name}: {error}")
             played[name] = {**run, "seconds_per_board": (time.perf_counter() - start) / len(boards)}
-            figures += write_gifs(args.out, name, boards, run["solutions"], rules, run["cleared"], max_clicks)
+            figures += write_gifs(args.out, file_names(agents)[name], boards, run["solutions"], rules, run["cleared"],
+                                  max_clicks)
     return played, figures
 
 
@@ -371,8 +380,9 @@ def _remove_earlier_figures(out: str, earlier: list[str], written: list[str]) ->
 
 
 def write_gifs(out: str, name: str, boards, solutions: list, rules: str, cleared, max_clicks: int) -> list[str]:
-    """``game-<agent>-<i>.gif`` in ``out`` for each board ``i`` of ``solutions`` (its
-    clicks, at most ``max_clicks`` of them: what the table counted); returns their names.
+    """``game-<name>-<i>.gif`` in ``out`` (``name``: the agent's, from ``file_names``) for
+    each board ``i`` of ``solutions`` (its clicks, at most ``max_clicks`` of them: what the
+    table counted); returns their names.
     Under the fewest-clicks rules a game not cleared within the cap (``cleared[i]`` False)
     is named on stdout."""
     written = []
@@ -380,7 +390,7 @@ def write_gifs(out: str, name: str, boards, solutions: list, rules: str, cleared
         clicks = list(clicks)[:max_clicks]
         # A policy's wasted click (on an empty cell) is a frame where nothing changes.
         gif = game_gif(*positions(boards[board_index], clicks, rules, wasted=True))
-        written.append(f"game-{_file_safe(name)}-{board_index}.gif")
+        written.append(f"game-{name}-{board_index}.gif")
         path = os.path.join(out, written[-1])
         files.atomic_write_bytes(path, gif)
         if rules in game.CLICK_RULES and not cleared[board_index]:

@@ -54,7 +54,8 @@ def value_histograms(values: dict[str, np.ndarray], title: str, measure: str) ->
     for (name, per_board), colour in zip(values.items(), _colours(len(values))):
         axis.hist(per_board, bins=bins, histtype="step", linewidth=2, color=colour,
                   label=f"{name} (mean {np.mean(per_board):.1f})")
-    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for line in (axis.xaxis, axis.yaxis):  # whole numbers on both: values and counts of boards
+        line.set_major_locator(MaxNLocator(integer=True))
     axis.set_xlabel(measure)
     axis.set_ylabel("boards")
     axis.set_title(title)
@@ -75,7 +76,8 @@ def length_histograms(lengths: dict[str, np.ndarray], title: str,
         stuck = not_cleared.get(name, 0)
         axis.hist(clicks, bins=bins, histtype="step", linewidth=2, color=colour,
                   label=f"{name} (mean {np.mean(clicks):.2f}" + (f"; {stuck} not cleared, at the cap)" if stuck else ")"))
-    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for line in (axis.xaxis, axis.yaxis):  # whole numbers on both: clicks and counts of boards
+        line.set_major_locator(MaxNLocator(integer=True))
     axis.set_xlabel("clicks to clear the board" + (" (a board not cleared: the click cap)" if any(not_cleared.values())
                                                     else ""))
     axis.set_ylabel("boards")
@@ -95,11 +97,14 @@ def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, r
     high = max(agent.max(), reference.max()) + 1.5
     bins = np.arange(low, high)
     counts, _, _, image = axis.hist2d(reference, agent, bins=[bins, bins], cmap="viridis", cmin=1)
+    image.set_clim(0, max(1, np.nanmax(counts)))  # a scale from 0, also where every cell holds one count
     figure.colorbar(image, ax=axis, label="boards", ticks=MaxNLocator(integer=True))
     for line in (axis.xaxis, axis.yaxis):
         line.set_major_locator(MaxNLocator(integer=True))
     # Red, not white: the line must show over empty (white) cells too.
-    axis.plot([low, high], [low, high], color="tab:red", linewidth=1, linestyle="--", label="equal length")
+    axis.plot([low, bins[-1]], [low, bins[-1]], color="tab:red", linewidth=1, linestyle="--", label="equal length")
+    axis.set_xlim(low, bins[-1])
+    axis.set_ylim(low, bins[-1])
     axis.legend(loc="upper left", fontsize=8)
     axis.set_xlabel(f"{reference_name} clicks")
     axis.set_ylabel(f"{agent_name} clicks")
@@ -142,12 +147,14 @@ def variant_curves(curves: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], 
             axis.plot(np.asarray(seconds) / 60, values, color=colours[index],
                       linestyle=styles[plays.index(play) % 4], marker="o", markersize=3,
                       label=f"{variant}, {play}" if play else variant)
-    for name, value in (references or {}).items():
-        axis.axhline(value, linestyle=":", linewidth=1, color="grey")
-        axis.text(axis.get_xlim()[1], value, f" {name} {value:.2f}", va="center", fontsize=7)
     for name, second in (marks or {}).items():
         axis.axvline(second / 60, linestyle=":", linewidth=1, color="grey")
-        axis.text(second / 60, axis.get_ylim()[1], f"{name} ", ha="right", va="top", rotation=90, fontsize=7)
+    for name, value in (references or {}).items():  # at the right edge, wherever the marks took it
+        axis.axhline(value, linestyle=":", linewidth=1, color="grey")
+        axis.text(1.0, value, f" {name} {value:.2f}", va="center", fontsize=7, transform=axis.get_yaxis_transform())
+    for name, second in (marks or {}).items():
+        axis.text(second / 60, 1.0, f"{name} ", ha="right", va="top", rotation=90, fontsize=7,
+                  transform=axis.get_xaxis_transform())
     axis.set_xlabel("minutes of training")
     axis.set_ylabel(ylabel)
     axis.set_title(title)
