@@ -195,7 +195,7 @@ def test_adapters_and_pictures_for_every_family_id(env_id):
     board = np.asarray(state.board)
     legal = ref.legal_moves(board, env.game.rules)[:3]
     boards, clusters = jaxdust.positions(board, legal[:1], env.game.rules)
-    assert jaxdust.game_gif(boards, clusters, cell_size=4)[:6] == b"GIF89a"
+    assert jaxdust.game_gif(boards, clusters, cell_size=8)[:6] == b"GIF89a"
 
 
 def test_boards_are_checked_and_lines_scored_under_their_rules():
