@@ -382,9 +382,10 @@ def _resumed_seconds(run_dir: str) -> float:
     its newest readable checkpoint (lines after it are redone; 0 before the first)."""
     path = os.path.join(run_dir, "metrics.jsonl")
     newest = _newest_readable_step(os.path.join(run_dir, "checkpoints"))
-    lines = files.recover_json_lines(path) if os.path.exists(path) and newest is not None else []
-    kept = [line for line in lines if line["chunk"] <= int(newest)] if lines else []
-    return kept[-1]["seconds"] if kept else 0.0
+    if newest is None or not os.path.exists(path):
+        return 0.0
+    kept = [line["seconds"] for line in files.recover_json_lines(path) if line["chunk"] <= int(newest)]
+    return kept[-1] if kept else 0.0
 
 
 def _played_here() -> str:

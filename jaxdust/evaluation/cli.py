@@ -297,11 +297,12 @@ def main(argv=None) -> dict:
                              plots.length_histograms(shown, f"{description}, {rules} rules", stuck))
     figures.append("lengths.png")
     reference_name = best_name if reference == "best" else reference
+    names = file_names(agents)
     for name in agents:
         if name != reference:
             figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name, cleared[name],
                                            None if reference == "best" else cleared[reference])
-            figures.append(f"joint-{file_names(agents)[name]}.png")
+            figures.append(f"joint-{names[name]}.png")
             files.atomic_write_bytes(os.path.join(args.out, figures[-1]), figure)
     report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
               "reference": reference, "reference_proven_optimal": proven and reference == "best", "agents": results,
@@ -319,7 +320,7 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
     """Every agent's ``registry.run_agent`` result on ``boards``, with its
     ``seconds_per_board`` (the play only: the GIFs ``--animate`` draws are not timed), and
     the GIFs' file names."""
-    played, figures = {}, []
+    played, figures, names = {}, [], file_names(agents)
     with progress_bar(total=len(boards) * len(agents), unit="board") as bar:
         for name in agents:
             bar.set_description(name)
@@ -331,8 +332,7 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
             except ValueError as error:
                 flags.fail(parser, f"agent {name}: {error}")
             played[name] = {**run, "seconds_per_board": (time.perf_counter() - start) / len(boards)}
-            figures += write_gifs(args.out, file_names(agents)[name], boards, run["solutions"], rules, run["cleared"],
-                                  max_clicks)
+            figures += write_gifs(args.out, names[name], boards, run["solutions"], rules, run["cleared"], max_clicks)
     return played, figures
 
 

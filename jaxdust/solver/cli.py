@@ -216,12 +216,8 @@ def _best_facts(records) -> dict[int, dict]:
     hold (``length``, ``clicks``, ``lower_bound``)."""
     best = {}
     for record in records:
-        if "error" in record or "length" not in record:
-            continue
-        facts = best.setdefault(record["line"], dict(record))
-        if record["length"] < facts["length"]:
-            facts["length"], facts["clicks"] = record["length"], record["clicks"]
-        facts["lower_bound"] = max(facts["lower_bound"], record["lower_bound"])
+        if "error" not in record and "length" in record:
+            best[record["line"]] = _with_earlier_facts(record, best.get(record["line"]))
     return best
 
 
@@ -274,15 +270,6 @@ def _check_resumable(previous, jobs, rules, out):
     shape's or another rule set's, would skip boards and report their lengths as this
     file's. An error's line is left out (its board may have been mended since)."""
     boards = {number: (text, width, height) for number, text, width, height in jobs}
-
-    @functools.cache
-    def shape_now(number: int, rules: str) -> tuple[int, int] | None:
-        text, width, height = boards[number]
-        try:
-            return parse_board(text, width, height, rules).shape
-        except ValueError:
-            return None  # the board's own error comes when it is solved
-
     for index, record in enumerate(previous, start=1):
         if not isinstance(record.get("line"), int) or not isinstance(record.get("board"), str):
             raise ValueError(f"--out {out}:{index} is not a solver result (no line number and board); "
@@ -292,7 +279,7 @@ def _check_resumable(previous, jobs, rules, out):
             continue
         text = boards[number][0]
         if "width" in record:  # lines written before 0.2.23 carry no shape
-            shape = shape_now(number, record.get("rules", rules))
+            shape = _shape_read(*boards[number], record.get("rules", rules))
             if shape is not None and shape != (record["width"], record["height"]):
                 raise ValueError(f"--out {out}:{index} solved line {number}'s board at {record['width']}x"
                                  f"{record['height']}, it is read at {shape[0]}x{shape[1]} now (--width, "
@@ -312,15 +299,20 @@ def _remove_checkpoint(directory: str | None, number: int) -> None:
         os.unlink(path)
 
 
+@functools.cache
+def _shape_read(text: str, width: int | None, height: int | None, rules: str) -> tuple[int, int] | None:
+    """The shape board ``text`` is read at with the file's ``width`` and ``height`` (None
+    where it cannot be read: its own error comes when it is solved)."""
+    try:
+        return parse_board(text, width, height, rules).shape
+    except ValueError:
+        return None
+
+
 def _solved_shape(record: dict, shape: tuple, rules: str) -> bool:
     """Whether ``record`` solved its board at the shape the file reads it at now (records
     written before 0.2.23 carry no shape: taken as read)."""
-    if "width" not in record:
-        return True
-    try:
-        return parse_board(record["board"], *shape, rules).shape == (record["width"], record["height"])
-    except ValueError:
-        return False
+    return "width" not in record or _shape_read(record["board"], *shape, rules) == (record["width"], record["height"])
 
 
 def write_proven(records, jobs, path, rules: str = "dust") -> None:
