@@ -460,6 +460,8 @@ API_CASES = [
     (lambda: dqn.DQNConfig(buffer_size=4096), "learning_starts .8192. cannot exceed buffer_size .4096."),
     (lambda: dqn.DQNConfig(total_steps=10), r"total_steps \(10\) ends before the first update: learning_starts"),
     (lambda: dqn.DQNConfig(rewards=jaxdust.Rewards(click=0.0)), "click must be negative"),
+    (lambda: dqn.DQNConfig(gamma=0.0), "gamma must be above 0"),
+    (lambda: dqn.DQNConfig(gamma=0.9, rewards=jaxdust.Rewards(clear=-20.0)), r"clear \(-20.0\) must be above click"),
     # One iteration's transitions written twice into one slot: the later ones lost.
     (lambda: dqn.DQNConfig(num_envs=512, buffer_size=256, batch_size=256, learning_starts=256),
      r"num_envs \(512\) cannot exceed buffer_size \(256\)"),

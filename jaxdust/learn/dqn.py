@@ -100,6 +100,15 @@ class DQNConfig:
                                                     f"run has {self.iterations}")
         if self.rewards.click >= 0:  # the values' scale in clicks divides by it (agents.QScorer)
             raise configs.FieldError("rewards", f"click must be negative (a cost per click), got {self.rewards.click}")
+        # The values are read back as clicks left (agents.clicks_from_value): at gamma 0 every
+        # board is worth its next reward, and where clearing is worth no more than clicking
+        # forever, shorter games are not worth more; either way the scorer cannot rank boards.
+        if self.gamma == 0:
+            raise configs.FieldError("gamma", "must be above 0 (at 0 the values say nothing of the clicks left)")
+        if self.gamma < 1 and self.rewards.clear <= self.rewards.click / (1 - self.gamma):
+            raise configs.FieldError("rewards", f"clear ({self.rewards.clear}) must be above click / (1 - gamma) "
+                                                f"({self.rewards.click / (1 - self.gamma):g}, the value of clicking "
+                                                f"forever), or shorter games are not worth more")
         if self.backup not in ("sampled", "full"):
             raise configs.FieldError("backup", f"must be 'sampled' or 'full', got {self.backup!r}")
         if self.backup == "full" and (not self.mask_actions or self.bootstrap != "max" or self.target_mix != 1.0):
