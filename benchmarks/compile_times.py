@@ -146,18 +146,22 @@ def main(argv=None) -> dict:
     print("|---|---:|---:|---:|---:|---:|---:|")
     rows = {}
     for program, (old, new) in best.items():
-        if old["lengths"] != new["lengths"]:
-            raise AssertionError(f"{program}: the two revisions' beams found different lengths")
         rows[program] = {"old": old, "new": new, "first_call_ratio": new["first_call_cpu_s"] / old["first_call_cpu_s"],
-                         "warm_ratio": new["warm_ms"] / old["warm_ms"]}
+                         "warm_ratio": new["warm_ms"] / old["warm_ms"],
+                         "same_lengths": old["lengths"] == new["lengths"]}
         print(f"| {program} | {old['first_call_cpu_s']:.2f} | {new['first_call_cpu_s']:.2f} | "
               f"{rows[program]['first_call_ratio']:.2f} | {old['warm_ms']:.2f} | {new['warm_ms']:.2f} | "
               f"{rows[program]['warm_ratio']:.2f} |")
     report = {"benchmark": "compile_times", "old": args.old, "new": args.new, "rounds": args.rounds, "rows": rows}
     files.atomic_write_json(args.out, report)
     print(f"\nwrote {args.out}")
+    # Kept, not raised before the write: a change of tie-break is a reason to look, and the
+    # timings measured stand.
+    for program in (p for p, row in rows.items() if not row["same_lengths"]):
+        print(f"{program}: the two revisions' beams found different lengths (timed on different work)", file=sys.stderr)
     return report
 
 
 if __name__ == "__main__":
-    flags.run_command(main, "nothing was written and the worktrees are removed; run the command again")
+    report = flags.run_command(main, "nothing was written and the worktrees are removed; run the command again")
+    sys.exit(0 if all(row["same_lengths"] for row in report["rows"].values()) else 1)

@@ -37,7 +37,7 @@ import jax
 import numpy as np
 
 from jaxdust import __version__
-from jaxdust.core import files, flags, machine
+from jaxdust.core import configs, files, flags, machine
 from jaxdust.evaluation import plots
 from jaxdust.learn import learners
 from jaxdust.search.heuristic import heuristic_scorer
@@ -252,7 +252,11 @@ def main(argv=None):
                 results[name] = saved
                 continue
             print(f"{path} does not answer this call ({why_not}): measuring {name} again")
-        result = measure(name, args.minutes, args.points, args.seed, sets)
+        try:
+            result = measure(name, args.minutes, args.points, args.seed, sets)
+        except configs.FieldError as error:  # the measured speed leaves too few updates for the schedule
+            flags.fail(parser, f"--minutes {args.minutes:g} in {args.points} points is too short for {name} on this "
+                               f"machine: {error}")
         results[name] = {**result, **settings, "hardware": hardware}
         files.atomic_write_json(path, results[name])
 

@@ -97,6 +97,12 @@ def run_theirs(grid, height, limit, checkout, cpu) -> dict:
             "clicks": from_rowcol(best["clicks"], height) if best else None}
 
 
+def checkout_commit(directory: str) -> str | None:
+    """The git commit ``directory`` is checked out at (None: not a git checkout)."""
+    found = subprocess.run(["git", "-C", directory, "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    return found.stdout.strip() or None if found.returncode == 0 else None
+
+
 def main(argv=None) -> list[dict]:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tommyod", type=flags.input_dir, required=True, help="a checkout of tommyod/NRK-former-game")
@@ -113,8 +119,13 @@ def main(argv=None) -> list[dict]:
         records = jaxdust.read_board_file(args.boards, limit=args.limit)  # full boards: settled under any rules
     except ValueError as error:
         flags.fail(parser, f"--boards: {error}")
-    settings = {"time_limit": args.time_limit, "table_bits": args.table_bits}
-    done = {row["line"]: row for row in files.recover_json_lines(args.out)} if os.path.exists(args.out) else {}
+    # Kept rows are reused only from the same code on both sides: a solver change moves them.
+    settings = {"time_limit": args.time_limit, "table_bits": args.table_bits, "jaxdust": jaxdust.__version__,
+                "tommyod_commit": checkout_commit(args.tommyod)}
+    try:
+        done = {row["line"]: row for row in files.recover_json_lines(args.out)} if os.path.exists(args.out) else {}
+    except (ValueError, KeyError, TypeError) as error:
+        flags.fail(parser, f"--out {args.out} is not this benchmark's log ({error!r}): give another --out")
     for record in records:  # rows are reused only for the same board and settings
         row = done.get(record.line)
         if row is not None and (row.get("board") != jaxdust.board_to_text(record.board)

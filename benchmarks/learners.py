@@ -111,9 +111,6 @@ def print_table(title, rows, proven):
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
-TIMING_FILE = "learners-benchmark.json"  # beside the run: what its summary does not hold
-
-
 def other_settings(argv: list[str], run_dir: str) -> str | None:
     """What a finished run differs in from the one ``train.py argv`` would train (its config
     or a run flag: the seed, the evaluation boards, imitation's data), or None: a finished
@@ -156,34 +153,25 @@ def main(argv=None):
         run_dir = os.path.join(args.runs_dir, learner)
         extra = {"avi": args.avi_flags, "dqn": args.dqn_flags, "imitation": args.imitation_flags}[learner].split()
         argv = [learner, "--run-dir", run_dir, "--seed", str(args.seed), *extra]
-        timing_path = os.path.join(run_dir, TIMING_FILE)
         if os.path.exists(os.path.join(run_dir, "summary.json")):
             problem = other_settings(argv, run_dir)
             if problem:
                 parser.error(f"{run_dir} holds a finished run with {problem}: remove it or give another --runs-dir")
         else:
             resume = ["--resume"] if os.path.exists(os.path.join(run_dir, "config.json")) else []
-            start = time.perf_counter()
             if not cli.main([*argv, *resume]):  # --minutes in the extra flags stopped it: no report yet
                 parser.exit(1, f"{run_dir} is not finished: run the same command again to go on training it\n")
-            with open(os.path.join(run_dir, "summary.json")) as handle:
-                trained_seconds = json.load(handle)["seconds"]
-            # The imitation run's data phase ran before the first epoch's clock started. A
-            # resumed run's wall time holds only its last piece: the figure is then a floor.
-            files.atomic_write_json(timing_path, {"data_seconds": max(0.0, time.perf_counter() - start - trained_seconds)
-                                                  if learner == "imitation" else 0.0, "resumed": bool(resume)})
         lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
         evaluated = [line for line in lines if "greedy_clicks" in line]
         with open(os.path.join(run_dir, "summary.json")) as handle:
             summary = json.load(handle)
-        data_seconds = json.load(open(timing_path))["data_seconds"] if os.path.exists(timing_path) else 0.0
-        seconds = np.array([line["seconds"] + data_seconds for line in evaluated])
+        # A run's clock starts before imitation makes its data: its seconds include the data.
+        seconds = np.array([line["seconds"] for line in evaluated])
         curves[f"{learner}, greedy"] = (seconds, np.array([line["greedy_clicks"] for line in evaluated]))
         curves[f"{learner}, argmax"] = (seconds, np.array([line["argmax_clicks"] for line in evaluated]))
 
         trained = runs.load_run(run_dir)
-        row = {"training_seconds": summary["seconds"] + data_seconds, "data_seconds": data_seconds,
-               "train_flags": argv[3:]}
+        row = {"training_seconds": summary["seconds"], "train_flags": argv[3:]}
         for set_name, (boards, optimum) in sets.items():
             row[set_name] = play_set(boards, optimum, CAP, trained.policy, trained.scorer, trained.params,
                                      evaluator=trained.evaluator)

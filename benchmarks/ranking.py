@@ -45,6 +45,8 @@ def main(argv=None) -> dict:
         records = ranking.load(args.set)
     except ValueError as error:  # JSON's and UTF-8's errors among them
         flags.fail(parser, f"--set: {args.set} is not a ranking set (JSON lines): {error}")
+    if not records:
+        flags.fail(parser, f"--set: {args.set} holds no positions")
     scorers = {"hand-made heuristic": (heuristic_scorer, None), "heuristic, one-click lookahead": (lookahead_heuristic, None)}
     policies = {}
     given = [os.path.normpath(run) for run in filter(None, args.runs.split(","))]

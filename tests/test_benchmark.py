@@ -486,7 +486,7 @@ def test_compile_times_compares_two_revisions_program_by_program(tmp_path):
     for row in rows.values():
         for side in ("old", "new"):
             assert row[side]["first_call_cpu_s"] > 0 and row[side]["warm_ms"] > 0
-        assert 0.2 < row["first_call_ratio"] < 5 and 0.1 < row["warm_ratio"] < 10
+        assert 0.2 < row["first_call_ratio"] < 5 and 0.1 < row["warm_ratio"] < 10 and row["same_lengths"]
     assert "| solver_key |" in result.stdout and "| env_4096 |" in result.stdout
     refused = subprocess.run([*command[:6], "--programs", "nope"], cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode == 2 and "unknown programs" in refused.stderr
@@ -515,6 +515,7 @@ def test_a_revision_compared_with_itself_gets_a_worktree_each(monkeypatch):
     ("ranking", ["--set", "{README}"], "--set: {README} is not a ranking set"),
     ("ranking", ["--set", "{solver log}"], "line 1 is not a ranking record"),  # JSON lines, not records
     ("ranking", ["--set", "-"], "--set: must be a file, not standard input"),
+    ("ranking", ["--set", "{empty}"], "--set: {empty} holds no positions"),  # was a ZeroDivisionError
     ("solver", ["--sets", "9x9"], "--sets: unknown sets 9x9; known: 6x6, 8x4, 8x6"),
     ("solver", ["--sets", "6x6,6x6"], "--sets: sets named twice: 6x6"),
     ("learners", ["--learners", "avi,telepathy"], "--learners: unknown learners telepathy; known: avi, dqn, imitation"),
@@ -533,8 +534,9 @@ def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, 
     """As every command line does: one line naming the flag, exit status 2, before any work
     (no traceback from deep inside, no board set built first)."""
     paths = {"README": os.path.join(ROOT, "README.md"), "solver log": str(tmp_path.parent / "solver.jsonl"),
-             "former run": str(tmp_path.parent / "former-run")}
+             "former run": str(tmp_path.parent / "former-run"), "empty": str(tmp_path.parent / "empty.jsonl")}
     (tmp_path.parent / "solver.jsonl").write_text('{"index": 0, "length": 9, "optimal": true}\n')
+    (tmp_path.parent / "empty.jsonl").write_text("")
     os.makedirs(paths["former run"], exist_ok=True)  # a run's config alone: refused before its checkpoints are read
     former = avi.AVIConfig(game=jaxdust.make("Former-7x9x4-v0").game)
     with open(os.path.join(paths["former run"], "config.json"), "w") as handle:
@@ -547,6 +549,19 @@ def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, 
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert words.format(**paths) in err and not os.listdir(tmp_path)
+
+
+def test_the_equal_time_benchmark_says_in_one_line_when_its_minutes_are_too_few(tmp_path, monkeypatch, capsys):
+    """DQN's schedule needs its replay filled before an update: a slow machine's few steps
+    in --minutes ended in a FieldError's traceback after the calibration."""
+    equal_time = _benchmark("equal_time", monkeypatch)
+    monkeypatch.setattr(equal_time, "seconds_per_unit", lambda *args: 60.0)  # a minute a step: 1 step a point
+    with pytest.raises(SystemExit) as exit_info:
+        equal_time.main(["--variants", "dqn-sampled", "--minutes", "1", "--points", "1", "--boards", "2",
+                         "--proven-boards", "2", "--out-dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--minutes 1 in 1 points is too short for dqn-sampled" in err, err
+    assert "ends before the first update" in err and not os.path.exists(tmp_path / "out" / "dqn-sampled.json")
 
 
 def test_the_former_solvers_benchmark_reuses_rows_only_of_its_boards_and_settings(tmp_path, monkeypatch, capsys):
@@ -564,6 +579,29 @@ def test_the_former_solvers_benchmark_reuses_rows_only_of_its_boards_and_setting
         former_solvers.main(["--tommyod", str(tmp_path / "tommyod"), "--boards", str(boards), "--time-limit", "60",
                              "--out", str(out)])
     assert "holds line 2 for another board or other settings" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kept, words", [
+    # A row kept before the settings named the code: the solvers may have changed since.
+    ({"line": 2, "board": "1" * 63, "settings": {"time_limit": 60.0, "table_bits": 28}, "ours": {}, "theirs": {}},
+     "holds line 2 for another board or other settings"),
+    ("not json", "is not this benchmark's log"),
+    ({"board": "1" * 63}, "is not this benchmark's log"),  # JSON, but no line number
+])
+def test_the_former_solvers_benchmark_refuses_rows_of_other_code_or_another_log(tmp_path, monkeypatch, capsys, kept,
+                                                                                  words):
+    former_solvers = _benchmark("former_solvers", monkeypatch)
+    (tmp_path / "tommyod").mkdir()
+    (tmp_path / "tommyod" / "solvers.py").write_text("")
+    boards = tmp_path / "boards.txt"
+    boards.write_text("# width=7 height=9\n" + "1" * 63 + "\n")
+    out = tmp_path / "rows.jsonl"
+    out.write_text((kept if isinstance(kept, str) else json.dumps(kept)) + "\n")
+    with pytest.raises(SystemExit) as exit_info:
+        former_solvers.main(["--tommyod", str(tmp_path / "tommyod"), "--boards", str(boards), "--time-limit", "60",
+                             "--out", str(out)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and words in err and "Traceback" not in err, err
 
 
 def test_the_learners_benchmark_reads_its_proven_boards_from_any_directory(tmp_path, monkeypatch):

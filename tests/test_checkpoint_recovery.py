@@ -273,7 +273,9 @@ def test_a_new_run_refuses_what_a_run_left_without_its_config(run, capsys):
     assert (run / "metrics.jsonl").read_text() == log
 
 
-@pytest.mark.parametrize("damaged", ["garbage\n", '{"loss": 1.0}\n'])
+@pytest.mark.parametrize("damaged", ["garbage\n", '{"loss": 1.0}\n',
+                                     # Read back by a resume: crashed it after the log was rewritten.
+                                     '{"chunk": 1, "loss": 1.0}\n', '{"chunk": 1, "seconds": 1.0, "greedy_clicks": null}\n'])
 def test_a_damaged_log_is_refused_before_anything_is_moved(run, damaged, capsys):
     lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
     (run / "metrics.jsonl").write_text("".join([lines[0], damaged, *lines[1:]]))
@@ -284,6 +286,58 @@ def test_a_damaged_log_is_refused_before_anything_is_moved(run, damaged, capsys)
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "metrics.jsonl is damaged" in line and "remove its damaged lines" in line
     assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]
+
+
+def test_a_resume_step_with_no_checkpoint_left_is_refused_not_started_over(run, capsys):
+    """Starting over deleted best/ and the log, the step asked for silently dropped."""
+    for step in ("2", "3", "4"):
+        shutil.rmtree(run / "checkpoints" / step)
+    os.remove(run / "summary.json")
+    log, best = (run / "metrics.jsonl").read_text(), os.listdir(run / "best")
+    with pytest.raises(SystemExit) as exit_info:
+        train(run, "--resume", "--resume-step", "3")
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "no checkpoint 3 in" in line and "there are none" in line
+    assert (run / "metrics.jsonl").read_text() == log and os.listdir(run / "best") == best
+
+
+def test_a_resume_before_the_end_drops_the_summary_until_the_run_ends_again(run, whole_run):
+    """The summary of steps a --resume-step undoes stayed while the run was stopped short."""
+    assert not train(run, "--resume", "--resume-step", "2", "--minutes", "1e-6")  # stops after step 3
+    assert not (run / "summary.json").exists()
+    train(run, "--resume")
+    assert_same_end(run, whole_run)
+
+
+def test_a_resume_with_another_learner_says_so_before_comparing_run_flags(run, capsys):
+    """It said the --seed differed; only the corrected command said the learner did."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["avi", "--run-dir", str(run), "--resume", "--seed", "5"])
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "holds a run of dqn, not avi" in line and "--seed" not in line
+
+
+@pytest.mark.parametrize("name", ["config.json", "metrics.jsonl"])
+def test_a_run_file_that_is_a_folder_is_refused_in_one_line(tmp_path, name, capsys):
+    (tmp_path / "run" / name).mkdir(parents=True)
+    for extra in ([], ["--resume"]):
+        with pytest.raises(SystemExit) as exit_info:
+            train(tmp_path / "run", *extra)
+        assert exit_info.value.code == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert f"{name} is not a file" in line
+
+
+def test_the_default_run_directory_is_checked_as_a_given_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").write_text("")  # a file where the default's folder would go
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*TRAIN_ARGS])
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "--run-dir (default): cannot create runs/dqn-0" in line and "runs is a file" in line
 
 
 def test_a_damaged_config_is_named_as_such(run):

@@ -101,6 +101,19 @@ def test_train_py_in_two_processes_equals_one_process_with_two_devices(tmp_path)
     for a, b in zip(*(jax.tree.leaves(run.params) for run in loaded), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
+    # Resumed in two processes past a damaged newest checkpoint: each process names the one
+    # folder it was moved to (process 1 looked after process 0's rename and named another).
+    os.remove(tmp_path / "distributed" / "summary.json")
+    os.remove(tmp_path / "distributed" / "checkpoints" / "3" / "checksums.json")  # an unfinished save
+    processes = [start([*AVI, "--run-dir", str(tmp_path / "distributed"), "--devices", "1", "--resume",
+                        *distributed(rank, coordinator)]) for rank in (0, 1)]
+    deadline = time.monotonic() + TIMEOUT
+    errs = [process.communicate(timeout=max(1.0, deadline - time.monotonic()))[1] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], errs[0][-3000:] + errs[1][-3000:]
+    moved = {line.split("moved to ")[1].split(",")[0] for err in errs for line in err.splitlines() if "moved to" in line}
+    assert moved == {str(tmp_path / "distributed" / "checkpoints" / "3.damaged")}
+    assert comparable(tmp_path / "distributed") == comparable(tmp_path / "two-devices")
+
 
 # ---------------------------------------------------------------------------------------
 # DQN's sharded replay, at the learner level (cheaper than a second train.py run)

@@ -21,5 +21,5 @@ def test_every_piece_survives_a_kill(tmp_path):
     pieces = json.loads(out.read_text())["pieces"]
     assert sorted(pieces) == ["datasets", "evaluate", "solve", "train"]
     for name, row in pieces.items():
-        assert row["runs"] == row["equal"] == 1 and row["whole_leftovers"], (name, row)
-    assert sum(row["kills"] for row in pieces.values()) >= 3  # the kills really landed
+        # kills == 1: the kill landed (a run that outran it shortens the next delay)
+        assert row["runs"] == row["equal"] == row["kills"] == 1 and row["whole_leftovers"], (name, row)

@@ -123,7 +123,11 @@ def main(argv=None) -> dict:
     if getattr(args, "data", None) and (args.data_boards is not None or args.data_beam_width is not None):
         flags.fail(learner_parser, "--data-boards and --data-beam-width make a data set; with --data none is made")
     seed = runs.RUN_FLAGS["seed"] if args.seed is None else args.seed
-    args.run_dir = args.run_dir or os.path.join("runs", f"{args.learner}-{seed}")
+    if args.run_dir is None:  # checked as a given --run-dir is
+        try:
+            args.run_dir = flags.output_dir(os.path.join("runs", f"{args.learner}-{seed}"))
+        except argparse.ArgumentTypeError as error:
+            flags.fail(learner_parser, f"--run-dir (default): {error}")
     try:
         config = configs.from_flags(args, runs.base_config(learner, args))
     except (ValueError, TypeError) as error:  # runs.RunError is a ValueError

@@ -125,6 +125,7 @@ def base_config(learner: learners.Learner, args):
     """The config ``train.py``'s flags change: ``--preset`` (``default`` when none is
     given), or with ``--resume`` and no ``--preset`` the run's own saved settings, so that
     a run resumes as it was started even where this version's defaults differ."""
+    _require_files(args.run_dir)
     if args.resume and args.preset is None and os.path.exists(os.path.join(args.run_dir, "config.json")):
         saved_learner, saved = read_run_config(args.run_dir)
         if saved_learner is learner:
@@ -369,6 +370,10 @@ class Run:
             for number, record in enumerate(records, start=1):
                 if not game.is_integer(record.get("chunk")):
                     raise ValueError(f"record {number} has no integer 'chunk'")
+                # What a resume reads back: the clock, and the evaluations best/ is judged by.
+                for name in ("seconds", *(k for k in ("greedy_clicks", "greedy_se") if k in record)):
+                    if not isinstance(record.get(name), (int, float)) or isinstance(record.get(name), bool):
+                        raise ValueError(f"record {number}'s {name!r} is not a number")
         except ValueError as error:
             raise RunError(f"{self.metrics_path} is damaged ({error}): remove its damaged lines, or the file "
                            "(losing the log of the steps before), and resume") from None
@@ -452,6 +457,13 @@ class Run:
             return None
         return summary if isinstance(summary, dict) else None
 
+    def forget_summary(self) -> None:
+        if self.primary:
+            try:
+                os.remove(os.path.join(self.directory, "summary.json"))
+            except FileNotFoundError:
+                pass
+
     def finish(self, summary: dict) -> None:
         if self.primary:
             files.atomic_write_json(os.path.join(self.directory, "summary.json"), summary)
@@ -480,6 +492,7 @@ def _lock_run_directory(directory: str) -> filelock.FileLock:
 def _check_run_directory(directory: str, learner: learners.Learner, config, resume: bool) -> None:
     """RunError unless ``directory`` can take this run: a new one where nothing of a run
     is, or a resume of the same learner with the same settings."""
+    _require_files(directory)
     if not os.path.exists(os.path.join(directory, "config.json")):
         written = ("checkpoints", BEST_DIR, "metrics.jsonl", "summary.json")  # what a run writes beside config.json
         left = [name for name in written if os.path.isfile(os.path.join(directory, name))
@@ -495,16 +508,31 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
         if never_began(directory):  # its start failed (an error, XLA's abort, out of memory): begin again
             return
         raise RunError(f"{directory} already holds a run; pass --resume or another --run-dir")
-    saved_learner, saved_config = read_run_config(directory)
-    if saved_learner is not learner:
-        raise RunError(f"{directory} holds a run of {saved_learner.name}, not {learner.name}: resume it "
-                       f"with the {saved_learner.name} learner or use another --run-dir")
+    saved_learner, saved_config = _require_learner(directory, learner)
     if saved_config != config:
         began = "; it never finished a step, so without --resume these settings start there anew" if \
             never_began(directory) else ""
         raise RunError(f"{directory} holds a run of {saved_learner.name} with other settings "
                        f"({configs.differences(configs.to_json(saved_config), configs.to_json(config))}): "
                        f"resume it with the same ones or use another --run-dir{began}")
+
+
+def _require_files(directory: str) -> None:
+    """RunError where a file a run keeps is something else (a folder)."""
+    for name in ("config.json", "metrics.jsonl", "summary.json"):
+        if os.path.exists(os.path.join(directory, name)) and not os.path.isfile(os.path.join(directory, name)):
+            raise RunError(f"{os.path.join(directory, name)} is not a file, so {directory} holds no run this "
+                           "command can write: move it away or use another --run-dir")
+
+
+def _require_learner(directory: str, learner: learners.Learner) -> tuple[learners.Learner, Any]:
+    """The run's saved learner and config (``read_run_config``); RunError where the learner
+    is another than ``learner``."""
+    saved_learner, saved_config = read_run_config(directory)
+    if saved_learner is not learner:
+        raise RunError(f"{directory} holds a run of {saved_learner.name}, not {learner.name}: resume it "
+                       f"with the {saved_learner.name} learner or use another --run-dir")
+    return saved_learner, saved_config
 
 
 def never_began(directory: str) -> bool:
@@ -560,6 +588,9 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     chunks already done and the state (fresh, or the checkpoint ``args.resume`` finds).
     ``args``' run flags left out are filled in (``settle_run_flags``). Raises RunError
     before any file is written for settings the learner cannot run with."""
+    _require_files(args.run_dir)
+    if args.resume and os.path.isfile(os.path.join(args.run_dir, "config.json")):
+        _require_learner(args.run_dir, learner)  # before its run flags are compared, which it would explain
     run_flags = settle_run_flags(learner, args)
     try:
         learner.check(config, args)
@@ -577,6 +608,9 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
         done = 0
         if args.resume and run.checkpoints.steps():
             done, state = run.restore(state, args.resume_step)
+        elif args.resume and args.resume_step is not None:  # starting over would delete what it asks for
+            raise RunError(f"no checkpoint {args.resume_step} in {run.checkpoints.directory}; there are none "
+                           "(leave --resume-step out to start the run over)")
         elif args.resume:  # killed before its first checkpoint: what it logged is redone
             run.start_over()
     except BaseException:
@@ -601,12 +635,15 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
     if done == trainer.total and run.best.steps() and (summary := run.summary()) is not None:
         print(f"{run.directory} finished its {trainer.total} {learner.unit}s already: nothing to do")
         return summary
+    if done < trainer.total:  # resumed before its end (--resume-step): a summary there is of steps undone
+        run.forget_summary()
     evaluate = progress_evaluation(evaluation_boards(config.game, args.eval_boards), learner, config)
 
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
     interval = args.checkpoint_seconds or CHECKPOINT_SECONDS
     next_save = run.seconds() + interval
-    with progress_bar(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name) as bar:
+    with progress_bar(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name,
+                      enabled=run.primary) as bar:
         for index in range(done + 1, trainer.total + 1):
             state, metrics = trainer.step(state, index)
             record = {"chunk": index, **metrics}
@@ -622,8 +659,8 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
             if due or index == trainer.total or out_of_time:
                 run.save(run.checkpoints, index, state)
                 next_save = run.seconds() + interval
-            bar.set_postfix(greedy=record.get("greedy_clicks", float("nan")),
-                            argmax=record.get("argmax_clicks", float("nan")))
+            if "greedy_clicks" in record:  # the last evaluation stays shown between evaluations
+                bar.set_postfix(greedy=record["greedy_clicks"], argmax=record.get("argmax_clicks", float("nan")))
             bar.update()
             if out_of_time:
                 print(f"stopped after {args.minutes} minutes at {learner.unit} {index}; continue with --resume")
