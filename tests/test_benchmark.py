@@ -564,32 +564,18 @@ def test_the_equal_time_benchmark_says_in_one_line_when_its_minutes_are_too_few(
     assert "ends before the first update" in err and not os.path.exists(tmp_path / "out" / "dqn-sampled.json")
 
 
-def test_the_former_solvers_benchmark_reuses_rows_only_of_its_boards_and_settings(tmp_path, monkeypatch, capsys):
-    """A row kept for line 3 under another time limit (or of another board) was reused, and
-    its figures printed under this run's settings."""
-    former_solvers = _benchmark("former_solvers", monkeypatch)
-    (tmp_path / "tommyod").mkdir()
-    (tmp_path / "tommyod" / "solvers.py").write_text("")
-    boards = tmp_path / "boards.txt"
-    boards.write_text("# width=7 height=9\n" + "1" * 63 + "\n")
-    out = tmp_path / "rows.jsonl"
-    out.write_text(json.dumps({"line": 2, "board": "1" * 63, "settings": {"time_limit": 5.0, "table_bits": 28},
-                               "ours": {}, "theirs": {}}) + "\n")
-    with pytest.raises(SystemExit):
-        former_solvers.main(["--tommyod", str(tmp_path / "tommyod"), "--boards", str(boards), "--time-limit", "60",
-                             "--out", str(out)])
-    assert "holds line 2 for another board or other settings" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("kept, words", [
+    # A row kept under another time limit was reused, its figures printed under this run's settings.
+    ({"line": 2, "board": "1" * 63, "settings": {"time_limit": 5.0, "table_bits": 28}, "ours": {}, "theirs": {}},
+     "holds line 2 for another board or other settings"),
     # A row kept before the settings named the code: the solvers may have changed since.
     ({"line": 2, "board": "1" * 63, "settings": {"time_limit": 60.0, "table_bits": 28}, "ours": {}, "theirs": {}},
      "holds line 2 for another board or other settings"),
     ("not json", "is not this benchmark's log"),
     ({"board": "1" * 63}, "is not this benchmark's log"),  # JSON, but no line number
 ])
-def test_the_former_solvers_benchmark_refuses_rows_of_other_code_or_another_log(tmp_path, monkeypatch, capsys, kept,
-                                                                                  words):
+def test_the_former_solvers_benchmark_reuses_rows_only_of_its_boards_settings_and_code(tmp_path, monkeypatch, capsys,
+                                                                                      kept, words):
     former_solvers = _benchmark("former_solvers", monkeypatch)
     (tmp_path / "tommyod").mkdir()
     (tmp_path / "tommyod" / "solvers.py").write_text("")
