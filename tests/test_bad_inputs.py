@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import evaluate
 import jaxdust
 from jaxdust.core import boards as board_io
-from jaxdust.core import files, render
+from jaxdust.core import configs, files, render
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
@@ -234,7 +234,10 @@ FILE_CASES = [
     ("solver-file", ["{board file}", "--out", "{no newline}"], ["notes.txt:1 is not a JSON record"]),
     ("solver-file", ["{board file}", "--out", "{other records}"], ["metrics.jsonl:1 is not a solver result"]),
     ("ranking", ["--out", "{folder}"], ["--out", "is a directory"]),
+    ("solver-file", ["{board file}", "--board-file", "proven/"], ["--board-file", "proven/ names a folder, not a file"]),
     ("train", ["bogus"], ["unknown learner 'bogus'", "avi"]),
+    ("train", ["dqn", "--rewards-click", "1"], ["--rewards-click must be negative"]),  # it named a --rewards
+    ("train", ["dqn", "--max-clicks", str(2**31)], ["--max-clicks must be below 2^31"]),  # jit's OverflowError
     ("train", ["--resume-step", "3"], ["--resume-step needs --resume"]),
     ("train", ["--checkpoint-every", "2", "--checkpoint-seconds", "5"], ["--checkpoint-every or --checkpoint-seconds"]),
     ("train", ["--distributed", "--num-processes", "2", "--process-id", "2"], ["--process-id 2 must be below"]),
@@ -426,9 +429,15 @@ def test_json_lines_recover_or_refuse_without_losing_data(data, tmp_path_factory
         assert path.read_bytes() == data  # refused: left as it was
         return
     kept = path.read_bytes()
-    torn = data[len(kept):]
-    assert data.startswith(kept) and (kept == data or (torn.startswith(b"{") and b"\n" not in torn))
-    assert len(records) == kept.count(b"\n")
+    if kept == data + b"\n":  # a whole last record, its newline added
+        assert isinstance(json.loads(data.splitlines()[-1]), dict)
+    else:
+        torn = data[len(kept):]
+        assert data.startswith(kept) and (kept == data or (torn.startswith(b"{") and b"\n" not in torn))
+        if torn:
+            with pytest.raises(ValueError):
+                json.loads(torn)
+    assert len(records) == kept.count(b"\n") and kept[-1:] in (b"", b"\n")
 
 
 # ---------------------------------------------------------------------------------------
@@ -445,7 +454,6 @@ API_CASES = [
     (lambda: jaxdust.solve("1" * 48, beam_width=2**70), "beam_width must be an integer in 0..16777216"),
     (lambda: jaxdust.solve("1" * 48, prune="no"), "prune must be True or False, got 'no'"),
     (lambda: jaxdust.game_gif(jnp.ones((4, 3), jnp.int8)), "game_gif takes a game's positions"),
-    (lambda: jaxdust.solve("1" * 72, width=9), "width"),
     (lambda: jaxdust.solve(np.ones((9, 8), int)), "at most 64 cells"),
     (lambda: jaxdust.solve("2" * 48, colors=1), "colour 2"),
     (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=0), "width"),
@@ -461,7 +469,10 @@ API_CASES = [
     (lambda: dqn.DQNConfig(total_steps=10), r"total_steps \(10\) ends before the first update: learning_starts"),
     (lambda: dqn.DQNConfig(rewards=jaxdust.Rewards(click=0.0)), "click must be negative"),
     (lambda: dqn.DQNConfig(gamma=0.0), "gamma must be above 0"),
-    (lambda: dqn.DQNConfig(gamma=0.9, rewards=jaxdust.Rewards(clear=-20.0)), r"clear \(-20.0\) must be above click"),
+    # A hand-edited config.json: "false" is a true string, and 1 stood in for True.
+    (lambda: configs.from_json(avi.AVIConfig, {"features": "false"}), "AVIConfig.features must be a JSON bool"),
+    (lambda: configs.from_json(dqn.DQNConfig, {"num_envs": True}), "DQNConfig.num_envs must be a JSON int"),
+    (lambda: dqn.DQNConfig(gamma=0.9, rewards=jaxdust.Rewards(clear=-20.0)), r"rewards_clear \(-20.0\) must be above the click reward / \(1 - gamma\)"),
     # One iteration's transitions written twice into one slot: the later ones lost.
     (lambda: dqn.DQNConfig(num_envs=512, buffer_size=256, batch_size=256, learning_starts=256),
      r"num_envs \(512\) cannot exceed buffer_size \(256\)"),

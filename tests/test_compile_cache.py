@@ -25,6 +25,24 @@ def test_the_directory_follows_the_variable_then_the_user_cache(tmp_path):
         assert compile_cache.default_directory({compile_cache.VARIABLE: off}) is None
 
 
+def test_a_cache_folder_that_cannot_be_one_leaves_the_cache_off_with_one_warning(tmp_path, monkeypatch):
+    """JAX warned at every compile instead (a file there, or a folder under a file)."""
+    (tmp_path / "file").write_text("")
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    jax_config = compile_cache.jax.config
+    kept = jax_config.jax_compilation_cache_dir  # another test in this process may have enabled one
+    jax_config.update("jax_compilation_cache_dir", None)  # else enable() keeps JAX's and tests nothing
+    try:
+        for value in ("file", "file/sub"):
+            monkeypatch.setenv(compile_cache.VARIABLE, str(tmp_path / value))
+            with pytest.warns(UserWarning, match=f"no XLA compilation cache .*set {compile_cache.VARIABLE}"):
+                assert compile_cache.enable() is None
+    finally:
+        jax_config.update("jax_compilation_cache_dir", kept)
+    monkeypatch.chdir(tmp_path)  # a relative folder: from where the command starts, made absolute
+    assert compile_cache.default_directory({compile_cache.VARIABLE: "rel"}) == str(tmp_path / "rel")
+
+
 def _enable_in_a_new_process(environment: dict) -> dict:
     """``enable()`` twice in a fresh process (JAX reads its variables on import), with the
     variable off and then on, compiling one program after each."""

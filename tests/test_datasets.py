@@ -64,6 +64,19 @@ def test_proven_labels_are_the_optimum(small_set):
         assert solve(data.boards[row], colors=4).length <= data.cost_to_go[row]
 
 
+def test_labels_under_a_tight_node_limit_are_never_below_the_optimum_nor_called_proven_above_it(tmp_path):
+    """SMALL proves every board, so the labels the searches' limits leave unproven (and the
+    tails re-searched from them) were never tested."""
+    config = DatasetConfig(GameConfig(6, 5, 5), boards=12, seed=7, node_limit=500, shard_size=5)
+    make_dataset(str(tmp_path), config, jobs=1, progress=False)
+    data = load_dataset(str(tmp_path))
+    optimum = np.array([solve(board, colors=5).length for board in data.boards])
+    assert (data.cost_to_go >= optimum).all()
+    np.testing.assert_array_equal(data.cost_to_go[data.proven], optimum[data.proven])
+    above = data.cost_to_go > optimum
+    assert above.any() and (~data.proven).sum() > above.sum()  # both kinds of unproven label are here
+
+
 def test_positions_are_unique_up_to_the_mirror(small_set):
     _, data = small_set
     keys = [datasets.canonical_key(board) for board in data.boards]

@@ -287,14 +287,14 @@ def test_boards_csv_names_the_agents_that_did_not_clear_a_board(tmp_path):
     "argv, message",
     [
         (["--boards", "no/such/file.txt"], "no such file: no/such/file.txt"),
-        (["--agents", "largest,telepathy"], "unknown agent"),
+        (["--agents", "largest,telepathy"], "--agents: unknown agent 'telepathy'; choose from random, largest,"),
     ],
 )
 def test_evaluate_cli_errors_are_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         evaluate.main(argv)
-    text = str(exit_info.value.code) + capsys.readouterr().err
-    assert message in text
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and line.startswith("evaluate.py: error: ") and message in line
 
 
 def test_evaluate_cli_names_a_malformed_line(tmp_path, capsys):

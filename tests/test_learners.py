@@ -292,6 +292,16 @@ def test_imitation_splits_by_board_and_mirrors(beam_data):
     held_out = np.unique(beam_data.board_id)[-12:]
     assert validation.boards.shape[0] == np.isin(beam_data.board_id, held_out).sum()
     assert train.boards.shape[0] == 2 * (len(beam_data.boards) - validation.boards.shape[0])
+    # The second half is the first mirrored (not copied), each click with its board.
+    half = train.boards.shape[0] // 2
+    boards, clicked = np.asarray(train.boards), np.asarray(train.clicked).reshape(train.boards.shape)
+    np.testing.assert_array_equal(boards[half:], boards[:half, ::-1])
+    np.testing.assert_array_equal(clicked[half:], clicked[:half, ::-1])
+    assert not np.array_equal(boards[half:], boards[:half])
+    for board, click in zip(boards[half:half + 20], clicked[half:half + 20]):
+        cells = {tuple(cell) for cell in np.argwhere(click)}
+        assert any(cells == set(cluster) for cluster in fr.clusters(board))  # a cluster of its own board
+    np.testing.assert_array_equal(train.cost_to_go[half:], train.cost_to_go[:half])
     too_large = dataclasses.replace(config, batch_size=train.boards.shape[0] + 1)  # not one batch: refused
     with pytest.raises(ValueError, match=f"training split holds {train.boards.shape[0]} positions, fewer than"):
         imitation.make_imitation(too_large, beam_data)

@@ -42,8 +42,14 @@ def test_ci_runs_the_readme_test_command():
 @pytest.mark.slow
 def test_readme_api_example_runs():
     code = re.search(r"## API in ten lines\n\n```python\n(.*?)```", README, re.S).group(1)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    check = "\nprint(gif[:6], tuple(state.board.shape), int(removed), int(timestep.reward.min()))\n"
+    result = subprocess.run([sys.executable, "-c", code + check], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
+    *letters, printed, checked = result.stdout.splitlines()
+    assert len(letters) == 6 and all(len(row) == 8 and row.isalpha() for row in letters)  # 8x6, top row first
+    assert printed == "11 True 11"  # the board's proven optimum, which the width-500 beam finds too
+    assert checked.startswith("b'GIF8") and "(4096, 8, 6)" in checked
+    assert int(checked.split()[-2]) >= 1 and int(checked.split()[-1]) >= -1  # a cluster removed; masks pick legal clicks
 
 
 @pytest.mark.slow

@@ -169,6 +169,21 @@ def test_env_rewards_masks_and_ends_follow_the_rules(env_id):
             assert jaxdust.score(board, line, "clickomania") == board.size - total
 
 
+def test_a_samegame_game_that_clears_gets_the_clear_bonus_on_its_last_click():
+    """Random 15x15x5 games never clear, so the test above never reaches the bonus."""
+    env = jaxdust.make("SameGame-15x15x5-v0")
+    board = np.ones((15, 15), np.int8)
+    board[:, :5] = 2  # two clicks: the 75 twos at the bottom, then the 150 ones above them
+    state, timestep = env.reset(jax.random.key(0), jnp.asarray(board))
+    rewards = []
+    for x, y in ((0, 0), (0, 0)):
+        state, timestep = env.step(state, jnp.int32(x * 15 + y))
+        rewards.append(float(timestep.reward))
+    assert rewards == [ref.points(75), ref.points(150) + 1000] and rewards[-1] == (150 - 2) ** 2 + 1000
+    assert bool(timestep.last()) and float(timestep.discount) == 0.0
+    assert sum(rewards) == jaxdust.score(board, [(0, 0), (0, 0)], "samegame")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", FAMILY_IDS)
 def test_adapters_and_pictures_for_every_family_id(env_id):

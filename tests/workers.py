@@ -15,3 +15,18 @@ def square_or_die_on_three(item: int) -> int:
 def nap(seconds: float) -> float:
     time.sleep(seconds)
     return seconds
+
+
+class NeedsTwoArguments(Exception):
+    def __init__(self, what: str, why: str):
+        super().__init__(f"{what}: {why}")
+
+
+def raise_a_field_error(item: int) -> int:
+    from jaxdust.core.configs import FieldError  # light: no JAX
+
+    raise FieldError("node_limit", f"must be positive, got {item}")
+
+
+def raise_an_unpicklable_error(item: int) -> int:
+    raise NeedsTwoArguments("item", str(item))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 from collections.abc import Mapping
 
 import jax
@@ -31,8 +32,8 @@ MAX_BYTES = 2 << 30  # a default beam or training program takes 0.1-1 MB
 def default_directory(environ: Mapping[str, str] = os.environ) -> str | None:
     """The cache directory ``enable`` picks when JAX has none (None: ``off``)."""
     value = environ.get(VARIABLE)
-    if value is not None:
-        return None if value.strip().lower() in OFF else value
+    if value is not None:  # a relative folder is taken from where the command starts
+        return None if value.strip().lower() in OFF else os.path.abspath(os.path.expanduser(value))
     base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "jaxdust", "xla")
 
@@ -44,6 +45,13 @@ def enable() -> str | None:
         return jax.config.jax_compilation_cache_dir
     directory = default_directory()
     if directory is None:
+        return None
+    try:  # a file there, or no right to write: JAX would warn at every compile
+        os.makedirs(directory, exist_ok=True)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError(f"cannot write into {directory}")
+    except OSError as error:
+        warnings.warn(f"no XLA compilation cache ({error}); set {VARIABLE} to a folder, or to off", stacklevel=2)
         return None
     jax.config.update("jax_compilation_cache_dir", directory)
     # JAX's default is no limit; a limit needs filelock (a dependency, absent only from an

@@ -48,8 +48,15 @@ def from_json(config_class, data: dict):
             value = from_json(kind, value)
         elif typing.get_origin(kind) is tuple and isinstance(value, list):
             value = tuple(value)
+        elif kind in _SCALARS and not _SCALARS[kind](value):  # "false" would read as true
+            raise TypeError(f"{config_class.__name__}.{name} must be a JSON {kind.__name__}, got {value!r}")
         values[name] = value
     return config_class(**values)
+
+
+_SCALARS = {bool: lambda v: isinstance(v, bool), str: lambda v: isinstance(v, str),
+            int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+            float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 class FieldError(ValueError):
@@ -61,11 +68,16 @@ class FieldError(ValueError):
         self.field = field
         self.problem = message
 
+    def __reduce__(self):  # raised in a worker process, it is pickled back to the caller
+        return type(self), (self.field, self.problem)
 
-def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), layers=()) -> None:
+
+def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), layers=(), wide=()) -> None:
     """Range checks for a config's ``__post_init__``: FieldError for the first field out of
-    range. Every number named must also be finite and (for int fields) an int; ``layers``
-    are tuples (or lists, as JSON keeps them) of positive ints: widths or channels."""
+    range. Every number named must also be finite and (for int fields) an int below 2^31
+    (sizes, counts and indices become int32 in arrays) unless named in ``wide`` (totals
+    that stay Python ints); ``layers`` are tuples (or lists, as JSON keeps them) of
+    positive ints: widths or channels."""
     for name in layers:
         value = getattr(config, name)
         if not isinstance(value, (tuple, list)) or not all(
@@ -83,6 +95,8 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
                 raise FieldError(name, f"must be a Python int or float, got {type(value).__name__} {value!r}")
             if not math.isfinite(value) or not ok(value):
                 raise FieldError(name, f"must be {wanted}, got {value!r}")
+            if hints[name] is int and value >= flags.INT32_LIMIT and name not in wide:
+                raise FieldError(name, f"must be below 2^31 = {flags.INT32_LIMIT:,}, got {value!r}")
 
 
 def require_rules(game_config: GameConfig, supported: tuple[str, ...], what: str) -> None:

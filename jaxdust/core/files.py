@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
 from typing import Any, BinaryIO, Callable
@@ -19,13 +20,20 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> None:
     """``write(file)`` into a temporary file beside ``path``, fsync it, then rename it over
-    (for data too large to hold twice in memory, e.g. ``numpy.savez`` of big arrays)."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
+    (for data too large to hold twice in memory, e.g. ``numpy.savez`` of big arrays). As a
+    plain ``open(path, "w")`` would, it writes through a symbolic link and keeps an
+    existing file's mode."""
+    path = os.path.realpath(os.fspath(path))
+    directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=TEMPORARY_PREFIX, suffix=os.path.basename(path))
+    # The name's end only: a temporary name must fit the same 255 bytes as the file's own.
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=TEMPORARY_PREFIX, suffix=os.path.basename(path)[-64:])
     try:
-        os.chmod(temporary, 0o666 & ~current_umask())  # mkstemp makes 0600; match a plain open()
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~current_umask()  # mkstemp makes 0600; match a plain open()
+        os.chmod(temporary, mode)
         with os.fdopen(handle, "wb") as file:
             write(file)
             file.flush()
@@ -35,11 +43,34 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+    _sync_directory(directory)  # the rename itself survives a power cut
+
+
+def _sync_directory(directory: str) -> None:
+    try:
+        descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # a platform that cannot open folders (Windows)
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:  # some filesystems refuse fsync on a folder
+        pass
+    finally:
+        os.close(descriptor)
 
 
 def current_umask() -> int:
-    """The process's umask (reading it means setting it: it is set back at once), for
-    files and folders made private by ``tempfile`` to get the modes a plain one would."""
+    """The process's umask, for files and folders made private by ``tempfile`` to get the
+    modes a plain one would. Read from /proc where it can be: elsewhere reading it means
+    setting it (to 0, at once set back), a moment in which another thread's new files
+    would be open to all."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -106,7 +137,9 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
     """The records (JSON objects, one per line) of a file written by appending, *repairing
     the file* (unless ``repair`` is False: e.g. a second process that only reads): a torn
     last line (a process killed mid-write: the start of an object, no newline at its end)
-    is cut off it, so appending can continue cleanly. A missing file reads as no records.
+    is cut off it, so appending can continue cleanly; a whole object without its newline
+    (no prefix of an object parses but the object itself) is kept and the newline added.
+    A missing file reads as no records.
 
     Raises:
       ValueError: when any other line is not a JSON object (the file was not written by
@@ -118,18 +151,22 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
     with open(path, "rb") as handle:
         lines = handle.readlines()
     for number, line in enumerate(lines, start=1):
-        if not line.endswith(b"\n") and line.startswith(b"{"):  # torn, even if it parses
-            break
         try:
             record = json.loads(line)
         except ValueError:
             record = None
+        if not line.endswith(b"\n") and line.startswith(b"{") and not isinstance(record, dict):
+            break  # torn
         if not isinstance(record, dict):
             raise ValueError(f"{path}:{number} is not a JSON record; is it a file this program "
                              "wrote? (nothing was changed)")
         records.append(record)
         keep += len(line)
-    if repair and keep < sum(len(line) for line in lines):
+    size = sum(len(line) for line in lines)
+    if repair and keep < size:
         with open(path, "r+b") as handle:
             handle.truncate(keep)
+    elif repair and lines and not lines[-1].endswith(b"\n"):  # a whole last record: appending goes on a new line
+        with open(path, "ab") as handle:
+            handle.write(b"\n")
     return records

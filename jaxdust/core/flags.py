@@ -185,6 +185,8 @@ def output_file(text: str) -> str:
         raise argparse.ArgumentTypeError("must be a file name (- for standard output is not supported here)")
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
+    if text.endswith((os.sep, "/")) or os.path.basename(text) in (".", ".."):  # refused only at the write, after the work
+        raise argparse.ArgumentTypeError(f"{text} names a folder, not a file")
     return _creatable(text, os.path.dirname(os.path.abspath(text)))
 
 

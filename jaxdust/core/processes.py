@@ -61,7 +61,10 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         for future in (futures if in_order else concurrent.futures.as_completed(futures)):
             yield future.result()
         finished = True
-    except BrokenProcessPool:
+    except BrokenProcessPool as error:
+        if error.__cause__ is not None:  # alive, but what it sent back (a result, an error) could not be read here
+            lines = [line for line in str(error.__cause__).splitlines() if line.strip(" '")]
+            raise WorkerDied(f"a worker's result could not be passed back: {lines[-1] if lines else error}") from None
         raise WorkerDied("a worker process died (killed, or out of memory? Or, in a script, workers started outside "
                          "`if __name__ == \"__main__\":`: each worker imports the script again)") from None
     finally:  # the caller stopped early or failed (Ctrl-C): start no more items

@@ -67,7 +67,7 @@ class DatasetConfig:
             raise ValueError(f"data sets are labelled for fewest clicks: the {', '.join(CLICK_RULES)} rules, "
                              f"not {self.game.rules!r}")
         configs.require(self, positive=("boards", "node_limit", "beam_width", "shard_size"),
-                        non_negative=("seed",))
+                        non_negative=("seed",), wide=("node_limit", "seed", "boards", "beam_width"))  # capped below
         for field, most in (("boards", MAX_BOARDS), ("beam_width", MAX_BEAM_WIDTH)):
             if getattr(self, field) > most:  # past these, memory runs out
                 raise configs.FieldError(field, f"must be at most {most:,}, got {getattr(self, field):,}")

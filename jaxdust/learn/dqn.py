@@ -83,7 +83,7 @@ class DQNConfig:
                         non_negative=("learning_starts", "target_period", "random_moves_per_game"),
                         unit_interval=("final_lr_fraction", "gamma", "target_mix", "epsilon_start", "epsilon_end",
                                        "epsilon_fraction"),
-                        layers=("hidden",))
+                        layers=("hidden",), wide=("total_steps",))
         if self.bootstrap not in ("max", "mean"):
             raise configs.FieldError("bootstrap", f"must be 'max' or 'mean', got {self.bootstrap!r}")
         if self.batch_size > self.buffer_size:
@@ -99,16 +99,16 @@ class DQNConfig:
                                                     f"{self.first_update + 1} iterations of {self.num_envs} games, the "
                                                     f"run has {self.iterations}")
         if self.rewards.click >= 0:  # the values' scale in clicks divides by it (agents.QScorer)
-            raise configs.FieldError("rewards", f"click must be negative (a cost per click), got {self.rewards.click}")
+            raise configs.FieldError("rewards_click", f"must be negative (a cost per click), got {self.rewards.click}")
         # The values are read back as clicks left (agents.clicks_from_value): at gamma 0 every
         # board is worth its next reward, and where clearing is worth no more than clicking
         # forever, shorter games are not worth more; either way the scorer cannot rank boards.
         if self.gamma == 0:
             raise configs.FieldError("gamma", "must be above 0 (at 0 the values say nothing of the clicks left)")
         if self.gamma < 1 and self.rewards.clear <= self.rewards.click / (1 - self.gamma):
-            raise configs.FieldError("rewards", f"clear ({self.rewards.clear}) must be above click / (1 - gamma) "
-                                                f"({self.rewards.click / (1 - self.gamma):g}, the value of clicking "
-                                                f"forever), or shorter games are not worth more")
+            raise configs.FieldError("rewards_clear", f"({self.rewards.clear}) must be above the click reward / "
+                                                      f"(1 - gamma) ({self.rewards.click / (1 - self.gamma):g}, the "
+                                                      f"value of clicking forever), or shorter games are not worth more")
         if self.backup not in ("sampled", "full"):
             raise configs.FieldError("backup", f"must be 'sampled' or 'full', got {self.backup!r}")
         if self.backup == "full" and (not self.mask_actions or self.bootstrap != "max" or self.target_mix != 1.0):

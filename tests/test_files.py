@@ -1,0 +1,40 @@
+"""``jaxdust.core.files``: an atomic write behaves as a plain ``open(path, "w")`` would."""
+
+import os
+
+from jaxdust.core import files
+
+
+def test_an_atomic_write_keeps_an_existing_files_mode(tmp_path):
+    path = tmp_path / "private.json"
+    path.write_text("{}")
+    os.chmod(path, 0o600)  # it had become the umask's 0644
+    files.atomic_write_json(path, {"a": 1})
+    assert path.stat().st_mode & 0o777 == 0o600 and path.read_text().startswith("{")
+
+
+def test_a_new_file_gets_the_umasks_mode(tmp_path):
+    previous = os.umask(0o027)
+    try:
+        assert files.current_umask() == 0o027
+        files.atomic_write_bytes(tmp_path / "new", b"x")
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o640
+
+
+def test_an_atomic_write_goes_through_a_symbolic_link(tmp_path):
+    """The link was replaced by a file, its target left with the old data."""
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    files.atomic_write_bytes(link, b"new")
+    assert link.is_symlink() and target.read_bytes() == b"new"
+
+
+def test_an_atomic_write_takes_a_name_as_long_as_a_plain_open_does(tmp_path):
+    """The temporary name held the whole name: past ~240 bytes it was too long."""
+    path = tmp_path / ("x" * 250)
+    files.atomic_write_bytes(path, b"data")
+    assert path.read_bytes() == b"data" and os.listdir(tmp_path) == ["x" * 250]
