@@ -48,6 +48,10 @@ def test_expand_values_every_distinct_child_like_the_oracle():
             np.testing.assert_array_equal(children[index[i, cell]], child)  # the beam reads children here
             seen.add(int(labels[i, cell]))
         assert len(seen) == len(set(labels[i][labels[i] >= 0]))  # every cluster once
+        for cell in range(20):  # each cell labelled with its cluster's first cell, empty ones not at all
+            x, y = divmod(cell, 4)
+            first = np.flatnonzero(ref.cluster_mask(board, x, y).reshape(-1)).min() if board[x, y] else -1
+            assert labels[i, cell] == first or (first < 0 and labels[i, cell] < 0)
 
 
 def test_expand_reports_children_beyond_its_slots():
