@@ -117,23 +117,25 @@ def run_to_end(command: list) -> float:
 
 def killed_run(piece: str, out: str, kills: int, duration: float, rng: random.Random) -> dict:
     """Start, kill after random delays ``kills`` times (restarting each time), then finish.
-    ``duration`` is a whole run's seconds; a run that ends before its kill shortens it (the
-    reference run was the cold one: later ones load XLA's and numba's caches)."""
+    ``duration`` is a whole run's seconds; a whole run that ends before its kill shortens it
+    (the reference run was the cold one: later ones load XLA's and numba's caches)."""
     command_for = PIECES[piece][0]
     done = {"kills": 0, "finished_before_kill": 0, "whole_leftovers": True}
     for _ in range(4 * kills):
         if done["kills"] == kills:
             break
-        started = time.perf_counter()
+        started, whole = time.perf_counter(), not os.listdir(out)  # a whole run, not a resumed one
         process = subprocess.Popen(command_for(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             # A restarted run has less left to do: kill within the first 80% of a whole one.
             if process.wait(timeout=rng.uniform(0.1, 0.8) * duration) != 0:
                 raise RuntimeError(f"{piece} failed on its own after {done['kills']} kill(s) in {out}")
             done["finished_before_kill"] += 1
-            duration = min(duration, time.perf_counter() - started)
+            if whole:
+                duration = min(duration, time.perf_counter() - started)
             shutil.rmtree(out)  # it won the race: start over, so the next kill lands
             os.makedirs(out)
+            done["kills"] = 0  # those kills are not in the history of the run that is checked
         except subprocess.TimeoutExpired:
             process.send_signal(signal.SIGKILL)
             process.wait()

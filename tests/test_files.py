@@ -35,6 +35,7 @@ def test_an_atomic_write_goes_through_a_symbolic_link(tmp_path):
 
 def test_an_atomic_write_takes_a_name_as_long_as_a_plain_open_does(tmp_path):
     """The temporary name held the whole name: past ~240 bytes it was too long."""
-    path = tmp_path / ("x" * 250)
-    files.atomic_write_bytes(path, b"data")
-    assert path.read_bytes() == b"data" and os.listdir(tmp_path) == ["x" * 250]
+    for name in ("x" * 250, "\U0001F600" * 63):  # 250 bytes; 252 bytes in 63 characters
+        files.atomic_write_bytes(tmp_path / name, b"data")
+        assert (tmp_path / name).read_bytes() == b"data"
+    assert sorted(os.listdir(tmp_path)) == sorted(["x" * 250, "\U0001F600" * 63])

@@ -790,6 +790,14 @@ def _settled(run_dir, *flags):
     return args, runs.settle_run_flags(learners.get("imitation"), args)
 
 
+@pytest.mark.parametrize("learner", ["avi", "dqn", "imitation"])
+def test_a_new_runs_config_is_read_from_flags_without_a_run_directory(learner):
+    """What the GPU suite and the learners benchmark call: it once read a run directory the
+    flags had not named (None) and ended in a TypeError."""
+    args, config = cli.new_run_config(learner, ["--seed", "4"])
+    assert args.run_dir is None and args.seed == 4 and config == learners.get(learner).presets["default"]
+
+
 def test_a_resumed_run_takes_its_own_run_flags_and_refuses_others(tmp_path, monkeypatch):
     data = tmp_path / "data"
     (data / "x").mkdir(parents=True)

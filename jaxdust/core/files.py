@@ -26,8 +26,10 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
     path = os.path.realpath(os.fspath(path))
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    # The name's end only: a temporary name must fit the same 255 bytes as the file's own.
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=TEMPORARY_PREFIX, suffix=os.path.basename(path)[-64:])
+    # The name's last 64 bytes only: a temporary name must fit the same 255 bytes as the
+    # file's own (a cut through a character decodes as surrogates, which encode back).
+    suffix = os.fsdecode(os.fsencode(os.path.basename(path))[-64:])
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=TEMPORARY_PREFIX, suffix=suffix)
     try:
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)

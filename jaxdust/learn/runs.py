@@ -125,8 +125,8 @@ def base_config(learner: learners.Learner, args):
     """The config ``train.py``'s flags change: ``--preset`` (``default`` when none is
     given), or with ``--resume`` and no ``--preset`` the run's own saved settings, so that
     a run resumes as it was started even where this version's defaults differ."""
-    _require_files(args.run_dir)
     if args.resume and args.preset is None and os.path.exists(os.path.join(args.run_dir, "config.json")):
+        _require_files(args.run_dir)
         saved_learner, saved = read_run_config(args.run_dir)
         if saved_learner is learner:
             return saved
