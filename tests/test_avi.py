@@ -54,6 +54,24 @@ def test_expand_values_every_distinct_child_like_the_oracle():
             assert labels[i, cell] == first or (first < 0 and labels[i, cell] < 0)
 
 
+def test_a_position_missing_some_children_gets_no_backup_only_its_cap():
+    """The minimum over the children that fitted was its target (too high where the best
+    child did not fit, and the policy's target over its first clusters only)."""
+    boards = random_boards(3, GameConfig(5, 4, 3), seed=3)
+    reference = [1.0 + min(float((ref.click(board, x, y)[0] != 0).sum()) for x in range(5) for y in range(4))
+                 for board in np.asarray(boards)]
+    cap = jnp.array([jnp.inf, jnp.inf, 7.0])
+    full = expand(boards, slots=3 * 20, value_fn=occupied_cells)
+    target, _, complete = avi.value_targets(full.values, full.labels, cap)
+    assert np.asarray(complete).all() and list(np.asarray(target)) == [*reference[:2], min(reference[2], 7.0)]
+    first = int(np.isfinite(np.asarray(full.values[0])).sum())
+    part = expand(boards, slots=first + 2, value_fn=occupied_cells)  # board 1 keeps 2 children, board 2 none
+    target, backup, complete = avi.value_targets(part.values, part.labels, cap)
+    assert list(np.asarray(complete)) == [True, False, False] and float(target[0]) == reference[0]
+    assert np.isinf(target[1]) and np.isfinite(backup[1])  # a partial minimum: no target at all
+    assert float(target[2]) == 7.0  # a line's position keeps its cap
+
+
 def test_expand_reports_children_beyond_its_slots():
     boards = random_boards(4, GameConfig(), seed=0)
     expansion = expand(boards, slots=10, value_fn=occupied_cells)

@@ -11,7 +11,9 @@ it ranks children wrongly, the minimum picks a worse child than the best, and th
 is backed up. So the games are played by search: ``num_envs`` slots hold ``num_envs /
 beam_width`` boards, each a beam of ``beam_width`` positions. Every iteration expands the
 children of every slot (compacted over distinct clusters: static shapes, no per-cell
-waste) once, for both the backup and the beam, which keeps the ``beam_width`` best
+waste; a position whose children do not all fit in ``child_share``'s slots, as some fresh
+boards' do not at the start, gets no backup that iteration) once, for both the backup and
+the beam, which keeps the ``beam_width`` best
 distinct children of each board (a share of boards picks at random, to visit positions
 of every quality). When a board's beam clears it, the line it found caps the targets of
 the positions along it (``V(s) <= clicks the line still took from s``); those positions go
@@ -183,17 +185,19 @@ class Runner(NamedTuple):
 
 
 class ChunkMetrics(NamedTuple):
-    """A chunk's means over its updates, except the three counts summed over them."""
+    """A chunk's means over its updates, except ``episodes`` and ``dropped`` (summed over
+    them) and the shares ``capped`` and ``episode_clicks`` (of the whole chunk's counts)."""
 
     loss: jax.Array  # float32 [], mean over the chunk's updates
     value_error: jax.Array  # float32 [], mean |V(s) - y(s)|, clicks
     policy_loss: jax.Array  # float32 [], cross-entropy of the policy over clusters
     policy_agreement: jax.Array  # float32 [], share of positions whose most likely cluster is the target's
-    target: jax.Array  # float32 [], mean backed-up value of the positions trained on
-    capped: jax.Array  # float32 [], share of search-line positions whose cap was below the backup
+    target: jax.Array  # float32 [], mean target of the positions in play trained on, clicks
+    capped: jax.Array  # float32 [], share of the search-line positions trained on whose cap was below the backup
+    line_positions: jax.Array  # float32 [], search-line positions trained on per update
     episodes: jax.Array  # int32 [], boards cleared in the chunk
     episode_clicks: jax.Array  # float32 [], mean clicks of those boards' lines
-    dropped: jax.Array  # int32 [], children beyond child_slots (their positions get less exact targets)
+    dropped: jax.Array  # int32 [], children beyond child_slots (their positions get no backup that update)
 
 
 def select_beam(values: jax.Array, hashes: jax.Array, explore: jax.Array, key: jax.Array, width: int) -> jax.Array:
@@ -214,6 +218,26 @@ def select_beam(values: jax.Array, hashes: jax.Array, explore: jax.Array, key: j
     best_keys, best = jax.lax.top_k(-keys, width)
     best = jnp.where(jnp.isfinite(best_keys), best, best[0])
     return order[best]
+
+
+def value_targets(child_values: jax.Array, labels: jax.Array, cap: jax.Array) -> tuple[jax.Array, ...]:
+    """The value's targets: ``y(s) = min(1 + min over clusters of V_target(child), cap)``.
+
+    Args:
+      child_values: float32 ``[N, W * H]`` (``Expansion.values``: inf at the cells that are
+        no cluster's first, and at clusters whose child fell beyond the slots).
+      labels: int32 ``[N, W * H]``, each cell's cluster's first cell (-1 empty).
+      cap: float32 ``[N]``, the clicks a search line still took from the position (inf: none).
+
+    Returns ``(target, backup, complete)``, ``[N]`` each: the target (inf: none), the
+    backup alone, and whether every cluster's child was valued. A position missing some
+    children has no backup (the minimum over part of its clicks would be too high), only
+    its cap.
+    """
+    backup = 1.0 + jnp.min(child_values, axis=1)
+    cells = labels.shape[1]
+    complete = jnp.sum(jnp.isfinite(child_values), axis=1) == jnp.sum(labels == jnp.arange(cells), axis=1)
+    return jnp.minimum(jnp.where(complete, backup, jnp.inf), cap), backup, complete
 
 
 def policy_targets(child_values: jax.Array, line_cluster: jax.Array, temperature: float,
@@ -319,10 +343,9 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
 
         expansion = expand(boards, slots, lambda b: network.apply(runner.target_params, b)[0], size.rules)
         labels, child_values = expansion.labels, expansion.values
-        backup = 1.0 + jnp.min(child_values, axis=1)
-        target = jnp.minimum(backup, cap)
-        # A position in play whose children all fell beyond the slots has no target; a
-        # line's position still has its line's cap.
+        # A position some of whose children fell beyond the slots is not trained in play, a
+        # line's position only towards its line's cap.
+        target, backup, complete = value_targets(child_values, labels, cap)
         trained = trained & jnp.isfinite(target)
         weight = trained.astype(jnp.float32)
         # The policy trains on one random slot of each board's beam (its slots are close
@@ -348,7 +371,9 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
             # and mctx then spreads its weights over all cells: no target there.
             policy_target = jnp.where(row_labels >= 0, searched.action_weights, 0.0)
         target_cluster = jnp.take_along_axis(row_labels, jnp.argmax(policy_target, axis=1)[:, None], axis=1)[:, 0]
-        row_weight = weight[policy_rows] * jnp.any(policy_target > 0, axis=1)  # an all-zero target teaches nothing
+        # An all-zero target teaches nothing, nor one over part of a position's clusters (its
+        # first ones: the policy would learn the board's left side).
+        row_weight = weight[policy_rows] * jnp.any(policy_target > 0, axis=1) * complete[policy_rows]
 
         def loss_fn(params):
             value, _ = network.apply(params, boards)  # the policy head's work is cut from this call
@@ -415,7 +440,8 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         step = ChunkMetrics(
             loss=loss, value_error=value_error, policy_loss=policy_loss, policy_agreement=agreement,
             target=jnp.sum(jnp.where(trained[:count], target[:count], 0.0)) / jnp.maximum(jnp.sum(trained[:count]), 1),
-            capped=jnp.sum(trained[count:] & (cap[count:] < backup[count:])) / jnp.maximum(jnp.sum(trained[count:]), 1),
+            capped=jnp.sum(trained[count:] & (cap[count:] < backup[count:])).astype(jnp.float32),  # a count here
+            line_positions=jnp.sum(trained[count:]).astype(jnp.float32),
             episodes=jnp.sum(finished), episode_clicks=jnp.sum(jnp.where(finished, length, 0)),
             dropped=expansion.dropped)
         return runner, step
@@ -425,6 +451,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         means = jax.tree.map(jnp.mean, steps)
         episodes = jnp.sum(steps.episodes)
         return runner, means._replace(episodes=episodes, dropped=jnp.sum(steps.dropped),
+                                      capped=jnp.sum(steps.capped) / jnp.maximum(jnp.sum(steps.line_positions), 1),
                                       episode_clicks=jnp.sum(steps.episode_clicks) / jnp.maximum(episodes, 1))
 
     if mesh is None:
