@@ -89,7 +89,8 @@ def test_train_py_in_two_processes_equals_one_process_with_two_devices(tmp_path)
     processes = [start([*AVI, "--run-dir", str(tmp_path / "distributed"), "--devices", "1",
                         *distributed(rank, coordinator)]) for rank in (0, 1)]
     processes.append(start([*AVI, "--run-dir", str(tmp_path / "two-devices"), "--devices", "2"], devices=2))
-    outputs(processes)
+    printed = outputs(processes)
+    assert ['"learner": "avi"' in out for out in printed] == [True, False, True]  # one summary a run
 
     lines, summary = comparable(tmp_path / "distributed")
     assert [line["chunk"] for line in lines] == [1, 2, 3]  # process 0 alone logged

@@ -352,12 +352,12 @@ class Checkpoints:
     def set_aside(self, step: int) -> str:
         """Rename a damaged checkpoint out of orbax's sight (kept for inspection, and its
         step can be saved again); returns the new path."""
-        if jax.process_count() > 1:  # every process looks before process 0 renames: one name for all
-            ocp.multihost.sync_global_processes(f"jaxdust set_aside {step} look")
         target, copy = self._path(step) + DAMAGED, 1
         while os.path.exists(target):
             copy += 1
             target = f"{self._path(step)}{DAMAGED}-{copy}"
+        if jax.process_count() > 1:  # every process has looked before process 0 renames: one name for all
+            ocp.multihost.sync_global_processes(f"jaxdust set_aside {step} looked")
         if jax.process_index() == 0:
             os.rename(self._path(step), target)
         if jax.process_count() > 1:

@@ -136,7 +136,7 @@ def main(argv=None) -> dict:
         summary = runs.train(args.learner, config, args)
     except runs.RunError as error:
         flags.fail(learner_parser, str(error))
-    if summary:
+    if summary and jax.process_index() == 0:  # one summary for a run over several processes
         print(json.dumps(summary, indent=2))
     return summary
 
