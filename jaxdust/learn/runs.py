@@ -108,6 +108,7 @@ def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
     path = os.path.join(directory, "config.json")
     if not os.path.exists(path):
         raise RunError(f"{directory} is not a train.py run directory (no config.json)")
+    _require_files(directory)
     try:
         with open(path) as handle:
             saved = json.load(handle)
@@ -126,7 +127,6 @@ def base_config(learner: learners.Learner, args):
     given), or with ``--resume`` and no ``--preset`` the run's own saved settings, so that
     a run resumes as it was started even where this version's defaults differ."""
     if args.resume and args.preset is None and os.path.exists(os.path.join(args.run_dir, "config.json")):
-        _require_files(args.run_dir)
         saved_learner, saved = read_run_config(args.run_dir)
         if saved_learner is learner:
             return saved
@@ -588,8 +588,7 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     chunks already done and the state (fresh, or the checkpoint ``args.resume`` finds).
     ``args``' run flags left out are filled in (``settle_run_flags``). Raises RunError
     before any file is written for settings the learner cannot run with."""
-    _require_files(args.run_dir)
-    if args.resume and os.path.isfile(os.path.join(args.run_dir, "config.json")):
+    if args.resume and os.path.exists(os.path.join(args.run_dir, "config.json")):
         _require_learner(args.run_dir, learner)  # before its run flags are compared, which it would explain
     run_flags = settle_run_flags(learner, args)
     try:
