@@ -23,7 +23,7 @@ from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver import cli as solver_cli
 from jaxdust.solver.cli import main as solve_main
-from jaxdust.core import game
+from jaxdust.core import files, game
 from jaxdust.core import reference as ref
 from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
 from tests import workers
@@ -686,6 +686,20 @@ def test_cli_retries_keep_what_earlier_lines_proved_and_the_board_file_lists_eve
         assert f"another solver run is using --checkpoint-dir {directory}" in capsys.readouterr().err
     finally:
         holder.communicate("")
+    # Another run writing the same --out: its torn last line is a record in progress, which
+    # a second run's resume would cut.
+    busy = tmp_path / "busy.jsonl"
+    writer = files.open_to_append_alone(busy)
+    try:
+        writer.write('{"line": 3, "len')
+        writer.flush()
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            solve_main([str(source), "--out", str(busy), "--jobs", "1"])
+        assert f"another solver run is writing --out {busy}" in capsys.readouterr().err
+        assert busy.read_text() == '{"line": 3, "len'
+    finally:
+        writer.close()
 
     def out_of_memory(*args, **kwargs):
         raise MemoryError

@@ -96,6 +96,23 @@ def lock_directory(directory: str | os.PathLike):
     return lock
 
 
+def open_to_append_alone(path: str | os.PathLike):
+    """``path`` opened to append text (made if missing), holding an exclusive ``flock`` on
+    the file itself, or None when another process holds one: two writers of one JSON-lines
+    file would each resume the same records, and one could cut the line the other is
+    writing (``recover_json_lines``). The OS lets go when the handle is closed or the
+    process ends, however it ends; no lock file is left behind."""
+    import fcntl
+
+    handle = open(path, "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
 def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
     """Delete the temporary files of atomic writes that a killed process left in ``directory``.
 

@@ -50,8 +50,8 @@ import sys
 from jaxdust.core import flags, machine
 from jaxdust.core.boards import board_lines, declared_colours, declared_rules, parse_board, require_declared_colours
 from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
-from jaxdust.core.files import (atomic_write_bytes, lock_directory, read_text, recover_json_lines,
-                                remove_leftover_temporaries)
+from jaxdust.core.files import (atomic_write_bytes, lock_directory, open_to_append_alone, read_text,
+                                recover_json_lines, remove_leftover_temporaries)
 from jaxdust.solver import compiled
 from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TranspositionTable,
                                 initial_table_bits, solve)
@@ -153,6 +153,18 @@ def main(argv=None) -> int:
         every_board = jobs  # --board-file lists the whole file's proven boards, whichever --lines
         if args.lines is not None:
             jobs = _pick_lines(jobs, args.lines, source)
+    except ValueError as error:
+        flags.fail(parser, str(error))
+    if not jobs:
+        flags.fail(parser, f"no boards in {source}")
+    output = sys.stdout
+    if args.out != "-":
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        output = open_to_append_alone(args.out)
+        if output is None:
+            flags.fail(parser, f"another solver run is writing --out {args.out}: let it finish (or stop it; "
+                               f"a run resumes), or give this one another --out")
+    try:
         previous = recover_json_lines(args.out) if args.out != "-" else []
         _check_resumable(previous, jobs, args.rules, args.out)
         # A board's last line is its result: a retry appends one, the unproven line stays as
@@ -161,8 +173,6 @@ def main(argv=None) -> int:
                 if "error" not in record and (not args.retry_unproven or record.get("optimal"))}
     except ValueError as error:
         flags.fail(parser, str(error))
-    if not jobs:
-        flags.fail(parser, f"no boards in {source}")
     todo = [(*job, colours, args.time_limit, args.node_limit, args.beam_width, args.rules,
              args.table_bits, args.checkpoint_dir, args.checkpoint_positions) for job in jobs if job[0] not in done]
     if args.checkpoint_dir:
@@ -176,9 +186,6 @@ def main(argv=None) -> int:
         for number in done:  # solved, but killed before its progress file was removed
             _remove_checkpoint(args.checkpoint_dir, number)
 
-    if args.out != "-":
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    output = sys.stdout if args.out == "-" else open(args.out, "a")
     retried = {job[0] for job in todo}
     last = {record["line"]: record for record in previous}  # an earlier run's errors not tried again
     known = _best_facts(previous)
