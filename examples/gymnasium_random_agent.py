@@ -19,10 +19,12 @@ def main(argv=None) -> list[int]:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.episodes < 1:
+        parser.error(f"--episodes must be at least 1, got {args.episodes}")
 
     env = RecordEpisodeStatistics(gymnasium.make(args.env))
     env.action_space.seed(args.seed)
-    lengths = []
+    lengths, returns = [], []
     for episode in range(args.episodes):
         _, info = env.reset(seed=args.seed + episode)
         done = False
@@ -31,8 +33,11 @@ def main(argv=None) -> list[int]:
             _, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         lengths.append(int(info["episode"]["l"]))
-    print(f"{args.episodes} games of {args.env}: mean {np.mean(lengths):.2f} clicks, "
-          f"min {min(lengths)}, max {max(lengths)}")
+        returns.append(float(info["episode"]["r"]))
+    # The return is minus the clicks in the dust game and Former, the points scored in
+    # SameGame and Clickomania.
+    print(f"{args.episodes} games of {args.env}: mean {np.mean(lengths):.2f} clicks (min {min(lengths)}, "
+          f"max {max(lengths)}), mean return {np.mean(returns):.2f}")
     return lengths
 
 

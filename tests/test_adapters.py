@@ -197,6 +197,7 @@ def test_vector_env_steps_as_gymnasiums_sync_vector_env_of_single_envs(mode):
         for name, a, b in [("terminated", terminated, sync_terminated), ("truncated", truncated, sync_truncated),
                            ("reward", reward, sync_reward)]:
             np.testing.assert_array_equal(a[live], b[live], err_msg=name)
+            assert a.dtype == b.dtype, name
         ended = terminated | truncated
         endings |= {("terminated", "truncated")[int(t)] for t in truncated[live & ended]}
         if mode == "same_step":
@@ -213,6 +214,9 @@ def test_vector_env_steps_as_gymnasiums_sync_vector_env_of_single_envs(mode):
                     np.testing.assert_array_equal(info["final_info"][key][live], sync_info["final_info"][key][live])
                     assert info["final_info"][key].dtype == sync_info["final_info"][key].dtype, key
                 assert (info["clicks"][restarted] == 0).all()
+                flags = [info["_final_obs"], info["_final_info"], info["final_info"]["_clicks"],
+                         info["final_info"]["_action_mask"]]
+                assert len({id(flag) for flag in flags}) == len(flags)  # a wrapper may write into one
             live = both
         else:
             restarting = live & ended_before  # restarted by this step, its action ignored
@@ -356,3 +360,5 @@ def test_the_gymnasium_example_plays_whole_games():
         sys.path.pop(0)
     lengths = gymnasium_random_agent.main(["--env", "jaxdust/Dust-6x6x5-v0", "--episodes", "4"])
     assert len(lengths) == 4 and all(6 <= n <= 36 for n in lengths)
+    with pytest.raises(SystemExit):
+        gymnasium_random_agent.main(["--episodes", "0"])

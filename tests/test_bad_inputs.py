@@ -139,7 +139,7 @@ FILE_CASES = [
     ("solver", ["--table-bits", "8"], ["--table-bits must be between 9 and 36", "8"]),
     ("solver", ["--beam-width", "100000000000000000000000"], ["--beam-width must be at most 16,777,216"]),
     ("solver", ["--checkpoint-positions", "100"], ["--checkpoint-positions goes with --checkpoint-dir"]),
-    ("solver-file", ["{not utf-8}"], ["latin1.txt", "not UTF-8", "0xe9"]),
+    ("solver-file", ["{not utf-8}"], ["latin1.txt", "not UTF-8", "line 2: byte", "0xe9"]),
     ("solver-file", ["{bad header}"], ["line 1", "width must be a positive integer", "'eight'"]),
     ("solver-file", ["{empty}"], ["no boards in", "empty.txt"]),
     ("solver-file", ["{comments only}"], ["no boards in", "comments.txt"]),

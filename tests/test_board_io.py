@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import jaxdust
+from jaxdust.core import boards as board_io
 from jaxdust.core import reference as ref
 
 TEXT = "335122421413111551154255131234544142315221411124"  # first board of eval_8x6x5
@@ -116,6 +117,26 @@ def test_each_shape_comment_holds_until_the_next_and_boards_follow_their_rules(t
     assert jaxdust.board_to_text(record.board) == "11200000"
 
 
+def test_prose_comments_and_unusual_characters_in_comments_leave_the_boards_alone(tmp_path):
+    """A comment that does not start with a ``name=value`` field is prose: its ``width=``
+    or ``rules=`` sets nothing. A form feed or a Unicode line separator inside a comment
+    does not end a line, so every later line keeps its number."""
+    path = tmp_path / "boards.txt"
+    path.write_text("# width=3 height=2\n# best lengths from a beam of width=5000 height=1, rules=former\n"
+                    "112233 1\n", encoding="utf-8")
+    (record,) = jaxdust.read_board_file(path)
+    assert record.board.shape == (3, 2) and record.line == 3
+    assert board_io.declared_rules(path.read_text().splitlines()) == "dust"
+    for separator in ("\x0c", "\u2028", "\x85", "\x1c"):
+        path.write_text(f"# width=3 height=2\n# note{separator}by hand\n112233 1\n12x\n", encoding="utf-8")
+        with pytest.raises(ValueError, match="boards.txt:4: "):
+            jaxdust.read_board_file(path)
+        path.write_text(f"# width=3 height=2\n# note{separator}by hand\n112233 1\n", encoding="utf-8")
+        assert [r.line for r in jaxdust.read_board_file(path)] == [3], repr(separator)
+    path.write_bytes(b"# width=3 height=2\r\n112233 1\r121212 2\n")  # Windows' and old Macs' line ends
+    assert [(r.line, r.values) for r in jaxdust.read_board_file(path)] == [(2, (1,)), (3, (2,))]
+
+
 def test_headers_are_read_as_people_write_them_and_hold_their_boards(tmp_path):
     """Spaces around ``=``, capitals, commas and a byte-order mark still give the shape (not
     the 48-digit default); ``rules=`` is the rules the boards are read under unless given,
@@ -129,8 +150,11 @@ def test_headers_are_read_as_people_write_them_and_hold_their_boards(tmp_path):
     path.write_text("# width=4 height=2 rules=samegame\n11200000\n")  # unsettled under dust
     (record,) = jaxdust.read_board_file(path)
     assert jaxdust.board_to_text(record.board) == "11200000"
-    path.write_text("# width=4 height=2 rules=bogus\n11200000\n")
-    with pytest.raises(ValueError, match="boards.txt: unknown rules 'bogus'"):
+    path.write_text("# a set by hand\n# width=4 height=2 rules=bogus\n11200000\n")
+    with pytest.raises(ValueError, match="boards.txt:2: unknown rules 'bogus'"):
+        jaxdust.read_board_file(path)
+    path.write_text("# width=4 height=2\n# colors = 12\n11200000\n")
+    with pytest.raises(ValueError, match="boards.txt:2: header colors=12: a whole number of colours"):
         jaxdust.read_board_file(path)
     path.write_text("# width=8 height=6 colors=3\n" + board + "\n")
     with pytest.raises(ValueError, match="boards.txt:2: the board holds colour 5; the header says colors=3"):
@@ -186,7 +210,6 @@ def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tm
 def test_a_batch_is_screened_for_unsettled_boards_as_one_board_is_checked(rules):
     """``require_settled`` screens a batch at once; it must refuse exactly the boards that
     ``parse_board`` refuses, and name the first with ``parse_board``'s reason."""
-    from jaxdust.core import boards as board_io
 
     rng = np.random.default_rng(7)
     shapes = [(w, h) for w in (2, 3, 4, 5) for h in (1, 2, 3)]

@@ -150,7 +150,7 @@ def test_a_board_files_numbers_that_cannot_be_true_are_refused_or_named(tmp_path
     cases = [(lines[:2] + [f"{board} -5"], "field 2 is -5; the numbers after a board (lengths, scores) are >= 0"),
              (lines[:2] + [f"{board} {optimum}", f"{board} {int(optimum) + 1}"],
               f"its board's proven optimum is {int(optimum) + 1}, line 3's (the same board) {optimum}"),
-             ([lines[0].replace("colors=5", "colors=5 rules=bogus")] + lines[1:], "bogus.txt: unknown rules 'bogus'")]
+             ([lines[0].replace("colors=5", "colors=5 rules=bogus")] + lines[1:], "bogus.txt:1: unknown rules 'bogus'")]
     for index, (text, words) in enumerate(cases):
         path = tmp_path / ("bogus.txt" if index == 2 else f"bad-{index}.txt")
         path.write_text("\n".join(text) + "\n")

@@ -365,13 +365,15 @@ class DustVectorEnv(_Compiled, VectorEnv):
                 boards = np.array(final_board)
                 for i in np.flatnonzero(ended):
                     final_obs[i] = boards[i]
-                info.update(final_obs=final_obs, _final_obs=ended,
-                            final_info={"action_mask": np.array(final_mask, np.int8), "_action_mask": ended,
-                                        "clicks": np.where(ended, _clicks(final_clicks), 0), "_clicks": ended},
+                # Each flag array its own, as Gymnasium's vector envs give them: a wrapper
+                # that writes into one must not change the others.
+                info.update(final_obs=final_obs, _final_obs=ended.copy(),
+                            final_info={"action_mask": np.array(final_mask, np.int8), "_action_mask": ended.copy(),
+                                        "clicks": np.where(ended, _clicks(final_clicks), 0), "_clicks": ended.copy()},
                             _final_info=ended.copy())
         else:
             self._restart = ended
-        return np.array(board), np.array(reward), terminated, truncated, info
+        return np.array(board), np.array(reward, np.float64), terminated, truncated, info  # SyncVectorEnv's dtype
 
     def render(self):
         if self.render_mode == "rgb_array" and self._state is not None:

@@ -219,14 +219,14 @@ FEWEST_CLICKS_COLUMNS = "columns: board, fewest clicks found, proven lower bound
 
 
 def _header_comments(lines: Iterable[str]):
-    """The comment lines before a board file's first board, ``#`` stripped: the ones that
-    describe its columns and rules."""
-    for raw in lines:
+    """``(line number, text)`` of the comment lines before a board file's first board,
+    ``#`` stripped: the ones that describe its columns and rules."""
+    for number, raw in enumerate(lines, start=1):
         text = raw.strip()
         if text and not text.startswith("#"):
             return
         if text:
-            yield text.lstrip("#").strip()
+            yield number, text.lstrip("#").strip()
 
 
 def reference_columns(lines: Iterable[str]) -> str:
@@ -236,7 +236,7 @@ def reference_columns(lines: Iterable[str]) -> str:
     for a fewest-clicks set (``FEWEST_CLICKS_COLUMNS``: the fewest clicks found, then the
     proven lower bound; equal, they are the optimum), else ``"best_known"`` (the last
     number, if any, is a length found, e.g. ``eval_8x6x5.txt``'s beam column)."""
-    for comment in _header_comments(lines):
+    for _, comment in _header_comments(lines):
         if tuple(comment.split()[:2]) == OPTIMA_HEADER:
             return "optima"
         if comment.startswith(FEWEST_CLICKS_COLUMNS):
@@ -246,21 +246,35 @@ def reference_columns(lines: Iterable[str]) -> str:
 
 def _header_fields(line: str) -> dict[str, str]:
     """``name=value`` fields of a header comment, names in lower case, spaces around ``=``
-    and ``,``/``;`` between fields allowed (``# Width = 6, height=8``)."""
+    and ``,``/``;`` between fields allowed (``# Width = 6, height=8``). A header comment
+    starts with a field; any other comment is prose, whose ``width=5000`` sets nothing."""
     text = re.sub(r"\s*=\s*", "=", line.lstrip("#").replace(";", " ").replace(",", " "))
-    return {name.lower(): value for name, _, value in (part.partition("=") for part in text.split()) if _}
+    parts = text.split()
+    if not parts or "=" not in parts[0]:
+        return {}
+    return {name.lower(): value for name, _, value in (part.partition("=") for part in parts) if _}
 
 
-def _header_field(lines: Iterable[str], name: str) -> str | None:
-    """The first ``name=value`` of a board file's header comments (before its first board)."""
-    return next((fields[name] for fields in map(_header_fields, _header_comments(lines)) if name in fields), None)
+def _header_field(lines: Iterable[str], name: str) -> tuple[str | None, int | None]:
+    """The first ``name=value`` of a board file's header comments (before its first board)
+    and its line number; ``(None, None)`` without one."""
+    return next(((fields[name], number) for number, fields in
+                 ((number, _header_fields(text)) for number, text in _header_comments(lines)) if name in fields),
+                (None, None))
 
 
-def declared_colours(lines: Iterable[str], source: str) -> int | None:
-    """The ``colors=C`` of a board file's header comments, or None."""
-    value = _header_field(lines, "colors")
+def _where(source: str | None, number: int) -> str:
+    """``source:line``, or ``line N`` where the lines have no name."""
+    return f"{source}:{number}" if source else f"line {number}"
+
+
+def declared_colours(lines: Iterable[str], source: str | None = None) -> int | None:
+    """The ``colors=C`` of a board file's header comments, or None; ValueError
+    ``"<source>:<line>: ..."`` for a value that is not a number of colours."""
+    value, number = _header_field(lines, "colors")
     if value is not None and (not value.isdigit() or not 1 <= int(value) <= game.MAX_COLORS):
-        raise ValueError(f"{source}: header colors={value}: a whole number of colours 1..{game.MAX_COLORS}")
+        raise ValueError(f"{_where(source, number)}: header colors={value}: a whole number of colours "
+                         f"1..{game.MAX_COLORS}")
     return None if value is None else int(value)
 
 
@@ -282,13 +296,17 @@ def _column(text: str, index: int) -> int:
     return value
 
 
-def declared_rules(lines: Iterable[str]) -> str:
+def declared_rules(lines: Iterable[str], source: str | None = None) -> str:
     """The rule set whose lengths a board file gives: a ``rules=NAME`` field of a header
     comment (``# width=7 height=9 colors=4 rules=former; ...``), else ``"dust"``.
-    ValueError for a name that is not a rule set."""
-    rules = _header_field(lines, "rules")
-    rules = "dust" if rules is None else rules
-    game.rules_of(rules)  # one line listing the known ones
+    ValueError ``"<source>:<line>: ..."`` for a name that is not a rule set."""
+    rules, number = _header_field(lines, "rules")
+    if rules is None:
+        return "dust"
+    try:
+        game.rules_of(rules)  # one line listing the known ones
+    except ValueError as error:
+        raise ValueError(f"{_where(source, number)}: {error}") from None
     return rules
 
 
@@ -305,7 +323,7 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
             try:
                 shape = header_shape(text)
             except ValueError as error:
-                raise ValueError(f"{source}:{number}: {error}" if source else f"line {number}: {error}") from None
+                raise ValueError(f"{_where(source, number)}: {error}") from None
             header = shape if shape != (None, None) else header
         elif text:
             yield number, text.split(), width or header[0], height or header[1]
@@ -326,7 +344,7 @@ def read_board_file(path: str | os.PathLike, width: int | None = None, height: i
       ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line; a ``limit``
         below 1.
     """
-    lines = files.read_text(os.fspath(path), "board file").splitlines()
+    lines = files.read_lines(os.fspath(path), "board file")
     return read_board_lines(lines, str(path), width, height, limit, rules)
 
 
@@ -336,10 +354,7 @@ def read_board_lines(lines: Sequence[str], source: str, width: int | None = None
     ``reference_columns`` and ``declared_rules`` too); ``source`` names the file in errors."""
     if limit is not None and (not game.is_integer(limit) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
-    try:
-        rules = declared_rules(lines) if rules is None else rules
-    except ValueError as error:
-        raise ValueError(f"{source}: {error}") from None
+    rules = declared_rules(lines, source) if rules is None else rules
     game.rules_of(rules)
     colours = declared_colours(lines, source)
     records = []

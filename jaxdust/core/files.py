@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -146,10 +147,21 @@ def read_text(path: str, what: str = "file") -> str:
                 data = handle.read()
         return data.decode("utf-8-sig")  # a byte-order mark (Notepad's, PowerShell's) is not text
     except UnicodeDecodeError as error:
-        raise ValueError(f"{what} {name} is not UTF-8 text (byte {error.start} is "
+        line = error.object.count(b"\n", 0, error.start) + 1
+        raise ValueError(f"{what} {name} is not UTF-8 text (line {line}: byte {error.start} is "
                          f"{error.object[error.start]:#04x})") from None
     except OSError as error:
         raise ValueError(f"cannot read {what} {name}: {error.strerror}") from None
+
+
+def read_lines(path: str, what: str = "file") -> list[str]:
+    """A text file's lines (``read_text``), ended by ``\\n``, ``\\r\\n`` or ``\\r`` only:
+    ``str.splitlines`` also ends a line at a form feed or a Unicode line separator inside a
+    comment, which would number every later line wrong."""
+    lines = re.split(r"\r\n|\r|\n", read_text(path, what))
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:

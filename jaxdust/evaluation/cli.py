@@ -83,11 +83,8 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
         return boards, None, False, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
-    lines = files.read_text(args.boards, "board file").splitlines()  # once: it may be standard input
-    try:
-        declared = declared_rules(lines)
-    except ValueError as error:
-        raise ValueError(f"{args.boards}: {error}") from None
+    lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
+    declared = declared_rules(lines, args.boards)
     if args.env is None and declared != args.size.rules:  # the boards are another game's
         raise ValueError(f"{args.boards} declares rules={declared}: give --env with an id of those rules "
                          f"({', '.join(i for i in registered() if make(i).game.rules == declared) or 'none registered'}"

@@ -50,7 +50,7 @@ import sys
 from jaxdust.core import flags, machine
 from jaxdust.core.boards import board_lines, declared_colours, declared_rules, parse_board, require_declared_colours
 from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
-from jaxdust.core.files import (atomic_write_bytes, lock_directory, open_to_append_alone, read_text,
+from jaxdust.core.files import (atomic_write_bytes, lock_directory, open_to_append_alone, read_lines,
                                 recover_json_lines, remove_leftover_temporaries)
 from jaxdust.solver import compiled
 from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TranspositionTable,
@@ -142,8 +142,8 @@ def main(argv=None) -> int:
 
     source = "standard input" if args.boards == "-" else args.boards
     try:
-        lines = read_text(args.boards, "board file").splitlines()
-        args.rules = args.rules or declared_rules(lines)
+        lines = read_lines(args.boards, "board file")
+        args.rules = args.rules or declared_rules(lines, source)
         if args.rules not in CLICK_RULES:
             raise ValueError(f"{source} declares rules={args.rules}; the exact solver plays {', '.join(CLICK_RULES)}")
         _check_flag_shape(lines, args.width, args.height, source)
