@@ -203,6 +203,10 @@ FILE_CASES = [
     ("evaluate", ["--random", "2", "--boards", "{board file}"], ["--random and --boards: give one"]),
     ("evaluate", ["--size", "6x6x5"], ["--size: only with --random"]),
     ("evaluate", ["--agents", "largest,beam,beam:200"], ["--agents: beam and beam:200 are the same agent"]),
+    ("evaluate", ["--agents", "largest,beam:"], ["--agents: agent 'beam': nothing after ':' (its width)"]),
+    ("evaluate", ["--agents", "largest,beam:1e300"], ["--agents: beam: width must be below 2^31, got '1e300'"]),
+    # refused before largest plays, not when the beam's turn comes
+    ("evaluate", ["--agents", "largest,beam:300000000"], ["--agents: beam:300000000: 1 boards x width 300,000,000"]),
     ("evaluate", ["--boards", "{two sizes}"], ["sizes.txt:4: a 4x2 board after 8x4 ones (line 2)", "one size at a time"]),
     ("evaluate", ["--random", "0"], ["--random", "must be a positive integer, got '0'"]),
     ("evaluate", ["--random", "2", "--size", "4x3x3", "--max-clicks", "49"],  # [boards, clicks] kept: memory

@@ -232,6 +232,8 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     (["--boards", "5"], "--boards: only with --env"),  # not silently the whole set
     (["--env", "Former-7x9x4-v0", "--limit", "3"], "--limit: only with --set"),
     (["--runs", "avi=a,avi=b"], "--runs: the label 'avi' is given twice"),
+    (["--runs", "avi=a, avi =b"], "--runs: the label 'avi' is given twice"),  # spaces are not part of a label
+    (["--entries", "random,beam:300000000"], "--entries/--runs: beam:300000000: 1 boards x width"),
     (["--runs", "avi={former run}"], "{former run} was trained on 7x9 boards; these are 8x4"),  # before any row
     (["--env", "Former-7x9x4-v0", "--entries", "largest,mcts:{former dqn run}:8"], "is a run of dqn, which has no policy"),
 ])
@@ -312,8 +314,8 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
     assert report["measure"] == "points" and means == sorted(means, reverse=True) and means[0] > 0
     kept = tmp_path / "leaderboard/SameGame-15x15x5-v0-2-seed0/largest.json"  # beside --out
     kept.write_text(json.dumps({**json.loads(kept.read_text()), "mean": 12345.0}))
-    again = leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--entries", "random,largest,nmcs:1",
-                              "--jobs", "1", "--out", "samegame.json"])
+    again = leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--entries", "random, largest, nmcs:1",
+                              "--jobs", "1", "--out", "samegame.json"])  # spaces after the commas: the same rows
     assert again["rows"][0] == {**report["rows"][[r["agent"] for r in report["rows"]].index("largest")], "mean": 12345.0}
     assert again["kept"] == ["random", "largest", "nmcs:1"] and report["kept"] == []
     assert (again["seed"], again["jaxdust"]) == (0, jaxdust.__version__)

@@ -15,6 +15,7 @@ import evaluate
 import jaxdust
 from jaxdust.core import play
 from jaxdust.evaluation import baselines, ranking, registry, stats
+from jaxdust.evaluation import cli as evaluate_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -142,15 +143,16 @@ def test_a_board_files_reference_follows_its_columns(tmp_path, boards_dir, capsy
 
 
 def test_a_board_files_numbers_that_cannot_be_true_are_refused_or_named(tmp_path, boards_dir, capsys):
-    """A negative length, one board given two proven optima and an unknown rule set are
-    refused naming the file; an agent that clears a board below its proven optimum is
-    reported, since the file's optimum is then wrong."""
+    """A negative length, one board given two proven optima, an unknown rule set and a board
+    with no optimum in a file of optima are refused naming the file; an agent that clears a
+    board below its proven optimum is reported, since the file's optimum is then wrong."""
     lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:4]
     board, optimum = lines[2].split()
     cases = [(lines[:2] + [f"{board} -5"], "field 2 is -5; the numbers after a board (lengths, scores) are >= 0"),
              (lines[:2] + [f"{board} {optimum}", f"{board} {int(optimum) + 1}"],
               f"its board's proven optimum is {int(optimum) + 1}, line 3's (the same board) {optimum}"),
-             ([lines[0].replace("colors=5", "colors=5 rules=bogus")] + lines[1:], "bogus.txt:1: unknown rules 'bogus'")]
+             ([lines[0].replace("colors=5", "colors=5 rules=bogus")] + lines[1:], "bogus.txt:1: unknown rules 'bogus'"),
+             (lines[:3] + [lines[3].split()[0]], "bad-3.txt:4: no optimum after the board, in a file of proven optima")]
     for index, (text, words) in enumerate(cases):
         path = tmp_path / ("bogus.txt" if index == 2 else f"bad-{index}.txt")
         path.write_text("\n".join(text) + "\n")
@@ -314,10 +316,36 @@ def test_solver_agents_through_the_cli(tmp_path, boards_dir):
     assert agents["solver:5"]["mean"] <= agents["dfs:5000"]["mean"]
 
 
-@pytest.mark.parametrize("text, message", [("beam:wide", "width must be a number"), ("largest:3", "takes no parameter")])
+@pytest.mark.parametrize("text, message", [("beam:wide", "width must be a number"), ("largest:3", "takes no parameter"),
+                                           ("largest:", "takes no parameter"), ("nmcs:", "nothing after ':'"),
+                                           ("dfs:4294967296", "below 2"), ("policy:", "needs a run directory")])
 def test_agent_parameters_are_checked(text, message):
     with pytest.raises(ValueError, match=message):
         registry.parse_agent(text)
+
+
+def test_one_run_spelt_two_ways_is_one_agent(tmp_path, monkeypatch):
+    from jaxdust.core import configs
+    from jaxdust.learn import avi
+
+    run = tmp_path / "runs" / "a"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(avi.AVIConfig())}))
+    monkeypatch.chdir(tmp_path)
+    for spelt in ("policy:runs/a,policy:runs/a/", "policy:runs/a,policy:./runs/a", "value:runs/a:8,value:runs//a:8"):
+        with pytest.raises(ValueError, match="are the same agent"):
+            registry.parse_agent_list(spelt)
+    assert registry.parse_agent_list("value:runs/a:8,value:runs/a/:4,policy:runs/a") == [
+        "value:runs/a:8", "value:runs/a/:4", "policy:runs/a"]
+
+
+def test_file_names_of_long_agents_fit_a_file_system_and_stay_apart():
+    """An agent's name holds its run's path, which can be longer than a file name may be."""
+    deep = "policy:" + "/".join(["experiment-group"] * 20)
+    names = evaluate_cli.file_names([deep + "/dqn", deep + "/avi", "beam:8"])
+    assert names["beam:8"] == "beam-8"
+    assert all(len(f"game-{name}-999.gif".encode()) <= 255 for name in names.values())
+    assert len(set(names.values())) == 3
 
 
 def test_an_earlier_evaluations_figures_do_not_stay_beside_a_new_one(tmp_path):
@@ -336,6 +364,38 @@ def test_an_earlier_evaluations_figures_do_not_stay_beside_a_new_one(tmp_path):
     (tmp_path / "a").write_bytes(b"mine")
     evaluate.main([*first, "--agents", "largest"])
     assert {"boards.csv", "a", "joint-beam-2.png", *mine} <= set(os.listdir(tmp_path))
+
+
+def test_a_run_stopped_half_way_leaves_no_figure_or_table_for_the_next_to_pass_off(tmp_path, monkeypatch):
+    """A run that fails after writing a GIF keeps the earlier summary (whose table is still
+    beside it) and lists the GIF as pending, which the next run removes; a run stopped after
+    its table has no summary beside it. A finished run leaves no pending list."""
+    first = ["--random", "2", "--size", "4x3x3", "--out", str(tmp_path)]
+    evaluate.main([*first, "--agents", "largest"])
+    before = (tmp_path / "summary.json").read_text(), (tmp_path / "boards.csv").read_text()
+    real_run_agent = registry.run_agent
+
+    def failing_beam(name, *args, **kwargs):
+        if name.startswith("beam"):
+            raise ValueError("no room")
+        return real_run_agent(name, *args, **kwargs)
+    monkeypatch.setattr(registry, "run_agent", failing_beam)
+    with pytest.raises(SystemExit):
+        evaluate.main([*first, "--agents", "random,beam:2", "--animate", "1"])
+    assert ((tmp_path / "summary.json").read_text(), (tmp_path / "boards.csv").read_text()) == before
+    assert (tmp_path / "game-random-0.gif").exists()
+    monkeypatch.setattr(registry, "run_agent", real_run_agent)
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(evaluate_cli.plots, "length_histograms", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.main([*first, "--agents", "random"])
+    assert not (tmp_path / "summary.json").exists() and (tmp_path / "boards.csv").exists()
+    monkeypatch.undo()
+    report = evaluate.main([*first, "--agents", "largest,random"])
+    assert sorted(os.listdir(tmp_path)) == sorted(["summary.json", "boards.csv", *report["figures"]])
+    assert "game-random-0.gif" not in report["figures"]
 
 
 def test_a_random_agent_plays_alike_wherever_it_is_listed(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -130,6 +131,17 @@ def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
 
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
     atomic_write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
+
+
+def short_file_name(name: str, limit: int = 120) -> str:
+    """``name`` where it fits in ``limit`` bytes, else its start and a hash of the whole
+    (still one name per ``name``): file systems refuse names over 255 bytes, and an agent's
+    name holds its run's path, which can be longer."""
+    data = name.encode()
+    if len(data) <= limit:
+        return name
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    return data[: limit - len(digest) - 1].decode(errors="ignore") + "-" + digest
 
 
 def read_text(path: str, what: str = "file") -> str:

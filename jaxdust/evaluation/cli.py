@@ -29,7 +29,10 @@ histograms) and ``joint-<agent>.png`` (each agent's length against the reference
 original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
 each agent's game on board i < N, the cluster clicked next outlined. ``summary.json`` is
 written last and lists the figures (``figures``); those an earlier evaluation into the same
-``--out`` listed and this one does not write again are removed just before it.
+``--out`` listed and this one does not write again are removed just before it. Until then
+``.figures-pending.json`` lists both (the earlier summary is removed before ``boards.csv`` is
+written): a run stopped half-way leaves no summary beside another run's table, and the next
+run removes the figures it had written.
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column
@@ -104,6 +107,10 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         raise ValueError(f"--env plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
                          f"{width}x{height} ones")
     columns, best, proven = reference_columns(lines), None, False
+    missing = next((r for r in records if not r.values), None)
+    if columns == "optima" and missing is not None:  # else the set would lose its reference with no word
+        raise ValueError(f"{args.boards}:{missing.line}: no optimum after the board, in a file of proven optima "
+                         f"(its '# board optimal_clicks' comment)")
     if columns == "fewest_clicks" and all(len(r.values) >= 2 for r in records):
         best = np.array([r.values[0] for r in records])
         proven = all(r.values[0] == r.values[1] for r in records)
@@ -148,7 +155,7 @@ def file_names(agents: list[str]) -> dict[str, str]:
     one agent's GIFs and histogram would replace the other's."""
     names = {}
     for agent in agents:
-        safe = "".join(c if c.isalnum() else "-" for c in agent)
+        safe = files.short_file_name("".join(c if c.isalnum() else "-" for c in agent))
         names[agent] = safe if safe not in names.values() else next(
             f"{safe}-{n}" for n in range(2, len(agents) + 2) if f"{safe}-{n}" not in names.values())
     return names
@@ -232,7 +239,7 @@ def main(argv=None) -> dict:
               f"{'optimum' if proven else 'best known length'} (up to {int(best.max())}); a game stopped there "
               f"counts at {max_clicks}, so means and gaps on those boards read too low", file=sys.stderr)
 
-    played, figures = _play_agents(parser, args, agents, boards, rules, max_clicks)
+    played, figures = _play_agents(parser, args, agents, boards, rules, max_clicks, earlier)
     per_board = {name: run["clicks"] for name, run in played.items()}
     cleared = {name: np.asarray(run["cleared"], bool) for name, run in played.items()}
     results = {name: {"seconds_per_board": run["seconds_per_board"], "proven": run.get("proven"),
@@ -287,36 +294,35 @@ def main(argv=None) -> dict:
     shown = dict(per_board)
     if best is not None:
         shown[best_name] = best
+    _forget_summary(args.out)
     write_board_table(args.out, boards, {**per_board, **({best_name.replace(" ", "_"): best} if best is not None else {})},
                       cleared)
     stuck = {name: int(np.sum(~cleared[name])) for name in agents}
-    files.atomic_write_bytes(os.path.join(args.out, "lengths.png"),
-                             plots.length_histograms(shown, f"{description}, {rules} rules", stuck))
-    figures.append("lengths.png")
+    figures.append(_write_figure(args.out, "lengths.png",
+                                 plots.length_histograms(shown, f"{description}, {rules} rules", stuck)))
     reference_name = best_name if reference == "best" else reference
     names = file_names(agents)
     for name in agents:
         if name != reference:
             figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name, cleared[name],
                                            None if reference == "best" else cleared[reference])
-            figures.append(f"joint-{names[name]}.png")
-            files.atomic_write_bytes(os.path.join(args.out, figures[-1]), figure)
+            figures.append(_write_figure(args.out, f"joint-{names[name]}.png", figure))
     report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
               "reference": reference, "reference_proven_optimal": proven and reference == "best", "agents": results,
               "figures": sorted(set(figures))}
-    # The earlier run's figures go first, then the summary that lists the new ones: a kill
-    # between the two leaves the earlier summary, whose figures a rerun removes.
-    _remove_earlier_figures(args.out, earlier, report["figures"])
-    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
+    _finish(args.out, earlier, report)
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png and joint-*.png to {args.out}")
     return report
 
 
-def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks: int) -> tuple[dict, list[str]]:
+def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks: int,
+                 earlier: list[str]) -> tuple[dict, list[str]]:
     """Every agent's ``registry.run_agent`` result on ``boards``, with its
     ``seconds_per_board`` (the play only: the GIFs ``--animate`` draws are not timed), and
-    the GIFs' file names."""
+    the GIFs' file names (``earlier``: the earlier runs' figures, listed as pending first)."""
+    if earlier:  # listed where this run's figures will be until its summary lists them
+        _note_pending(args.out, earlier)
     played, figures, names = {}, [], file_names(agents)
     with progress_bar(total=len(boards) * len(agents), unit="board") as bar:
         for name in agents:
@@ -351,11 +357,14 @@ def write_board_table(out: str, boards, columns: dict[str, np.ndarray],
 FIGURES = ("lengths.png", "points.png", "cells-left.png", "joint-*.png", "game-*.gif")  # what an evaluation draws
 
 
-def _earlier_figures(out: str) -> list[str]:
-    """The figures an earlier evaluation into ``out`` listed in its summary.json (none when
-    there is none, or it lists none: files there that no evaluation listed are the user's)."""
+PENDING = ".figures-pending.json"  # the figures written since the last summary, and the ones it listed
+
+
+def _listed_figures(path: str) -> list[str]:
+    """The figure names the ``figures`` list of a JSON object at ``path`` holds (none when
+    it cannot be read: files in ``--out`` that no evaluation listed are the user's)."""
     try:
-        with open(os.path.join(out, "summary.json")) as handle:
+        with open(path) as handle:
             figures = json.load(handle).get("figures", [])
     except (OSError, ValueError, AttributeError):
         return []
@@ -363,6 +372,47 @@ def _earlier_figures(out: str) -> list[str]:
         return []
     return [name for name in figures if isinstance(name, str) and os.path.basename(name) == name
             and any(fnmatch.fnmatchcase(name, pattern) for pattern in FIGURES)]
+
+
+def _earlier_figures(out: str) -> list[str]:
+    """The figures earlier evaluations into ``out`` wrote: those its summary.json lists and
+    those a run stopped before its summary had listed as pending."""
+    return sorted({*_listed_figures(os.path.join(out, "summary.json")),
+                   *_listed_figures(os.path.join(out, PENDING))})
+
+
+def _note_pending(out: str, names: list[str]) -> None:
+    """Add ``names`` to ``out``'s pending figures, before they are written."""
+    pending = set(_listed_figures(os.path.join(out, PENDING)))
+    if not pending.issuperset(names):
+        files.atomic_write_json(os.path.join(out, PENDING), {"figures": sorted(pending.union(names))})
+
+
+def _write_figure(out: str, name: str, data: bytes) -> str:
+    """Write figure ``name`` into ``out``, listed as pending first; returns ``name``."""
+    _note_pending(out, [name])
+    files.atomic_write_bytes(os.path.join(out, name), data)
+    return name
+
+
+def _forget_summary(out: str) -> None:
+    """Remove an earlier summary.json before this run's table replaces its: beside the new
+    ``boards.csv`` it would describe other play (its figures stay listed as pending)."""
+    try:
+        os.remove(os.path.join(out, "summary.json"))
+    except FileNotFoundError:
+        pass
+
+
+def _finish(out: str, earlier: list[str], report: dict) -> None:
+    """Remove the earlier figures this run did not write again, write the summary that
+    lists its own, then forget the pending list."""
+    _remove_earlier_figures(out, earlier, report["figures"])
+    files.atomic_write_json(os.path.join(out, "summary.json"), report)
+    try:
+        os.remove(os.path.join(out, PENDING))
+    except FileNotFoundError:
+        pass
 
 
 def _remove_earlier_figures(out: str, earlier: list[str], written: list[str]) -> None:
@@ -387,9 +437,8 @@ def write_gifs(out: str, name: str, boards, solutions: list, rules: str, cleared
         clicks = list(clicks)[:max_clicks]
         # A policy's wasted click (on an empty cell) is a frame where nothing changes.
         gif = game_gif(*positions(boards[board_index], clicks, rules, wasted=True))
-        written.append(f"game-{name}-{board_index}.gif")
+        written.append(_write_figure(out, f"game-{name}-{board_index}.gif", gif))
         path = os.path.join(out, written[-1])
-        files.atomic_write_bytes(path, gif)
         if rules in game.CLICK_RULES and not cleared[board_index]:
             print(f"{path}: not cleared within {max_clicks} clicks; it shows the {len(clicks)} clicks played")
     return written
@@ -402,7 +451,7 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
     a histogram, ``points.png`` or ``cells-left.png`` (``earlier``: the figures of the
     evaluation before, removed unless written again)."""
     measure = "points" if game.rules_of(rules).objective == "points" else "cells_left"
-    played, figures = _play_agents(parser, args, agents, boards, rules, max_clicks)
+    played, figures = _play_agents(parser, args, agents, boards, rules, max_clicks, earlier)
     results, per_board = {}, {}
     for name, run in played.items():
         values = per_board[name] = np.asarray(run[measure])
@@ -418,16 +467,15 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
         print(f"{name:<{label}} {row['mean']:>8.1f} {row['se']:>6.1f} {row['median']:>8.1f} {row['std']:>7.1f} "
               f"{row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
     print(TIMING_NOTE)
+    _forget_summary(args.out)
     write_board_table(args.out, boards, per_board)
-    figure = f"{measure.replace('_', '-')}.png"
-    files.atomic_write_bytes(os.path.join(args.out, figure),
-                             plots.value_histograms(per_board, f"{description}, {rules} rules",
-                                                    f"{measure.replace('_', ' ')} "
-                                                    f"({'higher' if measure == 'points' else 'lower'} is better)"))
+    figure = _write_figure(args.out, f"{measure.replace('_', '-')}.png",
+                           plots.value_histograms(per_board, f"{description}, {rules} rules",
+                                                  f"{measure.replace('_', ' ')} "
+                                                  f"({'higher' if measure == 'points' else 'lower'} is better)"))
     report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
               "agents": results, "figures": sorted({*figures, figure})}
-    _remove_earlier_figures(args.out, earlier, report["figures"])  # before the summary, as above
-    files.atomic_write_json(os.path.join(args.out, "summary.json"), report)
+    _finish(args.out, earlier, report)
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs} and {figure} to {args.out}")
     return report

@@ -140,15 +140,15 @@ def main(argv=None) -> dict:
         except ValueError as error:
             parser.error(f"--set: {error}")
     runs, labels = [], set()
-    for item in filter(None, args.runs.split(",")):
-        label, equals, run = item.partition("=")
+    for item in filter(None, (item.strip() for item in args.runs.split(","))):
+        label, equals, run = (part.strip() for part in item.partition("="))
         if not equals or not label or not run:
             parser.error(f"--runs: {item!r} is not LABEL=RUN_DIR")
         if label in labels:  # its rows would be told apart by nothing
             parser.error(f"--runs: the label {label!r} is given twice")
         labels.add(label)
         runs += learner_entries(label, run, rules)
-    names = args.entries.split(",") if args.entries else []
+    names = [name.strip() for name in args.entries.split(",")] if args.entries else []
     if names or runs:
         try:  # every agent checked (a run directory read) before the first plays
             checked = registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
@@ -165,7 +165,7 @@ def main(argv=None) -> dict:
     entries = [(name, describe(name) if args.env is None else name) for name in names] + runs
     sources = run_sources([entry for entry, _ in entries])
     if args.env is not None:
-        return family_leaderboard(args, entries, measure, sources)
+        return family_leaderboard(parser, args, entries, measure, sources)
     solver = None
     if args.solver_log:  # checked before any agent plays
         try:
@@ -179,13 +179,16 @@ def main(argv=None) -> dict:
                          f"-seed{args.seed}")
     rows, reused = [], []
     for entry, label in entries:
-        path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
+        path = _row_path(cache, entry)
         kept = None if args.fresh else _kept_row(path, benchmark.Row, sources.get(entry))
         if kept and (kept.set, kept.boards, kept.agent) == (board_set.name, len(board_set.boards), label):
             rows.append(kept)
             reused.append(label)
             continue
-        scored = benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False)
+        try:
+            scored = benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False)
+        except ValueError as error:  # the rows measured before it are kept
+            flags.fail(parser, f"{entry}: {error}")
         _keep_row(path, scored, sources.get(entry))
         print(scored.markdown(), flush=True)
         rows.append(scored)
@@ -234,6 +237,11 @@ def run_sources(entries: list[str]) -> dict[str, str]:
     return {entry: fingerprints[run] for entry, run in runs.items()}
 
 
+def _row_path(cache: str, entry: str) -> str:
+    """The file that keeps ``entry``'s row in ``cache`` (a long run path shortened)."""
+    return os.path.join(cache, files.short_file_name(urllib.parse.quote(entry, safe="")) + ".json")
+
+
 def _rows_dir(out: str) -> str:
     """Where the rows of the report ``out`` are kept: ``leaderboard/`` beside it."""
     return os.path.join(os.path.dirname(out), "leaderboard")
@@ -277,7 +285,7 @@ def _fits(entry: str, config) -> bool:
     return True
 
 
-def family_leaderboard(args, entries: list[tuple[str, str]], measure: str, sources: dict[str, str]) -> dict:
+def family_leaderboard(parser, args, entries: list[tuple[str, str]], measure: str, sources: dict[str, str]) -> dict:
     """``--env``: every entry on ``args.boards`` random boards of the environment (seed
     ``args.seed``), best first by ``measure``; rows kept beside the report, as ``main`` keeps them."""
     env_id, config = args.env, configs.env_flag(args.env)
@@ -287,15 +295,18 @@ def family_leaderboard(args, entries: list[tuple[str, str]], measure: str, sourc
     cache = os.path.join(_rows_dir(out), f"{env_id}-{args.boards}-seed{args.seed}")
     rows, reused = [], []
     for entry, label in entries:
-        path = os.path.join(cache, urllib.parse.quote(entry, safe="") + ".json")
+        path = _row_path(cache, entry)
         kept = None if args.fresh else _kept_row(path, FamilyRow, sources.get(entry))
         if kept and (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label):
             rows.append(kept)
             reused.append(label)
             continue
         start = time.perf_counter()
-        played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
-                                    max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
+        try:
+            played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
+                                        max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
+        except ValueError as error:  # the rows measured before it are kept
+            flags.fail(parser, f"{entry}: {error}")
         scored = FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
                            float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards,
                            stats.standard_error(played[measure]))

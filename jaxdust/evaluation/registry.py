@@ -25,7 +25,7 @@ from jaxdust.core.play import play_in_chunks
 from jaxdust.core.processes import ordered_map
 from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import fingerprint, load_run, read_run_config
-from jaxdust.search.beam import LOOKAHEAD_SHORTLIST, beam_solutions
+from jaxdust.search.beam import CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, require_children_indexable
 from jaxdust.search.heuristic import heuristic_for
 from jaxdust.search.points import points_beam
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for
@@ -83,14 +83,17 @@ def agent_key(seed: int) -> jax.Array:
 
 def parse_agent(text: str) -> tuple[Agent, Any]:
     """The agent and its settings for ``"name[:value]"``; ValueError naming the problem."""
-    name, _, rest = text.strip().partition(":")
+    name, colon, rest = text.strip().partition(":")
     if name in RENAMED:
         raise ValueError(f"agent {name!r} was renamed in 0.2.0 and removed in 0.2.23: use {RENAMED[name]}")
     if name not in AGENTS:
         raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENTS)}")
     agent = AGENTS[name]
-    if rest and agent.parameter is None:
+    if (rest or colon) and agent.parameter is None:
         raise ValueError(f"agent {name!r} takes no parameter")
+    if colon and not rest and not agent.parameter.startswith("run directory"):  # "beam:" hid the default's width
+        raise ValueError(f"agent {name!r}: nothing after ':' (its {agent.parameter}); give one or leave the ':' "
+                         f"out for the default")
     return agent, agent.parse(rest)
 
 
@@ -132,10 +135,13 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
     trained on (read from its config.json), and ``mcts:`` searches only a run with a policy
     and a value. A command calls it so that it refuses before any agent has played, not after."""
     for name in names:
-        agent = parse_agent(name)[0]
+        agent, settings = parse_agent(name)
         if rules in agent.bitboard_rules and width * height > MAX_CELLS:
             raise ValueError(f"agent {agent.name!r} plays boards of at most {MAX_CELLS} cells under the {rules} "
                              f"rules (numba bitboards), not {width}x{height}")
+        if agent.name in ("beam", "value"):  # a width too wide for one board's children, refused before play
+            require_children_indexable(name, 1, settings if agent.name == "beam" else settings[1], width * height,
+                                       CHUNK)
         run = _run_text(name)
         if run is not None:
             learner, config = read_run_config(split_run(run)[0])
@@ -185,6 +191,9 @@ def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
         agent, settings = parse_agent(name)
         if rules is not None:
             _require_rules(agent, rules)
+        run = _run_text(name)
+        if run is not None:  # policy:runs/a, policy:runs/a/ and policy:./runs/a play one run
+            settings = (os.path.normpath(run), () if isinstance(settings, str) else settings[1:])
         same = seen.setdefault((agent.name, repr(settings)), name)
         if same != name:  # "beam" and "beam:200": the default spelt out
             raise ValueError(f"{same} and {name} are the same agent")
@@ -238,6 +247,8 @@ def _number(text: str, what: str, default: float, integer: bool) -> float | int:
     if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
         kind = "a positive integer" if integer else "a positive number"
         raise ValueError(f"{what} must be {kind}, got {text!r}")
+    if integer and value >= INT32_LIMIT:
+        raise ValueError(f"{what} must be below 2^31, got {text!r}")
     return int(value) if integer else value
 
 
