@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import jaxdust
 from jaxdust.search import beam, selection, keys
-from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
+from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features, heuristic_scorer
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.solver import api, bitboard, halves, ida, progress, upper_bound
 from jaxdust.solver import table as storage
@@ -847,6 +847,47 @@ def test_beam_search_solutions_replay_and_never_beat_the_optimum(boards_dir):
     # Nested lists and a numpy integer width: the same search.
     as_lists = beam.beam_search(np.asarray(record.board).tolist(), width=np.int64(32))
     assert int(as_lists.length) == length and np.array_equal(as_lists.actions, actions)
+
+
+_NEGATIVE_NAN = jax.lax.bitcast_convert_type(jnp.uint32(0xFFC00000), jnp.float32)  # what inf * 0 gives on x86
+
+
+def _spoiled_scorer(boards, params):
+    """The heuristic, but NaN with its sign bit set (a network's runtime NaN on a CPU) on a
+    third of the children and -inf on another third."""
+    scores = heuristic_scorer(boards, params)
+    cells = jnp.sum(boards != 0, axis=(1, 2)) % 3
+    return jnp.where(cells == 0, _NEGATIVE_NAN, jnp.where(cells == 1, -jnp.inf, scores))
+
+
+def test_children_a_scorer_cannot_rank_are_ranked_last_not_lost(boards_dir):
+    """Such children sorted below every finite score, so a board's whole beam could be
+    dropped (length -1), for one board alone and not inside another batch."""
+    records = jaxdust.read_board_file(boards_dir / "optimal_8x4x5.txt")[:4]
+    boards = jnp.stack([r.board for r in records])
+    for width in (1, 4):
+        found = beam.beam_search(boards, width=width, scorer=_spoiled_scorer)
+        lengths, actions = np.asarray(found.length), np.asarray(found.actions)
+        assert (lengths > 0).all(), (width, lengths)
+        for record, length, line in zip(records, lengths, actions):
+            final, count = jaxdust.replay(record.board, [(a // 4, a % 4) for a in line[:length]])
+            assert count == length and bool(jaxdust.is_done(final))
+    assert int(beam.beam_search(boards[0], width=4, scorer=_spoiled_scorer).length) == int(
+        beam.beam_search(boards, width=4, scorer=_spoiled_scorer).length[0])
+    for kwargs, message in (({"batch": 0}, "batch must be a positive integer"),
+                            ({"batch": -1}, "batch must be a positive integer")):
+        with pytest.raises(ValueError, match=message):
+            beam.beam_solutions(boards, 4, **kwargs)
+    with pytest.raises(ValueError, match="no boards"):
+        beam.beam_solutions(boards[:0], 4)
+
+
+def test_the_beams_position_hash_takes_boards_up_to_64_by_64():
+    board = jnp.asarray(np.random.default_rng(0).integers(1, 5, (33, 32)), jnp.int8)
+    assert keys.canonical_hash(board, True).shape == (2,)
+    assert not np.array_equal(keys.canonical_hash(board, True), keys.canonical_hash(board.at[32, 31].set(0), True))
+    with pytest.raises(ValueError, match="at most 4096 cells, got 65x64"):
+        keys.canonical_hash(jnp.ones((65, 64), jnp.int8), True)
 
 
 @pytest.mark.slow

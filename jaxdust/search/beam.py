@@ -226,6 +226,17 @@ def _best_distinct(scores: jax.Array, hashes_of, count: int, prefixes: tuple[int
                         lambda: _best_distinct(scores, hashes_of, count, prefixes[1:]))
 
 
+_LAST = float(np.finfo(np.float32).max)
+
+
+def _rankable(scores: jax.Array) -> jax.Array:
+    """A scorer's ``scores`` with each one that is not finite (a network's NaN, an
+    infinity) ranked after every finite one: that child stays in the search, last, where
+    the selection would drop it (``inf`` marks a slot with no child) or, for a NaN whose
+    sign bit is set, rank it below every finite score and lose the board's whole beam."""
+    return jnp.where(jnp.isfinite(scores), scores, _LAST)
+
+
 class BeamResult(NamedTuple):
     length: jax.Array  # int32 [B] ([] for one board): clicks of the solution; -1 if none within max_clicks
     actions: jax.Array  # int32 [B, max_clicks] ([max_clicks]): flat actions x * height + y, -1 after the end
@@ -254,7 +265,8 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
 
     Args:
       width: positions kept per board and click.
-      scorer: ``scorer(boards [M, W, H], params) -> [M]``, lower is better; a static
+      scorer: ``scorer(boards [M, W, H], params) -> [M]``, lower is better (a score that
+        is not finite, NaN or infinite, ranks after every finite one); a static
         argument, so pass a module-level function or one object reused across calls
         (default: the hand-made heuristic of ``rules``, ``heuristic.heuristic_for``).
       max_clicks: give up after this many clicks (default: cells on the board).
@@ -321,7 +333,7 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
             # compiled 27% slower (8 x 6, widths 1 to 2000, 2-core AMD EPYC).
             scores, cleared, keys = found
             done = valid & jax.vmap(game.is_done)(children)
-            values = jnp.where(valid, scorer(children, params), jnp.inf)
+            values = jnp.where(valid, _rankable(scorer(children, params)), jnp.inf)
             return (jax.lax.dynamic_update_slice(scores, values, (start,)),
                     jax.lax.dynamic_update_slice(cleared, done, (start,)),
                     jax.lax.dynamic_update_slice(keys, jax.vmap(lambda child: solver_key(child, mirror))(children),
@@ -360,7 +372,7 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
             keep, kept_scores = jnp.arange(rows), listed_scores.reshape(-1)
         else:
             rescored = jnp.where(jnp.isfinite(listed_scores),
-                                 rescorer(children, params).reshape(count, listed), jnp.inf)
+                                 _rankable(rescorer(children, params)).reshape(count, listed), jnp.inf)
             negated, best = jax.lax.top_k(-rescored, width)  # ties keep the shortlist's order
             keep, kept_scores = (best + jnp.arange(count)[:, None] * listed).reshape(-1), -negated.reshape(-1)
         boards = children[keep]
@@ -430,7 +442,11 @@ def beam_solutions(boards, width: int, scorer: Scorer | None = None, params=None
     """
     if boards.ndim != 3:
         raise ValueError(f"beam search takes boards [N, W, H], got shape {boards.shape}")
+    if batch is not None and (not game.is_integer(batch) or batch < 1):
+        raise ValueError(f"beam search: batch must be a positive integer or None, got {batch!r}")
     total = boards.shape[0]
+    if total == 0:
+        raise ValueError("beam search: no boards (a batch of 0)")
     group = min(total, batch or default_batch(width))
     lengths, actions = [], []
     for start in range(0, total, group):

@@ -114,13 +114,20 @@ def _oriented_keys(board: jax.Array) -> jax.Array:
     return jnp.stack([high, low])
 
 
-# Two independent 32-bit hashes of a board; collisions only merge two beam entries.
-_HASH_MULTIPLIERS = np.random.default_rng(20261121).integers(1, 2**32, size=(2, 1024), dtype=np.uint64)
+# Two independent 32-bit hashes of a board; collisions only merge two beam entries. Boards
+# of up to 4096 cells (64 x 64); the first 1024 multipliers are those of the first boards
+# hashed (up to 32 x 32), so their hashes, which order ties, stay as they were.
+_HASH_MULTIPLIERS = np.concatenate(
+    [np.random.default_rng(seed).integers(1, 2**32, size=(2, size), dtype=np.uint64)
+     for seed, size in ((20261121, 1024), (20261129, 3072))], axis=1)
 _HASH_MULTIPLIERS = (_HASH_MULTIPLIERS | 1).astype(np.uint32)
 
 
 def _hash_pair(board: jax.Array) -> jax.Array:
     """uint32 ``[2]`` hash of one board."""
+    if board.size > _HASH_MULTIPLIERS.shape[1]:
+        raise ValueError(f"canonical_hash takes boards of at most {_HASH_MULTIPLIERS.shape[1]} cells, got "
+                         f"{board.shape[0]}x{board.shape[1]}")
     values = board.reshape(-1).astype(jnp.uint32) + jnp.uint32(1)
     multipliers = jnp.asarray(_HASH_MULTIPLIERS[:, : values.shape[0]])
     mixed = jnp.sum(values[None, :] * multipliers, axis=1, dtype=jnp.uint32)
