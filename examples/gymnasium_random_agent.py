@@ -21,6 +21,8 @@ def main(argv=None) -> list[int]:
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be at least 1, got {args.episodes}")
+    if "/" not in args.env:  # jaxdust.make's id: Gymnasium registers it in the jaxdust namespace
+        args.env = f"jaxdust/{args.env}"
 
     env = RecordEpisodeStatistics(gymnasium.make(args.env))
     env.action_space.seed(args.seed)

@@ -360,5 +360,6 @@ def test_the_gymnasium_example_plays_whole_games():
         sys.path.pop(0)
     lengths = gymnasium_random_agent.main(["--env", "jaxdust/Dust-6x6x5-v0", "--episodes", "4"])
     assert len(lengths) == 4 and all(6 <= n <= 36 for n in lengths)
+    assert gymnasium_random_agent.main(["--env", "Dust-6x6x5-v0", "--episodes", "4"]) == lengths  # jaxdust.make's id
     with pytest.raises(SystemExit):
         gymnasium_random_agent.main(["--episodes", "0"])

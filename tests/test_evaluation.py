@@ -337,6 +337,11 @@ def test_one_run_spelt_two_ways_is_one_agent(tmp_path, monkeypatch):
             registry.parse_agent_list(spelt)
     assert registry.parse_agent_list("value:runs/a:8,value:runs/a/:4,policy:runs/a") == [
         "value:runs/a:8", "value:runs/a/:4", "policy:runs/a"]
+    for spelt, message in (("policy:runs/a:8", "policy: takes no number after the run"),
+                           ("value::8", "needs a run directory: value:RUN_DIR"),
+                           ("mcts::64", "needs a run directory: mcts:RUN_DIR")):
+        with pytest.raises(ValueError, match=message):
+            registry.parse_agent(spelt)
 
 
 def test_file_names_of_long_agents_fit_a_file_system_and_stay_apart():
@@ -396,6 +401,7 @@ def test_a_run_stopped_half_way_leaves_no_figure_or_table_for_the_next_to_pass_o
     report = evaluate.main([*first, "--agents", "largest,random"])
     assert sorted(os.listdir(tmp_path)) == sorted(["summary.json", "boards.csv", *report["figures"]])
     assert "game-random-0.gif" not in report["figures"]
+    assert (report["jaxdust"], report["seed"]) == (jaxdust.__version__, 0)  # what made the figures
 
 
 def test_a_random_agent_plays_alike_wherever_it_is_listed(tmp_path):

@@ -64,6 +64,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxdust import __version__
 from jaxdust.core import compile_cache, configs, files, flags, game, machine
 from jaxdust.core.boards import board_to_text, declared_rules, positions, read_board_lines, reference_columns
 from jaxdust.core.progress import progress_bar
@@ -129,14 +130,17 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
         print(f"note: {args.boards} gives lengths under the {declared} rules; these boards are "
               f"played under {args.size.rules}, so they are compared with no reference lengths", file=sys.stderr)
         best, proven = None, False
-    described = f"{len(records)} boards from {_shown_path(args.boards)}"
-    return boards, best, proven, described if args.limit is None else f"first {described}"
+    described = f"{len(records)} board{'s' if len(records) != 1 else ''} from {_shown_path(args.boards)}"
+    cut = args.limit is not None and len(records) == args.limit  # fewer: the file held no more
+    return boards, best, proven, f"first {described}" if cut else described
 
 
 def _shown_path(path: str) -> str:
     """``path`` as a report names it: relative to the working folder when under it, a
     board set that ships with the package as ``jaxdust/data/...`` (wherever it is
     installed), else absolute."""
+    if path == "-":
+        return "standard input"
     relative = os.path.relpath(path)
     if not relative.startswith(os.pardir):
         return relative
@@ -172,20 +176,25 @@ def main(argv=None) -> dict:
     configs.add_board_flags(parser, "WxHxC for --random (default 8x6x5)",
                             "play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
                             "measured in points; Clickomania-10x10x4-v0: in cells left)")
-    parser.add_argument("--seed", type=flags.seed, default=0)
+    parser.add_argument("--seed", type=flags.seed, default=0,
+                        help="seed of --random's boards and of the agents' randomness (default 0)")
     parser.add_argument("--agents", default=None,
-                        help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)}")
+                        help=f"comma-separated name[:value], from: {', '.join(registry.AGENTS)} (default: "
+                             f"random,largest; with a points --env random,largest,cpu-beam:64,nmcs:1)")
     parser.add_argument("--limit", type=flags.positive_int, default=None, help="use only the first N boards")
-    parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(), help="processes for the solvers")
+    parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(),
+                        help="processes for the numba searches and solvers (default: the cores this process may "
+                             "use)")
     parser.add_argument("--max-clicks", type=flags.count, default=None,
                         help="click cap under the fewest-clicks rules (default: cells on the board; at most "
                              f"{CLICKS_PER_CELL} a cell)")
-    parser.add_argument("--chunk", type=flags.count, default=256, help="boards played at once")
+    parser.add_argument("--chunk", type=flags.count, default=256, help="boards played at once (default 256)")
     parser.add_argument("--reference", default=None,
                         help="agent to compare against, or 'best' for the file's best known (default)")
     parser.add_argument("--animate", type=flags.non_negative_int, default=0, metavar="N",
                         help="also write a GIF of each agent's game on the first N boards")
-    parser.add_argument("--out", type=flags.output_dir, default="results/evaluate")
+    parser.add_argument("--out", type=flags.output_dir, default="results/evaluate",
+                        help="folder of the report, table and figures (default results/evaluate)")
     args = parser.parse_args(argv)
     if args.random and args.boards is not None:
         flags.fail(parser, "--random and --boards: give one (random boards, or a board file)")
@@ -308,6 +317,7 @@ def main(argv=None) -> dict:
                                            None if reference == "best" else cleared[reference])
             figures.append(_write_figure(args.out, f"joint-{names[name]}.png", figure))
     report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
+              "jaxdust": __version__, "seed": args.seed,
               "reference": reference, "reference_proven_optimal": proven and reference == "best", "agents": results,
               "figures": sorted(set(figures))}
     _finish(args.out, earlier, report)
@@ -451,6 +461,7 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
     a histogram, ``points.png`` or ``cells-left.png`` (``earlier``: the figures of the
     evaluation before, removed unless written again)."""
     measure = "points" if game.rules_of(rules).objective == "points" else "cells_left"
+    print(f"{description}; backend {jax.default_backend()}")
     played, figures = _play_agents(parser, args, agents, boards, rules, max_clicks, earlier)
     results, per_board = {}, {}
     for name, run in played.items():
@@ -474,6 +485,7 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
                                                   f"{measure.replace('_', ' ')} "
                                                   f"({'higher' if measure == 'points' else 'lower'} is better)"))
     report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
+              "jaxdust": __version__, "seed": args.seed,
               "agents": results, "figures": sorted({*figures, figure})}
     _finish(args.out, earlier, report)
     gifs = ", game-*.gif" if args.animate else ""

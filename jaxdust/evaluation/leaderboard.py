@@ -98,7 +98,8 @@ def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--set", default="8x6x5", choices=benchmark.SIZES)
+    target.add_argument("--set", default="8x6x5", choices=benchmark.SIZES,
+                        help="fewest-clicks board set (default 8x6x5: 1000 boards with proven optima)")
     target.add_argument("--env", type=_env_id, default=None, metavar="ID",
                         help="rank on a registered environment's rules and size (random boards)")
     parser.add_argument("--boards", type=flags.positive_int, default=None,
@@ -113,7 +114,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--limit", type=flags.positive_int, default=None,
                         help="with --set: the set's first N boards only")
     parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(), help="processes for CPU solvers")
-    parser.add_argument("--seed", type=flags.seed, default=0)
+    parser.add_argument("--seed", type=flags.seed, default=0, help="seed of the agents' randomness and of --env's "
+                        "boards (default 0)")
     parser.add_argument("--fresh", action="store_true", help="measure every row again")
     parser.add_argument("--out", type=flags.output_file, default=None,
                         help="JSON report (default results/leaderboard-<set>.json)")
@@ -206,6 +208,7 @@ def main(argv=None) -> dict:
               "optimum_mean": float(board_set.best.mean()), "hardware": hardware, "seed": args.seed,
               "jaxdust": __version__, "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused}
     files.atomic_write_json(out, report)
+    print(f"wrote {out}")
     return report
 
 
@@ -325,6 +328,7 @@ def family_leaderboard(parser, args, entries: list[tuple[str, str]], measure: st
               "measure": measure, "hardware": hardware, "jaxdust": __version__,
               "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused}
     files.atomic_write_json(out, report)
+    print(f"wrote {out}")
     return report
 
 

@@ -423,8 +423,12 @@ def _run_directory(text: str) -> str:
 
 def _run_only(name: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
-        if not text:
+        if not text or text.startswith(":"):
             raise ValueError(f"needs a run directory: {name}:RUN_DIR")
+        run, _, number = text.rpartition(":")
+        if run and number.isdigit() and not os.path.exists(text) and \
+                os.path.isfile(os.path.join(split_run(run)[0], "config.json")):
+            raise ValueError(f"{name}: takes no number after the run ({name}:RUN_DIR[@newest]), got {text!r}")
         return _run_directory(text)
     return parse
 
@@ -432,7 +436,7 @@ def _run_only(name: str) -> Callable[[str], str]:
 def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple[str, int]]:
     """A parser of ``RUN_DIR`` or ``RUN_DIR:NUMBER`` (a run directory may itself contain ':')."""
     def parse(text: str) -> tuple[str, int]:
-        if not text:
+        if not text or text.startswith(":"):
             raise ValueError(f"needs a run directory: {name}:RUN_DIR[:{what.upper()}]")
         directory, newest = split_run(text)
         if newest and os.path.isfile(os.path.join(directory, "config.json")):  # a run "avi-10:30" played @newest

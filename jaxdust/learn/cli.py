@@ -20,6 +20,9 @@ All local devices are used: games, replay and minibatches are split over them, p
 replicated (data parallelism through ``jax.sharding``). Several hosts: start the same
 command on each with ``--distributed --coordinator HOST:PORT --num-processes N --process-id I`` (see
 docs/gpu.md, "Several GPUs or hosts").
+
+Each learner's flags, with their defaults: ``python train.py avi --help`` (or ``dqn``,
+``imitation``); flags given with no learner go to ``avi``.
 """
 
 from __future__ import annotations
@@ -113,6 +116,10 @@ def main(argv=None) -> dict:
     if given and not args.distributed:  # else every host would train alone, as process 0, into one directory
         flags.fail(learner_parser, f"{', '.join(given)} {'works' if len(given) == 1 else 'work'} only with --distributed")
     if args.distributed:  # before anything starts JAX's backend (jax.local_device_count() below does)
+        if args.coordinator is not None:  # it waits (minutes) until every process has joined
+            print(f"waiting for {args.num_processes or 'all'} processes at {args.coordinator} "
+                  f"(this is process {args.process_id if args.process_id is not None else '?'})", file=sys.stderr,
+                  flush=True)
         try:
             jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
         except (ValueError, RuntimeError) as error:  # no coordinator found, or it cannot be reached
@@ -138,6 +145,8 @@ def main(argv=None) -> dict:
         flags.fail(learner_parser, str(error))
     if summary and jax.process_index() == 0:  # one summary for a run over several processes
         print(json.dumps(summary, indent=2))
+        print(f"the run is in {args.run_dir}; play it with python evaluate.py --agents "
+              f"policy:{args.run_dir},value:{args.run_dir}", file=sys.stderr)
     return summary
 
 

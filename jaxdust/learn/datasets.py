@@ -20,8 +20,8 @@ uninterrupted one. Positions equal up to the mirror image are kept once (the fir
 board order) where the two play alike (``game.mirror_symmetric``: not the dust game at odd
 widths); elsewhere equal positions are.
 
-    python -m jaxdust.learn.datasets --out data/sets/demo --boards 200
-    python -m jaxdust.learn.datasets --out data/sets/former --env Former-7x9x4-v0 --labeller beam
+    python -m jaxdust.learn.datasets --out results/sets/demo --boards 200
+    python -m jaxdust.learn.datasets --out results/sets/former --env Former-7x9x4-v0 --labeller beam
 """
 
 from __future__ import annotations

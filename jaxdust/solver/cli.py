@@ -206,6 +206,7 @@ def main(argv=None) -> int:
                 output.flush()
                 if "error" not in record:  # an error may be the file's own (another board's proof): kept
                     _remove_checkpoint(args.checkpoint_dir, record["line"])
+                last[record["line"]] = record
                 bar.update()
     except WorkerDied as error:  # the lines written so far are kept
         print(f"{parser.prog}: error: {error}; run again to resume", file=sys.stderr)
@@ -213,9 +214,20 @@ def main(argv=None) -> int:
     finally:
         if output is not sys.stdout:
             output.close()
+    print(_tally([last.get(job[0]) for job in jobs], len(jobs) - len(todo))
+          + ("" if args.out == "-" else f"; lines in {args.out}"), file=sys.stderr)
     if args.board_file:
         write_proven(recover_json_lines(args.out), every_board, args.board_file, args.rules)
     return 1 if errors else 0
+
+
+def _tally(results: list[dict | None], earlier: int) -> str:
+    """One line on the boards' last records: how many are proven optimal, not proven, errors."""
+    proven = sum(1 for r in results if r and r.get("optimal"))
+    failed = sum(1 for r in results if r and "error" in r)
+    before = f", {earlier} of them done by an earlier run" if earlier else ""
+    return (f"{len(results)} board{'s' if len(results) != 1 else ''}{before}: {proven} proven optimal, "
+            f"{len(results) - proven - failed} not proven, {failed} error{'s' if failed != 1 else ''}")
 
 
 def _best_facts(records) -> dict[int, dict]:
