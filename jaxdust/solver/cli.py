@@ -172,7 +172,7 @@ def main(argv=None) -> int:
         done = {record["line"] for record in previous
                 if "error" not in record and (not args.retry_unproven or record.get("optimal"))}
     except ValueError as error:
-        flags.fail(parser, str(error))
+        _refuse(parser, output, str(error))
     todo = [(*job, colours, args.time_limit, args.node_limit, args.beam_width, args.rules,
              args.table_bits, args.checkpoint_dir, args.checkpoint_positions) for job in jobs if job[0] not in done]
     if args.checkpoint_dir:
@@ -180,8 +180,9 @@ def main(argv=None) -> int:
         # start would delete as a killed run's leftovers.
         checkpoint_lock = lock_directory(args.checkpoint_dir)
         if checkpoint_lock is None:
-            flags.fail(parser, f"another solver run is using --checkpoint-dir {args.checkpoint_dir}: give this one "
-                               f"another (several runs of one set may share a directory one after another, not at once)")
+            _refuse(parser, output, f"another solver run is using --checkpoint-dir {args.checkpoint_dir}: give this "
+                                    f"one another (several runs of one set may share a directory one after another, "
+                                    f"not at once)")
         remove_leftover_temporaries(args.checkpoint_dir)
         for number in done:  # solved, but killed before its progress file was removed
             _remove_checkpoint(args.checkpoint_dir, number)
@@ -219,6 +220,14 @@ def main(argv=None) -> int:
     if args.board_file:
         write_proven(recover_json_lines(args.out), every_board, args.board_file, args.rules)
     return 1 if errors else 0
+
+
+def _refuse(parser, output, message: str) -> None:
+    """Exit 2 with ``message``, first letting go of ``--out`` (and its lock): a caller in
+    the same process may run the command again."""
+    if output is not sys.stdout:
+        output.close()
+    flags.fail(parser, message)
 
 
 def _tally(results: list[dict | None], earlier: int) -> str:
