@@ -886,6 +886,19 @@ def test_children_a_scorer_cannot_rank_are_ranked_last_not_lost(boards_dir):
         beam.beam_solutions(boards[:0], 4)
 
 
+def test_a_table_serves_one_board_size_and_rule_set():
+    """Its entries are one game's facts: this board needs 7 clicks under dust, but with the
+    table of its former proof (11 clicks) the dust search returned 8 as proven optimal."""
+    board = jaxdust.parse_board("222412124324341244222314", 6, 4)
+    table = TranspositionTable(12)
+    assert solve(board, rules="former", table=table).optimal
+    with pytest.raises(ValueError, match="table holds facts about 6x4 boards under the former rules, not 6x4 under dust"):
+        solve(board, rules="dust", table=table)
+    with pytest.raises(ValueError, match="not 4x6 under former"):
+        solve(np.asarray(board).T.copy(), rules="former", table=table)
+    assert solve(board, rules="dust", table=TranspositionTable(12)).length == 7
+
+
 def test_the_beams_position_hash_takes_boards_up_to_64_by_64():
     board = jnp.asarray(np.random.default_rng(0).integers(1, 5, (33, 32)), jnp.int8)
     assert keys.canonical_hash(board, True).shape == (2,)

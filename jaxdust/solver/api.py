@@ -74,8 +74,9 @@ class TranspositionTable:
     """Proven lower bounds on the clicks a position needs, keyed by its canonical hash.
 
     An entry is a fact about a position, whichever board led to it, so one table may serve
-    several solves of one board size and colour count (e.g. the positions along one
-    solution). It holds ``2**bits`` entries and, when ``max_bits`` is larger, grows on
+    several solves of one board size and rule set (e.g. the positions along one solution);
+    ``solve`` refuses it for another (its keys would name other positions, its bounds
+    another game's). It holds ``2**bits`` entries and, when ``max_bits`` is larger, grows on
     ``reserve`` up to ``2**max_bits``, keeping every entry. Beside it, half as large, the
     values of the relaxed half games that ``jaxdust.solver.halves`` bounds positions with.
     """
@@ -86,6 +87,7 @@ class TranspositionTable:
         self.max_bits = max(bits, max_bits or bits)
         self.entries = np.zeros(1 << bits, np.uint64)  # see jaxdust.solver.table
         self.halves = np.zeros(1 << (bits - 1), np.uint64)
+        self.holds = None  # (width, height, rules) of the solves whose facts it holds
 
     @classmethod
     def of(cls, entries: np.ndarray, halves: np.ndarray, max_bits: int | None = None) -> "TranspositionTable":
@@ -93,7 +95,17 @@ class TranspositionTable:
         table = cls.__new__(cls)
         table.entries, table.halves = entries, halves
         table.max_bits = max(table.bits, max_bits or table.bits)
+        table.holds = None
         return table
+
+    def claim(self, width: int, height: int, rules: str) -> None:
+        """Mark the table as holding facts of ``width x height`` boards under ``rules``;
+        ValueError when it already holds another size's or rule set's."""
+        if self.holds is not None and self.holds != (width, height, rules):
+            held_width, held_height, held_rules = self.holds
+            raise ValueError(f"table holds facts about {held_width}x{held_height} boards under the {held_rules} "
+                             f"rules, not {width}x{height} under {rules}: give each size and rule set its own")
+        self.holds = (width, height, rules)
 
     @property
     def bits(self) -> int:
@@ -196,7 +208,8 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         (default ``default_beam_width``: 32 up to 40 cells, else 1024).
       table: transposition table; by default a fresh one that starts at
         ``initial_table_bits`` and grows with the search up to ``MAX_TABLE_BITS``. Its
-        entries are facts about one rule set: share a table only between solves of one.
+        entries are facts about one board size and rule set: a table used for another is
+        refused (ValueError).
       prune: False gives plain IDA* (colour bound and table only), for comparison;
         ``beam_width=0`` likewise skips the initial upper bound.
       checkpoint: a file for the proof's progress (``jaxdust.solver.progress``), written
@@ -252,6 +265,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
                                       table.max_bits if table is not None else MAX_TABLE_BITS)
     elif table is None:
         table = TranspositionTable(initial_table_bits(width * height), MAX_TABLE_BITS)
+    table.claim(width, height, rules)
     deadline = 0.0 if time_limit is None else start + time_limit
 
     path = np.zeros(width * height, np.uint64)
