@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 from collections import deque
@@ -371,8 +372,13 @@ def test_table_buckets_keep_the_key_the_largest_bound_and_evict_the_smallest():
     assert [storage.table_bound(table, k) for k in [key, *same_bucket]] == [7, 0, 9, 4, 6]
     storage.table_store(table, same_bucket[0], 2)  # goes in too, in place of the 4
     assert [storage.table_bound(table, k) for k in [key, *same_bucket]] == [7, 2, 9, 0, 6]
-    with pytest.raises(ValueError, match="2\\^9"):
-        TranspositionTable(8)
+    for bits in (8, 37, 9.5, "12"):  # 2^37 entries asked for 1 TB; 70 failed in numpy's words
+        with pytest.raises(ValueError, match="2\\^9 to 2\\^36"):
+            TranspositionTable(bits)
+    with pytest.raises(TypeError, match="table must be a TranspositionTable"):
+        solve(np.array([[1, 2], [1, 2]]), table=np.zeros(512, np.uint64))
+    with pytest.raises(TypeError, match="checkpoint must be a file path"):
+        solve(np.array([[1, 2], [1, 2]]), checkpoint=5)
 
 
 def test_a_growing_table_keeps_every_entry():
@@ -577,6 +583,41 @@ def test_a_checkpoint_of_another_board_or_no_proof_is_refused(tmp_path):
     with pytest.raises(ValueError, match="checkpoint_positions must be a positive integer"):
         solve(board, checkpoint=path, checkpoint_positions=0)
     assert path.exists()  # refusals leave the proof as it was
+
+
+def _edited_checkpoint(source, target, meta=None, **arrays):
+    """A copy of the proof at ``source`` with fields of its meta and its arrays replaced."""
+    with np.load(source) as data:
+        saved = {name: data[name] for name in data.files}
+    saved["meta"] = np.array(json.dumps({**json.loads(str(saved["meta"])), **(meta or {})}))
+    np.savez(target, **{**saved, **arrays})
+
+
+def test_a_checkpoint_of_an_older_format_or_with_impossible_contents_is_refused(tmp_path):
+    """Checkpoints before 0.2.31 may hold unsound table entries (a wrong optimum, proven);
+    tables of the wrong shape crashed the process in numba (2 slots: a segmentation fault);
+    an edited bound or best line was reported as a proof."""
+    text, width, height = CHECKPOINTED["dust"]
+    board = np.asarray(jaxdust.parse_board(text, width, height))
+    path = tmp_path / "proof.npz"
+    solve(board, checkpoint=path, node_limit=1000)
+    with np.load(path) as data:
+        saved = json.loads(str(data["meta"]))
+        entries = data["entries"]
+    cases = [({"format": 1}, {}, "has format 1, this version reads 2 (saved by jaxdust 0.2.30 or older"),
+             ({}, {"entries": np.zeros(2, np.uint64), "halves": np.zeros(1, np.uint64)}, "tables of 2 and 1 entries"),
+             ({}, {"entries": entries.reshape(2, -1)}, "entries are not a power of two"),
+             ({}, {"entries": entries[:-1]}, "entries are not a power of two"),
+             ({"bound": saved["best_length"] + 1}, {}, "bound"),
+             ({"best_length": saved["best_length"] - 1}, {}, f"a best length of {saved['best_length'] - 1} with"),
+             ({"best_clicks": [[99, 0]] * saved["best_length"]}, {}, "a click off the board"),
+             ({"nodes": -3}, {}, "a count that is not a whole number")]
+    for index, (meta, arrays, message) in enumerate(cases):
+        edited = tmp_path / f"edited-{index}.npz"
+        _edited_checkpoint(path, edited, meta, **arrays)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            solve(board, checkpoint=edited)
+    assert solve(board, checkpoint=path).optimal  # the file as saved still resumes
 
 
 def test_cli_resumes_saved_proofs_and_removes_each_once_its_line_is_written(tmp_path, boards_dir):

@@ -82,8 +82,10 @@ class TranspositionTable:
     """
 
     def __init__(self, bits: int, max_bits: int | None = None):
-        if bits < 9:
-            raise ValueError(f"a table needs at least 2^9 entries, got 2^{bits}")
+        for name, value in (("bits", bits), ("max_bits", max_bits)):
+            if value is not None and (not is_integer(value) or not 9 <= value <= 36):
+                raise ValueError(f"a table has 2^9 to 2^36 entries (512 GB): {name} must be an integer in 9..36, "
+                                 f"got {value!r}")
         self.max_bits = max(bits, max_bits or bits)
         self.entries = np.zeros(1 << bits, np.uint64)  # see jaxdust.solver.table
         self.halves = np.zeros(1 << (bits - 1), np.uint64)
@@ -168,7 +170,9 @@ def _compile_searches() -> None:
                          0.0, path, True, 0, 0)  # every argument given: the signature solve calls
 
 
-def _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions) -> None:
+def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_positions=1) -> None:
+    """ValueError naming the first of ``solve``'s (or ``solve_dfs``'s) limits that is not
+    what it takes."""
     if time_limit is not None and (isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, numbers.Real)
                                    or not math.isfinite(time_limit) or time_limit <= 0):
         raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
@@ -231,7 +235,11 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
       TimeoutError: with ``beam_width=0`` (no first answer) when the limit ends the search
         before it finds a solution.
     """
-    _check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions)
+    check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions)
+    if table is not None and not isinstance(table, TranspositionTable):
+        raise TypeError(f"table must be a TranspositionTable or None, got {type(table).__name__}")
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise TypeError(f"checkpoint must be a file path or None, got {checkpoint!r}")
     if not isinstance(prune, (bool, np.bool_)):  # numba would fail typing it, in a page of its own words
         raise TypeError(f"prune must be True or False, got {prune!r}")
     if node_limit is not None:  # the searches count in int64: a larger limit is no limit anyway
@@ -363,6 +371,9 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
             last_seconds = searched / POSITIONS_PER_SECOND
         nodes += searched
         if status == ida.FOUND:  # at most budget clicks; shortest once bound reaches it
+            if length < bound:  # a solution below a proven bound: the table held false facts
+                raise RuntimeError(f"the search found {length} clicks below its proven bound {bound}: its table "
+                                   f"holds facts that are not this board's (please report this)")
             best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
         else:
             bound = budget + 1

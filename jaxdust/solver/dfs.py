@@ -21,6 +21,7 @@ import numpy as np
 
 from jaxdust.core.boards import board_array
 from jaxdust.solver import bitboard
+from jaxdust.solver.api import check_limits
 from jaxdust.solver.bitboard import clusters, count_colours, now, popcount, remove_in_place
 
 ROOT_PLIES = 6
@@ -113,12 +114,16 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
               colors: int | None = None) -> list[tuple[int, int]]:
     """The original post's search: the best clicks ``[(x, y), ...]`` found within the limits.
 
-    Raises ``TimeoutError`` if no solution was found at all (only with tiny limits).
+    Raises ``TimeoutError`` if no solution was found at all (only with tiny limits), and
+    ValueError for a limit or ``colors`` it cannot take, as ``solve`` does.
     """
+    check_limits(time_limit, node_limit, colors)
     cells = board_array(board)
     width, height = cells.shape
     if not cells.any():
         return []
+    if colors is not None and cells.max() > colors:
+        raise ValueError(f"board holds colour {int(cells.max())} but colors={colors}")
     planes = bitboard.to_planes(cells, int(colors or cells.max()))
     geometry = bitboard.make_geometry(width, height)
     deadline = 0.0 if time_limit is None else time.perf_counter() + time_limit

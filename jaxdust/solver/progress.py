@@ -19,7 +19,10 @@ import numpy as np
 
 from jaxdust.core.files import atomic_write
 
-FORMAT = 1
+# 2 from 0.2.31: format-1 files may come from versions whose tables held unsound entries
+# (refutations of commuted moves stored for positions, up to 0.2.15; odd-width dust boards
+# merged with their mirror images), and nothing in them says which.
+FORMAT = 2
 
 
 @dataclasses.dataclass
@@ -78,7 +81,10 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
     except unreadable as error:
         raise not_a_proof(error) from None
     if saved_format != FORMAT:
-        raise ValueError(f"checkpoint {os.fspath(path)} has format {saved_format}, this version reads {FORMAT}")
+        older = " (saved by jaxdust 0.2.30 or older, whose tables may hold unsound entries: remove it, and the " \
+                "proof starts over)" if saved_format == 1 else ""
+        raise ValueError(f"checkpoint {os.fspath(path)} has format {saved_format}, this version reads "
+                         f"{FORMAT}{older}")
     try:
         saved_rules = meta["rules"]
         progress = Progress(
@@ -92,4 +98,32 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
     if saved_rules != rules or saved_board.shape != board.shape or not np.array_equal(saved_board, board):
         raise ValueError(f"checkpoint {os.fspath(path)} holds the proof of another board or rule set "
                          f"({saved_rules}); remove it or give another path")
+    problem = _inconsistency(progress, *board.shape)
+    if problem:  # the search would index the tables out of bounds, or report it as proven
+        raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({problem})")
     return progress
+
+
+def _inconsistency(progress: Progress, width: int, height: int) -> str | None:
+    """What makes ``progress`` impossible for a ``width x height`` board, or None."""
+    cells = width * height
+    entries, halves = progress.entries, progress.halves
+    for name, table in (("entries", entries), ("halves", halves)):
+        if table.dtype != np.uint64 or table.ndim != 1 or table.size & (table.size - 1):
+            return f"its {name} are not a power of two of uint64 in a row"
+    if entries.size < 2**9 or halves.size * 2 != entries.size:
+        return f"tables of {entries.size} and {halves.size} entries"
+    counts = (progress.bound, progress.best_length, progress.nodes, progress.budget, progress.partial,
+              progress.half_positions)
+    if not all(isinstance(count, int) and not isinstance(count, bool) and count >= 0 for count in counts):
+        return "a count that is not a whole number >= 0"
+    if progress.bound > progress.best_length or progress.best_length > cells + 1:
+        return f"bound {progress.bound} and best length {progress.best_length} on {cells} cells"
+    if len(progress.best_clicks) != (0 if progress.best_length == cells + 1 else progress.best_length):
+        return f"a best length of {progress.best_length} with {len(progress.best_clicks)} clicks"
+    if not all(len(click) == 2 and all(isinstance(v, int) for v in click) and 0 <= click[0] < width
+               and 0 <= click[1] < height for click in progress.best_clicks):
+        return "a click off the board"
+    if progress.budget and not progress.bound <= progress.budget < progress.best_length:
+        return f"a search of {progress.budget} clicks between bound {progress.bound} and best {progress.best_length}"
+    return None
