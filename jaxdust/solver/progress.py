@@ -5,7 +5,8 @@ state between two slices of the search is small apart from the transposition tab
 proven bound, the best solution, the budget being searched and the positions counted. The
 table holds the rest: every subtree the interrupted search finished is stored at its root,
 so a search that starts again with the same table skips them and goes on where it stopped.
-Resuming from the same file therefore ends exactly as the uninterrupted search would have.
+Resuming a killed proof from the same file therefore ends exactly as the uninterrupted
+search would have (one stopped by a limit keeps that limit's choices: ``solve``).
 """
 
 from __future__ import annotations
