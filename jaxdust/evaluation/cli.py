@@ -52,6 +52,7 @@ and measure it as it is: no cap and no reference agent there.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import fnmatch
 import io
@@ -408,10 +409,12 @@ def _write_figure(out: str, name: str, data: bytes) -> str:
 def _forget_summary(out: str) -> None:
     """Remove an earlier summary.json before this run's table replaces its: beside the new
     ``boards.csv`` it would describe other play (its figures stay listed as pending)."""
-    try:
-        os.remove(os.path.join(out, "summary.json"))
-    except FileNotFoundError:
-        pass
+    _remove_if_present(os.path.join(out, "summary.json"))
+
+
+def _remove_if_present(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
 
 
 def _finish(out: str, earlier: list[str], report: dict) -> None:
@@ -419,10 +422,7 @@ def _finish(out: str, earlier: list[str], report: dict) -> None:
     lists its own, then forget the pending list."""
     _remove_earlier_figures(out, earlier, report["figures"])
     files.atomic_write_json(os.path.join(out, "summary.json"), report)
-    try:
-        os.remove(os.path.join(out, PENDING))
-    except FileNotFoundError:
-        pass
+    _remove_if_present(os.path.join(out, PENDING))
 
 
 def _remove_earlier_figures(out: str, earlier: list[str], written: list[str]) -> None:

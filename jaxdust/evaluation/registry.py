@@ -91,7 +91,7 @@ def parse_agent(text: str) -> tuple[Agent, Any]:
     agent = AGENTS[name]
     if (rest or colon) and agent.parameter is None:
         raise ValueError(f"agent {name!r} takes no parameter")
-    if colon and not rest and not agent.parameter.startswith("run directory"):  # "beam:" hid the default's width
+    if colon and not rest and not _is_run_agent(agent):  # "beam:" hid the default's width
         raise ValueError(f"agent {name!r}: nothing after ':' (its {agent.parameter}); give one or leave the ':' "
                          f"out for the default")
     return agent, agent.parse(rest)
@@ -109,17 +109,22 @@ def split_run(run: str) -> tuple[str, bool]:
     return run, False
 
 
-def _run_text(text: str) -> str | None:
-    """The run an agent entry plays as written (``RUN`` or ``RUN@newest``), or None."""
-    agent, settings = parse_agent(text)
-    if not (agent.parameter or "").startswith("run directory"):
+def _is_run_agent(agent: Agent) -> bool:
+    """Whether ``agent`` plays a trained run (its value starts with the run directory)."""
+    return (agent.parameter or "").startswith("run directory")
+
+
+def _run_of(agent: Agent, settings) -> str | None:
+    """The run an agent plays, as written (``RUN`` or ``RUN@newest``), from its parsed
+    settings, or None."""
+    if not _is_run_agent(agent):
         return None
     return settings if isinstance(settings, str) else settings[0]
 
 
 def run_of(text: str) -> str | None:
     """The run directory an agent entry plays (``policy:RUN``, ``value:RUN@newest:8``, ...), or None."""
-    run = _run_text(text)
+    run = _run_of(*parse_agent(text))
     return None if run is None else split_run(run)[0]
 
 
@@ -142,7 +147,7 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
         if agent.name in ("beam", "value"):  # a width too wide for one board's children, refused before play
             require_children_indexable(name, 1, settings if agent.name == "beam" else settings[1], width * height,
                                        CHUNK)
-        run = _run_text(name)
+        run = _run_of(agent, settings)
         if run is not None:
             learner, config = read_run_config(split_run(run)[0])
             _require_trained_for(run, config.game, rules, width, height, colours)
@@ -191,7 +196,7 @@ def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
         agent, settings = parse_agent(name)
         if rules is not None:
             _require_rules(agent, rules)
-        run = _run_text(name)
+        run = _run_of(agent, settings)
         if run is not None:  # policy:runs/a, policy:runs/a/ and policy:./runs/a play one run
             settings = (os.path.normpath(run), () if isinstance(settings, str) else settings[1:])
         same = seen.setdefault((agent.name, repr(settings)), name)
@@ -421,13 +426,18 @@ def _run_directory(text: str) -> str:
     return text
 
 
+def _run_then_more(text: str, run: str) -> bool:
+    """Whether ``text`` is no path but ``run`` (its part before the last ':') is a run
+    directory: ``RUN:...`` names a run and something after it."""
+    return bool(run) and not os.path.exists(text) and os.path.isfile(os.path.join(split_run(run)[0], "config.json"))
+
+
 def _run_only(name: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if not text or text.startswith(":"):
             raise ValueError(f"needs a run directory: {name}:RUN_DIR")
         run, _, number = text.rpartition(":")
-        if run and number.isdigit() and not os.path.exists(text) and \
-                os.path.isfile(os.path.join(split_run(run)[0], "config.json")):
+        if number.isdigit() and _run_then_more(text, run):
             raise ValueError(f"{name}: takes no number after the run ({name}:RUN_DIR[@newest]), got {text!r}")
         return _run_directory(text)
     return parse
@@ -444,7 +454,7 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
         run, _, number = text.rpartition(":")
         if run and number.isdigit() and not os.path.isfile(os.path.join(text, "config.json")):  # a run "avi-10:30"
             return _run_directory(run), _number(number, f"{name}: {what}", default, integer=True)
-        if run and not os.path.exists(text) and os.path.isfile(os.path.join(split_run(run)[0], "config.json")):
+        if _run_then_more(text, run):
             # value:RUN:abc is a run with a mistyped number, not a directory named "RUN:abc"
             raise ValueError(f"{name}: {what} must be a positive integer, got {number!r}")
         return _run_directory(text), default

@@ -29,6 +29,7 @@ from jaxdust.solver.upper_bound import beam_upper_bound
 # iteration, to ~4 entries per position of the last one (times GROWTH per budget the
 # coming search skips).
 MAX_TABLE_BITS = 25  # 256 MB
+TABLE_BITS = range(9, 37)  # what a table may have: 2^9 entries up to 2^36 (512 GB)
 GROWTH = 15  # each extra click of budget generates ~15x the positions (8x6 proofs)
 # Without a time limit the search's own decisions (whether to widen the beam) count
 # positions instead of reading the clock, at about this rate (2-core AMD EPYC), so that
@@ -83,7 +84,7 @@ class TranspositionTable:
 
     def __init__(self, bits: int, max_bits: int | None = None):
         for name, value in (("bits", bits), ("max_bits", max_bits)):
-            if value is not None and (not is_integer(value) or not 9 <= value <= 36):
+            if value is not None and (not is_integer(value) or value not in TABLE_BITS):
                 raise ValueError(f"a table has 2^9 to 2^36 entries (512 GB): {name} must be an integer in 9..36, "
                                  f"got {value!r}")
         self.max_bits = max(bits, max_bits or bits)
@@ -170,6 +171,15 @@ def _compile_searches() -> None:
                          0.0, path, True, 0, 0)  # every argument given: the signature solve calls
 
 
+def board_colours(cells: np.ndarray, colors: int | None) -> int:
+    """``colors``, or by default the largest colour on the board (at least 1); ValueError
+    when the board holds a colour above ``colors``."""
+    colours = int(colors or max(int(cells.max()), 1))
+    if cells.max() > colours:
+        raise ValueError(f"board holds colour {int(cells.max())} but colors={colours}")
+    return colours
+
+
 def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_positions=1) -> None:
     """ValueError naming the first of ``solve``'s (or ``solve_dfs``'s) limits that is not
     what it takes."""
@@ -252,9 +262,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     width, height = cells.shape
     if width * height > bitboard.MAX_CELLS:
         raise ValueError(f"the exact solver handles at most {bitboard.MAX_CELLS} cells, got {width}x{height}")
-    colors = int(colors or max(int(cells.max()), 1))
-    if cells.max() > colors:
-        raise ValueError(f"board holds colour {int(cells.max())} but colors={colors}")
+    colors = board_colours(cells, colors)
     if not cells.any():
         return Solution([], 0, 0, True, 0, time.perf_counter() - start)
 

@@ -53,8 +53,8 @@ from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
 from jaxdust.core.files import (atomic_write_bytes, lock_directory, open_to_append_alone, read_lines,
                                 recover_json_lines, remove_leftover_temporaries)
 from jaxdust.solver import compiled
-from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TranspositionTable,
-                                initial_table_bits, solve)
+from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TABLE_BITS,
+                                TranspositionTable, initial_table_bits, solve)
 from jaxdust.core.game import CLICK_RULES
 from jaxdust.core.progress import progress_bar
 
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
     args.checkpoint_positions = args.checkpoint_positions or CHECKPOINT_POSITIONS
     if args.beam_width is not None and args.beam_width > MAX_BEAM_WIDTH:
         flags.fail(parser, f"--beam-width must be at most {MAX_BEAM_WIDTH:,}, got {args.beam_width:,}")
-    if not 9 <= args.table_bits <= 36:
+    if args.table_bits not in TABLE_BITS:
         flags.fail(parser, f"--table-bits must be between 9 and 36 (2^36 entries: 512 GB), got {args.table_bits}")
 
     source = "standard input" if args.boards == "-" else args.boards

@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxdust.core.boards import board_array
 from jaxdust.solver import bitboard
-from jaxdust.solver.api import check_limits
+from jaxdust.solver.api import board_colours, check_limits
 from jaxdust.solver.bitboard import clusters, count_colours, now, popcount, remove_in_place
 
 ROOT_PLIES = 6
@@ -122,9 +122,7 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
     width, height = cells.shape
     if not cells.any():
         return []
-    if colors is not None and cells.max() > colors:
-        raise ValueError(f"board holds colour {int(cells.max())} but colors={colors}")
-    planes = bitboard.to_planes(cells, int(colors or cells.max()))
+    planes = bitboard.to_planes(cells, board_colours(cells, colors))
     geometry = bitboard.make_geometry(width, height)
     deadline = 0.0 if time_limit is None else time.perf_counter() + time_limit
     path = np.zeros(width * height, np.uint64)
