@@ -548,7 +548,7 @@ API_CASES = [
     (lambda: jaxdust.board_to_text(np.ones((2, 2, 2), int)), "must be 2-D"),
     (lambda: jaxdust.score("1" * 48, [(0.9, 0)]), r"click 0: \(0.9, 0\) is not an \(x, y\) pair of ints"),
     (lambda: jaxdust.replay("1" * 48, [(0, 0), "00"]), "click 1: '00' is not an"),
-    (lambda: jaxdust.Rewards(clear=np.float32(3)), "must be a Python int or float, got float32"),
+    (lambda: jaxdust.Rewards(clear=True), "must be a number, got bool True"),
     (lambda: render.board_letters([[-1, 2], [3, 0]]), "board_letters: the board holds -1"),
     (lambda: render.board_rgb([[10, 2], [3, 0]]), "board_rgb: the board holds 10"),
     (lambda: render.board_svg([[1, 2], [3, 0]], cell_size=0), "cell_size must be an integer >= 8"),

@@ -215,7 +215,11 @@ def test_evaluate_plays_a_run_whose_best_is_damaged(run, whole_run, tmp_path, ca
     _truncate(run / "best" / str(best_step))
     report = evaluate.main(["--random", "4", "--agents", f"policy:{run}", "--out", str(tmp_path / "eval")])
     assert report["agents"][f"policy:{run}"]["boards"] == 4
-    [warning] = warnings(capsys.readouterr().err)
+    assert report["agents"][f"policy:{run}"]["played"] == {"run": str(run), "checkpoint": os.path.join("checkpoints", "4"),
+                                                           "fingerprint": runs.fingerprint(str(run))}
+    out, err = capsys.readouterr()
+    assert f"checkpoints played: policy:{run} {run / 'checkpoints' / '4'}" in out
+    [warning] = warnings(err)
     assert f"checkpoint {best_step} in" in warning and "using checkpoint 4" in warning
 
 

@@ -279,10 +279,12 @@ def test_points_searches_on_research_boards_are_seeded_and_beat_greedy():
     boards = [fr.random_board(rng, 15, 15, 5) for _ in range(3)]
     greedy = np.mean([fr.largest_group_greedy(b)[1] for b in boards])
     first = [points.nmcs(b, 1, seed=3) for b in boards]
-    assert [line.clicks for line in first] == [points.nmcs(b, 1, seed=3).clicks for b in boards]
+    assert [line.clicks for line in first] == [points.nmcs(b, np.int64(1), seed=np.uint32(3)).clicks for b in boards]
     assert [line.clicks for line in first] != [points.nmcs(b, 1, seed=4).clicks for b in boards]
     assert np.mean([line.points for line in first]) > 2 * greedy
-    assert np.mean([points.beam(b, 16).points for b in boards]) > greedy
+    beams = [points.beam(b, 16) for b in boards]
+    assert np.mean([line.points for line in beams]) > greedy
+    assert [line.clicks for line in beams] == [points.beam(b, np.int32(16)).clicks for b in boards]
     for line, board in zip(first, boards):
         assert fr.line_points(board, line.clicks) == line.points
 
@@ -291,6 +293,8 @@ def test_points_searches_on_research_boards_are_seeded_and_beat_greedy():
     (lambda b: points.beam(b, 0), "width must be a positive integer"),
     (lambda b: points.beam(b, 8, "dust"), "points searches play the points and cells-left rules"),
     (lambda b: points.nmcs(b, 3), "level must be 1 or 2"),
+    (lambda b: points.nmcs(b, True), "level must be 1 or 2"),
+    (lambda b: points.beam(b, 8.0), "width must be a positive integer"),
     (lambda b: points.nmcs(b, 1, seed=-1), r"seed must be an integer in \[0, 2\^32\)"),
     (lambda b: points.nmcs(b, 1, rules="tetris"), "unknown rules 'tetris'"),
     (lambda b: points.beam(np.array([[0, 1], [2, 2]]), 8), "settled"),

@@ -150,6 +150,25 @@ def test_game_config_rejects_bad_sizes():
         game.GameConfig(colors=10)
     with pytest.raises(TypeError, match="int"):
         game.GameConfig(width=8.0)
+    with pytest.raises(TypeError, match="int"):
+        game.GameConfig(colors=True)
+
+
+def test_configs_take_numpy_scalars_as_python_numbers():
+    """A sweep over ``np.arange`` gives numpy scalars: the configs keep Python numbers, so
+    they write as JSON and equal the configs written with literals."""
+    import json
+
+    from jaxdust.core import configs
+    from jaxdust.learn.avi import AVIConfig
+
+    size = game.GameConfig(*np.arange(6, 9))
+    assert size == game.GameConfig(6, 7, 8) and {type(v) for v in (size.width, size.height, size.colors)} == {int}
+    config = AVIConfig(game=size, beam_width=np.int64(4), learning_rate=np.float32(0.5))
+    assert type(config.beam_width) is int and type(config.learning_rate) is float
+    assert config == AVIConfig(game=game.GameConfig(6, 7, 8), beam_width=4, learning_rate=0.5)
+    assert configs.from_json(AVIConfig, json.loads(json.dumps(configs.to_json(config)))) == config
+    assert type(jaxdust.Rewards(clear=np.float64(2)).clear) is float
 
 
 # ---------------------------------------------------------------------------------------

@@ -733,8 +733,12 @@ def test_trained_runs_play_through_evaluate(tmp_path, capsys, whole_dqn_run):
 
     report = evaluate.main(["--limit", "8", "--agents", f"largest,policy:{whole_dqn_run},value:{whole_dqn_run}:2",
                             "--out", str(tmp_path / "eval")])
+    best_step = json.loads((whole_dqn_run / "summary.json").read_text())["best_step"]
     for name in (f"policy:{whole_dqn_run}", f"value:{whole_dqn_run}:2"):
         assert report["agents"][name]["boards"] == 8
+        assert report["agents"][name]["played"] == {"run": str(whole_dqn_run), "checkpoint": f"best/{best_step}",
+                                                    "fingerprint": runs.fingerprint(str(whole_dqn_run))}
+    assert "played" not in report["agents"]["largest"]
     assert (tmp_path / "eval" / "lengths.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):
         evaluate.main(["--limit", "4", "--agents", f"policy:{tmp_path / 'missing'}", "--out", str(tmp_path / "x")])

@@ -17,9 +17,11 @@ import re
 import tokenize
 import typing
 
+import numpy as np
+
 from jaxdust.core import flags
 from jaxdust.core.boards import parse_size
-from jaxdust.core.game import GameConfig
+from jaxdust.core.game import GameConfig, is_integer
 
 
 def to_json(config) -> dict:
@@ -84,6 +86,12 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
                 isinstance(width, int) and not isinstance(width, bool) and width > 0 for width in value):
             raise FieldError(name, f"must be a tuple of positive integers (layer sizes), got {value!r}")
     hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):  # a numpy scalar, e.g. from a sweep over np.arange, as Python's
+        value = getattr(config, field.name)
+        if hints[field.name] is int and is_integer(value):
+            object.__setattr__(config, field.name, int(value))
+        elif hints[field.name] is float and (is_integer(value) or isinstance(value, np.floating)):
+            object.__setattr__(config, field.name, float(value))
     for names, ok, wanted in ((positive, lambda v: v > 0, "> 0"), (non_negative, lambda v: v >= 0, ">= 0"),
                               (unit_interval, lambda v: 0 <= v <= 1, "in [0, 1]"),
                               (finite, lambda v: True, "finite")):
@@ -91,8 +99,8 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
             value = getattr(config, name)
             if hints[name] is int and (not isinstance(value, int) or isinstance(value, bool)):
                 raise FieldError(name, f"must be an integer, got {value!r}")
-            if type(value) not in (int, float):  # a bool, or a numpy scalar (np.float64 is a float)
-                raise FieldError(name, f"must be a Python int or float, got {type(value).__name__} {value!r}")
+            if type(value) not in (int, float):  # a bool or a string
+                raise FieldError(name, f"must be a number, got {type(value).__name__} {value!r}")
             if not math.isfinite(value) or not ok(value):
                 raise FieldError(name, f"must be {wanted}, got {value!r}")
             if hints[name] is int and value >= flags.INT32_LIMIT and name not in wide:

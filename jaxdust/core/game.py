@@ -88,6 +88,11 @@ def require_click_rules(rules: str, what: str) -> None:
                          "for points and cells left use jaxdust.points_beam or jaxdust.solver.points")
 
 
+def is_integer(value) -> bool:
+    """A Python or numpy integer, not a bool: what a size, count or limit must be."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 @dataclasses.dataclass(frozen=True)
 class GameConfig:
     """Static size and rule set of a game. Hashable, so it can be a ``jit`` static argument."""
@@ -103,8 +108,9 @@ class GameConfig:
         rules_of(self.rules)
         for name in ("width", "height", "colors"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
+            if not is_integer(value):
                 raise TypeError(f"GameConfig.{name} must be an int, got {value!r}")
+            object.__setattr__(self, name, int(value))  # a numpy integer would not write as JSON
         if self.width < 2:
             raise ValueError(f"width must be >= 2, got {self.width}")
         if self.height < 1:
@@ -417,11 +423,6 @@ def index_argument(value, what: str):
     if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
         raise ValueError(f"{what} must be an integer, got {value!r}")
     return np.clip(array, -1, INDEX_MAX).astype(np.int32)
-
-
-def is_integer(value) -> bool:
-    """A Python or numpy integer, not a bool: what a size, count or limit must be."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def check_colours(cells: np.ndarray, what: str) -> np.ndarray:

@@ -271,6 +271,8 @@ def main(argv=None) -> dict:
         summary["seconds_per_board"] = run["seconds_per_board"]
         if run["proven"] is not None:
             summary["proven_optimal"] = float(np.mean(run["proven"]))
+        if "played" in played[name]:
+            summary["played"] = played[name]["played"]
         results[name] = summary
 
     best_row = "optimal (proven)" if proven else "best known"
@@ -299,6 +301,10 @@ def main(argv=None) -> dict:
         print(f"clicks above {reference_text}, per board (mean +- paired standard error): " + "; ".join(
             f"{name} {results[name]['mean_difference_to_reference']:+.2f} +- {results[name]['difference_se']:.2f}"
             for name in compared))
+    runs_played = {name: os.path.join(s["played"]["run"], s["played"]["checkpoint"])
+                   for name, s in results.items() if "played" in s}
+    if runs_played:
+        print("checkpoints played: " + "; ".join(f"{name} {path}" for name, path in runs_played.items()))
     print(TIMING_NOTE)
 
     shown = dict(per_board)

@@ -213,7 +213,8 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     solver (its length is then the optimum), ``points`` [N] and ``cells_left`` [N] where
     the agent plays the points rule sets, and with ``solutions`` the clicks
     ``[(x, y), ...]`` it played on the first that many boards (``"solutions"``, e.g. for
-    ``jaxdust.game_gif``). Under the fewest-clicks rules ``max_clicks`` holds for every
+    ``jaxdust.game_gif``), and for a trained run's agent what it played (``"played"``: the
+    run, the checkpoint in it and the run's fingerprint). Under the fewest-clicks rules ``max_clicks`` holds for every
     agent: a board cleared in more clicks (a search's line) counts as not cleared, at
     ``max_clicks``, as a policy stopped there does. Raises ValueError for an unusable agent
     or one that does not play ``rules``.
@@ -465,22 +466,30 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
 # for mcts:, has a policy and a value.
 
 
+def _played_run(run: str, trained) -> dict:
+    """What a result played on ``run`` records of it: the run as given, the checkpoint
+    played (relative to the run directory) and the run's fingerprint."""
+    directory = split_run(run)[0]
+    return {"run": directory, "checkpoint": trained.checkpoint, "fingerprint": fingerprint(directory)}
+
+
 def _play_run_policy(run: str, boards, context: Context) -> dict:
     trained = _loaded_run(run)
-    return _play_policy(trained.policy, trained.params, boards, context)
+    return {**_play_policy(trained.policy, trained.params, boards, context), "played": _played_run(run, trained)}
 
 
 def _play_run_value(spec: tuple[str, int], boards, context: Context) -> dict:
     run, width = spec
     trained = _loaded_run(run)
-    return _play_beam(width, trained.scorer, trained.params, boards, context)
+    return {**_play_beam(width, trained.scorer, trained.params, boards, context), "played": _played_run(run, trained)}
 
 
 def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     run, simulations = spec
     trained = _loaded_run(run)  # one with a policy and a value (require_playable)
-    return _play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
-                        context)
+    played = _play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
+                          context)
+    return {**played, "played": _played_run(run, trained)}
 
 
 register(Agent("policy", "a trained run (train.py) playing its network's own choice: the argmax of its output, "

@@ -688,6 +688,7 @@ class TrainedAgent(NamedTuple):
     scorer: Any  # scorer(boards, params): clicks left, for the beam search
     evaluator: Any  # evaluator(boards, params) -> (clicks left, logits) for jaxdust.search.mcts; None if none
     step: int  # the checkpoint's chunk or epoch
+    checkpoint: str = ""  # the checkpoint played, relative to the run directory: best/30 or checkpoints/30
 
 
 BEST_DIR = "best"
@@ -757,5 +758,6 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
         for error in [*(d for e in unreadable for d in e.damaged), *skipped]:
             print(f"warning: {error}; using checkpoint {step} in {source}", file=sys.stderr)
         return TrainedAgent(learner.name, config, learner.params(state), learner.policy(config),
-                            learner.scorer(config), learner.evaluator(config), step)
+                            learner.scorer(config), learner.evaluator(config), step,
+                            os.path.relpath(os.path.join(source, str(step)), directory))
     raise RunError("; ".join(map(str, unreadable)))

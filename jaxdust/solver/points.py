@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from jaxdust.core.boards import board_array
-from jaxdust.core.game import CLEAR_BONUS, rules_of
+from jaxdust.core.game import CLEAR_BONUS, is_integer, rules_of
 
 _SIDEWAYS = {"none": 0, "centre": 1, "left": 2}
 _OBJECTIVE = {"clicks": 0, "points": 1, "cells_left": 2}
@@ -403,8 +403,10 @@ def beam(board, width: int = 64, rules: str = "samegame") -> PointsLine:
     """The best line a beam of ``width`` finds for ``board`` (anything ``parse_board``
     accepts, any size) under ``rules`` (``samegame``: most points; ``clickomania``: fewest
     cells left)."""
-    if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+    if not is_integer(width) or width < 1:
         raise ValueError(f"width must be a positive integer, got {width!r}")
+    width = int(width)
+
     def search(grid, min_group, sideways, objective, line):
         return beam_points(grid, min_group, sideways, objective, width, line)[1]
 
@@ -414,13 +416,14 @@ def beam(board, width: int = 64, rules: str = "samegame") -> PointsLine:
 def nmcs(board, level: int = 1, rules: str = "samegame", seed: int = 0) -> PointsLine:
     """Nested Monte Carlo search at ``level`` 1 or 2 for ``board`` under ``rules``; the
     playouts draw from numba's generator seeded with ``seed``."""
-    if level not in (1, 2):
+    if not is_integer(level) or level not in (1, 2):  # True == 1
         raise ValueError(f"level must be 1 or 2, got {level!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
+    if not is_integer(seed) or not 0 <= seed < 2**32:
         raise ValueError(f"seed must be an integer in [0, 2^32), got {seed!r}")
+    seed = int(seed)
 
     def search(grid, min_group, sideways, objective, line):
         _seed(seed)
-        return _LEVELS[level](grid, 0, min_group, sideways, objective, _scratch(grid.size), line)[1]
+        return _LEVELS[int(level)](grid, 0, min_group, sideways, objective, _scratch(grid.size), line)[1]
 
     return _run(board, rules, search)
