@@ -32,9 +32,9 @@ import dataclasses
 import json
 import os
 import sys
-import urllib.parse
-
 import time
+import urllib.parse
+from typing import Callable
 
 import jax
 import numpy as np
@@ -179,21 +179,10 @@ def main(argv=None) -> dict:
     out = args.out or os.path.join("results", f"leaderboard-{args.set}.json")
     cache = os.path.join(_rows_dir(out), board_set.name.replace(" ", "-") + f"-{len(board_set.boards)}"
                          f"-seed{args.seed}")
-    rows, reused = [], []
-    for entry, label in entries:
-        path = _row_path(cache, entry)
-        kept = None if args.fresh else _kept_row(path, benchmark.Row, sources.get(entry))
-        if kept and (kept.set, kept.boards, kept.agent) == (board_set.name, len(board_set.boards), label):
-            rows.append(kept)
-            reused.append(label)
-            continue
-        try:
-            scored = benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False)
-        except ValueError as error:  # the rows measured before it are kept
-            flags.fail(parser, f"{entry}: {error}")
-        _keep_row(path, scored, sources.get(entry))
-        print(scored.markdown(), flush=True)
-        rows.append(scored)
+    rows, reused = _kept_or_measured(
+        parser, args.fresh, entries, cache, sources, benchmark.Row,
+        lambda kept, label: (kept.set, kept.boards, kept.agent) == (board_set.name, len(board_set.boards), label),
+        lambda entry, label: benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False))
     if solver is not None:
         rows.append(solver)
     rows.sort(key=lambda r: (r.mean_clicks, r.seconds_per_board))  # best first
@@ -273,6 +262,30 @@ def _kept_row(path: str, row_type, source: str | None = None):
         return None
 
 
+def _kept_or_measured(parser, fresh: bool, entries: list[tuple[str, str]], cache: str, sources: dict[str, str],
+                      row_type, describes: Callable, measure: Callable) -> tuple[list, list[str]]:
+    """Each entry's row, in order, and the labels of those reused: the row kept in
+    ``cache`` where it ``describes(kept, label)`` the same play (never with ``fresh``), else
+    ``measure(entry, label)``, kept at once, so the rows measured before a failing agent
+    stay (it fails the command with one line)."""
+    rows, reused = [], []
+    for entry, label in entries:
+        path = _row_path(cache, entry)
+        kept = None if fresh else _kept_row(path, row_type, sources.get(entry))
+        if kept and describes(kept, label):
+            rows.append(kept)
+            reused.append(label)
+            continue
+        try:
+            scored = measure(entry, label)
+        except ValueError as error:
+            flags.fail(parser, f"{entry}: {error}")
+        _keep_row(path, scored, sources.get(entry))
+        print(scored.markdown(), flush=True)
+        rows.append(scored)
+    return rows, reused
+
+
 def _say_reused(labels: list[str], cache: str) -> None:
     """Name the rows an earlier run measured (their times are that run's, on its machine)."""
     if labels:
@@ -296,26 +309,18 @@ def family_leaderboard(parser, args, entries: list[tuple[str, str]], measure: st
     boards = jax.vmap(lambda k: game.random_board(k, config))(keys)
     out = args.out or os.path.join("results", f"leaderboard-{env_id}.json")
     cache = os.path.join(_rows_dir(out), f"{env_id}-{args.boards}-seed{args.seed}")
-    rows, reused = [], []
-    for entry, label in entries:
-        path = _row_path(cache, entry)
-        kept = None if args.fresh else _kept_row(path, FamilyRow, sources.get(entry))
-        if kept and (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label):
-            rows.append(kept)
-            reused.append(label)
-            continue
+
+    def measure_row(entry: str, label: str) -> FamilyRow:
         start = time.perf_counter()
-        try:
-            played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
-                                        max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
-        except ValueError as error:  # the rows measured before it are kept
-            flags.fail(parser, f"{entry}: {error}")
-        scored = FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
-                           float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards,
-                           stats.standard_error(played[measure]))
-        _keep_row(path, scored, sources.get(entry))
-        print(scored.markdown(), flush=True)
-        rows.append(scored)
+        played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
+                                    max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
+        return FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
+                         float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards,
+                         stats.standard_error(played[measure]))
+
+    rows, reused = _kept_or_measured(
+        parser, args.fresh, entries, cache, sources, FamilyRow,
+        lambda kept, label: (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label), measure_row)
     rows.sort(key=lambda r: (-r.mean if measure == "points" else r.mean, r.seconds_per_board))  # best first
     hardware = machine.cpu_description()
     print(f"\n{env_id}: {args.boards} random boards (seed {args.seed}), mean {measure.replace('_', ' ')} "
