@@ -129,9 +129,9 @@ def main(argv=None) -> list[dict]:
     for record in records:  # rows are reused only for the same board and settings
         row = done.get(record.line)
         if row is not None and (row.get("board") != jaxdust.board_to_text(record.board)
-                                or row.get("settings", settings) != settings):
+                                or row.get("settings") != settings):  # none kept before 0.2.23: unknown
             flags.fail(parser, f"--out {args.out} holds line {record.line} for another board or other settings "
-                               f"({row.get('settings')}): give another --out")
+                               f"({row.get('settings', 'not recorded')}): give another --out")
     rows = []
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "a") as log:

@@ -255,6 +255,10 @@ FILE_CASES = [
     ("train", ["--run-dir", ""], ["--run-dir", "empty path"]),  # not the default runs/avi-0
     ("train", ["imitation", "--data", "{folder}", "--data-boards", "5"], ["--data-boards and --data-beam-width make"]),
     ("train", ["imitation", "--data", "{board file}"], ["--data", "is a file, not a directory"]),
+    ("train", ["imitation", "--run-dir", "{folder}/big", "--data-boards", str(10**7 + 1)],
+     ["--data-boards must be at most 10,000,000, got 10,000,001"]),
+    ("train", ["imitation", "--run-dir", "{folder}/wide", "--data-beam-width", "70000"],
+     ["--data-beam-width must be at most 65,536"]),
     ("evaluate", ["--out", " "], ["--out", "empty path"]),
     ("train", ["--hidden", "0,3"], ["--hidden", "positive integers"]),
     ("train", ["--policy-teacher", "beam"], ["--policy-teacher must be one of lines, mcts", "'beam'"]),

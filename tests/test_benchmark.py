@@ -573,6 +573,8 @@ def test_the_equal_time_benchmark_says_in_one_line_when_its_minutes_are_too_few(
     # A row kept before the settings named the code: the solvers may have changed since.
     ({"line": 2, "board": "1" * 63, "settings": {"time_limit": 60.0, "table_bits": 28}, "ours": {}, "theirs": {}},
      "holds line 2 for another board or other settings"),
+    # A row kept before 0.2.23 recorded no settings at all: its limit and code are unknown.
+    ({"line": 2, "board": "1" * 63, "ours": {}, "theirs": {}}, "other settings (not recorded): give another --out"),
     ("not json", "is not this benchmark's log"),
     ({"board": "1" * 63}, "is not this benchmark's log"),  # JSON, but no line number
 ])

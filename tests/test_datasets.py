@@ -196,6 +196,31 @@ def test_the_data_set_commands_mean_solution_holds_without_its_journal(tmp_path,
     assert capsys.readouterr().out.splitlines()[-1] == whole.splitlines()[-1]
 
 
+def test_a_dead_labelling_worker_stops_the_command_with_one_line_and_the_rerun_goes_on(tmp_path, small_set, capsys,
+                                                                                        monkeypatch):
+    from jaxdust.core.processes import WorkerDied
+
+    def first_then_dies(function, items, jobs):
+        items = list(items)
+        yield function(items[0])
+        raise WorkerDied("a worker process died (killed, or out of memory?)")
+
+    config, directory = SMALL, tmp_path / "set"
+    command = ["--out", str(directory), "--boards", str(config.boards), "--size", "6x4x4", "--seed", str(config.seed),
+               "--node-limit", str(config.node_limit), "--shard-size", str(config.shard_size), "--jobs", "2"]
+    monkeypatch.setattr(datasets, "ordered_map", first_then_dies)
+    assert datasets.main(command) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert line.endswith("a worker process died (killed, or out of memory?); the same command goes on from the "
+                         "boards labelled so far") and line.startswith("python -m jaxdust.learn.datasets: error:")
+    assert len((directory / "journal.jsonl").read_text().splitlines()) == 1
+    monkeypatch.undo()
+    assert datasets.main(command) == 0
+    shards = [{name: data for name, data in directory_bytes(d).items() if name.startswith("shard")}
+              for d in (directory, small_set[0])]
+    assert len(shards[0]) == 5 and shards[0] == shards[1]
+
+
 def directory_bytes(directory) -> dict:
     return {name: open(os.path.join(directory, name), "rb").read() for name in sorted(os.listdir(directory))}
 

@@ -1107,13 +1107,25 @@ def test_a_start_refused_after_its_run_directory_was_written_needs_no_resume(tmp
     assert not (run_dir / "config.json").exists() and (run_dir / "data").is_dir()
     made = {path: path.stat().st_mtime_ns for path in (run_dir / "data").rglob("*") if path.is_file()}
     with pytest.raises(SystemExit):  # its data, made with 3 boards, is not remade with 4 in its place
-        cli.main([*argv, "--batch-size", "8", "--data-boards", "4"])
-    assert "data holds a data set made with other settings (boards 3, not 4): give the flags it was made with" \
-        in capsys.readouterr().err
+        cli.main([*argv, "--batch-size", "8", "--data-boards", "4", "--seed", "5"])
+    assert ("data holds a data set made with other settings (--data-boards 3, not 4; --seed 0, not 5): give the flags "
+            "it was made with") in capsys.readouterr().err
     assert not (run_dir / "config.json").exists() and not (run_dir / "checkpoints").exists()
     summary = cli.main([*argv, "--batch-size", "8"])
     assert summary["learner"] == "imitation" and (run_dir / "config.json").exists()
     assert made and all(path.stat().st_mtime_ns == mtime for path, mtime in made.items())  # not made again
+
+
+def test_a_run_folders_data_set_is_told_apart_in_train_flags():
+    """The data set a run makes is seeded with the run's seed + 1: a hint must name the
+    --seed that makes it again, and settings train.py cannot give as what they are."""
+    asked = DatasetConfig(game.GameConfig(6, 6, 5), boards=4, seed=6, labeller="beam", beam_width=32, shard_size=1000)
+    made = dataclasses.replace(asked, boards=3, seed=1, game=game.GameConfig(6, 5, 5))
+    assert learners._run_data_differences(made, asked) == \
+        "--data-boards 3, not 4; --seed 0, not 5; --size/--env 6x5x5 dust, not 6x6x5 dust"
+    by_hand = dataclasses.replace(asked, labeller="exact", shard_size=50)
+    assert learners._run_data_differences(by_hand, asked) == \
+        "labeller exact, not beam; shard_size 50, not 1000 (not made by train.py: pass it with --data instead)"
 
 
 def test_resuming_with_other_settings_names_them(tmp_path):

@@ -39,7 +39,7 @@ import numpy as np
 
 from jaxdust.core import configs, files, flags, machine
 from jaxdust.core.game import CLICK_RULES, GameConfig
-from jaxdust.core.processes import ordered_map
+from jaxdust.core.processes import WorkerDied, ordered_map
 from jaxdust.core.progress import progress_bar
 from jaxdust.solver import bitboard, compiled
 from jaxdust.solver.api import TranspositionTable, solve
@@ -435,6 +435,10 @@ def main(argv=None) -> int:
                            "or another --out")
     except ValueError as error:
         flags.fail(parser, str(error))
+    except WorkerDied as error:  # the journal keeps the boards labelled so far
+        print(f"{parser.prog}: error: {error}; the same command goes on from the boards labelled so far",
+              file=sys.stderr)
+        return 1
     data = load_dataset(args.out)
     # Every board's solution, from the journal: a start position kept once under the mirror
     # filter would leave its twin's out of the samples.

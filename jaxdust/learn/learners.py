@@ -12,7 +12,8 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 
-from jaxdust.core import flags, machine
+from jaxdust.core import configs, flags, machine
+from jaxdust.core.processes import WorkerDied
 from jaxdust.learn import agents, avi, dqn, imitation, networks
 from jaxdust.learn.datasets import (DatasetConfig, OtherSettings, dataset_config, load_dataset, make_dataset,
                                    require_finished)
@@ -167,7 +168,37 @@ def _imitation_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"beam width of those labels (default {IMITATION_RUN_FLAGS['data_beam_width']})")
 
 
+_RUN_DATA_FLAGS = {"boards": "--data-boards", "beam_width": "--data-beam-width", "seed": "--seed"}
+
+
+def _run_data_config(config: imitation.ImitationConfig, args) -> DatasetConfig:
+    """The data set a run without ``--data`` makes in its folder (seeded with the run's
+    seed + 1); ValueError naming the flag out of range."""
+    try:
+        return DatasetConfig(config.game, boards=args.data_boards, seed=args.seed + 1, labeller="beam",
+                             beam_width=args.data_beam_width, shard_size=1000)
+    except configs.FieldError as error:
+        raise ValueError(f"{_RUN_DATA_FLAGS.get(error.field, error.field)} {error.problem}") from None
+
+
+def _run_data_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
+    """How a run folder's data set differs from the one ``train.py`` asks for, in its flags."""
+    parts = [f"{_RUN_DATA_FLAGS[field]} {shown(getattr(made, field))}, not {shown(getattr(asked, field))}"
+             for field, shown in (("boards", str), ("beam_width", str), ("seed", lambda seed: str(seed - 1)))
+             if getattr(made, field) != getattr(asked, field)]
+    if made.game != asked.game:
+        parts.append(f"--size/--env {made.game.width}x{made.game.height}x{made.game.colors} {made.game.rules}, not "
+                     f"{asked.game.width}x{asked.game.height}x{asked.game.colors} {asked.game.rules}")
+    unset = {field: getattr(asked, field) for field in ("boards", "beam_width", "seed", "game")}
+    others = configs.differences(configs.to_json(dataclasses.replace(made, **unset)), configs.to_json(asked))
+    if others:  # settings train.py has no flag for: the set was not made by train.py
+        parts.append(f"{others} (not made by train.py: pass it with --data instead)")
+    return "; ".join(parts)
+
+
 def _check_imitation_data(config: imitation.ImitationConfig, args) -> None:
+    if not args.data:
+        _run_data_config(config, args)
     if not args.data and jax.process_count() > 1:  # every process would make it, into one directory
         raise ValueError("over several processes (--distributed), make the data first "
                          "(python -m jaxdust.learn.datasets) and pass --data")
@@ -186,15 +217,16 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
     _require_split(mesh, config.batch_size, f"--batch-size {config.batch_size}")  # before any data is made
     data_dir = args.data or os.path.join(args.run_dir, "data")
     if not args.data:
-        data_config = DatasetConfig(config.game, boards=args.data_boards, seed=args.seed + 1, labeller="beam",
-                                    beam_width=args.data_beam_width, shard_size=1000)
+        data_config = _run_data_config(config, args)
         print(f"making {args.data_boards} beam-labelled boards in {data_dir}", file=sys.stderr)
         try:
             make_dataset(data_dir, data_config, jobs=machine.cpu_cores())
-        except OtherSettings as error:  # made by a start refused after it
-            raise ValueError(f"{data_dir} holds a data set made with other settings ({error.differences}): give "
-                             "the flags it was made with (--data-boards, --data-beam-width, --seed, --size), or "
-                             "remove it") from None
+        except OtherSettings:  # made by a start refused after it
+            differences = _run_data_differences(dataset_config(data_dir), data_config)
+            raise ValueError(f"{data_dir} holds a data set made with other settings ({differences}): give the "
+                             "flags it was made with, or remove it") from None
+        except WorkerDied as error:
+            raise ValueError(f"{error}; the same command goes on from the boards labelled so far") from None
     data = load_dataset(data_dir, finished=True)
     init, run_epoch, validate = imitation.make_imitation(config, data, mesh)
 
