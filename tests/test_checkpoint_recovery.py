@@ -9,6 +9,7 @@ import jax
 import numpy as np
 import pytest
 
+import jaxdust
 from jaxdust.learn import checkpoint, cli, runs
 from tests.conftest import TINY_DQN
 
@@ -221,6 +222,24 @@ def test_evaluate_plays_a_run_whose_best_is_damaged(run, whole_run, tmp_path, ca
     assert f"checkpoints played: policy:{run} {run / 'checkpoints' / '4'}" in out
     [warning] = warnings(err)
     assert f"checkpoint {best_step} in" in warning and "using checkpoint 4" in warning
+
+
+def test_a_run_loads_and_plays_alike_under_jax_enable_x64(whole_run):
+    """A template's Python-int step is int64 under x64, where the run saved int32: every
+    run agent was refused, blamed on "another version of jaxdust"."""
+    played = []
+    for x64 in (False, True):
+        with jax.enable_x64(x64):
+            trained = runs.load_run(str(whole_run))
+            boards = jax.vmap(lambda k: jaxdust.random_board(k, trained.config.game))(
+                jax.random.split(jax.random.key(3), 4))
+            played.append(np.asarray(jaxdust.play_boards(boards, trained.policy, jax.random.key(0), 30,
+                                                         params=trained.params)[0]))
+    assert np.array_equal(*played)
+    wider = checkpoint._layout({"step": np.int64(0)})["step"]
+    assert checkpoint._fits(checkpoint._layout({"step": np.int32(0)})["step"], wider)
+    assert not checkpoint._fits(checkpoint._layout({"w": np.zeros(3, np.int32)})["w"],
+                                checkpoint._layout({"w": np.zeros(3, np.int64)})["w"])  # arrays keep their dtype
 
 
 def test_a_run_killed_before_its_first_checkpoint_starts_over_cleanly(run, whole_run):

@@ -221,7 +221,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     """
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
-    boards = jnp.asarray(boards, game.BOARD_DTYPE)
+    boards = jnp.asarray(game.from_lists(boards), game.BOARD_DTYPE)  # checked: colour 257 would wrap round to 1
     require_playable([text], rules, *boards.shape[1:], int(jnp.max(boards)) if boards.size else 0)
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
     played = agent.play(settings, boards, context)

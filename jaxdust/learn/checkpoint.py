@@ -386,8 +386,14 @@ def _layout(like: Any) -> dict[str, tuple[tuple[int, ...], np.dtype | None]]:
 
 def _fits(stored: tuple, wanted: tuple) -> bool:
     """Whether an array saved as ``stored`` restores as ``wanted``: (shape, dtype) pairs as
-    ``_layout`` makes them (a None dtype fits any)."""
-    return stored[0] == wanted[0] and wanted[1] in (None, stored[1])
+    ``_layout`` makes them (a None dtype fits any). A scalar counter (a step) fits any
+    integer width: under ``jax_enable_x64`` a template's Python-int step is int64, where
+    the run saved int32, or the other way round."""
+    if stored[0] != wanted[0]:
+        return False
+    counters = wanted[0] == () and stored[1] is not None and wanted[1] is not None and stored[1].kind in "iu" \
+        and wanted[1].kind in "iu"
+    return wanted[1] in (None, stored[1]) or counters
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
