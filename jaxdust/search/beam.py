@@ -157,10 +157,10 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
         alive = ~jax.vmap(game.is_done)(boards)
 
         def visit(best, start, children, parent, action, valid):
-            values = jnp.where(jax.vmap(game.is_done)(children), 0.0, base(children, params))
+            values = jnp.where(jax.vmap(game.is_done)(children), 0.0, jnp.asarray(base(children, params), jnp.float32))
             return best.at[parent].min(jnp.where(valid, values, jnp.inf))
 
-        best = for_each_child(boards, _labels(boards), alive, chunk, visit, jnp.full(boards.shape[0], jnp.inf),
+        best = for_each_child(boards, _labels(boards), alive, chunk, visit, jnp.full(boards.shape[0], jnp.inf, jnp.float32),
                               rules)[1]
         return jnp.where(alive, 1.0 + best, 0.0)
 
@@ -218,7 +218,7 @@ def _best_distinct(scores: jax.Array, hashes_of, count: int, prefixes: tuple[int
     rows = scores.shape[-1]
     prefix = min(rows, prefixes[0] * count) if prefixes else rows
     if prefix == rows:
-        return _first_distinct(scores, hashes_of(jnp.broadcast_to(jnp.arange(rows), scores.shape)), count)[:2]
+        return _first_distinct(scores, hashes_of(jnp.broadcast_to(jnp.arange(rows, dtype=jnp.int32), scores.shape)), count)[:2]
     columns, last = smallest_columns(scores, prefix)
     picked, chosen, distinct = _first_distinct(jnp.take_along_axis(scores, columns, axis=1), hashes_of(columns), count)
     decided = (jnp.sum(distinct < last, axis=-1) >= count) | ~jnp.isfinite(last[:, 0])
@@ -233,7 +233,9 @@ def _rankable(scores: jax.Array) -> jax.Array:
     """A scorer's ``scores`` with each one that is not finite (a network's NaN, an
     infinity) ranked after every finite one: that child stays in the search, last, where
     the selection would drop it (``inf`` marks a slot with no child) or, for a NaN whose
-    sign bit is set, rank it below every finite score and lose the board's whole beam."""
+    sign bit is set, rank it below every finite score and lose the board's whole beam.
+    float32, as the beam ranks (a scorer of float64 under ``jax_enable_x64`` included)."""
+    scores = jnp.asarray(scores, jnp.float32)
     return jnp.where(jnp.isfinite(scores), scores, _LAST)
 
 
@@ -337,10 +339,10 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
             return (jax.lax.dynamic_update_slice(scores, values, (start,)),
                     jax.lax.dynamic_update_slice(cleared, done, (start,)),
                     jax.lax.dynamic_update_slice(keys, jax.vmap(lambda child: solver_key(child, mirror))(children),
-                                                 (start, 0)))
+                                                 (start, jnp.zeros_like(start))))
 
         capacity = child_capacity(rows, cells, chunk)
-        empty = (jnp.full(capacity, jnp.inf), jnp.zeros(capacity, bool), jnp.zeros((capacity, 2), jnp.uint32))
+        empty = (jnp.full(capacity, jnp.inf, jnp.float32), jnp.zeros(capacity, bool), jnp.zeros((capacity, 2), jnp.uint32))
         listing, (scores, cleared, child_keys) = for_each_child(
             carry.boards, carry.labels, carry.alive, chunk, visit, empty, rules)
 

@@ -150,7 +150,7 @@ def _points_beam(boards: jax.Array, width: int, rules: str, chunk: int) -> Point
             gain = game.points(removed) if found.objective == "points" else removed
             rank = carry.scores[parent] + gain + _estimate(children, found.objective)
             return (jax.lax.dynamic_update_slice(ranks, jnp.where(valid, rank, -1).astype(jnp.int32), (start,)),
-                    jax.lax.dynamic_update_slice(hashes, _board_hashes(children), (start, 0)))
+                    jax.lax.dynamic_update_slice(hashes, _board_hashes(children), (start, jnp.zeros_like(start))))
 
         capacity = child_capacity(rows, cells, chunk)
         listing, (ranks, hashes) = for_each_child(
