@@ -85,3 +85,28 @@ def test_each_command_enables_the_cache_before_it_runs(module, monkeypatch):
     monkeypatch.setattr(module, "main", lambda: calls.append("main"))
     module.run()
     assert calls == ["enable", "main"]
+
+
+def test_a_program_half_saved_by_a_killed_process_is_dropped_so_the_cache_grows_again(tmp_path):
+    """JAX reads every entry's -atime before each save: one -cache without it (a kill
+    between the two writes) made every later save fail, and the cache stopped growing."""
+    (tmp_path / "whole-cache").write_bytes(b"program")
+    (tmp_path / "whole-atime").write_bytes(b"\0" * 8)
+    (tmp_path / "torn-cache").write_bytes(b"prog")
+    (tmp_path / "notes.txt").write_text("mine")
+    assert compile_cache.drop_unfinished_entries(str(tmp_path)) == ["torn-cache"]
+    assert sorted(os.listdir(tmp_path)) == [".lockfile", "notes.txt", "whole-atime", "whole-cache"]
+    environment = {**os.environ, compile_cache.VARIABLE: str(tmp_path / "xla"), "PYTHONPATH": ROOT}
+    environment.pop("JAX_COMPILATION_CACHE_DIR", None)
+    (tmp_path / "xla").mkdir()
+    (tmp_path / "xla" / "jit_old-cache").write_bytes(b"prog")  # its -atime never written
+    script = ("import jax\nfrom jaxdust.core import compile_cache\n"
+              "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)\n"
+              "compile_cache.enable()\njax.jit(lambda x: x * 7)(1).block_until_ready()\n")
+    result = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", script], cwd=ROOT, env=environment,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    names = os.listdir(tmp_path / "xla")
+    assert "jit_old-cache" not in names and any(name.endswith("-cache") for name in names)
+    assert {name.removesuffix("-cache") for name in names if name.endswith("-cache")} == \
+        {name.removesuffix("-atime") for name in names if name.endswith("-atime")}

@@ -362,13 +362,30 @@ def test_an_earlier_evaluations_figures_do_not_stay_beside_a_new_one(tmp_path):
     assert report["figures"] == ["game-largest-0.gif", "game-random-0.gif", "joint-random.png", "lengths.png"]
     assert set(report["figures"]) <= set(os.listdir(tmp_path))
     report = evaluate.main([*first, "--agents", "beam:2,largest"])
-    assert sorted(os.listdir(tmp_path)) == sorted(["summary.json", "boards.csv", *report["figures"], *mine])
+    assert sorted(os.listdir(tmp_path)) == sorted([".lock", "summary.json", "boards.csv", *report["figures"], *mine])
     assert report["figures"] == ["joint-beam-2.png", "lengths.png"]
     summary = json.loads((tmp_path / "summary.json").read_text())  # a damaged list names no one's file
     (tmp_path / "summary.json").write_text(json.dumps({**summary, "figures": ["boards.csv", "../x.png", "ab"]}))
     (tmp_path / "a").write_bytes(b"mine")
     evaluate.main([*first, "--agents", "largest"])
     assert {"boards.csv", "a", "joint-beam-2.png", *mine} <= set(os.listdir(tmp_path))
+
+
+def test_two_evaluations_into_one_folder_do_not_mix(tmp_path, capsys):
+    """One evaluation's summary beside another's table, and figures the summary lists but
+    the other removed: a second evaluation into a folder in use is refused."""
+    from jaxdust.core import files
+
+    holder = files.lock_directory(tmp_path)  # as an evaluation in another terminal holds it
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            evaluate.main(["--random", "2", "--size", "4x3x3", "--agents", "largest", "--out", str(tmp_path)])
+        assert exit_info.value.code == 2
+        assert f"--out {tmp_path}: another evaluation is writing there" in capsys.readouterr().err
+        assert os.listdir(tmp_path) == [".lock"]
+    finally:
+        holder.release()
+    assert evaluate.main(["--random", "2", "--size", "4x3x3", "--agents", "largest", "--out", str(tmp_path)])
 
 
 def test_a_run_stopped_half_way_leaves_no_figure_or_table_for_the_next_to_pass_off(tmp_path, monkeypatch):
@@ -399,7 +416,7 @@ def test_a_run_stopped_half_way_leaves_no_figure_or_table_for_the_next_to_pass_o
     assert not (tmp_path / "summary.json").exists() and (tmp_path / "boards.csv").exists()
     monkeypatch.undo()
     report = evaluate.main([*first, "--agents", "largest,random"])
-    assert sorted(os.listdir(tmp_path)) == sorted(["summary.json", "boards.csv", *report["figures"]])
+    assert sorted(os.listdir(tmp_path)) == sorted([".lock", "summary.json", "boards.csv", *report["figures"]])
     assert "game-random-0.gif" not in report["figures"]
     assert (report["jaxdust"], report["seed"]) == (jaxdust.__version__, 0)  # what made the figures
 

@@ -39,3 +39,33 @@ def test_an_atomic_write_takes_a_name_as_long_as_a_plain_open_does(tmp_path):
         files.atomic_write_bytes(tmp_path / name, b"data")
         assert (tmp_path / name).read_bytes() == b"data"
     assert sorted(os.listdir(tmp_path)) == sorted(["x" * 250, "\U0001F600" * 63])
+
+
+def test_a_fifo_is_written_into_not_replaced(tmp_path):
+    """A rename put a regular file in the FIFO's place (as root, ``--board-file /dev/null``
+    would have replaced the system's), and its reader got nothing."""
+    import argparse
+    import stat
+    import threading
+
+    from jaxdust.core import flags
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert flags.output_file(str(fifo)) == str(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    files.atomic_write_bytes(fifo, b"lines\n")
+    reader.join(timeout=30)
+    assert got == [b"lines\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    kept = tmp_path / "kept.txt"
+    kept.write_text("mine")
+    os.chmod(kept, 0o444)
+    if not os.access(kept, os.W_OK):  # root may write anyway
+        try:
+            flags.output_file(str(kept))
+        except argparse.ArgumentTypeError as error:
+            assert str(error) == f"{kept} is not writable"
+        else:
+            raise AssertionError("a read-only --out was taken (the solver's append then failed after its work)")

@@ -655,6 +655,26 @@ def test_work_in_processes_comes_back_in_order_and_a_dead_process_is_an_error_no
     assert results == [1, 4][: len(results)]  # the results before it came in order
 
 
+def test_ctrl_c_while_the_items_are_handed_out_stops_the_work():
+    """Ctrl-C was ignored while every item was handed out (tens of seconds for a million
+    boards), not only while the workers started."""
+    import os
+    import signal
+
+    handed_out = []
+
+    def items():
+        for item in range(20_000):
+            handed_out.append(item)
+            if item == 10:  # the workers have started; items are still being handed out
+                os.kill(os.getpid(), signal.SIGINT)
+            yield item
+
+    with pytest.raises(KeyboardInterrupt):
+        list(ordered_map(abs, items(), 2))
+    assert len(handed_out) < 100
+
+
 def test_a_workers_error_comes_back_as_itself_or_named_not_as_a_death():
     """A FieldError (which could not be unpickled) read as "a worker process died (killed,
     or out of memory?)", the error itself lost."""

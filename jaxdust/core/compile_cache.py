@@ -58,4 +58,33 @@ def enable() -> str | None:
     # install without dependencies, where JAX would warn at every compile instead).
     if jax.config.jax_compilation_cache_max_size < 0 and importlib.util.find_spec("filelock"):
         jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
+        drop_unfinished_entries(directory)
     return directory
+
+
+def drop_unfinished_entries(directory: str) -> list[str]:
+    """Remove the programs a killed process left half-saved in ``directory``; returns their
+    file names.
+
+    With a size limit JAX saves a program as ``KEY-cache``, then its last use as
+    ``KEY-atime``, and reads every entry's ``-atime`` before each save: one ``-cache``
+    without its ``-atime`` (a kill between the two, or during the first) made every later
+    save fail with a warning, so the cache stopped growing for good (jax-ml/jax#39880).
+    Nothing is removed where the installed JAX names its files otherwise."""
+    import filelock
+    from jax._src import lru_cache
+
+    program, last_use = getattr(lru_cache, "_CACHE_SUFFIX", None), getattr(lru_cache, "_ATIME_SUFFIX", None)
+    if (program, last_use) != ("-cache", "-atime"):
+        return []
+    dropped = []
+    try:
+        with filelock.FileLock(os.path.join(directory, ".lockfile"), timeout=10):  # JAX's own lock on the folder
+            for name in os.listdir(directory):
+                key = name.removesuffix(program)
+                if key != name and not os.path.exists(os.path.join(directory, key + last_use)):
+                    os.remove(os.path.join(directory, name))
+                    dropped.append(name)
+    except (OSError, filelock.Timeout):  # another process holds the folder: it is left for the next start
+        pass
+    return dropped

@@ -24,7 +24,16 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
     """``write(file)`` into a temporary file beside ``path``, fsync it, then rename it over
     (for data too large to hold twice in memory, e.g. ``numpy.savez`` of big arrays). As a
     plain ``open(path, "w")`` would, it writes through a symbolic link and keeps an
-    existing file's mode."""
+    existing file's mode. A path that is there but is not a regular file (a FIFO, a device,
+    ``/dev/stdout``) is written straight into: a rename would replace it."""
+    try:
+        kind = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        kind = None
+    if kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind):
+        with open(path, "wb") as file:
+            write(file)
+        return
     path = os.path.realpath(os.fspath(path))
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)

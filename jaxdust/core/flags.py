@@ -187,6 +187,10 @@ def output_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
     if text.endswith((os.sep, "/")) or os.path.basename(text) in (".", ".."):  # refused only at the write, after the work
         raise argparse.ArgumentTypeError(f"{text} names a folder, not a file")
+    if os.path.exists(text) and not os.access(text, os.W_OK):  # found at the write, after the work
+        raise argparse.ArgumentTypeError(f"{text} is not writable")
+    if os.path.exists(text) and not os.path.isfile(text):  # a FIFO or a device, written into as it is
+        return text
     return _creatable(text, os.path.dirname(os.path.abspath(text)))
 
 

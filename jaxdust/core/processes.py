@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import ctypes
+import itertools
 import multiprocessing
 import os
 import signal
@@ -53,11 +54,14 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
                                                       initializer=_worker_setup, initargs=(os.getpid(),))
     finished = False
     try:
-        # The workers start (and take seconds importing) as the items are handed out: with
-        # Ctrl-C ignored from birth (an ignored signal stays ignored across exec, and Python
-        # keeps it so), the parent alone takes it, not each worker with a traceback.
+        # The first ``jobs`` items each start a worker (seconds of imports): with Ctrl-C
+        # ignored from birth (an ignored signal stays ignored across exec, and Python keeps
+        # it so), the parent alone takes it, not each worker with a traceback. The rest are
+        # handed out with Ctrl-C live: a million of them take tens of seconds.
+        remaining = iter(items)
         with _sigint_handler(signal.SIG_IGN):
-            futures = [executor.submit(function, item) for item in items]
+            futures = [executor.submit(function, item) for item in itertools.islice(remaining, jobs)]
+        futures += [executor.submit(function, item) for item in remaining]
         for future in (futures if in_order else concurrent.futures.as_completed(futures)):
             yield future.result()
         finished = True

@@ -235,12 +235,28 @@ def main(argv=None) -> dict:
         flags.fail(parser, f"--max-clicks {args.max_clicks}: at most {CLICKS_PER_CELL} a cell "
                            f"({CLICKS_PER_CELL * width * height} on {width}x{height} boards)")
     max_clicks = args.max_clicks or width * height
-    earlier = _earlier_figures(args.out)
-    if by_points:
-        return points_report(parser, args, agents, boards, description, rules, max_clicks, earlier)
     reference = args.reference or ("best" if best is not None else agents[-1])
-    if reference not in agents and not (reference == "best" and best is not None):
+    if not by_points and reference not in agents and not (reference == "best" and best is not None):
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
+    lock = files.lock_directory(args.out)  # two evaluations into one folder would mix their tables and figures
+    if lock is None:
+        flags.fail(parser, f"--out {args.out}: another evaluation is writing there (it holds {files.LOCK_FILE}); "
+                           "wait for it to end, or give another --out")
+    try:
+        earlier = _earlier_figures(args.out)
+        if by_points:
+            return points_report(parser, args, agents, boards, description, rules, max_clicks, earlier)
+        return clicks_report(parser, args, agents, boards, best, proven, reference, description, max_clicks, earlier)
+    finally:
+        lock.release()
+
+
+def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, reference: str, description: str,
+                  max_clicks: int, earlier: list[str]) -> dict:
+    """Play ``agents`` on ``boards`` under the fewest-clicks rules; print, draw and write the
+    report into ``args.out`` (``best``: the board file's best known or proven lengths;
+    ``reference``: an agent's name, or ``best``)."""
+    rules = "dust" if args.env is None else args.env.rules
     print(f"{description}; backend {jax.default_backend()}")
     if best is not None and max_clicks < best.max():
         # A game stopped at the cap counts at the cap: below a reference it would read as

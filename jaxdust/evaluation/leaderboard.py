@@ -124,6 +124,8 @@ def main(argv=None) -> dict:
         parser.error("--boards: only with --env (random boards); --limit takes the set's first N boards")
     if args.env is not None and args.limit is not None:
         parser.error("--limit: only with --set; --boards sets how many random boards --env plays")
+    if args.solver_log == "-":  # read as a missing file: no boards
+        parser.error("--solver-log: a file (standard input is not read here)")
     if args.env is not None and args.solver_log is not None:
         parser.error("--solver-log: only with --set (the log of the set's own boards); --env plays random boards")
     args.boards = args.boards or 100

@@ -442,7 +442,8 @@ def main(argv=None) -> int:
     data = load_dataset(args.out)
     # Every board's solution, from the journal: a start position kept once under the mirror
     # filter would leave its twin's out of the samples.
-    solutions = [len(record["clicks"]) for record in files.recover_json_lines(os.path.join(args.out, "journal.jsonl"))]
+    journal = files.recover_json_lines(os.path.join(args.out, "journal.jsonl"), repair=False)  # no longer locked
+    solutions = [len(record["clicks"]) for record in journal]
     counted = ""
     if len(solutions) != config.boards:  # the journal was lost (the shards were still whole): from the samples
         _, first = np.unique(data.board_id, return_index=True)

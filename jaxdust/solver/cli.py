@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint-dir", type=flags.output_dir,
                         help="each board in progress saves its proof here (its table: up to 2^--table-bits x 8 "
                              "bytes) every --checkpoint-positions positions, so a killed run resumes it where "
-                             "it was saved; a board's file is removed once its line is written")
+                             "it was saved; a board's file is removed once its proof ends (needs --out FILE)")
     parser.add_argument("--checkpoint-positions", type=flags.positive_int,
                         help=f"positions between saves (default {CHECKPOINT_POSITIONS:.0e}, minutes on 7x9 boards)")
     args = parser.parse_args(argv)
@@ -132,6 +132,8 @@ def main(argv=None) -> int:
                 flags.fail(parser, f"--board-file {args.board_file} is {flag}: give it another name")
     if args.retry_unproven and args.out == "-":
         flags.fail(parser, "--retry-unproven needs --out FILE")
+    if args.checkpoint_dir and args.out == "-":  # a proof done behind a slower board, its file gone, not yet printed
+        flags.fail(parser, "--checkpoint-dir needs --out FILE (the proofs resume from the lines written there)")
     if args.checkpoint_positions is not None and not args.checkpoint_dir:
         flags.fail(parser, "--checkpoint-positions goes with --checkpoint-dir (where the proofs are saved)")
     args.checkpoint_positions = args.checkpoint_positions or CHECKPOINT_POSITIONS
@@ -218,7 +220,7 @@ def main(argv=None) -> int:
     print(_tally([last.get(job[0]) for job in jobs], len(jobs) - len(todo))
           + ("" if args.out == "-" else f"; lines in {args.out}"), file=sys.stderr)
     if args.board_file:
-        write_proven(recover_json_lines(args.out), every_board, args.board_file, args.rules)
+        write_proven(recover_json_lines(args.out, repair=False), every_board, args.board_file, args.rules)
     return 1 if errors else 0
 
 
