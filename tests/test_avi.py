@@ -308,3 +308,16 @@ def test_mcts_teacher_and_beam_keys_follow_the_runs_rules(rules, monkeypatch):
     init, run_chunk = avi.make_avi(config)
     jax.eval_shape(run_chunk, jax.eval_shape(init, jax.random.key(0)))
     assert set(planned) == {(rules, 3)} and set(merged) == {rules == "former"}
+
+
+def test_an_update_that_trains_no_position_logs_numbers_not_nan():
+    """One board in play and a beam of one: the first position's children do not all fit
+    the slots, and no search line exists yet, so no position is trained. Its losses were
+    0/0 (the parameters stayed finite only because XLA dropped a 0 * inf term)."""
+    config = avi.AVIConfig(game=GameConfig(8, 6, 5), hidden=(16,), num_envs=1, beam_width=1, buffer_lines=4,
+                           chunk_updates=1, total_updates=2, cell_rounds=1, cell_width=8)
+    init, run_chunk = avi.make_avi(config)
+    runner, metrics = run_chunk(init(jax.random.key(0)))
+    assert int(metrics.dropped) > 0 and float(metrics.line_positions) == 0
+    assert np.isfinite(float(metrics.loss)) and np.isfinite(float(metrics.value_error))
+    assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(runner.train.params))

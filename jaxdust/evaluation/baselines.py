@@ -20,7 +20,8 @@ def largest_cluster(key: jax.Array, board: jax.Array, params=None) -> jax.Array:
     del key, params
     width, height = board.shape
     sizes = game.cluster_sizes(board)
-    row_major = jnp.arange(height)[None, :] * width + jnp.arange(width)[:, None]  # [W, H]
+    row_major = (jnp.arange(height, dtype=jnp.int32)[None, :] * width
+                 + jnp.arange(width, dtype=jnp.int32)[:, None])  # [W, H]
     is_largest = (sizes == jnp.max(sizes)) & (sizes > 0)
     order = jnp.where(is_largest, row_major, width * height).reshape(-1)
     return jnp.argmin(order).astype(jnp.int32)

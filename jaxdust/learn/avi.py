@@ -213,7 +213,7 @@ def select_beam(values: jax.Array, hashes: jax.Array, explore: jax.Array, key: j
     distinct children exist, the first repeats (a duplicate only costs a slot).
     """
     order, distinct = sort_distinct(values, hashes)
-    noise = jax.random.uniform(key, distinct.shape)
+    noise = jax.random.uniform(key, distinct.shape, jnp.float32)
     keys = jnp.where(explore & jnp.isfinite(distinct), noise, distinct)
     best_keys, best = jax.lax.top_k(-keys, width)
     best = jnp.where(jnp.isfinite(best_keys), best, best[0])
@@ -236,7 +236,8 @@ def value_targets(child_values: jax.Array, labels: jax.Array, cap: jax.Array) ->
     """
     backup = 1.0 + jnp.min(child_values, axis=1)
     cells = labels.shape[1]
-    complete = jnp.sum(jnp.isfinite(child_values), axis=1) == jnp.sum(labels == jnp.arange(cells), axis=1)
+    complete = (jnp.sum(jnp.isfinite(child_values), axis=1, dtype=jnp.int32)
+                == jnp.sum(labels == jnp.arange(cells, dtype=jnp.int32), axis=1, dtype=jnp.int32))
     return jnp.minimum(jnp.where(complete, backup, jnp.inf), cap), backup, complete
 
 
@@ -259,7 +260,7 @@ def policy_targets(child_values: jax.Array, line_cluster: jax.Array, temperature
     has_child = jnp.isfinite(child_values)
     soft = jax.nn.softmax(jnp.where(has_child, -child_values / temperature, -1e9), axis=1)
     soft = jnp.where(has_child, soft, 0.0)
-    line = jax.nn.one_hot(line_cluster, child_values.shape[1])  # zeros for -1
+    line = jax.nn.one_hot(line_cluster, child_values.shape[1], dtype=jnp.float32)  # zeros for -1
     # Exact at the ends: a share of 1 gives the one-hot, 0 the softmax, to the last bit.
     return jnp.where((line_cluster >= 0)[:, None], line_share * line + (1.0 - line_share) * soft, soft)
 
@@ -302,9 +303,9 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
     width, boards_count, capped = config.beam_width, config.boards_in_play, config.capped_positions
     buffer_lines = config.buffer_lines
     optimizer = make_optimizer(config)
-    board_index = jnp.arange(boards_count)
+    board_index = jnp.arange(boards_count, dtype=jnp.int32)
     epsilon = jnp.where(board_index < config.random_share * boards_count, 1.0,
-                        config.epsilon_max * board_index / boards_count)
+                        config.epsilon_max * board_index / boards_count).astype(jnp.float32)
 
     def fresh_boards(key):
         return jax.vmap(lambda k: game.random_board(k, size))(jax.random.split(key, boards_count))
@@ -337,7 +338,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         line_boards, cap, cap_action, cap_explored = sample_lines(runner.lines, line_key)
         boards = jnp.concatenate([runner.boards, line_boards])
         trained = jnp.concatenate([jnp.ones(count, bool), jnp.isfinite(cap)])
-        cap = jnp.concatenate([jnp.full(count, jnp.inf), cap])
+        cap = jnp.concatenate([jnp.full(count, jnp.inf, jnp.float32), cap])
         cap_action = jnp.concatenate([jnp.full(count, -1, jnp.int32), cap_action])
         cap_explored = jnp.concatenate([jnp.zeros(count, bool), cap_explored])
 
@@ -352,7 +353,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         # relatives, and the policy head costs far more per position than the value) and
         # on every search-line position.
         policy_slot = game.uniform_below(game.random_halfwords(slot_key, boards_count), width)
-        policy_rows = jnp.concatenate([board_index * width + policy_slot, count + jnp.arange(capped)])
+        policy_rows = jnp.concatenate([board_index * width + policy_slot, count + jnp.arange(capped, dtype=jnp.int32)])
         row_boards, row_labels, row_values = boards[policy_rows], labels[policy_rows], child_values[policy_rows]
         if mesh is not None:  # each device trains the policy on its share of the rows
             row_boards, row_labels, row_values = jax.lax.with_sharding_constraint(
@@ -369,7 +370,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
                                    rules=size.rules)
             # A row without a position (the line buffer not yet filled) has no legal action,
             # and mctx then spreads its weights over all cells: no target there.
-            policy_target = jnp.where(row_labels >= 0, searched.action_weights, 0.0)
+            policy_target = jnp.where(row_labels >= 0, searched.action_weights.astype(jnp.float32), 0.0)
         target_cluster = jnp.take_along_axis(row_labels, jnp.argmax(policy_target, axis=1)[:, None], axis=1)[:, 0]
         # An all-zero target teaches nothing, nor one over part of a position's clusters (its
         # first ones: the policy would learn the board's left side).
@@ -378,14 +379,15 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         def loss_fn(params):
             value, _ = network.apply(params, boards)  # the policy head's work is cut from this call
             value_loss = jnp.sum(weight * optax.huber_loss(value, jnp.where(trained, target, 0.0), delta=config.huber_delta))
-            value_loss = value_loss / jnp.sum(weight)
+            value_loss = value_loss / jnp.maximum(jnp.sum(weight), 1.0)  # none trained: 0, not NaN
             _, logits = network.apply(params, row_boards)
             log_probs = mcts.cluster_log_probs(logits, row_labels)
             cross = -jnp.sum(jnp.where(policy_target > 0, policy_target * log_probs, 0.0), axis=1)
             policy_loss = jnp.sum(row_weight * cross) / jnp.maximum(jnp.sum(row_weight), 1.0)
             picked = jnp.take_along_axis(row_labels, jnp.argmax(log_probs, axis=1)[:, None], axis=1)[:, 0]
             agreement = jnp.sum(row_weight * (picked == target_cluster)) / jnp.maximum(jnp.sum(row_weight), 1.0)
-            value_error = jnp.sum(weight * jnp.abs(value - jnp.where(trained, target, 0.0))) / jnp.sum(weight)
+            value_error = jnp.sum(weight * jnp.abs(value - jnp.where(trained, target, 0.0))) / jnp.maximum(
+                jnp.sum(weight), 1.0)
             return value_loss + config.policy_weight * policy_loss, (value_error, policy_loss, agreement)
 
         (loss, (value_error, policy_loss, agreement)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
@@ -399,7 +401,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         child_hashes = jax.vmap(lambda child: canonical_hash(child, size.mirror_symmetric))(expansion.children)
         beam_index = expansion.index[:count]
         candidate_hashes = child_hashes[jnp.minimum(beam_index, slots - 1)].reshape(boards_count, width * cells, 2)
-        explore = jax.random.uniform(explore_key, (boards_count,)) < epsilon
+        explore = jax.random.uniform(explore_key, (boards_count,), jnp.float32) < epsilon
         chosen = jax.vmap(select_beam, in_axes=(0, 0, 0, 0, None))(
             child_values[:count].reshape(boards_count, width * cells), candidate_hashes, explore,
             jax.random.split(select_key, boards_count), width)  # [B, w]
@@ -407,7 +409,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         action = (chosen % cells).reshape(-1)
         after = expansion.children[beam_index[parent, action]]
         slot_depth = jnp.repeat(runner.depth, width)
-        slot = jnp.arange(count)
+        slot = jnp.arange(count, dtype=jnp.int32)
         path = runner.path.at[slot, slot_depth].set(runner.boards)[parent]
         path_actions = runner.path_actions[parent].at[slot, slot_depth].set(action)
         path_explored = runner.path_explored[parent].at[slot, slot_depth].set(jnp.repeat(explore, width))
@@ -422,9 +424,9 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
 
         cleared = jax.vmap(game.is_done)(after).reshape(boards_count, width)
         finished = jnp.any(cleared, axis=1)
-        winner = board_index * width + jnp.argmax(cleared, axis=1)
+        winner = board_index * width + jnp.argmax(cleared, axis=1).astype(jnp.int32)
         length = runner.depth + 1
-        rows = (runner.lines.written + jnp.cumsum(finished) - 1) % buffer_lines
+        rows = (runner.lines.written + jnp.cumsum(finished, dtype=jnp.int32) - 1) % buffer_lines
         rows = jnp.where(finished, rows, buffer_lines)
         lines = Lines(positions=runner.lines.positions.at[rows].set(path[winner], mode="drop"),
                       actions=runner.lines.actions.at[rows].set(path_actions[winner], mode="drop"),
@@ -439,10 +441,13 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         # One update's figures, which run_chunk reduces (episode_clicks: a total here).
         step = ChunkMetrics(
             loss=loss, value_error=value_error, policy_loss=policy_loss, policy_agreement=agreement,
-            target=jnp.sum(jnp.where(trained[:count], target[:count], 0.0)) / jnp.maximum(jnp.sum(trained[:count]), 1),
-            capped=jnp.sum(trained[count:] & (cap[count:] < backup[count:])).astype(jnp.float32),  # a count here
+            target=(jnp.sum(jnp.where(trained[:count], target[:count], 0.0))
+                    / jnp.maximum(jnp.sum(trained[:count], dtype=jnp.int32), 1)),
+            # A count here; a backup over part of the children is no backup.
+            capped=jnp.sum(trained[count:] & complete[count:] & (cap[count:] < backup[count:])).astype(jnp.float32),
             line_positions=jnp.sum(trained[count:]).astype(jnp.float32),
-            episodes=jnp.sum(finished), episode_clicks=jnp.sum(jnp.where(finished, length, 0)),
+            episodes=jnp.sum(finished, dtype=jnp.int32),
+            episode_clicks=jnp.sum(jnp.where(finished, length, 0), dtype=jnp.int32),
             dropped=expansion.dropped)
         return runner, step
 

@@ -187,7 +187,7 @@ def replay_add(replay: Replay, batch: "Batch", valid: jax.Array = True) -> Repla
     ``valid`` False the slots are written but not counted, and are overwritten next."""
     capacity = replay.actions.shape[0]
     count = batch.actions.shape[0]
-    slots = (replay.position + jnp.arange(count)) % capacity
+    slots = (replay.position + jnp.arange(count, dtype=jnp.int32)) % capacity
     advance = jnp.where(valid, count, 0)
     return Replay(
         replay.boards.at[slots].set(batch.boards),
@@ -209,7 +209,7 @@ class Batch(NamedTuple):
 
 
 def replay_sample(replay: Replay, key: jax.Array, batch_size: int) -> Batch:
-    slots = jax.random.randint(key, (batch_size,), 0, jnp.maximum(replay.size, 1))
+    slots = jax.random.randint(key, (batch_size,), 0, jnp.maximum(replay.size, 1), jnp.int32)
     return Batch(replay.boards[slots], replay.actions[slots], replay.rewards[slots],
                  replay.discounts[slots], replay.next_boards[slots])
 
@@ -377,7 +377,7 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
 
     def scheduled_epsilon(iteration: jax.Array) -> jax.Array:
         span = max(1.0, config.epsilon_fraction * config.iterations)
-        fraction = jnp.clip(iteration / span, 0.0, 1.0)
+        fraction = jnp.clip(iteration.astype(jnp.float32) / span, 0.0, 1.0)
         return config.epsilon_start + fraction * (config.epsilon_end - config.epsilon_start)
 
     child_slots = config.child_slots
@@ -425,7 +425,7 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
         greedy = networks.masked_argmax(q, mask)
         random = jax.vmap(game.random_legal_action)(jax.random.split(act_key, config.num_envs), mask)
         epsilon = runner.epsilon if config.adaptive_epsilon else scheduled_epsilon(runner.iteration)
-        explore = jax.random.uniform(explore_key, (config.num_envs,)) < epsilon
+        explore = jax.random.uniform(explore_key, (config.num_envs,), jnp.float32) < epsilon
         actions = jnp.where(explore, random, greedy)
         env_state, timestep = jax.vmap(env.step)(runner.env_state, actions)
         one_click = Batch(boards, actions, timestep.reward, timestep.discount, timestep.extras["next_board"])
@@ -444,16 +444,16 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
         if config.adaptive_epsilon:
             # Aim at random_moves_per_game: scale epsilon by the target over the random
             # clicks a finished game saw (about epsilon * its length), smoothed.
-            games = jnp.sum(finished)
-            mean_length = jnp.sum(jnp.where(finished, clicks, 0)) / jnp.maximum(games, 1)
+            games = jnp.sum(finished, dtype=jnp.int32)
+            mean_length = jnp.sum(jnp.where(finished, clicks, 0), dtype=jnp.int32) / jnp.maximum(games, 1)
             wanted = config.random_moves_per_game / jnp.maximum(mean_length, 1.0)
             epsilon = jnp.where(games > 0, 0.9 * runner.epsilon + 0.1 * wanted, runner.epsilon)
         step = (
             loss,
             jnp.mean(jnp.take_along_axis(q, actions[:, None], axis=-1)),
-            jnp.sum(finished),
-            jnp.sum(jnp.where(finished, clicks, 0)),
-            jnp.sum(finished & (timestep.discount == 0)),
+            jnp.sum(finished, dtype=jnp.int32),
+            jnp.sum(jnp.where(finished, clicks, 0), dtype=jnp.int32),
+            jnp.sum(finished & (timestep.discount == 0), dtype=jnp.int32),
             ready,
         )
         runner = Runner(train, target_params, env_state, window, replay, key, runner.iteration + 1,

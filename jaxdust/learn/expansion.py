@@ -41,9 +41,9 @@ def expand(boards: jax.Array, slots: int, value_fn, rules: str = "dust") -> Expa
     cells = width * height
     labels = jax.vmap(game.cluster_labels)(boards).reshape(count_boards, cells)
     is_action = (labels == jnp.arange(cells, dtype=jnp.int32)).reshape(-1)
-    actions = jnp.sum(is_action)
-    flat_index = jnp.nonzero(is_action, size=slots, fill_value=0)[0]
-    valid = jnp.arange(slots) < actions
+    actions = jnp.sum(is_action, dtype=jnp.int32)
+    flat_index = jnp.nonzero(is_action, size=slots, fill_value=0)[0].astype(jnp.int32)
+    valid = jnp.arange(slots, dtype=jnp.int32) < actions
     parent, action = flat_index // cells, flat_index % cells
 
     def play(board_index, cell):
@@ -54,8 +54,9 @@ def expand(boards: jax.Array, slots: int, value_fn, rules: str = "dust") -> Expa
     values = jnp.where(jax.vmap(game.is_done)(children), 0.0, value_fn(children))
     values = jnp.where(valid, values, jnp.inf)
     target_cell = jnp.where(valid, flat_index, count_boards * cells)
-    per_cell = jnp.full(count_boards * cells, jnp.inf).at[target_cell].set(values, mode="drop")
-    index = jnp.full(count_boards * cells, slots, jnp.int32).at[target_cell].set(jnp.arange(slots), mode="drop")
+    per_cell = jnp.full(count_boards * cells, jnp.inf, jnp.float32).at[target_cell].set(values, mode="drop")
+    index = jnp.full(count_boards * cells, slots, jnp.int32).at[target_cell].set(jnp.arange(slots, dtype=jnp.int32),
+                                                                                 mode="drop")
     return Expansion(labels, per_cell.reshape(count_boards, cells), jnp.maximum(actions - slots, 0), children,
                      index.reshape(count_boards, cells))
 

@@ -161,7 +161,8 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
 
     @jax.jit
     def epoch(state: TrainState, key: jax.Array, train: Split) -> tuple[TrainState, ImitationMetrics]:
-        order = jax.random.permutation(key, train.boards.shape[0])[: steps_per_epoch * config.batch_size]
+        rows = jnp.arange(train.boards.shape[0], dtype=jnp.int32)
+        order = jax.random.permutation(key, rows)[: steps_per_epoch * config.batch_size]
         batches = order.reshape(steps_per_epoch, config.batch_size)
 
         def step(state, rows):

@@ -255,8 +255,8 @@ class CellMessages(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, clusters: jax.Array) -> jax.Array:
         depth = x.shape[-1]
-        kernel = self.param("kernel", nn.initializers.he_normal(), (8 * depth, self.features))
-        bias = self.param("bias", nn.initializers.zeros, (self.features,))
+        kernel = self.param("kernel", nn.initializers.he_normal(), (8 * depth, self.features), jnp.float32)
+        bias = self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
         local = jnp.concatenate([x, *neighbours(x), _apply_means(clusters, x)], -1)
         column = jnp.mean(x, axis=-2, keepdims=True) @ kernel[6 * depth: 7 * depth]  # [..., W, 1, features]
         row = jnp.mean(x, axis=-3, keepdims=True) @ kernel[7 * depth:]  # [..., 1, H, features]

@@ -178,7 +178,7 @@ def sort_distinct(scores: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.
     Returns the order int32 ``[..., K]`` and the sorted scores ``[..., K]``, inf at every
     repeat.
     """
-    order = jnp.lexsort((hashes[..., 1], hashes[..., 0], scores), axis=-1)
+    order = jnp.lexsort((hashes[..., 1], hashes[..., 0], scores), axis=-1).astype(jnp.int32)
     sorted_scores = jnp.take_along_axis(scores, order, axis=-1)
     sorted_hashes = jnp.take_along_axis(hashes, order[..., None], axis=-2)
     repeat = (sorted_scores[..., 1:] == sorted_scores[..., :-1]) & jnp.all(
@@ -218,10 +218,11 @@ def _best_distinct(scores: jax.Array, hashes_of, count: int, prefixes: tuple[int
     rows = scores.shape[-1]
     prefix = min(rows, prefixes[0] * count) if prefixes else rows
     if prefix == rows:
-        return _first_distinct(scores, hashes_of(jnp.broadcast_to(jnp.arange(rows, dtype=jnp.int32), scores.shape)), count)[:2]
+        every = jnp.broadcast_to(jnp.arange(rows, dtype=jnp.int32), scores.shape)
+        return _first_distinct(scores, hashes_of(every), count)[:2]
     columns, last = smallest_columns(scores, prefix)
     picked, chosen, distinct = _first_distinct(jnp.take_along_axis(scores, columns, axis=1), hashes_of(columns), count)
-    decided = (jnp.sum(distinct < last, axis=-1) >= count) | ~jnp.isfinite(last[:, 0])
+    decided = (jnp.sum(distinct < last, axis=-1, dtype=jnp.int32) >= count) | ~jnp.isfinite(last[:, 0])
     return jax.lax.cond(jnp.all(decided), lambda: (jnp.take_along_axis(columns, picked, axis=-1), chosen),
                         lambda: _best_distinct(scores, hashes_of, count, prefixes[1:]))
 
@@ -324,7 +325,7 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
     cells = board_width * board_height
     rows = count * width
     listed = shortlist * width if rescorer is not None else width  # children per board that reach the rescorer
-    board_of_row = jnp.arange(rows) // width
+    board_of_row = jnp.arange(rows, dtype=jnp.int32) // width
     mirror = game.mirror_symmetric(rules, board_width)
 
     def step(carry: _BeamCarry) -> _BeamCarry:
@@ -347,9 +348,9 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
             carry.boards, carry.labels, carry.alive, chunk, visit, empty, rules)
 
         # Children are listed position by position, so each board's form one run of the list.
-        per_board = jnp.sum(listing.per_position.reshape(count, width), axis=1)
-        offset = jnp.cumsum(per_board) - per_board
-        column = jnp.arange(width * cells)
+        per_board = jnp.sum(listing.per_position.reshape(count, width), axis=1, dtype=jnp.int32)
+        offset = jnp.cumsum(per_board, dtype=jnp.int32) - per_board
+        column = jnp.arange(width * cells, dtype=jnp.int32)
         in_run = column < per_board[:, None]
         listed_at = jnp.where(in_run, offset[:, None] + column, 0)  # [B, width * cells], index in the list
         run_scores = jnp.where(in_run, scores[listed_at], jnp.inf)
@@ -371,12 +372,13 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
         listed_columns, listed_scores = _best_distinct(run_scores, hashes_of, listed)
         parent, action, children = children_at(listed_columns)
         if rescorer is None:
-            keep, kept_scores = jnp.arange(rows), listed_scores.reshape(-1)
+            keep, kept_scores = jnp.arange(rows, dtype=jnp.int32), listed_scores.reshape(-1)
         else:
             rescored = jnp.where(jnp.isfinite(listed_scores),
                                  _rankable(rescorer(children, params)).reshape(count, listed), jnp.inf)
             negated, best = jax.lax.top_k(-rescored, width)  # ties keep the shortlist's order
-            keep, kept_scores = (best + jnp.arange(count)[:, None] * listed).reshape(-1), -negated.reshape(-1)
+            keep = (best + jnp.arange(count, dtype=jnp.int32)[:, None] * listed).reshape(-1)
+            kept_scores = -negated.reshape(-1)
         boards = children[keep]
         return _BeamCarry(
             boards=boards,
@@ -394,7 +396,7 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
         return (carry.depth < max_clicks) & jnp.any(carry.alive)
 
     start_boards = jnp.zeros((rows, board_width, board_height), boards.dtype).at[::width].set(boards)
-    first_row = jnp.arange(rows) % width == 0
+    first_row = jnp.arange(rows, dtype=jnp.int32) % width == 0
     start_done = jax.vmap(game.is_done)(boards)
     start = _BeamCarry(
         boards=start_boards,
@@ -416,7 +418,7 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
         actions = actions.at[:, depth].set(jnp.where(earlier, end.moves[depth, row], actions[:, depth]))
         return actions, jnp.where(earlier, end.parents[depth, row], row)
 
-    clicks = jnp.arange(max_clicks)
+    clicks = jnp.arange(max_clicks, dtype=jnp.int32)
     actions = jnp.where((clicks == end.length[:, None] - 1), end.last_move[:, None], -1)
     actions = jax.lax.fori_loop(0, max_clicks, trace_back, (actions, end.last_parent))[0]
     return BeamResult(end.length, actions)

@@ -118,7 +118,7 @@ def extra_column_runs(boards: jax.Array) -> jax.Array:
     for colour in range(1, game.MAX_COLORS + 1):
         holds = jnp.any(boards == colour, axis=-1)  # [M, W]
         starts = holds & ~jnp.pad(holds, ((0, 0), (1, 0)))[:, :-1]
-        runs = runs + jnp.sum(starts, axis=-1) - jnp.any(holds, axis=-1)
+        runs = runs + jnp.sum(starts, axis=-1, dtype=jnp.int32) - jnp.any(holds, axis=-1)
     return runs.astype(jnp.float32)
 
 

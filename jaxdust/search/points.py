@@ -89,12 +89,12 @@ def _final(boards: jax.Array, scores: jax.Array, objective: str) -> jax.Array:
 def _repeats(ranks: jax.Array, hashes: jax.Array) -> jax.Array:
     """bool ``[B, K]``: the listings of a position (by hash ``[B, K, 2]``) other than its
     best-ranked, first-listed one."""
-    column = jnp.broadcast_to(jnp.arange(ranks.shape[1]), ranks.shape)
-    order = jnp.lexsort((column, -ranks, hashes[..., 1], hashes[..., 0]), axis=-1)
+    column = jnp.broadcast_to(jnp.arange(ranks.shape[1], dtype=jnp.int32), ranks.shape)
+    order = jnp.lexsort((column, -ranks, hashes[..., 1], hashes[..., 0]), axis=-1).astype(jnp.int32)
     sorted_hashes = jnp.take_along_axis(hashes, order[..., None], axis=1)
     same = jnp.all(sorted_hashes[:, 1:] == sorted_hashes[:, :-1], axis=-1)
     repeat = jnp.concatenate([jnp.zeros_like(same[:, :1]), same], axis=1)
-    return jnp.zeros_like(repeat).at[jnp.arange(ranks.shape[0])[:, None], order].set(repeat)
+    return jnp.zeros_like(repeat).at[jnp.arange(ranks.shape[0], dtype=jnp.int32)[:, None], order].set(repeat)
 
 
 def points_beam(boards: jax.Array, width: int = 16, rules: str = "samegame", chunk: int = CHUNK) -> PointsResult:
@@ -165,12 +165,12 @@ def _points_beam(boards: jax.Array, width: int, rules: str, chunk: int) -> Point
         improved = jnp.max(per_board, axis=1) > carry.best
         best = jnp.where(improved, jnp.max(per_board, axis=1), carry.best)
         best_depth = jnp.where(improved, carry.depth, carry.best_depth)
-        best_row = jnp.where(improved, jnp.arange(count) * width + row_best, carry.best_row)
+        best_row = jnp.where(improved, jnp.arange(count, dtype=jnp.int32) * width + row_best, carry.best_row)
 
         # Each board's children form one run of the list; keep its `width` best ranks.
-        children_per_board = jnp.sum(listing.per_position.reshape(count, width), axis=1)
-        offset = jnp.cumsum(children_per_board) - children_per_board
-        column = jnp.arange(width * cells)
+        children_per_board = jnp.sum(listing.per_position.reshape(count, width), axis=1, dtype=jnp.int32)
+        offset = jnp.cumsum(children_per_board, dtype=jnp.int32) - children_per_board
+        column = jnp.arange(width * cells, dtype=jnp.int32)
         in_run = column < children_per_board[:, None]
         listed_at = jnp.where(in_run, offset[:, None] + column, 0)
         run_ranks = jnp.where(in_run, ranks[listed_at], -1)
@@ -195,7 +195,7 @@ def _points_beam(boards: jax.Array, width: int, rules: str, chunk: int) -> Point
     start = _Carry(
         boards=start_boards,
         scores=jnp.zeros(rows, jnp.int32),
-        alive=jnp.arange(rows) % width == 0,
+        alive=jnp.arange(rows, dtype=jnp.int32) % width == 0,
         parents=jnp.zeros((max_clicks + 1, rows), jnp.int32),
         moves=jnp.zeros((max_clicks + 1, rows), jnp.int32),
         depth=jnp.int32(0),

@@ -32,10 +32,10 @@ def first_trues(mask: jax.Array, count: int) -> tuple[jax.Array, jax.Array]:
     and bool ``[B, count]``: whether each exists."""
     rows, columns = mask.shape
     slot = jnp.where(mask, trues_before(mask), count)
-    row = jnp.broadcast_to(jnp.arange(rows)[:, None], mask.shape)
+    row = jnp.broadcast_to(jnp.arange(rows, dtype=jnp.int32)[:, None], mask.shape)
     column = jnp.broadcast_to(jnp.arange(columns, dtype=jnp.int32), mask.shape)
     found = jnp.zeros((rows, count), jnp.int32).at[row, slot].set(column, mode="drop")
-    return found, jnp.arange(count) < jnp.sum(mask, axis=1, dtype=jnp.int32)[:, None]
+    return found, jnp.arange(count, dtype=jnp.int32) < jnp.sum(mask, axis=1, dtype=jnp.int32)[:, None]
 
 
 def order_key(scores: jax.Array) -> jax.Array:

@@ -1,0 +1,71 @@
+"""Under ``jax_enable_x64`` (JAX's 64-bit mode, often turned on globally) the searches, play and
+a learner's agents give what the default mode gives: the same lengths, actions and dtypes.
+
+Each test runs its work in the default mode, then again inside ``jax.enable_x64(True)``:
+JAX traces and compiles apart for each mode, so the second run is a program of its own,
+where ``jnp.arange``, ``argsort``, sums of bools and Python scalars are 64-bit unless the
+library gives them a dtype. (Training itself is not compared: optax computes its learning-rate
+schedule in float64 under x64, a last-bit difference, and ``test_checkpoint_recovery`` loads runs
+under x64.)
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxdust
+from jaxdust.core import play
+from jaxdust.evaluation import baselines
+from jaxdust.learn import agents, avi
+from jaxdust.search import beam, mcts, points
+
+CONFIG = jaxdust.GameConfig(6, 5, 4)
+BOARDS = np.stack([np.asarray(jaxdust.random_board(key, CONFIG)) for key in jax.random.split(jax.random.key(1), 3)])
+MAX_CLICKS = CONFIG.num_cells
+
+
+def in_both_modes(run):
+    """``run()``'s results (host arrays) in the default mode and under x64, checked equal
+    leaf by leaf, dtypes included; returns the default mode's."""
+    default = jax.device_get(run())
+    with jax.enable_x64(True):
+        wide = jax.device_get(run())
+    assert jax.tree.structure(default) == jax.tree.structure(wide)
+    for ours, theirs in zip(jax.tree.leaves(default), jax.tree.leaves(wide)):
+        assert np.asarray(theirs).dtype == np.asarray(ours).dtype
+        np.testing.assert_array_equal(theirs, ours)
+    return default
+
+
+@pytest.mark.parametrize("width, rescorer", [(1, None), (8, None), (4, beam.lookahead_heuristic)],
+                         ids=["width-1", "width-8", "lookahead"])
+def test_beam_search(width, rescorer):
+    found = in_both_modes(lambda: beam.beam_search(BOARDS, width, rescorer=rescorer))
+    assert found.length.dtype == np.int32 and np.all(found.length > 0)
+
+
+def test_points_beam():
+    found = in_both_modes(lambda: points.points_beam(BOARDS, 4, rules="samegame"))
+    assert np.all(found.value > 0)
+
+
+def test_play_boards_with_largest_and_with_mcts():
+    largest = in_both_modes(lambda: play.play_boards(BOARDS, baselines.largest_cluster, jax.random.key(0), MAX_CLICKS))
+    searched = in_both_modes(lambda: play.play_boards(BOARDS[:2], mcts.MCTSPolicy(mcts.heuristic_evaluator, 4, 4),
+                                                      jax.random.key(0), MAX_CLICKS))
+    assert largest.cleared.all() and searched.cleared.all()
+
+
+def test_a_learners_network_and_its_policy():
+    """An avi network (with a round of cell messages, whose parameters it declares itself)
+    starts from the same float32 parameters, evaluates boards alike (the value and logits
+    that the beam's scorer and MCTS read) and its policy plays alike."""
+    network = avi.AVIConfig(game=CONFIG, hidden=(8,), cell_rounds=1, cell_width=8).network
+    params = in_both_modes(lambda: network.init(jax.random.key(0), jnp.zeros((1, *CONFIG.shape), jnp.int8)))
+    assert {leaf.dtype for leaf in jax.tree.leaves(params)} == {np.dtype(np.float32)}
+    in_both_modes(lambda: jax.jit(agents.NetworkEvaluator(network))(BOARDS, params))
+    in_both_modes(lambda: play.play_boards(BOARDS, agents.ClusterArgmax(network), jax.random.key(0), MAX_CLICKS,
+                                           params))
