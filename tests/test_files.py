@@ -59,13 +59,40 @@ def test_a_fifo_is_written_into_not_replaced(tmp_path):
     files.atomic_write_bytes(fifo, b"lines\n")
     reader.join(timeout=30)
     assert got == [b"lines\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_read_only_output_is_refused_with_the_flags(tmp_path, monkeypatch):
+    """The solver's append failed after all its work; root may write anyway, so the
+    file's refusal is what os.access says of it."""
+    import argparse
+
+    from jaxdust.core import flags
+
     kept = tmp_path / "kept.txt"
     kept.write_text("mine")
-    os.chmod(kept, 0o444)
-    if not os.access(kept, os.W_OK):  # root may write anyway
-        try:
-            flags.output_file(str(kept))
-        except argparse.ArgumentTypeError as error:
-            assert str(error) == f"{kept} is not writable"
-        else:
-            raise AssertionError("a read-only --out was taken (the solver's append then failed after its work)")
+    real_access = os.access
+    monkeypatch.setattr(flags.os, "access", lambda path, mode: path != str(kept) and real_access(path, mode))
+    try:
+        flags.output_file(str(kept))
+    except argparse.ArgumentTypeError as error:
+        assert str(error) == f"{kept} is not writable"
+    else:
+        raise AssertionError("a read-only --out was taken")
+    monkeypatch.undo()
+    assert flags.output_file(str(kept)) == str(kept)
+
+
+def test_standard_output_redirected_to_a_log_is_appended_to_not_replaced(tmp_path):
+    """/dev/stdout redirected to a file stats as a regular file: a rename replaced the log
+    with the one write, and everything printed before and after it was lost."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "log.txt"
+    log.write_text("earlier\n")
+    script = ("from jaxdust.core import files; print('before'); files.atomic_write_bytes('/dev/stdout', b'JSON\\n');"
+              " print('after')")
+    with open(log, "ab") as handle:
+        subprocess.run([sys.executable, "-u", "-c", script], stdout=handle, check=True, timeout=120,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert log.read_text().splitlines() == ["earlier", "before", "JSON", "after"]

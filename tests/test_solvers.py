@@ -675,6 +675,30 @@ def test_ctrl_c_while_the_items_are_handed_out_stops_the_work():
     assert len(handed_out) < 100
 
 
+def test_every_worker_starts_with_ctrl_c_ignored(monkeypatch):
+    """A worker started while Ctrl-C is live prints a traceback of its own on Ctrl-C. When
+    items come slowly, a worker that finished one took the next, and the other workers were
+    started later, outside the block that ignores Ctrl-C."""
+    import signal
+    import time
+    from concurrent.futures import process
+
+    ignored, spawn = [], process.ProcessPoolExecutor._spawn_process
+
+    def recording(executor):
+        ignored.append(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
+        return spawn(executor)
+
+    def slowly():
+        for _ in range(2):
+            yield 0.0
+            time.sleep(2.5)  # the first worker is up and idle before the second item comes
+
+    monkeypatch.setattr(process.ProcessPoolExecutor, "_spawn_process", recording)
+    assert list(ordered_map(workers.nap, slowly(), 2)) == [0.0, 0.0]
+    assert ignored == [True, True]
+
+
 def test_a_workers_error_comes_back_as_itself_or_named_not_as_a_death():
     """A FieldError (which could not be unpickled) read as "a worker process died (killed,
     or out of memory?)", the error itself lost."""

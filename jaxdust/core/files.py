@@ -24,14 +24,17 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
     """``write(file)`` into a temporary file beside ``path``, fsync it, then rename it over
     (for data too large to hold twice in memory, e.g. ``numpy.savez`` of big arrays). As a
     plain ``open(path, "w")`` would, it writes through a symbolic link and keeps an
-    existing file's mode. A path that is there but is not a regular file (a FIFO, a device,
-    ``/dev/stdout``) is written straight into: a rename would replace it."""
+    existing file's mode. A path that is there but is not a regular file (a FIFO, which
+    waits for its reader as a plain open does; a device), or one under ``/dev`` or
+    ``/proc`` (``/dev/stdout`` redirected to a log, which a rename would replace), is
+    appended to instead."""
     try:
         kind = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         kind = None
-    if kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind):
-        with open(path, "wb") as file:
+    special = kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind)
+    if special or (kind is not None and os.path.abspath(path).startswith(("/dev/", "/proc/"))):
+        with open(path, "ab") as file:  # "wb" would truncate a log that standard output is redirected to
             write(file)
         return
     path = os.path.realpath(os.fspath(path))

@@ -54,13 +54,19 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
                                                       initializer=_worker_setup, initargs=(os.getpid(),))
     finished = False
     try:
-        # The first ``jobs`` items each start a worker (seconds of imports): with Ctrl-C
-        # ignored from birth (an ignored signal stays ignored across exec, and Python keeps
-        # it so), the parent alone takes it, not each worker with a traceback. The rest are
-        # handed out with Ctrl-C live: a million of them take tens of seconds.
+        # The workers start (seconds of imports) with Ctrl-C ignored from birth (an ignored
+        # signal stays ignored across exec, and Python keeps it so): the parent alone takes
+        # it, not each worker with a traceback. They are all started first, as the executor
+        # does for forked workers; the items are then handed out with Ctrl-C live (a million
+        # of them take tens of seconds).
         remaining = iter(items)
         with _sigint_handler(signal.SIG_IGN):
-            futures = [executor.submit(function, item) for item in itertools.islice(remaining, jobs)]
+            launch = getattr(executor, "_launch_processes", None)  # noqa: SLF001
+            if launch is not None:
+                launch()
+                futures = []
+            else:  # a Python without it: each of the first `jobs` items starts a worker
+                futures = [executor.submit(function, item) for item in itertools.islice(remaining, jobs)]
         futures += [executor.submit(function, item) for item in remaining]
         for future in (futures if in_order else concurrent.futures.as_completed(futures)):
             yield future.result()
