@@ -44,7 +44,6 @@ def test_an_atomic_write_takes_a_name_as_long_as_a_plain_open_does(tmp_path):
 def test_a_fifo_is_written_into_not_replaced(tmp_path):
     """A rename put a regular file in the FIFO's place (as root, ``--board-file /dev/null``
     would have replaced the system's), and its reader got nothing."""
-    import argparse
     import stat
     import threading
 
