@@ -444,8 +444,8 @@ def test_evaluate_plays_the_selected_or_the_newest_checkpoint(run, tmp_path):
     assert registry.parse_agent(f"value:{run}@newest:2")[1] == (f"{run}@newest", 2)
     assert registry.run_of(f"value:{run}@newest:2") == str(run)
     for text, wanted in [(str(run), selected), (f"{run}@newest", newest)]:
-        loaded = registry._loaded_run(text)
-        assert loaded.step == wanted.step
+        loaded, played = registry._loaded_run(text)
+        assert loaded.step == wanted.step and played["checkpoint"].endswith(os.sep + str(wanted.step))
         assert all(jax.tree.leaves(jax.tree.map(np.array_equal, loaded.params, wanted.params)))
     agents = f"policy:{run},policy:{run}@newest,value:{run}@newest:2"
     report = evaluate.main(["--random", "6", "--size", "8x6x5", "--agents", agents, "--out", str(tmp_path / "e")])

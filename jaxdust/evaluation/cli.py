@@ -246,17 +246,17 @@ def main(argv=None) -> dict:
         earlier = _earlier_figures(args.out)
         if by_points:
             return points_report(parser, args, agents, boards, description, rules, max_clicks, earlier)
-        return clicks_report(parser, args, agents, boards, best, proven, reference, description, max_clicks, earlier)
+        return clicks_report(parser, args, agents, boards, best, proven, reference, description, rules, max_clicks,
+                             earlier)
     finally:
         lock.release()
 
 
 def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, reference: str, description: str,
-                  max_clicks: int, earlier: list[str]) -> dict:
-    """Play ``agents`` on ``boards`` under the fewest-clicks rules; print, draw and write the
-    report into ``args.out`` (``best``: the board file's best known or proven lengths;
+                  rules: str, max_clicks: int, earlier: list[str]) -> dict:
+    """Play ``agents`` on ``boards`` under ``rules`` (fewest clicks); print, draw and write
+    the report into ``args.out`` (``best``: the board file's best known or proven lengths;
     ``reference``: an agent's name, or ``best``)."""
-    rules = "dust" if args.env is None else args.env.rules
     print(f"{description}; backend {jax.default_backend()}")
     if best is not None and max_clicks < best.max():
         # A game stopped at the cap counts at the cap: below a reference it would read as

@@ -157,12 +157,15 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
             _loaded_run(run)  # a run with no checkpoint that reads is refused now too
 
 
-def _loaded_run(run: str):
+def _loaded_run(run: str) -> tuple[Any, dict]:
     """``load_run`` of ``RUN`` (its selected checkpoint) or ``RUN@newest``, read once for
     all the agents that play it (and its warnings said once), and again when the run has
-    changed on disk since."""
+    changed on disk since; and what a result played on it records: the run as given, the
+    checkpoint played (relative to the run directory) and the run's fingerprint."""
     directory, newest = split_run(run)
-    return _load_run_as_it_is(os.path.abspath(directory), newest, fingerprint(directory))
+    digest = fingerprint(directory)
+    trained = _load_run_as_it_is(os.path.abspath(directory), newest, digest)
+    return trained, {"run": directory, "checkpoint": trained.checkpoint, "fingerprint": digest}
 
 
 @functools.lru_cache(maxsize=8)
@@ -214,9 +217,9 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     the agent plays the points rule sets, and with ``solutions`` the clicks
     ``[(x, y), ...]`` it played on the first that many boards (``"solutions"``, e.g. for
     ``jaxdust.game_gif``), and for a trained run's agent what it played (``"played"``: the
-    run, the checkpoint in it and the run's fingerprint). Under the fewest-clicks rules ``max_clicks`` holds for every
-    agent: a board cleared in more clicks (a search's line) counts as not cleared, at
-    ``max_clicks``, as a policy stopped there does. Raises ValueError for an unusable agent
+    run, the checkpoint in it and the run's fingerprint). Under the fewest-clicks rules
+    ``max_clicks`` holds for every agent: a board cleared in more clicks (a search's line)
+    counts as not cleared, at ``max_clicks``, as a policy stopped there does. Raises ValueError for an unusable agent
     or one that does not play ``rules``.
     """
     agent, settings = parse_agent(text)
@@ -466,30 +469,22 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
 # for mcts:, has a policy and a value.
 
 
-def _played_run(run: str, trained) -> dict:
-    """What a result played on ``run`` records of it: the run as given, the checkpoint
-    played (relative to the run directory) and the run's fingerprint."""
-    directory = split_run(run)[0]
-    return {"run": directory, "checkpoint": trained.checkpoint, "fingerprint": fingerprint(directory)}
-
-
 def _play_run_policy(run: str, boards, context: Context) -> dict:
-    trained = _loaded_run(run)
-    return {**_play_policy(trained.policy, trained.params, boards, context), "played": _played_run(run, trained)}
+    trained, played = _loaded_run(run)
+    return {**_play_policy(trained.policy, trained.params, boards, context), "played": played}
 
 
 def _play_run_value(spec: tuple[str, int], boards, context: Context) -> dict:
     run, width = spec
-    trained = _loaded_run(run)
-    return {**_play_beam(width, trained.scorer, trained.params, boards, context), "played": _played_run(run, trained)}
+    trained, played = _loaded_run(run)
+    return {**_play_beam(width, trained.scorer, trained.params, boards, context), "played": played}
 
 
 def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     run, simulations = spec
-    trained = _loaded_run(run)  # one with a policy and a value (require_playable)
-    played = _play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
-                          context)
-    return {**played, "played": _played_run(run, trained)}
+    trained, played = _loaded_run(run)  # one with a policy and a value (require_playable)
+    return {**_play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
+                           context), "played": played}
 
 
 register(Agent("policy", "a trained run (train.py) playing its network's own choice: the argmax of its output, "
