@@ -150,7 +150,7 @@ def env_step(batch: int, size: game.GameConfig, seed: int) -> dict:
     positions = jax.vmap(lambda board: env.init(jax.random.key(0), board))(random_positions(batch, size, seed))
     flood = _batch_max_passes(random_click, positions)
     flops, accessed, memory = _analyse(jax.vmap(random_click), states, passes=flood)
-    return {"program": f"env step, {size.width}x{size.height}x{size.colors}", "item": "click", "batch": batch,
+    return {"program": f"env step, {size.size_text}", "item": "click", "batch": batch,
             "passes": flood, "flops": flops, "bytes": accessed, "memory": memory,
             "state_bytes": env.state_bytes()}
 

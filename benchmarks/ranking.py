@@ -56,7 +56,7 @@ def main(argv=None) -> dict:
         try:
             size = read_run_config(run)[1].game
             if (size.width, size.height, size.rules) != (8, 6, "dust") or size.colors < 5:  # the set's boards
-                raise RunError(f"{run} was trained on {size.width}x{size.height}x{size.colors} boards under the "
+                raise RunError(f"{run} was trained on {size.size_text} boards under the "
                                f"{size.rules} rules; the ranking set holds 8x6x5 dust positions")
             trained = load_run(run, newest=args.newest)
         except RunError as error:

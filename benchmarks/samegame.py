@@ -121,7 +121,7 @@ def main(argv=None) -> dict:
             other: float(values[: len(subset)].mean()) for other, values in per_board.items()}
         files.atomic_write_json(args.out, report)
 
-    print(f"\n{rules}, {args.boards} random {size.width}x{size.height}x{size.colors} boards (seed {args.seed}), "
+    print(f"\n{rules}, {args.boards} random {size.size_text} boards (seed {args.seed}), "
           f"{report['backend']}, {report['cpu_count']} cores\n")
     print("| agent | boards | mean points | std | cleared | cells left | s/board |")
     print("|---|---:|---:|---:|---:|---:|---:|")

@@ -160,10 +160,12 @@ def test_configs_take_numpy_scalars_as_python_numbers():
     import json
 
     from jaxdust.core import configs
+    from jaxdust.core.boards import parse_size
     from jaxdust.learn.avi import AVIConfig
 
     size = game.GameConfig(*np.arange(6, 9))
     assert size == game.GameConfig(6, 7, 8) and {type(v) for v in (size.width, size.height, size.colors)} == {int}
+    assert size.size_text == "6x7x8" and parse_size(size.size_text) == size
     config = AVIConfig(game=size, beam_width=np.int64(4), learning_rate=np.float32(0.5))
     assert type(config.beam_width) is int and type(config.learning_rate) is float
     assert config == AVIConfig(game=game.GameConfig(6, 7, 8), beam_width=4, learning_rate=0.5)

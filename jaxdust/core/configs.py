@@ -217,7 +217,7 @@ def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "", d
         help_text = help_text.replace("%", "%%") or None
         if kind is GameConfig:
             add_board_flags(parser, "board size and colours, e.g. 8x6x5 (the dust game)"
-                            + ("" if default is None else f"; default {default.width}x{default.height}x{default.colors}"),
+                            + ("" if default is None else f"; default {default.size_text}"),
                             "a registered environment's rules and size, e.g. Former-7x9x4-v0", dest)
         elif dataclasses.is_dataclass(kind):
             add_flags(parser, kind, prefix=dest + "_", defaults=default)

@@ -127,6 +127,11 @@ class GameConfig:
         return self.width * self.height
 
     @property
+    def size_text(self) -> str:
+        """``"WxHxC"``, as ``--size`` and the env ids write a size."""
+        return f"{self.width}x{self.height}x{self.colors}"
+
+    @property
     def mirror_symmetric(self) -> bool:
         """Whether a board and its mirror image play alike here (``mirror_symmetric``)."""
         return mirror_symmetric(self.rules, self.width)

@@ -75,5 +75,5 @@ CLICKS_PER_CELL = 4  # the click cap of every registered id: a game of random cl
 # daily Former puzzle; the SameGame research benchmark's size; a Clickomania size.
 for _game in [*(GameConfig(_width, _height, 5) for _width, _height in ((6, 6), (8, 4), (8, 6), (10, 10), (15, 15))),
               GameConfig(7, 9, 4, "former"), GameConfig(15, 15, 5, "samegame"), GameConfig(10, 10, 4, "clickomania")]:
-    register(f"{ID_PREFIX[_game.rules]}-{_game.width}x{_game.height}x{_game.colors}-{RULES_VERSION}",
+    register(f"{ID_PREFIX[_game.rules]}-{_game.size_text}-{RULES_VERSION}",
              DustEnv(game=_game, max_clicks=CLICKS_PER_CELL * _game.num_cells))

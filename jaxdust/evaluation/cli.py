@@ -87,7 +87,7 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
     if args.random:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
-        return boards, None, False, f"{len(boards)} random {args.size.width}x{args.size.height}x{args.size.colors} boards (seed {args.seed})"
+        return boards, None, False, f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})"
     lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
     declared = declared_rules(lines, args.boards)
     if args.env is None and declared != args.size.rules:  # the boards are another game's

@@ -187,8 +187,8 @@ def _run_data_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
              for field, shown in (("boards", str), ("beam_width", str), ("seed", lambda seed: str(seed - 1)))
              if getattr(made, field) != getattr(asked, field)]
     if made.game != asked.game:
-        parts.append(f"--size/--env {made.game.width}x{made.game.height}x{made.game.colors} {made.game.rules}, not "
-                     f"{asked.game.width}x{asked.game.height}x{asked.game.colors} {asked.game.rules}")
+        parts.append(f"--size/--env {made.game.size_text} {made.game.rules}, not "
+                     f"{asked.game.size_text} {asked.game.rules}")
     unset = {field: getattr(asked, field) for field in ("boards", "beam_width", "seed", "game")}
     others = configs.differences(configs.to_json(dataclasses.replace(made, **unset)), configs.to_json(asked))
     if others:  # settings train.py has no flag for: the set was not made by train.py
@@ -208,9 +208,9 @@ def _check_imitation_data(config: imitation.ImitationConfig, args) -> None:
         require_finished(args.data)
         made = dataset_config(args.data).game
         if made != config.game:
-            raise ValueError(f"{args.data} holds {made.width}x{made.height}x{made.colors} boards under the "
-                             f"{made.rules} rules, not {config.game.width}x{config.game.height}x"
-                             f"{config.game.colors} under {config.game.rules} (--size or --env)")
+            raise ValueError(f"{args.data} holds {made.size_text} boards under the "
+                             f"{made.rules} rules, not {config.game.size_text} under {config.game.rules} "
+                             "(--size or --env)")
 
 
 def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer:
