@@ -441,6 +441,22 @@ def test_jax_points_beam_plays_legal_lines_and_matches_numba_at_width_one(rules)
         jaxdust.points_beam(jnp.asarray(small), rules="former")
 
 
+def test_points_beam_in_batches_equals_one_search_of_every_board():
+    """evaluate.py's points beam searches a few boards at a time (memory bounded however
+    many boards): each board's line is the one a search of all of them at once finds."""
+    from jaxdust.search.points import points_beam_solutions
+
+    rng = np.random.default_rng(4)
+    boards = np.stack([fr.random_board(rng, 6, 5, 3) for _ in range(7)])
+    whole = jaxdust.points_beam(jnp.asarray(boards), width=4, rules="samegame")
+    seen = []
+    batched = points_beam_solutions(boards, 4, "samegame", batch=3, progress=seen.append)
+    assert seen == [3, 3, 1] and all(isinstance(field, np.ndarray) for field in batched)
+    assert all(np.array_equal(a, b) for a, b in zip(batched, whole))
+    with pytest.raises(ValueError, match="batch must be a positive integer"):
+        points_beam_solutions(boards, 4, "samegame", batch=0)
+
+
 @pytest.mark.parametrize("rules", ["samegame", "clickomania"])
 def test_points_beam_on_a_board_with_room_for_no_group(rules):
     found = jaxdust.points_beam(np.array([[[3]]], np.int8), 4, rules)

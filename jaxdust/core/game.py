@@ -450,7 +450,12 @@ def from_lists(boards):
     list of scalars, and float cells would fail deep inside the game, so the public entry
     points convert first."""
     if isinstance(boards, (list, tuple)):
-        return jnp.asarray(check_colours(np.asarray(boards), "a board given as lists"), BOARD_DTYPE)
+        try:
+            cells = np.asarray(boards)
+        except ValueError as error:  # rows or boards of different lengths
+            raise ValueError(f"boards given as lists are not a rectangular array ([x][y] or [b][x][y]): "
+                             f"{error}") from None
+        return jnp.asarray(check_colours(cells, "a board given as lists"), BOARD_DTYPE)
     if isinstance(boards, np.ndarray):
         return jnp.asarray(check_colours(boards, "a board array"), BOARD_DTYPE)
     if isinstance(boards, jax.Array) and not isinstance(boards, jax.core.Tracer) and boards.dtype != BOARD_DTYPE:

@@ -27,7 +27,7 @@ from jaxdust.evaluation import baselines
 from jaxdust.learn.runs import fingerprint, load_run, read_run_config
 from jaxdust.search.beam import CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, require_children_indexable
 from jaxdust.search.heuristic import heuristic_for
-from jaxdust.search.points import points_beam
+from jaxdust.search.points import points_beam_solutions
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for
 from jaxdust.solver.api import solve
 from jaxdust.solver.bitboard import MAX_CELLS
@@ -333,11 +333,9 @@ register(Agent(
 def _play_jax_beam(width: int, boards, context: Context) -> dict:
     if context.rules in game.CLICK_RULES:
         return _play_beam(width, heuristic_for(context.rules), None, boards, context)
-    found = points_beam(boards, width=width, rules=context.rules)
-    if context.progress is not None:
-        context.progress(boards.shape[0])
-    height, lengths = boards.shape[2], np.asarray(found.length)
-    lines = [_clicks(actions[:length], height) for actions, length in zip(np.asarray(found.actions), lengths)]
+    found = points_beam_solutions(boards, width, context.rules, progress=context.progress)
+    height, lengths = boards.shape[2], found.length
+    lines = [_clicks(actions[:length], height) for actions, length in zip(found.actions, lengths)]
     played = [positions(board, line, context.rules) for board, line in zip(boards, lines)]  # checks every click
     cells_left = np.array([int(np.count_nonzero(steps[-1])) for steps, _ in played])
     points = np.array([sum(int(game.points(int(np.sum(c)))) for c in clusters) for _, clusters in played])
