@@ -75,6 +75,12 @@ def test_labels_under_a_tight_node_limit_are_never_below_the_optimum_nor_called_
     np.testing.assert_array_equal(data.cost_to_go[data.proven], optimum[data.proven])
     above = data.cost_to_go > optimum
     assert above.any() and (~data.proven).sum() > above.sum()  # both kinds of unproven label are here
+    # Each later position is solved again: a tail proven once stays proven to the end, and
+    # tails of lines the first search left unproven are proven by their own searches.
+    records = [json.loads(line) for line in open(os.path.join(tmp_path, "journal.jsonl"))]
+    assert all(proven[step:] == [True] * (len(proven) - step)
+               for proven in (record["proven"] for record in records) for step in range(len(proven)) if proven[step])
+    assert any(not record["proven"][0] and any(record["proven"]) for record in records)
 
 
 def test_positions_are_unique_up_to_the_mirror(small_set):

@@ -218,6 +218,9 @@ def test_plots_count_unfinished_games_as_neither_equal_nor_shorter_and_bin_whole
     assert plots.joint_title(agent, optimum, "a", "optimal", cleared) == \
         "a vs optimal: 25% equal, 50% shorter, 25% not cleared"
     assert plots.joint_title(agent, optimum, "a", "b", None, ~cleared) == "a vs b: 25% equal, 75% shorter"
+    # Stopped below the reference's length, not cleared: neither shorter nor equal.
+    assert plots.joint_title(np.array([10, 12]), np.array([12, 12]), "a", "b", np.array([False, True])) == \
+        "a vs b: 50% equal, 0% shorter, 50% not cleared"
     for values in (np.arange(60), np.arange(5), np.array([3, 3, 3]), np.arange(-7, 3000, 13)):
         bins = plots._integer_bins(values)
         assert np.all(bins % 1 == 0.5) and len(set(np.diff(bins))) == 1 and len(bins) <= 41

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -675,7 +676,7 @@ def test_ctrl_c_while_the_items_are_handed_out_stops_the_work():
     assert len(handed_out) < 100
 
 
-def test_every_worker_starts_with_ctrl_c_ignored(monkeypatch):
+def test_every_worker_starts_with_ctrl_c_ignored(monkeypatch, tmp_path):
     """A worker started while Ctrl-C is live prints a traceback of its own on Ctrl-C. When
     items come slowly, a worker that finished one took the next, and the other workers were
     started later, outside the block that ignores Ctrl-C."""
@@ -689,13 +690,18 @@ def test_every_worker_starts_with_ctrl_c_ignored(monkeypatch):
         ignored.append(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
         return spawn(executor)
 
-    def slowly():
-        for _ in range(2):
-            yield 0.0
-            time.sleep(2.5)  # the first worker is up and idle before the second item comes
+    first, second = str(tmp_path / "first"), str(tmp_path / "second")
+
+    def slowly():  # the second item comes once the first worker has done the first: it is idle
+        yield first
+        deadline = time.monotonic() + 120
+        while not os.path.exists(first) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # for the executor to read the result
+        yield second
 
     monkeypatch.setattr(process.ProcessPoolExecutor, "_spawn_process", recording)
-    assert list(ordered_map(workers.nap, slowly(), 2)) == [0.0, 0.0]
+    assert list(ordered_map(workers.touch, slowly(), 2)) == [first, second]
     assert ignored == [True, True]
 
 

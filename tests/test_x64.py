@@ -40,10 +40,16 @@ def in_both_modes(run):
     return default
 
 
-@pytest.mark.parametrize("width, rescorer", [(1, None), (8, None), (4, beam.lookahead_heuristic)],
-                         ids=["width-1", "width-8", "lookahead"])
-def test_beam_search(width, rescorer):
-    found = in_both_modes(lambda: beam.beam_search(BOARDS, width, rescorer=rescorer))
+def cells_left(boards, params):
+    """A user's scorer that is float64 under x64 (a sum of bools times a Python float)."""
+    return jnp.sum(boards != 0, axis=(1, 2)) * 1.0
+
+
+@pytest.mark.parametrize("width, scorer, rescorer", [(1, None, None), (8, None, None),
+                                                     (4, None, beam.lookahead_heuristic), (4, cells_left, None)],
+                         ids=["width-1", "width-8", "lookahead", "float64-scorer"])
+def test_beam_search(width, scorer, rescorer):
+    found = in_both_modes(lambda: beam.beam_search(BOARDS, width, scorer=scorer, rescorer=rescorer))
     assert found.length.dtype == np.int32 and np.all(found.length > 0)
 
 
