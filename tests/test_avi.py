@@ -62,14 +62,16 @@ def test_a_position_missing_some_children_gets_no_backup_only_its_cap():
                  for board in np.asarray(boards)]
     cap = jnp.array([jnp.inf, jnp.inf, 7.0])
     full = expand(boards, slots=3 * 20, value_fn=occupied_cells)
-    target, _, complete = avi.value_targets(full.values, full.labels, cap)
+    target, capped, complete = avi.value_targets(full.values, full.labels, cap)
     assert np.asarray(complete).all() and list(np.asarray(target)) == [*reference[:2], min(reference[2], 7.0)]
+    assert list(np.asarray(capped)) == [False, False, 7.0 < reference[2]] and 7.0 < reference[2]
     first = int(np.isfinite(np.asarray(full.values[0])).sum())
     part = expand(boards, slots=first + 2, value_fn=occupied_cells)  # board 1 keeps 2 children, board 2 none
-    target, backup, complete = avi.value_targets(part.values, part.labels, cap)
+    target, capped, complete = avi.value_targets(part.values, part.labels, cap)
     assert list(np.asarray(complete)) == [True, False, False] and float(target[0]) == reference[0]
-    assert np.isinf(target[1]) and np.isfinite(backup[1])  # a partial minimum: no target at all
-    assert float(target[2]) == 7.0  # a line's position keeps its cap
+    assert np.isinf(target[1])  # a partial minimum: no target at all
+    assert float(target[2]) == 7.0  # a line's position keeps its cap, with no backup to be below
+    assert not np.asarray(capped).any()
 
 
 def test_expand_reports_children_beyond_its_slots():

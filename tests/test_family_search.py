@@ -296,6 +296,7 @@ def test_points_searches_on_research_boards_are_seeded_and_beat_greedy():
     (lambda b: points.nmcs(b, True), "level must be 1 or 2"),
     (lambda b: points.beam(b, 8.0), "width must be a positive integer"),
     (lambda b: points.nmcs(b, 1, seed=-1), r"seed must be an integer in \[0, 2\^32\)"),
+    (lambda b: points.nmcs(b, 1, seed=2**32), r"seed must be an integer in \[0, 2\^32\)"),
     (lambda b: points.nmcs(b, 1, rules="tetris"), "unknown rules 'tetris'"),
     (lambda b: points.beam(np.array([[0, 1], [2, 2]]), 8), "settled"),
 ])

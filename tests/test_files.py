@@ -53,11 +53,15 @@ def test_a_fifo_is_written_into_not_replaced(tmp_path):
     os.mkfifo(fifo)
     assert flags.output_file(str(fifo)) == str(fifo)
     got = []
-    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
     reader.start()
-    files.atomic_write_bytes(fifo, b"lines\n")
-    reader.join(timeout=30)
-    assert got == [b"lines\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    try:
+        files.atomic_write_bytes(fifo, b"lines\n")
+        reader.join(timeout=30)
+        assert got == [b"lines\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    finally:
+        if reader.is_alive() and stat.S_ISFIFO(os.stat(fifo).st_mode):  # a reader still waiting: let it go
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
 
 
 def test_a_read_only_output_is_refused_with_the_flags(tmp_path, monkeypatch):

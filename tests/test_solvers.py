@@ -607,6 +607,8 @@ def test_a_checkpoint_of_an_older_format_or_with_impossible_contents_is_refused(
         entries = data["entries"]
     cases = [({"format": 1}, {}, "has format 1, this version reads 2 (saved by jaxdust 0.2.30 or older"),
              ({}, {"entries": np.zeros(2, np.uint64), "halves": np.zeros(1, np.uint64)}, "tables of 2 and 1 entries"),
+             ({}, {"halves": np.zeros(entries.size, np.uint64)}, f"tables of {entries.size} and {entries.size} entries"),
+             ({"budget": saved["best_length"] + 3}, {}, f"a search of {saved['best_length'] + 3} clicks between"),
              ({}, {"entries": entries.reshape(2, -1)}, "entries are not a power of two"),
              ({}, {"entries": entries[:-1]}, "entries are not a power of two"),
              ({"bound": saved["best_length"] + 1}, {}, "bound"),
@@ -996,6 +998,11 @@ def test_the_beams_position_hash_takes_boards_up_to_64_by_64():
     assert not np.array_equal(keys.canonical_hash(board, True), keys.canonical_hash(board.at[32, 31].set(0), True))
     with pytest.raises(ValueError, match="at most 4096 cells, got 65x64"):
         keys.canonical_hash(jnp.ones((65, 64), jnp.int8), True)
+    # The hashes order the beams' ties: boards up to 32 x 32 keep those they had before
+    # larger boards were taken (values from jaxdust 0.2.31, whose table stopped at 1024 cells).
+    for shape, expected in (((6, 5), [1570064687, 1435720588]), ((32, 32), [455126431, 1725874317])):
+        board = jnp.asarray(np.random.default_rng(0).integers(1, 5, shape), jnp.int8)
+        assert [int(value) for value in keys.canonical_hash(board, False)] == expected
 
 
 @pytest.mark.slow
@@ -1269,7 +1276,7 @@ print(json.dumps({"cached": len(cached),
         assert report["hits"][entry] > 0, entry
 
 
-def test_a_node_limit_caps_the_half_game_searches_too():
+def test_a_node_limit_caps_the_half_game_searches_too(tmp_path):
     """A long single row's halves are hard games of their own: their searches, uncounted
     by ``nodes``, once ran for minutes within ``node_limit=1000``. Their positions are
     capped (``api.HALF_POSITIONS_PER_POSITION`` per position of the limit, over the proof): a half search stops
@@ -1281,8 +1288,11 @@ def test_a_node_limit_caps_the_half_game_searches_too():
     assert halves.half_value(planes, 0, geometry, 30, TranspositionTable(12).halves, scratch, 0.0, 4096) == -1
     assert 4096 <= scratch[-1][0] < 4096 + 1024
     long_row = np.array([[1 + x % 2] for x in range(64)], np.int8)
-    result = solve(long_row, node_limit=1000)  # seconds; minutes without the cap
+    path = tmp_path / "row.npz"
+    result = solve(long_row, node_limit=1000, checkpoint=path)  # seconds; minutes without the cap
     assert not result.optimal and result.nodes <= 1000 and result.lower_bound < result.length
+    cap = api.HALF_POSITIONS_PER_POSITION * 1000
+    assert cap <= progress.load(path, long_row, "dust").half_positions < cap + 1024  # kept to resume
     final, clicks = jaxdust.replay(long_row, result.clicks)
     assert clicks == result.length and not np.any(final)
 
@@ -1305,3 +1315,8 @@ def test_numpy_scalars_are_limits_as_python_numbers_are():
     for limit in (np.float32(5.0), np.int64(5), np.float64(0.5)):
         assert solve(board, time_limit=limit).length == 1
     assert solve(board, node_limit=np.int64(10)).optimal
+    text, width, height = CHECKPOINTED["dust"]  # a proof of ~80,000 positions
+    hard = np.asarray(jaxdust.parse_board(text, width, height))
+    for limit in (10, np.int64(10), np.uint16(10)):
+        stopped = solve(hard, node_limit=limit)
+        assert not stopped.optimal and stopped.nodes <= 10

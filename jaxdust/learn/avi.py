@@ -229,16 +229,17 @@ def value_targets(child_values: jax.Array, labels: jax.Array, cap: jax.Array) ->
       labels: int32 ``[N, W * H]``, each cell's cluster's first cell (-1 empty).
       cap: float32 ``[N]``, the clicks a search line still took from the position (inf: none).
 
-    Returns ``(target, backup, complete)``, ``[N]`` each: the target (inf: none), the
-    backup alone, and whether every cluster's child was valued. A position missing some
-    children has no backup (the minimum over part of its clicks would be too high), only
-    its cap.
+    Returns ``(target, capped, complete)``, ``[N]`` each: the target (inf: none), whether
+    the cap is below the backup (the line, not the backup, sets the target), and whether
+    every cluster's child was valued. A position missing some children has no backup (the
+    minimum over part of its clicks would be too high), only its cap, and is not counted
+    as capped.
     """
     backup = 1.0 + jnp.min(child_values, axis=1)
     cells = labels.shape[1]
     complete = (jnp.sum(jnp.isfinite(child_values), axis=1, dtype=jnp.int32)
                 == jnp.sum(labels == jnp.arange(cells, dtype=jnp.int32), axis=1, dtype=jnp.int32))
-    return jnp.minimum(jnp.where(complete, backup, jnp.inf), cap), backup, complete
+    return jnp.minimum(jnp.where(complete, backup, jnp.inf), cap), complete & (cap < backup), complete
 
 
 def policy_targets(child_values: jax.Array, line_cluster: jax.Array, temperature: float,
@@ -346,7 +347,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         labels, child_values = expansion.labels, expansion.values
         # A position some of whose children fell beyond the slots is not trained in play, a
         # line's position only towards its line's cap.
-        target, backup, complete = value_targets(child_values, labels, cap)
+        target, below_backup, complete = value_targets(child_values, labels, cap)
         trained = trained & jnp.isfinite(target)
         weight = trained.astype(jnp.float32)
         # The policy trains on one random slot of each board's beam (its slots are close
@@ -443,8 +444,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
             loss=loss, value_error=value_error, policy_loss=policy_loss, policy_agreement=agreement,
             target=(jnp.sum(jnp.where(trained[:count], target[:count], 0.0))
                     / jnp.maximum(jnp.sum(trained[:count], dtype=jnp.int32), 1)),
-            # A count here; a backup over part of the children is no backup.
-            capped=jnp.sum(trained[count:] & complete[count:] & (cap[count:] < backup[count:])).astype(jnp.float32),
+            capped=jnp.sum(trained[count:] & below_backup[count:]).astype(jnp.float32),  # a count here
             line_positions=jnp.sum(trained[count:]).astype(jnp.float32),
             episodes=jnp.sum(finished, dtype=jnp.int32),
             episode_clicks=jnp.sum(jnp.where(finished, length, 0), dtype=jnp.int32),
