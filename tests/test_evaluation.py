@@ -231,6 +231,23 @@ def test_plots_count_unfinished_games_as_neither_equal_nor_shorter_and_bin_whole
         assert png[:4] == b"\x89PNG"
 
 
+def test_a_board_file_without_a_header_is_read_at_the_size_env_names(tmp_path, capsys):
+    """36 digits were refused as not 8x6, with a hint naming flags evaluate.py has not;
+    --env names the size, and a header, where there is one, still says what its boards are."""
+    path = tmp_path / "bare.txt"
+    path.write_text("123451234512345123451234512345123451\n")
+    report = evaluate.main(["--boards", str(path), "--env", "Dust-6x6x5-v0", "--agents", "largest",
+                            "--out", str(tmp_path / "a")])
+    assert report["agents"]["largest"]["boards"] == 1
+    with pytest.raises(SystemExit):
+        evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "b")])
+    assert "a '# width=W height=H' line above it" in capsys.readouterr().err
+    path.write_text("# width=4 height=9\n123451234512345123451234512345123451\n")
+    with pytest.raises(SystemExit):
+        evaluate.main(["--boards", str(path), "--env", "Dust-6x6x5-v0", "--agents", "largest", "--out", str(tmp_path / "c")])
+    assert "--env plays 6x6 boards; " in capsys.readouterr().err
+
+
 def test_a_board_file_of_other_rules_needs_env(tmp_path, capsys):
     """A file whose header declares other rules holds another game's boards: refused
     without --env, played with it."""
@@ -317,6 +334,16 @@ def test_solver_agents_through_the_cli(tmp_path, boards_dir):
     assert agents["solver:5"]["share_equal_best"] == 1.0 and agents["solver:5"]["proven_optimal"] == 1.0
     assert agents["solver:5"]["mean"] <= agents["beam:16"]["mean"] <= agents["largest"]["mean"]
     assert agents["solver:5"]["mean"] <= agents["dfs:5000"]["mean"]
+
+
+def test_a_depth_first_search_that_finds_no_line_leaves_its_board_not_cleared(boards_dir):
+    """``dfs:N`` with too few positions for any line ended evaluate.py and the leaderboard
+    with the search's TimeoutError."""
+    boards = np.stack([r.board for r in jaxdust.read_board_file(boards_dir / "optimal_8x4x5.txt")[:3]])
+    played = registry.run_agent("dfs:1", boards, key=jax.random.key(0), max_clicks=32, solutions=3)
+    assert not played["cleared"].any() and list(played["clicks"]) == [32] * 3 and played["solutions"] == [[]] * 3
+    found = registry.run_agent("dfs:5000", boards, key=jax.random.key(0), max_clicks=32)
+    assert found["cleared"].all() and (found["clicks"] < 32).all()
 
 
 @pytest.mark.parametrize("text, message", [("beam:wide", "width must be a number"), ("largest:3", "takes no parameter"),
@@ -409,6 +436,12 @@ def test_a_run_stopped_half_way_leaves_no_figure_or_table_for_the_next_to_pass_o
         evaluate.main([*first, "--agents", "random,beam:2", "--animate", "1"])
     assert ((tmp_path / "summary.json").read_text(), (tmp_path / "boards.csv").read_text()) == before
     assert (tmp_path / "game-random-0.gif").exists()
+    # A GIF the summary lists, drawn again by a run that then fails: the summary is not its any more.
+    evaluate.main([*first, "--agents", "largest", "--animate", "1"])
+    with pytest.raises(SystemExit):
+        evaluate.main(["--random", "2", "--size", "5x3x3", "--out", str(tmp_path), "--agents", "largest,beam:2",
+                       "--animate", "1"])
+    assert not (tmp_path / "summary.json").exists() and (tmp_path / "game-largest-0.gif").exists()
     monkeypatch.setattr(registry, "run_agent", real_run_agent)
 
     def stopped(*args, **kwargs):

@@ -30,8 +30,9 @@ def _shape_from_length(length: int, width: int | None, height: int | None) -> tu
         width, height = DEFAULT_SHAPE
         if length != width * height:
             raise ValueError(
-                f"board text has {length} digits: give its width and height (parse_board(text, width, height), "
-                f"--width/--height on the command lines; only {width * height} digits default to {width}x{height})"
+                f"board text has {length} digits: give its width and height (a '# width=W height=H' line "
+                f"above it in a file, parse_board(text, width, height), the solver's --width/--height, "
+                f"evaluate.py's --env; only {width * height} digits default to {width}x{height})"
             )
     elif width is None:
         if height <= 0 or length % height:
@@ -311,11 +312,12 @@ def declared_rules(lines: Iterable[str], source: str | None = None) -> str:
 
 
 def board_lines(lines: Iterable[str], width: int | None = None, height: int | None = None,
-                source: str | None = None):
+                source: str | None = None, fallback: tuple[int | None, int | None] = (None, None)):
     """``(line_number, fields, width, height)`` for each board line of a board file: blank
     lines and ``#`` comments are skipped, and a ``# width=W height=H`` comment sets the shape
-    unless given; each such comment holds until the next one. ValueError
-    ``"<source>:<line>: ..."`` (``"line <line>: ..."`` without a source) for a bad header."""
+    unless given; each such comment holds until the next one; ``fallback`` is the shape
+    where neither says. ValueError ``"<source>:<line>: ..."`` (``"line <line>: ..."``
+    without a source) for a bad header."""
     header = (None, None)
     for number, raw in enumerate(lines, start=1):
         text = raw.strip()
@@ -326,7 +328,7 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
                 raise ValueError(f"{_where(source, number)}: {error}") from None
             header = shape if shape != (None, None) else header
         elif text:
-            yield number, text.split(), width or header[0], height or header[1]
+            yield number, text.split(), width or header[0] or fallback[0], height or header[1] or fallback[1]
 
 
 def read_board_file(path: str | os.PathLike, width: int | None = None, height: int | None = None,
@@ -349,16 +351,18 @@ def read_board_file(path: str | os.PathLike, width: int | None = None, height: i
 
 
 def read_board_lines(lines: Sequence[str], source: str, width: int | None = None, height: int | None = None,
-                     limit: int | None = None, rules: str | None = None) -> list[BoardRecord]:
+                     limit: int | None = None, rules: str | None = None,
+                     fallback: tuple[int | None, int | None] = (None, None)) -> list[BoardRecord]:
     """``read_board_file`` on a file's lines (read once, as from standard input, for
-    ``reference_columns`` and ``declared_rules`` too); ``source`` names the file in errors."""
+    ``reference_columns`` and ``declared_rules`` too); ``source`` names the file in errors;
+    ``fallback``: the shape of boards whose size neither the arguments nor a header give."""
     if limit is not None and (not game.is_integer(limit) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     rules = declared_rules(lines, source) if rules is None else rules
     game.rules_of(rules)
     colours = declared_colours(lines, source)
     records = []
-    for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, source):
+    for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, source, fallback):
         try:
             board = parse_board(digits, line_width, line_height, rules)
             require_declared_colours(board, colours)

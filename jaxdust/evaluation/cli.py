@@ -30,9 +30,9 @@ original post's key figure) into ``--out``; with ``--animate N`` also ``game-<ag
 each agent's game on board i < N, the cluster clicked next outlined. ``summary.json`` is
 written last and lists the figures (``figures``); those an earlier evaluation into the same
 ``--out`` listed and this one does not write again are removed just before it. Until then
-``.figures-pending.json`` lists both (the earlier summary is removed before ``boards.csv`` is
-written): a run stopped half-way leaves no summary beside another run's table, and the next
-run removes the figures it had written.
+``.figures-pending.json`` lists both (the earlier summary is removed before ``boards.csv`` or
+a figure it lists is written again): a run stopped half-way leaves no summary beside another
+run's table or figures, and the next run removes the figures it had written.
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column
@@ -95,7 +95,8 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
                          f"({', '.join(i for i in registered() if make(i).game.rules == declared) or 'none registered'}"
                          f"), or --env of a {args.size.rules} id to play them under the {args.size.rules} rules")
     # ValueError naming file and line; boards settled under the rules played (--env's)
-    records = read_board_lines(lines, args.boards, limit=args.limit, rules=args.size.rules)
+    records = read_board_lines(lines, args.boards, limit=args.limit, rules=args.size.rules,
+                               fallback=(None, None) if args.env is None else args.env.shape)  # a header wins
     if not records:
         raise ValueError(f"no boards in {args.boards}")
     other = next((r for r in records if r.board.shape != records[0].board.shape), None)
@@ -422,8 +423,12 @@ def _note_pending(out: str, names: list[str]) -> None:
 
 
 def _write_figure(out: str, name: str, data: bytes) -> str:
-    """Write figure ``name`` into ``out``, listed as pending first; returns ``name``."""
+    """Write figure ``name`` into ``out``, listed as pending first; returns ``name``. A
+    figure the earlier summary lists is that summary's no more once replaced: the summary
+    goes first."""
     _note_pending(out, [name])
+    if name in _listed_figures(os.path.join(out, "summary.json")):
+        _forget_summary(out)
     files.atomic_write_bytes(os.path.join(out, name), data)
     return name
 

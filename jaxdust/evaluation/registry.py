@@ -313,15 +313,20 @@ register(Agent("largest", "clicks the largest group (points rules: UVa 758's tie
                _play_largest, ALL_RULES))
 
 
-def _dfs_clicks(job) -> list:
+def _dfs_clicks(job) -> list | None:
+    """The search's line, or None where it found none within its positions."""
     board, positions = job
-    return solve_dfs(board, time_limit=None, node_limit=positions)
+    try:
+        return solve_dfs(board, time_limit=None, node_limit=positions)
+    except TimeoutError:
+        return None
 
 
 def _play_dfs(positions: int, boards, context: Context) -> dict:
     found = _in_processes(_dfs_clicks, [(b, positions) for b in np.asarray(boards)], context)
-    return {"clicks": np.array([len(clicks) for clicks in found]), "cleared": np.ones(len(found), bool),
-            "solutions": found[: context.solutions]}
+    cleared = np.array([clicks is not None for clicks in found])  # none found: not cleared, at the cap
+    return {"clicks": np.array([context.max_clicks if clicks is None else len(clicks) for clicks in found]),
+            "cleared": cleared, "solutions": [clicks or [] for clicks in found[: context.solutions]]}
 
 
 register(Agent(
