@@ -123,6 +123,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BOARDS_DIR = ROOT / "data" / "boards"
 
 
+@pytest.fixture(autouse=True)
+def _interrupted_commands_raise(monkeypatch):
+    """A command interrupted in this process raises SystemExit rather than ending the
+    process there (``flags.exit_at_once``); commands run as processes end for real."""
+    from jaxdust.core import flags
+
+    def exit_status(status):
+        raise SystemExit(status)
+    monkeypatch.setattr(flags, "exit_at_once", exit_status)
+
+
 @pytest.fixture
 def compile_log(caplog):
     """``compile_log(call)``: ``call()``'s result (ready) and the compilations JAX logged

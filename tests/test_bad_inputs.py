@@ -296,6 +296,22 @@ def test_bad_files_agents_and_settings_are_named(cli, argv, words, bad_files, ca
     assert after == before  # a refused command changes no file it was given
 
 
+def test_ctrl_c_during_a_compile_on_another_thread_still_ends_with_status_130():
+    """Ctrl-C can stop the main thread while XLA compiles on a thread of its own; the
+    interpreter's shutdown then freed the client under that compile (a segmentation fault
+    or an abort, seen after Ctrl-C in equal_time.py's calibration)."""
+    import subprocess
+    import sys
+
+    script = ("import threading, time\nimport jax, jax.numpy as jnp\nfrom jaxdust.core import flags\n"
+              "def long_program(x):\n    for i in range(300):\n        x = jnp.sin(x) @ x + i\n    return x\n"
+              "def main():\n    threading.Thread(target=lambda: jax.jit(long_program).lower(jnp.ones((64, 64)))"
+              ".compile(), daemon=True).start()\n    time.sleep(1.0)\n    raise KeyboardInterrupt\n"
+              "flags.run_command(main, 'nothing is kept')\n")
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert ended.returncode == 130 and ended.stderr == "\ninterrupted: nothing is kept\n", ended.stderr[-2000:]
+
+
 @pytest.mark.parametrize("command", [train_cli.run, evaluate.run, leaderboard.run, solver_cli.run])
 def test_ctrl_c_ends_a_command_with_one_line_and_status_130(command, monkeypatch, capsys):
     def interrupted(argv=None):

@@ -13,6 +13,7 @@ argparse's own errors (an unknown flag, a missing argument) to one line as well.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import math
 import os
@@ -238,13 +239,28 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
         return main()
     except KeyboardInterrupt:
         print(f"\ninterrupted: {resumes}", file=sys.stderr)
-        raise SystemExit(130) from None
+        exit_at_once(130)
     except BrokenPipeError:
         if not _stdout_reader_gone():
             raise  # another pipe: a real error
         # Python flushes stdout again at exit, into the same closed pipe: point it at nothing.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(1) from None
+
+
+def exit_at_once(status: int) -> None:
+    """End the process with ``status`` after flushing its output, skipping the interpreter's
+    shutdown: Ctrl-C can stop the main thread while XLA compiles on a thread of its own,
+    and a shutdown then frees the client under that compile (a segmentation fault, status
+    139). What the commands write survives a kill at any moment, and the ``finally``
+    blocks between the interrupt and here have run. In a notebook's kernel, which must go
+    on, it raises SystemExit instead."""
+    if "ipykernel" in sys.modules:
+        raise SystemExit(status)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a stream closed or gone: nothing to keep
+            stream.flush()
+    os._exit(status)
 
 
 def _stdout_reader_gone() -> bool:
