@@ -143,7 +143,7 @@ def main(argv=None):
 
     sets = board_sets(args.boards, args.seed)
     report = {"benchmark": "learners", "cpu": machine.cpu_name(),
-              "cpu_count": os.cpu_count(), "backend": jax.default_backend(),
+              "cpu_count": machine.cpu_cores(), "backend": jax.default_backend(),
               "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "seed": args.seed,
               "proven_file": os.path.basename(PROVEN_FILE),
               "learners": {}}
@@ -153,6 +153,10 @@ def main(argv=None):
         run_dir = os.path.join(args.runs_dir, learner)
         extra = {"avi": args.avi_flags, "dqn": args.dqn_flags, "imitation": args.imitation_flags}[learner].split()
         argv = [learner, "--run-dir", run_dir, "--seed", str(args.seed), *extra]
+        size = cli.new_run_config(learner, argv[1:])[1].game
+        if (size.width, size.height, size.rules) != (8, 6, "dust") or size.colors < 5:  # before hours of training
+            parser.error(f"--{learner}-flags train on {size.size_text} boards under the {size.rules} rules; "
+                         "this benchmark plays 8x6x5 dust boards")
         if os.path.exists(os.path.join(run_dir, "summary.json")):
             problem = other_settings(argv, run_dir)
             if problem:
@@ -160,7 +164,8 @@ def main(argv=None):
         else:
             resume = ["--resume"] if os.path.exists(os.path.join(run_dir, "config.json")) else []
             if not cli.main([*argv, *resume]):  # --minutes in the extra flags stopped it: no report yet
-                parser.exit(1, f"{run_dir} is not finished: run the same command again to go on training it\n")
+                parser.exit(1, f"{run_dir} is not finished: --minutes in --{learner}-flags counts the whole run, "
+                               "so raise or drop it and run the command again to go on training it\n")
         lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
         evaluated = [line for line in lines if "greedy_clicks" in line]
         with open(os.path.join(run_dir, "summary.json")) as handle:
@@ -187,8 +192,11 @@ def main(argv=None):
 
     references = {"largest first (fresh boards)": float(np.mean(largest.clicks)),
                   "heuristic, width 1 (fresh boards)": report["references"]["hand-made heuristic"]["fresh"]["width_1"]["mean"]}
+    evaluation_boards = sorted({runs.read_run_flags(os.path.join(args.runs_dir, learner)).get("eval_boards", "?")
+                                for learner in args.learners}, key=str)
     figure = plots.learning_curves(
-        curves, references, f"greedy and argmax play on train.py's 256 evaluation boards ({report['cpu_count']}-core CPU)")
+        curves, references, f"greedy and argmax play on train.py's {'/'.join(map(str, evaluation_boards))} "
+                            f"evaluation boards ({report['cpu_count']}-core CPU)")
     files.atomic_write_bytes(os.path.splitext(args.out)[0] + ".png", figure)
     files.atomic_write_json(args.out, report)
 

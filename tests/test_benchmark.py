@@ -521,6 +521,8 @@ def test_a_revision_compared_with_itself_gets_a_worktree_each(monkeypatch):
     ("solver", ["--sets", "9x9"], "--sets: unknown sets 9x9; known: 6x6, 8x4, 8x6"),
     ("solver", ["--sets", "6x6,6x6"], "--sets: sets named twice: 6x6"),
     ("learners", ["--learners", "avi,telepathy"], "--learners: unknown learners telepathy; known: avi, dqn, imitation"),
+    ("learners", ["--learners", "dqn", "--dqn-flags", "--size 6x4x4"],  # refused before training, not after
+     "--dqn-flags train on 6x4x4 boards under the dust rules; this benchmark plays 8x6x5 dust boards"),
     ("equal_time", ["--variants", "mlp,huge"], "--variants: unknown variants huge; known: mlp"),
     ("compare_solvers", ["no-such-revision", "WORKTREE"], "argument old: 'no-such-revision' is not a commit"),
     ("solver_soundness", ["--sizes", "samegame:5x5x3"], "--sizes: must be RULES:WxHxC items with RULES one of"),
@@ -629,7 +631,8 @@ def test_the_learners_benchmark_stops_in_one_line_when_minutes_stop_a_run(tmp_pa
         learners_benchmark.main(["--learners", "avi", "--runs-dir", str(tmp_path), "--boards", "2",
                                  "--avi-flags", "--minutes 0.01", "--out", str(tmp_path / "learners.json")])
     assert exit_info.value.code == 1
-    assert capsys.readouterr().err == f"{tmp_path / 'avi'} is not finished: run the same command again to go on training it\n"
+    assert capsys.readouterr().err == (f"{tmp_path / 'avi'} is not finished: --minutes in --avi-flags counts the "
+                                       "whole run, so raise or drop it and run the command again to go on training it\n")
 
 
 # Every script in benchmarks/ (leaderboard.py is the package command's entry point, run()).
