@@ -5,11 +5,11 @@ program, over every Python process it starts (pytest's workers and the scripts t
     python benchmarks/compile_profile.py --log results/compile.tsv -- python train.py avi --minutes 1
 
 Every process started under it loads a ``sitecustomize`` (put first on ``PYTHONPATH``)
-that, once ``jax`` is imported, listens to JAX's compile-time events and appends them at
-exit to one tab-separated log: process, event, seconds, program, script, current test
+that, once ``jax`` is imported, listens to JAX's compile-time events and appends each as it
+comes to one tab-separated log: process, event, seconds, program, script, current test
 (``PYTEST_CURRENT_TEST``, which a test's subprocesses inherit, so their events count
-under the test that started them). A process killed by a signal writes nothing. The command runs
-as given; its exit status is this script's.
+under the test that started them). A process stopped part way keeps the events before it.
+The command runs as given; its exit status is this script's.
 """
 
 from __future__ import annotations
@@ -27,23 +27,23 @@ from jaxdust.core import flags
 # Installs a listener when ``jax._src.monitoring`` is first imported, so processes that never
 # import jax pay nothing, and a process sets its JAX options before jax reads them.
 SITECUSTOMIZE = '''
-import atexit, importlib.abc, importlib.machinery, os, sys
+import importlib.abc, importlib.machinery, os, sys
 
 _LOG = os.environ.get("JAXDUST_COMPILE_LOG")
-_rows = []
 
 
 def _listen(event, seconds, **details):
     if "/compile" in event or "/compilation_cache/" in event:
         script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "-"
         test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" (")[0]
-        _rows.append(f"{os.getpid()}\\t{event}\\t{seconds:.4f}\\t{details.get('fun_name', '')}\\t{script}\\t{test}\\n")
-
-
-def _write():
-    if _rows:
-        with open(_LOG, "a") as log:
-            log.write("".join(_rows))
+        row = f"{os.getpid()}\\t{event}\\t{seconds:.4f}\\t{details.get('fun_name', '')}\\t{script}\\t{test}\\n"
+        # One append per event: lines from processes side by side stay whole, and a process
+        # that ends without Python's shutdown (a kill, Ctrl-C in the commands) keeps its own.
+        log = os.open(_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(log, row.encode())
+        finally:
+            os.close(log)
 
 
 class _Hook(importlib.abc.MetaPathFinder):
@@ -57,7 +57,6 @@ class _Hook(importlib.abc.MetaPathFinder):
         def exec_module(module):
             load(module)
             module.register_event_duration_secs_listener(_listen)
-            atexit.register(_write)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -148,4 +147,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(flags.run_command(main, "the processes that ended wrote their events to --log, if given; run the command again for the whole profile"))
+    sys.exit(flags.run_command(main, "the events logged so far are in --log, if given; run the command again for the whole profile"))

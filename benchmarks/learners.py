@@ -129,6 +129,12 @@ def other_settings(argv: list[str], run_dir: str) -> str | None:
     return None
 
 
+def learner_flags(args, learner: str, run_dir: str | None = None) -> list[str]:
+    """``train.py LEARNER``'s flags for this call (``--run-dir`` where given)."""
+    extra = {"avi": args.avi_flags, "dqn": args.dqn_flags, "imitation": args.imitation_flags}[learner].split()
+    return [*(["--run-dir", run_dir] if run_dir else []), "--seed", str(args.seed), *extra]
+
+
 def main(argv=None):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--learners", type=flags.names(("avi", "dqn", "imitation"), "learners"), default="avi,dqn,imitation")
@@ -141,6 +147,11 @@ def main(argv=None):
     parser.add_argument("--out", type=flags.output_file, default="results/learners.json")
     args = parser.parse_args(argv)
 
+    for learner in args.learners:  # every learner's size, before hours of training the first
+        size = cli.new_run_config(learner, learner_flags(args, learner))[1].game
+        if (size.width, size.height, size.rules) != (8, 6, "dust") or size.colors < 5:
+            parser.error(f"--{learner}-flags train on {size.size_text} boards under the {size.rules} rules; "
+                         "this benchmark plays 8x6x5 dust boards")
     sets = board_sets(args.boards, args.seed)
     report = {"benchmark": "learners", "cpu": machine.cpu_name(),
               "cpu_count": machine.cpu_cores(), "backend": jax.default_backend(),
@@ -151,12 +162,7 @@ def main(argv=None):
     curves = {}
     for learner in args.learners:
         run_dir = os.path.join(args.runs_dir, learner)
-        extra = {"avi": args.avi_flags, "dqn": args.dqn_flags, "imitation": args.imitation_flags}[learner].split()
-        argv = [learner, "--run-dir", run_dir, "--seed", str(args.seed), *extra]
-        size = cli.new_run_config(learner, argv[1:])[1].game
-        if (size.width, size.height, size.rules) != (8, 6, "dust") or size.colors < 5:  # before hours of training
-            parser.error(f"--{learner}-flags train on {size.size_text} boards under the {size.rules} rules; "
-                         "this benchmark plays 8x6x5 dust boards")
+        argv = [learner, *learner_flags(args, learner, run_dir)]
         if os.path.exists(os.path.join(run_dir, "summary.json")):
             problem = other_settings(argv, run_dir)
             if problem:

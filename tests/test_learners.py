@@ -1137,3 +1137,14 @@ def test_resuming_with_other_settings_names_them(tmp_path):
         runs.Run(str(tmp_path), learners.get("avi"), dataclasses.replace(config, total_updates=12), resume=True)
     with pytest.raises(runs.RunError, match=r"holds a run of avi, not dqn: resume it with the avi learner"):
         runs.Run(str(tmp_path), learners.get("dqn"), dqn.DQNConfig(), resume=True)
+
+
+def test_the_hint_after_training_names_boards_of_the_runs_size():
+    """``play it with python evaluate.py --agents ...`` was refused for a run of any other
+    size ("trained on 7x9 boards; these are 8x6"): the hint names the boards to play."""
+    from jaxdust.learn.cli import _evaluation_boards_flags
+
+    assert _evaluation_boards_flags(jaxdust.GameConfig()) == ""
+    assert _evaluation_boards_flags(jaxdust.GameConfig(7, 9, 4, "former")) == " --env Former-7x9x4-v0"
+    assert _evaluation_boards_flags(jaxdust.GameConfig(5, 4, 3)) == " --random 100 --size 5x4x3"
+    assert _evaluation_boards_flags(jaxdust.GameConfig(5, 4, 3, "former")) is None  # evaluate.py has no such boards

@@ -707,6 +707,16 @@ def test_every_worker_starts_with_ctrl_c_ignored(monkeypatch, tmp_path):
     assert ignored == [True, True]
 
 
+def test_no_items_start_no_workers():
+    """A rerun of finished work (a data set, a solver's --out) handed the pool no items: its
+    workers, still starting when the process ended, printed tracebacks."""
+    script = ("from jaxdust.core.processes import completed_map, ordered_map\n"
+              "print(list(ordered_map(abs, [], 2)), list(completed_map(abs, iter(()), 2)), "
+              "list(ordered_map(abs, [-1], 2)))\n")
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, "[] [] [1]\n", "")
+
+
 def test_a_workers_error_comes_back_as_itself_or_named_not_as_a_death():
     """A FieldError (which could not be unpickled) read as "a worker process died (killed,
     or out of memory?)", the error itself lost."""

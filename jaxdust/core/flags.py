@@ -253,13 +253,19 @@ def exit_at_once(status: int) -> None:
     shutdown: Ctrl-C can stop the main thread while XLA compiles on a thread of its own,
     and a shutdown then frees the client under that compile (a segmentation fault, status
     139). What the commands write survives a kill at any moment, and the ``finally``
-    blocks between the interrupt and here have run. In a notebook's kernel, which must go
-    on, it raises SystemExit instead."""
-    if "ipykernel" in sys.modules:
+    blocks between the interrupt and here have run. In an interactive session (IPython, a
+    notebook's kernel, ``python -i``), which must go on, it raises SystemExit instead."""
+    if "IPython" in sys.modules or "ipykernel" in sys.modules or hasattr(sys, "ps1") or sys.flags.interactive:
         raise SystemExit(status)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a stream closed or gone: nothing to keep
             stream.flush()
+    # multiprocessing's semaphores are unlinked by finalizers at exit: without them its
+    # resource tracker reports them as leaked after the one line.
+    run_finalizers = getattr(sys.modules.get("multiprocessing.util"), "_run_finalizers", None)
+    if run_finalizers is not None:
+        with contextlib.suppress(Exception):
+            run_finalizers(0)
     os._exit(status)
 
 

@@ -21,6 +21,9 @@ class WorkerDied(RuntimeError):
     returning its result."""
 
 
+_NONE = object()
+
+
 def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
     """``map(function, items)`` over ``jobs`` processes, yielding each result in the items'
     order as soon as it and those before it are done (``jobs <= 1``: in this process).
@@ -50,6 +53,11 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
     if jobs <= 1:
         yield from map(function, items)
         return
+    items = iter(items)
+    first = next(items, _NONE)
+    if first is _NONE:  # nothing to do (a rerun of finished work): no workers, which an exit
+        return  # while they start would leave printing tracebacks
+    items = itertools.chain([first], items)
     executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                                       initializer=_worker_setup, initargs=(os.getpid(),))
     finished = False
