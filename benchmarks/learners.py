@@ -149,7 +149,7 @@ def main(argv=None):
 
     for learner in args.learners:  # every learner's size, before hours of training the first
         size = cli.new_run_config(learner, learner_flags(args, learner))[1].game
-        if (size.width, size.height, size.rules) != (8, 6, "dust") or size.colors < 5:
+        if not size.takes_boards_of(game.GameConfig()):
             parser.error(f"--{learner}-flags train on {size.size_text} boards under the {size.rules} rules; "
                          "this benchmark plays 8x6x5 dust boards")
     sets = board_sets(args.boards, args.seed)

@@ -18,6 +18,7 @@ import argparse
 import os
 
 from jaxdust.core import files, flags, machine
+from jaxdust.core.game import GameConfig
 from jaxdust.evaluation import ranking
 from jaxdust.learn.runs import RunError, load_run, read_run_config
 from jaxdust.search.beam import lookahead_heuristic, lookahead_scorer
@@ -55,7 +56,7 @@ def main(argv=None) -> dict:
     for run in given:
         try:
             size = read_run_config(run)[1].game
-            if (size.width, size.height, size.rules) != (8, 6, "dust") or size.colors < 5:  # the set's boards
+            if not size.takes_boards_of(GameConfig()):  # the set's boards
                 raise RunError(f"{run} was trained on {size.size_text} boards under the "
                                f"{size.rules} rules; the ranking set holds 8x6x5 dust positions")
             trained = load_run(run, newest=args.newest)

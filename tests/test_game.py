@@ -166,6 +166,8 @@ def test_configs_take_numpy_scalars_as_python_numbers():
     size = game.GameConfig(*np.arange(6, 9))
     assert size == game.GameConfig(6, 7, 8) and {type(v) for v in (size.width, size.height, size.colors)} == {int}
     assert size.size_text == "6x7x8" and parse_size(size.size_text) == size
+    assert size.takes_boards_of(game.GameConfig(6, 7, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 9))
+    assert not size.takes_boards_of(game.GameConfig(7, 6, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 5, "former"))
     config = AVIConfig(game=size, beam_width=np.int64(4), learning_rate=np.float32(0.5))
     assert type(config.beam_width) is int and type(config.learning_rate) is float
     assert config == AVIConfig(game=game.GameConfig(6, 7, 8), beam_width=4, learning_rate=0.5)

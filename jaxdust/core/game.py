@@ -126,6 +126,12 @@ class GameConfig:
     def num_cells(self) -> int:
         return self.width * self.height
 
+    def takes_boards_of(self, boards: GameConfig) -> bool:
+        """Whether a network trained on this game plays boards of ``boards``: the same size
+        and rules, and no colour it never saw."""
+        return ((self.width, self.height, self.rules) == (boards.width, boards.height, boards.rules)
+                and boards.colors <= self.colors)
+
     @property
     def size_text(self) -> str:
         """``"WxHxC"``, as ``--size`` and the env ids write a size."""

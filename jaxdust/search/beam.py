@@ -444,27 +444,36 @@ def beam_solutions(boards, width: int, scorer: Scorer | None = None, params=None
 
     Returns NumPy ``(lengths [N], actions [N, max_clicks])`` as in ``BeamResult``.
     """
+    found = in_batches(lambda part: beam_search(part, width=width, scorer=scorer, params=params, max_clicks=max_clicks,
+                                                rescorer=rescorer, rules=rules),
+                       boards, width, batch, progress, "beam search")
+    return found.length, found.actions
+
+
+def in_batches(search, boards, width: int, batch: int | None, progress, what: str):
+    """``search(part)`` of ``boards`` (``[N, W, H]``), ``batch`` boards a call (default:
+    ``default_batch(width)``): the last batch is padded with empty boards (no click: their
+    lines end at once), so one compiled search serves all. ``progress(n)`` is called after
+    each. Returns the results (a NamedTuple of arrays ``[N, ...]``) as NumPy arrays;
+    ``what`` names the search in errors."""
     if boards.ndim != 3:
-        raise ValueError(f"beam search takes boards [N, W, H], got shape {boards.shape}")
+        raise ValueError(f"{what} takes boards [N, W, H], got shape {boards.shape}")
     if batch is not None and (not game.is_integer(batch) or batch < 1):
-        raise ValueError(f"beam search: batch must be a positive integer or None, got {batch!r}")
+        raise ValueError(f"{what}: batch must be a positive integer or None, got {batch!r}")
     total = boards.shape[0]
     if total == 0:
-        raise ValueError("beam search: no boards (a batch of 0)")
+        raise ValueError(f"{what}: no boards (a batch of 0)")
     group = min(total, batch or default_batch(width))
-    lengths, actions = [], []
+    parts = []
     for start in range(0, total, group):
         part = jnp.asarray(boards[start : start + group])
         real = part.shape[0]
         if real < group:
             part = jnp.concatenate([part, jnp.zeros((group - real, *part.shape[1:]), part.dtype)])
-        found = beam_search(part, width=width, scorer=scorer, params=params, max_clicks=max_clicks,
-                            rescorer=rescorer, rules=rules)
-        lengths.append(np.asarray(found.length)[:real])
-        actions.append(np.asarray(found.actions)[:real])
+        parts.append(jax.tree.map(lambda field: np.asarray(field)[:real], search(part)))
         if progress is not None:
             progress(real)
-    return np.concatenate(lengths), np.concatenate(actions)
+    return jax.tree.map(lambda *fields: np.concatenate(fields), *parts)
 
 
 def beam_lengths(boards, width: int, scorer: Scorer | None = None, params=None,

@@ -21,8 +21,7 @@ import numpy as np
 
 from jaxdust.core import game
 from jaxdust.core.boards import require_settled
-from jaxdust.search.beam import (CHUNK, child_capacity, default_batch, for_each_child, play_codes,
-                                 require_children_indexable)
+from jaxdust.search.beam import CHUNK, child_capacity, for_each_child, in_batches, play_codes, require_children_indexable
 
 
 class PointsResult(NamedTuple):
@@ -138,27 +137,10 @@ def points_beam_solutions(boards, width: int, rules: str = "samegame", batch: in
     (default: ``beam.default_batch``), so memory stays bounded however many boards; the last
     batch is padded with empty boards, so one compiled search serves all. ``progress(n)``
     is called after each batch. Returns the ``PointsResult`` as NumPy arrays."""
-    if not game.is_integer(width) or width < 1:
+    if not game.is_integer(width) or width < 1:  # before default_batch divides by it
         raise ValueError(f"points_beam: width must be a positive integer, got {width!r}")
-    if batch is not None and (not game.is_integer(batch) or batch < 1):
-        raise ValueError(f"points_beam: batch must be a positive integer or None, got {batch!r}")
-    boards = np.asarray(boards)
-    if boards.ndim != 3:
-        raise ValueError(f"points_beam_solutions takes boards [N, W, H], got shape {boards.shape}")
-    if boards.shape[0] == 0:
-        raise ValueError("points_beam: no boards (a batch of 0)")
-    group = min(boards.shape[0], batch or default_batch(width))
-    parts = []
-    for start in range(0, boards.shape[0], group):
-        part = boards[start : start + group]
-        real = part.shape[0]
-        if real < group:  # an empty board has no click: its line ends at once
-            part = np.concatenate([part, np.zeros((group - real, *part.shape[1:]), part.dtype)])
-        found = points_beam(part, width=width, rules=rules)
-        parts.append(jax.tree.map(lambda field: np.asarray(field)[:real], found))
-        if progress is not None:
-            progress(real)
-    return PointsResult(*(np.concatenate(field) for field in zip(*parts)))
+    return in_batches(lambda part: points_beam(part, width=width, rules=rules), game.from_lists(boards), width,
+                      batch, progress, "points_beam_solutions")
 
 
 @functools.partial(jax.jit, static_argnames=("width", "rules", "chunk"))
