@@ -53,11 +53,11 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
     if jobs <= 1:
         yield from map(function, items)
         return
-    items = iter(items)
-    first = next(items, _NONE)
+    remaining = iter(items)
+    first = next(remaining, _NONE)
     if first is _NONE:  # nothing to do (a rerun of finished work): no workers, which an exit
         return  # while they start would leave printing tracebacks
-    items = itertools.chain([first], items)
+    remaining = itertools.chain([first], remaining)
     executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                                       initializer=_worker_setup, initargs=(os.getpid(),))
     finished = False
@@ -67,7 +67,6 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         # it, not each worker with a traceback. They are all started first, as the executor
         # does for forked workers; the items are then handed out with Ctrl-C live (a million
         # of them take tens of seconds).
-        remaining = iter(items)
         with _sigint_handler(signal.SIG_IGN):
             launch = getattr(executor, "_launch_processes", None)  # noqa: SLF001
             if launch is not None:
