@@ -112,8 +112,8 @@ def _reference(path, rules="dust"):
     from jaxdust.evaluation.cli import load_board_set
 
     size = jaxdust.GameConfig(8, 4, 5, rules)
-    _, best, proven, _ = load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=size,
-                                                           env=size))  # as --env of those rules
+    _, best, proven, _, _ = load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=size,
+                                                              env=size))  # as --env of those rules
     return (None if best is None else best.tolist()), proven
 
 
@@ -248,17 +248,30 @@ def test_a_board_file_without_a_header_is_read_at_the_size_env_names(tmp_path, c
     assert "--env plays 6x6 boards; " in capsys.readouterr().err
 
 
-def test_a_board_file_of_other_rules_needs_env(tmp_path, capsys):
-    """A file whose header declares other rules holds another game's boards: refused
-    without --env, played with it."""
+def test_a_board_file_is_played_under_the_rules_its_header_declares(tmp_path, boards_dir, capsys):
+    """A file whose header declares other rules holds another game's boards: played under
+    those rules at the file's own size (Former at 6x5, which no id registers), with its
+    proven optima as the reference; ``--env`` of those rules plays it only at ``--env``'s
+    size (``--env`` of other rules: ``test_a_board_files_reference_follows_its_columns``)."""
+    size = jaxdust.GameConfig(6, 5, 4, "former")
+    boards = np.asarray(jax.vmap(lambda k: jaxdust.random_board(k, size))(jax.random.split(jax.random.key(3), 3)))
+    optima = [jaxdust.solve(board, rules="former").length for board in boards]
     path = tmp_path / "former.txt"
-    path.write_text("# width=7 height=9 colors=4 rules=former\n" + "1234" * 15 + "123\n")
+    path.write_text("# width=6 height=5 colors=4 rules=former; board optimal_clicks\n" + "".join(
+        f"{jaxdust.board_to_text(board)} {optimum}\n" for board, optimum in zip(boards, optima)))
+    report = evaluate.main(["--boards", str(path), "--agents", "largest,solver", "--out", str(tmp_path / "a")])
+    assert report["rules"] == "former" and report["reference"] == "best"
+    solver = report["agents"]["solver"]
+    assert solver["mean"] == pytest.approx(np.mean(optima)) and solver["share_equal_best"] == 1.0
+    largest = registry.run_agent("largest", jnp.asarray(boards), key=jax.random.key(0), max_clicks=30,
+                                 rules="former")["clicks"]
+    assert report["agents"]["largest"]["mean"] == pytest.approx(np.mean(largest))
+    assert report["agents"]["largest"]["mean"] != pytest.approx(np.mean(registry.run_agent(
+        "largest", jnp.asarray(boards), key=jax.random.key(0), max_clicks=30)["clicks"]))  # not the dust game's
     with pytest.raises(SystemExit):
-        evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "a")])
-    assert "declares rules=former: give --env with an id of those rules (Former-7x9x4-v0)" in capsys.readouterr().err
-    report = evaluate.main(["--boards", str(path), "--env", "Former-7x9x4-v0", "--agents", "largest",
-                            "--out", str(tmp_path / "b")])
-    assert report["rules"] == "former" and report["agents"]["largest"]["boards"] == 1
+        evaluate.main(["--boards", str(path), "--env", "Former-7x9x4-v0", "--agents", "largest",
+                       "--out", str(tmp_path / "b")])
+    assert "--env plays 7x9 boards; " in capsys.readouterr().err
 
 
 def test_env_boards_of_another_size_are_refused_and_gifs_follow_the_rules(tmp_path, boards_dir, capsys):

@@ -1103,7 +1103,8 @@ def test_a_start_refused_after_its_run_directory_was_written_needs_no_resume(tmp
             "--data-boards", "3", "--eval-boards", "4"]
     with pytest.raises(SystemExit):
         cli.main(argv)
-    assert "fewer than batch_size 256" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "fewer than batch_size 256" in err and "making 3 beam-labelled boards" in err
     assert not (run_dir / "config.json").exists() and (run_dir / "data").is_dir()
     made = {path: path.stat().st_mtime_ns for path in (run_dir / "data").rglob("*") if path.is_file()}
     with pytest.raises(SystemExit):  # its data, made with 3 boards, is not remade with 4 in its place
@@ -1113,6 +1114,7 @@ def test_a_start_refused_after_its_run_directory_was_written_needs_no_resume(tmp
     assert not (run_dir / "config.json").exists() and not (run_dir / "checkpoints").exists()
     summary = cli.main([*argv, "--batch-size", "8"])
     assert summary["learner"] == "imitation" and (run_dir / "config.json").exists()
+    assert "beam-labelled boards" not in capsys.readouterr().err  # made already: nothing to make
     assert made and all(path.stat().st_mtime_ns == mtime for path, mtime in made.items())  # not made again
 
 

@@ -39,9 +39,10 @@ The board set is a file in the ``data/boards`` format or ``--random N`` boards d
 comment ``# board optimal_clicks``, like ``data/boards/optimal_*.txt``), a fewest-clicks set
 (fewest clicks found and the proven lower bound: where every line's two agree, the reference
 is the proven optimum, else the best known), or the best known length as the last number of
-a line (``data/boards/eval_8x6x5.txt``). Lengths are the dust game's unless the header names
-other rules (``rules=former``, as ``python -m jaxdust.solver --rules former --board-file``
-writes); lengths of other rules than those played are not compared with.
+a line (``data/boards/eval_8x6x5.txt``). A file is played at its own size under the rules its
+header names (``rules=former``, as ``python -m jaxdust.solver --rules former --board-file``
+writes; the dust game's where it names none), or under ``--env``'s rules at ``--env``'s size;
+lengths of other rules than those played are not compared with.
 
 A board not cleared within ``--max-clicks`` (a policy stopped there, or a search's longer
 line) counts at the cap in every column, as on the leaderboard; ``uncleared`` says how many.
@@ -60,6 +61,7 @@ import json
 import os
 import sys
 import time
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -69,33 +71,41 @@ from jaxdust import __version__
 from jaxdust.core import compile_cache, configs, files, flags, game, machine
 from jaxdust.core.boards import board_to_text, declared_rules, positions, read_board_lines, reference_columns
 from jaxdust.core.progress import progress_bar
-from jaxdust.core.registry import CLICKS_PER_CELL, make, registered
+from jaxdust.core.registry import CLICKS_PER_CELL
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
 
 
-def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
-    """Boards ``[N, W, H]``, the reference lengths (or None), whether they are all proven
-    optima, and a description.
+class BoardSet(NamedTuple):
+    boards: jax.Array  # [N, W, H]
+    best: np.ndarray | None  # [N] the reference lengths, if the file gives them
+    proven: bool  # whether ``best`` are all proven optima
+    description: str
+    rules: str  # the rules they are played under
+
+
+def load_board_set(args) -> BoardSet:
+    """The boards of ``--random`` (under ``--size``'s or ``--env``'s rules) or of the board
+    file ``--boards``, played under ``--env``'s rules if given, else those the file's header
+    declares (``boards.declared_rules``: the dust game's where it names none), at the
+    file's size.
 
     The reference is read by the file's columns (``boards.reference_columns``): a file of
     optima gives them; a fewest-clicks set its fewest clicks found, proven where every
     line's lower bound equals them; any other file its last number, the best known. Lengths
-    the file gives for other rules than those played (``boards.declared_rules``) are no
-    reference: they are left out, and stderr says so.
+    the file gives for other rules than those played (a file of one game played under
+    ``--env`` of another) are no reference: they are left out, and stderr says so.
     """
     if args.random:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
-        return boards, None, False, f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})"
+        return BoardSet(boards, None, False, f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})",
+                        args.size.rules)
     lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
     declared = declared_rules(lines, args.boards)
-    if args.env is None and declared != args.size.rules:  # the boards are another game's
-        raise ValueError(f"{args.boards} declares rules={declared}: give --env with an id of those rules "
-                         f"({', '.join(i for i in registered() if make(i).game.rules == declared) or 'none registered'}"
-                         f"), or --env of a {args.size.rules} id to play them under the {args.size.rules} rules")
-    # ValueError naming file and line; boards settled under the rules played (--env's)
-    records = read_board_lines(lines, args.boards, limit=args.limit, rules=args.size.rules,
+    rules = declared if args.env is None else args.env.rules
+    # ValueError naming file and line; boards settled under the rules played
+    records = read_board_lines(lines, args.boards, limit=args.limit, rules=rules,
                                fallback=(None, None) if args.env is None else args.env.shape)  # a header wins
     if not records:
         raise ValueError(f"no boards in {args.boards}")
@@ -128,13 +138,13 @@ def load_board_set(args) -> tuple[jax.Array, np.ndarray | None, bool, str]:
             if optima.setdefault(text, (optimum, record.line))[0] != optimum:
                 raise ValueError(f"{args.boards}:{record.line}: its board's proven optimum is {optimum}, line "
                                  f"{optima[text][1]}'s (the same board) {optima[text][0]}")
-    if best is not None and declared != args.size.rules:  # lengths of another game, played as --env says
+    if best is not None and declared != rules:  # lengths of another game, played as --env says
         print(f"note: {args.boards} gives lengths under the {declared} rules; these boards are "
-              f"played under {args.size.rules}, so they are compared with no reference lengths", file=sys.stderr)
+              f"played under {rules}, so they are compared with no reference lengths", file=sys.stderr)
         best, proven = None, False
     described = f"{len(records)} board{'s' if len(records) != 1 else ''} from {_shown_path(args.boards)}"
     cut = args.limit is not None and len(records) == args.limit  # fewer: the file held no more
-    return boards, best, proven, f"first {described}" if cut else described
+    return BoardSet(boards, best, proven, f"first {described}" if cut else described, rules)
 
 
 def _shown_path(path: str) -> str:
@@ -202,13 +212,16 @@ def main(argv=None) -> dict:
         flags.fail(parser, "--random and --boards: give one (random boards, or a board file)")
     if args.size is not None and not args.random:
         flags.fail(parser, "--size: only with --random (a board file gives its own size; --env its rules and size)")
-    rules = "dust" if args.env is None else args.env.rules
     args.size = args.size or game.GameConfig()
     if args.env is not None:
         args.size = args.env
         if args.boards is None and not args.random:
             args.random = 100
     args.boards = args.boards or benchmark.set_path("8x6x5")
+    try:
+        boards, best, proven, description, rules = load_board_set(args)
+    except ValueError as error:
+        flags.fail(parser, str(error))
     by_points = rules not in game.CLICK_RULES
     if by_points and (args.reference is not None or args.max_clicks is not None):
         flags.fail(parser, f"--{'reference' if args.reference is not None else 'max-clicks'}: only under the "
@@ -220,11 +233,6 @@ def main(argv=None) -> dict:
         agents = registry.parse_agent_list(args.agents, rules)
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
-
-    try:
-        boards, best, proven, description = load_board_set(args)
-    except ValueError as error:
-        flags.fail(parser, str(error))
     _, width, height = boards.shape
     try:
         registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0)
