@@ -315,9 +315,14 @@ def test_mirror_images_are_one_sample_only_where_they_play_alike():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux's")
-def test_workers_die_with_a_parent_killed_outright():
-    """kill -9 of a maker run with --jobs 2 left its idle workers (300 MB each) behind."""
-    script = "import time; from jaxdust.core.processes import ordered_map; list(ordered_map(time.sleep, [120] * 4, 2))"
+@pytest.mark.parametrize("thread", [False, True], ids=["main-thread", "other-thread"])
+def test_workers_die_with_a_parent_killed_outright(thread):
+    """kill -9 of a maker run with --jobs 2 left its idle workers (300 MB each) behind; a
+    pool started off the main thread has its workers watch the parent instead."""
+    work = "list(ordered_map(time.sleep, [120] * 4, 2))"
+    if thread:
+        work = f"t = threading.Thread(target=lambda: {work}); t.start(); t.join()"
+    script = f"import threading, time; from jaxdust.core.processes import ordered_map; {work}"
     parent = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 120
     while len(workers := _children_running(parent.pid, "spawn_main")) < 2:

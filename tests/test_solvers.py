@@ -836,6 +836,20 @@ def test_a_time_limit_holds_back_the_widened_beam_that_would_not_fit_in_it(board
     assert len(widths) == len(boards)
 
 
+def test_a_pool_started_off_the_main_thread_outlives_that_thread():
+    """A library caller may start the work on one thread and read it on another: the
+    workers must not die with the thread that started them (Linux's parent-death signal
+    follows the thread, not the process)."""
+    import threading
+
+    work = ordered_map(workers.nap, [0.0, 0.5, 0.5, 0.0], 2)
+    first = []
+    starter = threading.Thread(target=lambda: first.append(next(work)))
+    starter.start()
+    starter.join()
+    assert first + list(work) == [0.0, 0.5, 0.5, 0.0]
+
+
 def test_work_stopped_early_ends_the_processes_under_way():
     """A caller that stops (Ctrl-C, an error) does not wait for the items under way: Python's
     exit would otherwise wait for each (a proof may take hours)."""

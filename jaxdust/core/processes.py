@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator
 
@@ -59,7 +60,8 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         return  # while they start would leave printing tracebacks
     remaining = itertools.chain([first], remaining)
     executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                      initializer=_worker_setup, initargs=(os.getpid(),))
+                                                      initializer=_worker_setup,
+                                                      initargs=(os.getpid(), _on_main_thread()))
     finished = False
     try:
         # The workers start (seconds of imports) with Ctrl-C ignored from birth (an ignored
@@ -96,7 +98,7 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
 def _sigint_handler(handler):
     """Ctrl-C goes to ``handler`` within the block; off the main thread, where handlers
     cannot be set, a plain block."""
-    if threading.current_thread() is not threading.main_thread():
+    if not _on_main_thread():
         yield
         return
     previous = signal.signal(signal.SIGINT, handler)
@@ -121,11 +123,21 @@ def interrupt_deferred():
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def _worker_setup(parent: int) -> None:
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _worker_setup(parent: int, from_main_thread: bool) -> None:
     """In each worker: Ctrl-C is the parent's to handle (it stops handing out work), not a
-    traceback from every worker; and on Linux a worker dies with its parent, so that a
-    parent killed outright (SIGKILL) leaves no idle workers behind."""
+    traceback from every worker; and a worker dies with its parent, so that a parent killed
+    outright (SIGKILL) leaves no idle workers behind. Linux's parent-death signal does it at
+    once, but it follows the *thread* that started the worker: for a pool started off the
+    main thread (which may end while the pool works on) a watch of the parent's pid, once a
+    second, does it instead."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not from_main_thread:
+        threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True, name="parent-watch").start()
+        return
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -133,3 +145,9 @@ def _worker_setup(parent: int) -> None:
             return
         if os.getppid() != parent:  # it died while this worker was starting, before the line above
             os._exit(1)
+
+
+def _exit_when_orphaned(parent: int, period: float = 1.0) -> None:
+    while os.getppid() == parent:
+        time.sleep(period)
+    os._exit(1)
