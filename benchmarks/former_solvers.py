@@ -156,7 +156,8 @@ def main(argv=None) -> list[dict]:
 
     both = [r for r in rows if r["ours"]["optimal"] and r["theirs"]["optimal"]]
     disagree = [r["line"] for r in both if r["ours"]["length"] != r["theirs"]["length"]]
-    print(f"\nFormer 7x9x4, {len(rows)} boards of {args.boards}, {args.time_limit:g} s per board and solver, one core")
+    shapes = ", ".join(f"{w}x{h}" for w, h in sorted({tuple(r.board.shape) for r in records}))
+    print(f"\nFormer {shapes}, {len(rows)} boards of {args.boards}, {args.time_limit:g} s per board and solver, one core")
     print("| solver | proven optimal | mean length found | solutions clear the board | median s (proven) |")
     print("|---|---:|---:|---:|---:|")
     for side, name in (("ours", "jaxdust.solve(rules='former')"), ("theirs", "tommyod heuristic_search")):

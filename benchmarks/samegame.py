@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import multiprocessing
 import os
@@ -50,8 +49,10 @@ from jaxdust.solver import points as points_search
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boards", type=flags.positive_int, default=100)
-    configs.add_board_flags(parser, "random SameGame boards of this size (default 15x15x5)",
-                            "a registered id of the points or cells-left rules, e.g. Clickomania-10x10x4-v0")
+    configs.add_board_flags(parser, "random SameGame boards of this size (default 15x15x5; clickomania:WxHxC "
+                                    "for Clickomania's)",
+                            "a registered id of the points or cells-left rules, e.g. Clickomania-10x10x4-v0",
+                            size_rules="samegame")
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--beam-widths", type=flags.positive_ints, default=[1, 16, 256])
     parser.add_argument("--jax-widths", type=flags.positive_ints, default=[1, 16])
@@ -60,10 +61,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--jobs", type=flags.positive_int, default=1, help="processes for NMCS level 2")
     parser.add_argument("--out", type=flags.output_file, default="results/samegame.json")
     args = parser.parse_args(argv)
-    size = args.env or dataclasses.replace(args.size or game.GameConfig(15, 15, 5), rules="samegame")
+    size = args.env or args.size or game.GameConfig(15, 15, 5, "samegame")
     if game.rules_of(size.rules).objective == "clicks":
-        parser.error(f"--env: this benchmark plays the points and cells-left rules (samegame, clickomania), "
-                     f"not {size.rules!r}; fewest clicks: evaluate.py --env")
+        parser.error(f"--{'env' if args.env else 'size'}: this benchmark plays the points and cells-left rules "
+                     f"(samegame, clickomania), not {size.rules!r}; fewest clicks: evaluate.py")
     rules = size.rules
     keys = jax.random.split(jax.random.key(args.seed), args.boards)
     boards = jax.vmap(lambda key: game.random_board(key, size))(keys)

@@ -125,6 +125,28 @@ def test_a_solvers_own_solutions_are_replayed_and_scored():
             benchmark.score(lambda boards, returned=returned: returned, "8x4x5", limit=2, show=False)
 
 
+def test_a_set_of_former_boards_is_scored_under_the_former_rules():
+    """A ``BoardSet`` of other fewest-clicks rules is played and replayed under them: a
+    Former set scored under the dust rules read the dust game's lengths against Former's
+    optima (a beam's lines even fell below its proven bounds)."""
+    size = jaxdust.GameConfig(6, 5, 4, "former")
+    boards = np.asarray(jax.vmap(lambda k: jaxdust.random_board(k, size))(jax.random.split(jax.random.key(5), 4)))
+    optima = np.array([jaxdust.solve(board, rules="former").length for board in boards])
+    former = benchmark.BoardSet("former 6x5x4", boards, optima, optima, rules="former")
+    largest = registry.run_agent("largest", boards, key=jax.random.key(0), max_clicks=30, rules="former")["clicks"]
+    assert benchmark.score("largest", former, show=False).mean_clicks == pytest.approx(largest.mean())
+    beam = benchmark.score("beam:64", former, show=False)  # at or above Former's optima: no refusal
+    assert beam.cleared == 1.0 and beam.gap >= 0
+
+    def former_lines(boards):
+        return [jaxdust.solve(board, rules="former").clicks for board in boards]
+
+    exact = benchmark.score(former_lines, former, show=False)  # replayed under former: clears, at the optimum
+    assert (exact.cleared, exact.optimal, exact.gap) == (1.0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="fewest clicks, under the dust, former rules, not 'samegame'"):
+        benchmark.BoardSet("points", boards, optima, optima, rules="samegame")
+
+
 def test_a_solver_cannot_change_the_boards_it_is_scored_on():
     """The solver gets a copy; its lines are replayed on the set's own boards, which are
     read-only. Rewriting its input into easier boards, then solving those, scores as the

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -139,8 +140,9 @@ def test_an_unfinished_set_is_refused_where_finished_ones_are_needed(tmp_path, s
     (directory / "manifest.json").write_text(json.dumps(manifest))
     assert datasets.shards_done(str(directory)) == (3, 5)
     assert len(load_dataset(str(directory)).boards) < len(small_set[1].boards)  # what is there, if asked
-    with pytest.raises(ValueError, match=r"is not finished \(3 of 5 shards\)"):
+    with pytest.raises(ValueError, match=r"is not finished \(3 of 5 shards\)") as refused:
         load_dataset(str(directory), finished=True)
+    assert str(refused.value).endswith(f"run {datasets.dataset_command(str(directory), SMALL)} to finish it")
     args = types.SimpleNamespace(data=str(directory))
     with pytest.raises(ValueError, match=r"is not finished \(3 of 5 shards\)"):
         learners.get("imitation").check(ImitationConfig(game=SMALL.game), args)
@@ -260,8 +262,25 @@ def test_a_former_data_set_follows_the_former_rules_and_its_optima(tmp_path, cap
     # the run directory: the corrected command then needs no --resume.
     with pytest.raises(SystemExit):
         train_main(["imitation", "--size", "6x4x3", "--data", str(tmp_path / "former"), "--run-dir", str(tmp_path / "r")])
-    assert "6x4x3 boards under the former rules, not 6x4x3 under dust" in capsys.readouterr().err
+    assert ("6x4x3 boards under the former rules, not 6x4x3 under dust: train on it with --size former:6x4x3"
+            in capsys.readouterr().err)
     assert not (tmp_path / "r").exists()
+    summary = train_main(["imitation", "--size", "former:6x4x3", "--data", str(tmp_path / "former"), "--run-dir",
+                          str(tmp_path / "r"), "--epochs", "1", "--batch-size", "8", "--hidden", "8", "--eval-boards", "2"])
+    assert summary["learner"] == "imitation" and json.load(open(tmp_path / "r" / "config.json"))["config"]["game"] == {
+        "width": 6, "height": 4, "colors": 3, "rules": "former"}
+
+    # The data-set command, asked to go on with it under other settings, names them and the
+    # command that does go on with it; that command finds it finished.
+    with pytest.raises(SystemExit):
+        datasets.main(["--out", str(tmp_path / "former"), "--boards", "10", "--size", "6x4x3", "--seed", "3",
+                       "--node-limit", "20000", "--shard-size", "5", "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert "(--size former:6x4x3, not 6x4x3): go on with it by python -m jaxdust.learn.datasets " in err
+    command = err.split("go on with it by ", 1)[1].split(", or give another --out")[0]
+    assert command == datasets.dataset_command(str(tmp_path / "former"), config)
+    assert datasets.main(shlex.split(command)[3:]) == 0
+    assert "10 boards" in capsys.readouterr().out
 
 
 def follows_the_former_rules(data, config) -> bool:

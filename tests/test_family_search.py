@@ -388,6 +388,27 @@ def test_train_and_evaluate_a_former_run(learner, tmp_path):
         evaluate.main(["--random", "2", "--size", "7x9x4", "--agents", f"value:{run}", "--out", str(tmp_path / "x")])
 
 
+@pytest.mark.slow
+def test_a_former_run_of_a_size_no_id_registers_trains_and_plays_as_its_hint_says(tmp_path, capsys):
+    """``--size former:6x5x4`` trains Former at a size with no registered id; the command
+    train.py prints after it plays the run on boards of that size, under those rules."""
+    run = tmp_path / "run"
+    train_main(["avi", "--size", "former:6x5x4", "--run-dir", str(run), *FORMER_RUNS["avi"][:-4]])
+    assert json.load(open(run / "config.json"))["config"]["game"] == {"width": 6, "height": 5, "colors": 4,
+                                                                       "rules": "former"}
+    hint = capsys.readouterr().err.rsplit("play it with python evaluate.py ", 1)[1].split()
+    assert hint == ["--random", "100", "--size", "former:6x5x4", "--agents", f"policy:{run},value:{run}"]
+    report = evaluate.main([*hint, "--limit", "3", "--out", str(tmp_path / "ev")])
+    assert report["rules"] == "former" and report["boards"] == "3 random 6x5x4 boards (seed 0)"
+    boards = jax.vmap(lambda k: jaxdust.random_board(k, jaxdust.GameConfig(6, 5, 4, "former")))(
+        jax.random.split(jax.random.key(0), 100))[:3]
+    rows = list(csv.DictReader(open(tmp_path / "ev" / "boards.csv")))
+    assert [jaxdust.parse_board(row["board"], 6, 5, "former").tolist() for row in rows] == np.asarray(boards).tolist()
+    for row in rows:  # former's lines: never shorter than the proven optimum under former
+        optimum = jaxdust.solve(jaxdust.parse_board(row["board"], 6, 5, "former"), rules="former").length
+        assert min(int(row[f"policy:{run}"]), int(row[f"value:{run}"])) >= optimum
+
+
 def bitboard_bound(board) -> int:
     board = np.asarray(board)
     return ida.lower_bound(bitboard.to_planes(board, 4), bitboard.make_geometry(*board.shape, "former"))

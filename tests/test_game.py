@@ -166,6 +166,11 @@ def test_configs_take_numpy_scalars_as_python_numbers():
     size = game.GameConfig(*np.arange(6, 9))
     assert size == game.GameConfig(6, 7, 8) and {type(v) for v in (size.width, size.height, size.colors)} == {int}
     assert size.size_text == "6x7x8" and parse_size(size.size_text) == size
+    for rules in game.RULES:  # --size names other rules first, and reads back what size_spec writes
+        other = game.GameConfig(6, 7, 4, rules)
+        assert parse_size(other.size_spec) == other and parse_size("6x7x4", rules) == other
+        assert other.size_spec == ("6x7x4" if rules == "dust" else f"{rules}:6x7x4")
+    assert parse_size("Former:6x7x4", "samegame") == game.GameConfig(6, 7, 4, "former")  # named rules win
     assert size.takes_boards_of(game.GameConfig(6, 7, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 9))
     assert not size.takes_boards_of(game.GameConfig(7, 6, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 5, "former"))
     config = AVIConfig(game=size, beam_width=np.int64(4), learning_rate=np.float32(0.5))

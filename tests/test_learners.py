@@ -1124,7 +1124,7 @@ def test_a_run_folders_data_set_is_told_apart_in_train_flags():
     asked = DatasetConfig(game.GameConfig(6, 6, 5), boards=4, seed=6, labeller="beam", beam_width=32, shard_size=1000)
     made = dataclasses.replace(asked, boards=3, seed=1, game=game.GameConfig(6, 5, 5))
     assert learners._run_data_differences(made, asked) == \
-        "--data-boards 3, not 4; --seed 0, not 5; --size/--env 6x5x5 dust, not 6x6x5 dust"
+        "--data-boards 3, not 4; --seed 0, not 5; --size 6x5x5, not 6x6x5"
     by_hand = dataclasses.replace(asked, labeller="exact", shard_size=50)
     assert learners._run_data_differences(by_hand, asked) == \
         "labeller exact, not beam; shard_size 50, not 1000 (not made by train.py: pass it with --data instead)"
@@ -1149,4 +1149,4 @@ def test_the_hint_after_training_names_boards_of_the_runs_size():
     assert _evaluation_boards_flags(jaxdust.GameConfig()) == ""
     assert _evaluation_boards_flags(jaxdust.GameConfig(7, 9, 4, "former")) == " --env Former-7x9x4-v0"
     assert _evaluation_boards_flags(jaxdust.GameConfig(5, 4, 3)) == " --random 100 --size 5x4x3"
-    assert _evaluation_boards_flags(jaxdust.GameConfig(5, 4, 3, "former")) is None  # evaluate.py has no such boards
+    assert _evaluation_boards_flags(jaxdust.GameConfig(5, 4, 3, "former")) == " --random 100 --size former:5x4x3"

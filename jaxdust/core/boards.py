@@ -169,14 +169,21 @@ def board_array(board, rules: str = "dust") -> np.ndarray:
     return np.asarray(parse_board(board, rules=rules), np.int64)
 
 
-def parse_size(text: str) -> game.GameConfig:
-    """``"8x6x5"`` (width x height x colours) -> ``GameConfig``; ValueError naming the problem."""
-    parts = text.lower().split("x")
+def parse_size(text: str, rules: str = "dust") -> game.GameConfig:
+    """``"8x6x5"`` (width x height x colours, under ``rules``) or ``"former:6x6x4"`` (the
+    rules named first) -> ``GameConfig`` (``GameConfig.size_spec`` writes it); ValueError
+    naming the problem."""
+    named, _, size = text.rpartition(":")
+    if named:
+        rules = named.strip().lower()
+        if rules not in game.RULES:
+            raise ValueError(f"size {text!r}: unknown rules {named!r}; known: {', '.join(game.RULES)}")
     try:
-        width, height, colors = (int(v) for v in parts)
+        width, height, colors = (int(v) for v in size.lower().split("x"))
     except ValueError:
-        raise ValueError(f"size must look like 8x6x5 (width x height x colours), got {text!r}") from None
-    return game.GameConfig(width, height, colors)
+        raise ValueError(f"size must look like 8x6x5 (width x height x colours) or former:6x6x4 (rules first), "
+                         f"got {text!r}") from None
+    return game.GameConfig(width, height, colors, rules)
 
 
 def board_to_text(board) -> str:

@@ -119,10 +119,11 @@ def require_rules(game_config: GameConfig, supported: tuple[str, ...], what: str
 # ---------------------------------------------------------------------------------------
 
 
-def size_flag(text: str) -> GameConfig:
-    """An argparse type for ``--size WxHxC``."""
+def size_flag(text: str, rules: str = "dust") -> GameConfig:
+    """An argparse type for ``--size [RULES:]WxHxC`` (``8x6x5``: under ``rules``;
+    ``former:6x6x4``: the rules named)."""
     try:
-        return parse_size(text)
+        return parse_size(text, rules)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -138,11 +139,13 @@ def env_flag(text: str) -> GameConfig:
 
 
 def add_board_flags(parser: argparse.ArgumentParser, size_help: str, env_help: str, dest: str | None = None,
-                    size_default: GameConfig | None = None) -> None:
-    """``--size WxHxC`` or ``--env ID`` (a registered environment's rules and size), not both:
-    into ``dest`` when given, else into ``size`` and ``env`` apart."""
+                    size_default: GameConfig | None = None, size_rules: str = "dust") -> None:
+    """``--size [RULES:]WxHxC`` (a size under ``size_rules`` unless it names others) or
+    ``--env ID`` (a registered environment's rules and size), not both: into ``dest`` when
+    given, else into ``size`` and ``env`` apart."""
     board = parser.add_mutually_exclusive_group()
-    board.add_argument("--size", dest=dest or "size", type=size_flag, default=size_default, metavar="WxHxC",
+    size_type = size_flag if size_rules == "dust" else functools.partial(size_flag, rules=size_rules)
+    board.add_argument("--size", dest=dest or "size", type=size_type, default=size_default, metavar="WxHxC",
                        help=size_help)
     board.add_argument("--env", dest=dest or "env", type=env_flag, default=None, metavar="ID", help=env_help)
 
@@ -216,8 +219,8 @@ def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "", d
                                                  "" if default is None else f"default {shown}") if part)
         help_text = help_text.replace("%", "%%") or None
         if kind is GameConfig:
-            add_board_flags(parser, "board size and colours, e.g. 8x6x5 (the dust game)"
-                            + ("" if default is None else f"; default {default.size_text}"),
+            add_board_flags(parser, "board size and colours, e.g. 8x6x5 (the dust game) or former:6x6x4 (rules first)"
+                            + ("" if default is None else f"; default {default.size_spec}"),
                             "a registered environment's rules and size, e.g. Former-7x9x4-v0", dest)
         elif dataclasses.is_dataclass(kind):
             add_flags(parser, kind, prefix=dest + "_", defaults=default)

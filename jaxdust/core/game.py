@@ -138,6 +138,12 @@ class GameConfig:
         return f"{self.width}x{self.height}x{self.colors}"
 
     @property
+    def size_spec(self) -> str:
+        """What ``--size`` takes for this game: ``"8x6x5"`` for the dust game,
+        ``"former:6x6x4"`` under other rules (``boards.parse_size`` reads it back)."""
+        return self.size_text if self.rules == "dust" else f"{self.rules}:{self.size_text}"
+
+    @property
     def mirror_symmetric(self) -> bool:
         """Whether a board and its mirror image play alike here (``mirror_symmetric``)."""
         return mirror_symmetric(self.rules, self.width)

@@ -36,12 +36,19 @@ Solver = Callable[[np.ndarray], Sequence[Sequence[tuple[int, int]]]]
 @dataclasses.dataclass(frozen=True)
 class BoardSet:
     """A benchmark set: boards int8 ``[N, W, H]``, ``best`` [N] (fewest clicks found) and
-    ``lower`` [N] (proven lower bound; equal to ``best`` where that is optimal)."""
+    ``lower`` [N] (proven lower bound; equal to ``best`` where that is optimal), all under
+    ``rules`` (a fewest-clicks rule set)."""
 
     name: str  # e.g. "8x6x5 v1"
     boards: np.ndarray
     best: np.ndarray
     lower: np.ndarray
+    rules: str = "dust"
+
+    def __post_init__(self):
+        if self.rules not in game.CLICK_RULES:  # lengths to compare: the fewest-clicks rules
+            raise ValueError(f"a benchmark set's lengths are fewest clicks, under the {', '.join(game.CLICK_RULES)} "
+                             f"rules, not {self.rules!r}")
 
     @property
     def proven(self) -> np.ndarray:
@@ -123,10 +130,10 @@ def row(agent: str, board_set: BoardSet, clicks, cleared, seconds: float) -> Row
                stats.standard_error(gaps) if proven.any() else float("nan"))
 
 
-def replayed_lengths(boards: np.ndarray, solutions, max_clicks: int, what: str = "the solver"
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def replayed_lengths(boards: np.ndarray, solutions, max_clicks: int, what: str = "the solver",
+                     rules: str = "dust") -> tuple[np.ndarray, np.ndarray]:
     """Lengths ``[N]`` and whether cleared ``[N]`` of one solution ``[(x, y), ...]`` per
-    board of ``boards`` [N, W, H], each replayed under the dust rules: a click on an empty
+    board of ``boards`` [N, W, H], each replayed under ``rules``: a click on an empty
     cell is a wasted click (RULES.md) and counts; a line that does not clear its board, or
     takes over ``max_clicks`` clicks, counts as not cleared, at ``max_clicks``.
 
@@ -143,7 +150,7 @@ def replayed_lengths(boards: np.ndarray, solutions, max_clicks: int, what: str =
     clicks, cleared = [], []
     for index, (board, solution) in enumerate(zip(boards, solutions)):
         try:
-            final, length = board_io.replay(board, list(solution), wasted=True)
+            final, length = board_io.replay(board, list(solution), rules, wasted=True)
         except TypeError:
             raise ValueError(f"solution for board {index}: {solution!r} is not a sequence of (x, y) clicks") from None
         except ValueError as error:
@@ -166,7 +173,8 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
         ``[(x, y), ...]`` per board; those solutions are replayed on the set's boards
         (``replayed_lengths``: a click on an empty cell is a wasted click, and one that does
         not clear its board counts as not cleared).
-      board_set: a size from ``SIZES`` (the current version) or a ``BoardSet``.
+      board_set: a size from ``SIZES`` (the current version) or a ``BoardSet`` (played
+        under its ``rules``).
       name: the row's name (default: the agent's name, or the function's).
       seed: for stochastic agents.
       jobs: processes for the CPU solvers among the named agents.
@@ -198,12 +206,12 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
         # change (in place, by playing on them or otherwise).
         solutions = agent(np.array(board_set.boards))
         seconds = time.perf_counter() - start
-        clicks, cleared = replayed_lengths(board_set.boards, solutions, max_clicks)
+        clicks, cleared = replayed_lengths(board_set.boards, solutions, max_clicks, rules=board_set.rules)
         label = name or getattr(agent, "__name__", "solver")
     else:
         with progress_bar(total=count, unit="board", desc=agent, enabled=progress, leave=False) as bar:
             result = registry.run_agent(agent, board_set.boards, key=registry.agent_key(seed), max_clicks=max_clicks,
-                                        jobs=jobs, progress=bar.update)
+                                        jobs=jobs, progress=bar.update, rules=board_set.rules)
         seconds = time.perf_counter() - start
         clicks, cleared = result["clicks"], result["cleared"]
         label = name or agent

@@ -76,7 +76,7 @@ from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
 
 
-class BoardSet(NamedTuple):
+class LoadedBoards(NamedTuple):
     boards: jax.Array  # [N, W, H]
     best: np.ndarray | None  # [N] the reference lengths, if the file gives them
     proven: bool  # whether ``best`` are all proven optima
@@ -84,7 +84,7 @@ class BoardSet(NamedTuple):
     rules: str  # the rules they are played under
 
 
-def load_board_set(args) -> BoardSet:
+def load_board_set(args) -> LoadedBoards:
     """The boards of ``--random`` (under ``--size``'s or ``--env``'s rules) or of the board
     file ``--boards``, played under ``--env``'s rules if given, else those the file's header
     declares (``boards.declared_rules``: the dust game's where it names none), at the
@@ -99,7 +99,7 @@ def load_board_set(args) -> BoardSet:
     if args.random:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
-        return BoardSet(boards, None, False, f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})",
+        return LoadedBoards(boards, None, False, f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})",
                         args.size.rules)
     lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
     declared = declared_rules(lines, args.boards)
@@ -144,7 +144,7 @@ def load_board_set(args) -> BoardSet:
         best, proven = None, False
     described = f"{len(records)} board{'s' if len(records) != 1 else ''} from {_shown_path(args.boards)}"
     cut = args.limit is not None and len(records) == args.limit  # fewer: the file held no more
-    return BoardSet(boards, best, proven, f"first {described}" if cut else described, rules)
+    return LoadedBoards(boards, best, proven, f"first {described}" if cut else described, rules)
 
 
 def _shown_path(path: str) -> str:
@@ -185,7 +185,7 @@ def main(argv=None) -> dict:
                              "their proven optima; with --env, 100 random boards)")
     parser.add_argument("--random", type=flags.count, default=None, metavar="N",
                         help="use N random boards instead")
-    configs.add_board_flags(parser, "WxHxC for --random (default 8x6x5)",
+    configs.add_board_flags(parser, "WxHxC for --random (default 8x6x5), or RULES:WxHxC for other rules (former:6x6x4)",
                             "play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
                             "measured in points; Clickomania-10x10x4-v0: in cells left)")
     parser.add_argument("--seed", type=flags.seed, default=0,

@@ -85,7 +85,7 @@ def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.
     ValueError otherwise."""
     _, width, height = board_set.boards.shape
     clicks, cleared = benchmark.replayed_lengths(board_set.boards, [r["clicks"] for r in records], width * height,
-                                                 what="the solver log")
+                                                 what="the solver log", rules=board_set.rules)
     for index, (record, length, done) in enumerate(zip(records, clicks, cleared)):
         if not done or length != record["length"]:
             raise ValueError(f"the solver log's line for board {index} ({record['board']}) does not clear it in "
@@ -173,7 +173,7 @@ def main(argv=None) -> dict:
     solver = None
     if args.solver_log:  # checked before any agent plays
         try:
-            solver = solver_row(benchmark.solver_log_records(args.solver_log, board_set.boards), board_set)
+            solver = solver_row(benchmark.solver_log_records(args.solver_log, board_set.boards, board_set.rules), board_set)
         except ValueError as error:
             parser.error(f"--solver-log: {error}")
 

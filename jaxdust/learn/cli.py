@@ -147,23 +147,21 @@ def main(argv=None) -> dict:
         flags.fail(learner_parser, str(error))
     if summary and jax.process_index() == 0:  # one summary for a run over several processes
         print(json.dumps(summary, indent=2))
-        boards = _evaluation_boards_flags(config.game)
-        play = ("" if boards is None else f"; play it with python evaluate.py{boards} --agents "
-                f"policy:{args.run_dir},value:{args.run_dir}")
-        print(f"the run is in {args.run_dir}{play}", file=sys.stderr)
+        print(f"the run is in {args.run_dir}; play it with python evaluate.py{_evaluation_boards_flags(config.game)} "
+              f"--agents policy:{args.run_dir},value:{args.run_dir}", file=sys.stderr)
     return summary
 
 
-def _evaluation_boards_flags(size) -> str | None:
+def _evaluation_boards_flags(size: GameConfig) -> str:
     """evaluate.py's flags for boards of the size and rules ``size`` a run trained on: none
-    for the default set's, ``--env`` for a registered id's, ``--random`` for another dust
-    size; None where evaluate.py has no boards of them."""
+    for the default set's, ``--env`` for a registered id's, ``--random`` boards of ``--size``
+    for any other."""
     if size == GameConfig():
         return ""
     env_id = next((name for name in registered() if make(name).game == size), None)
     if env_id is not None:
         return f" --env {env_id}"
-    return f" --random 100 --size {size.size_text}" if size.rules == "dust" else None
+    return f" --random 100 --size {size.size_spec}"
 
 
 

@@ -31,6 +31,7 @@ import dataclasses
 import io
 import json
 import os
+import shlex
 import sys
 import zipfile
 from typing import NamedTuple
@@ -354,13 +355,22 @@ def shards_done(directory: str, manifest: dict | None = None) -> tuple[int, int]
     return len(manifest["shards"]), -(-config.boards // config.shard_size)
 
 
+def dataset_command(directory: str, config: DatasetConfig) -> str:
+    """The command that makes ``config``'s data set in ``directory``, or goes on with it."""
+    search = f"--node-limit {config.node_limit}" if config.labeller == "exact" else f"--beam-width {config.beam_width}"
+    return (f"python -m jaxdust.learn.datasets --out {shlex.quote(directory)} --boards {config.boards} "
+            f"--size {config.game.size_spec} --seed {config.seed} --labeller {config.labeller} {search} "
+            f"--shard-size {config.shard_size}")
+
+
 def require_finished(directory: str, manifest: dict | None = None) -> None:
     """ValueError, naming the command that finishes it, for a data set not finished: it
     would train on its first boards, and a resumed run on more."""
+    manifest = manifest or _manifest(directory)
     done, total = shards_done(directory, manifest)
     if done < total:
-        raise ValueError(f"{directory} is not finished ({done} of {total} shards): run python -m "
-                         f"jaxdust.learn.datasets --out {directory} with its settings to finish it")
+        raise ValueError(f"{directory} is not finished ({done} of {total} shards): run "
+                         f"{dataset_command(directory, _config_of(directory, manifest))} to finish it")
 
 
 def load_dataset(directory: str, finished: bool = False) -> Dataset:
@@ -379,22 +389,21 @@ def load_dataset(directory: str, finished: bool = False) -> Dataset:
         try:
             parts.append(_read_shard(directory, name))
         except ValueError as error:
-            raise ValueError(f"{error}: run python -m jaxdust.learn.datasets --out {directory} with its settings "
+            raise ValueError(f"{error}: run {dataset_command(directory, _config_of(directory, manifest))} "
                              "to make it again") from None
     if not parts:
         raise ValueError(f"{directory} has no finished shards yet")
     return Dataset(**{field: np.concatenate([p[field] for p in parts]) for field in Dataset._fields})
 
 
-def _flag_differences(differences: str) -> str:
-    """``OtherSettings.differences`` (``configs.differences`` of two configs' JSON) with
-    each field named by the flag that sets it (the board's by ``--size/--env``)."""
-    parts = []
-    for part in differences.split("; "):
-        name, _, rest = part.partition(" ")
-        board, _, field = name.partition(".")
-        parts.append(f"--size/--env: {field} {rest}" if board == "game" and field else
-                     f"--{name.replace('_', '-')} {rest}")
+def _flag_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
+    """How a data set's settings differ from those asked for, each named by the flag that
+    sets it (``--boards 5, not 40; --size former:6x6x4, not 8x6x5``)."""
+    parts = [f"--{name.replace('_', '-')} {rest}" for name, _, rest in (
+        part.partition(" ") for part in configs.differences(
+            configs.to_json(dataclasses.replace(made, game=asked.game)), configs.to_json(asked)).split("; ") if part)]
+    if made.game != asked.game:
+        parts.append(f"--size {made.game.size_spec}, not {asked.game.size_spec}")
     return "; ".join(parts)
 
 
@@ -409,7 +418,7 @@ def main(argv=None) -> int:
     parser.add_argument("--boards", type=flags.positive_int, default=defaults.boards,
                         help=f"boards to label (default %(default)s; at most {MAX_BOARDS:,})")
     configs.add_board_flags(parser, f"width x height x colours of dust boards (default 8x6x5; at most "
-                                    f"{bitboard.MAX_CELLS} cells, the solver's)",
+                                    f"{bitboard.MAX_CELLS} cells, the solver's), or RULES:WxHxC (former:6x6x4)",
                             "a registered environment's rules and size, e.g. Former-7x9x4-v0 (fewest-clicks rules, "
                             f"at most {bitboard.MAX_CELLS} cells)", dest="size")
     parser.add_argument("--seed", type=flags.seed, default=defaults.seed, help="default %(default)s")
@@ -430,9 +439,10 @@ def main(argv=None) -> int:
         config = configs.from_flags(args, dataclasses.replace(defaults, game=args.size or defaults.game))
         make_dataset(args.out, config, jobs=args.jobs)
     except OtherSettings as error:
+        made = dataset_config(error.directory)
         flags.fail(parser, f"{error.directory} holds a data set made with other settings "
-                           f"({_flag_differences(error.differences)}): give its settings to go on with it, "
-                           "or another --out")
+                           f"({_flag_differences(made, config)}): go on with it by {dataset_command(args.out, made)}, "
+                           "or give another --out")
     except ValueError as error:
         flags.fail(parser, str(error))
     except WorkerDied as error:  # the journal keeps the boards labelled so far

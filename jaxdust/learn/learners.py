@@ -187,8 +187,7 @@ def _run_data_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
              for field, shown in (("boards", str), ("beam_width", str), ("seed", lambda seed: str(seed - 1)))
              if getattr(made, field) != getattr(asked, field)]
     if made.game != asked.game:
-        parts.append(f"--size/--env {made.game.size_text} {made.game.rules}, not "
-                     f"{asked.game.size_text} {asked.game.rules}")
+        parts.append(f"--size {made.game.size_spec}, not {asked.game.size_spec}")
     unset = {field: getattr(asked, field) for field in ("boards", "beam_width", "seed", "game")}
     others = configs.differences(configs.to_json(dataclasses.replace(made, **unset)), configs.to_json(asked))
     if others:  # settings train.py has no flag for: the set was not made by train.py
@@ -208,9 +207,9 @@ def _check_imitation_data(config: imitation.ImitationConfig, args) -> None:
         require_finished(args.data)
         made = dataset_config(args.data).game
         if made != config.game:
-            raise ValueError(f"{args.data} holds {made.size_text} boards under the "
-                             f"{made.rules} rules, not {config.game.size_text} under {config.game.rules} "
-                             "(--size or --env)")
+            raise ValueError(f"{args.data} holds {made.size_text} boards under the {made.rules} rules, not "
+                             f"{config.game.size_text} under {config.game.rules}: train on it with --size "
+                             f"{made.size_spec}")
 
 
 def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer:
