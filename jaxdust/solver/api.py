@@ -28,7 +28,7 @@ from jaxdust.solver.upper_bound import beam_upper_bound
 # faster for short proofs, a large one saves positions in long ones): before each
 # iteration, to ~4 entries per position of the last one (times GROWTH per budget the
 # coming search skips).
-MAX_TABLE_BITS = 25  # 256 MB
+MAX_TABLE_BITS = 25  # 256 MiB of entries, and 128 MiB of the half-game table's
 TABLE_BITS = range(9, 37)  # what a table may have: 2^9 entries up to 2^36 (512 GB)
 GROWTH = 15  # each extra click of budget generates ~15x the positions (8x6 proofs)
 # Without a time limit the search's own decisions (whether to widen the beam) count

@@ -26,7 +26,7 @@ within 10^9 positions (minutes) while the rest need more:
 ``--lines 101-200`` split a set between two machines (their ``--out`` files joined after).
 
 ``--checkpoint-dir`` saves each proof in progress (``jaxdust.solve``'s ``checkpoint``: the
-search's state and its table, 2^--table-bits x 8 bytes) every ``--checkpoint-positions``
+search's state and its tables, 2^--table-bits x 12 bytes) every ``--checkpoint-positions``
 positions, so that a run killed hours into a proof resumes it where it was last saved. One
 run at a time may use a directory.
 
@@ -105,8 +105,8 @@ def main(argv=None) -> int:
                         help="rule set (RULES.md); the exact solver plays the fewest-clicks ones (default: the "
                              "file's rules=NAME header, as --board-file writes it, else dust)")
     parser.add_argument("--table-bits", type=flags.positive_int, default=MAX_TABLE_BITS,
-                        help=f"the transposition table grows up to 2^N entries of 8 bytes per job (default "
-                             f"{MAX_TABLE_BITS}: 256 MB); proofs of billions of positions (7x9 former) gain from 28")
+                        help=f"the transposition table grows up to 2^N entries of 8 bytes per job, and the "
+                             f"half-game table to half as many (default {MAX_TABLE_BITS}: 384 MiB in all); proofs of billions of positions (7x9 former) gain from 28")
     parser.add_argument("--out", type=flags.output_file_or_stdout, default="-",
                         help="JSON lines output; an existing file is resumed")
     parser.add_argument("--retry-unproven", action="store_true",
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     parser.add_argument("--board-file", type=flags.output_file,
                         help="also write the boards proven optimal and their optimum here")
     parser.add_argument("--checkpoint-dir", type=flags.output_dir,
-                        help="each board in progress saves its proof here (its table: up to 2^--table-bits x 8 "
+                        help="each board in progress saves its proof here (its tables: up to 2^--table-bits x 12 "
                              "bytes) every --checkpoint-positions positions, so a killed run resumes it where "
                              "it was saved; a board's file is removed once its proof ends (needs --out FILE)")
     parser.add_argument("--checkpoint-positions", type=flags.positive_int,
