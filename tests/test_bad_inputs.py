@@ -196,6 +196,8 @@ FILE_CASES = [
     ("evaluate", ["--size", "8by6", "--random", "3"], ["--size", "must look like 8x6x5"]),
     ("evaluate", ["--size", "tetris:8x6x5", "--random", "3"], ["--size", "unknown rules 'tetris'; known: dust, former"]),
     ("evaluate", ["--size", "former:8x6", "--random", "3"], ["--size", "or former:6x6x4 (rules first)"]),
+    ("evaluate", ["--size", ":8x6x5", "--random", "3"], ["--size", "unknown rules ''"]),
+    ("evaluate", ["--size", "former:", "--random", "3"], ["--size", "no WxHxC after 'former':"]),
     ("datasets", ["--size", "samegame:6x6x4"], ["data sets are labelled for fewest clicks", "not 'samegame'"]),
     ("evaluate", ["--telepathy"], ["unrecognized arguments: --telepathy"]),
     ("evaluate", ["--env", "Tetris-1x1x1-v0"], ["--env", "unknown environment 'Tetris-1x1x1-v0'", "Former-7x9x4-v0"]),

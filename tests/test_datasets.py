@@ -104,6 +104,31 @@ def test_settings_must_match_an_existing_run(small_set, tmp_path):
         make_dataset(str(tmp_path), DatasetConfig(**{**SMALL.__dict__, "seed": 8}), progress=False)
 
 
+def test_the_data_set_command_goes_on_with_a_set_it_did_not_make(small_set, tmp_path, capsys):
+    """A set made through the API with a search limit its labeller does not use (which the
+    command cannot give) is the same set: the command it names goes on with it. Settings
+    this version refuses are one line, not a traceback; a path like a flag stays a path."""
+    directory = tmp_path / "api"
+    shutil.copytree(small_set[0], directory)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["config"]["beam_width"] = 64  # unused by the exact labeller
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    command = datasets.dataset_command(str(directory), datasets.dataset_config(str(directory)))
+    assert "--beam-width" not in command and "--labeller exact --node-limit 20000" in command
+    assert datasets.main([*shlex.split(command)[3:], "--jobs", "1"]) == 0
+    with pytest.raises(SystemExit):  # other settings that matter still do
+        datasets.main([*shlex.split(command)[3:], "--seed", "8"])
+    assert "(--seed 7, not 8): go on with it by " in capsys.readouterr().err
+    manifest["config"]["game"]["rules"] = "samegame"
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(SystemExit):
+        datasets.main([*shlex.split(command)[3:], "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert "manifest.json holds settings this version refuses: data sets are labelled for fewest clicks" in err
+    assert "Traceback" not in err
+    assert shlex.split(datasets.dataset_command("-odd dir", SMALL))[3] == "--out=-odd dir"
+
+
 def test_one_process_at_a_time_makes_a_data_set(small_set, tmp_path):
     """A second maker would delete the first one's temporary files (and journal its boards
     twice): it is refused while another holds the folder's lock, and goes on after."""
@@ -335,39 +360,26 @@ def test_mirror_images_are_one_sample_only_where_they_play_alike():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux's")
 @pytest.mark.parametrize("thread", [False, True], ids=["main-thread", "other-thread"])
-def test_workers_die_with_a_parent_killed_outright(thread):
-    """kill -9 of a maker run with --jobs 2 left its idle workers (300 MB each) behind; a
-    pool started off the main thread has its workers watch the parent instead."""
-    work = "list(ordered_map(time.sleep, [120] * 4, 2))"
+def test_workers_die_with_a_parent_killed_outright(thread, tmp_path):
+    """kill -9 of a maker run with --jobs 2 left its idle workers (300 MB each) behind; so
+    did a pool started off the main thread, whose workers were at work holding the GIL (as
+    numba's searches do)."""
+    work = f"list(ordered_map(workers.nap_holding_the_gil, [({str(tmp_path)!r}, 120)] * 4, 2))"
     if thread:
         work = f"t = threading.Thread(target=lambda: {work}); t.start(); t.join()"
-    script = f"import threading, time; from jaxdust.core.processes import ordered_map; {work}"
+    script = f"import threading; from jaxdust.core.processes import ordered_map; from tests import workers; {work}"
     parent = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 120
-    while len(workers := _children_running(parent.pid, "spawn_main")) < 2:
+    while len(os.listdir(tmp_path)) < 2:  # both workers at work
         assert time.monotonic() < deadline and parent.poll() is None, "the workers never started"
         time.sleep(0.2)
+    workers = [int(name) for name in os.listdir(tmp_path)]
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 30
     while any(_alive(pid) for pid in workers):
         assert time.monotonic() < deadline, "workers outlived their parent"
         time.sleep(0.2)
-
-
-def _children_running(parent: int, marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                command = handle.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == parent and marker.encode() in command:
-            found.append(int(entry))
-    return found
 
 
 def _alive(pid: int) -> bool:

@@ -272,6 +272,13 @@ def test_a_board_file_is_played_under_the_rules_its_header_declares(tmp_path, bo
         evaluate.main(["--boards", str(path), "--env", "Former-7x9x4-v0", "--agents", "largest",
                        "--out", str(tmp_path / "b")])
     assert "--env plays 7x9 boards; " in capsys.readouterr().err
+    points = tmp_path / "samegame.txt"  # a points game's file: played to its end, measured in points
+    points.write_text(path.read_text().replace("rules=former", "rules=samegame"))
+    report = evaluate.main(["--boards", str(points), "--agents", "largest", "--out", str(tmp_path / "p")])
+    assert report["rules"] == "samegame" and report["measure"] == "points"
+    assert report["agents"]["largest"]["mean"] == pytest.approx(np.mean(np.asarray(registry.run_agent(
+        "largest", jnp.asarray(boards), key=jax.random.key(0), max_clicks=30, rules="samegame")["points"])))
+    assert "the lengths in " in capsys.readouterr().err
 
 
 def test_env_boards_of_another_size_are_refused_and_gifs_follow_the_rules(tmp_path, boards_dir, capsys):

@@ -1137,6 +1137,10 @@ def test_resuming_with_other_settings_names_them(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(config)}))
     with pytest.raises(runs.RunError, match=r"other settings \(total_updates 3000, not 12\)"):
         runs.Run(str(tmp_path), learners.get("avi"), dataclasses.replace(config, total_updates=12), resume=True)
+    other_game = dataclasses.replace(config, total_updates=12, game=game.GameConfig(8, 6, 5, "former"))
+    with pytest.raises(runs.RunError, match=r"other settings \(total_updates 3000, not 12; --size 8x6x5, not "
+                                            r"former:8x6x5\)"):  # the board as the flag that gives it
+        runs.Run(str(tmp_path), learners.get("avi"), other_game, resume=True)
     with pytest.raises(runs.RunError, match=r"holds a run of avi, not dqn: resume it with the avi learner"):
         runs.Run(str(tmp_path), learners.get("dqn"), dqn.DQNConfig(), resume=True)
 

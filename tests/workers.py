@@ -1,6 +1,7 @@
 """Functions for tests that run work in spawned processes: a module that imports nothing
 heavy, so that each process starts in a moment."""
 
+import ctypes
 import os
 import signal
 import time
@@ -20,6 +21,15 @@ def touch(path: str) -> str:
 
 def nap(seconds: float) -> float:
     time.sleep(seconds)
+    return seconds
+
+
+def nap_holding_the_gil(directory_and_seconds: tuple[str, int]) -> int:
+    """Say so with a file named by this process's pid in the directory, then sleep as a
+    numba search works: no other thread of the process runs meanwhile."""
+    directory, seconds = directory_and_seconds
+    open(os.path.join(directory, str(os.getpid())), "w").close()
+    ctypes.PyDLL(None).sleep(seconds)  # libc's sleep, called with the GIL held
     return seconds
 
 

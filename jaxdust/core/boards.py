@@ -173,11 +173,13 @@ def parse_size(text: str, rules: str = "dust") -> game.GameConfig:
     """``"8x6x5"`` (width x height x colours, under ``rules``) or ``"former:6x6x4"`` (the
     rules named first) -> ``GameConfig`` (``GameConfig.size_spec`` writes it); ValueError
     naming the problem."""
-    named, _, size = text.rpartition(":")
-    if named:
+    named, colon, size = text.rpartition(":")
+    if colon:
         rules = named.strip().lower()
         if rules not in game.RULES:
             raise ValueError(f"size {text!r}: unknown rules {named!r}; known: {', '.join(game.RULES)}")
+        if not size.strip():
+            raise ValueError(f"size {text!r}: no WxHxC after {named.strip()!r}:")
     try:
         width, height, colors = (int(v) for v in size.lower().split("x"))
     except ValueError:

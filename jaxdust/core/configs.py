@@ -144,8 +144,8 @@ def add_board_flags(parser: argparse.ArgumentParser, size_help: str, env_help: s
     ``--env ID`` (a registered environment's rules and size), not both: into ``dest`` when
     given, else into ``size`` and ``env`` apart."""
     board = parser.add_mutually_exclusive_group()
-    size_type = size_flag if size_rules == "dust" else functools.partial(size_flag, rules=size_rules)
-    board.add_argument("--size", dest=dest or "size", type=size_type, default=size_default, metavar="WxHxC",
+    board.add_argument("--size", dest=dest or "size", type=functools.partial(size_flag, rules=size_rules),
+                       default=size_default, metavar="WxHxC",
                        help=size_help)
     board.add_argument("--env", dest=dest or "env", type=env_flag, default=None, metavar="ID", help=env_help)
 

@@ -140,7 +140,8 @@ class GameConfig:
     @property
     def size_spec(self) -> str:
         """What ``--size`` takes for this game: ``"8x6x5"`` for the dust game,
-        ``"former:6x6x4"`` under other rules (``boards.parse_size`` reads it back)."""
+        ``"former:6x6x4"`` under other rules (``boards.parse_size`` reads it back, a plain
+        size as the dust game's: its default)."""
         return self.size_text if self.rules == "dust" else f"{self.rules}:{self.size_text}"
 
     @property

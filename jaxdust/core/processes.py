@@ -9,10 +9,10 @@ import ctypes
 import itertools
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
-import time
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator
 
@@ -60,8 +60,7 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         return  # while they start would leave printing tracebacks
     remaining = itertools.chain([first], remaining)
     executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                      initializer=_worker_setup,
-                                                      initargs=(os.getpid(), _on_main_thread()))
+                                                      initializer=_worker_setup, initargs=(os.getpid(),))
     finished = False
     try:
         # The workers start (seconds of imports) with Ctrl-C ignored from birth (an ignored
@@ -69,13 +68,16 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         # it, not each worker with a traceback. They are all started first, as the executor
         # does for forked workers; the items are then handed out with Ctrl-C live (a million
         # of them take tens of seconds).
-        with _sigint_handler(signal.SIG_IGN):
+        def start() -> list:
             launch = getattr(executor, "_launch_processes", None)  # noqa: SLF001
             if launch is not None:
                 launch()
-                futures = []
-            else:  # a Python without it: each of the first `jobs` items starts a worker
-                futures = [executor.submit(function, item) for item in itertools.islice(remaining, jobs)]
+                return []
+            # a Python without it: each of the first `jobs` items starts a worker
+            return [executor.submit(function, item) for item in itertools.islice(remaining, jobs)]
+
+        with _sigint_handler(signal.SIG_IGN):
+            futures = start() if _on_main_thread() else _on_launcher_thread(start)
         futures += [executor.submit(function, item) for item in remaining]
         for future in (futures if in_order else concurrent.futures.as_completed(futures)):
             yield future.result()
@@ -127,17 +129,12 @@ def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _worker_setup(parent: int, from_main_thread: bool) -> None:
+def _worker_setup(parent: int) -> None:
     """In each worker: Ctrl-C is the parent's to handle (it stops handing out work), not a
-    traceback from every worker; and a worker dies with its parent, so that a parent killed
-    outright (SIGKILL) leaves no idle workers behind. Linux's parent-death signal does it at
-    once, but it follows the *thread* that started the worker: for a pool started off the
-    main thread (which may end while the pool works on) a watch of the parent's pid, once a
-    second, does it instead."""
+    traceback from every worker; and on Linux a worker dies with its parent, so that a
+    parent killed outright (SIGKILL) leaves no idle workers behind. (The parent-death
+    signal follows the *thread* that started the worker, hence ``_on_launcher_thread``.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if not from_main_thread:
-        threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True, name="parent-watch").start()
-        return
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -147,7 +144,39 @@ def _worker_setup(parent: int, from_main_thread: bool) -> None:
             os._exit(1)
 
 
-def _exit_when_orphaned(parent: int, period: float = 1.0) -> None:
-    while os.getppid() == parent:
-        time.sleep(period)
-    os._exit(1)
+_launcher: queue.SimpleQueue | None = None
+_launcher_lock = threading.Lock()
+
+
+def _on_launcher_thread(function: Callable):
+    """``function()``, run on one daemon thread that lives as long as the process. Workers
+    started off the main thread are started there: the parent-death signal follows the
+    thread that started a worker, and the caller's thread may end while the pool works on
+    (a watch of the parent's pid in each worker would not do: a numba search holds the GIL
+    for hours)."""
+    global _launcher
+    with _launcher_lock:
+        if _launcher is None:
+            _launcher = queue.SimpleQueue()
+            threading.Thread(target=_serve, args=(_launcher,), daemon=True, name="jaxdust-pool-launcher").start()
+    done = concurrent.futures.Future()
+    _launcher.put((function, done))
+    return done.result()
+
+
+def _serve(requests: queue.SimpleQueue) -> None:
+    while True:
+        function, done = requests.get()
+        try:
+            done.set_result(function())
+        except BaseException as error:  # noqa: BLE001  (handed to the caller, which raises it)
+            done.set_exception(error)
+
+
+def _forget_launcher() -> None:  # a forked child has no launcher thread, and the lock may have been held
+    global _launcher, _launcher_lock
+    _launcher, _launcher_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_launcher)

@@ -223,6 +223,9 @@ def main(argv=None) -> dict:
     except ValueError as error:
         flags.fail(parser, str(error))
     by_points = rules not in game.CLICK_RULES
+    if by_points and best is not None:
+        print(f"note: the lengths in {args.boards} are not compared with: {rules} games are measured in "
+              f"{game.rules_of(rules).objective.replace('_', ' ')}", file=sys.stderr)
     if by_points and (args.reference is not None or args.max_clicks is not None):
         flags.fail(parser, f"--{'reference' if args.reference is not None else 'max-clicks'}: only under the "
                            f"fewest-clicks rules; {rules} games are played to their end and measured as they are")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 
 import jax
@@ -147,8 +148,9 @@ def main(argv=None) -> dict:
         flags.fail(learner_parser, str(error))
     if summary and jax.process_index() == 0:  # one summary for a run over several processes
         print(json.dumps(summary, indent=2))
+        agents = shlex.quote(f"policy:{args.run_dir},value:{args.run_dir}")
         print(f"the run is in {args.run_dir}; play it with python evaluate.py{_evaluation_boards_flags(config.game)} "
-              f"--agents policy:{args.run_dir},value:{args.run_dir}", file=sys.stderr)
+              f"--agents {agents}", file=sys.stderr)
     return summary
 
 

@@ -242,9 +242,9 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
     settings = configs.to_json(config)
     if os.path.exists(manifest_path):
         manifest = _manifest(directory)
-        made = settings_as_written(manifest["config"])
-        if made != settings:
-            raise OtherSettings(directory, configs.differences(made, settings))
+        made = _bearing(settings_as_written(manifest["config"]))
+        if made != _bearing(settings):
+            raise OtherSettings(directory, configs.differences(made, _bearing(settings)))
     elif os.path.exists(journal_path):
         raise ValueError(f"{directory} holds a journal.jsonl but no manifest.json, so the settings its boards were "
                          "labelled with are unknown: remove the folder, or use another")
@@ -335,6 +335,13 @@ def settings_as_written(settings: dict) -> dict:
         return settings
 
 
+def _bearing(settings: dict) -> dict:
+    """Settings (``configs.to_json`` of a config) without the search limit of the labeller
+    not used, which does not bear on the set (and which the data-set command cannot give)."""
+    unused = "beam_width" if settings.get("labeller") == "exact" else "node_limit"
+    return {name: value for name, value in settings.items() if name != unused}
+
+
 def dataset_config(directory: str) -> DatasetConfig:
     """The settings a data set was made with (its board size and rules among them);
     ValueError when ``directory`` holds none."""
@@ -346,6 +353,8 @@ def _config_of(directory: str, manifest: dict) -> DatasetConfig:
         return configs.from_json(DatasetConfig, manifest["config"])
     except (TypeError, KeyError) as error:
         raise ValueError(f"{directory}/manifest.json does not match this version of jaxdust ({error})") from None
+    except ValueError as error:  # settings this version refuses (other rules, a range)
+        raise ValueError(f"{directory}/manifest.json holds settings this version refuses: {error}") from None
 
 
 def shards_done(directory: str, manifest: dict | None = None) -> tuple[int, int]:
@@ -358,9 +367,19 @@ def shards_done(directory: str, manifest: dict | None = None) -> tuple[int, int]
 def dataset_command(directory: str, config: DatasetConfig) -> str:
     """The command that makes ``config``'s data set in ``directory``, or goes on with it."""
     search = f"--node-limit {config.node_limit}" if config.labeller == "exact" else f"--beam-width {config.beam_width}"
-    return (f"python -m jaxdust.learn.datasets --out {shlex.quote(directory)} --boards {config.boards} "
+    out = shlex.quote(directory)
+    out = f"--out={out}" if directory.startswith("-") else f"--out {out}"  # else read as a flag
+    return (f"python -m jaxdust.learn.datasets {out} --boards {config.boards} "
             f"--size {config.game.size_spec} --seed {config.seed} --labeller {config.labeller} {search} "
             f"--shard-size {config.shard_size}")
+
+
+def is_finished(directory: str) -> bool:
+    """Whether ``directory`` holds a data set with all its shards written."""
+    if not os.path.isfile(os.path.join(directory, "manifest.json")):
+        return False
+    done, total = shards_done(directory)
+    return done == total
 
 
 def require_finished(directory: str, manifest: dict | None = None) -> None:
@@ -399,9 +418,10 @@ def load_dataset(directory: str, finished: bool = False) -> Dataset:
 def _flag_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
     """How a data set's settings differ from those asked for, each named by the flag that
     sets it (``--boards 5, not 40; --size former:6x6x4, not 8x6x5``)."""
-    parts = [f"--{name.replace('_', '-')} {rest}" for name, _, rest in (
-        part.partition(" ") for part in configs.differences(
-            configs.to_json(dataclasses.replace(made, game=asked.game)), configs.to_json(asked)).split("; ") if part)]
+    bearing = _bearing(configs.to_json(made))
+    parts = [f"--{field.name.replace('_', '-')} {getattr(made, field.name)}, not {getattr(asked, field.name)}"
+             for field in dataclasses.fields(DatasetConfig) if field.name in bearing and field.name != "game"
+             and getattr(made, field.name) != getattr(asked, field.name)]
     if made.game != asked.game:
         parts.append(f"--size {made.game.size_spec}, not {asked.game.size_spec}")
     return "; ".join(parts)
@@ -439,7 +459,10 @@ def main(argv=None) -> int:
         config = configs.from_flags(args, dataclasses.replace(defaults, game=args.size or defaults.game))
         make_dataset(args.out, config, jobs=args.jobs)
     except OtherSettings as error:
-        made = dataset_config(error.directory)
+        try:
+            made = dataset_config(error.directory)
+        except ValueError as unreadable:  # settings this version cannot take: no command goes on with them
+            flags.fail(parser, f"{unreadable}; give another --out")
         flags.fail(parser, f"{error.directory} holds a data set made with other settings "
                            f"({_flag_differences(made, config)}): go on with it by {dataset_command(args.out, made)}, "
                            "or give another --out")

@@ -16,7 +16,7 @@ from jaxdust.core import configs, flags, machine
 from jaxdust.core.processes import WorkerDied
 from jaxdust.learn import agents, avi, dqn, imitation, networks
 from jaxdust.learn.datasets import (DatasetConfig, OtherSettings, dataset_config, load_dataset, make_dataset,
-                                   require_finished, shards_done)
+                                   is_finished, require_finished)
 
 
 class Trainer(NamedTuple):
@@ -217,8 +217,7 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
     data_dir = args.data or os.path.join(args.run_dir, "data")
     if not args.data:
         data_config = _run_data_config(config, args)
-        done, total = shards_done(data_dir) if os.path.isfile(os.path.join(data_dir, "manifest.json")) else (0, 1)
-        if done < total:  # a resumed run's set is usually made already (make_dataset still checks its settings)
+        if not is_finished(data_dir):  # a resumed run's is made already (make_dataset still checks its settings)
             print(f"making {args.data_boards} beam-labelled boards in {data_dir}", file=sys.stderr)
         try:
             make_dataset(data_dir, data_config, jobs=machine.cpu_cores())

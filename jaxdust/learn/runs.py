@@ -11,6 +11,7 @@ exactly as an uninterrupted run with the same seed would.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -513,8 +514,17 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
         began = "; it never finished a step, so without --resume these settings start there anew" if \
             never_began(directory) else ""
         raise RunError(f"{directory} holds a run of {saved_learner.name} with other settings "
-                       f"({configs.differences(configs.to_json(saved_config), configs.to_json(config))}): "
+                       f"({_setting_differences(saved_config, config)}): "
                        f"resume it with the same ones or use another --run-dir{began}")
+
+
+def _setting_differences(saved, asked) -> str:
+    """How a run's settings differ from those asked for: its board as the ``--size`` that
+    gives it (``--size former:6x5x4, not 6x5x4``), the rest by field."""
+    parts = [configs.differences(configs.to_json(dataclasses.replace(saved, game=asked.game)), configs.to_json(asked))]
+    if saved.game != asked.game:
+        parts.append(f"--size {saved.game.size_spec}, not {asked.game.size_spec}")
+    return "; ".join(part for part in parts if part)
 
 
 def _require_files(directory: str) -> None:
