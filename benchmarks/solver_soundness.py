@@ -36,17 +36,16 @@ BOARDS = {"default": 3000, "large": 200}  # boards of at most 25 cells / of more
 
 
 def sizes(text: str) -> list[GameConfig]:
-    """``RULES:WxHxC`` items, comma-separated (``dust:6x4x4,former:6x6x5``)."""
+    """``[RULES:]WxHxC`` items as ``--size`` takes them, comma-separated (``6x4x4,former:6x6x5``)."""
     chosen = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
-        rules, _, size = part.partition(":")
-        if rules not in CLICK_RULES:
-            raise argparse.ArgumentTypeError(
-                f"must be RULES:WxHxC items with RULES one of {', '.join(CLICK_RULES)}, got {part!r}")
         try:
-            config = dataclasses.replace(parse_size(size), rules=rules)
+            config = parse_size(part)
         except ValueError as error:
             raise argparse.ArgumentTypeError(f"{part}: {error}") from None
+        if config.rules not in CLICK_RULES:
+            raise argparse.ArgumentTypeError(f"{part}: the solver plays the {', '.join(CLICK_RULES)} rules, "
+                                             f"not {config.rules!r}")
         if config.num_cells > MAX_CELLS or config.height < 2 or config.colors < 2:
             raise argparse.ArgumentTypeError(
                 f"{part}: needs 2..{MAX_CELLS} cells of at least 2 per side and at least 2 colours")

@@ -65,6 +65,8 @@ def test_a_position_missing_some_children_gets_no_backup_only_its_cap():
     target, capped, complete = avi.value_targets(full.values, full.labels, cap)
     assert np.asarray(complete).all() and list(np.asarray(target)) == [*reference[:2], min(reference[2], 7.0)]
     assert list(np.asarray(capped)) == [False, False, 7.0 < reference[2]] and 7.0 < reference[2]
+    _, tied, _ = avi.value_targets(full.values, full.labels, jnp.array([jnp.inf, reference[1], 7.0]))
+    assert not bool(tied[1])  # a cap equal to the backup is not below it
     first = int(np.isfinite(np.asarray(full.values[0])).sum())
     part = expand(boards, slots=first + 2, value_fn=occupied_cells)  # board 1 keeps 2 children, board 2 none
     target, capped, complete = avi.value_targets(part.values, part.labels, cap)

@@ -24,6 +24,7 @@ from jaxdust.learn import cli as train_cli
 from jaxdust.learn import avi, datasets, dqn, imitation
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.search import mcts
+from jaxdust.search.points import points_beam_solutions
 from jaxdust.search.beam import lookahead_heuristic
 from jaxdust.solver import cli as solver_cli
 from jaxdust.solver import upper_bound
@@ -317,6 +318,51 @@ def test_ctrl_c_during_a_compile_on_another_thread_still_ends_with_status_130():
     assert ended.returncode == 130 and ended.stderr == "\ninterrupted: nothing is kept\n", ended.stderr[-2000:]
 
 
+def test_ctrl_c_keeps_what_was_printed_and_no_semaphore_is_reported_leaked():
+    """The process ends without the interpreter's shutdown: what a command printed to a
+    pipe is flushed first, and multiprocessing's semaphores are unlinked (no resource_tracker
+    warning after the one line)."""
+    import subprocess
+    import sys
+
+    script = ("import multiprocessing\nfrom jaxdust.core import flags\n"
+              "lock = multiprocessing.get_context('spawn').Lock()  # a named semaphore, as a pool's\n"
+              "def main():\n    print('a partial table')\n    raise KeyboardInterrupt\n"
+              "flags.run_command(main, 'nothing is kept')\n")
+    buffered = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=buffered)
+    assert (ended.returncode, ended.stdout, ended.stderr) == (130, "a partial table\n",
+                                                              "\ninterrupted: nothing is kept\n")
+
+
+def test_ctrl_c_just_after_a_pool_finished_leaves_no_worker_traceback(tmp_path):
+    """Two quick items end before the second worker has started: Ctrl-C then (which unlinks
+    the pool's semaphores on its way out) left that worker printing a FileNotFoundError
+    traceback after the command's one line, in about 5 runs of 6. The pipes stay open until
+    every worker has gone, so its traceback would be read here."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "command.py"  # a script's workers import it again: they start slower
+    script.write_text("from jaxdust.core import flags\nfrom jaxdust.core.processes import ordered_map\n"
+                      "def main():\n    list(ordered_map(abs, [-1, -2], 2))\n    raise KeyboardInterrupt\n"
+                      "if __name__ == '__main__':\n    flags.run_command(main, 'nothing is kept')\n")
+    for _ in range(3):
+        ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+        assert (ended.returncode, ended.stderr) == (130, "\ninterrupted: nothing is kept\n"), ended.stderr[-2000:]
+
+
+def test_ctrl_c_in_an_interactive_session_raises_system_exit():
+    """IPython, a notebook's kernel, ``python -i`` must go on after Ctrl-C in a command."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nsys.ps1 = '>>> '\nfrom jaxdust.core import flags\n"
+              "try:\n    flags.exit_at_once(130)\nexcept SystemExit as stop:\n    print('still here', stop.code)\n")
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (ended.returncode, ended.stdout) == (0, "still here 130\n"), ended.stderr[-2000:]
+
+
 @pytest.mark.parametrize("command", [train_cli.run, evaluate.run, leaderboard.run, solver_cli.run])
 def test_ctrl_c_ends_a_command_with_one_line_and_status_130(command, monkeypatch, capsys):
     def interrupted(argv=None):
@@ -550,6 +596,7 @@ API_CASES = [
     (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 0), "width must be a positive integer"),
     (lambda: jaxdust.points_beam(jnp.ones((1, 1, 4, 3), jnp.int8)), r"takes boards \[B, W, H\] or one board"),
     (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 4, chunk=0), "chunk must be a positive integer"),
+    (lambda: points_beam_solutions(np.ones((1, 4, 3), np.int8), 0), "width must be a positive integer"),
     (lambda: jaxdust.points_beam([[[1, 1], [2, 2]], [[1, 1, 1], [2, 2, 2]]]), "lists are not a rectangular array"),
     (lambda: jaxdust.play_boards([[[1, 1], [2]]], baselines.largest_cluster, jax.random.key(0), 4),
      "lists are not a rectangular array"),

@@ -549,7 +549,7 @@ def test_a_revision_compared_with_itself_gets_a_worktree_each(monkeypatch):
      "--dqn-flags train on 6x4x4 boards under the dust rules; this benchmark plays 8x6x5 dust boards"),
     ("equal_time", ["--variants", "mlp,huge"], "--variants: unknown variants huge; known: mlp"),
     ("compare_solvers", ["no-such-revision", "WORKTREE"], "argument old: 'no-such-revision' is not a commit"),
-    ("solver_soundness", ["--sizes", "samegame:5x5x3"], "--sizes: must be RULES:WxHxC items with RULES one of"),
+    ("solver_soundness", ["--sizes", "samegame:5x5x3"], "--sizes: samegame:5x5x3: the solver plays the dust, former rules"),
     ("solver_soundness", ["--sizes", "dust:9x9x4"], "--sizes: dust:9x9x4: needs 2..64 cells"),
     ("ranking", ["--runs", "{former run}"], "--runs: {former run} was trained on 7x9x4 boards under the former rules"),
     ("ranking", ["--runs", "{former run},{former run}/"], "--runs: a run given twice"),
@@ -703,3 +703,13 @@ def test_solver_soundness_finds_no_fault_and_reports_one_planted(tmp_path, monke
     faults = json.loads(out.read_text())["sizes"][0]["faults"]
     assert [f["solver"] - f["plain"] for f in faults] == [1, 1, 1]
     assert capsys.readouterr().out.count("FAULT dust board") == 3
+
+
+def test_the_learners_benchmark_checks_every_learners_size_before_training_any(tmp_path, monkeypatch, capsys):
+    learners_benchmark = _benchmark("learners", monkeypatch)
+    monkeypatch.setattr(learners_benchmark.cli, "main",
+                        lambda argv: pytest.fail(f"{argv[0]} trained before dqn's size was checked"))
+    with pytest.raises(SystemExit) as exit_info:
+        learners_benchmark.main(["--learners", "avi,dqn", "--runs-dir", str(tmp_path), "--boards", "2",
+                                 "--dqn-flags", "--size 6x4x4", "--out", str(tmp_path / "learners.json")])
+    assert exit_info.value.code == 2 and "--dqn-flags train on 6x4x4 boards" in capsys.readouterr().err

@@ -246,6 +246,12 @@ def test_a_board_file_without_a_header_is_read_at_the_size_env_names(tmp_path, c
     with pytest.raises(SystemExit):
         evaluate.main(["--boards", str(path), "--env", "Dust-6x6x5-v0", "--agents", "largest", "--out", str(tmp_path / "c")])
     assert "--env plays 6x6 boards; " in capsys.readouterr().err
+    # a board that is not square: --env's width and height, in that order
+    board = jaxdust.random_board(jax.random.key(3), jaxdust.GameConfig(8, 4, 5))
+    path.write_text(jaxdust.board_to_text(board) + "\n")
+    report = evaluate.main(["--boards", str(path), "--env", "Dust-8x4x5-v0", "--agents", "largest",
+                            "--out", str(tmp_path / "d")])
+    assert report["agents"]["largest"]["boards"] == 1
 
 
 def test_a_board_file_is_played_under_the_rules_its_header_declares(tmp_path, boards_dir, capsys):

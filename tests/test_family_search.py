@@ -23,7 +23,7 @@ from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search import heuristic
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_scorer
 from jaxdust.solver import bitboard, ida, points, upper_bound
-from jaxdust.evaluation import cli as evaluate, leaderboard
+from jaxdust.evaluation import cli as evaluate, leaderboard, registry
 from jaxdust.learn.cli import main as train_main
 from jaxdust.solver.cli import main as solve_main
 
@@ -356,13 +356,15 @@ FORMER_RUNS = {  # a few seconds of training each: the rules reach every learner
 
 @pytest.mark.slow
 @pytest.mark.parametrize("learner", list(FORMER_RUNS))
-def test_train_and_evaluate_a_former_run(learner, tmp_path):
+def test_train_and_evaluate_a_former_run(learner, tmp_path, capsys):
     """Every learner trains under the former rules (avi with the MCTS teacher, which plans
     with them) and its agents play former boards: lines the solver's never beat."""
     run = tmp_path / "run"
     summary = train_main([learner, "--env", "Former-7x9x4-v0", "--run-dir", str(run), *FORMER_RUNS[learner]])
     assert json.load(open(run / "config.json"))["config"]["game"]["rules"] == "former"
     assert summary["greedy_clicks"] > 0
+    hint = f"play it with python evaluate.py --env Former-7x9x4-v0 --agents policy:{run},value:{run}"
+    assert hint in capsys.readouterr().err
     entries = [entry for entry, _ in leaderboard.learner_entries(learner, str(run), "former")]
     assert (f"mcts:{run}:64" in entries) == (learner != "dqn")  # the leaderboard searches where it has a policy
     newest = [entry for entry, _ in leaderboard.learner_entries(learner, f"{run}@newest", "former")]
@@ -477,6 +479,14 @@ def test_points_beam_in_batches_equals_one_search_of_every_board():
     assert all(np.array_equal(a, b) for a, b in zip(batched, whole))
     with pytest.raises(ValueError, match="batch must be a positive integer"):
         points_beam_solutions(boards, 4, "samegame", batch=0)
+    # the rules reach every batch: clickomania's lines are its own search's, not SameGame's
+    clickomania = points_beam_solutions(boards, 4, "clickomania", batch=3)
+    whole = jaxdust.points_beam(jnp.asarray(boards), width=4, rules="clickomania")
+    assert all(np.array_equal(a, b) for a, b in zip(clickomania, whole))
+    seen = []  # evaluate.py's agent counts the boards as they are searched
+    registry.run_agent("beam:4", jnp.asarray(boards), key=jax.random.key(0), max_clicks=30, rules="samegame",
+                       progress=seen.append)
+    assert sum(seen) == len(boards)
 
 
 @pytest.mark.parametrize("rules", ["samegame", "clickomania"])

@@ -172,6 +172,7 @@ def test_configs_take_numpy_scalars_as_python_numbers():
         assert other.size_spec == ("6x7x4" if rules == "dust" else f"{rules}:6x7x4")
     assert parse_size("Former:6x7x4", "samegame") == game.GameConfig(6, 7, 4, "former")  # named rules win
     assert size.takes_boards_of(game.GameConfig(6, 7, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 9))
+    assert size.takes_boards_of(size)  # a run plays boards of its own size and colours
     assert not size.takes_boards_of(game.GameConfig(7, 6, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 5, "former"))
     config = AVIConfig(game=size, beam_width=np.int64(4), learning_rate=np.float32(0.5))
     assert type(config.beam_width) is int and type(config.learning_rate) is float

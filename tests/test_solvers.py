@@ -1001,6 +1001,13 @@ def test_children_a_scorer_cannot_rank_are_ranked_last_not_lost(boards_dir):
             beam.beam_solutions(boards, 4, **kwargs)
     with pytest.raises(ValueError, match="no boards"):
         beam.beam_solutions(boards[:0], 4)
+    # the rescorer reaches every batch (benchmarks/beam.py's lookahead rows)
+    lengths, actions = beam.beam_solutions(boards, 4, rescorer=beam.lookahead_heuristic, batch=3)
+    whole = beam.beam_search(boards, width=4, rescorer=beam.lookahead_heuristic)
+    assert np.array_equal(lengths, whole.length) and np.array_equal(actions, whole.actions)
+    sizes = []  # two boards are searched as a batch of two, not padded to default_batch's
+    beam.in_batches(lambda part: (sizes.append(part.shape[0]), part)[1], boards[:2], 4, None, None, "a test")
+    assert sizes == [2]
 
 
 def test_a_table_serves_one_board_size_and_rule_set():

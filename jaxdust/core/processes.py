@@ -90,7 +90,10 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
                          "`if __name__ == \"__main__\":`: each worker imports the script again)") from None
     finally:  # the caller stopped early or failed (Ctrl-C): start no more items
         workers = list((executor._processes or {}).values())  # noqa: SLF001  (the pool names them nowhere else)
-        executor.shutdown(wait=False, cancel_futures=True)
+        # Done, the workers are let end: one still starting (few, quick items) would else go
+        # on starting after the program, and a Ctrl-C then, which unlinks the pool's
+        # semaphores on its way out, would leave it printing a traceback.
+        executor.shutdown(wait=finished, cancel_futures=True)
         if not finished:  # nor finish those under way: Python's exit would wait for them (a proof: hours)
             for worker in workers:
                 worker.terminate()
