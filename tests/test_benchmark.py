@@ -343,6 +343,25 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
     assert (again["seed"], again["jaxdust"]) == (0, jaxdust.__version__)
 
 
+def test_leaderboard_ranks_random_boards_of_any_size_and_rules(tmp_path, monkeypatch, capsys):
+    """--size RULES:WxHxC: random boards of a size no id registers, under those rules (the
+    solver's proven lines lead), in files apart from the --set of the same name."""
+    monkeypatch.chdir(tmp_path)
+    report = leaderboard.main(["--size", "former:5x4x3", "--boards", "3", "--entries", "largest,solver:5",
+                               "--jobs", "1"])
+    assert (report["env"], report["measure"]) == ("former:5x4x3", "clicks")
+    assert [r["agent"] for r in report["rows"]][0] == "solver:5"
+    boards = jax.vmap(lambda k: jaxdust.random_board(k, jaxdust.GameConfig(5, 4, 3, "former")))(
+        jax.random.split(jax.random.key(0), 3))
+    optima = [jaxdust.solve(board, rules="former").length for board in np.asarray(boards)]
+    assert report["rows"][0]["mean"] == pytest.approx(np.mean(optima))
+    assert (tmp_path / "results" / "leaderboard-size-former-5x4x3.json").exists()
+    assert (tmp_path / "results" / "leaderboard" / "size-former-5x4x3-3-seed0").is_dir()
+    with pytest.raises(SystemExit):
+        leaderboard.main(["--size", "former:5x4x3", "--limit", "2"])
+    assert "--limit: only with --set" in capsys.readouterr().err
+
+
 def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path, capsys):
     """A row measured on a run keeps the run's fingerprint (its config and checkpoints'
     checksums): the same run directory trained again, or further, no longer matches."""

@@ -19,10 +19,12 @@ Prints the table in markdown and writes ``results/leaderboard-<set>.json``.
 ``--env ID`` ranks agents on a registered environment's rules and size instead, on
 ``--boards`` seeded random boards (100 by default): SameGame by mean points, Clickomania by
 mean cells left, Former (and the dust ids) by mean clicks. Rows are kept and resumed the
-same way; the report is ``results/leaderboard-<ID>.json``:
+same way; the report is ``results/leaderboard-<ID>.json``. ``--size RULES:WxHxC`` does the
+same at a size no id registers (``results/leaderboard-size-former-6x6x4.json``):
 
     jaxdust-leaderboard --env SameGame-15x15x5-v0 --entries largest,beam:16,cpu-beam:256,nmcs:1
     jaxdust-leaderboard --env Former-7x9x4-v0 --runs avi=runs/avi-former
+    jaxdust-leaderboard --size former:6x6x4 --entries largest,beam:64,solver:5
 """
 
 from __future__ import annotations
@@ -102,6 +104,9 @@ def main(argv=None) -> dict:
                         help="fewest-clicks board set (default 8x6x5: 1000 boards with proven optima)")
     target.add_argument("--env", type=_env_id, default=None, metavar="ID",
                         help="rank on a registered environment's rules and size (random boards)")
+    target.add_argument("--size", type=configs.size_flag, default=None, metavar="WxHxC",
+                        help="rank on random boards of this size: RULES:WxHxC (former:6x6x4), or WxHxC for the "
+                             "dust game's")
     parser.add_argument("--boards", type=flags.positive_int, default=None,
                         help="with --env: random boards played (default 100)")
     parser.add_argument("--entries", default=None,
@@ -120,20 +125,24 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=flags.output_file, default=None,
                         help="JSON report (default results/leaderboard-<set>.json)")
     args = parser.parse_args(argv)
-    if args.env is None and args.boards is not None:
-        parser.error("--boards: only with --env (random boards); --limit takes the set's first N boards")
-    if args.env is not None and args.limit is not None:
-        parser.error("--limit: only with --set; --boards sets how many random boards --env plays")
+    # Random boards of a registered id's, or of --size's, rules and size: named by the id or
+    # the size in rows and files; else the --set.
+    config = configs.env_flag(args.env) if args.env is not None else args.size
+    target = args.env or (args.size.size_spec if args.size is not None else None)
+    if config is None and args.boards is not None:
+        parser.error("--boards: only with --env or --size (random boards); --limit takes the set's first N boards")
+    if config is not None and args.limit is not None:
+        parser.error("--limit: only with --set; --boards sets how many random boards --env or --size plays")
     if args.solver_log == "-":  # read as a missing file: no boards
         parser.error("--solver-log: a file (standard input is not read here)")
-    if args.env is not None and args.solver_log is not None:
-        parser.error("--solver-log: only with --set (the log of the set's own boards); --env plays random boards")
+    if config is not None and args.solver_log is not None:
+        parser.error("--solver-log: only with --set (the log of the set's own boards); --env and --size play "
+                     "random boards")
     args.boards = args.boards or 100
-    config = configs.env_flag(args.env) if args.env is not None else None
     rules = "dust" if config is None else config.rules
     measure = game.rules_of(rules).objective  # "clicks", "points" or "cells_left", as run_agent names them
     if args.entries is None:
-        args.entries = DEFAULT_ENTRIES if args.env is None else FAMILY_ENTRIES[measure]
+        args.entries = DEFAULT_ENTRIES if config is None else FAMILY_ENTRIES[measure]
         if config is not None:  # the defaults that fit the id's boards (the numba beam's bitboards hold 64 cells)
             args.entries = ",".join(entry for entry in args.entries.split(",") if _fits(entry, config))
 
@@ -166,10 +175,10 @@ def main(argv=None) -> dict:
     elif not args.solver_log:
         parser.error("nothing to rank: --entries '' needs --runs or --solver-log")
     # The labels describe the dust game's agents; on another rule set an entry is its own name.
-    entries = [(name, describe(name) if args.env is None else name) for name in names] + runs
+    entries = [(name, describe(name) if config is None else name) for name in names] + runs
     sources = run_sources([entry for entry, _ in entries])
-    if args.env is not None:
-        return family_leaderboard(parser, args, entries, measure, sources)
+    if config is not None:
+        return family_leaderboard(parser, args, target, config, entries, measure, sources)
     solver = None
     if args.solver_log:  # checked before any agent plays
         try:
@@ -303,14 +312,17 @@ def _fits(entry: str, config) -> bool:
     return True
 
 
-def family_leaderboard(parser, args, entries: list[tuple[str, str]], measure: str, sources: dict[str, str]) -> dict:
-    """``--env``: every entry on ``args.boards`` random boards of the environment (seed
-    ``args.seed``), best first by ``measure``; rows kept beside the report, as ``main`` keeps them."""
-    env_id, config = args.env, configs.env_flag(args.env)
+def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entries: list[tuple[str, str]],
+                       measure: str, sources: dict[str, str]) -> dict:
+    """``--env`` or ``--size``: every entry on ``args.boards`` random boards of ``config``
+    (seed ``args.seed``), best first by ``measure``; rows kept beside the report, as ``main``
+    keeps them. ``env_id``: the id, or the size as ``--size`` writes it."""
     keys = jax.random.split(jax.random.key(args.seed), args.boards)
     boards = jax.vmap(lambda k: game.random_board(k, config))(keys)
-    out = args.out or os.path.join("results", f"leaderboard-{env_id}.json")
-    cache = os.path.join(_rows_dir(out), f"{env_id}-{args.boards}-seed{args.seed}")
+    # A size's files apart from the --set of its name (leaderboard-8x6x5.json) and from ids.
+    stem = env_id if args.env is not None else f"size-{env_id.replace(':', '-')}"
+    out = args.out or os.path.join("results", f"leaderboard-{stem}.json")
+    cache = os.path.join(_rows_dir(out), f"{stem}-{args.boards}-seed{args.seed}")
 
     def measure_row(entry: str, label: str) -> FamilyRow:
         start = time.perf_counter()
