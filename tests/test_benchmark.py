@@ -349,7 +349,7 @@ def test_leaderboard_ranks_random_boards_of_any_size_and_rules(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     report = leaderboard.main(["--size", "former:5x4x3", "--boards", "3", "--entries", "largest,solver:5",
                                "--jobs", "1"])
-    assert (report["env"], report["measure"]) == ("former:5x4x3", "clicks")
+    assert (report["env"], report["size"], report["measure"]) == ("former:5x4x3", "former:5x4x3", "clicks")
     assert [r["agent"] for r in report["rows"]][0] == "solver:5"
     boards = jax.vmap(lambda k: jaxdust.random_board(k, jaxdust.GameConfig(5, 4, 3, "former")))(
         jax.random.split(jax.random.key(0), 3))

@@ -251,7 +251,8 @@ def test_a_board_file_without_a_header_is_read_at_the_size_env_names(tmp_path, c
     path.write_text(jaxdust.board_to_text(board) + "\n")
     report = evaluate.main(["--boards", str(path), "--env", "Dust-8x4x5-v0", "--agents", "largest",
                             "--out", str(tmp_path / "d")])
-    assert report["agents"]["largest"]["boards"] == 1
+    largest = registry.run_agent("largest", board[None], key=jax.random.key(0), max_clicks=32)["clicks"]
+    assert report["agents"]["largest"]["boards"] == 1 and report["agents"]["largest"]["mean"] == largest[0]
 
 
 def test_a_board_file_is_played_under_the_rules_its_header_declares(tmp_path, boards_dir, capsys):

@@ -1,5 +1,6 @@
 """Bitboard rules, the exact solver, the original-post DFS and the JAX beam search."""
 
+import concurrent.futures
 import itertools
 import json
 import os
@@ -834,6 +835,27 @@ def test_a_time_limit_holds_back_the_widened_beam_that_would_not_fit_in_it(board
     for board in boards:
         solve(board, time_limit=90.0, node_limit=2_000_000)  # 10 x 10 s would not fit
     assert len(widths) == len(boards)
+
+
+def test_a_finished_pool_leaves_no_process_behind_and_starts_no_more_than_its_items():
+    """Quick items end before every worker has started: a pool that finished waits for them
+    to end (one still starting after the program, which a Ctrl-C then left printing a
+    traceback), and starts no worker beyond one an item."""
+    import multiprocessing
+
+    assert list(ordered_map(abs, [-1, -2], 4)) == [1, 2]
+    assert multiprocessing.active_children() == []
+    started = []
+    original = concurrent.futures.ProcessPoolExecutor.__init__
+
+    def counted(self, max_workers=None, *args, **kwargs):
+        started.append(max_workers)
+        original(self, max_workers, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(concurrent.futures.ProcessPoolExecutor, "__init__", counted)
+        assert list(completed_map(abs, [-3], 8)) == [3]
+    assert started == [1] and multiprocessing.active_children() == []
 
 
 def test_a_pool_started_off_the_main_thread_outlives_that_thread():

@@ -59,6 +59,8 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
     if first is _NONE:  # nothing to do (a rerun of finished work): no workers, which an exit
         return  # while they start would leave printing tracebacks
     remaining = itertools.chain([first], remaining)
+    if hasattr(items, "__len__"):  # no worker to start (and wait for) beyond one an item
+        jobs = min(jobs, len(items))
     executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                                       initializer=_worker_setup, initargs=(os.getpid(),))
     finished = False
@@ -90,13 +92,19 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
                          "`if __name__ == \"__main__\":`: each worker imports the script again)") from None
     finally:  # the caller stopped early or failed (Ctrl-C): start no more items
         workers = list((executor._processes or {}).values())  # noqa: SLF001  (the pool names them nowhere else)
-        # Done, the workers are let end: one still starting (few, quick items) would else go
-        # on starting after the program, and a Ctrl-C then, which unlinks the pool's
-        # semaphores on its way out, would leave it printing a traceback.
-        executor.shutdown(wait=finished, cancel_futures=True)
-        if not finished:  # nor finish those under way: Python's exit would wait for them (a proof: hours)
-            for worker in workers:
-                worker.terminate()
+        # Done, the workers are let end: one still starting (quick items) would else go on
+        # starting after the program, and a Ctrl-C then, which unlinks the pool's semaphores
+        # on its way out, would leave it printing a traceback.
+        stopped = not finished
+        try:
+            executor.shutdown(wait=finished, cancel_futures=True)
+        except BaseException:  # Ctrl-C while they end: as if stopped early
+            stopped = True
+            raise
+        finally:
+            if stopped:  # nor finish those under way: Python's exit would wait for them (a proof: hours)
+                for worker in workers:
+                    worker.terminate()
 
 
 @contextlib.contextmanager

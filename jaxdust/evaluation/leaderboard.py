@@ -14,7 +14,7 @@ resumes (``--fresh`` measures again; so does another version of jaxdust, and a l
 once its run has trained again). The
 exact solver's row on the 1000-board set comes from the log of the run that made the set
 (``--solver-log``; re-solving all 1000 boards takes an hour on two cores).
-Prints the table in markdown and writes ``results/leaderboard-<set>.json``.
+Prints the table in markdown and writes ``results/leaderboard-<set>.json`` (or ``--out``).
 
 ``--env ID`` ranks agents on a registered environment's rules and size instead, on
 ``--boards`` seeded random boards (100 by default): SameGame by mean points, Clickomania by
@@ -99,19 +99,19 @@ def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.
 
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument("--set", default="8x6x5", choices=benchmark.SIZES,
+    boards_from = parser.add_mutually_exclusive_group()
+    boards_from.add_argument("--set", default="8x6x5", choices=benchmark.SIZES,
                         help="fewest-clicks board set (default 8x6x5: 1000 boards with proven optima)")
-    target.add_argument("--env", type=_env_id, default=None, metavar="ID",
+    boards_from.add_argument("--env", type=_env_id, default=None, metavar="ID",
                         help="rank on a registered environment's rules and size (random boards)")
-    target.add_argument("--size", type=configs.size_flag, default=None, metavar="WxHxC",
+    boards_from.add_argument("--size", type=configs.size_flag, default=None, metavar="WxHxC",
                         help="rank on random boards of this size: RULES:WxHxC (former:6x6x4), or WxHxC for the "
                              "dust game's")
     parser.add_argument("--boards", type=flags.positive_int, default=None,
-                        help="with --env: random boards played (default 100)")
+                        help="with --env or --size: random boards played (default 100)")
     parser.add_argument("--entries", default=None,
                         help=f"agents as evaluate.py names them ('' for none; default {DEFAULT_ENTRIES}, "
-                             f"with --env by objective: {FAMILY_ENTRIES}, less cpu-beam where the "
+                             f"with --env or --size by objective: {FAMILY_ENTRIES}, less cpu-beam where the "
                              "fewest-clicks boards exceed its 64 cells)")
     parser.add_argument("--runs", default="", help="LABEL=RUN_DIR,... learner runs (four or five rows each)")
     parser.add_argument("--solver-log", type=flags.input_file, default=None,
@@ -119,11 +119,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--limit", type=flags.positive_int, default=None,
                         help="with --set: the set's first N boards only")
     parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(), help="processes for CPU solvers")
-    parser.add_argument("--seed", type=flags.seed, default=0, help="seed of the agents' randomness and of --env's "
-                        "boards (default 0)")
+    parser.add_argument("--seed", type=flags.seed, default=0, help="seed of the agents' randomness and of the random "
+                        "boards of --env or --size (default 0)")
     parser.add_argument("--fresh", action="store_true", help="measure every row again")
     parser.add_argument("--out", type=flags.output_file, default=None,
-                        help="JSON report (default results/leaderboard-<set>.json)")
+                        help="JSON report (default results/leaderboard-<set>.json, -<ID>.json with --env, "
+                             "-size-<RULES>-<WxHxC>.json with --size)")
     args = parser.parse_args(argv)
     # Random boards of a registered id's, or of --size's, rules and size: named by the id or
     # the size in rows and files; else the --set.
@@ -343,8 +344,8 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
     for scored in rows:
         print(scored.markdown())
     _say_reused(reused, cache)
-    report = {"benchmark": "leaderboard", "env": env_id, "boards": args.boards, "seed": args.seed,
-              "measure": measure, "hardware": hardware, "jaxdust": __version__,
+    report = {"benchmark": "leaderboard", "env": env_id, "size": config.size_spec, "boards": args.boards,
+              "seed": args.seed, "measure": measure, "hardware": hardware, "jaxdust": __version__,
               "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused}
     files.atomic_write_json(out, report)
     print(f"wrote {out}")
