@@ -79,7 +79,8 @@ def check_size(config: GameConfig, boards: int, seed: int, table_bits: int = 20)
 
 def main(argv=None) -> int:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=sizes, default=DEFAULT_SIZES, help="WxHxC (the dust game) or RULES:WxHxC, comma-separated")
+    parser.add_argument("--sizes", type=sizes, default=DEFAULT_SIZES,
+                        help="WxHxC (the dust game) or RULES:WxHxC, comma-separated")
     parser.add_argument("--boards", type=flags.positive_int, default=None,
                         help=f"boards per size (default {BOARDS['default']} up to 25 cells, else {BOARDS['large']})")
     parser.add_argument("--seed", type=flags.non_negative_int, default=0, help="size i draws its boards with seed + i")

@@ -99,8 +99,8 @@ def load_board_set(args) -> LoadedBoards:
     if args.random:
         keys = jax.random.split(jax.random.key(args.seed), args.random)
         boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
-        return LoadedBoards(boards, None, False, f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})",
-                        args.size.rules)
+        described = f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})"
+        return LoadedBoards(boards, None, False, described, args.size.rules)
     lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
     declared = declared_rules(lines, args.boards)
     rules = declared if args.env is None else args.env.rules

@@ -101,12 +101,12 @@ def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     boards_from = parser.add_mutually_exclusive_group()
     boards_from.add_argument("--set", default="8x6x5", choices=benchmark.SIZES,
-                        help="fewest-clicks board set (default 8x6x5: 1000 boards with proven optima)")
+                             help="fewest-clicks board set (default 8x6x5: 1000 boards with proven optima)")
     boards_from.add_argument("--env", type=_env_id, default=None, metavar="ID",
-                        help="rank on a registered environment's rules and size (random boards)")
+                             help="rank on a registered environment's rules and size (random boards)")
     boards_from.add_argument("--size", type=configs.size_flag, default=None, metavar="WxHxC",
-                        help="rank on random boards of this size: RULES:WxHxC (former:6x6x4), or WxHxC for the "
-                             "dust game's")
+                             help="rank on random boards of this size: RULES:WxHxC (former:6x6x4), or WxHxC for "
+                                  "the dust game's")
     parser.add_argument("--boards", type=flags.positive_int, default=None,
                         help="with --env or --size: random boards played (default 100)")
     parser.add_argument("--entries", default=None,
@@ -183,7 +183,8 @@ def main(argv=None) -> dict:
     solver = None
     if args.solver_log:  # checked before any agent plays
         try:
-            solver = solver_row(benchmark.solver_log_records(args.solver_log, board_set.boards, board_set.rules), board_set)
+            records = benchmark.solver_log_records(args.solver_log, board_set.boards, board_set.rules)
+            solver = solver_row(records, board_set)
         except ValueError as error:
             parser.error(f"--solver-log: {error}")
 

@@ -106,7 +106,8 @@ def main(argv=None) -> int:
                              "file's rules=NAME header, as --board-file writes it, else dust)")
     parser.add_argument("--table-bits", type=flags.positive_int, default=MAX_TABLE_BITS,
                         help=f"the transposition table grows up to 2^N entries of 8 bytes per job, and the "
-                             f"half-game table to half as many (default {MAX_TABLE_BITS}: 384 MiB in all); proofs of billions of positions (7x9 former) gain from 28")
+                             f"half-game table to half as many (default {MAX_TABLE_BITS}: 384 MiB in all); proofs "
+                             "of billions of positions (7x9 former) gain from 28")
     parser.add_argument("--out", type=flags.output_file_or_stdout, default="-",
                         help="JSON lines output; an existing file is resumed")
     parser.add_argument("--retry-unproven", action="store_true",
