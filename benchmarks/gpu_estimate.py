@@ -127,9 +127,9 @@ def random_positions(count: int, size: game.GameConfig, seed: int, clicks: int =
         def click(i, carry):
             board, key = carry
             key, action_key = jax.random.split(key)
-            action = game.random_legal_action(action_key, game.legal_action_mask(board).reshape(-1))
-            played, _ = game.click_action(board, action)
-            return jnp.where((i < depth) & ~game.is_done(board), played, board), key
+            legal = game.legal_action_mask(board, size.rules).reshape(-1)
+            played, _ = game.click_action(board, game.random_legal_action(action_key, legal), size.rules)
+            return jnp.where((i < depth) & jnp.any(legal), played, board), key
 
         return jax.lax.fori_loop(0, clicks, click, (game.random_board(board_key, size), key))[0]
 
@@ -150,7 +150,7 @@ def env_step(batch: int, size: game.GameConfig, seed: int) -> dict:
     positions = jax.vmap(lambda board: env.init(jax.random.key(0), board))(random_positions(batch, size, seed))
     flood = _batch_max_passes(random_click, positions)
     flops, accessed, memory = _analyse(jax.vmap(random_click), states, passes=flood)
-    return {"program": f"env step, {size.size_text}", "item": "click", "batch": batch,
+    return {"program": f"env step, {size.size_spec}", "item": "click", "batch": batch,
             "passes": flood, "flops": flops, "bytes": accessed, "memory": memory,
             "state_bytes": env.state_bytes()}
 
@@ -231,7 +231,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--env-batches", type=flags.positive_ints, default=[1024, 65536, 1048576],
                         help="games per env step to analyse (comma-separated)")
     parser.add_argument("--sizes", type=configs.size_list_flag, default=[game.GameConfig()],
-                        help="board sizes for the env rows, WxHxC,...")
+                        help="board sizes for the env rows, WxHxC or RULES:WxHxC, comma-separated")
     parser.add_argument("--beam-width", type=flags.positive_int, default=2000)
     parser.add_argument("--avi-variants", type=_avi_variants, default=[],
                         help="also the update of these avi variants of benchmarks/equal_time.py, comma-separated "

@@ -139,7 +139,7 @@ def test_prose_comments_and_unusual_characters_in_comments_leave_the_boards_alon
 
 def test_headers_are_read_as_people_write_them_and_hold_their_boards(tmp_path):
     """Spaces around ``=``, capitals, commas and a byte-order mark still give the shape (not
-    the 48-digit default); ``rules=`` is the rules the boards are read under unless given,
+    the 48-digit default); ``rules=`` (in any case) is the rules the boards are read under unless given,
     ``colors=`` caps them; a stray field after a board names itself."""
     path = tmp_path / "boards.txt"
     board = "335122421413111551154255131234544142315221411124"
@@ -147,9 +147,11 @@ def test_headers_are_read_as_people_write_them_and_hold_their_boards(tmp_path):
         path.write_text(f"{header}\n{board} 11\n", encoding="utf-8")
         (record,) = jaxdust.read_board_file(path)
         assert record.board.shape == (6, 8), header
-    path.write_text("# width=4 height=2 rules=samegame\n11200000\n")  # unsettled under dust
-    (record,) = jaxdust.read_board_file(path)
-    assert jaxdust.board_to_text(record.board) == "11200000"
+    for header in ("# width=4 height=2 rules=samegame", "# Width=4 Height=2 Rules=SameGame"):
+        path.write_text(f"{header}\n11200000\n")  # unsettled under dust
+        (record,) = jaxdust.read_board_file(path)
+        assert jaxdust.board_to_text(record.board) == "11200000", header
+        assert board_io.declared_rules(path.read_text().splitlines()) == "samegame", header  # as --size reads it
     path.write_text("# a set by hand\n# width=4 height=2 rules=bogus\n11200000\n")
     with pytest.raises(ValueError, match="boards.txt:2: unknown rules 'bogus'"):
         jaxdust.read_board_file(path)

@@ -1118,6 +1118,24 @@ def test_a_start_refused_after_its_run_directory_was_written_needs_no_resume(tmp
     assert made and all(path.stat().st_mtime_ns == mtime for path, mtime in made.items())  # not made again
 
 
+def test_an_unfinished_data_set_of_other_settings_is_refused_before_saying_it_is_made(tmp_path, capsys):
+    """A run folder holding a data set begun with other settings (no shard written yet): the
+    start is refused naming them, and says nothing of making boards it will not make."""
+    from jaxdust.learn import datasets
+
+    run_dir = tmp_path / "run"
+    begun = DatasetConfig(game.GameConfig(6, 6, 5), boards=4, seed=1, labeller="beam", shard_size=1000)
+    (run_dir / "data").mkdir(parents=True)
+    (run_dir / "data" / "manifest.json").write_text(json.dumps(
+        {"format": datasets.FORMAT_VERSION, "config": configs.to_json(begun), "shards": []}))
+    with pytest.raises(SystemExit):
+        cli.main(["imitation", "--run-dir", str(run_dir), "--size", "6x6x5", "--epochs", "1", "--hidden", "8",
+                  "--data-boards", "3", "--data-beam-width", str(begun.beam_width), "--eval-boards", "4"])
+    err = capsys.readouterr().err
+    assert "data holds a data set made with other settings (--data-boards 4, not 3)" in err
+    assert "beam-labelled boards" not in err
+
+
 def test_a_run_folders_data_set_is_told_apart_in_train_flags():
     """The data set a run makes is seeded with the run's seed + 1: a hint must name the
     --seed that makes it again, and settings train.py cannot give as what they are."""

@@ -313,6 +313,7 @@ def declared_rules(lines: Iterable[str], source: str | None = None) -> str:
     rules, number = _header_field(lines, "rules")
     if rules is None:
         return "dust"
+    rules = rules.lower()  # as --size reads it: rules=Former is Former
     try:
         game.rules_of(rules)  # one line listing the known ones
     except ValueError as error:

@@ -215,8 +215,10 @@ class OtherSettings(ValueError):
         self.directory, self.differences = directory, differences
 
 
-def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress: bool = True) -> dict:
-    """Create (or resume) a data set in ``directory``; returns its manifest.
+def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress: bool = True,
+                 announce: str | None = None) -> dict:
+    """Create (or resume) a data set in ``directory``; returns its manifest. ``announce``
+    is printed on stderr once the settings are known to match, if any board is left to label.
 
     A shard that cannot be read (truncated, deleted) is made again from the journal, with
     a warning, as are the shards after it.
@@ -231,12 +233,12 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         raise ValueError(f"another process is making a data set in {directory} (it holds {files.LOCK_FILE}): "
                          "wait for it to end, or use another directory")
     try:
-        return _make_dataset(directory, config, jobs, progress)
+        return _make_dataset(directory, config, jobs, progress, announce)
     finally:
         lock.release()
 
 
-def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bool) -> dict:
+def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bool, announce: str | None) -> dict:
     manifest_path = os.path.join(directory, "manifest.json")
     journal_path = os.path.join(directory, "journal.jsonl")
     settings = configs.to_json(config)
@@ -282,6 +284,8 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
             written += 1
 
     write_ready_shards()
+    if todo and announce:
+        print(announce, file=sys.stderr)
     if todo and jobs > 1:
         compiled.compile_searches()  # once, here: the workers then load numba's cache
     with open(journal_path, "a") as journal, progress_bar(
@@ -372,14 +376,6 @@ def dataset_command(directory: str, config: DatasetConfig) -> str:
     return (f"python -m jaxdust.learn.datasets {out} --boards {config.boards} "
             f"--size {config.game.size_spec} --seed {config.seed} --labeller {config.labeller} {search} "
             f"--shard-size {config.shard_size}")
-
-
-def is_finished(directory: str) -> bool:
-    """Whether ``directory`` holds a data set with all its shards written."""
-    if not os.path.isfile(os.path.join(directory, "manifest.json")):
-        return False
-    done, total = shards_done(directory)
-    return done == total
 
 
 def require_finished(directory: str, manifest: dict | None = None) -> None:

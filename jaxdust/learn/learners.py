@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -16,7 +15,7 @@ from jaxdust.core import configs, flags, machine
 from jaxdust.core.processes import WorkerDied
 from jaxdust.learn import agents, avi, dqn, imitation, networks
 from jaxdust.learn.datasets import (DatasetConfig, OtherSettings, dataset_config, load_dataset, make_dataset,
-                                   is_finished, require_finished)
+                                   require_finished)
 
 
 class Trainer(NamedTuple):
@@ -217,10 +216,9 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
     data_dir = args.data or os.path.join(args.run_dir, "data")
     if not args.data:
         data_config = _run_data_config(config, args)
-        if not is_finished(data_dir):  # a resumed run's is made already (make_dataset still checks its settings)
-            print(f"making {args.data_boards} beam-labelled boards in {data_dir}", file=sys.stderr)
         try:
-            make_dataset(data_dir, data_config, jobs=machine.cpu_cores())
+            make_dataset(data_dir, data_config, jobs=machine.cpu_cores(),
+                         announce=f"making {args.data_boards} beam-labelled boards in {data_dir}")
         except OtherSettings:  # made by a start refused after it
             differences = _run_data_differences(dataset_config(data_dir), data_config)
             raise ValueError(f"{data_dir} holds a data set made with other settings ({differences}): give the "
