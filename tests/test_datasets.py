@@ -1,5 +1,6 @@
 """Data sets: labels agree with the rules and the solver, round trips, dedupe, resume."""
 
+import dataclasses
 import json
 import os
 import shlex
@@ -127,6 +128,21 @@ def test_the_data_set_command_goes_on_with_a_set_it_did_not_make(small_set, tmp_
     assert "manifest.json holds settings this version refuses: data sets are labelled for fewest clicks" in err
     assert "Traceback" not in err
     assert shlex.split(datasets.dataset_command("-odd dir", SMALL))[3] == "--out=-odd dir"
+
+
+def test_the_command_takes_the_seed_train_py_gives_its_largest_seeds_set(tmp_path):
+    """``train.py --seed 4294967295`` seeds its run's set with 2^32: the command a hint names
+    for that set must go on with it."""
+    config = DatasetConfig(GameConfig(4, 3, 3), boards=2, seed=2**32, labeller="beam", beam_width=4, shard_size=1)
+    directory = str(tmp_path / "set")
+    make_dataset(directory, dataclasses.replace(config, boards=1), jobs=1, progress=False)
+    manifest = json.loads((tmp_path / "set" / "manifest.json").read_text())
+    manifest["config"]["boards"] = 2  # as if stopped after its first board
+    (tmp_path / "set" / "manifest.json").write_text(json.dumps(manifest))
+    assert datasets.main([*shlex.split(datasets.dataset_command(directory, config))[3:], "--jobs", "1"]) == 0
+    assert len(np.unique(load_dataset(directory).board_id)) == 2
+    with pytest.raises(SystemExit):
+        datasets.main(["--out", directory, "--seed", "-1"])
 
 
 def test_one_process_at_a_time_makes_a_data_set(small_set, tmp_path):

@@ -437,7 +437,8 @@ def main(argv=None) -> int:
                                     f"{bitboard.MAX_CELLS} cells, the solver's), or RULES:WxHxC (former:6x6x4)",
                             "a registered environment's rules and size, e.g. Former-7x9x4-v0 (fewest-clicks rules, "
                             f"at most {bitboard.MAX_CELLS} cells)", dest="size")
-    parser.add_argument("--seed", type=flags.seed, default=defaults.seed, help="default %(default)s")
+    # Any seed numpy takes: train.py seeds its run's set with the run's seed + 1, up to 2^32.
+    parser.add_argument("--seed", type=flags.non_negative_int, default=defaults.seed, help="default %(default)s")
     parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller, help="default %(default)s")
     parser.add_argument("--node-limit", type=flags.positive_int, default=None,
                         help=f"exact: positions per search (default {defaults.node_limit})")
