@@ -718,6 +718,30 @@ def test_no_items_start_no_workers():
     assert (ended.returncode, ended.stdout, ended.stderr) == (0, "[] [] [1]\n", "")
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
+def test_ctrl_c_while_a_pool_off_the_main_thread_starts_leaves_its_workers_alone():
+    """A pool started off the main thread (whose handlers only the main thread may set) had
+    workers that took a Ctrl-C while they started: each printed a traceback and died, and the
+    pool failed with WorkerDied. The main thread here handles the Ctrl-C, so the pool must
+    end as if there had been none, at every moment of the workers' start."""
+    script = (
+        "import os, signal, sys, threading, time\n"
+        "from jaxdust.core.processes import ordered_map\n"
+        "from tests import workers\n"
+        "if __name__ == '__main__':\n"
+        "    signal.signal(signal.SIGINT, lambda *_: print('handled'))\n"
+        "    thread = threading.Thread(target=lambda: print(list(ordered_map(workers.nap, [0.3] * 4, 2))))\n"
+        "    thread.start()\n"
+        "    time.sleep(float(sys.argv[1]))\n"
+        "    os.killpg(0, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group\n"
+        "    thread.join()\n")
+    for delay in ("0.05", "0.25", "0.6"):  # while the workers import; about when they take items
+        ended = subprocess.run([sys.executable, "-c", script, delay], capture_output=True, text=True, timeout=120,
+                               cwd=ROOT, start_new_session=True)
+        assert (ended.returncode, ended.stderr) == (0, ""), delay
+        assert ended.stdout.split() == ["handled", "[0.3,", "0.3,", "0.3,", "0.3]"], delay
+
+
 def test_a_workers_error_comes_back_as_itself_or_named_not_as_a_death():
     """A FieldError (which could not be unpickled) read as "a worker process died (killed,
     or out of memory?)", the error itself lost."""

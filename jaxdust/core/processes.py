@@ -66,10 +66,11 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
     finished = False
     try:
         # The workers start (seconds of imports) with Ctrl-C ignored from birth (an ignored
-        # signal stays ignored across exec, and Python keeps it so): the parent alone takes
-        # it, not each worker with a traceback. They are all started first, as the executor
-        # does for forked workers; the items are then handed out with Ctrl-C live (a million
-        # of them take tens of seconds).
+        # signal stays ignored across exec, and Python keeps it so; off the main thread,
+        # where no handler can be set, the launcher thread's signal mask blocks it): the
+        # parent alone takes it, not each worker with a traceback. They are all started
+        # first, as the executor does for forked workers; the items are then handed out with
+        # Ctrl-C live (a million of them take tens of seconds).
         def start() -> list:
             launch = getattr(executor, "_launch_processes", None)  # noqa: SLF001
             if launch is not None:
@@ -146,6 +147,8 @@ def _worker_setup(parent: int) -> None:
     parent killed outright (SIGKILL) leaves no idle workers behind. (The parent-death
     signal follows the *thread* that started the worker, hence ``_on_launcher_thread``.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # blocked from birth if the launcher thread started it: ignored now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -176,6 +179,12 @@ def _on_launcher_thread(function: Callable):
 
 
 def _serve(requests: queue.SimpleQueue) -> None:
+    # Handlers can be set on the main thread only, but a thread's signal mask is its own and
+    # a process started from it inherits it: workers started here have Ctrl-C blocked from
+    # birth (until `_worker_setup` ignores it), as the main thread's have it ignored. Python
+    # takes signals on its main thread, so blocking them here loses none of the parent's.
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     while True:
         function, done = requests.get()
         try:
