@@ -124,11 +124,17 @@ def main(argv=None) -> dict:
 
     print(f"\n{rules}, {args.boards} random {size.size_text} boards (seed {args.seed}), "
           f"{report['backend']}, {report['cpu_count']} cores\n")
-    print("| agent | boards | mean points | std | cleared | cells left | s/board |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    # The rules' own measure leads: points for SameGame, cells left for Clickomania.
+    by_points = measure == "points"
+    print(f"| agent | boards | {'mean points | std' if by_points else 'mean cells left'} | cleared | "
+          f"{'cells left' if by_points else 'points'} | s/board |")
+    print("|---|---:|---:|---:|---:|---:|---:|" if by_points else "|---|---:|---:|---:|---:|---:|")
     for name, row in report["agents"].items():
-        print(f"| {name} | {row['boards']} | {row['mean_points']:.1f} | {row['std_points']:.1f} | "
-              f"{100 * row['cleared']:.0f}% | {row['mean_cells_left']:.1f} | {row['seconds_per_board']:.4f} |")
+        lead = (f"{row['mean_points']:.1f} | {row['std_points']:.1f}" if by_points
+                else f"{row['mean_cells_left']:.1f}")
+        other = row["mean_cells_left"] if by_points else row["mean_points"]
+        print(f"| {name} | {row['boards']} | {lead} | {100 * row['cleared']:.0f}% | {other:.1f} | "
+              f"{row['seconds_per_board']:.4f} |")
         if "others_on_these_boards" in row:
             print(f"|  on those boards, mean {row['others_measure'].replace('_', ' ')}: "
                   + ", ".join(f"{k} {v:.1f}" for k, v in row["others_on_these_boards"].items()) + " | | | | | | |")

@@ -21,10 +21,14 @@ def main(argv=None) -> list[int]:
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be at least 1, got {args.episodes}")
+    if args.seed < 0:  # Gymnasium's seeding takes seeds >= 0
+        parser.error(f"--seed must be >= 0, got {args.seed}")
     if "/" not in args.env:  # jaxdust.make's id: Gymnasium registers it in the jaxdust namespace
         args.env = f"jaxdust/{args.env}"
-
-    env = RecordEpisodeStatistics(gymnasium.make(args.env))
+    try:
+        env = RecordEpisodeStatistics(gymnasium.make(args.env))
+    except gymnasium.error.Error as error:  # an unknown id: Gymnasium's message lists the near ones
+        parser.error(f"--env: {error}")
     env.action_space.seed(args.seed)
     lengths, returns = [], []
     for episode in range(args.episodes):

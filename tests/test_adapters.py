@@ -352,7 +352,7 @@ def test_extras_stay_optional():
     assert out.stdout.strip() == "[]"
 
 
-def test_the_gymnasium_example_plays_whole_games():
+def test_the_gymnasium_example_plays_whole_games(capsys):
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "examples"))
     try:
         import gymnasium_random_agent
@@ -361,5 +361,8 @@ def test_the_gymnasium_example_plays_whole_games():
     lengths = gymnasium_random_agent.main(["--env", "jaxdust/Dust-6x6x5-v0", "--episodes", "4"])
     assert len(lengths) == 4 and all(6 <= n <= 36 for n in lengths)
     assert gymnasium_random_agent.main(["--env", "Dust-6x6x5-v0", "--episodes", "4"]) == lengths  # jaxdust.make's id
-    with pytest.raises(SystemExit):
-        gymnasium_random_agent.main(["--episodes", "0"])
+    for argv, said in ((["--episodes", "0"], "--episodes must be at least 1"), (["--seed", "-1"], "--seed must be >= 0"),
+                       (["--env", "Foo"], "--env: Environment `Foo` doesn't exist in namespace jaxdust")):
+        with pytest.raises(SystemExit):
+            gymnasium_random_agent.main(argv)
+        assert said in capsys.readouterr().err, argv

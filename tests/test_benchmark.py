@@ -362,6 +362,25 @@ def test_leaderboard_ranks_random_boards_of_any_size_and_rules(tmp_path, monkeyp
     assert "--limit: only with --set" in capsys.readouterr().err
 
 
+def test_leaderboard_size_of_points_rules_ranks_its_defaults_by_points(tmp_path, monkeypatch):
+    """--size samegame:5x5x3 with no --entries: the points rules' default entries, each
+    played under SameGame's rules and ranked by points, highest first (not by clicks)."""
+    monkeypatch.chdir(tmp_path)
+    played = []
+
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+        played.append((entry, rules, boards.shape))
+        count = len(boards)
+        return {"points": np.full(count, 10.0 * len(played)), "clicks": np.full(count, 5 - len(played)),
+                "cells_left": np.full(count, 3), "cleared": np.zeros(count, bool)}
+
+    monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
+    report = leaderboard.main(["--size", "samegame:5x5x3", "--boards", "2"])
+    assert played == [(entry, "samegame", (2, 5, 5)) for entry in leaderboard.FAMILY_ENTRIES["points"].split(",")]
+    assert report["measure"] == "points"
+    assert [row["mean"] for row in report["rows"]] == [50.0, 40.0, 30.0, 20.0, 10.0]  # highest first
+
+
 def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path, capsys):
     """A row measured on a run keeps the run's fingerprint (its config and checkpoints'
     checksums): the same run directory trained again, or further, no longer matches."""

@@ -125,7 +125,8 @@ def test_the_data_set_command_goes_on_with_a_set_it_did_not_make(small_set, tmp_
     with pytest.raises(SystemExit):
         datasets.main([*shlex.split(command)[3:], "--jobs", "1"])
     err = capsys.readouterr().err
-    assert "manifest.json holds settings this version refuses: data sets are labelled for fewest clicks" in err
+    assert ("manifest.json holds settings this version refuses: game samegame:6x4x4: data sets are labelled for "
+            "fewest clicks") in err
     assert "Traceback" not in err
     assert shlex.split(datasets.dataset_command("-odd dir", SMALL))[3] == "--out=-odd dir"
 
@@ -187,6 +188,11 @@ def test_an_unfinished_set_is_refused_where_finished_ones_are_needed(tmp_path, s
     args = types.SimpleNamespace(data=str(directory))
     with pytest.raises(ValueError, match=r"is not finished \(3 of 5 shards\)"):
         learners.get("imitation").check(ImitationConfig(game=SMALL.game), args)
+    with open(os.path.join(small_set[0], "manifest.json")) as whole:
+        manifest["shards"] = json.load(whole)["shards"][:4]  # only the last shard missing
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=r"is not finished \(4 of 5 shards\)"):
+        load_dataset(str(directory), finished=True)
     (directory / "manifest.json").write_text("[]")
     with pytest.raises(ValueError, match="is not a data set's manifest"):
         load_dataset(str(directory))

@@ -134,12 +134,33 @@ def test_a_board_files_reference_follows_its_columns(tmp_path, boards_dir, capsy
     beam.write_text("\n".join([lines[0], "# columns: board, clicks of largest-cluster-first, best known clicks"]
                               + [f"{board} 13 13" for board in boards]) + "\n")
     assert _reference(beam) == ([13, 13, 13], False)
+    capsys.readouterr()
+    beam.write_text(beam.read_text().replace(f"{boards[1]} 13 13", boards[1]))  # one line with no length
+    assert _reference(beam) == (None, False)
+    assert "beam.txt:4 gives no length after its board where other lines do" in capsys.readouterr().err
+    fewest.write_text(fewest.read_text().replace(" 9 8", " 9"))  # a lower bound missing
+    with pytest.raises(ValueError, match=r"fewest.txt:5: a fewest-clicks set's line is the board, the fewest"):
+        _reference(fewest)
     former = tmp_path / "former.txt"
     former.write_text(proven.read_text().replace("colors=5;", "colors=5 rules=former;"))
     assert _reference(former, "former") == ([10, 9, 10], True)
     capsys.readouterr()
     assert _reference(former) == (None, False)  # former's lengths, dust play
     assert "gives lengths under the former rules; these boards are played under dust" in capsys.readouterr().err
+
+
+def test_a_former_file_played_under_env_of_the_dust_game_says_why_its_boards_do_not_fit(tmp_path, capsys):
+    """A Former board with an empty column between full ones is settled under Former's
+    gravity, not under the dust game's: the refusal names the file's rules and --env's."""
+    path = tmp_path / "former.txt"
+    path.write_text("# width=6 height=6 colors=4 rules=former\n" + "123412" + "000000" + "341234" * 4 + "\n")
+    with pytest.raises(SystemExit):
+        evaluate.main(["--boards", str(path), "--env", "Dust-6x6x5-v0", "--agents", "largest",
+                       "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert f"{path}:2: " in err and "must be settled under the dust rules" in err
+    assert "the file's boards are former's (its rules= header) and --env plays dust" in err
+    assert evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "out")])
 
 
 def test_a_board_files_numbers_that_cannot_be_true_are_refused_or_named(tmp_path, boards_dir, capsys):
@@ -603,6 +624,17 @@ def test_ranking_set_labels_are_consistent():
     for record in records[:20]:
         assert record["value"] == 1 + min(record["child_values"])
         assert ranking.actions_of(np.asarray(jaxdust.parse_board(record["board"], 8, 6))) == record["actions"]
+
+
+@pytest.mark.slow
+def test_the_ranking_command_says_what_it_wrote_and_resumes(tmp_path, capsys):
+    """It worked for a minute and printed nothing; a rerun of finished boards adds none."""
+    out = tmp_path / "ranking.jsonl"
+    for _ in range(2):
+        assert ranking.main(["--boards", "1", "--out", str(out), "--node-limit", "20000"]) == 0
+        lines = out.read_text().splitlines()
+        assert lines and {json.loads(line)["board_index"] for line in lines} == {0}
+        assert capsys.readouterr().out == f"{out}: {len(lines)} labelled positions from 1 board\n"
 
 
 # A child that 0.2.15's solver labelled 11, "proven", where 10 suffice (its table held a

@@ -533,7 +533,7 @@ def test_nmcs2_boards_run_in_parallel_and_a_rerun_plays_only_the_rest(tmp_path, 
 
 
 @pytest.mark.slow
-def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch):
+def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch, capsys):
     """benchmarks/samegame.py --env Clickomania-...: every agent plays the clickomania
     rules, the searches minimise cells left, and the batched JAX beam keeps the numba
     beam's positions (equal lines at width 1)."""
@@ -562,3 +562,8 @@ def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch):
     assert kept["rules"] == "clickomania" and kept["board"] == "".join(map(str, boards[0].reshape(-1)))
     assert kept["cells_left"] == points.nmcs(boards[0], 2, "clickomania", seed=0).cells_left
     assert json.loads(out.read_text()) == report
+    table = capsys.readouterr().out  # led by the rules' own measure
+    assert "| agent | boards | mean cells left | cleared | points | s/board |" in table
+    row = rows["beam 1 (numba)"]
+    assert (f"| beam 1 (numba) | 4 | {row['mean_cells_left']:.1f} | {100 * row['cleared']:.0f}% | "
+            f"{row['mean_points']:.1f} |") in table

@@ -1159,6 +1159,17 @@ def test_resuming_with_other_settings_names_them(tmp_path):
     with pytest.raises(runs.RunError, match=r"other settings \(total_updates 3000, not 12; --size 8x6x5, not "
                                             r"former:8x6x5\)"):  # the board as the flag that gives it
         runs.Run(str(tmp_path), learners.get("avi"), other_game, resume=True)
+    with pytest.raises(runs.RunError, match=r"other settings \(--size 8x6x5, not former:8x6x5\): "):
+        runs.Run(str(tmp_path), learners.get("avi"), dataclasses.replace(config, game=other_game.game), resume=True)
+    # Saved settings that no config of the asked board could hold (its children past 2^31)
+    # are still named as the run's, not refused as if they had been asked for.
+    small = dataclasses.replace(config, game=game.GameConfig(4, 3, 3), num_envs=65536, child_share=1.0,
+                                buffer_lines=8192)
+    (tmp_path / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(small)}))
+    with pytest.raises(runs.RunError, match=r"other settings \(buffer_lines 8192, not 1024; child_share 1.0, not "
+                                            r"0.5; num_envs 65536, not 512; --size 4x3x3, not 15x15x5\)"):
+        runs.Run(str(tmp_path), learners.get("avi"), dataclasses.replace(config, game=game.GameConfig(15, 15, 5)),
+                 resume=True)
     with pytest.raises(runs.RunError, match=r"holds a run of avi, not dqn: resume it with the avi learner"):
         runs.Run(str(tmp_path), learners.get("dqn"), dqn.DQNConfig(), resume=True)
 

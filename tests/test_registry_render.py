@@ -3,6 +3,7 @@
 import io
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from PIL import Image
@@ -67,6 +68,10 @@ def test_rgb_frames_show_each_cell_in_its_colour():
     state, _ = jaxdust.make("Dust-8x6x5-v0").reset(jax.random.key(0), jaxdust.parse_board(BOARD))
     np.testing.assert_array_equal(jaxdust.make("Dust-8x6x5-v0").render(state, cell_size=10),
                                   jaxdust.board_rgb(board, cell_size=10))
+    batch = jax.tree.map(lambda leaf: jnp.stack([leaf, leaf]), state)
+    with pytest.raises(ValueError, match=r"render draws one state's board \[width, height\], got shape \(2, 8, 6\): "
+                                         r"take one game of a batch first"):
+        jaxdust.make("Dust-8x6x5-v0").render(batch)
 
 
 def test_a_solved_game_becomes_a_gif_of_every_position():

@@ -173,8 +173,10 @@ def parse_size(text: str, rules: str = "dust") -> game.GameConfig:
     """``"8x6x5"`` (width x height x colours, under ``rules``) or ``"former:6x6x4"`` (the
     rules named first) -> ``GameConfig`` (``GameConfig.size_spec`` writes it); ValueError
     naming the problem."""
-    named, colon, size = text.rpartition(":")
-    if colon:
+    named, colon, size = text.partition(":")
+    if not colon:
+        size = text
+    else:
         rules = named.strip().lower()
         if rules not in game.RULES:
             raise ValueError(f"size {text!r}: unknown rules {named!r}; known: {', '.join(game.RULES)}")
@@ -185,7 +187,10 @@ def parse_size(text: str, rules: str = "dust") -> game.GameConfig:
     except ValueError:
         raise ValueError(f"size must look like 8x6x5 (width x height x colours) or former:6x6x4 (rules first), "
                          f"got {text!r}") from None
-    return game.GameConfig(width, height, colors, rules)
+    try:
+        return game.GameConfig(width, height, colors, rules)
+    except ValueError as error:
+        raise ValueError(f"size {text!r}: {error}") from None
 
 
 def board_to_text(board) -> str:
@@ -254,23 +259,43 @@ def reference_columns(lines: Iterable[str]) -> str:
     return "best_known"
 
 
+HEADER_FIELDS = ("width", "height", "colors", "rules")  # what a header comment may set
+_HEADER_SPELLINGS = {"colours": "colors"}
+
+
 def _header_fields(line: str) -> dict[str, str]:
     """``name=value`` fields of a header comment, names in lower case, spaces around ``=``
-    and ``,``/``;`` between fields allowed (``# Width = 6, height=8``). A header comment
-    starts with a field; any other comment is prose, whose ``width=5000`` sets nothing."""
+    and ``,``/``;`` between fields allowed (``# Width = 6, height=8``): the fields that
+    open the comment, up to its first word without ``=`` (``# width=6 height=6 colors=5;
+    cells listed x-major ... y=0 bottom row``). A header comment starts with a field; any
+    other comment is prose, whose ``width=5000`` sets nothing. ValueError for a field that
+    is none of ``HEADER_FIELDS`` (``rule=former`` would else be read as no rules: dust)."""
     text = re.sub(r"\s*=\s*", "=", line.lstrip("#").replace(";", " ").replace(",", " "))
-    parts = text.split()
-    if not parts or "=" not in parts[0]:
-        return {}
-    return {name.lower(): value for name, _, value in (part.partition("=") for part in parts) if _}
+    fields = {}
+    for part in text.split():
+        name, equals, value = part.partition("=")
+        if not equals or not name:
+            break
+        name = _HEADER_SPELLINGS.get(name.lower(), name.lower())
+        if name not in HEADER_FIELDS:
+            raise ValueError(f"header {line.strip()!r}: unknown field {part.partition('=')[0]!r}; a header sets "
+                             f"{', '.join(HEADER_FIELDS)}")
+        fields[name] = value
+    return fields
 
 
-def _header_field(lines: Iterable[str], name: str) -> tuple[str | None, int | None]:
+def _header_field(lines: Iterable[str], name: str, source: str | None = None) -> tuple[str | None, int | None]:
     """The first ``name=value`` of a board file's header comments (before its first board)
-    and its line number; ``(None, None)`` without one."""
-    return next(((fields[name], number) for number, fields in
-                 ((number, _header_fields(text)) for number, text in _header_comments(lines)) if name in fields),
-                (None, None))
+    and its line number; ``(None, None)`` without one. ValueError ``"<source>:<line>: ..."``
+    for a header field that is not one."""
+    for number, text in _header_comments(lines):
+        try:
+            fields = _header_fields(text)
+        except ValueError as error:
+            raise ValueError(f"{_where(source, number)}: {error}") from None
+        if name in fields:
+            return fields[name], number
+    return None, None
 
 
 def _where(source: str | None, number: int) -> str:
@@ -281,7 +306,7 @@ def _where(source: str | None, number: int) -> str:
 def declared_colours(lines: Iterable[str], source: str | None = None) -> int | None:
     """The ``colors=C`` of a board file's header comments, or None; ValueError
     ``"<source>:<line>: ..."`` for a value that is not a number of colours."""
-    value, number = _header_field(lines, "colors")
+    value, number = _header_field(lines, "colors", source)
     if value is not None and (not value.isdigit() or not 1 <= int(value) <= game.MAX_COLORS):
         raise ValueError(f"{_where(source, number)}: header colors={value}: a whole number of colours "
                          f"1..{game.MAX_COLORS}")
@@ -310,7 +335,7 @@ def declared_rules(lines: Iterable[str], source: str | None = None) -> str:
     """The rule set whose lengths a board file gives: a ``rules=NAME`` field of a header
     comment (``# width=7 height=9 colors=4 rules=former; ...``), else ``"dust"``.
     ValueError ``"<source>:<line>: ..."`` for a name that is not a rule set."""
-    rules, number = _header_field(lines, "rules")
+    rules, number = _header_field(lines, "rules", source)
     if rules is None:
         return "dust"
     rules = rules.lower()  # as --size reads it: rules=Former is Former

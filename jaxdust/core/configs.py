@@ -108,9 +108,11 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
 
 
 def require_rules(game_config: GameConfig, supported: tuple[str, ...], what: str) -> None:
-    """ValueError unless ``game_config.rules`` is one that ``what`` plays (so far)."""
+    """FieldError (of the ``game`` field, so the flags name ``--size/--env``) unless
+    ``game_config.rules`` is one that ``what`` plays (so far)."""
     if game_config.rules not in supported:
-        raise ValueError(f"{what} plays the {', '.join(supported)} rules so far, not {game_config.rules!r}")
+        raise FieldError("game", f"{game_config.size_spec}: {what} plays the {', '.join(supported)} rules so far, "
+                                 f"not {game_config.rules!r}")
 
 
 # ---------------------------------------------------------------------------------------

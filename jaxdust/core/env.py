@@ -138,6 +138,9 @@ class DustEnv:
     def render(self, state: State, cell_size: int = 16) -> np.ndarray:
         """One state's board as an RGB image, uint8 ``[H * cell_size, W * cell_size, 3]``
         (host-side, not jittable); ``render.game_gif`` strings such frames together."""
+        if np.ndim(state.board) != 2:
+            raise ValueError(f"render draws one state's board [width, height], got shape {np.shape(state.board)}: "
+                             "take one game of a batch first, e.g. jax.tree.map(lambda x: x[0], state)")
         return render.board_rgb(state.board, cell_size=cell_size)
 
     def state_bytes(self) -> int:

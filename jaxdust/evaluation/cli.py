@@ -105,8 +105,14 @@ def load_board_set(args) -> LoadedBoards:
     declared = declared_rules(lines, args.boards)
     rules = declared if args.env is None else args.env.rules
     # ValueError naming file and line; boards settled under the rules played
-    records = read_board_lines(lines, args.boards, limit=args.limit, rules=rules,
-                               fallback=(None, None) if args.env is None else args.env.shape)  # a header wins
+    try:
+        records = read_board_lines(lines, args.boards, limit=args.limit, rules=rules,
+                                   fallback=(None, None) if args.env is None else args.env.shape)  # a header wins
+    except ValueError as error:
+        if declared == rules or "must be settled" not in str(error):
+            raise
+        raise ValueError(f"{error}; the file's boards are {declared}'s (its rules= header) and --env plays "
+                         f"{rules}") from None
     if not records:
         raise ValueError(f"no boards in {args.boards}")
     other = next((r for r in records if r.board.shape != records[0].board.shape), None)
@@ -124,6 +130,13 @@ def load_board_set(args) -> LoadedBoards:
     if columns == "optima" and missing is not None:  # else the set would lose its reference with no word
         raise ValueError(f"{args.boards}:{missing.line}: no optimum after the board, in a file of proven optima "
                          f"(its '# board optimal_clicks' comment)")
+    short = next((r for r in records if len(r.values) < 2), None)
+    if columns == "fewest_clicks" and short is not None:
+        raise ValueError(f"{args.boards}:{short.line}: a fewest-clicks set's line is the board, the fewest clicks "
+                         "found and the proven lower bound (its column comment)")
+    if columns == "best_known" and missing is not None and any(r.values for r in records):
+        print(f"note: {args.boards}:{missing.line} gives no length after its board where other lines do, so the "
+              "boards are compared with no reference lengths", file=sys.stderr)
     if columns == "fewest_clicks" and all(len(r.values) >= 2 for r in records):
         best = np.array([r.values[0] for r in records])
         proven = all(r.values[0] == r.values[1] for r in records)
@@ -202,7 +215,8 @@ def main(argv=None) -> dict:
                              f"{CLICKS_PER_CELL} a cell)")
     parser.add_argument("--chunk", type=flags.count, default=256, help="boards played at once (default 256)")
     parser.add_argument("--reference", default=None,
-                        help="agent to compare against, or 'best' for the file's best known (default)")
+                        help="agent to compare against, or 'best' for the board file's lengths (default: 'best' "
+                             "where the file gives lengths, else the last of --agents)")
     parser.add_argument("--animate", type=flags.non_negative_int, default=0, metavar="N",
                         help="also write a GIF of each agent's game on the first N boards")
     parser.add_argument("--out", type=flags.output_dir, default="results/evaluate",

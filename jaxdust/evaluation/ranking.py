@@ -231,6 +231,8 @@ def main(argv=None) -> int:
             for record in board_records(index, args.node_limit):
                 out.write(json.dumps(record) + "\n")
             out.flush()
+    positions = len(recover_json_lines(args.out))
+    print(f"{args.out}: {positions} labelled positions from {args.boards} board{'s' if args.boards != 1 else ''}")
     return 0
 
 

@@ -65,8 +65,8 @@ class DatasetConfig:
         if self.labeller not in ("exact", "beam"):
             raise configs.FieldError("labeller", f"must be 'exact' or 'beam', got {self.labeller!r}")
         if self.game.rules not in CLICK_RULES:  # the labels are solutions of fewest clicks
-            raise ValueError(f"data sets are labelled for fewest clicks: the {', '.join(CLICK_RULES)} rules, "
-                             f"not {self.game.rules!r}")
+            raise configs.FieldError("game", f"{self.game.size_spec}: data sets are labelled for fewest clicks: the "
+                                             f"{', '.join(CLICK_RULES)} rules, not {self.game.rules!r}")
         configs.require(self, positive=("boards", "node_limit", "beam_width", "shard_size"),
                         non_negative=("seed",), wide=("node_limit", "seed", "boards", "beam_width"))  # capped below
         for field, most in (("boards", MAX_BOARDS), ("beam_width", MAX_BEAM_WIDTH)):
@@ -452,8 +452,14 @@ def main(argv=None) -> int:
     unused = "--beam-width" if args.labeller == "exact" else "--node-limit"
     if (args.beam_width if args.labeller == "exact" else args.node_limit) is not None:
         flags.fail(parser, f"{unused} is not used by the {args.labeller} labeller")
+    try:
+        base = dataclasses.replace(defaults, game=args.size or defaults.game)
+    except configs.FieldError as error:  # the rules: named by the flags that give them
+        flags.fail(parser, f"--size/--env {error.problem}")
+    except ValueError as error:  # a size the solver's bitboards cannot hold
+        flags.fail(parser, str(error))
     try:  # a refused value is named by its flag
-        config = configs.from_flags(args, dataclasses.replace(defaults, game=args.size or defaults.game))
+        config = configs.from_flags(args, base)
         make_dataset(args.out, config, jobs=args.jobs)
     except OtherSettings as error:
         try:

@@ -11,7 +11,6 @@ exactly as an uninterrupted run with the same seed would.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -107,8 +106,9 @@ def progress_evaluation(boards, learner: learners.Learner, config):
 def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
     """The learner and config of a ``train.py`` run directory; RunError naming the problem."""
     path = os.path.join(directory, "config.json")
-    if not os.path.exists(path):
-        raise RunError(f"{directory} is not a train.py run directory (no config.json)")
+    if not os.path.exists(path):  # a typo, or a run not trained yet
+        why = "no config.json" if os.path.isdir(directory) else "no such directory"
+        raise RunError(f"{directory} is not a train.py run directory ({why})")
     _require_files(directory)
     try:
         with open(path) as handle:
@@ -521,7 +521,10 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
 def _setting_differences(saved, asked) -> str:
     """How a run's settings differ from those asked for: its board as the ``--size`` that
     gives it (``--size former:6x5x4, not 6x5x4``), the rest by field."""
-    parts = [configs.differences(configs.to_json(dataclasses.replace(saved, game=asked.game)), configs.to_json(asked))]
+    asked_json = configs.to_json(asked)
+    # The game is left out in the JSON, not by a config with the asked game: the saved
+    # settings need not be valid on the asked board (a batch too large for it).
+    parts = [configs.differences({**configs.to_json(saved), "game": asked_json["game"]}, asked_json)]
     if saved.game != asked.game:
         parts.append(f"--size {saved.game.size_spec}, not {asked.game.size_spec}")
     return "; ".join(part for part in parts if part)
@@ -693,7 +696,7 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
 class TrainedAgent(NamedTuple):
     learner: str  # a name in jaxdust.learn.learners.LEARNERS
     config: Any  # the run's config dataclass
-    params: Any  # network parameters from the newest checkpoint
+    params: Any  # network parameters of the checkpoint load_run selected (best/ unless newest)
     policy: Any  # policy(key, board, params): argmax of the network's output
     scorer: Any  # scorer(boards, params): clicks left, for the beam search
     evaluator: Any  # evaluator(boards, params) -> (clicks left, logits) for jaxdust.search.mcts; None if none
