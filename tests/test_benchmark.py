@@ -724,6 +724,8 @@ def test_solver_soundness_finds_no_fault_and_reports_one_planted(tmp_path, monke
     """``benchmarks/solver_soundness.py`` on two small sizes: the solver agrees with plain
     IDA* on every board; a solver that proves a click too many is caught, board by board."""
     soundness = _benchmark("solver_soundness", monkeypatch)
+    # A plain size is the dust game's, as --size reads it everywhere.
+    assert soundness.sizes("4x4x3, former:5x3x3") == [jaxdust.GameConfig(4, 4, 3), jaxdust.GameConfig(5, 3, 3, "former")]
     out = tmp_path / "sound.json"
     assert soundness.main(["--sizes", "dust:4x4x3,former:5x3x3", "--boards", "40", "--out", str(out)]) == 0
     report = json.loads(out.read_text())

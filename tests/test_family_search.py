@@ -4,6 +4,7 @@
 import csv
 import json
 import pathlib
+import shlex
 from collections import deque
 
 import jax
@@ -393,12 +394,13 @@ def test_train_and_evaluate_a_former_run(learner, tmp_path, capsys):
 @pytest.mark.slow
 def test_a_former_run_of_a_size_no_id_registers_trains_and_plays_as_its_hint_says(tmp_path, capsys):
     """``--size former:6x5x4`` trains Former at a size with no registered id; the command
-    train.py prints after it plays the run on boards of that size, under those rules."""
-    run = tmp_path / "run"
+    train.py prints after it plays the run on boards of that size, under those rules (its
+    run directory's name quoted for the shell)."""
+    run = tmp_path / "my run"
     train_main(["avi", "--size", "former:6x5x4", "--run-dir", str(run), *FORMER_RUNS["avi"][:-4]])
     assert json.load(open(run / "config.json"))["config"]["game"] == {"width": 6, "height": 5, "colors": 4,
                                                                        "rules": "former"}
-    hint = capsys.readouterr().err.rsplit("play it with python evaluate.py ", 1)[1].split()
+    hint = shlex.split(capsys.readouterr().err.rsplit("play it with python evaluate.py ", 1)[1])
     assert hint == ["--random", "100", "--size", "former:6x5x4", "--agents", f"policy:{run},value:{run}"]
     report = evaluate.main([*hint, "--limit", "3", "--out", str(tmp_path / "ev")])
     assert report["rules"] == "former" and report["boards"] == "3 random 6x5x4 boards (seed 0)"
