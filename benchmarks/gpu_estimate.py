@@ -144,7 +144,7 @@ def env_step(batch: int, size: game.GameConfig, seed: int) -> dict:
 
     def random_click(state):
         key, action_key = jax.random.split(state.key)
-        action = game.random_legal_action(action_key, game.legal_action_mask(state.board).reshape(-1))
+        action = game.random_legal_action(action_key, game.legal_action_mask(state.board, size.rules).reshape(-1))
         return env.step(state.replace(key=key), action)[0]
 
     positions = jax.vmap(lambda board: env.init(jax.random.key(0), board))(random_positions(batch, size, seed))

@@ -137,7 +137,8 @@ def main(argv=None) -> dict:
               f"{row['seconds_per_board']:.4f} |")
         if "others_on_these_boards" in row:
             print(f"|  on those boards, mean {row['others_measure'].replace('_', ' ')}: "
-                  + ", ".join(f"{k} {v:.1f}" for k, v in row["others_on_these_boards"].items()) + " | | | | | | |")
+                  + ", ".join(f"{k} {v:.1f}" for k, v in row["others_on_these_boards"].items())
+                  + " |" * (7 if by_points else 6))
     print(f"\nwrote {args.out}")
     return report
 

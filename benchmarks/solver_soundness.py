@@ -40,8 +40,8 @@ def sizes(text: str) -> list[GameConfig]:
     for part in (p.strip() for p in text.split(",") if p.strip()):
         try:
             config = parse_size(part)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(f"{part}: {error}") from None
+        except ValueError as error:  # it names the size
+            raise argparse.ArgumentTypeError(str(error)) from None
         if config.rules not in CLICK_RULES:
             raise argparse.ArgumentTypeError(f"{part}: the solver plays the {', '.join(CLICK_RULES)} rules, "
                                              f"not {config.rules!r}")

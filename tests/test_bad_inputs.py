@@ -187,6 +187,7 @@ FILE_CASES = [
     ("evaluate", ["--agents", "greedy"], ["'greedy' was renamed", "policy:RUN", "value:RUN:1"]),
     ("evaluate", ["--agents", "policy:{folder}/no-run"], ["no-run is not a train.py run directory (no such directory)"]),
     ("evaluate", ["--agents", "policy:{folder}"], ["is not a train.py run directory (no config.json)"]),
+    ("evaluate", ["--agents", "policy:{board file}"], ["is not a train.py run directory (it is a file)"]),
     ("evaluate", ["--agents", "value:{folder}/no-run:8"], ["no-run", "not a train.py run directory"]),
     ("evaluate", ["--agents", "lookahead:{folder}/no-run:8"], ["'lookahead' was renamed", "value:RUN[:WIDTH]"]),
     ("evaluate", ["--agents", "mcts"], ["mcts:RUN_DIR[:SIMULATIONS]", "needs a run directory"]),

@@ -152,12 +152,16 @@ def test_headers_are_read_as_people_write_them_and_hold_their_boards(tmp_path):
         (record,) = jaxdust.read_board_file(path)
         assert jaxdust.board_to_text(record.board) == "11200000", header
         assert board_io.declared_rules(path.read_text().splitlines()) == "samegame", header  # as --size reads it
-    # A misspelt field is refused: "rule=former" read as no rules would play Former's boards as dust.
+    # A misspelt field is refused: "rule=former" read as no rules would play Former's boards as
+    # dust. Other names are prose, as they always were, before or after the first board.
     path.write_text("# width=4 height=2 rule=former; cells listed x-major, y=0 bottom row\n11200000\n")
     for read in (jaxdust.read_board_file, lambda p: board_io.declared_rules(p.read_text().splitlines(), str(p))):
-        with pytest.raises(ValueError, match=r"boards.txt:1: header .*: unknown field 'rule'; a header sets "
-                                             r"width, height, colors, rules"):
+        with pytest.raises(ValueError, match=r"boards.txt:1: header .*: unknown field 'rule'; did you mean rules=\? "
+                                             r"\(a header sets width, height, colors, rules\)"):
             read(path)
+    path.write_text("# width=4 height=2 cells x-major; y=0 is the bottom row, rules=samegame\n11200000\n"
+                    "# seed=2 boards below\n# n=2 by hand\n22100000\n")
+    assert [jaxdust.board_to_text(r.board) for r in jaxdust.read_board_file(path)] == ["11200000", "22100000"]
     # "colours", as the docs spell it, is colors
     path.write_text("# width=8 height=6 Colours=3; cells listed x-major, y=0 bottom row\n" + board + "\n")
     with pytest.raises(ValueError, match="boards.txt:2: the board holds colour 5; the header says colors=3"):

@@ -103,6 +103,12 @@ def test_settings_must_match_an_existing_run(small_set, tmp_path):
     shutil.copy(os.path.join(small_set[0], "journal.jsonl"), tmp_path)
     with pytest.raises(ValueError, match="journal.jsonl but no manifest.json"):
         make_dataset(str(tmp_path), DatasetConfig(**{**SMALL.__dict__, "seed": 8}), progress=False)
+    # Another command's output folder: the set would be written in among its files.
+    (tmp_path / "evaluated").mkdir()
+    (tmp_path / "evaluated" / "summary.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"evaluated holds other files \(summary.json\) and no data set"):
+        make_dataset(str(tmp_path / "evaluated"), SMALL, progress=False)
+    assert os.listdir(tmp_path / "evaluated") == ["summary.json"]  # left as it was
 
 
 def test_the_data_set_command_goes_on_with_a_set_it_did_not_make(small_set, tmp_path, capsys):

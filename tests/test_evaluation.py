@@ -160,6 +160,13 @@ def test_a_former_file_played_under_env_of_the_dust_game_says_why_its_boards_do_
     err = capsys.readouterr().err
     assert f"{path}:2: " in err and "must be settled under the dust rules" in err
     assert "the file's boards are former's (its rules= header) and --env plays dust" in err
+    plain = tmp_path / "dust.txt"  # no rules= header: the dust game's boards, whose edge columns may be empty
+    plain.write_text("# width=10 height=10 colors=4\n" + "0" * 10 + "1234123412" * 9 + "\n")
+    with pytest.raises(SystemExit):
+        evaluate.main(["--boards", str(plain), "--env", "Clickomania-10x10x4-v0", "--agents", "largest",
+                       "--out", str(tmp_path / "out")])
+    assert ("the file's boards are the dust game's (it has no rules= header) and --env plays clickomania"
+            in capsys.readouterr().err)
     assert evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "out")])
 
 
@@ -635,6 +642,10 @@ def test_the_ranking_command_says_what_it_wrote_and_resumes(tmp_path, capsys):
         lines = out.read_text().splitlines()
         assert lines and {json.loads(line)["board_index"] for line in lines} == {0}
         assert capsys.readouterr().out == f"{out}: {len(lines)} labelled positions from 1 board\n"
+    extra = tmp_path / "more.jsonl"  # a file holding more boards than asked for: counted as they are
+    extra.write_text(out.read_text() + out.read_text().replace('"board_index": 0', '"board_index": 1'))
+    assert ranking.main(["--boards", "1", "--out", str(extra), "--node-limit", "20000"]) == 0
+    assert capsys.readouterr().out == f"{extra}: {2 * len(lines)} labelled positions from 2 boards\n"
 
 
 # A child that 0.2.15's solver labelled 11, "proven", where 10 suffice (its table held a

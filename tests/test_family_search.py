@@ -566,6 +566,8 @@ def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch, capsys
     assert json.loads(out.read_text()) == report
     table = capsys.readouterr().out  # led by the rules' own measure
     assert "| agent | boards | mean cells left | cleared | points | s/board |" in table
+    (others,) = [line for line in table.splitlines() if line.startswith("|  on those boards, mean cells left: ")]
+    assert others.count("|") == 7  # six cells, as the header's
     row = rows["beam 1 (numba)"]
     assert (f"| beam 1 (numba) | 4 | {row['mean_cells_left']:.1f} | {100 * row['cleared']:.0f}% | "
             f"{row['mean_points']:.1f} |") in table

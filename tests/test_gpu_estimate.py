@@ -70,13 +70,22 @@ def test_every_avi_variant_is_a_valid_config_and_others_are_refused(monkeypatch)
         gpu_estimate._avi_variants("wide,mlp,dqn-full,nope")
 
 
-def test_positions_and_rows_of_other_rules_are_played_under_them():
+def test_positions_and_rows_of_other_rules_are_played_under_them(monkeypatch):
     """``--sizes samegame:6x5x3``: the positions are reached by SameGame's clicks (settled
-    under its rules: columns closed to the left, not packed to the centre) and the row
-    names the rules, not only the size."""
+    under its rules: columns closed to the left, not packed to the centre), the step
+    analysed draws SameGame's legal clicks (groups of two, not any cell) and the row names
+    the rules, not only the size."""
     size = game.GameConfig(6, 5, 3, "samegame")
     positions = np.asarray(gpu_estimate.random_positions(32, size, seed=2))
     settled = np.asarray(jax.vmap(lambda board: game.contract(board, rules="samegame"))(positions))
     np.testing.assert_array_equal(settled, positions)
     assert (positions == 0).sum() > 0  # clicks were played, so settling was put to the test
+    asked, legal_action_mask = [], game.legal_action_mask
+
+    def recording(board, rules="dust"):
+        asked.append(rules)
+        return legal_action_mask(board, rules)
+
+    monkeypatch.setattr(game, "legal_action_mask", recording)
     assert gpu_estimate.env_step(64, size, seed=2)["program"] == "env step, samegame:6x5x3"
+    assert asked and set(asked) == {"samegame"}

@@ -6,6 +6,7 @@ wrong, so a bad board never reaches a jitted function.
 
 from __future__ import annotations
 
+import difflib
 import operator
 import os
 import re
@@ -259,27 +260,28 @@ def reference_columns(lines: Iterable[str]) -> str:
     return "best_known"
 
 
-HEADER_FIELDS = ("width", "height", "colors", "rules")  # what a header comment may set
+HEADER_FIELDS = ("width", "height", "colors", "rules")  # what a header comment sets
 _HEADER_SPELLINGS = {"colours": "colors"}
 
 
 def _header_fields(line: str) -> dict[str, str]:
     """``name=value`` fields of a header comment, names in lower case, spaces around ``=``
-    and ``,``/``;`` between fields allowed (``# Width = 6, height=8``): the fields that
-    open the comment, up to its first word without ``=`` (``# width=6 height=6 colors=5;
-    cells listed x-major ... y=0 bottom row``). A header comment starts with a field; any
-    other comment is prose, whose ``width=5000`` sets nothing. ValueError for a field that
-    is none of ``HEADER_FIELDS`` (``rule=former`` would else be read as no rules: dust)."""
+    and ``,``/``;`` between fields allowed (``# Width = 6, height=8``); ``colours`` is
+    ``colors``. A header comment starts with a field; any other comment is prose, whose
+    ``width=5000`` sets nothing. Other names (``y=0 bottom row``) are prose too, but one
+    a letter or two from a field's (``rule=former``, which would leave Former's boards read
+    as the dust game's) is a ValueError naming the field meant."""
     text = re.sub(r"\s*=\s*", "=", line.lstrip("#").replace(";", " ").replace(",", " "))
+    parts = text.split()
+    if not parts or "=" not in parts[0]:
+        return {}
     fields = {}
-    for part in text.split():
-        name, equals, value = part.partition("=")
-        if not equals or not name:
-            break
+    for name, _, value in (part.partition("=") for part in parts if "=" in part[1:]):
         name = _HEADER_SPELLINGS.get(name.lower(), name.lower())
-        if name not in HEADER_FIELDS:
-            raise ValueError(f"header {line.strip()!r}: unknown field {part.partition('=')[0]!r}; a header sets "
-                             f"{', '.join(HEADER_FIELDS)}")
+        meant = difflib.get_close_matches(name, HEADER_FIELDS, n=1, cutoff=0.75)
+        if name not in HEADER_FIELDS and meant:
+            raise ValueError(f"header {line.strip()!r}: unknown field {name!r}; did you mean {meant[0]}=? "
+                             f"(a header sets {', '.join(HEADER_FIELDS)})")
         fields[name] = value
     return fields
 
@@ -331,13 +333,13 @@ def _column(text: str, index: int) -> int:
     return value
 
 
-def declared_rules(lines: Iterable[str], source: str | None = None) -> str:
+def declared_rules(lines: Iterable[str], source: str | None = None, default: str | None = "dust") -> str | None:
     """The rule set whose lengths a board file gives: a ``rules=NAME`` field of a header
-    comment (``# width=7 height=9 colors=4 rules=former; ...``), else ``"dust"``.
+    comment (``# width=7 height=9 colors=4 rules=former; ...``), else ``default``.
     ValueError ``"<source>:<line>: ..."`` for a name that is not a rule set."""
     rules, number = _header_field(lines, "rules", source)
     if rules is None:
-        return "dust"
+        return default
     rules = rules.lower()  # as --size reads it: rules=Former is Former
     try:
         game.rules_of(rules)  # one line listing the known ones

@@ -102,7 +102,8 @@ def load_board_set(args) -> LoadedBoards:
         described = f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})"
         return LoadedBoards(boards, None, False, described, args.size.rules)
     lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
-    declared = declared_rules(lines, args.boards)
+    named = declared_rules(lines, args.boards, default=None)
+    declared = named or "dust"
     rules = declared if args.env is None else args.env.rules
     # ValueError naming file and line; boards settled under the rules played
     try:
@@ -111,8 +112,8 @@ def load_board_set(args) -> LoadedBoards:
     except ValueError as error:
         if declared == rules or "must be settled" not in str(error):
             raise
-        raise ValueError(f"{error}; the file's boards are {declared}'s (its rules= header) and --env plays "
-                         f"{rules}") from None
+        whose = f"{declared}'s (its rules= header)" if named else "the dust game's (it has no rules= header)"
+        raise ValueError(f"{error}; the file's boards are {whose} and --env plays {rules}") from None
     if not records:
         raise ValueError(f"no boards in {args.boards}")
     other = next((r for r in records if r.board.shape != records[0].board.shape), None)
@@ -137,10 +138,10 @@ def load_board_set(args) -> LoadedBoards:
     if columns == "best_known" and missing is not None and any(r.values for r in records):
         print(f"note: {args.boards}:{missing.line} gives no length after its board where other lines do, so the "
               "boards are compared with no reference lengths", file=sys.stderr)
-    if columns == "fewest_clicks" and all(len(r.values) >= 2 for r in records):
+    if columns == "fewest_clicks":  # every line holds both numbers (refused above otherwise)
         best = np.array([r.values[0] for r in records])
         proven = all(r.values[0] == r.values[1] for r in records)
-    elif columns == "optima" and all(r.values for r in records):
+    elif columns == "optima":  # every line holds its optimum (refused above otherwise)
         best, proven = np.array([r.values[0] for r in records]), True
     elif columns == "best_known" and all(r.values for r in records):
         best = np.array([r.values[-1] for r in records])

@@ -231,8 +231,9 @@ def main(argv=None) -> int:
             for record in board_records(index, args.node_limit):
                 out.write(json.dumps(record) + "\n")
             out.flush()
-    positions = len(recover_json_lines(args.out))
-    print(f"{args.out}: {positions} labelled positions from {args.boards} board{'s' if args.boards != 1 else ''}")
+    kept = recover_json_lines(args.out)
+    boards = len({record["board_index"] for record in kept})  # the file may hold more boards than asked
+    print(f"{args.out}: {len(kept)} labelled positions from {boards} board{'s' if boards != 1 else ''}")
     return 0
 
 

@@ -225,9 +225,10 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
 
     Raises:
       OtherSettings: ``directory`` holds a data set made with other settings (naming them).
-      ValueError: a journal without its manifest (whose settings are then unknown), or
-        another process making a data set in ``directory``.
+      ValueError: a journal without its manifest (whose settings are then unknown), other
+        files and no data set in ``directory``, or another process making a data set there.
     """
+    _require_no_other_files(directory)  # before the lock, which would leave its file there
     lock = files.lock_directory(directory)  # one writer: a second would delete its temporaries
     if lock is None:
         raise ValueError(f"another process is making a data set in {directory} (it holds {files.LOCK_FILE}): "
@@ -236,6 +237,16 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         return _make_dataset(directory, config, jobs, progress, announce)
     finally:
         lock.release()
+
+
+def _require_no_other_files(directory: str) -> None:
+    """ValueError where ``directory`` holds files but no data set: another command's output
+    (evaluate.py's), which the set's files would mix with."""
+    names = set(os.listdir(directory)) - {files.LOCK_FILE} if os.path.isdir(directory) else set()
+    if names and not names & {"manifest.json", "journal.jsonl"}:
+        others = sorted(names)
+        raise ValueError(f"{directory} holds other files ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}) "
+                         "and no data set: give a new or empty folder")
 
 
 def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bool, announce: str | None) -> dict:

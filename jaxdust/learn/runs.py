@@ -107,7 +107,8 @@ def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
     """The learner and config of a ``train.py`` run directory; RunError naming the problem."""
     path = os.path.join(directory, "config.json")
     if not os.path.exists(path):  # a typo, or a run not trained yet
-        why = "no config.json" if os.path.isdir(directory) else "no such directory"
+        why = ("no config.json" if os.path.isdir(directory)
+               else "it is a file" if os.path.exists(directory) else "no such directory")
         raise RunError(f"{directory} is not a train.py run directory ({why})")
     _require_files(directory)
     try:
