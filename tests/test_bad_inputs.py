@@ -563,6 +563,7 @@ API_CASES = [
     # Rows and slots are drawn from 16 random bits: rows past 65536 were never sampled.
     (lambda: avi.AVIConfig(buffer_lines=100_000), "buffer_lines must be at most 65536, got 100000"),
     (lambda: jaxdust.one_hot(jnp.full((4, 3), 5, jnp.int8), 3), "one_hot: the board holds colour 5, above colors=3"),
+    (lambda: jaxdust.one_hot(np.array([[0, -1]]), 2), r"one_hot: the board holds -1; colours are 0 \(empty\) to 2"),
     # A seed where a key belongs, or a batch of keys where one does.
     (lambda: jaxdust.random_board(0, jaxdust.GameConfig(8, 6, 5)), "random_board: key must be one jax.random.key"),
     (lambda: jaxdust.random_board(jax.random.split(jax.random.key(0), 3)), r"got an array of dtype key<fry> and shape \(3,\)"),

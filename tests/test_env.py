@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxdust import DustEnv, GameConfig, Rewards, StepType
+from jaxdust import DustEnv, GameConfig, Rewards, StepType, make
 from jaxdust.core import game
 from jaxdust.core import reference as ref
 
@@ -305,3 +305,13 @@ def test_state_bytes_count_the_board_the_click_counter_and_the_key():
 
     assert DustEnv().state_bytes() == 8 * 6 + 4 + 8  # int8 cells, int32 clicks, two uint32 key words
     assert DustEnv(GameConfig(15, 15, 5)).state_bytes() == 225 + 4 + 8
+
+
+def test_a_numpy_integer_click_cap_is_taken_as_its_int():
+    """``max_clicks=np.int64(30)`` (a count read from an array) is 30, as GameConfig takes its
+    sizes: the same env, equal and hashed alike (one compiled step); a bool is still no cap."""
+    env = make("Dust-6x6x5-v0", max_clicks=np.int64(30))
+    assert env == make("Dust-6x6x5-v0", max_clicks=30) and type(env.max_clicks) is int
+    assert hash(env) == hash(make("Dust-6x6x5-v0", max_clicks=30))
+    with pytest.raises(TypeError, match="max_clicks must be an int or None, got True"):
+        DustEnv(max_clicks=True)

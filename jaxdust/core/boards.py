@@ -381,7 +381,7 @@ def read_board_file(path: str | os.PathLike, width: int | None = None, height: i
 
     Raises:
       ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line; a ``limit``
-        below 1.
+        below 1; a file that cannot be read (``cannot read board file <path>: ...``).
     """
     lines = files.read_lines(os.fspath(path), "board file")
     return read_board_lines(lines, str(path), width, height, limit, rules)

@@ -128,8 +128,10 @@ class DustEnv:
     def __post_init__(self):
         if not isinstance(self.game, GameConfig) or not isinstance(self.rewards, Rewards):
             raise TypeError(f"DustEnv needs a GameConfig and Rewards, got {self.game!r}, {self.rewards!r}")
-        if self.max_clicks is not None and (not isinstance(self.max_clicks, int) or isinstance(self.max_clicks, bool)):
+        if self.max_clicks is not None and not game.is_integer(self.max_clicks):
             raise TypeError(f"max_clicks must be an int or None, got {self.max_clicks!r}")
+        if self.max_clicks is not None:  # a numpy integer, as GameConfig's sizes are taken, stored as an int
+            object.__setattr__(self, "max_clicks", int(self.max_clicks))
         if self.max_clicks is not None and self.max_clicks < 1:
             raise ValueError(f"max_clicks must be >= 1 or None, got {self.max_clicks}")
         if not isinstance(self.auto_reset, bool):  # a string "false" would turn it on

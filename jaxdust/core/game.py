@@ -858,11 +858,14 @@ def one_hot(board: jax.Array, colors: int, dtype=jnp.float32) -> jax.Array:
 
     Raises:
       ValueError: ``colors`` not an integer in 1..MAX_COLORS, or a concrete ``board``
-        holding a colour above it (its cells would have no channel set); traced boards
-        are not looked at.
+        holding a colour above it or below 0 (its cells would have no channel set);
+        traced boards are not looked at.
     """
     if not is_integer(colors) or not 1 <= colors <= MAX_COLORS:
         raise ValueError(f"one_hot: colors must be an integer in 1..{MAX_COLORS}, got {colors!r}")
-    if not isinstance(board, jax.core.Tracer) and np.size(board) and int(np.max(board)) > colors:
-        raise ValueError(f"one_hot: the board holds colour {int(np.max(board))}, above colors={colors}")
+    if not isinstance(board, jax.core.Tracer) and np.size(board):
+        if int(np.max(board)) > colors:
+            raise ValueError(f"one_hot: the board holds colour {int(np.max(board))}, above colors={colors}")
+        if int(np.min(board)) < 0:
+            raise ValueError(f"one_hot: the board holds {int(np.min(board))}; colours are 0 (empty) to {colors}")
     return jax.nn.one_hot(board, colors + 1, dtype=dtype)
