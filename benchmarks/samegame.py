@@ -126,19 +126,19 @@ def main(argv=None) -> dict:
           f"{report['backend']}, {report['cpu_count']} cores\n")
     # The rules' own measure leads: points for SameGame, cells left for Clickomania.
     by_points = measure == "points"
-    print(f"| agent | boards | {'mean points | std' if by_points else 'mean cells left'} | cleared | "
-          f"{'cells left' if by_points else 'points'} | s/board |")
-    print("|---|---:|---:|---:|---:|---:|---:|" if by_points else "|---|---:|---:|---:|---:|---:|")
+    lead = ([("mean points", "{mean_points:.1f}"), ("std", "{std_points:.1f}")] if by_points
+            else [("mean cells left", "{mean_cells_left:.1f}")])
+    other = ("cells left", "{mean_cells_left:.1f}") if by_points else ("points", "{mean_points:.1f}")
+    columns = [("boards", "{boards}"), *lead, ("cleared", "{cleared:.0%}"), other,
+               ("s/board", "{seconds_per_board:.4f}")]
+    print("| agent | " + " | ".join(title for title, _ in columns) + " |")
+    print("|---|" + "---:|" * len(columns))
     for name, row in report["agents"].items():
-        lead = (f"{row['mean_points']:.1f} | {row['std_points']:.1f}" if by_points
-                else f"{row['mean_cells_left']:.1f}")
-        other = row["mean_cells_left"] if by_points else row["mean_points"]
-        print(f"| {name} | {row['boards']} | {lead} | {100 * row['cleared']:.0f}% | {other:.1f} | "
-              f"{row['seconds_per_board']:.4f} |")
+        print(f"| {name} | " + " | ".join(shown.format(**row) for _, shown in columns) + " |")
         if "others_on_these_boards" in row:
             print(f"|  on those boards, mean {row['others_measure'].replace('_', ' ')}: "
                   + ", ".join(f"{k} {v:.1f}" for k, v in row["others_on_these_boards"].items())
-                  + " |" * (7 if by_points else 6))
+                  + " |" * (1 + len(columns)))  # the agent's cell, then one a column
     print(f"\nwrote {args.out}")
     return report
 

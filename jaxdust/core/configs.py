@@ -265,6 +265,13 @@ def _flag(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+def board_differences(made: GameConfig, asked: GameConfig) -> list[str]:
+    """``["--size former:6x5x4, not 6x5x4"]`` where two boards differ, named by the flag
+    that gives them (size and rules in one), else ``[]``: the part every "other settings"
+    message shares."""
+    return [] if made == asked else [f"--size {made.size_spec}, not {asked.size_spec}"]
+
+
 def differences(made: dict, asked: dict, prefix: str = "") -> str:
     """The fields two configs' JSON (``to_json``) differ in: ``boards 5, not 40; ...``."""
     parts = []

@@ -429,9 +429,7 @@ def _flag_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
     parts = [f"--{field.name.replace('_', '-')} {getattr(made, field.name)}, not {getattr(asked, field.name)}"
              for field in dataclasses.fields(DatasetConfig) if field.name in bearing and field.name != "game"
              and getattr(made, field.name) != getattr(asked, field.name)]
-    if made.game != asked.game:
-        parts.append(f"--size {made.game.size_spec}, not {asked.game.size_spec}")
-    return "; ".join(parts)
+    return "; ".join(parts + configs.board_differences(made.game, asked.game))
 
 
 def main(argv=None) -> int:
@@ -447,7 +445,7 @@ def main(argv=None) -> int:
     configs.add_board_flags(parser, f"width x height x colours of dust boards (default 8x6x5; at most "
                                     f"{bitboard.MAX_CELLS} cells, the solver's), or RULES:WxHxC (former:6x6x4)",
                             "a registered environment's rules and size, e.g. Former-7x9x4-v0 (fewest-clicks rules, "
-                            f"at most {bitboard.MAX_CELLS} cells)", dest="size")
+                            f"at most {bitboard.MAX_CELLS} cells)", dest="game")
     # Any seed numpy takes: train.py seeds its run's set with the run's seed + 1, up to 2^32.
     parser.add_argument("--seed", type=flags.non_negative_int, default=defaults.seed, help="default %(default)s")
     parser.add_argument("--labeller", choices=("exact", "beam"), default=defaults.labeller, help="default %(default)s")
@@ -463,14 +461,8 @@ def main(argv=None) -> int:
     unused = "--beam-width" if args.labeller == "exact" else "--node-limit"
     if (args.beam_width if args.labeller == "exact" else args.node_limit) is not None:
         flags.fail(parser, f"{unused} is not used by the {args.labeller} labeller")
-    try:
-        base = dataclasses.replace(defaults, game=args.size or defaults.game)
-    except configs.FieldError as error:  # the rules: named by the flags that give them
-        flags.fail(parser, f"--size/--env {error.problem}")
-    except ValueError as error:  # a size the solver's bitboards cannot hold
-        flags.fail(parser, str(error))
-    try:  # a refused value is named by its flag
-        config = configs.from_flags(args, base)
+    try:  # a refused value is named by its flag (the board's by --size/--env)
+        config = configs.from_flags(args, defaults)
         make_dataset(args.out, config, jobs=args.jobs)
     except OtherSettings as error:
         try:

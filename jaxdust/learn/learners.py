@@ -185,8 +185,7 @@ def _run_data_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
     parts = [f"{_RUN_DATA_FLAGS[field]} {shown(getattr(made, field))}, not {shown(getattr(asked, field))}"
              for field, shown in (("boards", str), ("beam_width", str), ("seed", lambda seed: str(seed - 1)))
              if getattr(made, field) != getattr(asked, field)]
-    if made.game != asked.game:
-        parts.append(f"--size {made.game.size_spec}, not {asked.game.size_spec}")
+    parts += configs.board_differences(made.game, asked.game)
     unset = {field: getattr(asked, field) for field in ("boards", "beam_width", "seed", "game")}
     others = configs.differences(configs.to_json(dataclasses.replace(made, **unset)), configs.to_json(asked))
     if others:  # settings train.py has no flag for: the set was not made by train.py

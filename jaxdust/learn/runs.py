@@ -526,9 +526,7 @@ def _setting_differences(saved, asked) -> str:
     # The game is left out in the JSON, not by a config with the asked game: the saved
     # settings need not be valid on the asked board (a batch too large for it).
     parts = [configs.differences({**configs.to_json(saved), "game": asked_json["game"]}, asked_json)]
-    if saved.game != asked.game:
-        parts.append(f"--size {saved.game.size_spec}, not {asked.game.size_spec}")
-    return "; ".join(part for part in parts if part)
+    return "; ".join(part for part in parts + configs.board_differences(saved.game, asked.game) if part)
 
 
 def _require_files(directory: str) -> None:
