@@ -334,7 +334,7 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
                                "--jobs", "1", "--out", "samegame.json"])
     means = [r["mean"] for r in report["rows"]]
     assert report["measure"] == "points" and means == sorted(means, reverse=True) and means[0] > 0
-    kept = tmp_path / "leaderboard/SameGame-15x15x5-v0-2-seed0/largest.json"  # beside --out
+    kept = tmp_path / "leaderboard/size-samegame-15x15x5-2-seed0/largest.json"  # beside --out, by rules and size
     kept.write_text(json.dumps({**json.loads(kept.read_text()), "mean": 12345.0}))
     again = leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--entries", "random, largest, nmcs:1",
                               "--jobs", "1", "--out", "samegame.json"])  # spaces after the commas: the same rows
@@ -379,6 +379,31 @@ def test_leaderboard_size_of_points_rules_ranks_its_defaults_by_points(tmp_path,
     assert played == [(entry, "samegame", (2, 5, 5)) for entry in leaderboard.FAMILY_ENTRIES["points"].split(",")]
     assert report["measure"] == "points"
     assert [row["mean"] for row in report["rows"]] == [50.0, 40.0, 30.0, 20.0, 10.0]  # highest first
+
+
+def test_an_id_and_size_of_its_rules_and_size_share_their_kept_rows(tmp_path, monkeypatch):
+    """--env Dust-6x6x5-v0 and --size 6x6x5 play the same boards: the second reuses the
+    first's rows under its own name; another size or seed is measured."""
+    monkeypatch.chdir(tmp_path)
+    played = []
+
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+        played.append((entry, np.asarray(boards).tobytes()))
+        count = len(boards)
+        return {"points": np.zeros(count), "clicks": np.full(count, float(len(played))),
+                "cells_left": np.zeros(count), "cleared": np.ones(count, bool)}
+
+    monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
+    first = leaderboard.main(["--env", "Dust-6x6x5-v0", "--boards", "2", "--entries", "random,largest"])
+    again = leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "largest,random"])
+    assert len(played) == 2 and again["kept"] == ["largest", "random"] and first["kept"] == []
+    assert {row["env"] for row in again["rows"]} == {"6x6x5"} and {row["env"] for row in first["rows"]} == {
+        "Dust-6x6x5-v0"}
+    assert [row["mean"] for row in again["rows"]] == [row["mean"] for row in first["rows"]]
+    assert (tmp_path / "results" / "leaderboard-size-6x6x5.json").exists()
+    leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "random", "--seed", "1"])
+    leaderboard.main(["--size", "former:6x6x5", "--boards", "2", "--entries", "random"])
+    assert len(played) == 4 and played[2][1] != played[0][1] == played[1][1]  # rows of other rules: measured
 
 
 def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path, capsys):

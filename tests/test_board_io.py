@@ -78,6 +78,8 @@ def test_a_searchs_flat_actions_replay_and_score_as_its_length():
         ([(0, 0), (8, 0)], r"click 1: \(8, 0\) is outside the 8x6 board"),
         ([(0, -1)], r"click 0: \(0, -1\) is outside"),
         ([(0, 0), "ab"], "click 1: 'ab' is not an"),
+        ((0, 1), r"click 0: 0 is not an \(x, y\) pair of ints; one click is a list of one pair, \[\(x, y\)\]"),
+        ([(0, 1), 5], r"click 1: 5 is not an \(x, y\) pair of ints$"),  # a list: no tuple of ints to explain
     ],
 )
 def test_replay_names_the_bad_step(clicks, message):

@@ -468,7 +468,9 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust",
                 raise TypeError
             x, y = (operator.index(v) for v in pair)
         except (TypeError, ValueError):
-            raise ValueError(f"click {step}: {click!r} is not an (x, y) pair of ints") from None
+            hint = ("; one click is a list of one pair, [(x, y)], and flat actions a list or a 1-D array"
+                    if isinstance(clicks, tuple) and clicks and all(_is_action(c) for c in clicks) else "")
+            raise ValueError(f"click {step}: {click!r} is not an (x, y) pair of ints{hint}") from None
         if not (0 <= x < width and 0 <= y < height):
             raise ValueError(f"click {step}: ({x}, {y}) is outside the {width}x{height} board")
         cluster = np.asarray(game.cluster_mask(board, x, y)) if int(board[x, y]) else np.zeros((width, height), bool)

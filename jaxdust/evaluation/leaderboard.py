@@ -20,7 +20,8 @@ Prints the table in markdown and writes ``results/leaderboard-<set>.json`` (or `
 ``--boards`` seeded random boards (100 by default): SameGame by mean points, Clickomania by
 mean cells left, Former (and the dust ids) by mean clicks. Rows are kept and resumed the
 same way; the report is ``results/leaderboard-<ID>.json``. ``--size RULES:WxHxC`` does the
-same at a size no id registers (``results/leaderboard-size-former-6x6x4.json``):
+same at a size no id registers (``results/leaderboard-size-former-6x6x4.json``); an id and
+``--size`` of its rules and size share their kept rows:
 
     jaxdust-leaderboard --env SameGame-15x15x5-v0 --entries largest,beam:16,cpu-beam:256,nmcs:1
     jaxdust-leaderboard --env Former-7x9x4-v0 --runs avi=runs/avi-former
@@ -322,9 +323,10 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
     keys = jax.random.split(jax.random.key(args.seed), args.boards)
     boards = jax.vmap(lambda k: game.random_board(k, config))(keys)
     # A size's files apart from the --set of its name (leaderboard-8x6x5.json) and from ids.
-    stem = env_id if args.env is not None else f"size-{env_id.replace(':', '-')}"
-    out = args.out or os.path.join("results", f"leaderboard-{stem}.json")
-    cache = os.path.join(_rows_dir(out), f"{stem}-{args.boards}-seed{args.seed}")
+    size_stem = f"size-{config.size_spec.replace(':', '-')}"
+    out = args.out or os.path.join("results", f"leaderboard-{env_id if args.env is not None else size_stem}.json")
+    # Kept by rules and size, not by name: an id and --size of its size play the same boards.
+    cache = os.path.join(_rows_dir(out), f"{size_stem}-{args.boards}-seed{args.seed}")
 
     def measure_row(entry: str, label: str) -> FamilyRow:
         start = time.perf_counter()
@@ -336,7 +338,8 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
 
     rows, reused = _kept_or_measured(
         parser, args.fresh, entries, cache, sources, FamilyRow,
-        lambda kept, label: (kept.env, kept.boards, kept.agent) == (env_id, args.boards, label), measure_row)
+        lambda kept, label: (kept.boards, kept.agent, kept.measure) == (args.boards, label, measure), measure_row)
+    rows = [dataclasses.replace(scored, env=env_id) for scored in rows]  # a kept row may name the other
     rows.sort(key=lambda r: (-r.mean if measure == "points" else r.mean, r.seconds_per_board))  # best first
     hardware = machine.cpu_description()
     print(f"\n{env_id}: {args.boards} random boards (seed {args.seed}), mean {measure.replace('_', ' ')} "
