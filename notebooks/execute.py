@@ -27,7 +27,27 @@ def execute(path: pathlib.Path) -> nbformat.NotebookNode:
     notebook = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="jaxdust-notebook-") as folder:
         NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": folder}}).execute()
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = merged_streams(cell.outputs)
     return notebook
+
+
+def merged_streams(outputs: list) -> list:
+    """``outputs`` with each run of one stream's outputs in one, every line as a terminal
+    leaves it (a progress bar's ``\r`` frames: its last), so a stored bar reads as one
+    line on every viewer, not one line per frame."""
+    merged = []
+    for output in outputs:
+        if (output.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                and merged[-1]["name"] == output["name"]):
+            merged[-1]["text"] += output["text"]
+        else:
+            merged.append(output)
+    for output in merged:
+        if output.get("output_type") == "stream":
+            output["text"] = "\n".join(line.rstrip("\r").rsplit("\r", 1)[-1] for line in output["text"].split("\n"))
+    return merged
 
 
 def main(argv: list[str] | None = None) -> None:

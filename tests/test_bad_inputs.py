@@ -4,6 +4,7 @@ them raise ValueError and nothing else on any text (hypothesis)."""
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import jax
@@ -774,3 +775,20 @@ def test_the_notebook_runner_refuses_a_name_it_has_not(capsys):
     assert exit_info.value.code == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line == "execute.py: error: no notebook quickstar here; there are quickstart, solvers_evaluation, train_dqn"
+
+
+@pytest.mark.parametrize("argv0, example", [("/venv/bin/jaxdust-train", "jaxdust-train dqn --preset original"),
+                                            ("train.py", "python train.py dqn --preset original")])
+def test_help_shows_examples_as_the_command_was_started(argv0, example, monkeypatch, capsys):
+    """``--help`` is the module docstring: as ``jaxdust-train`` its examples are that
+    command's (a wheel has no ``train.py``), and its double backquotes are left out."""
+    monkeypatch.setattr(sys, "argv", [argv0, "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.main(["--help"])
+    shown = capsys.readouterr().out
+    assert exit_info.value.code == 0 and example in shown and "``" not in shown
+    assert ("python train.py" in shown) == (argv0 == "train.py")
+    with pytest.raises(SystemExit):
+        leaderboard.main(["--help"])
+    shown = capsys.readouterr().out
+    assert "cells left: random,largest" in " ".join(shown.split()) and "{'" not in shown and "``" not in shown

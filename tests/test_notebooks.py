@@ -24,6 +24,10 @@ def test_stored_notebooks_are_executed_and_open_in_colab(path):
     assert any(c.get("outputs") for c in notebook.cells if c.cell_type == "code")
     assert not [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
                 if o.get("output_type") == "error"]
+    for cell in (c for c in notebook.cells if c.cell_type == "code"):  # streams merged, bars at their last frame
+        streams = [o.get("name") if o.get("output_type") == "stream" else None for o in cell.get("outputs", [])]
+        assert all(a is None or a != b for a, b in zip(streams, streams[1:])), streams
+        assert not any("\r" in o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
     colab = f"https://colab.research.google.com/github/jaxdust/jaxdust/blob/main/notebooks/{path.name}"
     assert colab in notebook.cells[0].source
 
@@ -43,4 +47,4 @@ def test_notebook_runs(path, tmp_path):
     outputs = "".join(str(o.get("text", "")) for c in notebook.cells for o in c.get("outputs", []))
     assert "JAX" in outputs  # the install cell ran
     if path.stem == "solvers_evaluation":  # the evaluation shows its progress in a kernel
-        assert "board/s]" in outputs or "s/board]" in outputs
+        assert "game/s]" in outputs or "s/game]" in outputs

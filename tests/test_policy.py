@@ -16,10 +16,12 @@ from jaxdust import solve
 from jaxdust.core import game
 from jaxdust.core import reference as ref
 from jaxdust.core.game import GameConfig
+from jaxdust.core.boards import model_colors, require_colors_fit
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines, ranking, registry
-from jaxdust.learn import networks
+from jaxdust.learn import agents, networks
 from jaxdust.search import mcts
+from jaxdust.search.beam import beam_search
 from tests import family_reference as fr
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,8 +56,6 @@ def test_the_imitation_prior_ranks_clusters_as_its_argmax_does_whatever_their_si
     """Its per-cell logits each say "this cell's cluster is the click": summed over a
     cluster's cells they weighed a cluster of 6 at a sigmoid of 0.27 above a single cell at
     0.73, the order ``PolicyGreedy`` plays reversed."""
-    from jaxdust.learn import agents
-
     board = jnp.asarray([[1, 1, 1], [1, 1, 1], [2, 3, 2], [3, 2, 3]], jnp.int8)  # a cluster of 6, six singles
     cell_logits = jnp.where(board.reshape(-1) == 1, -1.0, 1.0)
     cell_logits = cell_logits.at[9].set(0.5)  # one single below the others
@@ -228,6 +228,26 @@ def test_mcts_prefers_the_click_that_clears():
 
 
 @pytest.mark.slow
+def test_a_network_refuses_boards_of_more_colours_than_it_was_built_for():
+    """A colour above the network's one-hots as no colour at all: play, the beam and the
+    search refuse such boards before compiling, and take boards of its colours or fewer."""
+    network = networks.ValuePolicyNetwork(hidden=(8,), colors=3)
+    evaluator = agents.NetworkEvaluator(network)
+    boards = random_boards(3, GameConfig(4, 3, 5), 0)
+    assert int(jnp.max(boards)) > 3
+    key = jax.random.key(0)
+    for call in (lambda: play_boards(boards, agents.ClusterArgmax(network), key, 12),
+                 lambda: play_boards(boards, mcts.MCTSPolicy(evaluator, simulations=4), key, 12),
+                 lambda: beam_search(boards, 2, scorer=agents.ValueHeadScorer(network)),
+                 lambda: beam_search(boards, 2, rescorer=agents.ValueHeadScorer(network)),
+                 lambda: mcts.search(boards, evaluator, None, key, 4)):
+        with pytest.raises(ValueError, match=f"hold colour {int(jnp.max(boards))}, but the network was built for 3"):
+            call()
+    assert model_colors(mcts.MCTSPolicy(evaluator)) == 3 and model_colors(baselines.largest_cluster) is None
+    for fitting in (random_boards(3, SMALL, 0), random_boards(3, GameConfig(4, 3, 2), 0)):
+        require_colors_fit(fitting, mcts.MCTSPolicy(evaluator), "play_boards")  # no error
+
+
 def test_policy_scores_rank_children_by_cluster_probability():
     records = ranking.load()[:6]
 

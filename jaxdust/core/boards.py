@@ -117,6 +117,33 @@ def require_settled(boards, rules: str = "dust", caller: str = "") -> None:
             raise ValueError(f"{caller}: {where}{error}" if caller else f"{where}{error}") from None
 
 
+def model_colors(model) -> int | None:
+    """The colours a network-backed policy, scorer or evaluator was built for: its own
+    ``colors``, or that of the network or evaluator it wraps (``network``, ``evaluate``);
+    None for one that does not say (the hand-made ones play any colours)."""
+    for _ in range(4):  # an MCTSPolicy wraps an evaluator that wraps a network
+        colors = getattr(model, "colors", None)
+        if game.is_integer(colors):
+            return int(colors)
+        model = getattr(model, "network", None) or getattr(model, "evaluate", None)
+        if model is None:
+            return None
+    return None
+
+
+def require_colors_fit(boards, model, caller: str) -> None:
+    """ValueError where ``boards`` hold a colour above the ``model_colors`` of ``model``: its
+    network one-hots a colour it was not built for as no colour at all and plays on without
+    a word. Boards traced under ``jit`` pass, as in ``require_settled``."""
+    colors = model_colors(model)
+    if colors is None or isinstance(boards, jax.core.Tracer) or not np.size(boards):
+        return
+    most = int(np.max(np.asarray(boards)))
+    if most > colors:
+        raise ValueError(f"{caller}: the boards hold colour {most}, but the network was built for {colors} colours "
+                         f"(play it on boards of the size and colours it was trained on)")
+
+
 def parse_board(data, width: int | None = None, height: int | None = None, rules: str = "dust") -> jax.Array:
     """A validated board: int8 ``[width, height]``, settled under ``rules`` (RULES.md).
 

@@ -26,14 +26,22 @@ from typing import Any, Callable
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line (no usage block: ``--help`` has it).
     Started as an installed command (``jaxdust-train``), it goes by that name, not ``prog``'s
-    (the repository's ``train.py``, ``python -m jaxdust.solver``)."""
+    (the repository's ``train.py``, ``python -m jaxdust.solver``), in its usage and in the
+    examples of its description. The description is a module docstring: its double
+    backquotes are left out of ``--help``."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         command = os.path.basename(sys.argv[0]) if sys.argv else ""
+        repository_name = self.prog if self.prog.startswith("python") else f"python {self.prog}"
         # A subcommand's parser is named after its parent's: "jaxdust-train avi" stays.
-        if command.startswith("jaxdust-") and not self.prog.startswith(command):
+        installed = command.startswith("jaxdust-") and not self.prog.startswith(command)
+        if installed:
             self.prog = command
+        if self.description:
+            self.description = self.description.replace("``", "")
+            if installed:  # its examples as this command runs them
+                self.description = self.description.replace(repository_name, command)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_settled
+from jaxdust.core.boards import require_colors_fit, require_settled
 from jaxdust.core.flags import INT32_LIMIT
 
 Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, params) -> action
@@ -57,11 +57,13 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
 
     Raises:
       ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, or
-        not settled under ``rules`` (checked where they are not traced), a ``max_clicks``
+        not settled under ``rules`` or holding colours the policy's network was not built
+        for (checked where they are not traced), a ``max_clicks``
         that is not a positive integer below 2^31, or unknown rules.
       TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
     boards = _checked(boards, max_clicks, rules)
+    require_colors_fit(boards, policy, "play_boards")
     game.require_key(key, "play_boards")
     return _play_boards(boards, policy, jax.random.split(key, boards.shape[0]), int(max_clicks), params, rules)
 

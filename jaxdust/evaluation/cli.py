@@ -384,7 +384,7 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
     if earlier:  # listed where this run's figures will be until its summary lists them
         _note_pending(args.out, earlier)
     played, figures, names = {}, [], file_names(agents)
-    with progress_bar(total=len(boards) * len(agents), unit="board") as bar:
+    with progress_bar(total=len(boards) * len(agents), unit="game") as bar:  # a game: one agent on one board
         for name in agents:
             bar.set_description(name)
             start = time.perf_counter()

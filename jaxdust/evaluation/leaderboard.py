@@ -112,8 +112,10 @@ def main(argv=None) -> dict:
                         help="with --env or --size: random boards played (default 100)")
     parser.add_argument("--entries", default=None,
                         help=f"agents as evaluate.py names them ('' for none; default {DEFAULT_ENTRIES}, "
-                             f"with --env or --size by objective: {FAMILY_ENTRIES}, less cpu-beam where the "
-                             "fewest-clicks boards exceed its 64 cells)")
+                             "with --env or --size by the rules' measure: "
+                             + "; ".join(f"{measure.replace('_', ' ')}: {entries}"
+                                         for measure, entries in FAMILY_ENTRIES.items())
+                             + ", less cpu-beam where the fewest-clicks boards exceed its 64 cells)")
     parser.add_argument("--runs", default="", help="LABEL=RUN_DIR,... learner runs (four or five rows each)")
     parser.add_argument("--solver-log", type=flags.input_file, default=None,
                         help="JSON lines of python -m jaxdust.solver --time-limit 300 on the set's boards")

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_settled
+from jaxdust.core.boards import require_colors_fit, require_settled
 from jaxdust.search.heuristic import Scorer, heuristic_for, heuristic_scorer
 from jaxdust.search.keys import solver_key
 from jaxdust.search.selection import first_trues, smallest_columns
@@ -286,8 +286,9 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     cells searches (and compiles) as the cells, its ``actions`` padded with -1.
 
     Raises:
-      ValueError: for boards that are not 2-D or 3-D or not settled under ``rules`` (boards
-        given outside a trace: under ``jit`` they are not looked at), a size that is not a
+      ValueError: for boards that are not 2-D or 3-D, not settled under ``rules`` or holding
+        colours a network scorer was not built for (boards given outside a trace: under
+        ``jit`` they are not looked at), a size that is not a
         positive integer, or rules that are not a fewest-clicks rule set.
     """
     boards = game.from_lists(boards)
@@ -305,6 +306,8 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     game.require_click_rules(rules, "beam_search")
     scorer = heuristic_for(rules) if scorer is None else scorer
     require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
+    for model in (scorer, rescorer):
+        require_colors_fit(boards, model, "beam_search")
     one_board = len(shape) == 2
     batch = boards[None] if one_board else boards
     count, cells = batch.shape[0], shape[-2] * shape[-1]
