@@ -34,9 +34,9 @@ def execute(path: pathlib.Path) -> nbformat.NotebookNode:
 
 
 def merged_streams(outputs: list) -> list:
-    """``outputs`` with each run of one stream's outputs in one, every line as a terminal
-    leaves it (a progress bar's ``\r`` frames: its last), so a stored bar reads as one
-    line on every viewer, not one line per frame."""
+    """``outputs`` with each run of one stream's outputs in one, and of every line only its
+    last ``\r`` frame (a progress bar's last; tqdm pads its frames, so none shows through),
+    so a stored bar reads as one line on every viewer, not one line per frame."""
     merged = []
     for output in outputs:
         if (output.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"

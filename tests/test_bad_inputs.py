@@ -761,15 +761,35 @@ def test_line_ranges_are_kept_as_ranges():
     assert solver_cli._pick_lines([(2, "x", 1, 1), (5, "y", 1, 1)], [(3, 10**12)], "f") == [(5, "y", 1, 1)]
 
 
-def test_the_notebook_runner_refuses_a_name_it_has_not(capsys):
-    """``notebooks/execute.py`` took any word (``--help``, a misspelt name) as a notebook it
-    had not, ran nothing and exited 0."""
+def notebook_runner():
     import importlib.util
 
     path = Path(__file__).resolve().parent.parent / "notebooks" / "execute.py"
     spec = importlib.util.spec_from_file_location("notebook_runner", path)
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
+    return runner
+
+
+def test_the_notebook_runner_keeps_a_bars_last_frame_and_the_order_of_outputs():
+    import nbformat
+
+    def stream(name, text):
+        return nbformat.v4.new_output("stream", name=name, text=text)
+
+    outputs = [stream("stderr", "\r  0%| 0/8"), stream("stderr", "\r 50%| 4/8"), stream("stderr", "\r100%| 8/8\r\n"),
+               stream("stdout", "a\r\nb\n"), nbformat.v4.new_output("display_data", data={"text/plain": "x"}),
+               stream("stdout", "c\n"), stream("stderr", "d\n"), stream("stdout", "e\n")]
+    merged = notebook_runner().merged_streams(outputs)
+    assert [(o["output_type"], o.get("name"), o.get("text")) for o in merged] == [
+        ("stream", "stderr", "100%| 8/8\n"), ("stream", "stdout", "a\nb\n"), ("display_data", None, None),
+        ("stream", "stdout", "c\n"), ("stream", "stderr", "d\n"), ("stream", "stdout", "e\n")]
+
+
+def test_the_notebook_runner_refuses_a_name_it_has_not(capsys):
+    """``notebooks/execute.py`` took any word (``--help``, a misspelt name) as a notebook it
+    had not, ran nothing and exited 0."""
+    runner = notebook_runner()
     with pytest.raises(SystemExit) as exit_info:
         runner.main(["quickstar"])
     assert exit_info.value.code == 2
@@ -777,17 +797,24 @@ def test_the_notebook_runner_refuses_a_name_it_has_not(capsys):
     assert line == "execute.py: error: no notebook quickstar here; there are quickstart, solvers_evaluation, train_dqn"
 
 
-@pytest.mark.parametrize("argv0, example", [("/venv/bin/jaxdust-train", "jaxdust-train dqn --preset original"),
-                                            ("train.py", "python train.py dqn --preset original")])
-def test_help_shows_examples_as_the_command_was_started(argv0, example, monkeypatch, capsys):
+def test_help_shows_examples_as_the_command_was_started(monkeypatch, capsys):
     """``--help`` is the module docstring: as ``jaxdust-train`` its examples are that
-    command's (a wheel has no ``train.py``), and its double backquotes are left out."""
-    monkeypatch.setattr(sys, "argv", [argv0, "--help"])
-    with pytest.raises(SystemExit) as exit_info:
-        train_cli.main(["--help"])
-    shown = capsys.readouterr().out
-    assert exit_info.value.code == 0 and example in shown and "``" not in shown
-    assert ("python train.py" in shown) == (argv0 == "train.py")
+    command's (a wheel has no ``train.py``), their comments in the same column, and its
+    double backquotes are left out."""
+    shown = {}
+    for argv0 in ("/venv/bin/jaxdust-train", "train.py"):
+        monkeypatch.setattr(sys, "argv", [argv0, "--help"])
+        with pytest.raises(SystemExit) as exit_info:
+            train_cli.main(["--help"])
+        shown[argv0] = capsys.readouterr().out
+        assert exit_info.value.code == 0 and "``" not in shown[argv0]
+    installed, repository = shown["/venv/bin/jaxdust-train"], shown["train.py"]
+    assert installed.startswith("usage: jaxdust-train") and "python train.py" not in installed
+    assert "\njaxdust-train: train a dust-game agent" in installed
+    example = [line for line in installed.splitlines() if "dqn --preset original" in line][0]
+    assert example.lstrip().startswith("jaxdust-train dqn --preset original  ")
+    assert example.index("#") == [line for line in repository.splitlines() if "dqn --preset original" in line][0].index(
+        "#") and "    python train.py dqn --preset original" in repository
     with pytest.raises(SystemExit):
         leaderboard.main(["--help"])
     shown = capsys.readouterr().out

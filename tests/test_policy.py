@@ -17,7 +17,7 @@ from jaxdust.core import game
 from jaxdust.core import reference as ref
 from jaxdust.core.game import GameConfig
 from jaxdust.core.boards import model_colors, require_colors_fit
-from jaxdust.core.play import play_boards
+from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, ranking, registry
 from jaxdust.learn import agents, networks
 from jaxdust.search import mcts
@@ -227,7 +227,6 @@ def test_mcts_prefers_the_click_that_clears():
     assert int(output.action[0]) == 1
 
 
-@pytest.mark.slow
 def test_a_network_refuses_boards_of_more_colours_than_it_was_built_for():
     """A colour above the network's one-hots as no colour at all: play, the beam and the
     search refuse such boards before compiling, and take boards of its colours or fewer."""
@@ -237,6 +236,7 @@ def test_a_network_refuses_boards_of_more_colours_than_it_was_built_for():
     assert int(jnp.max(boards)) > 3
     key = jax.random.key(0)
     for call in (lambda: play_boards(boards, agents.ClusterArgmax(network), key, 12),
+                 lambda: play_in_chunks(boards, agents.ClusterArgmax(network), key, 12, chunk=2),
                  lambda: play_boards(boards, mcts.MCTSPolicy(evaluator, simulations=4), key, 12),
                  lambda: beam_search(boards, 2, scorer=agents.ValueHeadScorer(network)),
                  lambda: beam_search(boards, 2, rescorer=agents.ValueHeadScorer(network)),
@@ -248,6 +248,7 @@ def test_a_network_refuses_boards_of_more_colours_than_it_was_built_for():
         require_colors_fit(fitting, mcts.MCTSPolicy(evaluator), "play_boards")  # no error
 
 
+@pytest.mark.slow
 def test_policy_scores_rank_children_by_cluster_probability():
     records = ranking.load()[:6]
 

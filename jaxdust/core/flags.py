@@ -41,10 +41,26 @@ class Parser(argparse.ArgumentParser):
         if self.description:
             self.description = self.description.replace("``", "")
             if installed:  # its examples as this command runs them
-                self.description = self.description.replace(repository_name, command)
+                self.description = "\n".join(_renamed(line, repository_name, command)
+                                             for line in self.description.split("\n"))
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _renamed(line: str, old: str, new: str) -> str:
+    """``line`` with the command ``old`` called ``new``, a leading ``old:`` (a docstring's
+    first words) too; an example's comment stays in its column."""
+    name = old.removeprefix("python ")
+    if line.startswith(f"{name}:"):
+        line = new + line[len(name):]
+    if old not in line:
+        return line
+    renamed = line.replace(old, new)
+    command, mark, comment = renamed.partition("  #")
+    if mark and len(renamed) < len(line):
+        command += " " * (len(line) - len(renamed))
+    return command + mark + comment
 
 
 def integer(text: str) -> int:

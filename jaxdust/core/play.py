@@ -62,13 +62,12 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
         that is not a positive integer below 2^31, or unknown rules.
       TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
-    boards = _checked(boards, max_clicks, rules)
-    require_colors_fit(boards, policy, "play_boards")
+    boards = _checked(boards, policy, max_clicks, rules)
     game.require_key(key, "play_boards")
     return _play_boards(boards, policy, jax.random.split(key, boards.shape[0]), int(max_clicks), params, rules)
 
 
-def _checked(boards, max_clicks, rules: str) -> jax.Array:
+def _checked(boards, policy: Policy, max_clicks, rules: str) -> jax.Array:
     """``boards`` as an array, ValueError for what ``play_boards`` refuses."""
     boards = game.from_lists(boards)
     if np.ndim(boards) == 3 and np.shape(boards)[0] == 0:
@@ -80,6 +79,7 @@ def _checked(boards, max_clicks, rules: str) -> jax.Array:
         raise ValueError(f"play_boards: max_clicks must be a positive integer below 2^31, got {max_clicks!r}")
     game.rules_of(rules)
     require_settled(boards, rules, "play_boards")  # a position the rules never make plays otherwise
+    require_colors_fit(boards, policy, "play_boards")
     return boards
 
 
@@ -126,7 +126,7 @@ def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chun
     search policy (MCTS) pays for every padded board. Each board plays with the key
     ``play_boards(boards, ..., key)`` gives it, whatever ``chunk``. ``progress(n)`` is
     called per chunk."""
-    boards = jnp.asarray(_checked(boards, max_clicks, rules), game.BOARD_DTYPE)
+    boards = jnp.asarray(_checked(boards, policy, max_clicks, rules), game.BOARD_DTYPE)
     total = boards.shape[0]
     chunk = max(1, min(chunk, total))
     board_keys = jax.random.split(key, total)

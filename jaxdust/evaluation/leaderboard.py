@@ -21,7 +21,7 @@ Prints the table in markdown and writes ``results/leaderboard-<set>.json`` (or `
 mean cells left, Former (and the dust ids) by mean clicks. Rows are kept and resumed the
 same way; the report is ``results/leaderboard-<ID>.json``. ``--size RULES:WxHxC`` does the
 same at a size no id registers (``results/leaderboard-size-former-6x6x4.json``); an id and
-``--size`` of its rules and size share their kept rows:
+``--size`` of its rules and size share their kept rows (with reports in one folder):
 
     jaxdust-leaderboard --env SameGame-15x15x5-v0 --entries largest,beam:16,cpu-beam:256,nmcs:1
     jaxdust-leaderboard --env Former-7x9x4-v0 --runs avi=runs/avi-former
