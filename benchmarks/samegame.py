@@ -124,23 +124,28 @@ def main(argv=None) -> dict:
 
     print(f"\n{rules}, {args.boards} random {size.size_text} boards (seed {args.seed}), "
           f"{report['backend']}, {report['cpu_count']} cores\n")
-    # The rules' own measure leads: points for SameGame, cells left for Clickomania.
+    print("\n".join(markdown_table(report["agents"], measure)))
+    print(f"\nwrote {args.out}")
+    return report
+
+
+def markdown_table(agents: dict, measure: str) -> list[str]:
+    """The report's ``agents`` rows as a markdown table, led by the rules' own ``measure``:
+    points (with their spread) for SameGame, cells left for Clickomania."""
     by_points = measure == "points"
     lead = ([("mean points", "{mean_points:.1f}"), ("std", "{std_points:.1f}")] if by_points
             else [("mean cells left", "{mean_cells_left:.1f}")])
     other = ("cells left", "{mean_cells_left:.1f}") if by_points else ("points", "{mean_points:.1f}")
     columns = [("boards", "{boards}"), *lead, ("cleared", "{cleared:.0%}"), other,
                ("s/board", "{seconds_per_board:.4f}")]
-    print("| agent | " + " | ".join(title for title, _ in columns) + " |")
-    print("|---|" + "---:|" * len(columns))
-    for name, row in report["agents"].items():
-        print(f"| {name} | " + " | ".join(shown.format(**row) for _, shown in columns) + " |")
+    lines = ["| agent | " + " | ".join(title for title, _ in columns) + " |", "|---|" + "---:|" * len(columns)]
+    for name, row in agents.items():
+        lines.append(f"| {name} | " + " | ".join(shown.format(**row) for _, shown in columns) + " |")
         if "others_on_these_boards" in row:
-            print(f"|  on those boards, mean {row['others_measure'].replace('_', ' ')}: "
-                  + ", ".join(f"{k} {v:.1f}" for k, v in row["others_on_these_boards"].items())
-                  + " |" * (1 + len(columns)))  # the agent's cell, then one a column
-    print(f"\nwrote {args.out}")
-    return report
+            lines.append(f"|  on those boards, mean {row['others_measure'].replace('_', ' ')}: "
+                         + ", ".join(f"{k} {v:.1f}" for k, v in row["others_on_these_boards"].items())
+                         + " |" * (1 + len(columns)))  # the agent's cell, then one a column
+    return lines
 
 
 def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str, rules: str = "samegame") -> list[dict]:

@@ -157,7 +157,8 @@ def test_headers_are_read_as_people_write_them_and_hold_their_boards(tmp_path):
     # A misspelt field is refused: "rule=former" read as no rules would play Former's boards as
     # dust. Other names are prose, as they always were, before or after the first board.
     path.write_text("# width=4 height=2 rule=former; cells listed x-major, y=0 bottom row\n11200000\n")
-    for read in (jaxdust.read_board_file, lambda p: board_io.declared_rules(p.read_text().splitlines(), str(p))):
+    for read in (jaxdust.read_board_file, lambda p: jaxdust.read_board_file(p, rules="former"),
+                 lambda p: board_io.declared_rules(p.read_text().splitlines(), str(p))):
         with pytest.raises(ValueError, match=r"boards.txt:1: header .*: unknown field 'rule'; did you mean rules=\? "
                                              r"\(a header sets width, height, colors, rules\)"):
             read(path)

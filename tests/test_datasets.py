@@ -14,6 +14,7 @@ import types
 import numpy as np
 import pytest
 
+from jaxdust.core import files
 from jaxdust.core.game import GameConfig
 from jaxdust.learn import datasets, learners
 from jaxdust.learn.imitation import ImitationConfig
@@ -109,6 +110,13 @@ def test_settings_must_match_an_existing_run(small_set, tmp_path):
     with pytest.raises(ValueError, match=r"evaluated holds other files \(summary.json\) and no data set"):
         make_dataset(str(tmp_path / "evaluated"), SMALL, progress=False)
     assert os.listdir(tmp_path / "evaluated") == ["summary.json"]  # left as it was
+    for name in "abcd":
+        (tmp_path / "evaluated" / name).write_text("")
+    with pytest.raises(ValueError, match=r"evaluated holds other files \(a, b, c, \.\.\.\) and no data set"):
+        make_dataset(str(tmp_path / "evaluated"), SMALL, progress=False)
+    (tmp_path / "locked").mkdir()  # a first start killed after taking its lock: the set may start there
+    (tmp_path / "locked" / files.LOCK_FILE).write_text("")
+    datasets._require_no_other_files(str(tmp_path / "locked"))
 
 
 def test_the_data_set_command_goes_on_with_a_set_it_did_not_make(small_set, tmp_path, capsys):

@@ -168,6 +168,28 @@ def test_a_former_file_played_under_env_of_the_dust_game_says_why_its_boards_do_
     assert ("the file's boards are the dust game's (it has no rules= header) and --env plays clickomania"
             in capsys.readouterr().err)
     assert evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "out")])
+    # Where the file and --env agree on the rules, or the board is wrong in another way, no
+    # word about rules follows the refusal.
+    unsettled = tmp_path / "unsettled.txt"
+    unsettled.write_text("# width=6 height=6 colors=4\n" + "012341" + "123412" * 5 + "\n")
+    wrong_colour = tmp_path / "colour.txt"
+    wrong_colour.write_text("# width=6 height=6 colors=4 rules=former\n" + "123451" + "341234" * 5 + "\n")
+    for board_file, words in ((unsettled, "must be settled under the dust rules"), (wrong_colour, "colour")):
+        with pytest.raises(SystemExit):
+            evaluate.main(["--boards", str(board_file), "--env", "Dust-6x6x5-v0", "--agents", "largest",
+                           "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert words in err and "the file's boards are" not in err, err
+
+
+def test_a_plain_board_file_with_prose_in_its_header_plays_with_no_note(tmp_path, capsys):
+    """Header names far from width/height/colors/rules are prose, and a file with no
+    lengths at all is compared with none, without the note meant for a file that lost some."""
+    path = tmp_path / "plain.txt"
+    path.write_text("# width=4 height=2 colors=3 boards=2 scores=0 lines=2\n11220000\n22110000\n")
+    report = evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "out")])
+    assert report["boards"].startswith("2 boards from") and (report["agents"]["largest"]["not_cleared"], report["reference"]) == (0, "largest")
+    assert "note:" not in capsys.readouterr().err
 
 
 def test_a_board_files_numbers_that_cannot_be_true_are_refused_or_named(tmp_path, boards_dir, capsys):

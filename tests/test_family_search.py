@@ -534,6 +534,27 @@ def test_nmcs2_boards_run_in_parallel_and_a_rerun_plays_only_the_rest(tmp_path, 
     assert len(path.read_text().splitlines()) == 7
 
 
+def test_samegame_benchmarks_table_leads_with_the_rules_measure(monkeypatch):
+    """Points and their spread lead for SameGame, cells left for Clickomania; every row,
+    the separator and an NMCS level 2 row's note have one cell a column."""
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+    import samegame
+
+    row = {"boards": 4, "mean_points": 1234.56, "std_points": 78.9, "cleared": 0.25, "mean_cells_left": 6.5,
+           "seconds_per_board": 0.01234}
+    agents = {"beam": row, "NMCS 2": {**row, "others_measure": "points", "others_on_these_boards": {"beam": 99.0}}}
+    points_table = samegame.markdown_table(agents, "points")
+    assert points_table[:3] == ["| agent | boards | mean points | std | cleared | cells left | s/board |",
+                                "|---|---:|---:|---:|---:|---:|---:|",
+                                "| beam | 4 | 1234.6 | 78.9 | 25% | 6.5 | 0.0123 |"]
+    assert points_table[4].startswith("|  on those boards, mean points: beam 99.0 |")
+    cells_table = samegame.markdown_table({"beam": row}, "cells_left")
+    assert cells_table == ["| agent | boards | mean cells left | cleared | points | s/board |",
+                           "|---|---:|---:|---:|---:|---:|", "| beam | 4 | 6.5 | 25% | 1234.6 | 0.0123 |"]
+    for line in points_table + cells_table:  # one cell a column
+        assert line.count("|") == (points_table if line in points_table else cells_table)[0].count("|"), line
+
+
 @pytest.mark.slow
 def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch, capsys):
     """benchmarks/samegame.py --env Clickomania-...: every agent plays the clickomania

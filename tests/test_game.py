@@ -125,6 +125,7 @@ def test_one_hot_marks_empty_in_channel_zero():
     assert planes.shape == (1, 2, 4) and planes.dtype == jnp.float32
     np.testing.assert_array_equal(planes[0, 0], [1, 0, 0, 0])
     np.testing.assert_array_equal(planes[0, 1], [0, 0, 0, 1])
+    assert game.one_hot(np.zeros((0, 4, 3), np.int8), colors=3).shape == (0, 4, 3, 4)  # an empty batch: no cells
 
 
 @pytest.mark.parametrize(
