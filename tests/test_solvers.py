@@ -267,6 +267,29 @@ def test_compiling_is_announced_and_kept_out_of_the_solution_seconds(monkeypatch
     assert capsys.readouterr().err == ""
 
 
+def test_the_depth_first_searchs_time_limit_starts_after_its_compiling(monkeypatch, capsys):
+    """A cold numba cache compiles the original post's search for seconds on its first call:
+    that is announced and not taken from ``time_limit`` (a 2 s limit searched ~0 s)."""
+    import time
+
+    from jaxdust.solver import dfs
+
+    monkeypatch.setattr(dfs, "_compiled", False, raising=False)
+    monkeypatch.setattr(api, "COMPILE_NOTICE_SECONDS", 0.05)
+    real_search, left = dfs.depth_first_search, []
+
+    def search(planes, geometry, node_limit, deadline, path):
+        if not left:
+            time.sleep(1.0)  # the first call compiles (a cold cache), before it runs
+        left.append(deadline - time.perf_counter())
+        return real_search(planes, geometry, node_limit, deadline, path)
+
+    monkeypatch.setattr(dfs, "depth_first_search", search)
+    clicks = dfs.solve_dfs(np.array([[1, 2], [1, 2]]), time_limit=0.8)
+    assert len(clicks) == 2 and left[-1] > 0.7, left  # the search had its whole limit
+    assert "loading the depth-first search (its first use" in capsys.readouterr().err
+
+
 def test_the_half_bound_is_stronger_than_the_colour_bound_on_many_boards():
     rng = np.random.default_rng(5)
     geometry = bitboard.make_geometry(8, 6)

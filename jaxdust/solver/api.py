@@ -7,6 +7,7 @@ limit it returns the best solution found and the bound proven so far.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import numbers
@@ -138,24 +139,31 @@ _compiled = False
 COMPILE_NOTICE_SECONDS = 2.0
 
 
-def _load_compiled_code() -> None:
-    """Compile (or load from numba's cache) every search ``solve`` runs, once per process,
-    so that a time limit and ``Solution.seconds`` measure searching, not compiling (a cold
-    cache takes tens of seconds, far beyond a typical limit). Loading that outlasts
-    ``COMPILE_NOTICE_SECONDS`` says so on stderr (a load from the cache on a busy machine
-    can take that long too, hence "loading")."""
-    global _compiled
-    if _compiled:
-        return
+@contextlib.contextmanager
+def loading_notice(what: str, cold_seconds: str):
+    """Around compiling (or loading from numba's cache) ``what``: a load that outlasts
+    ``COMPILE_NOTICE_SECONDS`` says so on stderr, with ``cold_seconds``, what a cold cache
+    costs (a load from the cache on a busy machine can take that long too, hence "loading")."""
     notice = threading.Timer(COMPILE_NOTICE_SECONDS, lambda: print(
-        "jaxdust: loading the exact solver (its first use after an install or upgrade compiles it, "
-        "20-40 s on a CPU; numba keeps it for later processes)", file=sys.stderr, flush=True))
+        f"jaxdust: loading {what} (its first use after an install or upgrade compiles it, "
+        f"{cold_seconds} on a CPU; numba keeps it for later processes)", file=sys.stderr, flush=True))
     notice.daemon = True
     notice.start()
     try:
-        _compile_searches()
+        yield
     finally:
         notice.cancel()
+
+
+def _load_compiled_code() -> None:
+    """Compile (or load from numba's cache) every search ``solve`` runs, once per process,
+    so that a time limit and ``Solution.seconds`` measure searching, not compiling (a cold
+    cache takes tens of seconds, far beyond a typical limit)."""
+    global _compiled
+    if _compiled:
+        return
+    with loading_notice("the exact solver", "20-40 s"):
+        _compile_searches()
     _compiled = True
 
 

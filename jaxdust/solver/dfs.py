@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxdust.core.boards import board_array
 from jaxdust.solver import bitboard
-from jaxdust.solver.api import board_colours, check_limits
+from jaxdust.solver.api import board_colours, check_limits, loading_notice
 from jaxdust.solver.bitboard import clusters, count_colours, now, popcount, remove_in_place
 
 ROOT_PLIES = 6
@@ -118,6 +118,7 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
     ValueError for a limit or ``colors`` it cannot take, as ``solve`` does.
     """
     check_limits(time_limit, node_limit, colors)
+    _load_compiled_code()  # before the clock starts: a cold cache's compiling would eat the limit
     cells = board_array(board)
     width, height = cells.shape
     if not cells.any():
@@ -130,3 +131,19 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
     if length < 0:
         raise TimeoutError("the depth-first search found no solution within its limits")
     return bitboard.path_clicks(path, length, height)
+
+
+_compiled = False
+
+
+def _load_compiled_code() -> None:
+    """Compile (or load from numba's cache) the search once per process, as ``solve`` does
+    its own, so that ``time_limit`` is spent searching."""
+    global _compiled
+    if _compiled:
+        return
+    with loading_notice("the depth-first search", "5-10 s"):
+        planes = bitboard.to_planes(np.array([[1, 2], [1, 2]], np.int8), 2)
+        depth_first_search(planes, bitboard.make_geometry(2, 2), 10, 0.0, np.zeros(4, np.uint64))
+    _compiled = True
+
