@@ -56,10 +56,10 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
     Stops as soon as every game has ended, so the loop costs the longest game, not the cap.
 
     Raises:
-      ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, or
-        not settled under ``rules`` or holding colours the policy's network was not built
-        for (checked where they are not traced), a ``max_clicks``
-        that is not a positive integer below 2^31, or unknown rules.
+      ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, not
+        settled under ``rules`` or holding colours the policy's network was not built for
+        (checked where they are not traced), a ``max_clicks`` that is not a positive
+        integer below 2^31, or unknown rules.
       TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
     boards = _checked(boards, policy, max_clicks, rules)

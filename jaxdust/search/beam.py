@@ -288,8 +288,8 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     Raises:
       ValueError: for boards that are not 2-D or 3-D, not settled under ``rules`` or holding
         colours a network scorer was not built for (boards given outside a trace: under
-        ``jit`` they are not looked at), a size that is not a
-        positive integer, or rules that are not a fewest-clicks rule set.
+        ``jit`` they are not looked at), a size that is not a positive integer, or rules
+        that are not a fewest-clicks rule set.
     """
     boards = game.from_lists(boards)
     shape = np.shape(boards)
