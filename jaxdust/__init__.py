@@ -17,7 +17,8 @@ The package is layered; each layer imports only the ones above it in this list:
 The names below are the everyday API.
 """
 
-from jaxdust.core.boards import board_to_text, parse_board, positions, read_board_file, replay, score
+from jaxdust.core.boards import (UnsettledBoardError, board_to_text, parse_board, positions, read_board_file, replay,
+                                 score)
 from jaxdust.core.env import DustEnv, Observation, Rewards, State, StepType, TimeStep
 from jaxdust.core.game import (
     RULES,
@@ -46,7 +47,7 @@ from jaxdust.search.beam import beam_search
 from jaxdust.search.points import points_beam
 from jaxdust.solver.api import Solution, solve
 
-__version__ = "0.2.36"
+__version__ = "0.2.37"
 
 __all__ = [
     "BoardView",
@@ -60,6 +61,7 @@ __all__ = [
     "State",
     "StepType",
     "TimeStep",
+    "UnsettledBoardError",
     "apply_gravity",
     "beam_search",
     "board_letters",

@@ -1,5 +1,7 @@
 """parse_board, text form, board files and replay: the host-side entry points."""
 
+import re
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -241,23 +243,34 @@ def test_a_batch_is_screened_for_unsettled_boards_as_one_board_is_checked(rules)
             try:
                 jaxdust.parse_board(board, rules=rules)
                 expected = None
-            except ValueError as error:
+            except jaxdust.UnsettledBoardError as error:  # its own type, so a caller can tell it apart
                 expected = str(error)
             if expected is None:
                 board_io.require_settled(board[None], rules)
             else:
-                with pytest.raises(ValueError) as caught:
+                with pytest.raises(jaxdust.UnsettledBoardError) as caught:
                     board_io.require_settled(batch[index:index + 1], rules)
                 assert str(caught.value) == f"board 0: {expected}"
     if rules in ("dust", "former"):  # beam_search's rule sets
-        with pytest.raises(ValueError, match="beam_search: board 1: cell .* floats above an empty cell"):
+        with pytest.raises(jaxdust.UnsettledBoardError, match="beam_search: board 1: cell .* floats above an empty cell"):
             jaxdust.beam_search(np.array([[[1, 0], [2, 2]], [[0, 1], [2, 2]]], np.int8), 2, rules=rules)
+
+
+def test_a_file_s_unsettled_board_keeps_its_own_error_type_behind_the_line_number(tmp_path):
+    unsettled, wrong_colour = tmp_path / "unsettled.txt", tmp_path / "colour.txt"
+    unsettled.write_text("# width=2 height=2\n1122\n0112\n")
+    wrong_colour.write_text("# width=2 height=2 colors=2\n1122\n1132\n")
+    with pytest.raises(jaxdust.UnsettledBoardError, match=f"^{re.escape(str(unsettled))}:3: cell \\(0, 1\\) floats"):
+        jaxdust.read_board_file(unsettled)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(wrong_colour))}:3: ") as caught:
+        jaxdust.read_board_file(wrong_colour)
+    assert not isinstance(caught.value, jaxdust.UnsettledBoardError)
 
 
 def test_the_searches_refuse_a_batch_naming_its_first_unsettled_board():
     settled, floating = [[1, 1], [2, 2], [1, 2]], [[1, 0, 1], [2, 2, 2], [1, 1, 1]]
     batch = np.array([[[1, 1, 0], [2, 2, 0], [1, 2, 0]]] * 2 + [floating] + [[[1, 1, 0], [2, 2, 0], [1, 2, 0]]], np.int8)
     for search, rules in ((jaxdust.beam_search, "dust"), (jaxdust.points_beam, "samegame")):
-        with pytest.raises(ValueError, match=r"board 2: cell \(0, 2\) floats above an empty cell"):
+        with pytest.raises(jaxdust.UnsettledBoardError, match=r"board 2: cell \(0, 2\) floats above an empty cell"):
             search(batch, 2, rules=rules)
     assert int(jaxdust.points_beam(np.array(settled, np.int8), 2, rules="samegame").value) >= 0

@@ -42,6 +42,19 @@ def test_an_id_of_another_cap_keeps_it_for_another_board(monkeypatch):
     assert jaxdust.make("Ten-v0", game=small).max_clicks == 10
 
 
+def test_an_env_shows_the_rewards_only_where_its_rules_pay_them():
+    from jaxdust.adapters.jumanji_env import DustJumanji
+
+    dust = jaxdust.make("Dust-8x6x5-v0", rewards=jaxdust.Rewards(click=-2.0))
+    assert "rewards=Rewards(clear=10.0, click=-2.0, empty_click=-10.0)" in repr(dust)
+    assert repr(dust).startswith("DustEnv(game=GameConfig(width=8, height=6, colors=5, rules='dust')")
+    assert repr(dust).endswith("max_clicks=192, auto_reset=False)")
+    for env_id in ("SameGame-15x15x5-v0", "Clickomania-10x10x4-v0"):
+        points = jaxdust.make(env_id)
+        assert "rewards" not in repr(points) and "rewards" not in repr(DustJumanji(points))
+        assert f"max_clicks={points.max_clicks}, auto_reset=False)" in repr(points)
+
+
 @pytest.mark.parametrize("env_id, kwargs, message", [
     ("Dust-7x7x5-v0", {}, "registered: Dust-6x6x5-v0, Dust-8x4x5-v0"),
     ("dust-8x6x5-v0", {}, "unknown environment"),

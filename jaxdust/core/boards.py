@@ -59,21 +59,28 @@ def _text_to_array(text: str, width: int | None, height: int | None) -> np.ndarr
     return np.frombuffer(digits.encode(), np.uint8).astype(np.int64).reshape(width, height) - 48
 
 
+class UnsettledBoardError(ValueError):
+    """A board that ``game.settle`` under the rules played would change: a position those
+    rules never make. Its own type so a caller can tell it from other bad input (e.g. a
+    file of one game's boards played under another's rules)."""
+
+
 def _check_settled(board: np.ndarray, rules: str = "dust") -> None:
-    """ValueError naming the first cell or line that ``game.settle`` under ``rules`` would move."""
+    """``UnsettledBoardError`` naming the first cell or line that ``game.settle`` under
+    ``rules`` would move."""
     width, height = board.shape
     occupied = board != 0
     advice = f"a board must be settled under the {rules} rules (call jaxdust.contract(board, rules={rules!r}) first)"
     floating = occupied[:, 1:] & ~occupied[:, :-1]
     if floating.any():
         x, y = np.argwhere(floating)[0]
-        raise ValueError(f"cell ({x}, {y + 1}) floats above an empty cell; {advice}")
+        raise UnsettledBoardError(f"cell ({x}, {y + 1}) floats above an empty cell; {advice}")
     sideways = game.rules_of(rules).sideways
     if sideways == "left":
         filled = occupied[:, 0]
         if filled.any() and not filled[: width - int(np.argmax(filled[::-1]))].all():
             x = int(np.argmin(filled))
-            raise ValueError(f"column x={x} is empty but a column right of it is not; {advice}")
+            raise UnsettledBoardError(f"column x={x} is empty but a column right of it is not; {advice}")
     if sideways != "centre":
         return
     half = width // 2
@@ -82,13 +89,13 @@ def _check_settled(board: np.ndarray, rules: str = "dust") -> None:
         left, right = row[:half], row[half:]
         # Settled rows are solid runs that touch the centre line from both sides.
         if left.any() and not left[int(np.argmax(left)) :].all():
-            raise ValueError(f"row y={y}: the left half has a gap before the centre; {advice}")
+            raise UnsettledBoardError(f"row y={y}: the left half has a gap before the centre; {advice}")
         if right.any() and not right[: len(right) - int(np.argmax(right[::-1]))].all():
-            raise ValueError(f"row y={y}: the right half has a gap after the centre; {advice}")
+            raise UnsettledBoardError(f"row y={y}: the right half has a gap after the centre; {advice}")
 
 
 def require_settled(boards, rules: str = "dust", caller: str = "") -> None:
-    """``_check_settled``'s ValueError for the first unsettled board of ``boards``
+    """``_check_settled``'s ``UnsettledBoardError`` for the first unsettled board of ``boards``
     ``[..., W, H]``, led by ``"<caller>: "`` and, in a batch, ``"board <index>: "``; the
     batch is screened at once, so a large settled batch costs one pass over its cells.
     Boards traced under ``jit`` have no values to look at and pass."""
@@ -112,9 +119,9 @@ def require_settled(boards, rules: str = "dust", caller: str = "") -> None:
         index = int(np.argmax(unsettled))
         try:
             _check_settled(boards[index], rules)
-        except ValueError as error:
+        except UnsettledBoardError as error:
             where = "" if one_board else f"board {index}: "
-            raise ValueError(f"{caller}: {where}{error}" if caller else f"{where}{error}") from None
+            raise UnsettledBoardError(f"{caller}: {where}{error}" if caller else f"{where}{error}") from None
 
 
 def model_colors(model) -> int | None:
@@ -225,11 +232,14 @@ def board_to_text(board) -> str:
     """The RULES.md text form of a board ``[W, H]``: its digits in x-major order.
 
     Raises:
-      ValueError: a board that is not 2-D or holds a value outside 0..9 (one digit a cell).
+      ValueError: a board that is not 2-D, holds no cell (its text, "", would read back as
+        no board) or holds a value outside 0..9 (one digit a cell).
     """
     cells = np.asarray(board)
     if cells.ndim != 2:
         raise ValueError(f"board must be 2-D [width, height], got shape {cells.shape}")
+    if cells.size == 0:
+        raise ValueError(f"board of shape {cells.shape} holds no cell, so it has no text form")
     return "".join(map(str, game.check_colours(cells, "board").reshape(-1).tolist()))
 
 
@@ -432,7 +442,8 @@ def read_board_lines(lines: Sequence[str], source: str, width: int | None = None
             require_declared_colours(board, colours)
             values = tuple(_column(v, index) for index, v in enumerate(rest, start=2))
         except ValueError as error:
-            raise ValueError(f"{source}:{number}: {error}") from None
+            kind = UnsettledBoardError if isinstance(error, UnsettledBoardError) else ValueError
+            raise kind(f"{source}:{number}: {error}") from None
         records.append(BoardRecord(board, values, number))
         if len(records) == limit:
             break

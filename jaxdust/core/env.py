@@ -137,6 +137,15 @@ class DustEnv:
         if not isinstance(self.auto_reset, bool):  # a string "false" would turn it on
             raise TypeError(f"auto_reset must be True or False, got {self.auto_reset!r}")
 
+    def __repr__(self) -> str:
+        # The points and cells-left rules pay their own rewards: showing Rewards there would
+        # suggest a click costs -1 in SameGame.
+        fields = [f"game={self.game!r}"]
+        if game.rules_of(self.game.rules).objective == "clicks":
+            fields.append(f"rewards={self.rewards!r}")
+        fields += [f"max_clicks={self.max_clicks!r}", f"auto_reset={self.auto_reset!r}"]
+        return f"DustEnv({', '.join(fields)})"
+
     def render(self, state: State, cell_size: int = 16) -> np.ndarray:
         """One state's board as an RGB image, uint8 ``[H * cell_size, W * cell_size, 3]``
         (host-side, not jittable); ``render.game_gif`` strings such frames together."""

@@ -59,7 +59,10 @@ CLEAR_BONUS = 1000  # SameGame's points for a cleared board
 
 
 def rules_of(name: str) -> Rules:
-    """The rule set called ``name``; ValueError naming the known ones otherwise."""
+    """The rule set called ``name``: TypeError for a name that is not a str (as
+    ``GameConfig.rules``), ValueError naming the known ones for an unknown one."""
+    if not isinstance(name, str):
+        raise TypeError(f"rules must be a str, one of {', '.join(RULES)}; got {name!r}")
     if name not in RULES:
         raise ValueError(f"unknown rules {name!r}; known: {', '.join(RULES)}")
     return RULES[name]

@@ -69,7 +69,8 @@ import numpy as np
 
 from jaxdust import __version__
 from jaxdust.core import compile_cache, configs, files, flags, game, machine
-from jaxdust.core.boards import board_to_text, declared_rules, positions, read_board_lines, reference_columns
+from jaxdust.core.boards import (UnsettledBoardError, board_to_text, declared_rules, positions, read_board_lines,
+                                 reference_columns)
 from jaxdust.core.progress import progress_bar
 from jaxdust.core.registry import CLICKS_PER_CELL
 from jaxdust.core.render import game_gif
@@ -109,8 +110,8 @@ def load_board_set(args) -> LoadedBoards:
     try:
         records = read_board_lines(lines, args.boards, limit=args.limit, rules=rules,
                                    fallback=(None, None) if args.env is None else args.env.shape)  # a header wins
-    except ValueError as error:
-        if declared == rules or "must be settled" not in str(error):
+    except UnsettledBoardError as error:
+        if declared == rules:
             raise
         whose = f"{declared}'s (its rules= header)" if named else "the dust game's (it has no rules= header)"
         raise ValueError(f"{error}; the file's boards are {whose} and --env plays {rules}") from None
