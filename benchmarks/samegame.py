@@ -43,7 +43,7 @@ from jaxdust import __version__, points_beam
 from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.play import play_boards
 from jaxdust.core.progress import progress_bar
-from jaxdust.evaluation import baselines
+from jaxdust.evaluation import baselines, stats
 from jaxdust.solver import points as points_search
 
 def main(argv=None) -> dict:
@@ -192,7 +192,7 @@ def _nmcs2_job(job: tuple) -> dict:
 def record(report: dict, out: str, name: str, points: np.ndarray, cells_left: np.ndarray, seconds: float) -> None:
     """One agent's row in the report, written at once (a long run keeps what it measured)."""
     report["agents"][name] = {"boards": int(points.size), "mean_points": float(points.mean()),
-                              "std_points": float(points.std()), "cleared": float(np.mean(cells_left == 0)),
+                              "std_points": stats.deviation(points), "cleared": float(np.mean(cells_left == 0)),
                               "mean_cells_left": float(cells_left.mean()), "seconds": seconds,
                               "seconds_per_board": seconds / points.size}
     files.atomic_write_json(out, report)

@@ -113,6 +113,17 @@ TINY_DQN = ["dqn", "--num-envs", "32", "--chunk-iterations", "10", "--hidden", "
 WHOLE_DQN = [*TINY_DQN, "--total-steps", str(32 * 60)]
 
 
+def notebook_runner():
+    """``notebooks/execute.py`` as a module (it is a script, not in the package)."""
+    import importlib.util
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "execute.py"
+    spec = importlib.util.spec_from_file_location("notebook_runner", path)
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    return runner
+
+
 def host_devices_flags(devices: int, *flags: str) -> str:
     """``XLA_FLAGS`` for a subprocess with ``devices`` CPU devices: the suite's flags, then
     the device count and ``flags`` (the last of a flag given twice counts)."""

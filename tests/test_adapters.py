@@ -311,6 +311,14 @@ def test_gymnasium_envs_compile_once_per_configuration_and_seed_as_sync_vector_e
         gymnasium.make("jaxdust/Dust-6x6x5-v0", max_clickz=3)
     with pytest.raises(ValueError, match="apply to a registered id"):
         DustGymEnv(jaxdust.make("Dust-6x6x5-v0"), max_clicks=3)
+    # auto_reset is the adapters' own business: asked for, it was dropped without a word.
+    with pytest.raises(ValueError, match=r"without auto_reset: Gymnasium restarts a game with reset\(\)"):
+        gymnasium.make("jaxdust/Dust-6x6x5-v0", auto_reset=True)
+    with pytest.raises(ValueError, match="without auto_reset: Gymnasium restarts"):
+        DustGymEnv(jaxdust.make("Dust-6x6x5-v0", auto_reset=True))
+    with pytest.raises(ValueError, match="without auto_reset: autoreset_mode says how a finished game restarts"):
+        gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=2, auto_reset=True)
+    assert gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=2, auto_reset=False).env.auto_reset  # same_step
 
 
 def test_gymnasium_envs_pickle_and_check_their_reset_arguments():

@@ -4,6 +4,7 @@ them raise ValueError and nothing else on any text (hypothesis)."""
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from jaxdust.solver import cli as solver_cli
 from jaxdust.solver import upper_bound
 from jaxdust.solver.dfs import solve_dfs
 from jaxdust.solver import points as solver_points
+from tests.conftest import notebook_runner
 
 BOARDS_FILE = os.path.join(board_io.BOARDS_DIR, "optimal_8x4x5.txt")
 MAINS = {
@@ -529,6 +531,14 @@ def test_json_lines_recover_or_refuse_without_losing_data(data, tmp_path_factory
 # The library's entry points
 # ---------------------------------------------------------------------------------------
 
+def scores_two_per_board(boards, params):
+    return jnp.zeros((boards.shape[0], 2))
+
+
+def scores_one_number(boards, params):  # broadcast, it would rank every child alike
+    return jnp.float32(0)
+
+
 API_CASES = [
     (lambda: jaxdust.solve("1" * 48, time_limit=0), "time_limit"),
     (lambda: jaxdust.solve("1" * 48, time_limit=float("inf")), "time_limit"),
@@ -612,6 +622,10 @@ API_CASES = [
     (lambda: jaxdust.points_beam([[[1, 1], [2, 2]], [[1, 1, 1], [2, 2, 2]]]), "lists are not a rectangular array"),
     (lambda: jaxdust.play_boards([[[1, 1], [2]]], baselines.largest_cluster, jax.random.key(0), 4),
      "lists are not a rectangular array"),
+    (lambda: jaxdust.play_boards(np.ones((2, 4, 3), np.int8), lambda key, board, params: jnp.float32(0),
+                                 jax.random.key(0), 4), "one integer action per board, got float32 of shape"),
+    (lambda: jaxdust.play_boards(np.ones((2, 4, 3), np.int8), lambda key, board, params: jnp.zeros(2, jnp.int32),
+                                 jax.random.key(0), 4), r"got int32 of shape \(2,\) per board"),
     (lambda: mcts.MCTSPolicy(mcts.heuristic_evaluator_for("dust"), 0), "simulations must be a positive integer, got 0"),
     (lambda: mcts.search(jnp.ones((1, 4, 3), jnp.int8), mcts.heuristic_evaluator_for("dust"), None,
                          jax.random.key(0), 4, considered=0), "considered must be a positive integer, got 0"),
@@ -626,6 +640,10 @@ API_CASES = [
     (lambda: DatasetConfig(boards=0), "boards"),
     (lambda: DatasetConfig(game=jaxdust.GameConfig(9, 8, 5)), "at most 64"),
     (lambda: jaxdust.beam_search(jnp.zeros((0, 4, 3), jnp.int8), 4), "no boards"),
+    (lambda: jaxdust.beam_search(np.ones((1, 4, 3), np.int8), 4, scorer=scores_two_per_board),
+     r"the scorer returns one score per board, \[M\] for boards \[M, W, H\]; got shape \(\d+, 2\)"),
+    (lambda: jaxdust.beam_search(np.ones((1, 4, 3), np.int8), 4, rescorer=scores_one_number),
+     r"the rescorer returns one score per board.*got shape \(\) for \d+ boards"),
     (lambda: jaxdust.points_beam(jnp.zeros((0, 4, 3), jnp.int8), 4), "no boards"),
     (lambda: play_boards(jnp.zeros((0, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9), "no boards"),
     (lambda: jaxdust.make("Dust-6x6x5-v0", auto_reset="false"), "auto_reset must be True or False"),
@@ -640,6 +658,8 @@ API_CASES = [
     (lambda: jaxdust.parse_board(np.ones((8, 6), int), width=0), "width must be a positive integer or None, got 0"),
     (lambda: jaxdust.board_to_text(np.ones((2, 2, 2), int)), "must be 2-D"),
     (lambda: jaxdust.score("1" * 48, [(0.9, 0)]), r"click 0: \(0.9, 0\) is not an \(x, y\) pair of ints"),
+    # A tuple of pairs with one bad click gets no hint about one click written as a pair.
+    (lambda: jaxdust.positions("1" * 48, ((0, 0), "ab")), r"click 1: 'ab' is not an \(x, y\) pair of ints$"),
     (lambda: jaxdust.replay("1" * 48, [(0, 0), "00"]), "click 1: '00' is not an"),
     (lambda: jaxdust.Rewards(clear=True), "must be a number, got bool True"),
     (lambda: render.board_letters([[-1, 2], [3, 0]]), "board_letters: the board holds -1"),
@@ -764,16 +784,6 @@ def test_line_ranges_are_kept_as_ranges():
     assert solver_cli._pick_lines([(2, "x", 1, 1), (5, "y", 1, 1)], [(3, 10**12)], "f") == [(5, "y", 1, 1)]
 
 
-def notebook_runner():
-    import importlib.util
-
-    path = Path(__file__).resolve().parent.parent / "notebooks" / "execute.py"
-    spec = importlib.util.spec_from_file_location("notebook_runner", path)
-    runner = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(runner)
-    return runner
-
-
 def test_the_notebook_runner_keeps_a_bars_last_frame_and_the_order_of_outputs():
     import nbformat
 
@@ -781,11 +791,12 @@ def test_the_notebook_runner_keeps_a_bars_last_frame_and_the_order_of_outputs():
         return nbformat.v4.new_output("stream", name=name, text=text)
 
     outputs = [stream("stderr", "\r  0%| 0/8"), stream("stderr", "\r 50%| 4/8"), stream("stderr", "\r100%| 8/8\r\n"),
-               stream("stdout", "a\r\nb\n"), nbformat.v4.new_output("display_data", data={"text/plain": "x"}),
+               stream("stdout", "a\r\nb\n"), stream("stdout", "b2\n"),
+               nbformat.v4.new_output("display_data", data={"text/plain": "x"}),
                stream("stdout", "c\n"), stream("stderr", "d\n"), stream("stdout", "e\n")]
     merged = notebook_runner().merged_streams(outputs)
     assert [(o["output_type"], o.get("name"), o.get("text")) for o in merged] == [
-        ("stream", "stderr", "100%| 8/8\n"), ("stream", "stdout", "a\nb\n"), ("display_data", None, None),
+        ("stream", "stderr", "100%| 8/8\n"), ("stream", "stdout", "a\nb\nb2\n"), ("display_data", None, None),
         ("stream", "stdout", "c\n"), ("stream", "stderr", "d\n"), ("stream", "stdout", "e\n")]
 
 
@@ -822,3 +833,32 @@ def test_help_shows_examples_as_the_command_was_started(monkeypatch, capsys):
         leaderboard.main(["--help"])
     shown = capsys.readouterr().out
     assert "cells left: random,largest" in " ".join(shown.split()) and "{'" not in shown and "``" not in shown
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/jaxdust-solve", "--help"])
+    with pytest.raises(SystemExit):
+        solver_cli.main(["--help"])
+    solver_help = capsys.readouterr().out
+    assert "\n    jaxdust-solve data/boards/optimal_6x6x5.txt --out solutions.jsonl" in solver_help
+    assert solver_help.startswith("usage: jaxdust-solve") and "python -m jaxdust.solver" not in solver_help
+    # Started as a module (python -m jaxdust.learn.cli), it is called that, not train.py.
+    main_module = type(sys)("__main__")
+    main_module.__spec__ = type("Spec", (), {"name": "jaxdust.learn.cli"})()
+    monkeypatch.setitem(sys.modules, "__main__", main_module)
+    monkeypatch.setattr(sys, "argv", ["/site-packages/jaxdust/learn/cli.py", "--help"])
+    with pytest.raises(SystemExit):
+        train_cli.main(["--help"])
+    as_module = capsys.readouterr().out
+    assert as_module.startswith("usage: python -m jaxdust.learn.cli") and "train.py" not in as_module
+    assert "    python -m jaxdust.learn.cli dqn --preset original  " in as_module
+    with pytest.raises(SystemExit):
+        train_cli.main(["avi", "--total-updates", "0"])
+    assert capsys.readouterr().err.startswith("python -m jaxdust.learn.cli avi: error: --total-updates")
+
+
+@pytest.mark.parametrize("module", ["jaxdust.evaluation.leaderboard", "jaxdust.evaluation.cli", "jaxdust.learn.cli",
+                                    "jaxdust.solver.cli"])
+def test_every_command_module_runs_with_python_m(module):
+    """``python -m jaxdust.evaluation.leaderboard --bogus`` imported the module, ran nothing
+    and exited 0."""
+    result = subprocess.run([sys.executable, "-m", module, "--bogus"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result
+    assert result.stderr.strip().splitlines()[-1].startswith(f"python -m {module}: error: ")

@@ -324,6 +324,8 @@ def test_leaderboard_ranks_an_environment_by_its_own_measure(tmp_path, monkeypat
     report = leaderboard.main(["--env", "Clickomania-10x10x4-v0", "--boards", "3", "--entries", "random,cpu-beam:8",
                                "--jobs", "1"])
     assert report["measure"] == "cells_left" and [r["agent"] for r in report["rows"]] == ["cpu-beam:8", "random"]
+    written = json.loads((tmp_path / "results/leaderboard-Clickomania-10x10x4-v0.json").read_text())  # named by id
+    assert written["env"] == "Clickomania-10x10x4-v0" and written["rows"] == report["rows"]
     assert report["rows"][0]["mean"] <= report["rows"][1]["mean"]
     keys = jax.random.split(jax.random.key(0), 3)
     boards = jax.vmap(lambda k: jaxdust.random_board(k, jaxdust.GameConfig(10, 10, 4, "clickomania")))(keys)

@@ -86,7 +86,8 @@ def test_summary_numbers_by_hand():
     # The board not cleared counts at the 48 clicks it was stopped at.
     assert summary["boards"] == 4 and summary["not_cleared"] == 1
     assert summary["mean"] == 21.0 and summary["median"] == 13.0
-    assert summary["std"] == pytest.approx(np.std([10, 12, 14, 48]))
+    assert summary["std"] == pytest.approx(np.std([10, 12, 14, 48], ddof=1))  # the sample deviation, as se's
+    assert summary["se"] == pytest.approx(summary["std"] / 2)
     assert summary["share_equal_best"] == 0.5
     assert summary["mean_gap_to_best"] == pytest.approx((0 + 1 + 0 + 36) / 4)
     assert summary["share_at_least_as_good_as_reference"] == 0.25

@@ -318,7 +318,10 @@ def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_
     assert report["measure"] == "points" and report["rules"] == "samegame"
     rows = list(csv.DictReader(open(tmp_path / "sg" / "boards.csv")))
     for name, summary in report["agents"].items():
-        assert summary["mean"] == pytest.approx(np.mean([int(row[name]) for row in rows]))
+        points = [int(row[name]) for row in rows]
+        assert summary["mean"] == pytest.approx(np.mean(points))
+        assert summary["std"] == pytest.approx(np.std(points, ddof=1))  # se's deviation, so se = std / sqrt(3)
+        assert summary["se"] == pytest.approx(summary["std"] / np.sqrt(3))
     boards = [jaxdust.parse_board(row["board"], 15, 15, "samegame") for row in rows]
     greedy = [fr.largest_group_greedy(np.asarray(b))[1] for b in boards]
     assert report["agents"]["largest"]["mean"] == pytest.approx(np.mean(greedy))  # UVa 758's greedy
@@ -575,6 +578,7 @@ def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch, capsys
         lines = [search(board) for board in boards]  # the searches for the id's objective, on its boards
         assert rows[name]["mean_cells_left"] == np.mean([line.cells_left for line in lines])
         assert rows[name]["mean_points"] == np.mean([line.points for line in lines])
+        assert rows[name]["std_points"] == pytest.approx(np.std([line.points for line in lines], ddof=1))
     assert rows["beam 1 (JAX, batched)"]["mean_cells_left"] == rows["beam 1 (numba)"]["mean_cells_left"]
     assert rows["beam 1 (JAX, batched)"]["mean_points"] == rows["beam 1 (numba)"]["mean_points"]
     assert rows["NMCS level 1 (numba)"]["mean_cells_left"] < rows["random legal"]["mean_cells_left"]

@@ -4,7 +4,8 @@ import pathlib
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from tests.conftest import notebook_runner
 
 pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
 
@@ -33,17 +34,20 @@ def test_stored_notebooks_are_executed_and_open_in_colab(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs(path, tmp_path):
+def test_notebook_runs(path):
     notebook = nbformat.read(path, as_version=4)
     # Small sizes on a CPU (as here), full ones on a GPU runtime; the install cell takes
     # JAX's CUDA wheels when a GPU answers.
     assert 'SMALL = jax.default_backend() == "cpu"' in notebook.cells[2].source
     assert '"jaxdust[cuda]" if gpu else "jaxdust"' in notebook.cells[1].source
-    NotebookClient(notebook, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()  # what it writes stays out of the checkout
+    notebook = notebook_runner().execute(path)  # as stored: in a temporary folder, streams merged
     errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors
+    for cell in (c for c in notebook.cells if c.cell_type == "code"):
+        streams = [o.get("name") if o.get("output_type") == "stream" else None for o in cell.outputs]
+        assert all(a is None or a != b for a, b in zip(streams, streams[1:])), streams
+        assert not any("\r" in o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
     outputs = "".join(str(o.get("text", "")) for c in notebook.cells for o in c.get("outputs", []))
     assert "JAX" in outputs  # the install cell ran
     if path.stem == "solvers_evaluation":  # the evaluation shows its progress in a kernel

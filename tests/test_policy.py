@@ -232,8 +232,8 @@ def test_a_network_refuses_boards_of_more_colours_than_it_was_built_for():
     search refuse such boards before compiling, and take boards of its colours or fewer."""
     network = networks.ValuePolicyNetwork(hidden=(8,), colors=3)
     evaluator = agents.NetworkEvaluator(network)
-    boards = random_boards(3, GameConfig(4, 3, 5), 0)
-    assert int(jnp.max(boards)) > 3
+    boards = random_boards(3, GameConfig(4, 3, 4), 0)
+    assert int(jnp.max(boards)) == 4  # one colour too many: the boundary
     key = jax.random.key(0)
     for call in (lambda: play_boards(boards, agents.ClusterArgmax(network), key, 12),
                  lambda: play_in_chunks(boards, agents.ClusterArgmax(network), key, 12, chunk=2),
@@ -246,6 +246,11 @@ def test_a_network_refuses_boards_of_more_colours_than_it_was_built_for():
     assert model_colors(mcts.MCTSPolicy(evaluator)) == 3 and model_colors(baselines.largest_cluster) is None
     for fitting in (random_boards(3, SMALL, 0), random_boards(3, GameConfig(4, 3, 2), 0)):
         require_colors_fit(fitting, mcts.MCTSPolicy(evaluator), "play_boards")  # no error
+    # Boards that fit play, the searches' own traced boards included (they are not looked at).
+    params = network.init(jax.random.key(1), fitting)
+    assert bool(jnp.all(play_boards(fitting, mcts.MCTSPolicy(evaluator, 4), key, 12, params=params).cleared))
+    searched = jax.jit(lambda b: mcts.search(b, evaluator, params, key, 4).action)(fitting)
+    assert searched.shape == (3,) and bool(jnp.all(searched >= 0))
 
 
 @pytest.mark.slow

@@ -224,12 +224,19 @@ def test_boards_are_checked_and_lines_scored_under_their_rules():
         jaxdust.parse_board([[1, 0, 2], [1, 2, 0]], rules="former")
     board = [[1, 1, 2], [1, 2, 0], [2, 2, 0], [0, 0, 0]]
     assert jaxdust.score(board, [(0, 0), (0, 0)], "samegame") == 1 + 4 + 1000
-    assert jaxdust.score(board, [(0, 0)], "clickomania") == 4
+    assert jaxdust.score(board, [(0, 0), (0, 0)], "clickomania") == 0
     assert jaxdust.score(board, [(0, 0), (0, 0)], "former") == 2
     with pytest.raises(ValueError, match=r"click 0: \(0, 2\) is a group of 1; samegame removes groups of 2"):
         jaxdust.score(board, [(0, 2)], "samegame")
-    with pytest.raises(ValueError, match="leaves 4 cells; former scores lines that clear"):
-        jaxdust.score(board, [(0, 0)], "former")
+    # A game stopped early has no result under its rules; partial=True scores it as it stands.
+    for rules, so_far in (("former", 1), ("samegame", 1), ("clickomania", 4)):
+        group = "" if rules == "former" else ", a group of 2 or more among them"
+        with pytest.raises(ValueError, match=f"leaves 4 cells{group}; score takes a whole game under the {rules}"):
+            jaxdust.score(board, [(0, 0)], rules)
+        assert jaxdust.score(board, [(0, 0)], rules, partial=True) == so_far
+    # A SameGame game ends with no group of 2 left, cells or not: one click here ends it.
+    assert jaxdust.score([[1, 1, 2], [3, 0, 0]], [(0, 0)], "samegame") == 0
+    assert jaxdust.score([[1, 1, 2], [3, 0, 0]], [(0, 0)], "clickomania") == 2
 
 
 @pytest.mark.parametrize("learner", ["avi", "dqn", "imitation"])

@@ -65,6 +65,20 @@ def test_play_boards_with_largest_and_with_mcts():
     assert largest.cleared.all() and searched.cleared.all()
 
 
+def first_filled_cell(key, board, params):
+    """A user's policy that is int64 under x64 (``jnp.argmax``)."""
+    return jnp.argmax(board.reshape(-1) != 0)
+
+
+def test_play_boards_takes_a_users_int64_actions_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # JAX's "incompatible types" scatter warning, to be an error
+        played = in_both_modes(lambda: play.play_boards(BOARDS, first_filled_cell, jax.random.key(0), MAX_CLICKS))
+    assert played.actions.dtype == np.int32 and np.all(played.cleared)
+
+
 def test_a_learners_network_and_its_policy():
     """An avi network (with a round of cell messages, whose parameters it declares itself)
     starts from the same float32 parameters, evaluates boards alike (the value and logits

@@ -67,13 +67,18 @@ def _check_render_mode(render_mode: str | None) -> None:
         raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
 
 
-def _env(env: DustEnv | str, overrides: dict) -> DustEnv:
+def _env(env: DustEnv | str, overrides: dict, resets: str) -> DustEnv:
     """The ``DustEnv`` an adapter wraps: ``env``, or the registered id with ``overrides``
-    (``DustEnv`` fields, e.g. ``gymnasium.make("jaxdust/Dust-8x6x5-v0", max_clicks=20)``)."""
+    (``DustEnv`` fields, e.g. ``gymnasium.make("jaxdust/Dust-8x6x5-v0", max_clicks=20)``).
+    ValueError for one with ``auto_reset``: ``resets`` says what restarts games instead
+    (dropping it without a word let a user think the env reset itself)."""
     if overrides and not isinstance(env, str):
         raise ValueError(f"{', '.join(sorted(overrides))}: such settings apply to a registered id, not to a "
                          f"DustEnv (use dataclasses.replace on it)")
-    return make(env, **overrides) if isinstance(env, str) else as_env(env)
+    wrapped = make(env, **overrides) if isinstance(env, str) else as_env(env)
+    if wrapped.auto_reset:
+        raise ValueError(f"pass a DustEnv without auto_reset: {resets}")
+    return wrapped
 
 
 def _board_space(env: DustEnv) -> spaces.Box:
@@ -196,7 +201,7 @@ class DustGymEnv(_Compiled, gymnasium.Env):
         """``overrides``: ``DustEnv`` fields changed from the registered id's (``max_clicks``,
         ``rewards``)."""
         _check_render_mode(render_mode)
-        self.env = dataclasses.replace(_env(env, overrides), auto_reset=False)
+        self.env = _env(env, overrides, "Gymnasium restarts a game with reset() (a vector env: autoreset_mode)")
         self.render_mode = render_mode
         self.observation_space = _board_space(self.env)
         self.action_space = spaces.Discrete(self.env.game.num_cells)
@@ -266,7 +271,8 @@ class DustVectorEnv(_Compiled, VectorEnv):
                              f"'same_step', 'next_step', 'disabled'), got {autoreset_mode!r}")
         self.autoreset_mode = mode
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
-        self.env = dataclasses.replace(_env(env, overrides), auto_reset=mode == AutoresetMode.SAME_STEP)
+        self.env = dataclasses.replace(_env(env, overrides, "autoreset_mode says how a finished game restarts"),
+                                       auto_reset=mode == AutoresetMode.SAME_STEP)
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
         self.single_observation_space = _board_space(self.env)

@@ -543,22 +543,32 @@ def replay(board, clicks: Iterable[Sequence[int]], rules: str = "dust", wasted: 
     return jnp.asarray(boards[-1]), len(boards) - 1
 
 
-def score(board, clicks: Iterable[Sequence[int]], rules: str = "dust") -> int:
-    """A played line's result by the rules' objective (RULES.md): SameGame's points
+def score(board, clicks: Iterable[Sequence[int]], rules: str = "dust", partial: bool = False) -> int:
+    """A played game's result by the rules' objective (RULES.md): SameGame's points
     (``(n - 2)^2`` for each group of ``n``, +1000 if the board ends empty), Clickomania's
-    cells left, or the clicks of the fewest-clicks games (the line must clear the board).
+    cells left, or the clicks of the fewest-clicks games. The line must play the game to its
+    end (the board empty, or for ``samegame`` and ``clickomania`` no group of 2 left):
+    the result of a game stopped early is no result of its rules.
+
+    Args:
+      partial: score a line that stops before the game ends, as it stands: the points
+        and cells left so far, or the clicks made.
 
     Raises:
-      ValueError: as ``positions``, or a fewest-clicks line that leaves cells.
+      ValueError: as ``positions``, or (without ``partial``) a line after which a click
+        still removes something.
     """
     boards, clusters = positions(board, clicks, rules)
     objective = game.rules_of(rules).objective
+    if not partial and not bool(game.is_over(jnp.asarray(boards[-1]), rules)):
+        left = f"{np.count_nonzero(boards[-1])} cells"
+        if objective != "clicks":
+            left += f", a group of {game.rules_of(rules).min_group} or more among them"
+        raise ValueError(f"the line leaves {left}; score takes a whole game under the {rules} rules "
+                         "(partial=True scores it as it stands)")
     if objective == "points":
         cleared = game.CLEAR_BONUS if not boards[-1].any() else 0
         return int(sum(int(game.points(int(cluster.sum()))) for cluster in clusters)) + cleared
     if objective == "cells_left":
         return int(np.count_nonzero(boards[-1]))
-    if boards[-1].any():
-        raise ValueError(f"the line leaves {np.count_nonzero(boards[-1])} cells; {rules} scores lines that clear "
-                         "the board")
     return len(boards) - 1

@@ -25,27 +25,38 @@ from typing import Any, Callable
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line (no usage block: ``--help`` has it).
-    Started as an installed command (``jaxdust-train``), it goes by that name, not ``prog``'s
-    (the repository's ``train.py``, ``python -m jaxdust.solver``), in its usage and in the
-    examples of its description. The description is a module docstring: its double
-    backquotes are left out of ``--help``."""
+    Started as an installed command (``jaxdust-train``) or as a module (``python -m
+    jaxdust.learn.cli``), it goes by that name, not ``prog``'s (the repository's ``train.py``),
+    in its usage and in the examples of its description. The description is a module
+    docstring: its double backquotes are left out of ``--help``."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        command = os.path.basename(sys.argv[0]) if sys.argv else ""
+        command = _started_as()
         repository_name = self.prog if self.prog.startswith("python") else f"python {self.prog}"
         # A subcommand's parser is named after its parent's: "jaxdust-train avi" stays.
-        installed = command.startswith("jaxdust-") and not self.prog.startswith(command)
-        if installed:
+        renamed = bool(command) and not self.prog.startswith(command)
+        if renamed:
             self.prog = command
         if self.description:
             self.description = self.description.replace("``", "")
-            if installed:  # its examples as this command runs them
+            if renamed:  # its examples as this command runs them
                 self.description = "\n".join(_renamed(line, repository_name, command)
                                              for line in self.description.split("\n"))
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _started_as() -> str:
+    """The command this process was started as where a user cannot have typed ``prog``: an
+    installed ``jaxdust-*`` script, or ``python -m jaxdust.<module>``; "" otherwise."""
+    script = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if script.startswith("jaxdust-"):
+        return script
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    module = spec.name.removesuffix(".__main__") if spec is not None else ""
+    return f"python -m {module}" if module.startswith("jaxdust.") else ""
 
 
 def _renamed(line: str, old: str, new: str) -> str:

@@ -47,7 +47,8 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
       policy: ``policy(key, board, params) -> action``, see ``jaxdust.evaluation.baselines``; a
         hashable object (e.g. a module-level function), since it is a static argument.
       key: PRNG key for stochastic policies; board ``i`` plays with ``split(key, N)[i]``
-        (folded with the click's number), so a board plays alike in any batch of its set.
+        (folded with the click's number), so it plays alike however ``play_in_chunks``
+        splits the ``N`` boards (among other boards, or fewer, it gets another key).
       max_clicks: the click cap; stops games that never finish (e.g. a policy that keeps
         clicking empty cells).
       params: the policy's parameters, passed to every call (traced, not baked in).
@@ -95,7 +96,7 @@ def _play_boards(boards: jax.Array, policy: Policy, board_keys: jax.Array, max_c
 
     def one_click(carry: _PlayCarry) -> _PlayCarry:
         click_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(board_keys, carry.step)
-        actions = jax.vmap(policy, in_axes=(0, 0, None))(click_keys, carry.boards, params)
+        actions = _actions(jax.vmap(policy, in_axes=(0, 0, None))(click_keys, carry.boards, params), num_boards)
         playing = ~over(carry.boards)
         after, removed = jax.vmap(lambda board, action: game.click_action(board, action, rules))(carry.boards, actions)
         return _PlayCarry(
@@ -117,6 +118,16 @@ def _play_boards(boards: jax.Array, policy: Policy, board_keys: jax.Array, max_c
     cleared = jax.vmap(game.is_done)(end.boards)
     cells_left = jnp.sum(end.boards != 0, axis=(1, 2), dtype=jnp.int32)
     return PlayResult(end.clicks, cleared, end.actions, end.points + jnp.where(cleared, game.CLEAR_BONUS, 0), cells_left)
+
+
+def _actions(actions: jax.Array, num_boards: int) -> jax.Array:
+    """A policy's actions ``[N]`` as int32 (under x64 ``jnp.argmax`` gives int64, which the
+    int32 action log would take with JAX's warning); TypeError, while tracing, for a policy
+    that does not return one integer per board."""
+    if not jnp.issubdtype(actions.dtype, jnp.integer) or actions.shape != (num_boards,):
+        raise TypeError(f"play_boards: a policy returns one integer action per board, "
+                        f"got {actions.dtype} of shape {actions.shape[1:]} per board")
+    return actions.astype(jnp.int32)
 
 
 def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chunk: int,

@@ -335,7 +335,7 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
         print(line)
     if best is not None:
         print(f"{best_row:<{label}} {best.mean():>7.2f} {stats.standard_error(best):>5.2f} {np.median(best):>7.1f} "
-              f"{best.std():>6.2f}")
+              f"{stats.deviation(best):>6.2f}")
 
     reference_text = ('the optimum' if proven else 'the best known') if reference == 'best' else reference
     print(f"(se: the mean's standard error; >=ref: share of boards cleared at least as short as {reference_text}, "
@@ -521,7 +521,7 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
     for name, run in played.items():
         values = per_board[name] = np.asarray(run[measure])
         results[name] = {"mean": float(values.mean()), "se": stats.standard_error(values),
-                         "median": float(np.median(values)), "std": float(values.std()),
+                         "median": float(np.median(values)), "std": stats.deviation(values),
                          "cleared": float(np.mean(run["cleared"])), "mean_clicks": float(np.mean(run["clicks"])),
                          "seconds_per_board": run["seconds_per_board"]}
     label = max(len("agent"), *(len(a) for a in agents))
@@ -554,3 +554,7 @@ def run() -> None:
     """
     compile_cache.enable()
     flags.run_command(main, "no output was left half-written; run the command again")
+
+
+if __name__ == "__main__":  # python -m jaxdust.evaluation.cli
+    run()

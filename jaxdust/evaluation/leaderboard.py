@@ -365,3 +365,7 @@ def run() -> None:
     """
     compile_cache.enable()
     flags.run_command(main, "the rows played so far are kept; the same command goes on from them")
+
+
+if __name__ == "__main__":  # python -m jaxdust.evaluation.leaderboard
+    run()

@@ -5,12 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 
-def standard_error(values) -> float:
-    """The standard error of ``values``' mean (sample deviation, ``ddof=1``; 0 for one value).
-    Of per-board differences between two agents on the same boards, it is the paired error
-    that says whether their means differ by more than chance."""
+def deviation(values) -> float:
+    """The sample standard deviation of ``values`` (``ddof=1``; 0 for one value): the
+    ``std`` of every table, so that ``se`` beside it is ``std / sqrt(n)``."""
     values = np.asarray(values, float)
-    return float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
+    return float(values.std(ddof=1)) if values.size > 1 else 0.0
+
+
+def standard_error(values) -> float:
+    """The standard error of ``values``' mean, ``deviation(values) / sqrt(n)`` (0 for one
+    value). Of per-board differences between two agents on the same boards, it is the
+    paired error that says whether their means differ by more than chance."""
+    values = np.asarray(values, float)
+    return deviation(values) / float(np.sqrt(values.size)) if values.size else 0.0
 
 
 def summarize(clicks, cleared, best_known=None, reference=None, reference_cleared=None) -> dict:
@@ -37,7 +44,7 @@ def summarize(clicks, cleared, best_known=None, reference=None, reference_cleare
         "not_cleared": int((~cleared).sum()),
         "mean": float(clicks.mean()),
         "median": float(np.median(clicks)),
-        "std": float(clicks.std()),
+        "std": deviation(clicks),
         "se": standard_error(clicks),
     }
     if best_known is not None:

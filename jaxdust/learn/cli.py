@@ -174,3 +174,7 @@ def run() -> None:
     """
     compile_cache.enable()
     flags.run_command(main, "--resume (with the same --run-dir) continues from the last checkpoint")
+
+
+if __name__ == "__main__":  # python -m jaxdust.learn.cli
+    run()

@@ -230,12 +230,17 @@ def _best_distinct(scores: jax.Array, hashes_of, count: int, prefixes: tuple[int
 _LAST = float(np.finfo(np.float32).max)
 
 
-def _rankable(scores: jax.Array) -> jax.Array:
-    """A scorer's ``scores`` with each one that is not finite (a network's NaN, an
-    infinity) ranked after every finite one: that child stays in the search, last, where
-    the selection would drop it (``inf`` marks a slot with no child) or, for a NaN whose
-    sign bit is set, rank it below every finite score and lose the board's whole beam.
-    float32, as the beam ranks (a scorer of float64 under ``jax_enable_x64`` included)."""
+def _rankable(scores: jax.Array, boards: jax.Array, which: str = "scorer") -> jax.Array:
+    """A scorer's ``scores`` of ``boards`` ``[M, W, H]`` with each one that is not finite (a
+    network's NaN, an infinity) ranked after every finite one: that child stays in the
+    search, last, where the selection would drop it (``inf`` marks a slot with no child) or,
+    for a NaN whose sign bit is set, rank it below every finite score and lose the board's
+    whole beam. float32, as the beam ranks (a scorer of float64 under ``jax_enable_x64``
+    included). TypeError, while tracing, for scores that are not one number per board (a
+    scalar would broadcast to every child and rank them all alike)."""
+    if np.shape(scores) != boards.shape[:1]:
+        raise TypeError(f"beam_search: the {which} returns one score per board, [M] for boards [M, W, H]; "
+                        f"got shape {np.shape(scores)} for {boards.shape[0]} boards")
     scores = jnp.asarray(scores, jnp.float32)
     return jnp.where(jnp.isfinite(scores), scores, _LAST)
 
@@ -290,6 +295,7 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
         colours a network scorer was not built for (boards given outside a trace: under
         ``jit`` they are not looked at), a size that is not a positive integer, or rules
         that are not a fewest-clicks rule set.
+      TypeError: a scorer or rescorer whose scores are not one number per board ``[M]``.
     """
     boards = game.from_lists(boards)
     shape = np.shape(boards)
@@ -339,7 +345,7 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
             # compiled 27% slower (8 x 6, widths 1 to 2000, 2-core AMD EPYC).
             scores, cleared, keys = found
             done = valid & jax.vmap(game.is_done)(children)
-            values = jnp.where(valid, _rankable(scorer(children, params)), jnp.inf)
+            values = jnp.where(valid, _rankable(scorer(children, params), children), jnp.inf)
             return (jax.lax.dynamic_update_slice(scores, values, (start,)),
                     jax.lax.dynamic_update_slice(cleared, done, (start,)),
                     jax.lax.dynamic_update_slice(keys, jax.vmap(lambda child: solver_key(child, mirror))(children),
@@ -377,8 +383,8 @@ def _beam_search(boards: jax.Array, width: int, scorer: Scorer, max_clicks: int,
         if rescorer is None:
             keep, kept_scores = jnp.arange(rows, dtype=jnp.int32), listed_scores.reshape(-1)
         else:
-            rescored = jnp.where(jnp.isfinite(listed_scores),
-                                 _rankable(rescorer(children, params)).reshape(count, listed), jnp.inf)
+            rescores = _rankable(rescorer(children, params), children, "rescorer")
+            rescored = jnp.where(jnp.isfinite(listed_scores), rescores.reshape(count, listed), jnp.inf)
             negated, best = jax.lax.top_k(-rescored, width)  # ties keep the shortlist's order
             keep = (best + jnp.arange(count, dtype=jnp.int32)[:, None] * listed).reshape(-1)
             kept_scores = -negated.reshape(-1)

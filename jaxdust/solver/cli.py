@@ -375,3 +375,7 @@ INTERRUPTED = "with --out, the same command goes on from the boards solved (and,
 def run() -> None:
     """The installed command's entry point (``jaxdust-solve``): exits with ``main``'s status."""
     raise SystemExit(flags.run_command(main, INTERRUPTED))
+
+
+if __name__ == "__main__":  # python -m jaxdust.solver.cli
+    run()
