@@ -318,7 +318,8 @@ def test_gymnasium_envs_compile_once_per_configuration_and_seed_as_sync_vector_e
         DustGymEnv(jaxdust.make("Dust-6x6x5-v0", auto_reset=True))
     with pytest.raises(ValueError, match="without auto_reset: autoreset_mode says how a finished game restarts"):
         gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=2, auto_reset=True)
-    assert gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=2, auto_reset=False).env.auto_reset  # same_step
+    vector = gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=2, auto_reset=False)  # same_step all the same
+    assert DustVectorEnv(2, vector.env).env == DustGymEnv(vector.env).env == vector.env  # an adapter's env is reusable
 
 
 def test_gymnasium_envs_pickle_and_check_their_reset_arguments():

@@ -27,7 +27,7 @@ from jaxdust.learn import avi, datasets, dqn, imitation
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.search import mcts
 from jaxdust.search.points import points_beam_solutions
-from jaxdust.search.beam import lookahead_heuristic
+from jaxdust.search.beam import lookahead_heuristic, lookahead_scorer
 from jaxdust.solver import cli as solver_cli
 from jaxdust.solver import upper_bound
 from jaxdust.solver.dfs import solve_dfs
@@ -539,6 +539,9 @@ def scores_one_number(boards, params):  # broadcast, it would rank every child a
     return jnp.float32(0)
 
 
+LOOKAHEAD_OF_ONE_NUMBER = lookahead_scorer(scores_one_number)
+
+
 API_CASES = [
     (lambda: jaxdust.solve("1" * 48, time_limit=0), "time_limit"),
     (lambda: jaxdust.solve("1" * 48, time_limit=float("inf")), "time_limit"),
@@ -640,10 +643,15 @@ API_CASES = [
     (lambda: DatasetConfig(boards=0), "boards"),
     (lambda: DatasetConfig(game=jaxdust.GameConfig(9, 8, 5)), "at most 64"),
     (lambda: jaxdust.beam_search(jnp.zeros((0, 4, 3), jnp.int8), 4), "no boards"),
+    (lambda: benchmark.replayed_lengths(np.array([[[1, 1], [2, 2]], [[0, 1], [2, 2]]]), [[(0, 0)], [(1, 0)]], 4),
+     r"^board 1: cell \(0, 1\) floats"),  # the board's fault, not its solution's
+    (lambda: benchmark.replayed_lengths(np.array([[[1, 1], [2, 2]]]), [[(5, 0)]], 4), r"^solution for board 0: "),
     (lambda: jaxdust.beam_search(np.ones((1, 4, 3), np.int8), 4, scorer=scores_two_per_board),
      r"the scorer returns one score per board, \[M\] for boards \[M, W, H\]; got shape \(\d+, 2\)"),
     (lambda: jaxdust.beam_search(np.ones((1, 4, 3), np.int8), 4, rescorer=scores_one_number),
      r"the rescorer returns one score per board.*got shape \(\) for \d+ boards"),
+    (lambda: jaxdust.beam_search(np.ones((1, 4, 3), np.int8), 4, rescorer=LOOKAHEAD_OF_ONE_NUMBER),
+     r"the lookahead's base scorer returns one score per board.*got shape \(\)"),
     (lambda: jaxdust.points_beam(jnp.zeros((0, 4, 3), jnp.int8), 4), "no boards"),
     (lambda: play_boards(jnp.zeros((0, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9), "no boards"),
     (lambda: jaxdust.make("Dust-6x6x5-v0", auto_reset="false"), "auto_reset must be True or False"),

@@ -469,6 +469,16 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
     assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [(b, int(n)) for b, n in expected]
 
 
+def test_cli_with_no_proof_to_write_says_so_under_the_name_it_was_started_as(tmp_path, boards_dir, monkeypatch):
+    source = tmp_path / "hard.txt"
+    source.write_text(jaxdust.board_to_text(jaxdust.read_board_file(boards_dir / "eval_8x6x5.txt")[0].board) + "\n")
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/jaxdust-solve"])
+    with pytest.raises(SystemExit, match="^jaxdust-solve: error: no board was proven optimal; --board-file not written"):
+        solve_main([str(source), "--node-limit", "1", "--out", str(tmp_path / "s.jsonl"), "--jobs", "1",
+                    "--board-file", str(tmp_path / "proven.txt")])
+    assert not (tmp_path / "proven.txt").exists()
+
+
 def test_cli_holds_boards_to_their_headers_colours(tmp_path, capsys):
     """``colors=`` in a board file's header caps its boards' colours, for the solver's
     command as for ``read_board_file`` (which the command once read around)."""

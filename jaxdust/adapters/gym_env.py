@@ -142,7 +142,10 @@ def _single_programs(env: DustEnv):
 
 @functools.cache
 def _vector_programs(env: DustEnv, mode: AutoresetMode):
-    """``DustVectorEnv``'s jitted reset and step for ``mode``: one pair per configuration."""
+    """``DustVectorEnv``'s jitted reset and step for ``mode``: one pair per configuration.
+    ``env`` (without ``auto_reset``: the adapters refuse it) restarts its games itself in
+    the same step for ``same_step``."""
+    env = dataclasses.replace(env, auto_reset=mode == AutoresetMode.SAME_STEP)
 
     def reset(keys, board):
         states, timestep = jax.vmap(env.reset, in_axes=(0, None))(keys, board)
@@ -271,8 +274,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
                              f"'same_step', 'next_step', 'disabled'), got {autoreset_mode!r}")
         self.autoreset_mode = mode
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
-        self.env = dataclasses.replace(_env(env, overrides, "autoreset_mode says how a finished game restarts"),
-                                       auto_reset=mode == AutoresetMode.SAME_STEP)
+        self.env = _env(env, overrides, "autoreset_mode says how a finished game restarts")
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
         self.single_observation_space = _board_space(self.env)

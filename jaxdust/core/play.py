@@ -61,7 +61,8 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
         settled under ``rules`` or holding colours the policy's network was not built for
         (checked where they are not traced), a ``max_clicks`` that is not a positive
         integer below 2^31, or unknown rules.
-      TypeError: ``key`` not one random key (``jax.random.key(seed)``).
+      TypeError: ``key`` not one random key (``jax.random.key(seed)``), or (while tracing)
+        a policy that does not return one integer action per board.
     """
     boards = _checked(boards, policy, max_clicks, rules)
     game.require_key(key, "play_boards")

@@ -139,7 +139,8 @@ def replayed_lengths(boards: np.ndarray, solutions, max_clicks: int, what: str =
 
     Raises:
       ValueError: not one solution per board, or a click that is not an (x, y) pair of ints
-        on the board (naming the board and the click).
+        on the board (naming the board and the click); ``UnsettledBoardError`` for a board
+        the rules never make.
     """
     try:
         solutions = list(solutions)
@@ -153,6 +154,8 @@ def replayed_lengths(boards: np.ndarray, solutions, max_clicks: int, what: str =
             final, length = board_io.replay(board, list(solution), rules, wasted=True)
         except TypeError:
             raise ValueError(f"solution for board {index}: {solution!r} is not a sequence of (x, y) clicks") from None
+        except board_io.UnsettledBoardError as error:  # the board's fault, not the solution's
+            raise board_io.UnsettledBoardError(f"board {index}: {error}") from None
         except ValueError as error:
             raise ValueError(f"solution for board {index}: {error}") from None
         done = bool(game.is_done(final)) and length <= max_clicks

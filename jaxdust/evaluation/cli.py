@@ -114,7 +114,7 @@ def load_board_set(args) -> LoadedBoards:
         if declared == rules:
             raise
         whose = f"{declared}'s (its rules= header)" if named else "the dust game's (it has no rules= header)"
-        raise ValueError(f"{error}; the file's boards are {whose} and --env plays {rules}") from None
+        raise UnsettledBoardError(f"{error}; the file's boards are {whose} and --env plays {rules}") from None
     if not records:
         raise ValueError(f"no boards in {args.boards}")
     other = next((r for r in records if r.board.shape != records[0].board.shape), None)

@@ -157,7 +157,8 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
         alive = ~jax.vmap(game.is_done)(boards)
 
         def visit(best, start, children, parent, action, valid):
-            values = jnp.where(jax.vmap(game.is_done)(children), 0.0, jnp.asarray(base(children, params), jnp.float32))
+            scores = _one_per_board(base(children, params), children, "lookahead's base scorer")
+            values = jnp.where(jax.vmap(game.is_done)(children), 0.0, scores)
             return best.at[parent].min(jnp.where(valid, values, jnp.inf))
 
         best = for_each_child(boards, _labels(boards), alive, chunk, visit, jnp.full(boards.shape[0], jnp.inf, jnp.float32),
@@ -230,18 +231,23 @@ def _best_distinct(scores: jax.Array, hashes_of, count: int, prefixes: tuple[int
 _LAST = float(np.finfo(np.float32).max)
 
 
-def _rankable(scores: jax.Array, boards: jax.Array, which: str = "scorer") -> jax.Array:
-    """A scorer's ``scores`` of ``boards`` ``[M, W, H]`` with each one that is not finite (a
-    network's NaN, an infinity) ranked after every finite one: that child stays in the
-    search, last, where the selection would drop it (``inf`` marks a slot with no child) or,
-    for a NaN whose sign bit is set, rank it below every finite score and lose the board's
-    whole beam. float32, as the beam ranks (a scorer of float64 under ``jax_enable_x64``
-    included). TypeError, while tracing, for scores that are not one number per board (a
-    scalar would broadcast to every child and rank them all alike)."""
+def _one_per_board(scores: jax.Array, boards: jax.Array, which: str) -> jax.Array:
+    """``scores`` of ``boards`` ``[M, W, H]`` as float32 ``[M]`` (a scorer of float64 under
+    ``jax_enable_x64`` included); TypeError, while tracing, for scores that are not one
+    number per board (a scalar would broadcast to every child and rank them all alike)."""
     if np.shape(scores) != boards.shape[:1]:
         raise TypeError(f"beam_search: the {which} returns one score per board, [M] for boards [M, W, H]; "
                         f"got shape {np.shape(scores)} for {boards.shape[0]} boards")
-    scores = jnp.asarray(scores, jnp.float32)
+    return jnp.asarray(scores, jnp.float32)
+
+
+def _rankable(scores: jax.Array, boards: jax.Array, which: str = "scorer") -> jax.Array:
+    """A scorer's ``scores`` of ``boards`` (``_one_per_board``) with each one that is not
+    finite (a network's NaN, an infinity) ranked after every finite one: that child stays
+    in the search, last, where the selection would drop it (``inf`` marks a slot with no
+    child) or, for a NaN whose sign bit is set, rank it below every finite score and lose
+    the board's whole beam."""
+    scores = _one_per_board(scores, boards, which)
     return jnp.where(jnp.isfinite(scores), scores, _LAST)
 
 

@@ -221,7 +221,8 @@ def main(argv=None) -> int:
     print(_tally([last.get(job[0]) for job in jobs], len(jobs) - len(todo))
           + ("" if args.out == "-" else f"; lines in {args.out}"), file=sys.stderr)
     if args.board_file:
-        write_proven(recover_json_lines(args.out, repair=False), every_board, args.board_file, args.rules)
+        write_proven(recover_json_lines(args.out, repair=False), every_board, args.board_file, args.rules,
+                     parser.prog)
     return 1 if errors else 0
 
 
@@ -346,20 +347,21 @@ def _solved_shape(record: dict, shape: tuple, rules: str) -> bool:
     return "width" not in record or _shape_read(record["board"], *shape, rules) == (record["width"], record["height"])
 
 
-def write_proven(records, jobs, path, rules: str = "dust") -> None:
+def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -m jaxdust.solver") -> None:
     """The boards of ``jobs`` whose record proves them optimal, in input order, as a board file.
     A record counts for its line only where it holds that line's board under ``rules`` (an
-    ``--out`` checked for the lines solved now may hold other lines of another file)."""
+    ``--out`` checked for the lines solved now may hold other lines of another file).
+    ``prog``: the command, as its errors name it."""
     shapes = {number: (width, height) for number, _, width, height in jobs}
     texts = {number: text for number, text, _, _ in jobs}
     proven = sorted({r["line"]: r for r in records
                      if r.get("optimal") and texts.get(r["line"]) == r["board"] and r.get("rules", rules) == rules
                      and _solved_shape(r, shapes[r["line"]], rules)}.values(), key=lambda r: r["line"])
     if not proven:
-        raise SystemExit("python -m jaxdust.solver: error: no board was proven optimal; --board-file not written")
+        raise SystemExit(f"{prog}: error: no board was proven optimal; --board-file not written")
     sizes = {parse_board(r["board"], *shapes[r["line"]], rules).shape for r in proven}
     if len(sizes) > 1:
-        raise SystemExit(f"python -m jaxdust.solver: error: --board-file needs boards of one size, got {sorted(sizes)}")
+        raise SystemExit(f"{prog}: error: --board-file needs boards of one size, got {sorted(sizes)}")
     (width, height), = sizes
     colors = max(int(c) for r in proven for c in r["board"])
     rules_field = "" if rules == "dust" else f" rules={rules}"  # boards.declared_rules reads it
