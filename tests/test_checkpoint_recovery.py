@@ -138,6 +138,23 @@ def test_resume_step_redoes_later_checkpoints_damaged_or_not(run, whole_run):
     assert_same_end(run, whole_run)
 
 
+def test_a_resume_step_killed_before_its_log_is_cut_loses_no_log_line(run, whole_run, monkeypatch):
+    """--resume-step forgets the later checkpoints before it cuts the log: killed between
+    the two, the log still covers what is left, and the next resume ends as uninterrupted.
+    Cutting the log first left a run whose newest checkpoint had no log lines, for good."""
+    def killed(*args):
+        raise KeyboardInterrupt  # a kill at this instant: nothing after it happens
+
+    monkeypatch.setattr(runs.Run, "_truncate_metrics", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train(run, "--resume", "--resume-step", "2")
+    monkeypatch.undo()
+    assert sorted(os.listdir(run / "checkpoints")) == ["2"]
+    assert (run / "metrics.jsonl").read_text() == (whole_run / "metrics.jsonl").read_text()
+    train(run, "--resume")
+    assert_same_end(run, whole_run)
+
+
 def test_a_damaged_resume_step_names_only_checkpoints_that_were_read(run, capsys):
     _truncate(run / "checkpoints" / "3")
     _empty(run / "checkpoints" / "4")

@@ -752,6 +752,14 @@ def test_trained_runs_play_through_evaluate(tmp_path, capsys, whole_dqn_run):
         evaluate.main(["--random", "2", "--size", "8x6x9", "--agents", f"value:{whole_dqn_run}",
                        "--out", str(tmp_path / "z")])
     assert "was trained on boards of 5 colours; these hold colour" in capsys.readouterr().err
+    # Seed 2026's boards start with those a run was evaluated and selected on while training.
+    for seed, noted in ((2026, True), (2027, False)):
+        with pytest.raises(SystemExit):  # refused after the note, before any play
+            evaluate.main(["--random", "2", "--seed", str(seed), "--agents", f"value:{whole_dqn_run}",
+                           "--reference", "largest", "--out", str(tmp_path / "z")])
+        err = capsys.readouterr().err
+        assert ("note: --seed 2026 draws, first, the boards train.py evaluates a run on" in err) == noted, err
+        assert "--reference 'largest' is neither one of --agents" in err
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from jaxdust import solve
 from jaxdust.core import game
 from jaxdust.core import reference as ref
 from jaxdust.core.game import GameConfig
-from jaxdust.core.boards import model_colors, require_colors_fit
+from jaxdust.core.boards import model_colors, model_rules, require_model_fits
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, ranking, registry
 from jaxdust.learn import agents, networks
@@ -245,12 +245,33 @@ def test_a_network_refuses_boards_of_more_colours_than_it_was_built_for():
             call()
     assert model_colors(mcts.MCTSPolicy(evaluator)) == 3 and model_colors(baselines.largest_cluster) is None
     for fitting in (random_boards(3, SMALL, 0), random_boards(3, GameConfig(4, 3, 2), 0)):
-        require_colors_fit(fitting, mcts.MCTSPolicy(evaluator), "play_boards")  # no error
+        require_model_fits(fitting, mcts.MCTSPolicy(evaluator), "dust", "play_boards")  # no error
     # Boards that fit play, the searches' own traced boards included (they are not looked at).
     params = network.init(jax.random.key(1), fitting)
     assert bool(jnp.all(play_boards(fitting, mcts.MCTSPolicy(evaluator, 4), key, 12, params=params).cleared))
     searched = jax.jit(lambda b: mcts.search(b, evaluator, params, key, 4).action)(fitting)
     assert searched.shape == (3,) and bool(jnp.all(searched >= 0))
+
+
+def test_a_network_trained_under_other_rules_is_refused_under_the_default_ones():
+    """A Former network (its rule prior keeps the rules) played by play_boards, the beam or
+    the search without rules="former" gave plausible numbers of the dust game."""
+    network = networks.ValuePolicyNetwork(hidden=(8,), colors=3, prior_rules="former")
+    evaluator = agents.NetworkEvaluator(network)
+    boards = random_boards(2, GameConfig(4, 3, 3, "former"), 0)
+    params = network.init(jax.random.key(1), boards)
+    key = jax.random.key(0)
+    for call in (lambda: play_boards(boards, agents.ClusterArgmax(network), key, 12, params),
+                 lambda: beam_search(boards, 2, scorer=agents.ValueHeadScorer(network), params=params),
+                 lambda: beam_search(boards, 2, rescorer=agents.ValueHeadScorer(network), params=params),
+                 lambda: mcts.search(boards, evaluator, params, key, 4)):
+        with pytest.raises(ValueError, match="trained under the former rules, and rules='dust' was asked"):
+            call()
+    assert model_rules(mcts.MCTSPolicy(evaluator)) == "former"
+    played = play_boards(boards, agents.ClusterArgmax(network), key, 12, params, rules="former")
+    assert bool(jnp.all(played.clicks > 0))
+    # A network that says "dust" may come from a run without the rule prior, of any rules.
+    assert model_rules(agents.ValueHeadScorer(networks.ValuePolicyNetwork(hidden=(8,), colors=3))) is None
 
 
 @pytest.mark.slow

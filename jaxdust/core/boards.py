@@ -124,24 +124,46 @@ def require_settled(boards, rules: str = "dust", caller: str = "") -> None:
             raise UnsettledBoardError(f"{caller}: {where}{error}" if caller else f"{where}{error}") from None
 
 
-def model_colors(model) -> int | None:
-    """The colours a network-backed policy, scorer or evaluator was built for: its own
-    ``colors``, or that of the network or evaluator it wraps (``network``, ``evaluate``);
-    None for one that does not say (the hand-made ones play any colours)."""
+def _wrapped_field(model, name: str, wanted):
+    """``model``'s own field ``name`` where ``wanted(value)``, or that of the network or
+    evaluator it wraps (``network``, ``evaluate``); None where none has one."""
     for _ in range(4):  # an MCTSPolicy wraps an evaluator that wraps a network
-        colors = getattr(model, "colors", None)
-        if game.is_integer(colors):
-            return int(colors)
+        value = getattr(model, name, None)
+        if wanted(value):
+            return value
         model = getattr(model, "network", None) or getattr(model, "evaluate", None)
         if model is None:
             return None
     return None
 
 
-def require_colors_fit(boards, model, caller: str) -> None:
-    """ValueError where ``boards`` hold a colour above the ``model_colors`` of ``model``: its
-    network one-hots a colour it was not built for as no colour at all and plays on without
-    a word. Boards traced under ``jit`` pass, as in ``require_settled``."""
+def model_colors(model) -> int | None:
+    """The colours a network-backed policy, scorer or evaluator was built for: its own
+    ``colors``, or that of the network or evaluator it wraps (``network``, ``evaluate``);
+    None for one that does not say (the hand-made ones play any colours)."""
+    colors = _wrapped_field(model, "colors", game.is_integer)
+    return None if colors is None else int(colors)
+
+
+def model_rules(model) -> str | None:
+    """The rule set a network-backed policy, scorer or evaluator says it was trained under:
+    its network's ``prior_rules`` where those are not the dust game's (a network keeps the
+    rules there only with its rule prior on, ``avi``'s default; one that says "dust" may
+    have been trained under any rules), else None."""
+    rules = _wrapped_field(model, "prior_rules", lambda value: isinstance(value, str))
+    return None if rules in (None, "dust") else rules
+
+
+def require_model_fits(boards, model, rules: str, caller: str) -> None:
+    """ValueError where ``model``'s network was built for other boards than ``boards``:
+    colours above its ``model_colors`` (it one-hots such a colour as no colour at all and
+    plays on without a word), or ``rules`` other than its ``model_rules`` (a Former network
+    played under the dust game's default rules gives plausible numbers of the wrong game).
+    Boards traced under ``jit`` pass the colour check, as in ``require_settled``."""
+    trained = model_rules(model)
+    if trained is not None and trained != rules:
+        raise ValueError(f"{caller}: the network was trained under the {trained} rules, and rules={rules!r} was "
+                         f"asked (pass rules={trained!r})")
     colors = model_colors(model)
     if colors is None or isinstance(boards, jax.core.Tracer) or not np.size(boards):
         return

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_colors_fit, require_settled
+from jaxdust.core.boards import require_model_fits, require_settled
 from jaxdust.core.flags import INT32_LIMIT
 
 Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, params) -> action
@@ -60,7 +60,8 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
       ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, not
         settled under ``rules`` or holding colours the policy's network was not built for
         (checked where they are not traced), a ``max_clicks`` that is not a positive
-        integer below 2^31, or unknown rules.
+        integer below 2^31, unknown rules, or ``rules`` other than those the policy's
+        network says it was trained under (``boards.model_rules``).
       TypeError: ``key`` not one random key (``jax.random.key(seed)``), or (while tracing)
         a policy that does not return one integer action per board.
     """
@@ -81,7 +82,7 @@ def _checked(boards, policy: Policy, max_clicks, rules: str) -> jax.Array:
         raise ValueError(f"play_boards: max_clicks must be a positive integer below 2^31, got {max_clicks!r}")
     game.rules_of(rules)
     require_settled(boards, rules, "play_boards")  # a position the rules never make plays otherwise
-    require_colors_fit(boards, policy, "play_boards")
+    require_model_fits(boards, policy, rules, "play_boards")
     return boards
 
 

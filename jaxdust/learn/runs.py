@@ -337,8 +337,10 @@ class Run:
         for error in damaged:
             moved = self.checkpoints.set_aside(error.step)
             print(f"warning: {error}; moved to {moved}, resuming from checkpoint {done}", file=sys.stderr)
-        self._truncate_metrics(done, log)
+        # Checkpoints first: killed between the two, the log still covers every checkpoint
+        # left and the next resume cuts it; the other way round it lost lines for good.
         self._truncate_checkpoints(done, log)
+        self._truncate_metrics(done, log)
         self._set_aside_a_damaged_best(like)
         return done, state
 
@@ -362,8 +364,8 @@ class Run:
 
     def start_over(self) -> None:
         log = self._log_records()
+        self._truncate_checkpoints(0, log)  # first, as in restore
         self._truncate_metrics(0, log)
-        self._truncate_checkpoints(0, log)
 
     def _log_records(self) -> list[dict]:
         """``metrics.jsonl``'s records (a torn last line cut off); RunError if it is damaged."""

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_colors_fit, require_settled
+from jaxdust.core.boards import require_model_fits, require_settled
 from jaxdust.search.heuristic import Scorer, heuristic_for, heuristic_scorer
 from jaxdust.search.keys import solver_key
 from jaxdust.search.selection import first_trues, smallest_columns
@@ -299,8 +299,9 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     Raises:
       ValueError: for boards that are not 2-D or 3-D, not settled under ``rules`` or holding
         colours a network scorer was not built for (boards given outside a trace: under
-        ``jit`` they are not looked at), a size that is not a positive integer, or rules
-        that are not a fewest-clicks rule set.
+        ``jit`` they are not looked at), a size that is not a positive integer, rules
+        that are not a fewest-clicks rule set, or other rules than those a network scorer
+        says it was trained under (``boards.model_rules``).
       TypeError: a scorer or rescorer whose scores are not one number per board ``[M]``.
     """
     boards = game.from_lists(boards)
@@ -319,7 +320,7 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     scorer = heuristic_for(rules) if scorer is None else scorer
     require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
     for model in (scorer, rescorer):
-        require_colors_fit(boards, model, "beam_search")
+        require_model_fits(boards, model, rules, "beam_search")
     one_board = len(shape) == 2
     batch = boards[None] if one_board else boards
     count, cells = batch.shape[0], shape[-2] * shape[-1]

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import mctx
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_colors_fit
+from jaxdust.core.boards import require_model_fits
 from jaxdust.search.heuristic import RULE_FEATURE_WEIGHTS, Scorer, heuristic_for, heuristic_scorer
 
 Evaluator = Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]]
@@ -93,7 +93,7 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     float32 ``[N, W * H]``, the improved policy (a training target).
     """
     _require_counts(simulations, considered)
-    require_colors_fit(boards, evaluate, "mcts")
+    require_model_fits(boards, evaluate, rules, "mcts")
     value, prior, legal = _evaluated(evaluate, params, boards)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=boards)
     return mctx.gumbel_muzero_policy(params, key, root, recurrent_fn(evaluate, rules), simulations, invalid_actions=~legal,
