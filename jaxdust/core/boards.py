@@ -581,11 +581,12 @@ def score(board, clicks: Iterable[Sequence[int]], rules: str = "dust", partial: 
         still removes something.
     """
     boards, clusters = positions(board, clicks, rules)
-    objective = game.rules_of(rules).objective
+    found = game.rules_of(rules)
+    objective = found.objective
     if not partial and not bool(game.is_over(jnp.asarray(boards[-1]), rules)):
         left = f"{np.count_nonzero(boards[-1])} cells"
         if objective != "clicks":
-            left += f", a group of {game.rules_of(rules).min_group} or more among them"
+            left += f", a group of {found.min_group} or more among them"
         raise ValueError(f"the line leaves {left}; score takes a whole game under the {rules} rules "
                          "(partial=True scores it as it stands)")
     if objective == "points":

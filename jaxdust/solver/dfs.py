@@ -146,4 +146,3 @@ def _load_compiled_code() -> None:
         planes = bitboard.to_planes(np.array([[1, 2], [1, 2]], np.int8), 2)
         depth_first_search(planes, bitboard.make_geometry(2, 2), 10, 0.0, np.zeros(4, np.uint64))
     _compiled = True
-
