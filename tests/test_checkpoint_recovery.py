@@ -359,6 +359,35 @@ def test_a_resume_with_another_learner_says_so_before_comparing_run_flags(run, c
     assert "holds a run of dqn, not avi" in line and "--seed" not in line
 
 
+@pytest.mark.parametrize("run_dir_flag", ["--run-dir {}", "--run-dir={}"])
+def test_a_resume_naming_no_learner_goes_to_the_runs_own(run, whole_run, run_dir_flag):
+    """It went to avi, which refused the dqn run: "resume it with the dqn learner"."""
+    train(run, "--resume", "--resume-step", "2", "--minutes", "1e-6")  # stops after step 3
+    cli.main([*run_dir_flag.format(run).split(" "), "--resume"])
+    assert_same_end(run, whole_run)
+
+
+def test_flags_naming_no_learner_and_no_run_to_resume_go_to_the_default_learner(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--run-dir", str(tmp_path / "none"), "--resume"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.startswith("train.py avi: error: nothing to resume in")
+
+
+def test_a_resume_on_another_device_count_says_so_and_keeps_the_starting_one(run, capsys):
+    """A run started on 2 devices and resumed on 1 finished without a word, and differed."""
+    config = json.loads((run / "config.json").read_text())
+    assert config["run"]["devices"] == jax.device_count()
+    config["run"]["devices"] = jax.device_count() + 1
+    (run / "config.json").write_text(json.dumps(config))
+    train(run, "--resume", "--resume-step", "3")
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: {run} started on {jax.device_count() + 1} devices and resumes on "
+                        f"{jax.device_count()}: it goes on, but will not end as a run on one count does "
+                        "(--devices chooses how many of a machine's are used)"]
+    assert json.loads((run / "config.json").read_text())["run"]["devices"] == jax.device_count() + 1
+
+
 @pytest.mark.parametrize("name", ["config.json", "metrics.jsonl"])
 def test_a_run_file_that_is_a_folder_is_refused_in_one_line(tmp_path, name, capsys):
     (tmp_path / "run" / name).mkdir(parents=True)

@@ -234,6 +234,17 @@ def test_original_preset_reproduces_the_post():
     assert config.target_period == 0 and config.buffer_size == config.batch_size == 1000
 
 
+def test_a_new_dqn_run_is_told_when_its_steps_are_not_whole_iterations(capsys):
+    """--total-steps 1000 over 32 games made 992 steps without a word."""
+    check = learners.get("dqn").check
+    check(dqn.DQNConfig(total_steps=1000, **TINY), types.SimpleNamespace(resume=False))
+    assert capsys.readouterr().err == ("note: dqn steps all 32 games at once (--num-envs): --total-steps 1000 "
+                                       "makes 992 (31 iterations)\n")
+    check(dqn.DQNConfig(total_steps=1000, **TINY), types.SimpleNamespace(resume=True))  # told when it started
+    check(dqn.DQNConfig(total_steps=32 * 31, **TINY), types.SimpleNamespace(resume=False))
+    assert capsys.readouterr().err == ""
+
+
 def test_make_train_is_seeded_and_vmaps_over_seeds():
     config = dqn.DQNConfig(total_steps=32 * 25, **TINY)  # two chunks of 10 iterations and one of 5
     train = jax.jit(jax.vmap(dqn.make_train(config)))

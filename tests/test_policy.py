@@ -2,6 +2,7 @@
 (mctx) over the simulator, and the policy / value / mcts agents (the avi learner's policy
 targets are tested in test_avi.py)."""
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -19,9 +20,9 @@ from jaxdust.core.game import GameConfig
 from jaxdust.core.boards import model_colors, model_rules, require_model_fits
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, ranking, registry
-from jaxdust.learn import agents, networks
+from jaxdust.learn import agents, learners, networks
 from jaxdust.search import mcts
-from jaxdust.search.beam import beam_search
+from jaxdust.search.beam import beam_search, lookahead_scorer
 from tests import family_reference as fr
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -272,6 +273,23 @@ def test_a_network_trained_under_other_rules_is_refused_under_the_default_ones()
     assert bool(jnp.all(played.clicks > 0))
     # A network that says "dust" may come from a run without the rule prior, of any rules.
     assert model_rules(agents.ValueHeadScorer(networks.ValuePolicyNetwork(hidden=(8,), colors=3))) is None
+
+
+@pytest.mark.parametrize("name", ["avi", "dqn", "imitation"])
+def test_every_learners_agents_say_the_rules_they_were_trained_under(name):
+    """dqn's and imitation's networks (and avi's without the rule prior) said nothing: a
+    Former run's agents played the dust game under play_boards' default rules."""
+    learner = learners.get(name)
+    for rules in ("dust", "former"):
+        config = dataclasses.replace(learner.presets["default"], game=GameConfig(4, 3, 3, rules))
+        made = [learner.policy(config), learner.scorer(config), learner.evaluator(config)]
+        assert [model_rules(agent) for agent in made if agent is not None] == [rules] * (2 + (name != "dqn"))
+    boards = random_boards(2, GameConfig(4, 3, 3, "dust"), 0)
+    with pytest.raises(ValueError, match="trained under the former rules, and rules='dust' was asked"):
+        play_boards(boards, learner.policy(config), jax.random.key(0), 12, params={})
+    with pytest.raises(ValueError, match="lookahead_scorer: the network was trained under the former rules"):
+        lookahead_scorer(learner.scorer(config))
+    assert model_rules(lookahead_scorer(learner.scorer(config), rules="former")) == "former"
 
 
 @pytest.mark.slow

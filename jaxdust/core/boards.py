@@ -147,11 +147,24 @@ def model_colors(model) -> int | None:
 
 def model_rules(model) -> str | None:
     """The rule set a network-backed policy, scorer or evaluator says it was trained under:
+    its own ``trained_rules`` or that of what it wraps (``load_run``'s agents say them), else
     its network's ``prior_rules`` where those are not the dust game's (a network keeps the
     rules there only with its rule prior on, ``avi``'s default; one that says "dust" may
     have been trained under any rules), else None."""
+    said = _wrapped_field(model, "trained_rules", lambda value: isinstance(value, str))
+    if said is not None:
+        return said
     rules = _wrapped_field(model, "prior_rules", lambda value: isinstance(value, str))
     return None if rules in (None, "dust") else rules
+
+
+def require_model_rules(model, rules: str, caller: str) -> None:
+    """ValueError where ``model`` says it was trained under other rules than ``rules``
+    (``model_rules``)."""
+    trained = model_rules(model)
+    if trained is not None and trained != rules:
+        raise ValueError(f"{caller}: the network was trained under the {trained} rules, and rules={rules!r} was "
+                         f"asked (pass rules={trained!r})")
 
 
 def require_model_fits(boards, model, rules: str, caller: str) -> None:
@@ -160,10 +173,7 @@ def require_model_fits(boards, model, rules: str, caller: str) -> None:
     plays on without a word), or ``rules`` other than its ``model_rules`` (a Former network
     played under the dust game's default rules gives plausible numbers of the wrong game).
     Boards traced under ``jit`` pass the colour check, as in ``require_settled``."""
-    trained = model_rules(model)
-    if trained is not None and trained != rules:
-        raise ValueError(f"{caller}: the network was trained under the {trained} rules, and rules={rules!r} was "
-                         f"asked (pass rules={trained!r})")
+    require_model_rules(model, rules, caller)
     colors = model_colors(model)
     if colors is None or isinstance(boards, jax.core.Tracer) or not np.size(boards):
         return

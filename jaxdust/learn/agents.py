@@ -1,6 +1,8 @@
 """Trained networks as policies (for ``jaxdust.core.play``) and scorers (for
 ``jaxdust.search.beam``). Each is a small frozen dataclass, hashable, so it can be a static
-argument; the parameters travel separately as ``params``."""
+argument; the parameters travel separately as ``params``. Each may say the rules its
+network was trained under (``trained_rules``, as ``load_run``'s do): ``play_boards`` and
+the searches then refuse other rules (``jaxdust.core.boards.model_rules``)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,14 @@ from jaxdust.search.mcts import cluster_prior
 
 
 @dataclasses.dataclass(frozen=True)
-class QGreedy:
+class Trained:
+    """What every agent may say of its network beside its own fields."""
+
+    trained_rules: str | None = dataclasses.field(default=None, kw_only=True)  # None: not said
+
+
+@dataclasses.dataclass(frozen=True)
+class QGreedy(Trained):
     """Click the legal cell with the highest Q value."""
 
     hidden: tuple[int, ...]
@@ -29,7 +38,7 @@ class QGreedy:
 
 
 @dataclasses.dataclass(frozen=True)
-class QScorer:
+class QScorer(Trained):
     """Clicks left from a Q-network: ``clicks_from_value`` of its best legal Q-value."""
 
     hidden: tuple[int, ...]
@@ -60,7 +69,7 @@ def clicks_from_value(value: jax.Array, rewards: Rewards, gamma: float) -> jax.A
 
 
 @dataclasses.dataclass(frozen=True)
-class PolicyGreedy:
+class PolicyGreedy(Trained):
     """Click the legal cell with the highest policy logit (imitation network)."""
 
     network: networks.PolicyValueNetwork
@@ -71,7 +80,7 @@ class PolicyGreedy:
 
 
 @dataclasses.dataclass(frozen=True)
-class ValueScorer:
+class ValueScorer(Trained):
     """The imitation network's cost-to-go head (0 for an empty board)."""
 
     network: networks.PolicyValueNetwork
@@ -82,7 +91,7 @@ class ValueScorer:
 
 
 @dataclasses.dataclass(frozen=True)
-class ClusterArgmax:
+class ClusterArgmax(Trained):
     """Click the cluster the policy head finds most likely (no simulation): the argmax
     play of a ``ValuePolicyNetwork``, at the cluster's first cell."""
 
@@ -95,7 +104,7 @@ class ClusterArgmax:
 
 
 @dataclasses.dataclass(frozen=True)
-class ValueHeadScorer:
+class ValueHeadScorer(Trained):
     """A ``ValuePolicyNetwork``'s value head (0 for an empty board)."""
 
     network: networks.ValuePolicyNetwork
@@ -106,7 +115,7 @@ class ValueHeadScorer:
 
 
 @dataclasses.dataclass(frozen=True)
-class NetworkEvaluator:
+class NetworkEvaluator(Trained):
     """A ``ValuePolicyNetwork`` as the evaluator of ``jaxdust.search.mcts``: clicks left
     ``[N]`` and click logits ``[N, W * H]``."""
 
@@ -117,7 +126,7 @@ class NetworkEvaluator:
 
 
 @dataclasses.dataclass(frozen=True)
-class PolicyValueEvaluator:
+class PolicyValueEvaluator(Trained):
     """The imitation network (``PolicyValueNetwork``) as an evaluator of
     ``jaxdust.search.mcts``: its cost-to-go and its click logits.
 

@@ -22,7 +22,8 @@ command on each with ``--distributed --coordinator HOST:PORT --num-processes N -
 docs/gpu.md, "Several GPUs or hosts").
 
 Each learner's flags, with their defaults: ``python train.py avi --help`` (or ``dqn``,
-``imitation``); flags given with no learner go to ``avi``.
+``imitation``); flags given with no learner go to ``avi``, or with ``--resume`` to the
+learner of the run in ``--run-dir``.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def main(argv=None) -> dict:
     if argv and not argv[0].startswith("-") and argv[0] not in learners.LEARNERS:
         flags.fail(parser, f"unknown learner {argv[0]!r}; choose from {', '.join(learners.LEARNERS)}")
     if not argv or (argv[0] not in learners.LEARNERS and argv[0] not in ("-h", "--help")):
-        argv = [DEFAULT_LEARNER, *argv]  # no learner named: flags go to the default one
+        argv = [_unnamed_learner(argv), *argv]
     args = parser.parse_args(argv)
     learner = learners.get(args.learner)
     learner_parser = parser.learner_parsers[args.learner]
@@ -152,6 +153,17 @@ def main(argv=None) -> dict:
         print(f"the run is in {args.run_dir}; play it with python evaluate.py{_evaluation_boards_flags(config.game)} "
               f"--agents {agents}", file=sys.stderr)
     return summary
+
+
+def _unnamed_learner(argv: list[str]) -> str:
+    """The learner flags given with no learner name go to: the resumed run's own, else the
+    default one."""
+    peek = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    peek.add_argument("--resume", action="store_true")
+    peek.add_argument("--run-dir")
+    given, _ = peek.parse_known_args(argv)
+    resumed = runs.saved_learner_name(given.run_dir) if given.resume and given.run_dir else None
+    return resumed if resumed in learners.LEARNERS else DEFAULT_LEARNER
 
 
 def _evaluation_boards_flags(size: GameConfig) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -41,8 +42,9 @@ class Learner:
     policy: Callable[[Any], Any]  # config -> argmax policy over the network's output
     scorer: Callable[[Any], Any]  # config -> scorer of clicks left (beam search, greedy)
     evaluator: Callable[[Any], Any] = lambda config: None  # config -> jaxdust.search.mcts evaluator, if any
-    # (config, args) -> None, raising ValueError for settings it cannot run with: called
-    # before the run directory is written, so a corrected command needs no --resume.
+    # (config, args) -> None, raising ValueError for settings it cannot run with (or noting
+    # on stderr what it will do otherwise than asked): called before the run directory is
+    # written, so a corrected command needs no --resume.
     check: Callable[[Any, argparse.Namespace], None] = lambda config, args: None
     # Flags of add_arguments that shape what a run computes, with their defaults: kept in
     # the run's config.json and taken from there on resume (runs.settle_run_flags).
@@ -115,9 +117,9 @@ register(Learner(
     trainer=_avi_trainer,
     template=lambda config: avi.make_avi(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
-    policy=lambda config: agents.ClusterArgmax(config.network),
-    scorer=lambda config: agents.ValueHeadScorer(config.network),
-    evaluator=lambda config: agents.NetworkEvaluator(config.network),
+    policy=lambda config: agents.ClusterArgmax(config.network, trained_rules=config.game.rules),
+    scorer=lambda config: agents.ValueHeadScorer(config.network, trained_rules=config.game.rules),
+    evaluator=lambda config: agents.NetworkEvaluator(config.network, trained_rules=config.game.rules),
 ))
 
 
@@ -133,6 +135,14 @@ def _dqn_trainer(config: dqn.DQNConfig, args, mesh) -> Trainer:
                              lambda runner: {"env_steps": int(runner.iteration) * config.num_envs})
 
 
+def _note_whole_iterations(config: dqn.DQNConfig, args) -> None:
+    """A new run is told when ``--total-steps`` is not whole iterations of its games."""
+    if not args.resume and config.total_steps % config.num_envs and jax.process_index() == 0:
+        print(f"note: dqn steps all {config.num_envs} games at once (--num-envs): --total-steps "
+              f"{config.total_steps} makes {config.iterations * config.num_envs} ({config.iterations} iterations)",
+              file=sys.stderr)
+
+
 register(Learner(
     name="dqn",
     description="Deep Q-learning, the whole loop in jit (jaxdust.learn.dqn)",
@@ -141,11 +151,13 @@ register(Learner(
     unit="chunk",
     add_arguments=lambda parser: None,
     trainer=_dqn_trainer,
+    check=_note_whole_iterations,
     template=lambda config: dqn.make_dqn(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
-    policy=lambda config: agents.QGreedy(tuple(config.hidden), config.game.colors, config.features),
+    policy=lambda config: agents.QGreedy(tuple(config.hidden), config.game.colors, config.features,
+                                         trained_rules=config.game.rules),
     scorer=lambda config: agents.QScorer(tuple(config.hidden), config.game.colors, config.features, config.rewards,
-                                          config.gamma),
+                                          config.gamma, trained_rules=config.game.rules),
 ))
 
 
@@ -249,7 +261,7 @@ register(Learner(
     params=lambda state: state.params,
     # From the config's network, which carries its value's prior (rule_prior): the agents
     # value positions as the network was trained to.
-    policy=lambda config: agents.PolicyGreedy(config.network),
-    scorer=lambda config: agents.ValueScorer(config.network),
-    evaluator=lambda config: agents.PolicyValueEvaluator(config.network),
+    policy=lambda config: agents.PolicyGreedy(config.network, trained_rules=config.game.rules),
+    scorer=lambda config: agents.ValueScorer(config.network, trained_rules=config.game.rules),
+    evaluator=lambda config: agents.PolicyValueEvaluator(config.network, trained_rules=config.game.rules),
 ))

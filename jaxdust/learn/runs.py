@@ -202,6 +202,17 @@ def _data_settings(directory: str) -> dict | None:
         return None  # no data set there: the learner's check names the problem
 
 
+def saved_learner_name(directory: str) -> str | None:
+    """The learner named in a run directory's config.json; None where there is none to read
+    (``read_run_config`` says why)."""
+    try:
+        with open(os.path.join(directory, "config.json")) as handle:
+            name = json.load(handle).get("learner")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
 def read_run_flags(directory: str) -> dict:
     """The run flags a run directory's config.json keeps (``settle_run_flags``); {} where
     there are none (no run there, or one written before they were kept)."""
@@ -576,10 +587,30 @@ def make_mesh(devices: int | None):
     """A one-axis ``data`` mesh over the first ``devices`` local devices of every process
     (all by default; None for one device in all). Process 0's devices come first, so a
     run over several processes splits its data as one process with all devices would."""
-    chosen = [d for p in range(jax.process_count()) for d in jax.local_devices(p)[:devices or None]]
+    chosen = _chosen_devices(devices)
     if len(chosen) == 1:
         return None
     return jax.make_mesh((len(chosen),), ("data",), axis_types=(AxisType.Auto,), devices=chosen)
+
+
+def _chosen_devices(devices: int | None) -> list:
+    return [d for p in range(jax.process_count()) for d in jax.local_devices(p)[:devices or None]]
+
+
+def _device_count_kept(args) -> int | None:
+    """The devices a run started on, for its config.json: this start's count, or a resumed
+    run's own (None for a run from before jaxdust 0.2.38, which did not keep it). A resume
+    on another count is told on stderr that it will not end as the uninterrupted run: the
+    games and minibatches split otherwise, and sums over them round otherwise."""
+    count = len(_chosen_devices(args.devices))
+    if not args.resume:
+        return count
+    started = read_run_flags(args.run_dir).get("devices")
+    if started is not None and started != count and jax.process_index() == 0:
+        print(f"warning: {args.run_dir} started on {started} devices and resumes on {count}: it goes on, but will "
+              "not end as a run on one count does (--devices chooses how many of a machine's are used)",
+              file=sys.stderr)
+    return started
 
 
 def _process_0_says(*flags: bool) -> tuple[bool, ...]:
@@ -605,6 +636,8 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     if args.resume and os.path.exists(os.path.join(args.run_dir, "config.json")):
         _require_learner(args.run_dir, learner)  # before its run flags are compared, which it would explain
     run_flags = settle_run_flags(learner, args)
+    if (devices := _device_count_kept(args)) is not None:
+        run_flags["devices"] = devices
     try:
         learner.check(config, args)
     except ValueError as error:

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_model_fits, require_settled
+from jaxdust.core.boards import model_rules, require_model_fits, require_model_rules, require_settled
 from jaxdust.search.heuristic import Scorer, heuristic_for, heuristic_scorer
 from jaxdust.search.keys import solver_key
 from jaxdust.search.selection import first_trues, smallest_columns
@@ -151,7 +151,10 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
     ``1 + min(base(child))``, with ``base = 0`` for an emptied board (and 0 for an empty
     board). It sees the next click's effect exactly, for one ``base`` call per cluster;
     pair it with the beam's ``shortlist`` so only the most promising children pay that.
-    ``chunk`` children are made and scored at a time, under ``rules``."""
+    ``chunk`` children are made and scored at a time, under ``rules``, which must be those
+    ``base`` says it was trained under, if it says (``boards.model_rules``); the lookahead
+    says them in turn."""
+    require_model_rules(base, rules, "lookahead_scorer")
 
     def score(boards: jax.Array, params=None) -> jax.Array:
         alive = ~jax.vmap(game.is_done)(boards)
@@ -165,10 +168,12 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
                               rules)[1]
         return jnp.where(alive, 1.0 + best, 0.0)
 
+    score.trained_rules = model_rules(base)
     return score
 
 
 lookahead_heuristic = lookahead_scorer(heuristic_scorer)
+
 
 def sort_distinct(scores: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Candidates sorted by score then key, repeats marked: boards with equal key and equal
