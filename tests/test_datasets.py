@@ -202,6 +202,13 @@ def test_an_unfinished_set_is_refused_where_finished_ones_are_needed(tmp_path, s
     args = types.SimpleNamespace(data=str(directory))
     with pytest.raises(ValueError, match=r"is not finished \(3 of 5 shards\)"):
         learners.get("imitation").check(ImitationConfig(game=SMALL.game), args)
+    maker = files.lock_directory(directory)  # as a process still making it holds it
+    try:  # "run <the command> to finish it" would start a second writer
+        with pytest.raises(ValueError, match=r"\(3 of 5 shards\) and another process is making it \(it holds "
+                                             r"\.lock\): wait for it to end$"):
+            learners.get("imitation").check(ImitationConfig(game=SMALL.game), args)
+    finally:
+        maker.release()
     with open(os.path.join(small_set[0], "manifest.json")) as whole:
         manifest["shards"] = json.load(whole)["shards"][:4]  # only the last shard missing
     (directory / "manifest.json").write_text(json.dumps(manifest))

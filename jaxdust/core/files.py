@@ -110,6 +110,21 @@ def lock_directory(directory: str | os.PathLike):
     return lock
 
 
+def held_by_another(directory: str | os.PathLike) -> bool:
+    """Whether another process holds ``directory``'s lock (``lock_directory``) now; False
+    where the directory or its lock file cannot be opened."""
+    if not os.path.isdir(directory):
+        return False
+    try:
+        lock = lock_directory(directory)
+    except OSError:  # a read-only copy, say: nobody writes there
+        return False
+    if lock is None:
+        return True
+    lock.release()
+    return False
+
+
 def open_to_append_alone(path: str | os.PathLike):
     """``path`` opened to append text (made if missing), holding an exclusive ``flock`` on
     the file itself, or None when another process holds one: two writers of one JSON-lines

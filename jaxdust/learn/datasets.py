@@ -394,6 +394,9 @@ def require_finished(directory: str, manifest: dict | None = None) -> None:
     would train on its first boards, and a resumed run on more."""
     manifest = manifest or _manifest(directory)
     done, total = shards_done(directory, manifest)
+    if done < total and files.held_by_another(directory):
+        raise ValueError(f"{directory} is not finished ({done} of {total} shards) and another process is making it "
+                         f"(it holds {files.LOCK_FILE}): wait for it to end")
     if done < total:
         raise ValueError(f"{directory} is not finished ({done} of {total} shards): run "
                          f"{dataset_command(directory, _config_of(directory, manifest))} to finish it")
