@@ -185,6 +185,53 @@ def test_headers_are_read_as_people_write_them_and_hold_their_boards(tmp_path):
         jaxdust.read_board_file(path)
 
 
+def test_a_header_after_the_first_board_cannot_change_the_files_rules_or_colours(tmp_path, capsys):
+    """Its width= and height= held for the boards after it, but its rules= and colors= were
+    read only before the first board: a Former board after a dust one was solved (and
+    evaluated) as the dust game's, 4 clicks where Former's optimum is 6."""
+    from jaxdust.solver import cli as solver_cli
+
+    path = tmp_path / "boards.txt"
+    board = "131222113332"
+    refusals = {
+        f"# width=4 height=3\n{board}\n# width=4 height=3 rules=former\n{board}\n":
+            "boards.txt:3: rules=former after the first board: a file's rules hold for all its boards, set before "
+            "the first (none there: the dust game's); put boards of other rules in a file of their own",
+        f"# width=4 height=3 rules=former\n{board}\n# rules=dust\n{board}\n":
+            "boards.txt:3: rules=dust after the first board: a file's rules hold for all its boards, set before the "
+            "first (here rules=former)",
+        f"# width=4 height=3 colors=3\n{board}\n# width=4 height=3 colours=4\n{board}\n":
+            "boards.txt:3: colors=4 after the first board: a file's colors hold for all its boards, set before the "
+            "first (here colors=3)",
+        f"# width=4 height=3\n{board}\n# colors=3\n{board}\n": "(none there: no cap)",
+    }
+    for text, message in refusals.items():
+        path.write_text(text)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            jaxdust.read_board_file(path)
+        with pytest.raises(SystemExit):
+            solver_cli.main([str(path), "--jobs", "1"])
+        assert message in capsys.readouterr().err
+    # The file's own values again (in any case), or a new size alone, are what they always were.
+    path.write_text(f"# width=4 height=3 colors=3 rules=former\n{board}\n# width=3 height=4 Rules=Former "
+                    f"colors=3\n{board}\n")
+    assert [r.board.shape for r in jaxdust.read_board_file(path)] == [(4, 3), (3, 4)]
+
+
+def test_the_solver_refuses_a_board_file_of_two_sizes_before_solving(tmp_path, capsys):
+    """It solved every board, then said that --board-file needs boards of one size."""
+    from jaxdust.solver import cli as solver_cli
+
+    path = tmp_path / "boards.txt"
+    path.write_text("# width=4 height=3 colors=3\n323323311113\n# width=3 height=4\n323323311113\n")
+    with pytest.raises(SystemExit) as exit_info:
+        solver_cli.main([str(path), "--jobs", "1", "--out", str(tmp_path / "out.jsonl"),
+                         "--board-file", str(tmp_path / "proven.txt")])
+    assert exit_info.value.code == 2 and not (tmp_path / "out.jsonl").exists()
+    assert capsys.readouterr().err.strip().endswith(
+        f"error: --board-file needs boards of one size, and {path} holds 3x4, 4x3")
+
+
 def test_malformed_board_file_line_is_named(tmp_path):
     path = tmp_path / "boards.txt"
     path.write_text("# width=2 height=2\n1122 3\n11x2 4\n")

@@ -423,17 +423,34 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
     lines and ``#`` comments are skipped, and a ``# width=W height=H`` comment sets the shape
     unless given; each such comment holds until the next one; ``fallback`` is the shape
     where neither says. ValueError ``"<source>:<line>: ..."`` (``"line <line>: ..."``
-    without a source) for a bad header."""
-    header = (None, None)
+    without a source) for a bad header, and for one after the first board whose ``rules=``
+    or ``colors=`` differ from the file's (``declared_rules``, ``declared_colours``): those
+    hold for the whole file, and such a header would be read as setting them for the boards
+    after it."""
+    header, declared, boards_began = (None, None), {}, False
     for number, raw in enumerate(lines, start=1):
         text = raw.strip()
         if text.startswith("#"):
             try:
                 shape = header_shape(text)
+                fields = _header_fields(text)
             except ValueError as error:
                 raise ValueError(f"{_where(source, number)}: {error}") from None
             header = shape if shape != (None, None) else header
+            for name, default in (("rules", "dust"), ("colors", None)):
+                if name not in fields:
+                    continue
+                value = fields[name].lower() if name == "rules" else fields[name]
+                if not boards_began:
+                    declared.setdefault(name, value)
+                elif value != declared.get(name, default):
+                    held = (f"here {name}={declared[name]}" if name in declared else
+                            "none there: the dust game's" if name == "rules" else "none there: no cap")
+                    raise ValueError(f"{_where(source, number)}: {name}={fields[name]} after the first board: a file's "
+                                     f"{name} hold for all its boards, set before the first ({held}); put boards "
+                                     f"of other {name} in a file of their own")
         elif text:
+            boards_began = True
             yield number, text.split(), width or header[0] or fallback[0], height or header[1] or fallback[1]
 
 
