@@ -328,6 +328,23 @@ def test_ctrl_c_during_a_compile_on_another_thread_still_ends_with_status_130():
     assert ended.returncode == 130 and ended.stderr == "\ninterrupted: nothing is kept\n", ended.stderr[-2000:]
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full, a device that is always full")
+def test_a_full_disk_ends_a_command_in_one_line():
+    """jaxdust-leaderboard --out /dev/full ended in atomic_write's OSError traceback."""
+    import subprocess
+    import sys
+
+    script = ("from jaxdust.core import files, flags\n"
+              "def main():\n    files.atomic_write_json('/dev/full', {'rows': 1})\n"
+              "flags.run_command(main, 'the rows played so far are kept')\n")
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (ended.returncode, ended.stderr) == (1, "\nstopped: No space left on device (make room, and run it "
+                                                   "again: the rows played so far are kept)\n"), ended.stderr[-2000:]
+    other = script.replace("files.atomic_write_json('/dev/full', {'rows': 1})", "open('/nonexistent/x')")
+    ended = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, timeout=120)
+    assert ended.returncode == 1 and "Traceback" in ended.stderr  # another OSError is a bug to see whole
+
+
 def test_ctrl_c_keeps_what_was_printed_and_no_semaphore_is_reported_leaked():
     """The process ends without the interpreter's shutdown: what a command printed to a
     pipe is flushed first, and multiprocessing's semaphores are unlinked (no resource_tracker

@@ -496,6 +496,23 @@ def test_two_evaluations_into_one_folder_do_not_mix(tmp_path, capsys):
     assert evaluate.main(["--random", "2", "--size", "4x3x3", "--agents", "largest", "--out", str(tmp_path)])
 
 
+def test_the_closing_line_names_only_figures_written_and_a_file_without_lengths_is_named(tmp_path, capsys):
+    """One agent, its own reference: no joint histogram, yet "joint-*.png" was named; and
+    --reference best on a file without lengths said "'best' with a board file"."""
+    report = evaluate.main(["--random", "2", "--size", "4x3x3", "--agents", "largest", "--out", str(tmp_path / "a")])
+    assert report["figures"] == ["lengths.png"]
+    assert capsys.readouterr().out.strip().endswith(f"wrote summary.json, boards.csv, lengths.png to {tmp_path / 'a'}")
+    evaluate.main(["--random", "2", "--size", "4x3x3", "--agents", "largest,random", "--out", str(tmp_path / "b")])
+    assert capsys.readouterr().out.strip().endswith("lengths.png and joint-*.png to " + str(tmp_path / "b"))
+    (tmp_path / "boards.txt").write_text("# width=4 height=3\n131222113332\n")
+    with pytest.raises(SystemExit):
+        evaluate.main(["--boards", str(tmp_path / "boards.txt"), "--agents", "largest", "--reference", "best",
+                       "--out", str(tmp_path / "c")])
+    assert capsys.readouterr().err.strip().endswith(
+        f"--reference best: {tmp_path / 'boards.txt'} gives no lengths (numbers after its boards) to compare with; "
+        "name one of --agents")
+
+
 def test_a_run_stopped_half_way_leaves_no_figure_or_table_for_the_next_to_pass_off(tmp_path, monkeypatch):
     """A run that fails after writing a GIF keeps the earlier summary (whose table is still
     beside it) and lists the GIF as pending, which the next run removes; a run stopped after

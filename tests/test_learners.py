@@ -234,6 +234,13 @@ def test_original_preset_reproduces_the_post():
     assert config.target_period == 0 and config.buffer_size == config.batch_size == 1000
 
 
+@pytest.mark.parametrize("config_class", [avi.AVIConfig, dqn.DQNConfig, imitation.ImitationConfig, DatasetConfig])
+def test_a_game_that_is_not_a_game_config_is_named(config_class):
+    """game=(5, 5, 3) failed with "'tuple' object has no attribute 'rules'"."""
+    with pytest.raises(TypeError, match=r"game must be a GameConfig, e.g. GameConfig\(8, 6, 5\).*got tuple \(5, 5, 3\)"):
+        config_class(game=(5, 5, 3))
+
+
 def test_a_new_dqn_run_is_told_when_its_steps_are_not_whole_iterations(capsys):
     """--total-steps 1000 over 32 games made 992 steps without a word."""
     check = learners.get("dqn").check

@@ -107,9 +107,19 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
                 raise FieldError(name, f"must be below 2^31 = {flags.INT32_LIMIT:,}, got {value!r}")
 
 
+def require_game(game_config) -> None:
+    """TypeError unless a config's ``game`` is a ``GameConfig`` (a tuple such as
+    ``(5, 5, 3)`` failed later with an AttributeError)."""
+    if not isinstance(game_config, GameConfig):
+        raise TypeError(f"game must be a GameConfig, e.g. GameConfig(8, 6, 5) or GameConfig(7, 9, 4, 'former'), "
+                        f"got {type(game_config).__name__} {game_config!r}")
+
+
 def require_rules(game_config: GameConfig, supported: tuple[str, ...], what: str) -> None:
     """FieldError (of the ``game`` field, so the flags name ``--size/--env``) unless
-    ``game_config.rules`` is one that ``what`` plays (so far)."""
+    ``game_config.rules`` is one that ``what`` plays (so far); TypeError for a ``game``
+    that is not a ``GameConfig``."""
+    require_game(game_config)
     if game_config.rules not in supported:
         raise FieldError("game", f"{game_config.size_spec}: {what} plays the {', '.join(supported)} rules so far, "
                                  f"not {game_config.rules!r}")

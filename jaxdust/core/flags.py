@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import io
 import math
 import os
@@ -268,13 +269,19 @@ def fail(parser: argparse.ArgumentParser, message: str) -> None:
 def run_command(main: Callable[[], Any], resumes: str) -> Any:
     """``main()``, ended by Ctrl-C with one line saying what running the command again
     keeps (``resumes``) and exit status 130, rather than a traceback from wherever it was;
-    and ended quietly (status 1) when the reader of its standard output goes away
-    (``| head``), as other command-line tools end."""
+    by a full disk with one line too (status 1); and ended quietly (status 1) when the
+    reader of its standard output goes away (``| head``), as other command-line tools end."""
     try:
         return main()
     except KeyboardInterrupt:
         print(f"\ninterrupted: {resumes}", file=sys.stderr)
         exit_at_once(130)
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = f" writing {error.filename}" if error.filename else ""
+        print(f"\nstopped: {error.strerror}{where} (make room, and run it again: {resumes})", file=sys.stderr)
+        exit_at_once(1)
     except BrokenPipeError:
         if not _stdout_reader_gone():
             raise  # another pipe: a real error

@@ -270,6 +270,9 @@ def main(argv=None) -> dict:
     max_clicks = args.max_clicks or width * height
     reference = args.reference or ("best" if best is not None else agents[-1])
     if not by_points and reference not in agents and not (reference == "best" and best is not None):
+        if reference == "best" and args.boards:
+            flags.fail(parser, f"--reference best: {args.boards} gives no lengths (numbers after its boards) to "
+                               f"compare with; name one of --agents")
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
     lock = files.lock_directory(args.out)  # two evaluations into one folder would mix their tables and figures
     if lock is None:
@@ -378,7 +381,8 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
               "figures": sorted(set(figures))}
     _finish(args.out, earlier, report)
     gifs = ", game-*.gif" if args.animate else ""
-    print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png and joint-*.png to {args.out}")
+    joints = " and joint-*.png" if any(name.startswith("joint-") for name in report["figures"]) else ""
+    print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png{joints} to {args.out}")
     return report
 
 

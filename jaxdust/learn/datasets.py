@@ -64,6 +64,7 @@ class DatasetConfig:
     def __post_init__(self):
         if self.labeller not in ("exact", "beam"):
             raise configs.FieldError("labeller", f"must be 'exact' or 'beam', got {self.labeller!r}")
+        configs.require_game(self.game)
         if self.game.rules not in CLICK_RULES:  # the labels are solutions of fewest clicks
             raise configs.FieldError("game", f"{self.game.size_spec}: data sets are labelled for fewest clicks: the "
                                              f"{', '.join(CLICK_RULES)} rules, not {self.game.rules!r}")
