@@ -144,7 +144,7 @@ FILE_CASES = [
     ("solver", ["--beam-width", "100000000000000000000000"], ["--beam-width must be at most 16,777,216"]),
     ("solver", ["--checkpoint-positions", "100"], ["--checkpoint-positions goes with --checkpoint-dir"]),
     ("solver-file", ["{not utf-8}"], ["latin1.txt", "not UTF-8", "line 2: byte", "0xe9"]),
-    ("solver-file", ["{bad header}"], ["line 1", "width must be a positive integer", "'eight'"]),
+    ("solver-file", ["{bad header}"], ["header.txt:1", "width must be a positive integer", "'eight'"]),
     ("solver-file", ["{empty}"], ["no boards in", "empty.txt"]),
     ("solver-file", ["{comments only}"], ["no boards in", "comments.txt"]),
     ("solver-file", ["{board file}", "--out", "{folder}"], ["--out", "is a directory"]),
@@ -801,6 +801,23 @@ def test_library_entry_points_name_the_problem(call, word):
         call()
 
 
+def test_the_errors_documented_as_one_type_are_of_that_type():
+    """The check above takes a ValueError or a TypeError; these are documented as one."""
+    for call in (lambda: jaxdust.GameConfig(rules=None), lambda: jaxdust.core.game.rules_of(["dust"])):
+        with pytest.raises(TypeError, match="rules must be a str"):
+            call()
+    with pytest.raises(jaxdust.UnsettledBoardError, match=r"^board 1: cell \(0, 1\) floats"):
+        benchmark.replayed_lengths(np.array([[[1, 1], [2, 2]], [[0, 1], [2, 2]]]), [[(0, 0)], [(1, 0)]], 4)
+
+
+def test_write_proven_names_the_command_for_boards_of_two_sizes(tmp_path):
+    """Its error named ``python -m jaxdust.solver`` whatever the command."""
+    jobs = [(1, "1122", 2, 2), (2, "112233", 3, 2)]
+    records = [{"line": 1, "board": "1122", "optimal": True}, {"line": 2, "board": "112233", "optimal": True}]
+    with pytest.raises(SystemExit, match=r"^jaxdust-solve: error: --board-file needs boards of one size"):
+        solver_cli.write_proven(records, jobs, str(tmp_path / "p.txt"), "dust", "jaxdust-solve")
+
+
 def test_line_ranges_are_kept_as_ranges():
     """``--lines 1-10000000000`` costs nothing: the solver picks lines by range, not from a set."""
     from jaxdust.core import flags
@@ -880,7 +897,7 @@ def test_help_shows_examples_as_the_command_was_started(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("module", ["jaxdust.evaluation.leaderboard", "jaxdust.evaluation.cli", "jaxdust.learn.cli",
-                                    "jaxdust.solver.cli"])
+                                    "jaxdust.solver.cli", "jaxdust.solver"])
 def test_every_command_module_runs_with_python_m(module):
     """``python -m jaxdust.evaluation.leaderboard --bogus`` imported the module, ran nothing
     and exited 0."""

@@ -195,15 +195,16 @@ def test_a_header_after_the_first_board_cannot_change_the_files_rules_or_colours
     board = "131222113332"
     refusals = {
         f"# width=4 height=3\n{board}\n# width=4 height=3 rules=former\n{board}\n":
-            "boards.txt:3: rules=former after the first board: a file's rules hold for all its boards, set before "
-            "the first (none there: the dust game's); put boards of other rules in a file of their own",
+            "boards.txt:3: rules=former after the first board, in a file of rules=dust: a file's rules and colour "
+            "cap hold for all its boards (put boards of other rules or colours in a file of their own)",
         f"# width=4 height=3 rules=former\n{board}\n# rules=dust\n{board}\n":
-            "boards.txt:3: rules=dust after the first board: a file's rules hold for all its boards, set before the "
-            "first (here rules=former)",
+            "boards.txt:3: rules=dust after the first board, in a file of rules=former:",
+        # A dust file as the project writes it (no rules=), pasted after a Former one.
+        f"# width=4 height=3 colors=3 rules=former\n{board}\n# width=4 height=3 colors=3\n{board}\n":
+            "boards.txt:3: a header with colors= and no rules= (a dust file's) after the first board, in a file "
+            "of rules=former colors=3:",
         f"# width=4 height=3 colors=3\n{board}\n# width=4 height=3 colours=4\n{board}\n":
-            "boards.txt:3: colors=4 after the first board: a file's colors hold for all its boards, set before the "
-            "first (here colors=3)",
-        f"# width=4 height=3\n{board}\n# colors=3\n{board}\n": "(none there: no cap)",
+            "boards.txt:3: colors=4 after the first board, in a file of rules=dust colors=3:",
     }
     for text, message in refusals.items():
         path.write_text(text)
@@ -212,10 +213,14 @@ def test_a_header_after_the_first_board_cannot_change_the_files_rules_or_colours
         with pytest.raises(SystemExit):
             solver_cli.main([str(path), "--jobs", "1"])
         assert message in capsys.readouterr().err
-    # The file's own values again (in any case), or a new size alone, are what they always were.
-    path.write_text(f"# width=4 height=3 colors=3 rules=former\n{board}\n# width=3 height=4 Rules=Former "
-                    f"colors=3\n{board}\n")
-    assert [r.board.shape for r in jaxdust.read_board_file(path)] == [(4, 3), (3, 4)]
+    # The file's own rules again (in any case), a cap no higher (two dust files the project
+    # wrote, one after the other), or a new size alone, are what they always were.
+    for text in (f"# width=4 height=3 colors=3 rules=former\n{board}\n# width=3 height=4 Rules=Former colors=03\n"
+                 f"{board}\n# width=4 height=3\n{board}\n",
+                 f"# width=4 height=3 colors=3\n{board}\n# width=4 height=3 colors=2\n{board}\n",
+                 f"# width=4 height=3\n{board}\n# width=4 height=3 colors=3\n{board}\n"):
+        path.write_text(text)
+        assert len(jaxdust.read_board_file(path)) == text.count(board)
 
 
 def test_the_solver_refuses_a_board_file_of_two_sizes_before_solving(tmp_path, capsys):
@@ -229,7 +234,12 @@ def test_the_solver_refuses_a_board_file_of_two_sizes_before_solving(tmp_path, c
                          "--board-file", str(tmp_path / "proven.txt")])
     assert exit_info.value.code == 2 and not (tmp_path / "out.jsonl").exists()
     assert capsys.readouterr().err.strip().endswith(
-        f"error: --board-file needs boards of one size, and {path} holds 3x4, 4x3")
+        "error: --board-file needs boards of one size, and the boards to solve are 3x4, 4x3 (--lines picks those "
+        "of one)")
+    # One size at a time, as before.
+    assert solver_cli.main([str(path), "--jobs", "1", "--lines", "4", "--out", str(tmp_path / "out.jsonl"),
+                            "--board-file", str(tmp_path / "proven.txt")]) == 0
+    assert (tmp_path / "proven.txt").read_text().startswith("# width=3 height=4")
 
 
 def test_malformed_board_file_line_is_named(tmp_path):

@@ -359,7 +359,7 @@ def test_a_resume_with_another_learner_says_so_before_comparing_run_flags(run, c
     assert "holds a run of dqn, not avi" in line and "--seed" not in line
 
 
-@pytest.mark.parametrize("run_dir_flag", ["--run-dir {}", "--run-dir={}"])
+@pytest.mark.parametrize("run_dir_flag", ["--run-dir {}", "--run-dir={}", "--run-d {}"])
 def test_a_resume_naming_no_learner_goes_to_the_runs_own(run, whole_run, run_dir_flag):
     """It went to avi, which refused the dqn run: "resume it with the dqn learner"."""
     train(run, "--resume", "--resume-step", "2", "--minutes", "1e-6")  # stops after step 3
@@ -372,6 +372,11 @@ def test_flags_naming_no_learner_and_no_run_to_resume_go_to_the_default_learner(
         cli.main(["--run-dir", str(tmp_path / "none"), "--resume"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.startswith("train.py avi: error: nothing to resume in")
+    for argv, error in ((["--resume", "--run-dir"], "argument --run-dir: expected one argument"),
+                        (["--r", "x"], "ambiguous option: --r could match")):  # not the peek's own usage
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        assert capsys.readouterr().err.startswith(f"train.py avi: error: {error}")
 
 
 def test_a_resume_on_another_device_count_says_so_and_keeps_the_starting_one(run, capsys):

@@ -496,6 +496,19 @@ def test_two_evaluations_into_one_folder_do_not_mix(tmp_path, capsys):
     assert evaluate.main(["--random", "2", "--size", "4x3x3", "--agents", "largest", "--out", str(tmp_path)])
 
 
+def test_the_reference_row_shows_the_sample_deviation_and_random_boards_alone_get_no_seed_note(tmp_path, capsys):
+    """The optimum's row used NumPy's population std while the agents' rows used the sample
+    one; the note on --seed 2026 is for a run's evaluation boards only."""
+    path = os.path.join(os.path.dirname(evaluate.__file__), "data", "boards", "optimal_6x6x5.txt")
+    evaluate.main(["--boards", path, "--limit", "5", "--agents", "largest", "--out", str(tmp_path / "o")])
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("optimal (proven)"))
+    best = np.array([r.values[0] for r in jaxdust.read_board_file(path)][:5], float)
+    assert float(row.split()[-1]) == pytest.approx(stats.deviation(best), abs=0.006) != best.std()
+    evaluate.main(["--random", "2", "--seed", "2026", "--size", "6x6x5", "--agents", "largest",
+                   "--out", str(tmp_path / "a")])
+    assert "--seed 2026" not in capsys.readouterr().err
+
+
 def test_the_closing_line_names_only_figures_written_and_a_file_without_lengths_is_named(tmp_path, capsys):
     """One agent, its own reference: no joint histogram, yet "joint-*.png" was named; and
     --reference best on a file without lengths said "'best' with a board file"."""
@@ -509,8 +522,8 @@ def test_the_closing_line_names_only_figures_written_and_a_file_without_lengths_
         evaluate.main(["--boards", str(tmp_path / "boards.txt"), "--agents", "largest", "--reference", "best",
                        "--out", str(tmp_path / "c")])
     assert capsys.readouterr().err.strip().endswith(
-        f"--reference best: {tmp_path / 'boards.txt'} gives no lengths (numbers after its boards) to compare with; "
-        "name one of --agents")
+        f"--reference best: {tmp_path / 'boards.txt'} gives no reference lengths for these boards (a number after "
+        "each board, under the rules played); name one of --agents")
 
 
 def test_a_run_stopped_half_way_leaves_no_figure_or_table_for_the_next_to_pass_off(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ from jaxdust.core.boards import model_colors, model_rules, require_model_fits
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, ranking, registry
 from jaxdust.learn import agents, learners, networks
-from jaxdust.search import mcts
+from jaxdust.search import beam, heuristic, mcts
 from jaxdust.search.beam import beam_search, lookahead_scorer
 from tests import family_reference as fr
 
@@ -266,11 +266,16 @@ def test_a_network_trained_under_other_rules_is_refused_under_the_default_ones()
                  lambda: beam_search(boards, 2, scorer=agents.ValueHeadScorer(network), params=params),
                  lambda: beam_search(boards, 2, rescorer=agents.ValueHeadScorer(network), params=params),
                  lambda: mcts.search(boards, evaluator, params, key, 4)):
-        with pytest.raises(ValueError, match="trained under the former rules, and rules='dust' was asked"):
+        with pytest.raises(ValueError, match=r"trained under \(or plays\) the former rules, and rules='dust' was asked"):
             call()
     assert model_rules(mcts.MCTSPolicy(evaluator)) == "former"
     played = play_boards(boards, agents.ClusterArgmax(network), key, 12, params, rules="former")
     assert bool(jnp.all(played.clicks > 0))
+    # Under the rules it says, the beam and the search take it (the rules asked reach the check).
+    found = beam_search(boards, 2, scorer=agents.ValueHeadScorer(network), params=params, rules="former")
+    assert bool(jnp.all(found.length > 0))
+    beam_search(boards, 2, rescorer=agents.ValueHeadScorer(network), params=params, rules="former")
+    assert mcts.search(boards, evaluator, params, key, 4, rules="former").action.shape == (2,)
     # A network that says "dust" may come from a run without the rule prior, of any rules.
     assert model_rules(agents.ValueHeadScorer(networks.ValuePolicyNetwork(hidden=(8,), colors=3))) is None
 
@@ -285,11 +290,21 @@ def test_every_learners_agents_say_the_rules_they_were_trained_under(name):
         made = [learner.policy(config), learner.scorer(config), learner.evaluator(config)]
         assert [model_rules(agent) for agent in made if agent is not None] == [rules] * (2 + (name != "dqn"))
     boards = random_boards(2, GameConfig(4, 3, 3, "dust"), 0)
-    with pytest.raises(ValueError, match="trained under the former rules, and rules='dust' was asked"):
+    with pytest.raises(ValueError, match=r"trained under \(or plays\) the former rules, and rules='dust' was asked"):
         play_boards(boards, learner.policy(config), jax.random.key(0), 12, params={})
-    with pytest.raises(ValueError, match="lookahead_scorer: the network was trained under the former rules"):
+    with pytest.raises(ValueError, match=r"lookahead_scorer: the network \(or lookahead\) given was trained under \(or plays\) the former"):
         lookahead_scorer(learner.scorer(config))
     assert model_rules(lookahead_scorer(learner.scorer(config), rules="former")) == "former"
+
+
+def test_a_lookahead_plays_its_own_rules_and_a_beam_under_others_refuses_it():
+    """lookahead_heuristic (dust clicks) reranked a Former beam's children without a word."""
+    boards = random_boards(2, GameConfig(4, 3, 3, "former"), 0)
+    with pytest.raises(ValueError, match=r"beam_search: .* plays\) the dust rules, and rules='former' was asked"):
+        beam_search(boards, 2, rescorer=beam.lookahead_heuristic, rules="former")
+    former = beam.lookahead_scorer(heuristic.heuristic_for("former"), rules="former")
+    assert model_rules(former) == "former"
+    assert bool(jnp.all(beam_search(boards, 2, rescorer=former, rules="former").length > 0))
 
 
 @pytest.mark.slow

@@ -146,8 +146,9 @@ def model_colors(model) -> int | None:
 
 
 def model_rules(model) -> str | None:
-    """The rule set a network-backed policy, scorer or evaluator says it was trained under:
-    its own ``trained_rules`` or that of what it wraps (``load_run``'s agents say them), else
+    """The rule set a network-backed policy, scorer or evaluator says it was trained under
+    (a ``lookahead_scorer``: the rules it plays its click under): its own ``trained_rules``
+    or that of what it wraps (``load_run``'s agents say them), else
     its network's ``prior_rules`` where those are not the dust game's (a network keeps the
     rules there only with its rule prior on, ``avi``'s default; one that says "dust" may
     have been trained under any rules), else None."""
@@ -163,8 +164,8 @@ def require_model_rules(model, rules: str, caller: str) -> None:
     (``model_rules``)."""
     trained = model_rules(model)
     if trained is not None and trained != rules:
-        raise ValueError(f"{caller}: the network was trained under the {trained} rules, and rules={rules!r} was "
-                         f"asked (pass rules={trained!r})")
+        raise ValueError(f"{caller}: the network (or lookahead) given was trained under (or plays) the {trained} "
+                         f"rules, and rules={rules!r} was asked (pass rules={trained!r})")
 
 
 def require_model_fits(boards, model, rules: str, caller: str) -> None:
@@ -423,11 +424,13 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
     lines and ``#`` comments are skipped, and a ``# width=W height=H`` comment sets the shape
     unless given; each such comment holds until the next one; ``fallback`` is the shape
     where neither says. ValueError ``"<source>:<line>: ..."`` (``"line <line>: ..."``
-    without a source) for a bad header, and for one after the first board whose ``rules=``
-    or ``colors=`` differ from the file's (``declared_rules``, ``declared_colours``): those
-    hold for the whole file, and such a header would be read as setting them for the boards
-    after it."""
-    header, declared, boards_began = (None, None), {}, False
+    without a source) for a bad header, and for one after the first board that would be
+    read as changing the file's rules or raising its colour cap (``declared_rules``,
+    ``declared_colours``: they hold for the whole file): a ``rules=`` other than the file's,
+    a ``colors=`` above its cap, or in a file of other rules than the dust game's a header
+    with ``colors=`` and no ``rules=`` (a dust file's, as the project writes them, pasted
+    after another game's boards)."""
+    header, rules, cap, boards_began = (None, None), None, None, False
     for number, raw in enumerate(lines, start=1):
         text = raw.strip()
         if text.startswith("#"):
@@ -437,18 +440,24 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
             except ValueError as error:
                 raise ValueError(f"{_where(source, number)}: {error}") from None
             header = shape if shape != (None, None) else header
-            for name, default in (("rules", "dust"), ("colors", None)):
-                if name not in fields:
-                    continue
-                value = fields[name].lower() if name == "rules" else fields[name]
-                if not boards_began:
-                    declared.setdefault(name, value)
-                elif value != declared.get(name, default):
-                    held = (f"here {name}={declared[name]}" if name in declared else
-                            "none there: the dust game's" if name == "rules" else "none there: no cap")
-                    raise ValueError(f"{_where(source, number)}: {name}={fields[name]} after the first board: a file's "
-                                     f"{name} hold for all its boards, set before the first ({held}); put boards "
-                                     f"of other {name} in a file of their own")
+            said_rules = fields["rules"].lower() if "rules" in fields else None
+            said_cap = int(fields["colors"]) if fields.get("colors", "").isdigit() else None
+            if not boards_began:
+                rules, cap = rules or said_rules, cap if cap is not None else said_cap
+                continue
+            file_rules = rules or "dust"
+            if said_rules is None and said_cap is not None and file_rules != "dust":
+                problem = "a header with colors= and no rules= (a dust file's)"
+            elif said_rules not in (None, file_rules):
+                problem = f"rules={fields['rules']}"
+            elif said_cap is not None and cap is not None and said_cap > cap:
+                problem = f"colors={said_cap}"
+            else:
+                continue
+            held = f"rules={file_rules}" + ("" if cap is None else f" colors={cap}")
+            raise ValueError(f"{_where(source, number)}: {problem} after the first board, in a file of {held}: a "
+                             f"file's rules and colour cap hold for all its boards (put boards of other rules or "
+                             f"colours in a file of their own)")
         elif text:
             boards_began = True
             yield number, text.split(), width or header[0] or fallback[0], height or header[1] or fallback[1]

@@ -95,14 +95,14 @@ def current_umask() -> int:
 LOCK_FILE = ".lock"
 
 
-def lock_directory(directory: str | os.PathLike):
+def lock_directory(directory: str | os.PathLike, timeout: float = 0):
     """The ``filelock.FileLock`` on ``directory``'s ``LOCK_FILE``, taken (the directory is
-    made if need be), or None when another process holds it. The OS lets go of it when the
-    holder ends, however it ends; ``release()`` lets go before."""
+    made if need be) within ``timeout`` seconds, or None when another process holds it. The
+    OS lets go of it when the holder ends, however it ends; ``release()`` lets go before."""
     import filelock  # a dependency, imported where a command writes a folder
 
     os.makedirs(directory, exist_ok=True)
-    lock = filelock.FileLock(os.path.join(directory, LOCK_FILE), timeout=0)
+    lock = filelock.FileLock(os.path.join(directory, LOCK_FILE), timeout=timeout)
     try:
         lock.acquire()
     except filelock.Timeout:
@@ -112,8 +112,9 @@ def lock_directory(directory: str | os.PathLike):
 
 def held_by_another(directory: str | os.PathLike) -> bool:
     """Whether another process holds ``directory``'s lock (``lock_directory``) now; False
-    where the directory or its lock file cannot be opened."""
-    if not os.path.isdir(directory):
+    where there is no lock file or it cannot be opened. It takes the lock for an instant: a
+    writer that may start then waits a moment for it (``lock_directory``'s ``timeout``)."""
+    if not os.path.isfile(os.path.join(directory, LOCK_FILE)):
         return False
     try:
         lock = lock_directory(directory)

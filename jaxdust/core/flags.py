@@ -276,18 +276,18 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
     except KeyboardInterrupt:
         print(f"\ninterrupted: {resumes}", file=sys.stderr)
         exit_at_once(130)
+    except BrokenPipeError:  # before OSError, its base
+        if not _stdout_reader_gone():
+            raise  # another pipe: a real error
+        # Python flushes stdout again at exit, into the same closed pipe: point it at nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
     except OSError as error:
         if error.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
         where = f" writing {error.filename}" if error.filename else ""
         print(f"\nstopped: {error.strerror}{where} (make room, and run it again: {resumes})", file=sys.stderr)
         exit_at_once(1)
-    except BrokenPipeError:
-        if not _stdout_reader_gone():
-            raise  # another pipe: a real error
-        # Python flushes stdout again at exit, into the same closed pipe: point it at nothing.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(1) from None
 
 
 def exit_at_once(status: int) -> None:

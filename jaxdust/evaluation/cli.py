@@ -271,8 +271,8 @@ def main(argv=None) -> dict:
     reference = args.reference or ("best" if best is not None else agents[-1])
     if not by_points and reference not in agents and not (reference == "best" and best is not None):
         if reference == "best" and args.boards:
-            flags.fail(parser, f"--reference best: {args.boards} gives no lengths (numbers after its boards) to "
-                               f"compare with; name one of --agents")
+            flags.fail(parser, f"--reference best: {args.boards} gives no reference lengths for these boards (a "
+                               f"number after each board, under the rules played); name one of --agents")
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
     lock = files.lock_directory(args.out)  # two evaluations into one folder would mix their tables and figures
     if lock is None:

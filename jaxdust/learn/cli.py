@@ -155,13 +155,24 @@ def main(argv=None) -> dict:
     return summary
 
 
+class _Peek(argparse.ArgumentParser):
+    """A parser that raises its errors (Python 3.11's ``exit_on_error=False`` still exits
+    on some, an ambiguous abbreviation among them)."""
+
+    def error(self, message):
+        raise argparse.ArgumentError(None, message)
+
+
 def _unnamed_learner(argv: list[str]) -> str:
     """The learner flags given with no learner name go to: the resumed run's own, else the
     default one."""
-    peek = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    peek = _Peek(add_help=False)
     peek.add_argument("--resume", action="store_true")
     peek.add_argument("--run-dir")
-    given, _ = peek.parse_known_args(argv)
+    try:
+        given, _ = peek.parse_known_args(argv)
+    except argparse.ArgumentError:  # --run-dir with no value, say: the learner's parser names it
+        return DEFAULT_LEARNER
     resumed = runs.saved_learner_name(given.run_dir) if given.resume and given.run_dir else None
     return resumed if resumed in learners.LEARNERS else DEFAULT_LEARNER
 

@@ -230,7 +230,9 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         files and no data set in ``directory``, or another process making a data set there.
     """
     _require_no_other_files(directory)  # before the lock, which would leave its file there
-    lock = files.lock_directory(directory)  # one writer: a second would delete its temporaries
+    # One writer: a second would delete its temporaries. The wait outlasts another process's
+    # look at the lock (files.held_by_another), not a writer.
+    lock = files.lock_directory(directory, timeout=1.0)
     if lock is None:
         raise ValueError(f"another process is making a data set in {directory} (it holds {files.LOCK_FILE}): "
                          "wait for it to end, or use another directory")

@@ -139,7 +139,8 @@ def _note_whole_iterations(config: dqn.DQNConfig, args) -> None:
     """A new run is told when ``--total-steps`` is not whole iterations of its games."""
     if not args.resume and config.total_steps % config.num_envs and jax.process_index() == 0:
         print(f"note: dqn steps all {config.num_envs} games at once (--num-envs): --total-steps "
-              f"{config.total_steps} makes {config.iterations * config.num_envs} ({config.iterations} iterations)",
+              f"{config.total_steps} makes {config.iterations * config.num_envs} ({config.iterations} "
+              f"iteration{'s' if config.iterations != 1 else ''})",
               file=sys.stderr)
 
 

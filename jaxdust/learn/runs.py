@@ -597,20 +597,19 @@ def _chosen_devices(devices: int | None) -> list:
     return [d for p in range(jax.process_count()) for d in jax.local_devices(p)[:devices or None]]
 
 
-def _device_count_kept(args) -> int | None:
-    """The devices a run started on, for its config.json: this start's count, or a resumed
-    run's own (None for a run from before jaxdust 0.2.38, which did not keep it). A resume
-    on another count is told on stderr that it will not end as the uninterrupted run: the
-    games and minibatches split otherwise, and sums over them round otherwise."""
+def _devices_kept(args) -> tuple[int | None, str | None]:
+    """The devices a run started on, for its config.json (this start's count, or a resumed
+    run's own: None for a run from before jaxdust 0.2.38, which did not keep it), and for a
+    resume on another count a warning that it will not end as the uninterrupted run would:
+    the games and minibatches split otherwise, and sums over them round otherwise."""
     count = len(_chosen_devices(args.devices))
     if not args.resume:
-        return count
+        return count, None
     started = read_run_flags(args.run_dir).get("devices")
-    if started is not None and started != count and jax.process_index() == 0:
-        print(f"warning: {args.run_dir} started on {started} devices and resumes on {count}: it goes on, but will "
-              "not end as a run on one count does (--devices chooses how many of a machine's are used)",
-              file=sys.stderr)
-    return started
+    if started is None or started == count:
+        return started, None
+    return started, (f"warning: {args.run_dir} started on {started} devices and resumes on {count}: it goes on, but "
+                     "will not end as a run on one count does (--devices chooses how many of a machine's are used)")
 
 
 def _process_0_says(*flags: bool) -> tuple[bool, ...]:
@@ -636,13 +635,16 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     if args.resume and os.path.exists(os.path.join(args.run_dir, "config.json")):
         _require_learner(args.run_dir, learner)  # before its run flags are compared, which it would explain
     run_flags = settle_run_flags(learner, args)
-    if (devices := _device_count_kept(args)) is not None:
+    devices, device_warning = _devices_kept(args)
+    if devices is not None:
         run_flags["devices"] = devices
     try:
         learner.check(config, args)
     except ValueError as error:
         raise RunError(str(error)) from None
     run = Run(args.run_dir, learner, config, args.resume, getattr(args, "tensorboard", False), run_flags)
+    if device_warning and run.primary:  # once the resume is taken
+        print(device_warning, file=sys.stderr)
     try:
         try:
             trainer = learner.trainer(config, args, make_mesh(args.devices))

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.core.boards import model_rules, require_model_fits, require_model_rules, require_settled
+from jaxdust.core.boards import require_model_fits, require_model_rules, require_settled
 from jaxdust.search.heuristic import Scorer, heuristic_for, heuristic_scorer
 from jaxdust.search.keys import solver_key
 from jaxdust.search.selection import first_trues, smallest_columns
@@ -153,7 +153,7 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
     pair it with the beam's ``shortlist`` so only the most promising children pay that.
     ``chunk`` children are made and scored at a time, under ``rules``, which must be those
     ``base`` says it was trained under, if it says (``boards.model_rules``); the lookahead
-    says them in turn."""
+    says ``rules`` in turn, so a beam under other rules refuses it as a rescorer."""
     require_model_rules(base, rules, "lookahead_scorer")
 
     def score(boards: jax.Array, params=None) -> jax.Array:
@@ -168,7 +168,7 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
                               rules)[1]
         return jnp.where(alive, 1.0 + best, 0.0)
 
-    score.trained_rules = model_rules(base)
+    score.trained_rules = rules
     return score
 
 

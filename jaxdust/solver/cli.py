@@ -154,12 +154,12 @@ def main(argv=None) -> int:
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height, source)]
         every_board = jobs  # --board-file lists the whole file's proven boards, whichever --lines
-        shapes = {(width, height) for _, _, width, height in every_board}
-        if args.board_file and len(shapes) > 1 and all(None not in shape for shape in shapes):
-            raise ValueError(f"--board-file needs boards of one size, and {source} holds "
-                             f"{', '.join(f'{w}x{h}' for w, h in sorted(shapes))}")
         if args.lines is not None:
             jobs = _pick_lines(jobs, args.lines, source)
+        shapes = {(width, height) for _, _, width, height in jobs}
+        if args.board_file and len(shapes) > 1 and all(None not in shape for shape in shapes):
+            raise ValueError(f"--board-file needs boards of one size, and the boards to solve are "
+                             f"{', '.join(f'{w}x{h}' for w, h in sorted(shapes))} (--lines picks those of one)")
     except ValueError as error:
         flags.fail(parser, str(error))
     if not jobs:
