@@ -33,6 +33,28 @@ def test_stored_notebooks_are_executed_and_open_in_colab(path):
     assert colab in notebook.cells[0].source
 
 
+def test_the_install_cell_says_when_a_gpu_answers_but_jax_runs_on_the_cpu(tmp_path):
+    """With jaxdust installed the cell installs nothing: a CPU build on a GPU runtime ran
+    every cell on the CPU without a word."""
+    import os
+    import subprocess
+    import sys
+
+    cell = nbformat.read(NOTEBOOKS[0], as_version=4).cells[1].source
+    assert all(nbformat.read(path, as_version=4).cells[1].source == cell for path in NOTEBOOKS)
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\nexit 0\n")  # a GPU that answers
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    for path_dirs, noted in (([str(tmp_path)], True), ([], False)):
+        env = {**os.environ, "JAX_PLATFORMS": "cpu",
+               "PATH": os.pathsep.join(path_dirs + [p for p in os.environ["PATH"].split(os.pathsep)
+                                                    if not os.path.exists(os.path.join(p, "nvidia-smi"))])}
+        ran = subprocess.run([sys.executable, "-c", cell], capture_output=True, text=True, env=env, timeout=300)
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        import jax
+        note = f'note: a GPU answers but JAX runs on the CPU: pip install "jax[cuda12]=={jax.__version__}"'
+        assert (note in ran.stdout) == noted, ran.stdout
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path):
     notebook = nbformat.read(path, as_version=4)
