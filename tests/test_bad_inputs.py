@@ -242,6 +242,9 @@ FILE_CASES = [
     ("train", ["avi", "--env", "SameGame-15x15x5-v0"],
      ["--size/--env samegame:15x15x5: avi plays the dust, former rules so far, not 'samegame'"]),
     ("train", ["imitation", "--env", "SameGame-15x15x5-v0"], ["imitation plays the dust, former rules so far"]),
+    ("train", ["imitation", "--run-dir", "{folder}/huge", "--size", "9x8x5"],  # it named no flag
+     ["train.py imitation: error: --size/--env 9x8x5: boards of 72 cells; data sets are labelled by the solver's "
+      "searches, which take at most 64"]),
     ("datasets", ["--env", "Clickomania-10x10x4-v0"], ["fewest clicks: the dust, former rules", "'clickomania'"]),
     ("datasets", ["--env", "Former-7x9x4-v0", "--size", "7x9x4"], ["--size", "not allowed with argument --env"]),
     ("datasets", ["--size", "8x6x10"], ["--size", "colors must be in 1..9"]),

@@ -509,6 +509,19 @@ def test_the_reference_row_shows_the_sample_deviation_and_random_boards_alone_ge
     assert "--seed 2026" not in capsys.readouterr().err
 
 
+def test_a_line_below_a_proven_optimum_says_the_file_is_wrong_or_of_other_rules(tmp_path, capsys):
+    """Former's optimum of a board (6), in a file with no rules= header: played as the dust
+    game's, the beam clears it in 4."""
+    path = tmp_path / "former.txt"
+    path.write_text("# width=4 height=3 colors=3\n# board optimal_clicks\n131222113332 6\n")
+    evaluate.main(["--boards", str(path), "--agents", "beam:8", "--out", str(tmp_path / "out")])
+    assert capsys.readouterr().out.startswith(f"1 board from {path}, dust rules; backend ")  # the rules played
+    evaluate.main(["--boards", str(path), "--agents", "beam:8", "--out", str(tmp_path / "out")])
+    assert (f"warning: beam:8 cleared board 0 in 4 clicks, below its proven optimum 6 in {path} (1 such boards): "
+            "that file's optima are wrong, or another game's than the dust rules played (a rules= header names the "
+            "file's)") in capsys.readouterr().err
+
+
 def test_the_closing_line_names_only_figures_written_and_a_file_without_lengths_is_named(tmp_path, capsys):
     """One agent, its own reference: no joint histogram, yet "joint-*.png" was named; and
     --reference best on a file without lengths said "'best' with a board file"."""

@@ -799,7 +799,14 @@ def test_train_refuses_to_mix_runs(tmp_path, whole_dqn_run):
 @pytest.mark.slow
 def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_dqn_run):
     stopped = run_train(tmp_path / "run", "--minutes", "0.00001")
-    assert "stopped after" in stopped.stdout and not (tmp_path / "run" / "summary.json").exists()
+    assert re.search(r"stopped after \d+\.\d minutes of training \(--minutes 1e-05\) at chunk 1; continue with "
+                     r"--resume", stopped.stdout) and not (tmp_path / "run" / "summary.json").exists()
+    # Past its --minutes already, a resume with them trains nothing (it trained a chunk more each time).
+    log = (tmp_path / "run" / "metrics.jsonl").read_text()
+    again = run_train(tmp_path / "run", "--resume", "--minutes", "0.00001")
+    assert re.search(r"has trained \d+\.\d minutes already, past --minutes 1e-05 \(the run's time in all\): "
+                     r"nothing done", again.stdout), again.stdout
+    assert (tmp_path / "run" / "metrics.jsonl").read_text() == log
     # No flag but the run directory: its settings and its run flags (WHOLE_DQN's
     # --eval-boards 16 --eval-every 2, not the defaults) come from its config.json.
     subprocess.run([sys.executable, "train.py", "dqn", "--run-dir", str(tmp_path / "run"), "--resume"],
@@ -1198,6 +1205,18 @@ def test_resuming_with_other_settings_names_them(tmp_path):
                  resume=True)
     with pytest.raises(runs.RunError, match=r"holds a run of avi, not dqn: resume it with the avi learner"):
         runs.Run(str(tmp_path), learners.get("dqn"), dqn.DQNConfig(), resume=True)
+
+
+def test_the_hint_after_training_a_run_whose_folder_holds_a_comma_says_to_name_it_otherwise(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """Its --agents list was split at the comma: "x given more than once"."""
+    monkeypatch.setattr(runs, "train", lambda learner, config, args: {"learner": learner})
+    cli.main(["dqn", "--run-dir", str(tmp_path / "my run,x")])
+    assert capsys.readouterr().err == (f"the run is in {tmp_path / 'my run,x'}; evaluate.py names runs in a "
+                                       "comma-separated --agents, so play it by a path without a comma (a symbolic "
+                                       "link to it, say)\n")
+    cli.main(["dqn", "--run-dir", str(tmp_path / "my run")])
+    assert "play it with python evaluate.py --agents 'policy:" in capsys.readouterr().err
 
 
 def test_the_hint_after_training_names_boards_of_the_runs_size():

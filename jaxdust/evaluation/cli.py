@@ -293,7 +293,7 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
     """Play ``agents`` on ``boards`` under ``rules`` (fewest clicks); print, draw and write
     the report into ``args.out`` (``best``: the board file's best known or proven lengths;
     ``reference``: an agent's name, or ``best``)."""
-    print(f"{description}; backend {jax.default_backend()}")
+    print(f"{description}, {rules} rules; backend {jax.default_backend()}")
     if best is not None and max_clicks < best.max():
         # A game stopped at the cap counts at the cap: below a reference it would read as
         # shorter than the reference.
@@ -313,7 +313,8 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
             if below.size:
                 print(f"warning: {name} cleared board {below[0]} in {per_board[name][below[0]]} clicks, below its "
                       f"proven optimum {best[below[0]]} in {args.boards} ({below.size} such boards): that file's "
-                      f"optima are wrong", file=sys.stderr)
+                      f"optima are wrong, or another game's than the {rules} rules played (a rules= header names "
+                      f"the file's)", file=sys.stderr)
     reference_lengths = best if reference == "best" else per_board[reference]
     reference_cleared = None if reference == "best" else cleared[reference]
     for name in agents:
@@ -524,7 +525,7 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
     a histogram, ``points.png`` or ``cells-left.png`` (``earlier``: the figures of the
     evaluation before, removed unless written again)."""
     measure = "points" if game.rules_of(rules).objective == "points" else "cells_left"
-    print(f"{description}; backend {jax.default_backend()}")
+    print(f"{description}, {rules} rules; backend {jax.default_backend()}")
     played, figures = _play_agents(parser, args, agents, boards, rules, max_clicks, earlier)
     results, per_board = {}, {}
     for name, run in played.items():

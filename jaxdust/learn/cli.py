@@ -149,9 +149,13 @@ def main(argv=None) -> dict:
         flags.fail(learner_parser, str(error))
     if summary and jax.process_index() == 0:  # one summary for a run over several processes
         print(json.dumps(summary, indent=2))
-        agents = shlex.quote(f"policy:{args.run_dir},value:{args.run_dir}")
-        print(f"the run is in {args.run_dir}; play it with python evaluate.py{_evaluation_boards_flags(config.game)} "
-              f"--agents {agents}", file=sys.stderr)
+        if "," in args.run_dir:  # --agents and the leaderboard's --runs are lists split at commas
+            print(f"the run is in {args.run_dir}; evaluate.py names runs in a comma-separated --agents, so play it "
+                  f"by a path without a comma (a symbolic link to it, say)", file=sys.stderr)
+        else:
+            agents = shlex.quote(f"policy:{args.run_dir},value:{args.run_dir}")
+            print(f"the run is in {args.run_dir}; play it with python evaluate.py"
+                  f"{_evaluation_boards_flags(config.game)} --agents {agents}", file=sys.stderr)
     return summary
 
 

@@ -74,8 +74,9 @@ class DatasetConfig:
             if getattr(self, field) > most:  # past these, memory runs out
                 raise configs.FieldError(field, f"must be at most {most:,}, got {getattr(self, field):,}")
         if self.game.num_cells > bitboard.MAX_CELLS:
-            raise ValueError(f"a {self.game.width}x{self.game.height} board has {self.game.num_cells} cells; "
-                             f"the solver handles at most {bitboard.MAX_CELLS}")
+            raise configs.FieldError("game", f"{self.game.size_spec}: boards of {self.game.num_cells} cells; data "
+                                             f"sets are labelled by the solver's searches, which take at most "
+                                             f"{bitboard.MAX_CELLS}")
 
 
 class Dataset(NamedTuple):

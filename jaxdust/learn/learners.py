@@ -180,7 +180,7 @@ def _imitation_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"beam width of those labels (default {IMITATION_RUN_FLAGS['data_beam_width']})")
 
 
-_RUN_DATA_FLAGS = {"boards": "--data-boards", "beam_width": "--data-beam-width", "seed": "--seed"}
+_RUN_DATA_FLAGS = {"boards": "--data-boards", "beam_width": "--data-beam-width", "seed": "--seed", "game": "--size/--env"}
 
 
 def _run_data_config(config: imitation.ImitationConfig, args) -> DatasetConfig:

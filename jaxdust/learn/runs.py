@@ -685,6 +685,12 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
         return summary
     if done < trainer.total:  # resumed before its end (--resume-step): a summary there is of steps undone
         run.forget_summary()
+    past = bool(args.minutes) and done > 0 and run.elapsed_before > 60 * args.minutes  # the earlier pieces' time
+    if done < trainer.total and _process_0_says(past)[0]:
+        print(f"{run.directory} has trained {run.elapsed_before / 60:.1f} minutes already, past --minutes "
+              f"{args.minutes:g} (the run's time in all): nothing done; continue with --resume and a larger "
+              f"--minutes, or none")
+        return {}
     evaluate = progress_evaluation(evaluation_boards(config.game, args.eval_boards), learner, config)
 
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
@@ -711,7 +717,8 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                 bar.set_postfix(greedy=record["greedy_clicks"], argmax=record.get("argmax_clicks", float("nan")))
             bar.update()
             if out_of_time:
-                print(f"stopped after {args.minutes} minutes at {learner.unit} {index}; continue with --resume")
+                print(f"stopped after {seconds / 60:.1f} minutes of training (--minutes {args.minutes:g}) at "
+                      f"{learner.unit} {index}; continue with --resume")
                 return {}
     if last_evaluation is None:  # resumed at its end: its best may have been set aside
         last_evaluation = evaluate(state)
