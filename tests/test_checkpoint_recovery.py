@@ -379,6 +379,26 @@ def test_flags_naming_no_learner_and_no_run_to_resume_go_to_the_default_learner(
         assert capsys.readouterr().err.startswith(f"train.py avi: error: {error}")
 
 
+def test_a_resumed_runs_progress_bar_shows_its_last_evaluation_from_the_start(run, monkeypatch):
+    """It showed none until the run's next evaluation."""
+    import contextlib
+
+    shown = []
+
+    class Bar:
+        def set_postfix(self, **values):
+            shown.append(values)
+
+        def update(self):
+            shown.append("step")
+
+    monkeypatch.setattr(runs, "progress_bar", lambda **kwargs: contextlib.nullcontext(Bar()))
+    logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    [at_2] = [r for r in logged if r["chunk"] == 2]
+    train(run, "--resume", "--resume-step", "2")  # step 3 does not evaluate
+    assert shown[0] == {"greedy": at_2["greedy_clicks"], "argmax": at_2["argmax_clicks"]} and shown[1] == "step"
+
+
 def test_a_resume_on_another_device_count_says_so_and_keeps_the_starting_one(run, capsys):
     """A run started on 2 devices and resumed on 1 finished without a word, and differed."""
     config = json.loads((run / "config.json").read_text())

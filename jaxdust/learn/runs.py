@@ -303,6 +303,7 @@ class Run:
         self.summary_writer = summary_writer if self.primary else None
         self.tensorboard = None  # made at the first record, which a resume redoes from
         self.elapsed_before = 0.0
+        self.last_evaluation = None  # a resumed run's last logged evaluation, for its progress bar
         self.started = time.perf_counter()
 
     def release(self) -> None:
@@ -416,6 +417,7 @@ class Run:
             files.atomic_write_bytes(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
         if kept:
             self.elapsed_before = kept[-1]["seconds"]
+        self.last_evaluation = next((r for r in reversed(kept) if "greedy_clicks" in r), None)
 
     def seconds(self) -> float:
         return self.elapsed_before + time.perf_counter() - self.started
@@ -698,6 +700,8 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
     next_save = run.seconds() + interval
     with progress_bar(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name,
                       enabled=run.primary) as bar:
+        if run.last_evaluation is not None:  # resumed: shown until the next evaluation
+            _show_evaluation(bar, run.last_evaluation)
         for index in range(done + 1, trainer.total + 1):
             state, metrics = trainer.step(state, index)
             record = {"chunk": index, **metrics}
@@ -714,7 +718,7 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                 run.save(run.checkpoints, index, state)
                 next_save = run.seconds() + interval
             if "greedy_clicks" in record:  # the last evaluation stays shown between evaluations
-                bar.set_postfix(greedy=record["greedy_clicks"], argmax=record.get("argmax_clicks", float("nan")))
+                _show_evaluation(bar, record)
             bar.update()
             if out_of_time:
                 print(f"stopped after {seconds / 60:.1f} minutes of training (--minutes {args.minutes:g}) at "
@@ -729,6 +733,10 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                "best_step": (run.best.steps() or [None])[-1]}
     run.finish(summary)
     return summary
+
+
+def _show_evaluation(bar, record: dict) -> None:
+    bar.set_postfix(greedy=record["greedy_clicks"], argmax=record.get("argmax_clicks", float("nan")))
 
 
 # ---------------------------------------------------------------------------------------
