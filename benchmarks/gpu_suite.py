@@ -356,8 +356,10 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
     # A piece killed before it ended is not counted: the next call resumes from its checkpoint.
     started = os.path.exists(os.path.join(run_dir, "config.json"))
     trained = _resumed_seconds(run_dir)
+    # At least a second past the run's clock, so the piece trains a chunk at least (a slot the
+    # steps before it spent, as with --smoke's sizes): train.py trains nothing past --minutes.
     argv = [report["learner"], "--run-dir", run_dir, *sizes.train_flags, "--total-updates", str(report["total_updates"]),
-            *(["--resume"] if started else []), "--minutes", f"{max(0.001, (trained + left) / 60):.4f}"]
+            *(["--resume"] if started else []), "--minutes", f"{(trained + max(left, 1.0)) / 60:.4f}"]
     start = time.perf_counter()
     cli.main(argv)
     lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))

@@ -344,7 +344,7 @@ def test_a_resume_step_with_no_checkpoint_left_is_refused_not_started_over(run, 
 
 def test_a_resume_before_the_end_drops_the_summary_until_the_run_ends_again(run, whole_run):
     """The summary of steps a --resume-step undoes stayed while the run was stopped short."""
-    assert not train(run, "--resume", "--resume-step", "2", "--minutes", "1e-6")  # stops after step 3
+    assert not train(run, "--resume", "--resume-step", "2", "--minutes", "1e-6")  # back to 2, past its minutes
     assert not (run / "summary.json").exists()
     train(run, "--resume")
     assert_same_end(run, whole_run)
@@ -362,7 +362,7 @@ def test_a_resume_with_another_learner_says_so_before_comparing_run_flags(run, c
 @pytest.mark.parametrize("run_dir_flag", ["--run-dir {}", "--run-dir={}", "--run-d {}"])
 def test_a_resume_naming_no_learner_goes_to_the_runs_own(run, whole_run, run_dir_flag):
     """It went to avi, which refused the dqn run: "resume it with the dqn learner"."""
-    train(run, "--resume", "--resume-step", "2", "--minutes", "1e-6")  # stops after step 3
+    train(run, "--resume", "--resume-step", "2", "--minutes", "1e-6")  # back to 2, past its minutes
     cli.main([*run_dir_flag.format(run).split(" "), "--resume"])
     assert_same_end(run, whole_run)
 
