@@ -202,25 +202,28 @@ def _data_settings(directory: str) -> dict | None:
         return None  # no data set there: the learner's check names the problem
 
 
+def _saved_json(directory: str) -> dict:
+    """A run directory's config.json as saved; {} where there is none to read (no run
+    there, or not one: ``Run`` and ``read_run_config`` name the problem)."""
+    try:
+        with open(os.path.join(directory, "config.json")) as handle:
+            saved = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return saved if isinstance(saved, dict) else {}
+
+
 def saved_learner_name(directory: str) -> str | None:
     """The learner named in a run directory's config.json; None where there is none to read
     (``read_run_config`` says why)."""
-    try:
-        with open(os.path.join(directory, "config.json")) as handle:
-            name = json.load(handle).get("learner")
-    except (OSError, ValueError, AttributeError):
-        return None
+    name = _saved_json(directory).get("learner")
     return name if isinstance(name, str) else None
 
 
 def read_run_flags(directory: str) -> dict:
     """The run flags a run directory's config.json keeps (``settle_run_flags``); {} where
     there are none (no run there, or one written before they were kept)."""
-    try:
-        with open(os.path.join(directory, "config.json")) as handle:
-            saved = json.load(handle).get("run", {})
-    except (OSError, ValueError, AttributeError):
-        return {}  # no run there, or not one: Run names the problem
+    saved = _saved_json(directory).get("run", {})
     return saved if isinstance(saved, dict) else {}
 
 
