@@ -148,9 +148,9 @@ def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> di
         final = index == trainer.total
         point = {"seconds": trained_seconds, "units": index * chunk,
                  "proven": play_set(*sets["proven"], CAP, policy, scorer, params, widths=(1, 8, 64) if final else (1, 8),
-                                    evaluator=evaluator if final else None)}
+                                    evaluator=evaluator if final else None, seed=seed)}
         if final:
-            point["fresh"] = play_set(*sets["fresh"], CAP, policy, scorer, params, widths=(1, 8))
+            point["fresh"] = play_set(*sets["fresh"], CAP, policy, scorer, params, widths=(1, 8), seed=seed)
         curve.append(point)
         print(f"{name} {index}/{trainer.total} {trained_seconds / 60:.1f} min: "
               f"{json.dumps({k: v['mean'] for k, v in point['proven'].items()})}", flush=True)
@@ -213,7 +213,8 @@ def reference_play(path: str, sets: dict, settings: dict) -> dict:
             return saved["play"]
     play = {set_name: play_set(*board_set, CAP, scorer=heuristic_scorer,
                                widths=(1, 8, 64) if set_name == "proven" else (1, 8),
-                               evaluator=heuristic_evaluator if set_name == "proven" else None)
+                               evaluator=heuristic_evaluator if set_name == "proven" else None,
+                               seed=settings["seed"])
             for set_name, board_set in sets.items()}
     files.atomic_write_json(path, {"settings": settings, "play": play})
     return play

@@ -58,15 +58,17 @@ def board_sets(fresh: int, seed: int, proven: int | None = None) -> dict:
 
 
 def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths=WIDTHS, evaluator=None,
-             simulations=(MCTS_SIMULATIONS,)) -> dict:
+             simulations=(MCTS_SIMULATIONS,), seed: int = 0) -> dict:
     """Argmax play (when ``policy`` is given), the ``scorer``'s beams at ``widths`` and, with
     an ``evaluator``, Gumbel MuZero at each of ``simulations`` on one board set: mean clicks
     and milliseconds per board (compilation included), and with ``optimum`` the gap and the
-    share played optimally."""
+    share played optimally. ``seed`` draws the players' keys (MCTS's Gumbel noise)."""
     lengths, seconds = {}, {}
+    # key 1 at seed 0 keeps the figures measured before the players' key followed --seed
+    play_key = jax.random.key(1 + seed)
 
     def played_by(policy_fn):
-        played = play_in_chunks(boards, policy_fn, jax.random.key(1), cap, PLAY_CHUNK, params=params)
+        played = play_in_chunks(boards, policy_fn, play_key, cap, PLAY_CHUNK, params=params)
         return np.where(np.asarray(played.cleared), np.asarray(played.clicks), cap)
 
     def beamed(width):
@@ -185,14 +187,14 @@ def main(argv=None):
         row = {"training_seconds": summary["seconds"], "train_flags": argv[3:]}
         for set_name, (boards, optimum) in sets.items():
             row[set_name] = play_set(boards, optimum, CAP, trained.policy, trained.scorer, trained.params,
-                                     evaluator=trained.evaluator)
+                                     evaluator=trained.evaluator, seed=args.seed)
         report["learners"][learner] = row
         print(f"{learner}: {json.dumps(row)}", flush=True)
 
     report["references"] = {"hand-made heuristic": {
-        set_name: play_set(boards, optimum, CAP, scorer=heuristic_scorer, evaluator=heuristic_evaluator)
+        set_name: play_set(boards, optimum, CAP, scorer=heuristic_scorer, evaluator=heuristic_evaluator, seed=args.seed)
         for set_name, (boards, optimum) in sets.items()}}
-    largest = play_boards(sets["fresh"][0], baselines.largest_cluster, jax.random.key(0), CAP)
+    largest = play_boards(sets["fresh"][0], baselines.largest_cluster, jax.random.key(args.seed), CAP)
     report["references"]["largest cluster first"] = {"fresh": {"argmax": {"mean": float(np.mean(largest.clicks))}}}
     report["curves"] = {name: {"seconds": c[0].tolist(), "clicks": c[1].tolist()} for name, c in curves.items()}
 

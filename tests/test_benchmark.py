@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import jax
 import numpy as np
@@ -408,6 +409,27 @@ def test_an_id_and_size_of_its_rules_and_size_share_their_kept_rows(tmp_path, mo
     assert len(played) == 4 and played[2][1] != played[0][1] == played[1][1]  # rows of other rules: measured
 
 
+def test_another_spelling_of_an_entry_reuses_its_kept_row_under_the_new_name(tmp_path, monkeypatch):
+    """Rows were kept by the entry's text: ``beam:8`` after ``beam:08`` (or ``beam`` after
+    ``beam:200``) played the boards again. One agent now keeps one row, shown as spelt."""
+    monkeypatch.chdir(tmp_path)
+    played = []
+
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+        played.append(entry)
+        count = len(boards)
+        return {"points": np.zeros(count), "clicks": np.full(count, 7.0),
+                "cells_left": np.zeros(count), "cleared": np.ones(count, bool)}
+
+    monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
+    leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "beam:08,beam"])
+    again = leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "beam:8,beam:200,beam:9"])
+    assert played == ["beam:08", "beam", "beam:9"]
+    assert again["kept"] == ["beam:8", "beam:200"]
+    assert sorted(row["agent"] for row in again["rows"]) == ["beam:200", "beam:8", "beam:9"]
+    assert registry.agent_identity("largest") == "largest"  # its row's file: leaderboard/.../largest.json
+
+
 def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_path, capsys):
     """A row measured on a run keeps the run's fingerprint (its config and checkpoints'
     checksums): the same run directory trained again, or further, no longer matches."""
@@ -655,6 +677,24 @@ def test_the_equal_time_benchmark_says_in_one_line_when_its_minutes_are_too_few(
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and "--minutes 1 in 1 points is too short for dqn-sampled" in err, err
     assert "ends before the first update" in err and not os.path.exists(tmp_path / "out" / "dqn-sampled.json")
+
+
+def test_the_learners_benchmarks_players_draw_their_keys_from_the_seed(monkeypatch):
+    """learners.py and equal_time.py played every seed with key 1, so MCTS's Gumbel noise was
+    the same whatever ``--seed``; seed 0 keeps key 1 (the figures measured before)."""
+    learners_benchmark = _benchmark("learners", monkeypatch)
+    keys = []
+
+    def recorded(boards, policy, key, *args, **kwargs):
+        keys.append(np.asarray(jax.random.key_data(key)).tolist())
+        return types.SimpleNamespace(cleared=np.ones(len(boards), bool), clicks=np.full(len(boards), 3))
+
+    monkeypatch.setattr(learners_benchmark, "play_in_chunks", recorded)
+    boards = np.zeros((2, 8, 6), np.int8)
+    for seed in (0, 0, 1):
+        learners_benchmark.play_set(boards, None, 10, policy=object(), widths=(), seed=seed)
+    assert keys[0] == keys[1] == np.asarray(jax.random.key_data(jax.random.key(1))).tolist()
+    assert keys[2] != keys[0]
 
 
 @pytest.mark.parametrize("kept, words", [

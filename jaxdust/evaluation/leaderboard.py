@@ -197,7 +197,7 @@ def main(argv=None) -> dict:
                          f"-seed{args.seed}")
     rows, reused = _kept_or_measured(
         parser, args.fresh, entries, cache, sources, benchmark.Row,
-        lambda kept, label: (kept.set, kept.boards, kept.agent) == (board_set.name, len(board_set.boards), label),
+        lambda kept: (kept.set, kept.boards) == (board_set.name, len(board_set.boards)),
         lambda entry, label: benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False))
     if solver is not None:
         rows.append(solver)
@@ -246,8 +246,10 @@ def run_sources(entries: list[str]) -> dict[str, str]:
 
 
 def _row_path(cache: str, entry: str) -> str:
-    """The file that keeps ``entry``'s row in ``cache`` (a long run path shortened)."""
-    return os.path.join(cache, files.short_file_name(urllib.parse.quote(entry, safe="")) + ".json")
+    """The file that keeps ``entry``'s row in ``cache``, whatever its spelling (``beam:08``
+    and ``beam:8`` share one; a long run path shortened)."""
+    identity = registry.agent_identity(entry)
+    return os.path.join(cache, files.short_file_name(urllib.parse.quote(identity, safe="")) + ".json")
 
 
 def _rows_dir(out: str) -> str:
@@ -281,15 +283,16 @@ def _kept_row(path: str, row_type, source: str | None = None):
 def _kept_or_measured(parser, fresh: bool, entries: list[tuple[str, str]], cache: str, sources: dict[str, str],
                       row_type, describes: Callable, measure: Callable) -> tuple[list, list[str]]:
     """Each entry's row, in order, and the labels of those reused: the row kept in
-    ``cache`` where it ``describes(kept, label)`` the same play (never with ``fresh``), else
-    ``measure(entry, label)``, kept at once, so the rows measured before a failing agent
-    stay (it fails the command with one line)."""
+    ``cache`` for the entry (whatever its spelling) where it ``describes(kept)`` the same
+    play (never with ``fresh``), shown under this call's label, else ``measure(entry,
+    label)``, kept at once, so the rows measured before a failing agent stay (it fails the
+    command with one line)."""
     rows, reused = [], []
     for entry, label in entries:
         path = _row_path(cache, entry)
         kept = None if fresh else _kept_row(path, row_type, sources.get(entry))
-        if kept and describes(kept, label):
-            rows.append(kept)
+        if kept and describes(kept):
+            rows.append(dataclasses.replace(kept, agent=label))
             reused.append(label)
             continue
         try:
@@ -340,7 +343,7 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
 
     rows, reused = _kept_or_measured(
         parser, args.fresh, entries, cache, sources, FamilyRow,
-        lambda kept, label: (kept.boards, kept.agent, kept.measure) == (args.boards, label, measure), measure_row)
+        lambda kept: (kept.boards, kept.measure) == (args.boards, measure), measure_row)
     rows = [dataclasses.replace(scored, env=env_id) for scored in rows]  # a kept row may name the other
     rows.sort(key=lambda r: (-r.mean if measure == "points" else r.mean, r.seconds_per_board))  # best first
     hardware = machine.cpu_description()

@@ -196,16 +196,23 @@ def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
         raise ValueError(f"{', '.join(repeated)} given more than once")
     seen = {}
     for name in names:
-        agent, settings = parse_agent(name)
         if rules is not None:
-            _require_rules(agent, rules)
-        run = _run_of(agent, settings)
-        if run is not None:  # policy:runs/a, policy:runs/a/ and policy:./runs/a play one run
-            settings = (os.path.normpath(run), () if isinstance(settings, str) else settings[1:])
-        same = seen.setdefault((agent.name, repr(settings)), name)
+            _require_rules(parse_agent(name)[0], rules)
+        same = seen.setdefault(agent_identity(name), name)
         if same != name:  # "beam" and "beam:200": the default spelt out
             raise ValueError(f"{same} and {name} are the same agent")
     return names
+
+
+def agent_identity(text: str) -> str:
+    """One text for every spelling of an agent entry: ``beam``, ``beam:200`` and
+    ``beam:0200`` give the same, and so do ``policy:runs/a``, ``policy:runs/a/`` and
+    ``policy:./runs/a``. ValueError as ``parse_agent``."""
+    agent, settings = parse_agent(text)
+    run = _run_of(agent, settings)
+    if run is not None:
+        settings = (os.path.normpath(run), () if isinstance(settings, str) else settings[1:])
+    return agent.name if settings is None else f"{agent.name}:{settings!r}"
 
 
 def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = 256,
