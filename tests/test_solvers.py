@@ -512,6 +512,31 @@ def test_cli_tries_errors_again_and_refuses_results_of_another_shape(tmp_path, b
     assert "solved line 1's board at 8x6, it is read at 6x8 now" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("edit, words", [
+    (lambda r: {**r, "length": r["length"] - 1, "lower_bound": r["length"] - 1}, "where its length is"),
+    (lambda r: {**r, "clicks": r["clicks"][:-1]}, "its clicks do not clear the board"),
+    (lambda r: {**r, "optimal": not r["optimal"]}, "disagree"),
+    (lambda r: {**r, "clicks": "[1, 2]"}, "its result cannot be read"),
+])
+def test_cli_refuses_to_resume_a_result_line_edited_by_hand(tmp_path, boards_dir, capsys, edit, words):
+    """A result line was taken as it stood: one edited to a shorter length was skipped on
+    resume and listed by --board-file as that board's optimum. Each line is replayed."""
+    lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:4]
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join(lines) + "\n")
+    out, proven_file = tmp_path / "solutions.jsonl", tmp_path / "proven.txt"
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1"]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    out.write_text(json.dumps(edit(records[0])) + "\n" + json.dumps(records[1]) + "\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and f"solutions.jsonl:1 (line {records[0]['line']}): its " in err, err
+    assert words in err
+    assert "edited by hand" in err and not proven_file.exists()
+
+
 def test_cli_retries_only_the_unproven_boards_and_their_last_line_counts(tmp_path, boards_dir):
     lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:8]
     source = tmp_path / "boards.txt"

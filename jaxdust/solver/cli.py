@@ -48,14 +48,15 @@ import sys
 
 
 from jaxdust.core import flags, machine
-from jaxdust.core.boards import board_lines, declared_colours, declared_rules, parse_board, require_declared_colours
+from jaxdust.core.boards import (board_lines, declared_colours, declared_rules, parse_board, replay,
+                                 require_declared_colours)
 from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
 from jaxdust.core.files import (atomic_write_bytes, lock_directory, open_to_append_alone, read_lines,
                                 recover_json_lines, remove_leftover_temporaries)
 from jaxdust.solver import compiled
 from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TABLE_BITS,
                                 TranspositionTable, initial_table_bits, solve)
-from jaxdust.core.game import CLICK_RULES
+from jaxdust.core.game import CLICK_RULES, is_done
 from jaxdust.core.progress import progress_bar
 
 
@@ -327,6 +328,30 @@ def _check_resumable(previous, jobs, rules, out):
         if record.get("rules", rules) != rules:  # lines written before 0.2.21 carry no rules
             raise ValueError(f"--out {out}:{index} was solved under --rules {record['rules']}, not {rules}: "
                              "use another --out")
+        if "length" in record:
+            problem = _unsound(record, *boards[number][1:], rules)
+            if problem:
+                raise ValueError(f"--out {out}:{index} (line {number}): {problem}; was it edited by hand? mend or "
+                                 f"delete that line (the board is then solved again)")
+
+
+def _unsound(record: dict, width: int | None, height: int | None, rules: str) -> str | None:
+    """What is wrong with a result line of ``--out``, or None: its clicks must clear its
+    board in its length, and its bound and ``optimal`` must agree with the length. The
+    solver writes only such lines; one edited by hand would be skipped on resume and listed
+    by ``--board-file`` as proven."""
+    try:
+        length, bound = int(record["length"]), int(record["lower_bound"])
+        board = parse_board(record["board"], width, height, rules)
+        final, played = replay(board, [tuple(click) for click in record["clicks"]], rules, wasted=True)
+    except (KeyError, TypeError, ValueError) as error:  # no such field, not a list of pairs, off the board
+        return f"its result cannot be read ({type(error).__name__}: {error})"
+    if not bool(is_done(final)) or played != length:
+        outcome = "do not clear the board" if not bool(is_done(final)) else f"take {played}"
+        return f"its clicks {outcome}, where its length is {length}"
+    if not 0 <= bound <= length or bool(record.get("optimal")) != (bound == length):
+        return f"its lower bound {bound}, length {length} and optimal={record.get('optimal')} disagree"
+    return None
 
 
 def _remove_checkpoint(directory: str | None, number: int) -> None:
