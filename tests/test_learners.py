@@ -1182,14 +1182,14 @@ def test_a_run_folders_data_set_is_told_apart_in_train_flags():
 
 
 def test_resuming_with_other_settings_names_them(tmp_path):
-    """A resume refused for its settings says which differ, and another learner's run is
-    named as such (both before any checkpoint is read)."""
+    """A resume refused for its settings says which differ, by the flags that set them, and
+    another learner's run is named as such (both before any checkpoint is read)."""
     config = avi.AVIConfig()
     (tmp_path / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(config)}))
-    with pytest.raises(runs.RunError, match=r"other settings \(total_updates 3000, not 12\)"):
+    with pytest.raises(runs.RunError, match=r"other settings \(--total-updates 3000, not 12\)"):
         runs.Run(str(tmp_path), learners.get("avi"), dataclasses.replace(config, total_updates=12), resume=True)
     other_game = dataclasses.replace(config, total_updates=12, game=game.GameConfig(8, 6, 5, "former"))
-    with pytest.raises(runs.RunError, match=r"other settings \(total_updates 3000, not 12; --size 8x6x5, not "
+    with pytest.raises(runs.RunError, match=r"other settings \(--total-updates 3000, not 12; --size 8x6x5, not "
                                             r"former:8x6x5\)"):  # the board as the flag that gives it
         runs.Run(str(tmp_path), learners.get("avi"), other_game, resume=True)
     with pytest.raises(runs.RunError, match=r"other settings \(--size 8x6x5, not former:8x6x5\): "):
@@ -1199,12 +1199,25 @@ def test_resuming_with_other_settings_names_them(tmp_path):
     small = dataclasses.replace(config, game=game.GameConfig(4, 3, 3), num_envs=65536, child_share=1.0,
                                 buffer_lines=8192)
     (tmp_path / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(small)}))
-    with pytest.raises(runs.RunError, match=r"other settings \(buffer_lines 8192, not 1024; child_share 1.0, not "
-                                            r"0.5; num_envs 65536, not 512; --size 4x3x3, not 15x15x5\)"):
+    with pytest.raises(runs.RunError, match=r"other settings \(--buffer-lines 8192, not 1024; --child-share 1.0, "
+                                            r"not 0.5; --num-envs 65536, not 512; --size 4x3x3, not 15x15x5\)"):
         runs.Run(str(tmp_path), learners.get("avi"), dataclasses.replace(config, game=game.GameConfig(15, 15, 5)),
                  resume=True)
     with pytest.raises(runs.RunError, match=r"holds a run of avi, not dqn: resume it with the avi learner"):
         runs.Run(str(tmp_path), learners.get("dqn"), dqn.DQNConfig(), resume=True)
+    # Tuples as the flag takes them, booleans as the flag that sets each, nested fields by their
+    # flag: each of these is what train.py --help lists.
+    saved = dataclasses.replace(dqn.DQNConfig(), hidden=(16, 16), double_dqn=False)
+    (tmp_path / "config.json").write_text(json.dumps({"learner": "dqn", "config": configs.to_json(saved)}))
+    asked = dataclasses.replace(dqn.DQNConfig(), hidden=(32,), rewards=dataclasses.replace(dqn.DQNConfig().rewards,
+                                                                                          clear=2.0))
+    with pytest.raises(runs.RunError) as refused:
+        runs.Run(str(tmp_path), learners.get("dqn"), asked, resume=True)
+    assert f"(--no-double-dqn, not --double-dqn; --hidden 16,16, not 32; --rewards-clear " \
+           f"{saved.rewards.clear}, not 2.0)" in str(refused.value)
+    help_text = subprocess.run([sys.executable, "train.py", "dqn", "--help"], capture_output=True, text=True,
+                               cwd=ROOT).stdout
+    assert all(flag in help_text for flag in ("--no-double-dqn", "--hidden", "--rewards-clear"))
 
 
 def test_the_hint_after_training_a_run_whose_folder_holds_a_comma_says_to_name_it_otherwise(tmp_path, monkeypatch,

@@ -282,14 +282,28 @@ def board_differences(made: GameConfig, asked: GameConfig) -> list[str]:
     return [] if made == asked else [f"--size {made.size_spec}, not {asked.size_spec}"]
 
 
-def differences(made: dict, asked: dict, prefix: str = "") -> str:
-    """The fields two configs' JSON (``to_json``) differ in: ``boards 5, not 40; ...``."""
+def differences(made: dict, asked: dict, prefix: str = "", as_flags: bool = False) -> str:
+    """The fields two configs' JSON (``to_json``) differ in: ``boards 5, not 40; ...``, or
+    ``as_flags``, as the flags ``add_flags`` gives them: ``--hidden 16,16, not 32; --prior,
+    not --no-prior; --rewards-clear 10.0, not 2.0``."""
     parts = []
     for name in sorted(set(made) | set(asked)):
         if made.get(name) == asked.get(name):
             continue
         if isinstance(made.get(name), dict) and isinstance(asked.get(name), dict):
-            parts.append(differences(made[name], asked[name], f"{prefix}{name}."))
+            parts.append(differences(made[name], asked[name], f"{prefix}{name}{'_' if as_flags else '.'}", as_flags))
+        elif as_flags and isinstance(made.get(name), bool) and isinstance(asked.get(name), bool):
+            parts.append(", not ".join(_flag(("" if value else "no_") + prefix + name)
+                                       for value in (made[name], asked[name])))
+        elif as_flags:
+            parts.append(f"{_flag(prefix + name)} {_flag_value(made.get(name))}, not {_flag_value(asked.get(name))}")
         else:
             parts.append(f"{prefix}{name} {made.get(name)}, not {asked.get(name)}")
     return "; ".join(parts)
+
+
+def _flag_value(value) -> str:
+    """A config's JSON value as its flag takes it (a tuple: comma-separated)."""
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "none"
+    return str(value)

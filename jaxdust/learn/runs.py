@@ -538,12 +538,12 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
 
 
 def _setting_differences(saved, asked) -> str:
-    """How a run's settings differ from those asked for: its board as the ``--size`` that
-    gives it (``--size former:6x5x4, not 6x5x4``), the rest by field."""
+    """How a run's settings differ from those asked for, by the flags that give them: its
+    board as ``--size former:6x5x4, not 6x5x4``, the rest as ``--hidden 16, not 32``."""
     asked_json = configs.to_json(asked)
     # The game is left out in the JSON, not by a config with the asked game: the saved
     # settings need not be valid on the asked board (a batch too large for it).
-    parts = [configs.differences({**configs.to_json(saved), "game": asked_json["game"]}, asked_json)]
+    parts = [configs.differences({**configs.to_json(saved), "game": asked_json["game"]}, asked_json, as_flags=True)]
     return "; ".join(part for part in parts + configs.board_differences(saved.game, asked.game) if part)
 
 
