@@ -16,6 +16,7 @@ from jumanji.wrappers import AutoResetWrapper, JumanjiToGymWrapper, VmapWrapper
 
 import jaxdust
 from jaxdust.adapters.gym_env import DustGymEnv, DustVectorEnv
+from jaxdust.adapters import gym_env
 from jaxdust.adapters.jumanji_env import DustJumanji
 from jaxdust.core import reference
 
@@ -320,6 +321,12 @@ def test_gymnasium_envs_compile_once_per_configuration_and_seed_as_sync_vector_e
         gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=2, auto_reset=True)
     vector = gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=2, auto_reset=False)  # same_step all the same
     assert DustVectorEnv(2, vector.env).env == DustGymEnv(vector.env).env == vector.env  # an adapter's env is reusable
+    # A sweep over configurations keeps the programs of the latest PROGRAMS_KEPT, not all.
+    for max_clicks in range(1, gym_env.PROGRAMS_KEPT + 9):
+        DustGymEnv("Dust-6x6x5-v0", max_clicks=max_clicks)
+    assert gym_env._single_programs.cache_info().currsize == gym_env.PROGRAMS_KEPT
+    assert DustGymEnv("Dust-6x6x5-v0", max_clicks=gym_env.PROGRAMS_KEPT + 8)._jit_step is \
+        DustGymEnv("Dust-6x6x5-v0", max_clicks=gym_env.PROGRAMS_KEPT + 8)._jit_step
 
 
 def test_gymnasium_envs_pickle_and_check_their_reset_arguments():

@@ -60,6 +60,9 @@ from jaxdust.core.env import DustEnv
 from jaxdust.core.registry import as_env, make, registered
 
 AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+# Configurations whose compiled programs are kept: a sweep over many (each max_clicks is
+# one) drops the least recently used rather than holding every one's programs.
+PROGRAMS_KEPT = 32
 
 
 def _check_render_mode(render_mode: str | None) -> None:
@@ -134,13 +137,13 @@ def _start_board(env: DustEnv, board) -> jax.Array | None:
     return board
 
 
-@functools.cache
+@functools.lru_cache(maxsize=PROGRAMS_KEPT)
 def _single_programs(env: DustEnv):
     """``DustGymEnv``'s jitted reset and step: one pair per configuration."""
     return jax.jit(env.reset), jax.jit(env.step)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=PROGRAMS_KEPT)
 def _vector_programs(env: DustEnv, mode: AutoresetMode):
     """``DustVectorEnv``'s jitted reset and step for ``mode``: one pair per configuration.
     ``env`` (without ``auto_reset``: the adapters refuse it) restarts its games itself in
