@@ -26,7 +26,7 @@ import tempfile
 
 import numpy as np
 
-from jaxdust.core import files, flags
+from jaxdust.core import files, flags, machine
 from jaxdust.core.progress import progress_bar
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -85,13 +85,43 @@ def _prove(source: str, cache: str, board: str, time_limit: float, cpu: int | No
     return run_json(command, dict(os.environ, NUMBA_CACHE_DIR=cache), source, "proof")
 
 
+class RevisionFailed(RuntimeError):
+    """A revision's process failed, or did not do what is measured: ``main_command`` ends
+    the command with its message."""
+
+
 def run_json(command: list[str], environment: dict, source: str, what: str) -> dict:
     """``command`` run in the checkout ``source``: its last printed line, read as JSON
-    (RuntimeError with the end of its stderr when it fails)."""
+    (RevisionFailed with the end of its stderr when it fails)."""
     done = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=source)
     if done.returncode:
-        raise RuntimeError(f"{what} failed in {source}:\n{done.stderr[-3000:]}")
+        raise RevisionFailed(f"{what} failed in {source}:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main_command(main):
+    """``main()`` as the command runs it: Ctrl-C, a full disk (``flags.run_command``) and a
+    failing revision each end it in a line or two, not a traceback (status 1)."""
+    def checked():
+        try:
+            return main()
+        except RevisionFailed as error:
+            print(f"{os.path.basename(sys.argv[0])}: error: {error}", file=sys.stderr)
+            raise SystemExit(1) from None
+
+    return flags.run_command(checked, "nothing was written and the worktrees are removed; run the command again")
+
+
+def described(text: str) -> dict:
+    """What a revision argument named, for the report: its commit and, for ``WORKTREE``,
+    whether the checkout had changes beyond it."""
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD" if text == "WORKTREE" else f"{text}^{{commit}}"],
+                            capture_output=True, text=True).stdout.strip()
+    found = {"given": text, "commit": commit}
+    if text == "WORKTREE":
+        found["changed"] = bool(subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                                               capture_output=True, text=True).stdout.strip())
+    return found
 
 
 def revision(text: str) -> str:
@@ -132,7 +162,8 @@ def main(argv=None) -> dict:
         for name, source, cache in zip((args.old, args.new), sources, caches):  # compile outside the measurements
             print(f"compiling {name}'s solver into a fresh numba cache (minutes on a small machine)", file=sys.stderr,
                   flush=True)
-            _prove(source, cache, boards[0], args.time_limit, args.cpu)
+            _require_proven(_prove(source, cache, boards[0], args.time_limit, args.cpu), boards[0], args.time_limit,
+                            name)
         seconds = np.full((2, len(boards)), np.inf)
         nodes = np.zeros((2, len(boards)), np.int64)
         lengths = np.zeros((2, len(boards)), np.int64)
@@ -141,8 +172,7 @@ def main(argv=None) -> dict:
                 for b, board in enumerate(boards):
                     for v in range(2):
                         record = _prove(sources[v], caches[v], board, args.time_limit, args.cpu)
-                        if not record["optimal"]:
-                            raise RuntimeError(f"{board}: not proven within {args.time_limit} s")
+                        _require_proven(record, board, args.time_limit, (args.old, args.new)[v])
                         seconds[v, b] = min(seconds[v, b], record["seconds"])
                         nodes[v, b], lengths[v, b] = record["nodes"], record["length"]
                         bar.update()
@@ -151,7 +181,9 @@ def main(argv=None) -> dict:
 
     ratio = seconds[1] / seconds[0]
     report = {
-        "benchmark": "compare_solvers", "old": args.old, "new": args.new, "rounds": args.rounds,
+        "benchmark": "compare_solvers", "old": described(args.old), "new": described(args.new),
+        "machine": machine.measured_on(package=False), "cpu_pinned": args.cpu, "time_limit": args.time_limit,
+        "rounds": args.rounds,
         "boards": boards, "lengths": lengths[0].tolist(),
         "seconds": {"old": seconds[0].tolist(), "new": seconds[1].tolist()},
         "nodes": {"old": nodes[0].tolist(), "new": nodes[1].tolist()},
@@ -173,5 +205,11 @@ def main(argv=None) -> dict:
     return report
 
 
+def _require_proven(record: dict, board: str, time_limit: float, name: str) -> None:
+    if not record["optimal"]:
+        raise RevisionFailed(f"{name} did not prove {board} within --time-limit {time_limit:g} s "
+                             f"(the comparison times proofs): give a larger one")
+
+
 if __name__ == "__main__":
-    flags.run_command(main, "nothing was written and the worktrees are removed; run the command again")
+    main_command(main)

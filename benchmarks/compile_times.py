@@ -25,8 +25,8 @@ import sys
 
 import numpy as np
 
-from compare_solvers import checked_out, revisions_parser, run_json  # benchmarks/compare_solvers.py
-from jaxdust.core import files, flags
+from compare_solvers import checked_out, described, main_command, revisions_parser, run_json  # benchmarks/
+from jaxdust.core import files, flags, machine
 from jaxdust.core.progress import progress_bar
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -152,7 +152,8 @@ def main(argv=None) -> dict:
         print(f"| {program} | {old['first_call_cpu_s']:.2f} | {new['first_call_cpu_s']:.2f} | "
               f"{rows[program]['first_call_ratio']:.2f} | {old['warm_ms']:.2f} | {new['warm_ms']:.2f} | "
               f"{rows[program]['warm_ratio']:.2f} |")
-    report = {"benchmark": "compile_times", "old": args.old, "new": args.new, "rounds": args.rounds, "rows": rows}
+    report = {"benchmark": "compile_times", "old": described(args.old), "new": described(args.new),
+              "machine": machine.measured_on(package=False), "rounds": args.rounds, "rows": rows}
     files.atomic_write_json(args.out, report)
     print(f"\nwrote {args.out}")
     # Kept, not raised before the write: a change of tie-break is a reason to look, and the
@@ -163,5 +164,5 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    report = flags.run_command(main, "nothing was written and the worktrees are removed; run the command again")
+    report = main_command(main)
     sys.exit(0 if all(row["same_lengths"] for row in report["rows"].values()) else 1)

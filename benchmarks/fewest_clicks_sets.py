@@ -94,6 +94,13 @@ def main(argv=None) -> None:
             records = files.recover_json_lines(args.former_log, repair=False)
         except ValueError as error:
             parser.error(f"--former-log: {error}")
+        fields = ("line", "board", "length", "lower_bound", "optimal")  # what a solver result holds
+        unlike = [index for index, record in enumerate(records, 1)
+                  if not isinstance(record, dict) or not all(field in record for field in fields[:2])
+                  or ("error" not in record and not all(field in record for field in fields))]
+        if unlike:
+            parser.error(f"--former-log: line {unlike[0]} of {args.former_log} is not a result of python -m "
+                         f"jaxdust.solver (it holds {', '.join(fields)}, or an error)")
         expected = {number: text for number, text in enumerate(former_boards().splitlines(), 1)
                     if text and not text.startswith("#")}
         foreign = [record.get("line") for record in records

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -67,8 +68,13 @@ def clears(board, clicks) -> bool:
     return not np.asarray(after).any()
 
 
+def pinned(cpu: int, command: list[str]) -> list[str]:
+    """``command`` run on core ``cpu`` where ``taskset`` is at hand (Linux), else as it is."""
+    return ["taskset", "-c", str(cpu), *command] if shutil.which("taskset") else command
+
+
 def run_ours(text, width, height, limit, bits, cpu) -> dict:
-    result = subprocess.run(["taskset", "-c", str(cpu), sys.executable, "-c", OURS], capture_output=True, text=True,
+    result = subprocess.run(pinned(cpu, [sys.executable, "-c", OURS]), capture_output=True, text=True,
                             input=json.dumps([text, width, height, limit, bits]), timeout=limit + 600)
     if result.returncode:
         raise RuntimeError(result.stderr[-2000:])
@@ -78,7 +84,7 @@ def run_ours(text, width, height, limit, bits, cpu) -> dict:
 
 
 def run_theirs(grid, height, limit, checkout, cpu) -> dict:
-    process = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", THEIRS], cwd=checkout,
+    process = subprocess.Popen(pinned(cpu, [sys.executable, "-c", THEIRS]), cwd=checkout,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = process.communicate(json.dumps([grid, limit]), timeout=limit)

@@ -155,7 +155,7 @@ def main(argv=None):
             parser.error(f"--{learner}-flags train on {size.size_text} boards under the {size.rules} rules; "
                          "this benchmark plays 8x6x5 dust boards")
     sets = board_sets(args.boards, args.seed)
-    report = {"benchmark": "learners", "cpu": machine.cpu_name(),
+    report = {"benchmark": "learners", "measured_on": machine.measured_on(), "cpu": machine.cpu_name(),
               "cpu_count": machine.cpu_cores(), "backend": jax.default_backend(),
               "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "seed": args.seed,
               "proven_file": os.path.basename(PROVEN_FILE),
@@ -211,7 +211,10 @@ def main(argv=None):
     rows = {**{f"{name} ({row['training_seconds'] / 60:.1f} min)": row for name, row in report["learners"].items()},
             **report["references"]}
     hardware = f"{report['cpu_count']} cores, {report['backend']}"
-    print_table(f"Learners, default runs; {args.boards} fresh random 8x6 boards, mean clicks ({hardware})",
+    given = [f"{learner}: {flags_given}" for learner in args.learners
+             if (flags_given := getattr(args, f"{learner}_flags").strip())]
+    runs_were = f"runs with extra flags ({'; '.join(given)})" if given else "default runs"
+    print_table(f"Learners, {runs_were}; {args.boards} fresh random 8x6 boards, mean clicks ({hardware})",
                 {name: row["fresh"] for name, row in rows.items()}, proven=False)
     print_table(f"The same on the {len(sets['proven'][1])} proven boards of {os.path.basename(PROVEN_FILE)}: mean clicks (share optimal); "
                 f"mean optimum {np.mean(sets['proven'][1]):.2f}",

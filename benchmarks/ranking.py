@@ -68,8 +68,8 @@ def main(argv=None) -> dict:
         scorers[f"{trained.learner} value, one-click lookahead ({label})"] = (lookahead_scorer(trained.scorer), trained.params)
         if trained.evaluator is not None:
             policies[f"{trained.learner} policy ({label})"] = (trained.evaluator, trained.params)
-    report = {"benchmark": "ranking", "set": os.path.abspath(args.set), "positions": len(records),
-              "cpu": machine.cpu_name(), "scorers": {}}
+    report = {"benchmark": "ranking", "measured_on": machine.measured_on(), "set": os.path.abspath(args.set),
+              "positions": len(records), "cpu": machine.cpu_name(), "scorers": {}}
     for name, (scorer, params) in scorers.items():
         report["scorers"][name] = ranking.ranking_metrics(ranking.scorer_scores(records, scorer, params), records)
     for name, (evaluator, params) in policies.items():  # a policy ranks clusters; it estimates no clicks
@@ -94,6 +94,7 @@ def main(argv=None) -> dict:
             pairs = " | ".join(_number(m["bias_of_best_by_cells_left"][b]) + " / " + _number(m["bias_of_rest_by_cells_left"][b])
                                for b in buckets)
             print(f"| {name} | {pairs} |")
+    print(f"\nwrote {args.out}")
     return report
 
 

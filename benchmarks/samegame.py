@@ -44,6 +44,7 @@ from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.play import play_boards
 from jaxdust.core.progress import progress_bar
 from jaxdust.evaluation import baselines, stats
+from jaxdust.search.points import MAX_CELLS as points_beam_cells
 from jaxdust.solver import points as points_search
 
 def main(argv=None) -> dict:
@@ -65,11 +66,15 @@ def main(argv=None) -> dict:
     if game.rules_of(size.rules).objective == "clicks":
         parser.error(f"--{'env' if args.env else 'size'}: this benchmark plays the points and cells-left rules "
                      f"(samegame, clickomania), not {size.rules!r}; fewest clicks: evaluate.py")
+    if size.num_cells > points_beam_cells:  # before minutes of the other agents' play
+        parser.error(f"--{'env' if args.env else 'size'}: the JAX beam (--jax-widths) takes boards of at most "
+                     f"{points_beam_cells:,} cells, and {size.size_spec} has {size.num_cells:,}")
     rules = size.rules
     keys = jax.random.split(jax.random.key(args.seed), args.boards)
     boards = jax.vmap(lambda key: game.random_board(key, size))(keys)
     cap = size.num_cells  # every legal click removes 2 or more cells
-    report = {"benchmark": "samegame", "rules": rules, "objective": game.rules_of(rules).objective,
+    report = {"benchmark": "samegame", "measured_on": machine.measured_on(), "rules": rules,
+              "objective": game.rules_of(rules).objective,
               "boards": args.boards, "size": [size.width, size.height, size.colors], "seed": args.seed,
               "backend": jax.default_backend(), "cpu": machine.cpu_name(), "cpu_count": os.cpu_count(), "agents": {}}
     # agent -> each board's measure (points, or cells left under clickomania), for the NMCS-2 subset's row

@@ -110,4 +110,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(flags.run_command(main, "nothing was written; run the command again"))
+    sys.exit(flags.run_command(main, "the sizes checked so far are in its --out; the same command checks them all "
+                                     "again"))

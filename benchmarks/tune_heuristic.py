@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 import jaxdust
-from jaxdust.core import files, flags
+from jaxdust.core import files, flags, machine
 from jaxdust.search import heuristic
 from jaxdust.solver import bitboard
 from jaxdust.solver.upper_bound import beam_upper_bound
@@ -118,9 +118,12 @@ def main(argv=None):
     parser.add_argument("--out", type=flags.output_file, default=None,
                         help="JSON report (default results/tune_heuristic.json, or tune_heuristic_former.json)")
     args = parser.parse_args(argv)
-    report = tune_former(args) if args.rules == "former" else tune_dust(args)
+    report = {"benchmark": "tune_heuristic", "measured_on": machine.measured_on(),
+              **(tune_former(args) if args.rules == "former" else tune_dust(args))}
     suffix = "" if args.rules == "dust" else f"_{args.rules}"
-    files.atomic_write_json(args.out or os.path.join("results", f"tune_heuristic{suffix}.json"), report)
+    out = args.out or os.path.join("results", f"tune_heuristic{suffix}.json")
+    files.atomic_write_json(out, report)
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

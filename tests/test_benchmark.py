@@ -1,5 +1,6 @@
 """The fewest-clicks benchmark: its published sets, the scorer and the leaderboard script."""
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -515,6 +516,10 @@ def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path
     both = subprocess.run([sys.executable, "benchmarks/fewest_clicks_sets.py", "--former-log", str(log),
                            "--former-boards", str(tmp_path / "boards.txt")], cwd=ROOT, capture_output=True, text=True)
     assert both.returncode == 2 and "not allowed with argument" in both.stderr  # one job a call, not one of two
+    log.write_text(json.dumps(record(3, 14, 13, 100, 9.0)) + "\n" + '{"a": 1}\n')  # JSON lines, of something else
+    other = subprocess.run([sys.executable, "benchmarks/fewest_clicks_sets.py", "--former-log", str(log)],
+                           cwd=ROOT, capture_output=True, text=True)  # was a KeyError's traceback
+    assert other.returncode == 2 and f"line 2 of {log} is not a result of python -m jaxdust.solver" in other.stderr
 
 
 def test_the_committed_former_proofs_are_of_the_set_and_their_lines_clear_their_boards(monkeypatch):
@@ -601,8 +606,37 @@ def test_compile_times_compares_two_revisions_program_by_program(tmp_path):
             assert row[side]["first_call_cpu_s"] > 0 and row[side]["warm_ms"] > 0
         assert 0.2 < row["first_call_ratio"] < 5 and 0.1 < row["warm_ratio"] < 10 and row["same_lengths"]
     assert "| solver_key |" in result.stdout and "| env_4096 |" in result.stdout
+    report = json.loads(out.read_text())  # what was compared, as commits, and where
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert report["old"]["given"] == "WORKTREE" and report["old"]["commit"] == head and "changed" in report["old"]
+    assert {"cpu", "cores", "jax", "numba"} <= set(report["machine"])
     refused = subprocess.run([*command[:6], "--programs", "nope"], cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode == 2 and "unknown programs" in refused.stderr
+
+
+def test_compare_solvers_ends_in_one_line_where_a_revision_proves_nothing(tmp_path, monkeypatch, capsys):
+    """A --time-limit too small for the proofs (or a revision whose process fails) ended in a
+    RuntimeError's traceback; it ends in one line, status 1, before the rounds begin."""
+    compare = _benchmark("compare_solvers", monkeypatch)
+    proofs = []
+
+    @contextlib.contextmanager
+    def here(*revisions):
+        yield [ROOT] * len(revisions), str(tmp_path)
+
+    def unproven(*args):
+        proofs.append(args)
+        return {"optimal": False, "seconds": 0.001, "nodes": 10, "length": 13}
+
+    monkeypatch.setattr(compare, "checked_out", here)
+    monkeypatch.setattr(compare, "_prove", unproven)
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main_command(lambda: compare.main(["WORKTREE", "HEAD", "--boards", "2", "--time-limit", "0.001",
+                                                   "--out", str(tmp_path / "c.json")]))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "Traceback" not in err
+    assert "error: WORKTREE did not prove" in err and "within --time-limit 0.001 s" in err, err
+    assert len(proofs) == 1 and not (tmp_path / "c.json").exists()  # the first (compiling) proof said so
 
 
 def _benchmark(name: str, monkeypatch):

@@ -596,3 +596,18 @@ def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch, capsys
     row = rows["beam 1 (numba)"]
     assert (f"| beam 1 (numba) | 4 | {row['mean_cells_left']:.1f} | {100 * row['cleared']:.0f}% | "
             f"{row['mean_points']:.1f} |") in table
+
+
+def test_samegame_benchmark_refuses_boards_its_jax_beam_cannot_take_before_playing(tmp_path, monkeypatch, capsys):
+    """A 100x100 board played the random and largest-group agents for minutes, then ended
+    in the JAX beam's traceback; it is refused in one line first."""
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+    import samegame
+
+    monkeypatch.setattr(samegame, "play_boards", lambda *args, **kwargs: pytest.fail("played before refusing"))
+    with pytest.raises(SystemExit) as exit_info:
+        samegame.main(["--size", "100x100x5", "--boards", "2", "--out", str(tmp_path / "s.json")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "--size: the JAX beam (--jax-widths) takes boards of at most 4,096 cells, and samegame:100x100x5 has " \
+           "10,000" in err, err

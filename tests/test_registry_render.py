@@ -60,11 +60,35 @@ def test_an_env_shows_the_rewards_only_where_its_rules_pay_them():
     ("dust-8x6x5-v0", {}, "unknown environment"),
     ("Dust-8x6x5-v0", {"colours": 4}, "no field(s) colours"),
     ("Dust-8x6x5-v0", {"max_clicks": 0}, "max_clicks must be >= 1"),
+    # the state's click count is int32: 2^31 was taken, then failed in the first step's jit
+    ("Dust-8x6x5-v0", {"max_clicks": 2**31}, "max_clicks must be >= 1 and below 2^31"),
 ])
 def test_make_names_what_is_wrong(env_id, kwargs, message):
     with pytest.raises(ValueError) as error:
         jaxdust.make(env_id, **kwargs)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize("width, height, rules, words", [
+    (216, 216, "samegame", "a 216x216 board has 46,656 cells; under the samegame rules a board holds at most 46,342"),
+    (65536, 32769, "dust", "a board holds at most 2,147,483,647"),
+])
+def test_boards_too_large_for_int32_figures_are_refused(width, height, rules, words):
+    """A 216x216 SameGame board's one group scored -2118370560 points (int32 wrapped round)."""
+    with pytest.raises(ValueError, match=words):
+        jaxdust.GameConfig(width, height, 1, rules)
+    if width * height < 10**5:  # a board as an array: score, replay, the env's reset
+        with pytest.raises(ValueError, match=words):
+            jaxdust.score(np.ones((width, height), np.int8), [(0, 0)], rules=rules)
+    assert jaxdust.GameConfig(215, 215, 1, "samegame").num_cells == 46_225  # points up to 46,223^2 + 1000
+
+
+def test_float_settings_out_of_float32s_range_are_refused():
+    """Rewards (and every config's floats) are float32 in arrays: a reward of 1e40 passed
+    as finite and became inf there."""
+    with pytest.raises(ValueError, match=r"clear must be within float32's range \(\+-3.403e\+38\), got 1e\+40"):
+        jaxdust.Rewards(clear=1e40)
+    assert jaxdust.Rewards(clear=3e38).clear == 3e38
 
 
 def test_rgb_frames_show_each_cell_in_its_colour():

@@ -1374,8 +1374,12 @@ def test_solver_benchmark_runs_without_reference_boards(tmp_path, boards_dir):
     result = subprocess.run([sys.executable, "benchmarks/solver.py", "--sets", "8x4", "--reference-boards", "0",
                              "--jobs", "1", "--out", str(out)], capture_output=True, text=True, cwd=boards_dir.parent.parent)
     assert result.returncode == 0, result.stderr[-2000:]
-    summary = json.loads(out.read_text())["sets"]["8x4"]
+    report = json.loads(out.read_text())
+    summary = report["sets"]["8x4"]
     assert summary["proven"] == summary["boards"] == 60
+    # what the figures were measured on and with (machine.measured_on), as every benchmark's report says
+    assert report["measured_on"]["jaxdust"] == jaxdust.__version__ and report["measured_on"]["cores"] >= 1
+    assert {"cpu", "backend", "device", "jax", "numba", "python"} <= set(report["measured_on"])
     assert summary["reference"]["boards"] == 0 and summary["reference"]["median_speedup_where_both_proved"] is None
     bad = subprocess.run([sys.executable, "benchmarks/solver.py", "--reference-boards", "-1"],
                          capture_output=True, text=True, cwd=boards_dir.parent.parent)

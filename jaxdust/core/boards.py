@@ -221,6 +221,7 @@ def parse_board(data, width: int | None = None, height: int | None = None, rules
             raise ValueError(f"board has shape {array.shape}, expected {expected}")
     if array.shape[0] < 2 or array.shape[1] < 1:
         raise ValueError(f"board must be at least 2 wide and 1 high, got shape {array.shape}")
+    game.require_cells(*array.shape, rules)
     if array.size and (array.min() < 0 or array.max() > game.MAX_COLORS):
         bad = np.argwhere((array < 0) | (array > game.MAX_COLORS))[0]
         raise ValueError(

@@ -74,10 +74,14 @@ class FieldError(ValueError):
         return type(self), (self.field, self.problem)
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), layers=(), wide=()) -> None:
     """Range checks for a config's ``__post_init__``: FieldError for the first field out of
-    range. Every number named must also be finite and (for int fields) an int below 2^31
-    (sizes, counts and indices become int32 in arrays) unless named in ``wide`` (totals
+    range. Every number named must also be finite, a float field's within float32's range
+    and an int field's an int below 2^31 (sizes, counts and indices become int32 in arrays,
+    floats float32) unless named in ``wide`` (totals
     that stay Python ints); ``layers`` are tuples (or lists, as JSON keeps them) of
     positive ints: widths or channels."""
     for name in layers:
@@ -103,6 +107,8 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
                 raise FieldError(name, f"must be a number, got {type(value).__name__} {value!r}")
             if not math.isfinite(value) or not ok(value):
                 raise FieldError(name, f"must be {wanted}, got {value!r}")
+            if hints[name] is float and abs(value) > FLOAT32_MAX:  # float32 in arrays: it would be inf there
+                raise FieldError(name, f"must be within float32's range (+-{FLOAT32_MAX:.4g}), got {value!r}")
             if hints[name] is int and value >= flags.INT32_LIMIT and name not in wide:
                 raise FieldError(name, f"must be below 2^31 = {flags.INT32_LIMIT:,}, got {value!r}")
 

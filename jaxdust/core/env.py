@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxdust.core import configs, game, render
+from jaxdust.core import configs, flags, game, render
 from jaxdust.core.boards import require_settled
 from jaxdust.core.game import GameConfig
 
@@ -132,8 +132,8 @@ class DustEnv:
             raise TypeError(f"max_clicks must be an int or None, got {self.max_clicks!r}")
         if self.max_clicks is not None:  # a numpy integer, as GameConfig's sizes are taken, stored as an int
             object.__setattr__(self, "max_clicks", int(self.max_clicks))
-        if self.max_clicks is not None and self.max_clicks < 1:
-            raise ValueError(f"max_clicks must be >= 1 or None, got {self.max_clicks}")
+        if self.max_clicks is not None and not 1 <= self.max_clicks < flags.INT32_LIMIT:  # an int32 in the state
+            raise ValueError(f"max_clicks must be >= 1 and below 2^31, or None, got {self.max_clicks}")
         if not isinstance(self.auto_reset, bool):  # a string "false" would turn it on
             raise TypeError(f"auto_reset must be True or False, got {self.auto_reset!r}")
 

@@ -56,6 +56,10 @@ RULES = {rules.name: rules for rules in (
     Rules("clickomania", 2, "left", "cells_left"),
 )}
 CLEAR_BONUS = 1000  # SameGame's points for a cleared board
+# A game's points, at most (cells - 2)^2 + CLEAR_BONUS, and every flat action (x * H + y)
+# are int32: boards past these sizes would wrap round to negative figures.
+MAX_BOARD_CELLS = 2**31 - 1
+MAX_POINTS_CELLS = 46_342
 
 
 def rules_of(name: str) -> Rules:
@@ -96,6 +100,18 @@ def is_integer(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+def require_cells(width: int, height: int, rules: str) -> None:
+    """ValueError for a board too large for int32 figures: its flat actions, and under
+    SameGame's points (``(n - 2)^2`` a group) a whole game's points."""
+    cells = width * height
+    if rules_of(rules).objective == "points" and cells > MAX_POINTS_CELLS:
+        raise ValueError(f"a {width}x{height} board has {cells:,} cells; under the {rules} rules a board holds at "
+                         f"most {MAX_POINTS_CELLS:,}, whose points ((n - 2)^2 a group of n) fit 32-bit integers")
+    if cells > MAX_BOARD_CELLS:
+        raise ValueError(f"a {width}x{height} board has {cells:,} cells; a board holds at most {MAX_BOARD_CELLS:,} "
+                         f"(2^31 - 1: its clicks are 32-bit cell numbers)")
+
+
 @dataclasses.dataclass(frozen=True)
 class GameConfig:
     """Static size and rule set of a game. Hashable, so it can be a ``jit`` static argument."""
@@ -120,6 +136,7 @@ class GameConfig:
             raise ValueError(f"height must be >= 1, got {self.height}")
         if not 1 <= self.colors <= MAX_COLORS:
             raise ValueError(f"colors must be in 1..{MAX_COLORS}, got {self.colors}")
+        require_cells(self.width, self.height, self.rules)
 
     @property
     def shape(self) -> tuple[int, int]:

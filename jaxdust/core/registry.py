@@ -69,7 +69,9 @@ def make(env_id: str, **overrides) -> DustEnv:
 
 ID_PREFIX = {"dust": "Dust", "former": "Former", "samegame": "SameGame", "clickomania": "Clickomania"}
 
-CLICKS_PER_CELL = 4  # the click cap of every registered id: a game of random clicks ends well before it
+# The click cap of every registered id: a game of random legal clicks ends well before it;
+# uniformly random clicks (wasted ones too) can reach it.
+CLICKS_PER_CELL = 4
 
 # The dust game's board sets in data/boards and the sizes of the throughput table; NRK's
 # daily Former puzzle; the SameGame research benchmark's size; a Clickomania size.
