@@ -89,7 +89,7 @@ def main(argv=None):
     best_known = np.array([r.values[-1] for r in records])
     device = jax.devices()[0]
     rows = {}
-    report = {"benchmark": "beam", "measured_on": machine.measured_on(), "boards": len(boards),
+    report = {"benchmark": "beam", "measured_on": machine.measured_on(jaxdust.__version__), "boards": len(boards),
               "width": args.width,
               "best_known_mean": float(best_known.mean()), "backend": jax.default_backend(),
               "device_kind": device.device_kind, "cpu": machine.cpu_name(),

@@ -186,7 +186,7 @@ def main(argv=None) -> dict:
 
     device = all_devices[0]
     report = {
-        "measured_on": machine.measured_on(),
+        "measured_on": machine.measured_on(jaxdust.__version__),
         "benchmark": "env_throughput",
         "board": {"width": config.width, "height": config.height, "colors": config.colors},
         "backend": jax.default_backend(),

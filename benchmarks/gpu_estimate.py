@@ -263,7 +263,7 @@ def main(argv=None) -> dict:
         print(f"| {row['program']} | {row['batch']:,} | {row['passes']} | {row['flops'] / row['batch']:,.0f} | "
               f"{row['bytes'] / row['batch']:,.0f} | {row['bound']} | {row['roofline_per_s']:,.3g} {row['item']}s | "
               f"{row['memory_per_item']:,.0f} B | {largest} |")
-    report = {"benchmark": "gpu_estimate", "estimate": True, "measured_on": machine.measured_on(), "gpu": GPU,
+    report = {"benchmark": "gpu_estimate", "estimate": True, "measured_on": machine.measured_on(jaxdust.__version__), "gpu": GPU,
               "jax": jax.__version__, "rows": rows}
     files.atomic_write_json(args.out, report)
     print(f"wrote {args.out}")

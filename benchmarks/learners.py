@@ -26,7 +26,8 @@ import time
 import jax
 import numpy as np
 
-from jaxdust.core import configs, files, flags, game, machine
+import jaxdust
+from jaxdust.core import files, flags, game, machine
 from jaxdust.core.boards import BOARDS_DIR, read_board_file
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, plots
@@ -122,7 +123,7 @@ def other_settings(argv: list[str], run_dir: str) -> str | None:
     if saved_learner.name != args.learner:
         return f"another learner ({saved_learner.name})"
     if saved != wanted:  # named: a field added since the run was saved reads as its old behaviour
-        return f"other settings ({configs.differences(configs.to_json(saved), configs.to_json(wanted))})"
+        return f"other settings ({runs.setting_differences(saved, wanted)})"
     kept = runs.read_run_flags(run_dir)
     for name, default in {**runs.RUN_FLAGS, **saved_learner.run_flags}.items():
         given = default if getattr(args, name, None) is None else getattr(args, name)  # as a new run takes it
@@ -155,7 +156,7 @@ def main(argv=None):
             parser.error(f"--{learner}-flags train on {size.size_text} boards under the {size.rules} rules; "
                          "this benchmark plays 8x6x5 dust boards")
     sets = board_sets(args.boards, args.seed)
-    report = {"benchmark": "learners", "measured_on": machine.measured_on(), "cpu": machine.cpu_name(),
+    report = {"benchmark": "learners", "measured_on": machine.measured_on(jaxdust.__version__), "cpu": machine.cpu_name(),
               "cpu_count": machine.cpu_cores(), "backend": jax.default_backend(),
               "device_kind": jax.devices()[0].device_kind, "boards": args.boards, "seed": args.seed,
               "proven_file": os.path.basename(PROVEN_FILE),

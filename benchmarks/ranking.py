@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 
+import jaxdust
 from jaxdust.core import files, flags, machine
 from jaxdust.core.game import GameConfig
 from jaxdust.evaluation import ranking
@@ -68,7 +69,7 @@ def main(argv=None) -> dict:
         scorers[f"{trained.learner} value, one-click lookahead ({label})"] = (lookahead_scorer(trained.scorer), trained.params)
         if trained.evaluator is not None:
             policies[f"{trained.learner} policy ({label})"] = (trained.evaluator, trained.params)
-    report = {"benchmark": "ranking", "measured_on": machine.measured_on(), "set": os.path.abspath(args.set),
+    report = {"benchmark": "ranking", "measured_on": machine.measured_on(jaxdust.__version__), "set": os.path.abspath(args.set),
               "positions": len(records), "cpu": machine.cpu_name(), "scorers": {}}
     for name, (scorer, params) in scorers.items():
         report["scorers"][name] = ranking.ranking_metrics(ranking.scorer_scores(records, scorer, params), records)

@@ -73,7 +73,7 @@ def main(argv=None) -> dict:
     keys = jax.random.split(jax.random.key(args.seed), args.boards)
     boards = jax.vmap(lambda key: game.random_board(key, size))(keys)
     cap = size.num_cells  # every legal click removes 2 or more cells
-    report = {"benchmark": "samegame", "measured_on": machine.measured_on(), "rules": rules,
+    report = {"benchmark": "samegame", "measured_on": machine.measured_on(jaxdust.__version__), "rules": rules,
               "objective": game.rules_of(rules).objective,
               "boards": args.boards, "size": [size.width, size.height, size.colors], "seed": args.seed,
               "backend": jax.default_backend(), "cpu": machine.cpu_name(), "cpu_count": os.cpu_count(), "agents": {}}

@@ -82,7 +82,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=flags.output_file, default="results/solver.json")
     args = parser.parse_args(argv)
 
-    report = {"benchmark": "solver", "measured_on": machine.measured_on(), "cpu": machine.cpu_name(),
+    report = {"benchmark": "solver", "measured_on": machine.measured_on(jaxdust.__version__), "cpu": machine.cpu_name(),
               "cpu_count": os.cpu_count(), "jobs": args.jobs, "time_limit": args.time_limit,
               "reference_limit": args.reference_limit, "sets": {}}
     for name in args.sets:

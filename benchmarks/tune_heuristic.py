@@ -118,7 +118,7 @@ def main(argv=None):
     parser.add_argument("--out", type=flags.output_file, default=None,
                         help="JSON report (default results/tune_heuristic.json, or tune_heuristic_former.json)")
     args = parser.parse_args(argv)
-    report = {"benchmark": "tune_heuristic", "measured_on": machine.measured_on(),
+    report = {"benchmark": "tune_heuristic", "measured_on": machine.measured_on(jaxdust.__version__),
               **(tune_former(args) if args.rules == "former" else tune_dust(args))}
     suffix = "" if args.rules == "dust" else f"_{args.rules}"
     out = args.out or os.path.join("results", f"tune_heuristic{suffix}.json")

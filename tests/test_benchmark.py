@@ -784,7 +784,7 @@ def test_the_learners_benchmark_reuses_a_finished_run_only_with_the_same_run_fla
     assert learners_benchmark.other_settings([*argv, "--eval-boards", "64"], run_dir) == "--eval-boards 256, not 64"
     assert learners_benchmark.other_settings([*argv, "--eval-every", "7"], run_dir) == "--eval-every 5, not 7"
     assert learners_benchmark.other_settings([*argv[:-4], "--seed", "1", *argv[-2:]], run_dir) == "--seed 0, not 1"
-    assert learners_benchmark.other_settings([*argv[:-1], "80"], run_dir) == "other settings (total_updates 40, not 80)"
+    assert learners_benchmark.other_settings([*argv[:-1], "80"], run_dir) == "other settings (--total-updates 40, not 80)"
 
 
 def test_the_learners_benchmark_stops_in_one_line_when_minutes_stop_a_run(tmp_path, monkeypatch, capsys):

@@ -55,6 +55,8 @@ from jaxdust.core.game import GameConfig
 
 
 class StepType(enum.IntEnum):
+    """Where a ``TimeStep`` stands in its episode (dm_env's and Jumanji's convention)."""
+
     FIRST = 0
     MID = 1
     LAST = 2
@@ -62,6 +64,9 @@ class StepType(enum.IntEnum):
 
 @struct.dataclass
 class State:
+    """One game's state (a batch under ``vmap``): its board, the clicks made so far and the
+    key of its next auto-reset board."""
+
     board: jax.Array  # int8 [W, H]
     clicks: jax.Array  # int32 [], clicks made in this episode
     key: jax.Array  # PRNG key [], draws the next auto-reset board
@@ -72,12 +77,19 @@ class State:
 
 
 class Observation(NamedTuple):
+    """What an agent sees: the board, its one-hot colours (channel 0 empty) and the legal
+    clicks (cells whose group the rules let a click remove)."""
+
     board: jax.Array  # int8 [W, H]
     one_hot: jax.Array  # float32 [W, H, colors + 1]
     action_mask: jax.Array  # bool [W * H]
 
 
 class TimeStep(NamedTuple):
+    """A step's outcome, as Jumanji's: its type, the reward, the discount (0 once the game
+    is over, 1 while it goes on or is cut off by ``max_clicks``), the observation, and
+    ``extras``."""
+
     step_type: jax.Array  # int8 []
     reward: jax.Array  # float32 []
     discount: jax.Array  # float32 []

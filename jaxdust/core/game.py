@@ -55,6 +55,8 @@ RULES = {rules.name: rules for rules in (
     Rules("samegame", 2, "left", "points"),
     Rules("clickomania", 2, "left", "cells_left"),
 )}
+"""The four rule sets by name (RULES.md): the smallest group a click removes, where the
+columns slide once one empties, and what a game is scored by."""
 CLEAR_BONUS = 1000  # SameGame's points for a cleared board
 # A game's points, at most (cells - 2)^2 + CLEAR_BONUS, and every flat action (x * H + y)
 # are int32: boards past these sizes would wrap round to negative figures.

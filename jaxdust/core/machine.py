@@ -30,16 +30,15 @@ def cpu_description() -> str:
     return f"{cpu_name()}, {cores} core{'s' if cores > 1 else ''}"
 
 
-def measured_on(package: bool = True) -> dict:
+def measured_on(jaxdust_version: str | None) -> dict:
     """What a report's figures were measured with: the CPU, the cores this process may use,
-    JAX's backend and device, and the versions of jax, numba, Python and (``package``)
-    jaxdust; a comparison of two revisions leaves jaxdust out, as each brings its own."""
+    JAX's backend and device, and the versions of jax, numba, Python and jaxdust (given by
+    the caller, ``jaxdust.__version__``; None for a comparison of two revisions, each of
+    which brings its own)."""
     import jax  # here, not above: the questions above are answered without JAX
     import numba
-
-    from jaxdust import __version__
 
     found = {"cpu": cpu_name(), "cores": cpu_cores(), "backend": jax.default_backend(),
              "device": jax.devices()[0].device_kind, "jax": jax.__version__, "numba": numba.__version__,
              "python": platform.python_version()}
-    return {"jaxdust": __version__, **found} if package else found
+    return found if jaxdust_version is None else {"jaxdust": jaxdust_version, **found}

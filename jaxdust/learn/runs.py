@@ -533,11 +533,11 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
         began = "; it never finished a step, so without --resume these settings start there anew" if \
             never_began(directory) else ""
         raise RunError(f"{directory} holds a run of {saved_learner.name} with other settings "
-                       f"({_setting_differences(saved_config, config)}): "
+                       f"({setting_differences(saved_config, config)}): "
                        f"resume it with the same ones or use another --run-dir{began}")
 
 
-def _setting_differences(saved, asked) -> str:
+def setting_differences(saved, asked) -> str:
     """How a run's settings differ from those asked for, by the flags that give them: its
     board as ``--size former:6x5x4, not 6x5x4``, the rest as ``--hidden 16, not 32``."""
     asked_json = configs.to_json(asked)

@@ -2,7 +2,7 @@
 
 A board of at most 64 cells is ``planes``: uint64 ``[colors]``, bit ``x * height + y`` of
 ``planes[c]`` set where cell ``(x, y)`` holds colour ``c + 1`` (the flat action index of
-``jaxdust.game``). Geometry lives in ``Geometry``, a tuple of masks built once per board
+``jaxdust.core.game``). Geometry lives in ``Geometry``, a tuple of masks built once per board
 size. Every function here is ``numba.njit``; they allocate nothing on the hot path. The
 search's helpers are ``inline="always"``: a call copies every field of ``geometry`` onto the
 stack, which costs a good part of what a small helper does.

@@ -1,10 +1,10 @@
 """Search for SameGame's points and Clickomania's cells left on boards of any size (numba).
 
 The rules here run on plain int8 grids ``[W, H]`` (``board[x, y]``, ``y = 0`` the bottom row,
-as ``jaxdust.game``), so the 15x15 research boards fit, which bitboards (64 cells) do not.
+as ``jaxdust.core.game``), so the 15x15 research boards fit, which bitboards (64 cells) do not.
 Two searches, the research baselines for the points objective:
 
-- ``beam_points``: a beam over positions ranked by the objective so far plus an optimistic
+- ``beam`` (its kernel ``beam_points``): a beam over positions ranked by the objective so far plus an optimistic
   estimate of what is left (``_estimate``), keeping each position once.
 - ``nmcs``: nested Monte Carlo search (Cazenave, IJCAI 2009) at levels 1 and 2. Level 0 is
   a random playout that avoids the colour with most cells while another is playable (the
@@ -12,8 +12,8 @@ Two searches, the research baselines for the points objective:
   with a level ``n - 1`` search after it, plays the best, and follows the best line found so
   far when no move does better.
 
-Both return the whole line, so ``jaxdust.score`` checks their results. Every search takes a
-seed; the same seed gives the same line.
+Both return the whole line, so ``jaxdust.score`` checks their results. The beam is
+deterministic; ``nmcs`` takes a seed, and the same seed gives the same line.
 """
 
 from __future__ import annotations
