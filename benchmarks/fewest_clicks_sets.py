@@ -94,7 +94,7 @@ def main(argv=None) -> None:
             records = files.recover_json_lines(args.former_log, repair=False)
         except ValueError as error:
             parser.error(f"--former-log: {error}")
-        fields = ("line", "board", "length", "lower_bound", "optimal")  # what a solver result holds
+        fields = ("line", "board", "length", "lower_bound", "optimal", "nodes", "seconds")  # a solver result's
         unlike = [index for index, record in enumerate(records, 1)
                   if not isinstance(record, dict) or not all(field in record for field in fields[:2])
                   or ("error" not in record and not all(field in record for field in fields))]

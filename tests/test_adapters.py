@@ -325,6 +325,9 @@ def test_gymnasium_envs_compile_once_per_configuration_and_seed_as_sync_vector_e
     for max_clicks in range(1, gym_env.PROGRAMS_KEPT + 9):
         DustGymEnv("Dust-6x6x5-v0", max_clicks=max_clicks)
     assert gym_env._single_programs.cache_info().currsize == gym_env.PROGRAMS_KEPT
+    for max_clicks in range(1, gym_env.PROGRAMS_KEPT + 9):
+        DustVectorEnv(2, "Dust-6x6x5-v0", max_clicks=max_clicks)
+    assert gym_env._vector_programs.cache_info().currsize == gym_env.PROGRAMS_KEPT
     assert DustGymEnv("Dust-6x6x5-v0", max_clicks=gym_env.PROGRAMS_KEPT + 8)._jit_step is \
         DustGymEnv("Dust-6x6x5-v0", max_clicks=gym_env.PROGRAMS_KEPT + 8)._jit_step
 

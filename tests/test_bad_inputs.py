@@ -442,6 +442,17 @@ def test_the_solver_resumes_only_its_own_boards_and_rules(tmp_path, capsys):
     capsys.readouterr()
     record = json.loads(out.read_text())
     assert (record["rules"], record["length"], record["optimal"]) == ("former", 3, True)
+    # Resumed, its lines are replayed under its own rules (8x4 boards whose dust line would
+    # not clear them under former's: 223322 clears under both).
+    eight = tmp_path / "former8x4.txt"
+    eight.write_text("# width=8 height=4 rules=former\n" + "\n".join(
+        jaxdust.board_to_text(jaxdust.random_board(key, jaxdust.GameConfig(8, 4, 3, "former")))
+        for key in jax.random.split(jax.random.key(5), 3)) + "\n")
+    out = tmp_path / "former8x4.jsonl"
+    assert solver_cli.main([str(eight), "--jobs", "1", "--out", str(out)]) == 0
+    written = out.read_bytes()
+    assert solver_cli.main([str(eight), "--jobs", "1", "--out", str(out)]) == 0 and out.read_bytes() == written
+    capsys.readouterr()
     (tmp_path / "points.txt").write_text("# width=3 height=2 rules=samegame\n223322\n")
     assert "declares rules=samegame" in refused("solver-file", [str(tmp_path / "points.txt")], capsys)
 

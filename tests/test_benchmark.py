@@ -520,6 +520,10 @@ def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path
     other = subprocess.run([sys.executable, "benchmarks/fewest_clicks_sets.py", "--former-log", str(log)],
                            cwd=ROOT, capture_output=True, text=True)  # was a KeyError's traceback
     assert other.returncode == 2 and f"line 2 of {log} is not a result of python -m jaxdust.solver" in other.stderr
+    log.write_text(json.dumps({k: v for k, v in record(3, 14, 14, 100, 9.0).items() if k != "seconds"}) + "\n")
+    partial = subprocess.run([sys.executable, "benchmarks/fewest_clicks_sets.py", "--former-log", str(log)],
+                             cwd=ROOT, capture_output=True, text=True)  # the table reads every field
+    assert partial.returncode == 2 and "line 1 of" in partial.stderr and "Traceback" not in partial.stderr
 
 
 def test_the_committed_former_proofs_are_of_the_set_and_their_lines_clear_their_boards(monkeypatch):
@@ -637,6 +641,46 @@ def test_compare_solvers_ends_in_one_line_where_a_revision_proves_nothing(tmp_pa
     assert exit_info.value.code == 1 and "Traceback" not in err
     assert "error: WORKTREE did not prove" in err and "within --time-limit 0.001 s" in err, err
     assert len(proofs) == 1 and not (tmp_path / "c.json").exists()  # the first (compiling) proof said so
+    # The rounds name the revision that failed: here the new one, at its first timed proof.
+    calls = iter(range(100))
+    monkeypatch.setattr(compare, "_prove", lambda *args: {"optimal": next(calls) != 3, "seconds": 0.001,
+                                                          "nodes": 10, "length": 12})
+    with pytest.raises(SystemExit):
+        compare.main_command(lambda: compare.main(["WORKTREE", "HEAD", "--boards", "1", "--out",
+                                                   str(tmp_path / "c.json")]))
+    assert "error: HEAD did not prove" in capsys.readouterr().err
+    # A revision's process that fails is one line too (run_json), not a traceback.
+    with pytest.raises(compare.RevisionFailed, match="proof failed in"):
+        compare.run_json([sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ), ROOT, "proof")
+
+
+def test_compare_solvers_names_each_revision_by_its_commit_and_the_machine(tmp_path, monkeypatch, capsys):
+    compare = _benchmark("compare_solvers", monkeypatch)
+
+    @contextlib.contextmanager
+    def here(*revisions):
+        yield [ROOT] * len(revisions), str(tmp_path)
+
+    monkeypatch.setattr(compare, "checked_out", here)
+    monkeypatch.setattr(compare, "_prove", lambda *args: {"optimal": True, "seconds": 0.01, "nodes": 10,
+                                                          "length": 12})
+    report = compare.main(["WORKTREE", "HEAD~1", "--boards", "1", "--rounds", "1", "--out", str(tmp_path / "c.json")])
+    commit = lambda text: subprocess.run(["git", "rev-parse", text], cwd=ROOT, capture_output=True,  # noqa: E731
+                                         text=True).stdout.strip()
+    assert report["old"]["given"] == "WORKTREE" and report["old"]["commit"] == commit("HEAD")
+    assert isinstance(report["old"]["changed"], bool)
+    assert report["new"] == {"given": "HEAD~1", "commit": commit("HEAD~1")}
+    assert {"cpu", "cores", "jax", "numba"} <= set(report["machine"]) and "jaxdust" not in report["machine"]
+    assert json.loads((tmp_path / "c.json").read_text()) == report
+
+
+def test_equal_times_heuristic_reference_plays_with_the_runs_seed(tmp_path, monkeypatch):
+    equal_time = _benchmark("equal_time", monkeypatch)
+    seeds = []
+    monkeypatch.setattr(equal_time, "play_set", lambda *args, seed, **kwargs: seeds.append(seed) or {})
+    equal_time.reference_play(str(tmp_path / "reference.json"), {"proven": (None, None), "fresh": (None, None)},
+                              {"seed": 3})
+    assert seeds == [3, 3]
 
 
 def _benchmark(name: str, monkeypatch):
@@ -854,3 +898,30 @@ def test_the_learners_benchmark_checks_every_learners_size_before_training_any(t
         learners_benchmark.main(["--learners", "avi,dqn", "--runs-dir", str(tmp_path), "--boards", "2",
                                  "--dqn-flags", "--size 6x4x4", "--out", str(tmp_path / "learners.json")])
     assert exit_info.value.code == 2 and "--dqn-flags train on 6x4x4 boards" in capsys.readouterr().err
+
+
+def test_a_run_given_a_new_label_reuses_its_kept_rows_under_that_label(tmp_path, monkeypatch):
+    """Rows were kept under the label: ``--runs b=RUN`` after ``--runs a=RUN`` played the run
+    again. They are kept by the agent, and shown under the label of the call."""
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "runs" / "x"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(avi.AVIConfig())}))
+    played = []
+
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+        played.append(entry)
+        count = len(boards)
+        return {"points": np.zeros(count), "clicks": np.full(count, 9.0 + len(played)),
+                "cells_left": np.zeros(count), "cleared": np.ones(count, bool)}
+
+    monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
+    monkeypatch.setattr(leaderboard.registry, "require_playable", lambda *args: None)  # it loads the network
+    first = leaderboard.main(["--size", "8x6x5", "--boards", "2", "--entries", "largest", "--runs", "a=runs/x"])
+    count = len(played)
+    again = leaderboard.main(["--size", "8x6x5", "--boards", "2", "--entries", "largest", "--runs", "b=runs/x"])
+    assert len(played) == count > 1  # nothing played again
+    assert sorted(row["agent"] for row in again["rows"]) == sorted(
+        row["agent"].replace("a, ", "b, ") for row in first["rows"])
+    assert [label for label in again["kept"] if label.startswith("b, ")] and not any(
+        label.startswith("a, ") for label in again["kept"])

@@ -570,6 +570,7 @@ def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch, capsys
     report = samegame.main(["--env", "Clickomania-10x10x4-v0", "--boards", "4", "--beam-widths", "1",
                             "--jax-widths", "1", "--nmcs2-boards", "1", "--out", str(out)])
     assert report["rules"] == "clickomania" and report["objective"] == "cells_left" and report["size"] == [10, 10, 4]
+    assert report["measured_on"]["jaxdust"] == jaxdust.__version__ and "backend" in report["measured_on"]
     rows = report["agents"]
     boards = [np.asarray(jaxdust.random_board(key, jaxdust.GameConfig(10, 10, 4, "clickomania")))
               for key in jax.random.split(jax.random.key(0), 4)]

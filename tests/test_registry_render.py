@@ -81,6 +81,10 @@ def test_boards_too_large_for_int32_figures_are_refused(width, height, rules, wo
         with pytest.raises(ValueError, match=words):
             jaxdust.score(np.ones((width, height), np.int8), [(0, 0)], rules=rules)
     assert jaxdust.GameConfig(215, 215, 1, "samegame").num_cells == 46_225  # points up to 46,223^2 + 1000
+    assert jaxdust.GameConfig(2, 23_171, 1, "samegame").num_cells == 46_342  # the largest: 46,340^2 + 1000 < 2^31
+    with pytest.raises(ValueError, match="a 11x4213 board has 46,343 cells"):
+        jaxdust.GameConfig(11, 4213, 1, "samegame")
+    assert jaxdust.GameConfig(216, 216, 1, "clickomania").num_cells == 46_656  # cells left, not points: no cap
 
 
 def test_float_settings_out_of_float32s_range_are_refused():
@@ -88,6 +92,8 @@ def test_float_settings_out_of_float32s_range_are_refused():
     as finite and became inf there."""
     with pytest.raises(ValueError, match=r"clear must be within float32's range \(\+-3.403e\+38\), got 1e\+40"):
         jaxdust.Rewards(clear=1e40)
+    with pytest.raises(ValueError, match="click must be within float32's range"):
+        jaxdust.Rewards(click=-1e40)  # -inf as well
     assert jaxdust.Rewards(clear=3e38).clear == 3e38
 
 

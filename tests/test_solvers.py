@@ -512,11 +512,25 @@ def test_cli_tries_errors_again_and_refuses_results_of_another_shape(tmp_path, b
     assert "solved line 1's board at 8x6, it is read at 6x8 now" in capsys.readouterr().err
 
 
+def _wasted_last(record: dict) -> dict:
+    """``record`` with its last click moved to a cell empty by then: as many clicks, one wasted."""
+    board = jaxdust.parse_board(record["board"], record["width"], record["height"])
+    before, _ = jaxdust.replay(board, record["clicks"][:-1])
+    x, y = map(int, np.argwhere(np.asarray(before) == 0)[0])
+    return {**record, "clicks": [*record["clicks"][:-1], [x, y]]}
+
+
 @pytest.mark.parametrize("edit, words", [
     (lambda r: {**r, "length": r["length"] - 1, "lower_bound": r["length"] - 1}, "where its length is"),
+    (lambda r: {**r, "length": r["length"] + 1, "lower_bound": r["length"] + 1}, "take "),  # claims more than it holds
     (lambda r: {**r, "clicks": r["clicks"][:-1]}, "its clicks do not clear the board"),
+    (_wasted_last, "its clicks do not clear the board"),  # the same count, the board not cleared
     (lambda r: {**r, "optimal": not r["optimal"]}, "disagree"),
+    (lambda r: {**r, "lower_bound": r["length"] + 1, "optimal": False}, "disagree"),  # a bound above the length
+    (lambda r: {**r, "lower_bound": -1, "optimal": False}, "disagree"),
     (lambda r: {**r, "clicks": "[1, 2]"}, "its result cannot be read"),
+    (lambda r: {**r, "clicks": [1, 2]}, "its result cannot be read"),  # numbers, not pairs: a TypeError
+    (lambda r: {k: v for k, v in r.items() if k != "lower_bound"}, "its result cannot be read"),
 ])
 def test_cli_refuses_to_resume_a_result_line_edited_by_hand(tmp_path, boards_dir, capsys, edit, words):
     """A result line was taken as it stood: one edited to a shorter length was skipped on
@@ -533,7 +547,7 @@ def test_cli_refuses_to_resume_a_result_line_edited_by_hand(tmp_path, boards_dir
         solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and f"solutions.jsonl:1 (line {records[0]['line']}): its " in err, err
-    assert words in err
+    assert words in err, err
     assert "edited by hand" in err and not proven_file.exists()
 
 
