@@ -258,7 +258,8 @@ def main(argv=None):
         except configs.FieldError as error:  # the measured speed leaves too few updates for the schedule
             flags.fail(parser, f"--minutes {args.minutes:g} in {args.points} points is too short for {name} on this "
                                f"machine: {error}")
-        results[name] = {**result, **settings, "hardware": hardware}
+        results[name] = {**result, **settings, "hardware": hardware,
+                         "measured_on": machine.measured_on(__version__)}
         files.atomic_write_json(path, results[name])
 
     heuristic = reference_play(os.path.join(args.out_dir, "heuristic.json"), sets,

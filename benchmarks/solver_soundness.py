@@ -87,7 +87,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=flags.output_file, default="results/solver_soundness.json")
     args = parser.parse_args(argv)
 
-    report = {"benchmark": "solver_soundness", "version": jaxdust.__version__, "cpu": machine.cpu_name(),
+    report = {"benchmark": "solver_soundness", "measured_on": machine.measured_on(jaxdust.__version__),
+              "version": jaxdust.__version__, "cpu": machine.cpu_name(),
               "sizes": []}
     for i, config in enumerate(args.sizes):
         count = args.boards or BOARDS["default" if config.num_cells <= 25 else "large"]

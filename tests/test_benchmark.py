@@ -876,6 +876,7 @@ def test_solver_soundness_finds_no_fault_and_reports_one_planted(tmp_path, monke
     report = json.loads(out.read_text())
     assert [(r["rules"], r["boards"], r["faults"]) for r in report["sizes"]] == [("dust", 40, []), ("former", 40, [])]
     assert all(r["max_optimum"] >= 4 and r["positions"] > 0 for r in report["sizes"])
+    assert report["measured_on"]["jaxdust"] == jaxdust.__version__
 
     solve = jaxdust.solve
 
