@@ -182,7 +182,7 @@ def main(argv=None) -> dict:
     ratio = seconds[1] / seconds[0]
     report = {
         "benchmark": "compare_solvers", "old": described(args.old), "new": described(args.new),
-        "machine": machine.measured_on(None), "cpu_pinned": args.cpu, "time_limit": args.time_limit,
+        "measured_on": machine.measured_on(None), "cpu_pinned": args.cpu, "time_limit": args.time_limit,
         "rounds": args.rounds,
         "boards": boards, "lengths": lengths[0].tolist(),
         "seconds": {"old": seconds[0].tolist(), "new": seconds[1].tolist()},

@@ -153,7 +153,7 @@ def main(argv=None) -> dict:
               f"{rows[program]['first_call_ratio']:.2f} | {old['warm_ms']:.2f} | {new['warm_ms']:.2f} | "
               f"{rows[program]['warm_ratio']:.2f} |")
     report = {"benchmark": "compile_times", "old": described(args.old), "new": described(args.new),
-              "machine": machine.measured_on(None), "rounds": args.rounds, "rows": rows}
+              "measured_on": machine.measured_on(None), "rounds": args.rounds, "rows": rows}
     files.atomic_write_json(args.out, report)
     print(f"\nwrote {args.out}")
     # Kept, not raised before the write: a change of tie-break is a reason to look, and the

@@ -111,5 +111,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(flags.run_command(main, "the sizes checked so far are in its --out; the same command checks them all "
-                                     "again"))
+    sys.exit(flags.run_command(main, "the sizes finished before this one are in its --out (none if it was the "
+                                     "first); the same command checks them all again"))

@@ -613,7 +613,7 @@ def test_compile_times_compares_two_revisions_program_by_program(tmp_path):
     report = json.loads(out.read_text())  # what was compared, as commits, and where
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     assert report["old"]["given"] == "WORKTREE" and report["old"]["commit"] == head and "changed" in report["old"]
-    assert {"cpu", "cores", "jax", "numba"} <= set(report["machine"])
+    assert {"cpu", "cores", "jax", "numba"} <= set(report["measured_on"])
     refused = subprocess.run([*command[:6], "--programs", "nope"], cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode == 2 and "unknown programs" in refused.stderr
 
@@ -670,7 +670,7 @@ def test_compare_solvers_names_each_revision_by_its_commit_and_the_machine(tmp_p
     assert report["old"]["given"] == "WORKTREE" and report["old"]["commit"] == commit("HEAD")
     assert isinstance(report["old"]["changed"], bool)
     assert report["new"] == {"given": "HEAD~1", "commit": commit("HEAD~1")}
-    assert {"cpu", "cores", "jax", "numba"} <= set(report["machine"]) and "jaxdust" not in report["machine"]
+    assert {"cpu", "cores", "jax", "numba"} <= set(report["measured_on"]) and "jaxdust" not in report["measured_on"]
     assert json.loads((tmp_path / "c.json").read_text()) == report
 
 

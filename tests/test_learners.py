@@ -1218,6 +1218,9 @@ def test_resuming_with_other_settings_names_them(tmp_path):
     help_text = subprocess.run([sys.executable, "train.py", "dqn", "--help"], capture_output=True, text=True,
                                cwd=ROOT).stdout
     assert all(flag in help_text for flag in ("--no-double-dqn", "--hidden", "--rewards-clear"))
+    # An empty tuple is "none", as --help shows it, and the flag takes it back.
+    assert runs.setting_differences(dataclasses.replace(config, conv=(32, 32)), config) == "--conv 32,32, not none"
+    assert cli.new_run_config("avi", ["--conv", "none"])[1].conv == ()
 
 
 def test_the_hint_after_training_a_run_whose_folder_holds_a_comma_says_to_name_it_otherwise(tmp_path, monkeypatch,

@@ -85,6 +85,8 @@ def test_boards_too_large_for_int32_figures_are_refused(width, height, rules, wo
     with pytest.raises(ValueError, match="a 11x4213 board has 46,343 cells"):
         jaxdust.GameConfig(11, 4213, 1, "samegame")
     assert jaxdust.GameConfig(216, 216, 1, "clickomania").num_cells == 46_656  # cells left, not points: no cap
+    # An id's cap of four clicks a cell, on a board of 2^29 cells or more, stays within int32.
+    assert jaxdust.make("Dust-8x6x5-v0", game=jaxdust.GameConfig(32768, 16384, 5)).max_clicks == 2**31 - 1
 
 
 def test_float_settings_out_of_float32s_range_are_refused():
@@ -94,7 +96,7 @@ def test_float_settings_out_of_float32s_range_are_refused():
         jaxdust.Rewards(clear=1e40)
     with pytest.raises(ValueError, match="click must be within float32's range"):
         jaxdust.Rewards(click=-1e40)  # -inf as well
-    assert jaxdust.Rewards(clear=3e38).clear == 3e38
+    assert jaxdust.Rewards(clear=3.4028235e38).clear == 3.4028235e38  # float32's largest, as printed
 
 
 def test_rgb_frames_show_each_cell_in_its_colour():

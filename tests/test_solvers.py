@@ -531,6 +531,7 @@ def _wasted_last(record: dict) -> dict:
     (lambda r: {**r, "clicks": "[1, 2]"}, "its result cannot be read"),
     (lambda r: {**r, "clicks": [1, 2]}, "its result cannot be read"),  # numbers, not pairs: a TypeError
     (lambda r: {k: v for k, v in r.items() if k != "lower_bound"}, "its result cannot be read"),
+    (lambda r: {k: v for k, v in r.items() if k != "length"}, "its result cannot be read"),  # was a KeyError
 ])
 def test_cli_refuses_to_resume_a_result_line_edited_by_hand(tmp_path, boards_dir, capsys, edit, words):
     """A result line was taken as it stood: one edited to a shorter length was skipped on
@@ -549,6 +550,13 @@ def test_cli_refuses_to_resume_a_result_line_edited_by_hand(tmp_path, boards_dir
     assert exit_info.value.code == 2 and f"solutions.jsonl:1 (line {records[0]['line']}): its " in err, err
     assert words in err, err
     assert "edited by hand" in err and not proven_file.exists()
+    if edit(records[0]).get("optimal") and "length" in edit(records[0]):  # it claims an optimum
+        # --lines naming the other board only: --board-file would still list the edited one.
+        with pytest.raises(SystemExit) as exit_info:
+            solve_main([str(source), "--out", str(out), "--jobs", "1", "--lines", str(records[1]["line"]),
+                        "--board-file", str(proven_file)])
+        assert f"--out's result for line {records[0]['line']}: its" in str(exit_info.value.code)
+        assert "edited by hand" in str(exit_info.value.code) and not proven_file.exists()
 
 
 def test_cli_retries_only_the_unproven_boards_and_their_last_line_counts(tmp_path, boards_dir):

@@ -31,7 +31,8 @@ does in the same mode (``autoreset_mode``), and ``reset(seed=s)`` gives game ``i
   restarted is a RuntimeError.
 
 Each env's programs are compiled once per configuration and mode, not per instance (a
-``SyncVectorEnv`` of many single envs shares them).
+``SyncVectorEnv`` of many single envs shares them); those of the ``PROGRAMS_KEPT``
+configurations used last are kept.
 """
 
 from __future__ import annotations

@@ -77,6 +77,12 @@ class FieldError(ValueError):
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
+def _inf_in_float32(value: float) -> bool:
+    """Whether ``value`` rounds to an infinity in float32 (float32's largest, as printed, does not)."""
+    with np.errstate(over="ignore"):
+        return bool(np.isinf(np.float32(value)))
+
+
 def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), layers=(), wide=()) -> None:
     """Range checks for a config's ``__post_init__``: FieldError for the first field out of
     range. Every number named must also be finite, a float field's within float32's range
@@ -107,7 +113,7 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
                 raise FieldError(name, f"must be a number, got {type(value).__name__} {value!r}")
             if not math.isfinite(value) or not ok(value):
                 raise FieldError(name, f"must be {wanted}, got {value!r}")
-            if hints[name] is float and abs(value) > FLOAT32_MAX:  # float32 in arrays: it would be inf there
+            if hints[name] is float and _inf_in_float32(value):  # float32 in arrays: it would be inf there
                 raise FieldError(name, f"must be within float32's range (+-{FLOAT32_MAX:.4g}), got {value!r}")
             if hints[name] is int and value >= flags.INT32_LIMIT and name not in wide:
                 raise FieldError(name, f"must be below 2^31 = {flags.INT32_LIMIT:,}, got {value!r}")
@@ -180,6 +186,8 @@ def _checked(kind):
 
 
 def _tuple_of_ints(text: str) -> tuple[int, ...]:
+    if text.strip().lower() == "none":  # as --help shows an empty default (no layers)
+        return ()
     try:
         values = tuple(int(v) for v in text.split(","))
     except ValueError:
@@ -232,7 +240,7 @@ def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "", d
         dest = prefix + field.name
         flag = "--" + dest.replace("_", "-")
         default = None if defaults is None else getattr(defaults, field.name)
-        shown = (",".join(map(str, default)) or "none") if isinstance(default, tuple) else default
+        shown = _flag_value(default)
         help_text = "; ".join(part for part in (notes.get(field.name, "").rstrip("."),
                                                  "" if default is None else f"default {shown}") if part)
         help_text = help_text.replace("%", "%%") or None
@@ -309,7 +317,8 @@ def differences(made: dict, asked: dict, prefix: str = "", as_flags: bool = Fals
 
 
 def _flag_value(value) -> str:
-    """A config's JSON value as its flag takes it (a tuple: comma-separated)."""
-    if isinstance(value, list):
+    """A config's value (or its JSON) as its flag takes it: a tuple comma-separated, an
+    empty one ``none``."""
+    if isinstance(value, (tuple, list)):
         return ",".join(map(str, value)) or "none"
     return str(value)

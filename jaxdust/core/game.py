@@ -726,7 +726,8 @@ def apply_gravity(board: jax.Array) -> jax.Array:
 
 @public
 def slide_to_centre(board: jax.Array) -> jax.Array:
-    """Each row's left half packs right against the centre and its right half packs left.
+    """Each row's left half packs right against the centre and its right half packs left,
+    on boards ``[W, H, ...]`` (any trailing batch axes).
 
     One row of width 6: ``[1 0 2 | 0 3 0] -> [0 1 2 | 3 0 0]``. The left half is the
     mirror image of the right half's rule, so it is flipped, compacted and flipped back.

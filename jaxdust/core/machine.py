@@ -1,4 +1,5 @@
-"""What a measurement ran on, in the words its report prints: the CPU's model and cores."""
+"""What a measurement ran on, in the words its report prints: the CPU's model and cores,
+and (``measured_on``) the device and the versions of the libraries."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from jaxdust.core.env import DustEnv
+from jaxdust.core.flags import INT32_LIMIT
 from jaxdust.core.game import GameConfig
 
 RULES_VERSION = "v0"
@@ -62,8 +63,9 @@ def make(env_id: str, **overrides) -> DustEnv:
     registered_env = _REGISTRY[env_id]
     if ("game" in overrides and "max_clicks" not in overrides and isinstance(overrides["game"], GameConfig)
             and registered_env.max_clicks == CLICKS_PER_CELL * registered_env.game.num_cells):
-        # The id's cap is four clicks a cell: another board keeps that rule, not the number.
-        overrides["max_clicks"] = CLICKS_PER_CELL * overrides["game"].num_cells
+        # The id's cap is four clicks a cell: another board keeps that rule, not the number
+        # (within the int32 a state counts clicks in).
+        overrides["max_clicks"] = min(CLICKS_PER_CELL * overrides["game"].num_cells, INT32_LIMIT - 1)
     return dataclasses.replace(registered_env, **overrides)
 
 

@@ -303,9 +303,10 @@ def _same_file(a: str, b: str) -> bool:
 
 def _check_resumable(previous, jobs, rules, out):
     """ValueError unless every record of ``--out`` is a solver result whose board, shape
-    and rules are the ones on its line now: resuming another file's results, another
-    shape's or another rule set's, would skip boards and report their lengths as this
-    file's. An error's line is left out (its board may have been mended since)."""
+    and rules are the ones on its line now, and whose result replays (``_unsound``):
+    resuming another file's results, another shape's or another rule set's, would skip
+    boards and report their lengths as this file's. An error's line is left out (its board
+    may have been mended since)."""
     boards = {number: (text, width, height) for number, text, width, height in jobs}
     for index, record in enumerate(previous, start=1):
         if not isinstance(record.get("line"), int) or not isinstance(record.get("board"), str):
@@ -328,11 +329,10 @@ def _check_resumable(previous, jobs, rules, out):
         if record.get("rules", rules) != rules:  # lines written before 0.2.21 carry no rules
             raise ValueError(f"--out {out}:{index} was solved under --rules {record['rules']}, not {rules}: "
                              "use another --out")
-        if "length" in record:
-            problem = _unsound(record, *boards[number][1:], rules)
-            if problem:
-                raise ValueError(f"--out {out}:{index} (line {number}): {problem}; was it edited by hand? mend or "
-                                 f"delete that line (the board is then solved again)")
+        problem = _unsound(record, *boards[number][1:], rules)
+        if problem:
+            raise ValueError(f"--out {out}:{index} (line {number}): {problem}; was it edited by hand? mend or "
+                             f"delete that line (the board is then solved again)")
 
 
 def _unsound(record: dict, width: int | None, height: int | None, rules: str) -> str | None:
@@ -388,6 +388,11 @@ def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -
                      and _solved_shape(r, shapes[r["line"]], rules)}.values(), key=lambda r: r["line"])
     if not proven:
         raise SystemExit(f"{prog}: error: no board was proven optimal; --board-file not written")
+    for record in proven:  # lines not solved this time (--lines) were not checked on resume
+        problem = _unsound(record, *shapes[record["line"]], rules)
+        if problem:
+            raise SystemExit(f"{prog}: error: --out's result for line {record['line']}: {problem}; was it edited "
+                             f"by hand? mend or delete that line (--board-file not written)")
     sizes = {parse_board(r["board"], *shapes[r["line"]], rules).shape for r in proven}
     if len(sizes) > 1:
         raise SystemExit(f"{prog}: error: --board-file needs boards of one size, got {sorted(sizes)}")
