@@ -388,15 +388,15 @@ def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -
                      and _solved_shape(r, shapes[r["line"]], rules)}.values(), key=lambda r: r["line"])
     if not proven:
         raise SystemExit(f"{prog}: error: no board was proven optimal; --board-file not written")
+    sizes = {parse_board(r["board"], *shapes[r["line"]], rules).shape for r in proven}
+    if len(sizes) > 1:
+        raise SystemExit(f"{prog}: error: --board-file needs boards of one size, got {sorted(sizes)}")
+    (width, height), = sizes
     for record in proven:  # lines not solved this time (--lines) were not checked on resume
         problem = _unsound(record, *shapes[record["line"]], rules)
         if problem:
             raise SystemExit(f"{prog}: error: --out's result for line {record['line']}: {problem}; was it edited "
                              f"by hand? mend or delete that line (--board-file not written)")
-    sizes = {parse_board(r["board"], *shapes[r["line"]], rules).shape for r in proven}
-    if len(sizes) > 1:
-        raise SystemExit(f"{prog}: error: --board-file needs boards of one size, got {sorted(sizes)}")
-    (width, height), = sizes
     colors = max(int(c) for r in proven for c in r["board"])
     rules_field = "" if rules == "dust" else f" rules={rules}"  # boards.declared_rules reads it
     header = (f"# width={width} height={height} colors={colors}{rules_field}; cells listed x-major: cell (x,y) is character "
