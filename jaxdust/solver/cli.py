@@ -227,7 +227,7 @@ def main(argv=None) -> int:
           + ("" if args.out == "-" else f"; lines in {args.out}"), file=sys.stderr)
     if args.board_file:
         write_proven(recover_json_lines(args.out, repair=False), every_board, args.board_file, args.rules,
-                     parser.prog)
+                     parser.prog, checked={job[0] for job in jobs})
     return 1 if errors else 0
 
 
@@ -376,11 +376,13 @@ def _solved_shape(record: dict, shape: tuple, rules: str) -> bool:
     return "width" not in record or _shape_read(record["board"], *shape, rules) == (record["width"], record["height"])
 
 
-def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -m jaxdust.solver") -> None:
+def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -m jaxdust.solver",
+                 checked=frozenset()) -> None:
     """The boards of ``jobs`` whose record proves them optimal, in input order, as a board file.
     A record counts for its line only where it holds that line's board under ``rules`` (an
-    ``--out`` checked for the lines solved now may hold other lines of another file).
-    ``prog``: the command, as its errors name it."""
+    ``--out`` checked for the lines solved now may hold other lines of another file); one
+    of a line not in ``checked`` (the lines the resume checked or solved) is replayed first
+    (``_unsound``). ``prog``: the command, as its errors name it."""
     shapes = {number: (width, height) for number, _, width, height in jobs}
     texts = {number: text for number, text, _, _ in jobs}
     proven = sorted({r["line"]: r for r in records
@@ -392,7 +394,7 @@ def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -
     if len(sizes) > 1:
         raise SystemExit(f"{prog}: error: --board-file needs boards of one size, got {sorted(sizes)}")
     (width, height), = sizes
-    for record in proven:  # lines not solved this time (--lines) were not checked on resume
+    for record in (r for r in proven if r["line"] not in checked):  # lines --lines left out
         problem = _unsound(record, *shapes[record["line"]], rules)
         if problem:
             raise SystemExit(f"{prog}: error: --out's result for line {record['line']}: {problem}; was it edited "
