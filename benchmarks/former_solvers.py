@@ -25,7 +25,7 @@ import textwrap
 import numpy as np
 
 import jaxdust
-from jaxdust.core import files, flags
+from jaxdust.core import files, flags, machine
 
 # A child process per solve: a hard time limit on tommyod's search (a Python generator that
 # cannot be interrupted from inside) and a fresh memory for each.
@@ -103,6 +103,13 @@ def run_theirs(grid, height, limit, checkout, cpu) -> dict:
             "clicks": from_rowcol(best["clicks"], height) if best else None}
 
 
+def machine_text(found: dict | None) -> str:
+    """A row's machine in a few words (rows kept before 0.2.40 did not record it)."""
+    if found is None:
+        return "not recorded"
+    return f"{found['cpu']}, {found['cores']} cores, jaxdust {found['jaxdust']}, numba {found['numba']}"
+
+
 def checkout_commit(directory: str) -> str | None:
     """The git commit ``directory`` is checked out at (None: not a git checkout)."""
     found = subprocess.run(["git", "-C", directory, "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
@@ -138,7 +145,7 @@ def main(argv=None) -> list[dict]:
                                 or row.get("settings") != settings):  # none kept before 0.2.23: unknown
             flags.fail(parser, f"--out {args.out} holds line {record.line} for another board or other settings "
                                f"({row.get('settings', 'not recorded')}): give another --out")
-    rows = []
+    rows, measured_on = [], machine.measured_on(jaxdust.__version__)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "a") as log:
         for record in records:
@@ -152,7 +159,9 @@ def main(argv=None) -> list[dict]:
             theirs = run_theirs(to_grid(board), height, args.time_limit, args.tommyod, args.cpu)
             for side in (ours, theirs):
                 side["clears"] = side["clicks"] is not None and clears(board, [tuple(c) for c in side["clicks"]])
-            row = {"line": record.line, "board": text, "settings": settings, "ours": ours, "theirs": theirs}
+            # Beside the settings, not in them: a kept row from another machine is reused, and named below.
+            row = {"line": record.line, "board": text, "settings": settings, "measured_on": measured_on,
+                   "ours": ours, "theirs": theirs}
             log.write(json.dumps(row) + "\n")
             log.flush()
             rows.append(row)
@@ -173,6 +182,8 @@ def main(argv=None) -> list[dict]:
               f"({len(lengths)} found) | {sum(r[side]['clears'] for r in rows)}/{len(lengths)} | "
               f"{np.median(proven) if proven else float('nan'):.1f} |")
     print(f"both proven: {len(both)}, lengths disagree on: {disagree or 'none'}")
+    machines = sorted({machine_text(r.get("measured_on")) for r in rows})
+    print(f"measured on: {'; '.join(machines)}")
     if disagree:
         raise SystemExit(1)
     return rows

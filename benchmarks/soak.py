@@ -28,7 +28,8 @@ import sys
 import tempfile
 import time
 
-from jaxdust.core import files, flags
+import jaxdust
+from jaxdust.core import files, flags, machine
 from jaxdust.core.boards import BOARDS_DIR
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -165,7 +166,7 @@ def main(argv=None) -> dict:
 
     rng = random.Random(args.seed)
     start = time.perf_counter()
-    report = {"benchmark": "soak", "kills_per_run": args.kills, "seed": args.seed, "pieces": {}}
+    report = {"benchmark": "soak", "measured_on": machine.measured_on(jaxdust.__version__), "kills_per_run": args.kills, "seed": args.seed, "pieces": {}}
     with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
         references = {}
         for piece in pieces:

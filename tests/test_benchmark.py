@@ -14,7 +14,7 @@ import pytest
 
 import jaxdust
 from jaxdust.core import boards as board_io
-from jaxdust.core import configs
+from jaxdust.core import configs, machine
 from jaxdust.evaluation import benchmark, leaderboard, registry
 from jaxdust.learn import avi, cli, runs
 
@@ -801,6 +801,30 @@ def test_the_former_solvers_benchmark_reuses_rows_only_of_its_boards_settings_an
                              "--out", str(out)])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and words in err and "Traceback" not in err, err
+
+
+def test_the_former_solvers_benchmark_records_and_prints_the_machine_of_each_row(tmp_path, monkeypatch, capsys):
+    former_solvers = _benchmark("former_solvers", monkeypatch)
+    (tmp_path / "tommyod").mkdir()
+    (tmp_path / "tommyod" / "solvers.py").write_text("")
+    boards = tmp_path / "boards.txt"
+    boards.write_text("# width=7 height=9\n" + "1" * 63 + "\n" + "2" * 63 + "\n")
+    one_click = {"length": 1, "optimal": True, "lower_bound": 1, "seconds": 0.1, "clicks": [[0, 0]]}
+    monkeypatch.setattr(former_solvers, "run_ours", lambda *args: dict(one_click))
+    monkeypatch.setattr(former_solvers, "run_theirs", lambda *args: dict(one_click))
+    out = tmp_path / "rows.jsonl"
+    argv = ["--tommyod", str(tmp_path / "tommyod"), "--boards", str(boards), "--limit", "1", "--out", str(out)]
+    former_solvers.main(argv)
+    row = json.loads(out.read_text())
+    assert row["measured_on"] == machine.measured_on(jaxdust.__version__) and row["ours"]["clears"]
+    assert f"measured on: {machine.cpu_name()}" in capsys.readouterr().out
+    # A row kept from before rows named their machine is reused and said to be unknown.
+    del row["measured_on"]
+    out.write_text(json.dumps(row) + "\n")
+    rows = former_solvers.main([*argv[:-3], "2", "--out", str(out)])
+    assert [r["line"] for r in rows] == [2, 3] and "measured_on" not in rows[0] and "measured_on" in rows[1]
+    printed = capsys.readouterr().out
+    assert "measured on: " in printed and "not recorded" in printed and machine.cpu_name() in printed
 
 
 def test_the_learners_benchmark_reads_its_proven_boards_from_any_directory(tmp_path, monkeypatch):

@@ -431,3 +431,37 @@ def _alive(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has died
     except OSError:
         return False
+
+
+def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do(tmp_path, capsys, monkeypatch):
+    """A run that made its data set in RUN_DIR/data, which was deleted since, labelled all
+    of it again on --resume before saying it had nothing to do."""
+    from jaxdust.learn.cli import main as train_main
+
+    run = tmp_path / "run"
+    argv = ["imitation", "--size", "5x4x3", "--data-boards", "12", "--data-beam-width", "4", "--epochs", "2",
+            "--batch-size", "8", "--hidden", "8", "--eval-boards", "2", "--run-dir", str(run)]
+    train_main(argv)
+    finished = (run / "summary.json").read_text()
+    shutil.copytree(run / "data", tmp_path / "copy")
+    shutil.rmtree(run / "data")
+
+    def no_labelling(*args, **kwargs):
+        raise AssertionError("the data set was made again")
+
+    monkeypatch.setattr(learners, "make_dataset", no_labelling)
+    capsys.readouterr()
+    assert train_main([*argv, "--resume"]) == json.loads(finished)
+    assert "finished its 2 epochs already: nothing to do" in capsys.readouterr().out
+    assert not (run / "data").exists() and (run / "summary.json").read_text() == finished
+    # A run resumed at a step (before its end, or here at it) builds its trainer, which needs
+    # the data: made again, or a copy put in its place (given as --data, a copy cannot be
+    # compared with the gone one's settings).
+    with pytest.raises(AssertionError, match="made again"):
+        train_main([*argv, "--resume", "--resume-step", "2"])
+    with pytest.raises(SystemExit):
+        train_main(["imitation", "--run-dir", str(run), "--resume", "--data", str(tmp_path / "copy")])
+    assert f"or copy {tmp_path / 'copy'} there first" in capsys.readouterr().err
+    shutil.copytree(tmp_path / "copy", run / "data")
+    monkeypatch.undo()  # make_dataset finds the copy finished
+    assert train_main([*argv, "--resume", "--resume-step", "2"])["learner"] == "imitation"

@@ -366,7 +366,7 @@ def test_evaluate_cli_writes_summary_and_per_board_csv(tmp_path, boards_dir):
     saved = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert saved["agents"]["largest"]["mean"] == largest["mean"]
     rows = list(csv.DictReader(open(tmp_path / "out" / "boards.csv")))
-    assert [int(r["largest"]) for r in rows] == expected
+    assert [int(r["largest"]) for r in rows] == expected and {r["measure"] for r in rows} == {"clicks"}
     assert rows[0]["board"] == lines[2].split()[0]
 
 

@@ -317,6 +317,7 @@ def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_
                             "--agents", "random,largest,cpu-beam:4,nmcs:1", "--out", str(tmp_path / "sg")])
     assert report["measure"] == "points" and report["rules"] == "samegame"
     rows = list(csv.DictReader(open(tmp_path / "sg" / "boards.csv")))
+    assert {row["measure"] for row in rows} == {"points"}
     for name, summary in report["agents"].items():
         points = [int(row[name]) for row in rows]
         assert summary["mean"] == pytest.approx(np.mean(points))
@@ -339,6 +340,7 @@ def test_evaluate_measures_samegame_in_points_and_clickomania_in_cells_left(tmp_
     report = evaluate.main(["--env", "Clickomania-10x10x4-v0", "--random", "3", "--jobs", "1",
                             "--agents", "random,cpu-beam:16,beam:16", "--animate", "1", "--out", str(tmp_path / "ck")])
     assert report["measure"] == "cells_left"
+    assert {row["measure"] for row in csv.DictReader(open(tmp_path / "ck" / "boards.csv"))} == {"cells_left"}
     for name in ("random", "cpu-beam-16", "beam-16"):  # one game of each, a frame a click and the start
         with Image.open(tmp_path / "ck" / f"game-{name}-0.gif") as gif:
             assert gif.n_frames >= 2

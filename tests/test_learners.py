@@ -264,11 +264,26 @@ def test_make_train_is_seeded_and_vmaps_over_seeds():
     assert np.all(np.asarray(runners.iteration) == 25)  # what the schedules span, not two whole chunks
 
 
+@pytest.mark.parametrize("name, config, total", [
+    ("avi", avi.AVIConfig(total_updates=250, chunk_updates=100), 3), ("avi", avi.AVIConfig(), 30),
+    ("dqn", dqn.DQNConfig(total_steps=32 * 25, **TINY), 3)])
+def test_a_learners_total_is_its_trainers_without_building_it(name, config, total, monkeypatch):
+    """``Learner.total`` is what a finished run resumed is checked against before any
+    trainer (or imitation data set) is made."""
+    assert learners.get(name).total(config) == total
+    built = []
+    monkeypatch.setattr(learners, "_lockstep_trainer", lambda make, config, mesh, iterations, chunk, counters:
+                        built.append(learners._chunks(iterations, chunk)))
+    learners.get(name).trainer(config, types.SimpleNamespace(), None)
+    assert built == [total]
+    assert learners.get("imitation").total(imitation.ImitationConfig(epochs=7)) == 7
+
+
 @pytest.mark.slow
 def test_train_py_runs_a_last_shorter_chunk_as_make_train_does():
     config = dqn.DQNConfig(total_steps=32 * 25, **TINY)
     trainer = learners.get("dqn").trainer(config, types.SimpleNamespace(), None)
-    assert trainer.total == 3
+    assert trainer.total == learners.get("dqn").total(config) == 3
     runner = trainer.init(jax.random.key(0))
     for index in range(1, trainer.total + 1):
         runner, record = trainer.step(runner, index)

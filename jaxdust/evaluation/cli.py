@@ -23,7 +23,8 @@ the agents are random, largest (largest cluster first; UVa 758's rule), beam[:wi
 
     python evaluate.py --env SameGame-15x15x5-v0 --agents random,largest,cpu-beam:256,nmcs:1
 
-Writes ``summary.json``, per-board ``boards.csv`` (its ``not_cleared`` column names the
+Writes ``summary.json``, per-board ``boards.csv`` (its ``measure`` column says what its
+numbers are, ``clicks``, ``points`` or ``cells_left``; its ``not_cleared`` column names the
 agents stopped at the cap on that board), ``lengths.png`` (overlaid length
 histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
 original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
@@ -364,8 +365,8 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
     if best is not None:
         shown[best_name] = best
     _forget_summary(args.out)
-    write_board_table(args.out, boards, {**per_board, **({best_name.replace(" ", "_"): best} if best is not None else {})},
-                      cleared)
+    best_column = {best_name.replace(" ", "_"): best} if best is not None else {}
+    write_board_table(args.out, boards, "clicks", {**per_board, **best_column}, cleared)
     stuck = {name: int(np.sum(~cleared[name])) for name in agents}
     figures.append(_write_figure(args.out, "lengths.png",
                                  plots.length_histograms(shown, f"{description}, {rules} rules", stuck)))
@@ -410,18 +411,19 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
     return played, figures
 
 
-def write_board_table(out: str, boards, columns: dict[str, np.ndarray],
+def write_board_table(out: str, boards, measure: str, columns: dict[str, np.ndarray],
                       cleared: dict[str, np.ndarray] | None = None) -> None:
-    """``boards.csv``: each board as text, then one integer column per entry of ``columns``
-    (an agent's clicks, points or cells left on each board, or the set's best known), and
-    with ``cleared`` (bool ``[N]`` per agent) a last column ``not_cleared`` naming, ``;``
-    between them, the agents that did not clear the board: their clicks there are the cap."""
+    """``boards.csv``: each board as text, the ``measure`` of its numbers (``clicks``,
+    ``points`` or ``cells_left``), then one integer column per entry of ``columns`` (an
+    agent's measure on each board, or the set's best known), and with ``cleared`` (bool
+    ``[N]`` per agent) a last column ``not_cleared`` naming, ``;`` between them, the agents
+    that did not clear the board: their clicks there are the cap."""
     table = io.StringIO()
     writer = csv.writer(table)
-    writer.writerow(["board", *columns, *(["not_cleared"] if cleared is not None else [])])
+    writer.writerow(["board", "measure", *columns, *(["not_cleared"] if cleared is not None else [])])
     for i in range(len(boards)):
         stuck = [] if cleared is None else [";".join(name for name, done in cleared.items() if not done[i])]
-        writer.writerow([board_to_text(boards[i]), *(int(values[i]) for values in columns.values()), *stuck])
+        writer.writerow([board_to_text(boards[i]), measure, *(int(values[i]) for values in columns.values()), *stuck])
     files.atomic_write_bytes(os.path.join(out, "boards.csv"), table.getvalue().encode())
 
 
@@ -543,7 +545,7 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
               f"{row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
     print(TIMING_NOTE)
     _forget_summary(args.out)
-    write_board_table(args.out, boards, per_board)
+    write_board_table(args.out, boards, measure, per_board)
     figure = _write_figure(args.out, f"{measure.replace('_', '-')}.png",
                            plots.value_histograms(per_board, f"{description}, {rules} rules",
                                                   f"{measure.replace('_', ' ')} "

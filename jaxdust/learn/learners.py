@@ -37,6 +37,9 @@ class Learner:
     unit: str  # what one step is called on the progress bar
     add_arguments: Callable[[argparse.ArgumentParser], None]  # flags beyond the config's
     trainer: Callable[[Any, argparse.Namespace, Any], Trainer]  # (config, args, mesh)
+    # config -> steps in a whole run (its trainer's total), known without building the
+    # trainer: a finished run resumed says so without making what a trainer needs (data).
+    total: Callable[[Any], int]
     template: Callable[[Any], Any]  # config -> a state shaped like a checkpoint's
     params: Callable[[Any], Any]  # state -> network parameters
     policy: Callable[[Any], Any]  # config -> argmax policy over the network's output
@@ -86,7 +89,11 @@ def _lockstep_trainer(make, config, mesh, iterations: int, chunk: int, counters)
         runner, metrics = run_chunk(runner) if length == chunk else run_chunk(runner, length=length)
         return runner, {**counters(runner), **{k: float(v) for k, v in metrics._asdict().items()}}
 
-    return Trainer(init, step, -(-iterations // chunk), counters)
+    return Trainer(init, step, _chunks(iterations, chunk), counters)
+
+
+def _chunks(iterations: int, chunk: int) -> int:
+    return -(-iterations // chunk)
 
 
 # ---------------------------------------------------------------------------------------
@@ -115,6 +122,7 @@ register(Learner(
     unit="chunk",
     add_arguments=lambda parser: None,
     trainer=_avi_trainer,
+    total=lambda config: _chunks(config.total_updates, config.chunk_updates),
     template=lambda config: avi.make_avi(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
     policy=lambda config: agents.ClusterArgmax(config.network, trained_rules=config.game.rules),
@@ -152,6 +160,7 @@ register(Learner(
     unit="chunk",
     add_arguments=lambda parser: None,
     trainer=_dqn_trainer,
+    total=lambda config: _chunks(config.iterations, config.chunk_iterations),
     check=_note_whole_iterations,
     template=lambda config: dqn.make_dqn(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
@@ -256,6 +265,7 @@ register(Learner(
     unit="epoch",
     add_arguments=_imitation_arguments,
     trainer=_imitation_trainer,
+    total=lambda config: config.epochs,
     check=_check_imitation_data,
     run_flags=IMITATION_RUN_FLAGS,
     template=lambda config: imitation.initial_state(config, jax.random.key(0)),

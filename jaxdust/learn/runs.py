@@ -165,10 +165,14 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
         if name in saved:
             if given is not None and not same_run_flag(name, given, saved, args.run_dir):
                 flag = "--" + name.replace("_", "-")
-                own = (f"{os.path.join(args.run_dir, name)}, which it made"  # no directory given: its own
-                       if name in DIRECTORY_FLAGS and saved[name] is None else saved[name])
+                made = name in DIRECTORY_FLAGS and saved[name] is None  # no directory given: its own
+                own = f"{os.path.join(args.run_dir, name)}, which it made" if made else saved[name]
+                # Gone, its settings are unknown here: a copy cannot be compared, but can take its place.
+                gone = (f" (it makes {os.path.join(args.run_dir, name)} again; or copy {given} there first)"
+                        if made and not os.path.isdir(os.path.join(args.run_dir, name)) else "")
                 raise RunError(f"{flag} {given} is not the run's own ({own}, in {args.run_dir}/config.json): "
-                               f"leave {flag} out to resume the run as it was started, or use another --run-dir")
+                               f"leave {flag} out to resume the run as it was started{gone}, or use another "
+                               f"--run-dir")
             if given is None:  # one given is kept: a copy of the run's data set, say
                 setattr(args, name, saved[name])
         elif given is None:
@@ -633,8 +637,9 @@ CHECKPOINT_SECONDS = 30.0
 
 
 def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, object]:
-    """What ``train`` begins from: the run directory, the learner's trainer, the number of
-    chunks already done and the state (fresh, or the checkpoint ``args.resume`` finds).
+    """What ``train`` begins from: the run directory, the learner's trainer (None for a
+    finished run resumed), the number of chunks already done and the state (fresh, or the
+    checkpoint ``args.resume`` finds).
     ``args``' run flags left out are filled in (``settle_run_flags``). Raises RunError
     before any file is written for settings the learner cannot run with."""
     if args.resume and os.path.exists(os.path.join(args.run_dir, "config.json")):
@@ -651,6 +656,15 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     if device_warning and run.primary:  # once the resume is taken
         print(device_warning, file=sys.stderr)
     try:
+        total = learner.total(config)
+        if (args.resume and args.resume_step is None and jax.process_count() == 1
+                and max(run.checkpoints.steps(), default=0) == total):
+            # Said finished without building the trainer: an imitation run whose data set
+            # was deleted would label it all again first. A damaged last checkpoint is set
+            # aside here, and the run goes on from the one before.
+            done, state = run.restore(learner.template(config))
+            if _finished(run, total, done) is not None:
+                return run, None, done, state
         try:
             trainer = learner.trainer(config, args, make_mesh(args.devices))
         except ValueError as error:
@@ -672,6 +686,11 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     return run, trainer, done, state
 
 
+def _finished(run: Run, total: int, done: int) -> dict | None:
+    """The summary of a run that has done its ``total`` steps and kept its best, or None."""
+    return run.summary() if done == total and run.best.steps() else None
+
+
 def train(learner_name: str, config, args) -> dict:
     """Train ``config`` with the named learner into ``args.run_dir`` (see ``train.py`` for
     the fields of ``args``). Returns the summary, or {} when ``args.minutes`` stopped it
@@ -685,8 +704,8 @@ def train(learner_name: str, config, args) -> dict:
 
 
 def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int, state) -> dict:
-    if done == trainer.total and run.best.steps() and (summary := run.summary()) is not None:
-        print(f"{run.directory} finished its {trainer.total} {learner.unit}s already: nothing to do")
+    if (summary := _finished(run, learner.total(config), done)) is not None:
+        print(f"{run.directory} finished its {done} {learner.unit}s already: nothing to do")
         return summary
     if done < trainer.total:  # resumed before its end (--resume-step): a summary there is of steps undone
         run.forget_summary()
