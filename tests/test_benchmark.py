@@ -282,6 +282,21 @@ def test_leaderboard_refuses_bad_entries_in_one_line(argv, words, tmp_path, monk
     assert words in err and not (tmp_path / "results").exists()
 
 
+def test_a_solver_function_is_timed_with_its_lazy_work(monkeypatch):
+    """A function that answers with a generator (or ``map``) does its work as the answer is
+    read: the clock stopped first and timed nothing."""
+    clock = [0.0]
+    monkeypatch.setattr(benchmark.time, "perf_counter", lambda: clock[0])
+
+    def one_second_a_board(boards):
+        for _ in boards:
+            clock[0] += 1.0
+            yield iter([(0, 0)] * 0)  # a lazy line too: nothing clicked
+
+    row = benchmark.score(one_second_a_board, "8x4x5", limit=3, show=False)
+    assert row.seconds_per_board == 1.0 and row.cleared == 0.0
+
+
 def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch, capsys):
     """``--solver-log``: the log's lines are replayed on the set's boards; a log that claims
     lengths its clicks do not make is refused, not ranked. ``--entries ''`` with a log
@@ -316,6 +331,13 @@ def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch,
     with pytest.raises(SystemExit):
         leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", ""])
     assert "nothing to rank" in capsys.readouterr().err
+    # The report written over the log it ranks would lose an hour's solving.
+    log = (tmp_path / "log.jsonl").read_text()
+    with pytest.raises(SystemExit):
+        leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "log.jsonl",
+                          "--out", "./log.jsonl"])
+    assert "--out ./log.jsonl is --solver-log" in capsys.readouterr().err
+    assert (tmp_path / "log.jsonl").read_text() == log
 
 
 @pytest.mark.slow

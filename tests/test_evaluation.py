@@ -218,6 +218,59 @@ def test_a_board_files_numbers_that_cannot_be_true_are_refused_or_named(tmp_path
     assert f"below its proven optimum {int(optimum) + 3} in {wrong}" in capsys.readouterr().err
 
 
+def test_a_column_that_is_no_length_is_refused_before_play(tmp_path, boards_dir, capsys):
+    """A seed or a time as a line's last number was taken as its length: every agent played,
+    then the histogram asked for a bin per click up to it (a MemoryError traceback)."""
+    lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:3]
+    stamped = tmp_path / "stamped.txt"
+    stamped.write_text(f"# width=8 height=4\n{lines[2].split()[0]} 1732971234\n")
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main(["--boards", str(stamped), "--agents", "largest", "--out", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    assert "stamped.txt:2: 1732971234 clicks for a board of 32 cells" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(SystemExit):  # random boards: no file to blame
+        evaluate.main(["--random", "2", "--size", "6x5x4", "--reference", "best", "--agents", "largest",
+                       "--out", str(tmp_path / "out")])
+    assert "--reference best: --random's boards have no reference lengths" in capsys.readouterr().err
+
+
+def test_an_evaluation_does_not_take_over_another_commands_folder(tmp_path, capsys):
+    """``--out RUN_DIR`` removed the run's summary.json and wrote the evaluation's in its
+    place (train.py --resume then printed it as the run's)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    (run / "summary.json").write_text('{"argmax_clicks": 9.3}')
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "summary.json").write_text('{"benchmark": "beam"}')
+    for out, words in ((run, "as a train.py run directory does"), (other, "summary.json is not an evaluation's")):
+        with pytest.raises(SystemExit):
+            evaluate.main(["--random", "2", "--size", "6x5x4", "--agents", "largest", "--out", str(out)])
+        assert words in capsys.readouterr().err
+    assert (run / "summary.json").read_text() == '{"argmax_clicks": 9.3}' and sorted(os.listdir(run)) == [
+        "config.json", "summary.json"]
+    # An evaluation's own folder is taken again, as before.
+    evaluate.main(["--random", "2", "--size", "6x5x4", "--agents", "largest", "--out", str(tmp_path / "ev")])
+    evaluate.main(["--random", "2", "--size", "6x5x4", "--agents", "random", "--out", str(tmp_path / "ev")])
+    assert list(json.loads((tmp_path / "ev" / "summary.json").read_text())["agents"]) == ["random"]
+
+
+def test_a_search_too_large_for_memory_is_refused_before_any_agent_plays(monkeypatch):
+    """A numba beam or an MCTS tree past the machine's memory ended in a MemoryError
+    traceback from a worker, after the agents listed before it had played."""
+    from jaxdust.core import machine
+
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 2**30)
+    registry.require_playable(["cpu-beam:2000", "mcts-heuristic:64"], "dust", 6, 5, 4, boards_at_once=256)
+    for names, rules, words in ((["largest", "cpu-beam:1000000"], "dust", "cpu-beam:1000000 on a 6x5 board: about "),
+                                (["cpu-beam:10000000"], "samegame", "cpu-beam:10000000 on a 6x5 board: about"),
+                                (["mcts-heuristic:100000"], "dust", "for 256 6x5 boards at a time: about")):
+        with pytest.raises(ValueError, match=words + ".* more than this machine's 1.0 GiB"):
+            registry.require_playable(names, rules, 6, 5, 4, boards_at_once=256)
+
+
 def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, boards_dir, capsys):
     """``--max-clicks``: a search's longer line is not cleared, like a policy stopped at the
     cap, and a board not cleared counts at the cap in the mean (no agent gains by failing)."""

@@ -25,6 +25,24 @@ def cpu_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def memory_bytes() -> int | None:
+    """This machine's physical memory, where the platform says (Linux, macOS); else None."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def require_memory(what: str, needed: int) -> None:
+    """ValueError unless ``needed`` bytes fit in this machine's memory (where it is known):
+    an agent whose settings ask for more fails in numpy or XLA with a traceback, after the
+    agents before it have played."""
+    memory = memory_bytes()
+    if memory is not None and needed > memory:
+        raise ValueError(f"{what}: about {needed / 2**30:,.1f} GiB of memory, more than this machine's "
+                         f"{memory / 2**30:,.1f} GiB")
+
+
 def cpu_description() -> str:
     """``"AMD EPYC, 2 cores"``."""
     cores = cpu_cores()

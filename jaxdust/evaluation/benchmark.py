@@ -18,8 +18,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
+import jax
 import numpy as np
 
 from jaxdust.core import boards as board_io
@@ -164,6 +165,16 @@ def replayed_lengths(boards: np.ndarray, solutions, max_clicks: int, what: str =
     return np.array(clicks), np.array(cleared)
 
 
+def _computed(solutions):
+    """A solver's answer with its work done, so that it is timed: a lazy one (a generator,
+    ``map``, for the set or for a board) is listed, and JAX arrays are waited for."""
+    if isinstance(solutions, Iterator):
+        solutions = list(solutions)
+    if isinstance(solutions, (list, tuple)):
+        solutions = [list(s) if isinstance(s, Iterator) else s for s in solutions]
+    return jax.block_until_ready(solutions)
+
+
 def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str | None = None,
           seed: int = 0, jobs: int = 1, limit: int | None = None, progress: bool = True,
           show: bool = True) -> Row:
@@ -207,7 +218,7 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
     if callable(agent):
         # A copy: the lines are replayed on the set's own boards, which the solver may not
         # change (in place, by playing on them or otherwise).
-        solutions = agent(np.array(board_set.boards))
+        solutions = _computed(agent(np.array(board_set.boards)))
         seconds = time.perf_counter() - start
         clicks, cleared = replayed_lengths(board_set.boards, solutions, max_clicks, rules=board_set.rules)
         label = name or getattr(agent, "__name__", "solver")

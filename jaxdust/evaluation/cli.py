@@ -33,7 +33,8 @@ written last and lists the figures (``figures``); those an earlier evaluation in
 ``--out`` listed and this one does not write again are removed just before it. Until then
 ``.figures-pending.json`` lists both (the earlier summary is removed before ``boards.csv`` or
 a figure it lists is written again): a run stopped half-way leaves no summary beside another
-run's table or figures, and the next run removes the figures it had written.
+run's table or figures, and the next run removes the figures it had written. A folder of another command's (a train.py run's
+``config.json``, or a ``summary.json`` that is no evaluation's) is refused.
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column
@@ -159,6 +160,13 @@ def load_board_set(args) -> LoadedBoards:
         print(f"note: {args.boards} gives lengths under the {declared} rules; these boards are "
               f"played under {rules}, so they are compared with no reference lengths", file=sys.stderr)
         best, proven = None, False
+    if best is not None and rules in game.CLICK_RULES and best.max() > width * height:
+        # A column that is no length (a seed, a time) would be played against and then drawn
+        # with a bin per click up to it.
+        record = records[int(np.argmax(best))]
+        raise ValueError(f"{args.boards}:{record.line}: {int(best.max())} clicks for a board of {width * height} "
+                         f"cells: a line's last number is its board's length in clicks, and no game takes more "
+                         f"clicks than cells")
     described = f"{len(records)} board{'s' if len(records) != 1 else ''} from {_shown_path(args.boards)}"
     cut = args.limit is not None and len(records) == args.limit  # fewer: the file held no more
     return LoadedBoards(boards, best, proven, f"first {described}" if cut else described, rules)
@@ -260,7 +268,8 @@ def main(argv=None) -> dict:
               file=sys.stderr)
     _, width, height = boards.shape
     try:
-        registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0)
+        registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0,
+                                  boards_at_once=min(args.chunk, len(boards)))
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
     # Every game's clicks are kept ([boards, max_clicks]): a cap far beyond what any game
@@ -271,10 +280,15 @@ def main(argv=None) -> dict:
     max_clicks = args.max_clicks or width * height
     reference = args.reference or ("best" if best is not None else agents[-1])
     if not by_points and reference not in agents and not (reference == "best" and best is not None):
+        if reference == "best" and args.random:
+            flags.fail(parser, "--reference best: --random's boards have no reference lengths; name one of --agents")
         if reference == "best" and args.boards:
             flags.fail(parser, f"--reference best: {args.boards} gives no reference lengths for these boards (a "
                                f"number after each board, under the rules played); name one of --agents")
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
+    other = _other_commands_folder(args.out)
+    if other is not None:  # its summary.json would be removed before this report's is written
+        flags.fail(parser, f"--out {args.out}: {other}; give an evaluation a folder of its own")
     lock = files.lock_directory(args.out)  # two evaluations into one folder would mix their tables and figures
     if lock is None:
         flags.fail(parser, f"--out {args.out}: another evaluation is writing there (it holds {files.LOCK_FILE}); "
@@ -470,6 +484,23 @@ def _write_figure(out: str, name: str, data: bytes) -> str:
         _forget_summary(out)
     files.atomic_write_bytes(os.path.join(out, name), data)
     return name
+
+
+def _other_commands_folder(out: str) -> str | None:
+    """Why ``out`` is another command's folder, whose files an evaluation must not replace
+    (a train.py run's, or one whose summary.json is not an evaluation's); None if it is not."""
+    if os.path.isfile(os.path.join(out, "config.json")):
+        return "it holds a config.json, as a train.py run directory does (its summary.json is the run's)"
+    path = os.path.join(out, "summary.json")
+    try:
+        with open(path) as handle:
+            summary = json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return f"{path} is not an evaluation's summary"
+    return None if isinstance(summary, dict) and isinstance(summary.get("agents"), dict) else \
+        f"{path} is not an evaluation's summary"
 
 
 def _forget_summary(out: str) -> None:

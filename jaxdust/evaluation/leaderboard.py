@@ -193,6 +193,8 @@ def main(argv=None) -> dict:
 
     # Rows are kept per set version, board count and seed; a kept row is checked against them.
     out = args.out or os.path.join("results", f"leaderboard-{args.set}.json")
+    if args.solver_log and os.path.exists(out) and os.path.samefile(out, args.solver_log):
+        parser.error(f"--out {out} is --solver-log: the report would replace the log; give the report another name")
     cache = os.path.join(_rows_dir(out), board_set.name.replace(" ", "-") + f"-{len(board_set.boards)}"
                          f"-seed{args.seed}")
     rows, reused = _kept_or_measured(

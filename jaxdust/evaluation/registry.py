@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust.core import game
+from jaxdust.core import game, machine
 from jaxdust.core.flags import INT32_LIMIT
 from jaxdust.core.boards import positions
 from jaxdust.core.play import play_in_chunks
@@ -28,12 +28,11 @@ from jaxdust.learn.runs import fingerprint, load_run, read_run_config
 from jaxdust.search.beam import CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, require_children_indexable
 from jaxdust.search.heuristic import heuristic_for
 from jaxdust.search.points import points_beam_solutions
-from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for
+from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for, tree_bytes
 from jaxdust.solver.api import solve
 from jaxdust.solver.bitboard import MAX_CELLS
-from jaxdust.solver import points
+from jaxdust.solver import points, upper_bound
 from jaxdust.solver.dfs import solve_dfs
-from jaxdust.solver.upper_bound import beam_clicks
 
 
 class Context(NamedTuple):
@@ -133,20 +132,31 @@ def _require_rules(agent: Agent, rules: str) -> None:
         raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")
 
 
-def require_playable(names, rules: str, width: int, height: int, colours: int | None = None) -> None:
+def require_playable(names, rules: str, width: int, height: int, colours: int | None = None,
+                     boards_at_once: int = 1) -> None:
     """ValueError naming the first agent of ``names`` that cannot play ``width x height``
     boards (holding colours up to ``colours``, if given) under ``rules``: the numba
-    searches' bitboards hold 64 cells, and a run plays the size, rules and colours it was
-    trained on (read from its config.json), and ``mcts:`` searches only a run with a policy
-    and a value. A command calls it so that it refuses before any agent has played, not after."""
+    searches' bitboards hold 64 cells, a search's width or simulations must fit in memory
+    (``boards_at_once``: how many boards an MCTS agent searches at a time), a run plays the
+    size, rules and colours it was trained on (read from its config.json), and ``mcts:``
+    searches only a run with a policy and a value. A command calls it so that it refuses
+    before any agent has played, not after."""
+    cells = width * height
     for name in names:
         agent, settings = parse_agent(name)
-        if rules in agent.bitboard_rules and width * height > MAX_CELLS:
+        if rules in agent.bitboard_rules and cells > MAX_CELLS:
             raise ValueError(f"agent {agent.name!r} plays boards of at most {MAX_CELLS} cells under the {rules} "
                              f"rules (numba bitboards), not {width}x{height}")
         if agent.name in ("beam", "value"):  # a width too wide for one board's children, refused before play
-            require_children_indexable(name, 1, settings if agent.name == "beam" else settings[1], width * height,
-                                       CHUNK)
+            require_children_indexable(name, 1, settings if agent.name == "beam" else settings[1], cells, CHUNK)
+        if agent.name == "cpu-beam":  # one board's search in each process
+            needed = (upper_bound.beam_bytes(settings, cells, colours or game.MAX_COLORS)
+                      if rules in game.CLICK_RULES else points.beam_bytes(settings, cells))
+            machine.require_memory(f"{name} on a {width}x{height} board", needed)
+        if agent.name in ("mcts", "mcts-heuristic"):
+            simulations = settings[1] if agent.name == "mcts" else settings
+            machine.require_memory(f"{name}'s search trees for {boards_at_once} {width}x{height} boards at a time",
+                                   tree_bytes(boards_at_once, simulations, cells))
         run = _run_of(agent, settings)
         if run is not None:
             learner, config = read_run_config(split_run(run)[0])
@@ -364,7 +374,7 @@ register(Agent(
 
 def _cpu_beam_result(job) -> list:
     board, width, rules = job
-    return beam_clicks(board, width, int(board.max()), LOOKAHEAD_SHORTLIST, rules)
+    return upper_bound.beam_clicks(board, width, int(board.max()), LOOKAHEAD_SHORTLIST, rules)
 
 
 def _play_cpu_beam(width: int, boards, context: Context) -> dict:

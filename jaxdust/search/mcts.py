@@ -100,6 +100,13 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
                                      max_num_considered_actions=considered, gumbel_scale=gumbel_scale)
 
 
+def tree_bytes(boards: int, simulations: int, cells: int) -> int:
+    """The size of mctx's search tree for ``boards`` boards of ``cells`` cells: a node per
+    simulation and the root, each with its board, five scalars and six 4-byte entries per
+    action (a cell)."""
+    return boards * (simulations + 1) * (cells + 5 * 4 + 6 * 4 * cells)
+
+
 def _require_counts(simulations, considered) -> None:
     """ValueError unless both are positive integers (mctx fails deep inside on 0)."""
     for name, value in (("simulations", simulations), ("considered", considered)):

@@ -399,6 +399,13 @@ def _run(board, rules: str, search) -> PointsLine:
     return _result(cells, line[:length], rules, start)
 
 
+def beam_bytes(width: int, cells: int) -> int:
+    """What ``beam_points`` allocates at ``width`` on a board of ``cells`` cells: the kept
+    boards, a child per kept board and cell with its score, rank, key and origin, and a
+    parent and a move per kept board and click."""
+    return width * (cells + 8) + width * cells * (cells + 5 * 8) + 2 * 8 * cells * width
+
+
 def beam(board, width: int = 64, rules: str = "samegame") -> PointsLine:
     """The best line a beam of ``width`` finds for ``board`` (anything ``parse_board``
     accepts, any size) under ``rules`` (``samegame``: most points; ``clickomania``: fewest

@@ -164,6 +164,13 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
     return -1
 
 
+def beam_bytes(width: int, cells: int, colours: int) -> int:
+    """What ``beam_upper_bound`` allocates at ``width`` on a board of ``cells`` cells and
+    ``colours`` colours: the kept positions, a parent and a move per kept position and
+    click, and 64 candidates per kept position with their scores, keys and origins."""
+    return 8 * width * (colours + 2 * cells + 64 * (colours + 4))
+
+
 def beam_clicks(board: np.ndarray, width: int, colors: int, shortlist: int = 0,
                 rules: str = "dust") -> list[tuple[int, int]]:
     """The solution ``[(x, y), ...]`` that ``beam_upper_bound`` finds with the heuristic of
