@@ -150,3 +150,28 @@ def test_dqn_in_two_processes_equals_one_process_with_two_devices():
     assert (first["devices"], first["processes"], reference["devices"], reference["processes"]) == (2, 2, 2, 1)
     assert first["losses"] == second["losses"] == reference["losses"]
     assert first["params"] == second["params"] == reference["params"]
+
+
+def test_sigterm_stops_a_distributed_run_as_it_stops_one_process(tmp_path):
+    """jax.distributed.initialize starts JAX's preemption service, which caught SIGTERM
+    (scancel, a time limit, kill) and let the run train on to its end. Stopped, the run
+    resumes from its checkpoints."""
+    run_dir = tmp_path / "run"
+    long_run = [*AVI[:AVI.index("--total-updates")], "--total-updates", "100000", "--chunk-updates", "4", "--seed", "3",
+                "--eval-boards", "9", "--eval-every", "1000", "--checkpoint-every", "1"]
+    process = start([*long_run, "--run-dir", str(run_dir), "--distributed", "--coordinator",
+                     f"127.0.0.1:{free_port()}", "--num-processes", "1", "--process-id", "0"])
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text():
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1][-3000:]
+            time.sleep(0.2)
+        process.terminate()
+        process.wait(timeout=60)  # trained on, it would take hours
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode != 0 and not (run_dir / "summary.json").exists()
+    logged = len((run_dir / "metrics.jsonl").read_text().splitlines())
+    assert 1 <= logged < 100000 // 4

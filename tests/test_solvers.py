@@ -1061,6 +1061,17 @@ def test_original_depth_first_search_is_deterministic_with_a_node_budget(boards_
         assert bool(jaxdust.is_done(final))
 
 
+@pytest.mark.parametrize("text, width, height", [("12", 2, 1), ("3412", 2, 2), ("613", 3, 1), ("121", 3, 1)])
+def test_the_depth_first_search_solves_boards_that_take_a_click_a_cell(text, width, height):
+    """Its bound (colours left, plus one once a cell is empty) overshoots by a click: under a
+    first best of cells + 1 it pruned every line of a board whose cells all differ, and
+    raised TimeoutError at once."""
+    board = jaxdust.parse_board(text, width, height)
+    clicks = solve_dfs(board, time_limit=None, node_limit=10_000)
+    final, _ = jaxdust.replay(board, clicks)
+    assert bool(jaxdust.is_done(final)) and len(clicks) <= jaxdust.solve(board).length + 1
+
+
 def test_heuristic_features_match_the_numba_ones():
     rng = np.random.default_rng(5)
     geometry = bitboard.make_geometry(8, 6)

@@ -19,8 +19,10 @@ import io
 import math
 import os
 import select
+import signal
 import sys
 import tempfile
+import threading
 from typing import Any, Callable
 
 
@@ -171,6 +173,15 @@ def names(known, what: str = "names"):
     return parse
 
 
+def host_port(text: str) -> str:
+    """``HOST:PORT`` with a port in 1..65535 (jax.distributed takes the text as it is: no
+    port is an IndexError inside JAX, a non-numeric one a segmentation fault in gRPC)."""
+    host, colon, port = text.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"must be HOST:PORT with a port in 1..65535, got {text!r}")
+    return text
+
+
 def positive_float(text: str) -> float:
     value = finite_float(text)
     if value <= 0:
@@ -266,11 +277,34 @@ def fail(parser: argparse.ArgumentParser, message: str) -> None:
     parser.exit(2, f"{parser.prog}: error: {message}\n")
 
 
+_INTERRUPTED = False
+
+
+def _latching_interrupt(signum, frame):
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    raise KeyboardInterrupt
+
+
+def raise_if_interrupted() -> None:
+    """Raise KeyboardInterrupt where a Ctrl-C was swallowed (an exception in a gc callback
+    is only printed as "Exception ignored"): long loops call it between their steps."""
+    if _INTERRUPTED:
+        raise KeyboardInterrupt
+
+
 def run_command(main: Callable[[], Any], resumes: str) -> Any:
     """``main()``, ended by Ctrl-C with one line saying what running the command again
     keeps (``resumes``) and exit status 130, rather than a traceback from wherever it was;
     by a full disk with one line too (status 1); and ended quietly (status 1) when the
     reader of its standard output goes away (``| head``), as other command-line tools end."""
+    global _INTERRUPTED
+    _INTERRUPTED = False
+    previous = signal.getsignal(signal.SIGINT)
+    # A latch: a Ctrl-C whose KeyboardInterrupt Python swallows (raised in a gc callback, it
+    # is only printed) is not lost; long loops ask raise_if_interrupted between steps.
+    if previous is signal.default_int_handler and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _latching_interrupt)
     try:
         return main()
     except KeyboardInterrupt:
@@ -283,11 +317,33 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(1) from None
     except OSError as error:
-        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = f" writing {error.filename}" if error.filename else ""
+            print(f"\nstopped: {error.strerror}{where} (make room, and run it again: {resumes})", file=sys.stderr)
+            exit_at_once(1)
+        if not _caused_by_interrupt(error):
             raise
-        where = f" writing {error.filename}" if error.filename else ""
-        print(f"\nstopped: {error.strerror}{where} (make room, and run it again: {resumes})", file=sys.stderr)
-        exit_at_once(1)
+        print(f"\ninterrupted: {resumes}", file=sys.stderr)
+        exit_at_once(130)
+    except Exception as error:
+        if not _caused_by_interrupt(error):  # JAX re-raises a Ctrl-C met while tracing as a ValueError
+            raise
+        print(f"\ninterrupted: {resumes}", file=sys.stderr)
+        exit_at_once(130)
+    finally:
+        if signal.getsignal(signal.SIGINT) is _latching_interrupt:  # in a session that goes on
+            signal.signal(signal.SIGINT, previous)
+
+
+def _caused_by_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` was raised while handling, or from, a KeyboardInterrupt."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def exit_at_once(status: int) -> None:

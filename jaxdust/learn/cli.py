@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="one of several processes (hosts) training together: jax.distributed.initialize() "
                               "first, with the three flags below; any left out JAX detects (SLURM, Open MPI, ...; "
                               "the coordinator also from JAX_COORDINATOR_ADDRESS)")
-        sub.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="with --distributed: process 0's address")
+        sub.add_argument("--coordinator", type=flags.host_port, default=None, metavar="HOST:PORT",
+                         help="with --distributed: process 0's address")
         sub.add_argument("--num-processes", type=flags.positive_int, default=None, help="with --distributed")
         sub.add_argument("--process-id", type=flags.non_negative_int, default=None,
                          help="with --distributed: 0 for the coordinator")
@@ -124,6 +125,10 @@ def main(argv=None) -> dict:
             print(f"waiting for {args.num_processes or 'all'} processes at {args.coordinator} "
                   f"(this is process {args.process_id if args.process_id is not None else '?'})", file=sys.stderr,
                   flush=True)
+        # JAX's preemption service would catch SIGTERM (scancel, a time limit, kill) and let the
+        # run train on to its end; without it the run stops as a single process does, and its
+        # checkpoints resume.
+        jax.config.update("jax_enable_preemption_service", False)
         try:
             jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
         except (ValueError, RuntimeError) as error:  # no coordinator found, or it cannot be reached

@@ -24,7 +24,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import AxisType
 
-from jaxdust.core import configs, files, game
+from jaxdust.core import configs, files, flags, game
 from jaxdust.core.play import play_boards
 from jaxdust.core.progress import progress_bar
 from jaxdust.learn import checkpoint, learners
@@ -742,6 +742,7 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
             if "greedy_clicks" in record:  # the last evaluation stays shown between evaluations
                 _show_evaluation(bar, record)
             bar.update()
+            flags.raise_if_interrupted()  # a Ctrl-C swallowed in a gc callback stops the run here
             if out_of_time:
                 print(f"stopped after {seconds / 60:.1f} minutes of training (--minutes {args.minutes:g}) at "
                       f"{learner.unit} {index}; continue with --resume")
