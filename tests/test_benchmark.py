@@ -963,7 +963,7 @@ def test_a_run_given_a_new_label_reuses_its_kept_rows_under_that_label(tmp_path,
                 "cells_left": np.zeros(count), "cleared": np.ones(count, bool)}
 
     monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
-    monkeypatch.setattr(leaderboard.registry, "require_playable", lambda *args: None)  # it loads the network
+    monkeypatch.setattr(leaderboard.registry, "require_playable", lambda *args, **kwargs: None)  # it loads the network
     first = leaderboard.main(["--size", "8x6x5", "--boards", "2", "--entries", "largest", "--runs", "a=runs/x"])
     count = len(played)
     again = leaderboard.main(["--size", "8x6x5", "--boards", "2", "--entries", "largest", "--runs", "b=runs/x"])

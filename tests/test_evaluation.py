@@ -259,16 +259,24 @@ def test_an_evaluation_does_not_take_over_another_commands_folder(tmp_path, caps
 
 def test_a_search_too_large_for_memory_is_refused_before_any_agent_plays(monkeypatch):
     """A numba beam or an MCTS tree past the machine's memory ended in a MemoryError
-    traceback from a worker, after the agents listed before it had played."""
+    traceback from a worker, after the agents listed before it had played. The beams of
+    several processes, and the trees of a chunk of boards, are there at once."""
     from jaxdust.core import machine
 
     monkeypatch.setattr(machine, "memory_bytes", lambda: 2**30)
-    registry.require_playable(["cpu-beam:2000", "mcts-heuristic:64"], "dust", 6, 5, 4, boards_at_once=256)
-    for names, rules, words in ((["largest", "cpu-beam:1000000"], "dust", "cpu-beam:1000000 on a 6x5 board: about "),
-                                (["cpu-beam:10000000"], "samegame", "cpu-beam:10000000 on a 6x5 board: about"),
-                                (["mcts-heuristic:100000"], "dust", "for 256 6x5 boards at a time: about")):
+    registry.require_playable(["cpu-beam:2000", "mcts-heuristic:64"], "dust", 6, 5, 4, boards_at_once=256,
+                              processes=16)
+    for names, rules, at_once, words in (
+            (["largest", "cpu-beam:1000000"], "dust", {}, "cpu-beam:1000000 on 1 6x5 board at a time: about 4.3 GiB"),
+            (["cpu-beam:50000"], "dust", {"processes": 16}, "on 16 6x5 boards at a time: about 3.4 GiB"),
+            (["cpu-beam:10000000"], "samegame", {}, "cpu-beam:10000000 on 1 6x5 board at a time: about"),
+            (["mcts-heuristic:20000"], "dust", {"boards_at_once": 256}, "for 256 6x5 boards at a time: about 3.7 GiB")):
         with pytest.raises(ValueError, match=words + ".* more than this machine's 1.0 GiB"):
-            registry.require_playable(names, rules, 6, 5, 4, boards_at_once=256)
+            registry.require_playable(names, rules, 6, 5, 4, **at_once)
+    registry.require_playable(["cpu-beam:50000", "mcts-heuristic:20000"], "dust", 6, 5, 4)  # one at a time fits
+    with pytest.raises(ValueError, match="for 256 6x5 boards at a time"):  # run_agent's chunk, as it plays
+        registry.run_agent("mcts-heuristic:20000", np.ones((300, 6, 5), np.int8), key=jax.random.key(0),
+                           max_clicks=30)
 
 
 def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, boards_dir, capsys):

@@ -540,7 +540,7 @@ config = configs.from_flags(args, runs.base_config(learner, args))  # as train.p
 if config != saved:
     raise SystemExit(f"the suite's flags no longer match the committed run's settings: {{config}} != {{saved}}")
 _, trainer, done, state = runs.start(learner, config, args)  # as train.py --resume begins
-fresh = trainer.init(jax.random.key(args.seed))
+fresh = trainer.init(jax.random.key(args.seed)) if trainer is not None else learner.template(config)  # None: finished
 same = jax.tree.structure(state) == jax.tree.structure(fresh) and all(
     a.shape == b.shape and a.dtype == b.dtype for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(fresh)))
 moved = sum(float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).sum())

@@ -18,7 +18,9 @@ def test_every_piece_survives_a_kill(tmp_path):
     result = subprocess.run([sys.executable, "benchmarks/soak.py", "--rounds", "1", "--kills", "1", "--out", str(out)],
                             cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    pieces = json.loads(out.read_text())["pieces"]
+    report = json.loads(out.read_text())
+    assert report["measured_on"]["cores"] >= 1 and report["measured_on"]["jaxdust"]
+    pieces = report["pieces"]
     assert sorted(pieces) == ["datasets", "evaluate", "solve", "train"]
     for name, row in pieces.items():
         # kills == 1: the kill landed (a run that outran it shortens the next delay)

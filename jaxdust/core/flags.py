@@ -19,10 +19,8 @@ import io
 import math
 import os
 import select
-import signal
 import sys
 import tempfile
-import threading
 from typing import Any, Callable
 
 
@@ -174,11 +172,15 @@ def names(known, what: str = "names"):
 
 
 def host_port(text: str) -> str:
-    """``HOST:PORT`` with a port in 1..65535 (jax.distributed takes the text as it is: no
-    port is an IndexError inside JAX, a non-numeric one a segmentation fault in gRPC)."""
+    """``HOST:PORT`` with a port in 1..65535, an IPv6 host in brackets (``[::1]:1234``):
+    jax.distributed takes the text as it is, and no port is an IndexError inside JAX, a
+    port not in ASCII digits a segmentation fault in gRPC."""
     host, colon, port = text.rpartition(":")
-    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"must be HOST:PORT with a port in 1..65535, got {text!r}")
+    bracketed = host.startswith("[") and host.endswith("]") and len(host) > 2
+    if (not colon or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536
+            or (":" in host and not bracketed)):
+        raise argparse.ArgumentTypeError(f"must be HOST:PORT with a port in 1..65535 (an IPv6 host in brackets, "
+                                         f"[::1]:1234), got {text!r}")
     return text
 
 
@@ -277,34 +279,34 @@ def fail(parser: argparse.ArgumentParser, message: str) -> None:
     parser.exit(2, f"{parser.prog}: error: {message}\n")
 
 
-_INTERRUPTED = False
-
-
-def _latching_interrupt(signum, frame):
-    global _INTERRUPTED
-    _INTERRUPTED = True
-    raise KeyboardInterrupt
+_INTERRUPTED = False  # a Ctrl-C Python swallowed, noted by run_command's unraisable hook
 
 
 def raise_if_interrupted() -> None:
-    """Raise KeyboardInterrupt where a Ctrl-C was swallowed (an exception in a gc callback
-    is only printed as "Exception ignored"): long loops call it between their steps."""
+    """Raise KeyboardInterrupt where a Ctrl-C was swallowed under ``run_command`` (raised in
+    a garbage-collector callback, as JAX's, Python only prints it): long loops call it
+    between their steps."""
     if _INTERRUPTED:
         raise KeyboardInterrupt
 
 
 def run_command(main: Callable[[], Any], resumes: str) -> Any:
     """``main()``, ended by Ctrl-C with one line saying what running the command again
-    keeps (``resumes``) and exit status 130, rather than a traceback from wherever it was;
-    by a full disk with one line too (status 1); and ended quietly (status 1) when the
-    reader of its standard output goes away (``| head``), as other command-line tools end."""
+    keeps (``resumes``) and exit status 130, rather than a traceback from wherever it was
+    (also where JAX wrapped it in another exception, or Python swallowed it: see
+    ``raise_if_interrupted``); by a full disk with one line too (status 1); and ended
+    quietly (status 1) when the reader of its standard output goes away (``| head``), as
+    other command-line tools end."""
     global _INTERRUPTED
-    _INTERRUPTED = False
-    previous = signal.getsignal(signal.SIGINT)
-    # A latch: a Ctrl-C whose KeyboardInterrupt Python swallows (raised in a gc callback, it
-    # is only printed) is not lost; long loops ask raise_if_interrupted between steps.
-    if previous is signal.default_int_handler and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _latching_interrupt)
+    previous_hook = sys.unraisablehook
+
+    def noting_interrupts(unraisable) -> None:
+        global _INTERRUPTED
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _INTERRUPTED = True
+        previous_hook(unraisable)
+
+    sys.unraisablehook = noting_interrupts
     try:
         return main()
     except KeyboardInterrupt:
@@ -321,28 +323,30 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
             where = f" writing {error.filename}" if error.filename else ""
             print(f"\nstopped: {error.strerror}{where} (make room, and run it again: {resumes})", file=sys.stderr)
             exit_at_once(1)
-        if not _caused_by_interrupt(error):
+        if not _raised_from_interrupt(error):
             raise
         print(f"\ninterrupted: {resumes}", file=sys.stderr)
         exit_at_once(130)
     except Exception as error:
-        if not _caused_by_interrupt(error):  # JAX re-raises a Ctrl-C met while tracing as a ValueError
+        if not _raised_from_interrupt(error):  # JAX raises a ValueError from a Ctrl-C met while tracing
             raise
         print(f"\ninterrupted: {resumes}", file=sys.stderr)
         exit_at_once(130)
     finally:
-        if signal.getsignal(signal.SIGINT) is _latching_interrupt:  # in a session that goes on
-            signal.signal(signal.SIGINT, previous)
+        if sys.unraisablehook is noting_interrupts:  # in a session that goes on (IPython, a notebook)
+            sys.unraisablehook = previous_hook
+            _INTERRUPTED = False
 
 
-def _caused_by_interrupt(error: BaseException) -> bool:
-    """Whether ``error`` was raised while handling, or from, a KeyboardInterrupt."""
+def _raised_from_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` was raised from a KeyboardInterrupt (``raise ... from``), at any
+    depth; not one merely raised while handling one (a real error in clean-up code)."""
     seen = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, KeyboardInterrupt):
             return True
         seen.add(id(error))
-        error = error.__cause__ or error.__context__
+        error = error.__cause__
     return False
 
 

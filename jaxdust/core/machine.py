@@ -33,13 +33,30 @@ def memory_bytes() -> int | None:
         return None
 
 
-def require_memory(what: str, needed: int) -> None:
-    """ValueError unless ``needed`` bytes fit in this machine's memory (where it is known):
-    an agent whose settings ask for more fails in numpy or XLA with a traceback, after the
-    agents before it have played."""
-    memory = memory_bytes()
+def device_memory_bytes() -> int | None:
+    """The memory of JAX's first device where it is an accelerator's and JAX says (a GPU's
+    ``bytes_limit``); else None."""
+    import jax
+
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        return None
+    try:
+        return (device.memory_stats() or {}).get("bytes_limit")
+    except Exception:  # a backend without memory statistics
+        return None
+
+
+def require_memory(what: str, needed: int, device: bool = False) -> None:
+    """ValueError unless ``needed`` bytes fit in this machine's memory (``device``: JAX's
+    device's, a GPU's where JAX runs on one), where it is known: an agent whose settings
+    ask for more fails in numpy or XLA with a traceback, after the agents before it have
+    played."""
+    accelerator = device_memory_bytes() if device else None
+    memory = accelerator if accelerator is not None else memory_bytes()
     if memory is not None and needed > memory:
-        raise ValueError(f"{what}: about {needed / 2**30:,.1f} GiB of memory, more than this machine's "
+        where = "its device's" if accelerator is not None else "this machine's"
+        raise ValueError(f"{what}: about {needed / 2**30:,.1f} GiB of memory, more than {where} "
                          f"{memory / 2**30:,.1f} GiB")
 
 

@@ -269,7 +269,7 @@ def main(argv=None) -> dict:
     _, width, height = boards.shape
     try:
         registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0,
-                                  boards_at_once=min(args.chunk, len(boards)))
+                                  boards_at_once=min(args.chunk, len(boards)), processes=min(args.jobs, len(boards)))
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
     # Every game's clicks are kept ([boards, max_clicks]): a cap far beyond what any game
@@ -497,8 +497,8 @@ def _other_commands_folder(out: str) -> str | None:
             summary = json.load(handle)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
-        return f"{path} is not an evaluation's summary"
+    except (OSError, ValueError) as error:
+        return f"{path} cannot be read as an evaluation's summary ({error})"
     return None if isinstance(summary, dict) and isinstance(summary.get("agents"), dict) else \
         f"{path} is not an evaluation's summary"
 

@@ -170,10 +170,14 @@ def main(argv=None) -> dict:
         try:  # every agent checked (a run directory read) before the first plays
             checked = registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
             if config is not None:
-                registry.require_playable(checked, rules, config.width, config.height, config.colors)
+                at_once = {"boards_at_once": min(registry.PLAY_CHUNK, args.boards),
+                           "processes": min(args.jobs, args.boards)}
+                registry.require_playable(checked, rules, config.width, config.height, config.colors, **at_once)
             else:
-                _, width, height = board_set.boards.shape
-                registry.require_playable(checked, rules, width, height, int(np.max(board_set.boards)))
+                count, width, height = board_set.boards.shape
+                registry.require_playable(checked, rules, width, height, int(np.max(board_set.boards)),
+                                          boards_at_once=min(registry.PLAY_CHUNK, count),
+                                          processes=min(args.jobs, count))
         except ValueError as error:
             parser.error(f"--entries/--runs: {error}")
     elif not args.solver_log:

@@ -133,14 +133,15 @@ def _require_rules(agent: Agent, rules: str) -> None:
 
 
 def require_playable(names, rules: str, width: int, height: int, colours: int | None = None,
-                     boards_at_once: int = 1) -> None:
+                     boards_at_once: int = 1, processes: int = 1) -> None:
     """ValueError naming the first agent of ``names`` that cannot play ``width x height``
     boards (holding colours up to ``colours``, if given) under ``rules``: the numba
     searches' bitboards hold 64 cells, a search's width or simulations must fit in memory
-    (``boards_at_once``: how many boards an MCTS agent searches at a time), a run plays the
-    size, rules and colours it was trained on (read from its config.json), and ``mcts:``
-    searches only a run with a policy and a value. A command calls it so that it refuses
-    before any agent has played, not after."""
+    (``boards_at_once``: the boards an MCTS agent searches together, in the device's
+    memory; ``processes``: the numba beams running at once, one board each, in the
+    machine's), a run plays the size, rules and colours it was trained on (read from its
+    config.json), and ``mcts:`` searches only a run with a policy and a value. A command
+    calls it so that it refuses before any agent has played, not after."""
     cells = width * height
     for name in names:
         agent, settings = parse_agent(name)
@@ -152,11 +153,12 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
         if agent.name == "cpu-beam":  # one board's search in each process
             needed = (upper_bound.beam_bytes(settings, cells, colours or game.MAX_COLORS)
                       if rules in game.CLICK_RULES else points.beam_bytes(settings, cells))
-            machine.require_memory(f"{name} on a {width}x{height} board", needed)
+            machine.require_memory(f"{name} on {processes} {width}x{height} board{'s' if processes > 1 else ''} at "
+                                   f"a time", processes * needed)
         if agent.name in ("mcts", "mcts-heuristic"):
             simulations = settings[1] if agent.name == "mcts" else settings
             machine.require_memory(f"{name}'s search trees for {boards_at_once} {width}x{height} boards at a time",
-                                   tree_bytes(boards_at_once, simulations, cells))
+                                   tree_bytes(boards_at_once, simulations, cells), device=True)
         run = _run_of(agent, settings)
         if run is not None:
             learner, config = read_run_config(split_run(run)[0])
@@ -225,7 +227,10 @@ def agent_identity(text: str) -> str:
     return agent.name if settings is None else f"{agent.name}:{settings!r}"
 
 
-def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = 256,
+PLAY_CHUNK = 256  # boards a policy plays (or an MCTS agent searches) together, by default
+
+
+def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = PLAY_CHUNK,
               jobs: int = 1, progress=None, solutions: int = 0, rules: str = "dust") -> dict:
     """Play or solve every board with agent ``text`` under ``rules``.
 
@@ -242,7 +247,8 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
     boards = jnp.asarray(game.from_lists(boards), game.BOARD_DTYPE)  # checked: colour 257 would wrap round to 1
-    require_playable([text], rules, *boards.shape[1:], int(jnp.max(boards)) if boards.size else 0)
+    require_playable([text], rules, *boards.shape[1:], int(jnp.max(boards)) if boards.size else 0,
+                     boards_at_once=min(chunk, len(boards)), processes=min(jobs, len(boards)))
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
     played = agent.play(settings, boards, context)
     if rules in game.CLICK_RULES:

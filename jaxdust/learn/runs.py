@@ -168,7 +168,8 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
                 made = name in DIRECTORY_FLAGS and saved[name] is None  # no directory given: its own
                 own = f"{os.path.join(args.run_dir, name)}, which it made" if made else saved[name]
                 # Gone, its settings are unknown here: a copy cannot be compared, but can take its place.
-                gone = (f" (it makes {os.path.join(args.run_dir, name)} again; or copy {given} there first)"
+                gone = (f" (a resume that trains makes {os.path.join(args.run_dir, name)} again; or copy {given} "
+                        f"there first)"
                         if made and not os.path.isdir(os.path.join(args.run_dir, name)) else "")
                 raise RunError(f"{flag} {given} is not the run's own ({own}, in {args.run_dir}/config.json): "
                                f"leave {flag} out to resume the run as it was started{gone}, or use another "
