@@ -33,8 +33,9 @@ written last and lists the figures (``figures``); those an earlier evaluation in
 ``--out`` listed and this one does not write again are removed just before it. Until then
 ``.figures-pending.json`` lists both (the earlier summary is removed before ``boards.csv`` or
 a figure it lists is written again): a run stopped half-way leaves no summary beside another
-run's table or figures, and the next run removes the figures it had written. A folder of another command's (a train.py run's
-``config.json``, or a ``summary.json`` that is no evaluation's) is refused.
+run's table or figures, and the next run removes the figures it had written. A folder of
+another command's (a train.py run's ``config.json``, or a ``summary.json`` that is no
+evaluation's) is refused.
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column
