@@ -310,8 +310,7 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
     try:
         return main()
     except KeyboardInterrupt:
-        print(f"\ninterrupted: {resumes}", file=sys.stderr)
-        exit_at_once(130)
+        _end_interrupted(resumes)
     except BrokenPipeError:  # before OSError, its base
         if not _stdout_reader_gone():
             raise  # another pipe: a real error
@@ -325,17 +324,20 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
             exit_at_once(1)
         if not _raised_from_interrupt(error):
             raise
-        print(f"\ninterrupted: {resumes}", file=sys.stderr)
-        exit_at_once(130)
+        _end_interrupted(resumes)
     except Exception as error:
         if not _raised_from_interrupt(error):  # JAX raises a ValueError from a Ctrl-C met while tracing
             raise
-        print(f"\ninterrupted: {resumes}", file=sys.stderr)
-        exit_at_once(130)
+        _end_interrupted(resumes)
     finally:
         if sys.unraisablehook is noting_interrupts:  # in a session that goes on (IPython, a notebook)
             sys.unraisablehook = previous_hook
             _INTERRUPTED = False
+
+
+def _end_interrupted(resumes: str) -> None:
+    print(f"\ninterrupted: {resumes}", file=sys.stderr)
+    exit_at_once(130)
 
 
 def _raised_from_interrupt(error: BaseException) -> bool:

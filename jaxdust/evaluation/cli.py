@@ -270,7 +270,7 @@ def main(argv=None) -> dict:
     _, width, height = boards.shape
     try:
         registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0,
-                                  boards_at_once=min(args.chunk, len(boards)), processes=min(args.jobs, len(boards)))
+                                  boards=len(boards), chunk=args.chunk, jobs=args.jobs)
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
     # Every game's clicks are kept ([boards, max_clicks]): a cap far beyond what any game

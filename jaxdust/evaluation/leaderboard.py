@@ -170,14 +170,10 @@ def main(argv=None) -> dict:
         try:  # every agent checked (a run directory read) before the first plays
             checked = registry.parse_agent_list(",".join(names + [entry for entry, _ in runs]), rules)
             if config is not None:
-                at_once = {"boards_at_once": min(registry.PLAY_CHUNK, args.boards),
-                           "processes": min(args.jobs, args.boards)}
-                registry.require_playable(checked, rules, config.width, config.height, config.colors, **at_once)
+                count, width, height, colours = args.boards, config.width, config.height, config.colors
             else:
-                count, width, height = board_set.boards.shape
-                registry.require_playable(checked, rules, width, height, int(np.max(board_set.boards)),
-                                          boards_at_once=min(registry.PLAY_CHUNK, count),
-                                          processes=min(args.jobs, count))
+                (count, width, height), colours = board_set.boards.shape, int(np.max(board_set.boards))
+            registry.require_playable(checked, rules, width, height, colours, boards=count, jobs=args.jobs)
         except ValueError as error:
             parser.error(f"--entries/--runs: {error}")
     elif not args.solver_log:

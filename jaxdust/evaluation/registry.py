@@ -132,17 +132,21 @@ def _require_rules(agent: Agent, rules: str) -> None:
         raise ValueError(f"agent {agent.name!r} plays the {', '.join(agent.rules)} rules, not {rules!r}")
 
 
+PLAY_CHUNK = 256  # boards a policy plays (or an MCTS agent searches) together, by default
+
+
 def require_playable(names, rules: str, width: int, height: int, colours: int | None = None,
-                     boards_at_once: int = 1, processes: int = 1) -> None:
+                     boards: int = 1, chunk: int = PLAY_CHUNK, jobs: int = 1) -> None:
     """ValueError naming the first agent of ``names`` that cannot play ``width x height``
     boards (holding colours up to ``colours``, if given) under ``rules``: the numba
     searches' bitboards hold 64 cells, a search's width or simulations must fit in memory
-    (``boards_at_once``: the boards an MCTS agent searches together, in the device's
-    memory; ``processes``: the numba beams running at once, one board each, in the
-    machine's), a run plays the size, rules and colours it was trained on (read from its
-    config.json), and ``mcts:`` searches only a run with a policy and a value. A command
-    calls it so that it refuses before any agent has played, not after."""
+    (of ``boards`` boards, an MCTS agent searches ``chunk`` together, in the device's
+    memory; ``jobs`` processes each run a numba beam, in the machine's), a run plays the
+    size, rules and colours it was trained on (read from its config.json), and ``mcts:``
+    searches only a run with a policy and a value. A command calls it so that it refuses
+    before any agent has played, not after."""
     cells = width * height
+    boards_at_once, processes = min(chunk, boards), min(jobs, boards)
     for name in names:
         agent, settings = parse_agent(name)
         if rules in agent.bitboard_rules and cells > MAX_CELLS:
@@ -227,9 +231,6 @@ def agent_identity(text: str) -> str:
     return agent.name if settings is None else f"{agent.name}:{settings!r}"
 
 
-PLAY_CHUNK = 256  # boards a policy plays (or an MCTS agent searches) together, by default
-
-
 def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = PLAY_CHUNK,
               jobs: int = 1, progress=None, solutions: int = 0, rules: str = "dust") -> dict:
     """Play or solve every board with agent ``text`` under ``rules``.
@@ -248,7 +249,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     _require_rules(agent, rules)
     boards = jnp.asarray(game.from_lists(boards), game.BOARD_DTYPE)  # checked: colour 257 would wrap round to 1
     require_playable([text], rules, *boards.shape[1:], int(jnp.max(boards)) if boards.size else 0,
-                     boards_at_once=min(chunk, len(boards)), processes=min(jobs, len(boards)))
+                     boards=len(boards), chunk=chunk, jobs=jobs)
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
     played = agent.play(settings, boards, context)
     if rules in game.CLICK_RULES:
