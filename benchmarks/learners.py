@@ -38,8 +38,7 @@ from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator
 
 
 def fresh_boards(count: int, seed: int) -> jax.Array:
-    keys = jax.random.split(jax.random.key(seed), count)
-    return jax.vmap(lambda k: game.random_board(k, game.GameConfig()))(keys)
+    return game.random_boards(jax.random.key(seed), count)
 
 
 WIDTHS = (1, 8, 64)

@@ -70,8 +70,7 @@ def main(argv=None) -> dict:
         parser.error(f"--{'env' if args.env else 'size'}: the JAX beam (--jax-widths) takes boards of at most "
                      f"{points_beam_cells:,} cells, and {size.size_spec} has {size.num_cells:,}")
     rules = size.rules
-    keys = jax.random.split(jax.random.key(args.seed), args.boards)
-    boards = jax.vmap(lambda key: game.random_board(key, size))(keys)
+    boards = game.random_boards(jax.random.key(args.seed), args.boards, size)
     cap = size.num_cells  # every legal click removes 2 or more cells
     report = {"benchmark": "samegame", "measured_on": machine.measured_on(jaxdust.__version__), "rules": rules,
               "objective": game.rules_of(rules).objective,

@@ -72,8 +72,8 @@ def held_out(candidates, planes_list, geometry, width) -> dict:
 
 
 def random_planes(seed: int, count: int, size: jaxdust.GameConfig) -> list:
-    keys = jax.random.split(jax.random.key(seed), count)
-    return [bitboard.to_planes(np.asarray(jaxdust.random_board(key, size)), size.colors) for key in keys]
+    boards = np.asarray(jaxdust.random_boards(jax.random.key(seed), count, size))
+    return [bitboard.to_planes(board, size.colors) for board in boards]
 
 
 def tune_dust(args) -> dict:

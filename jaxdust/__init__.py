@@ -37,6 +37,7 @@ from jaxdust.core.game import (
     legal_action_mask,
     one_hot,
     random_board,
+    random_boards,
     settle,
     slide_to_centre,
 )
@@ -47,7 +48,7 @@ from jaxdust.search.beam import beam_search
 from jaxdust.search.points import points_beam
 from jaxdust.solver.api import Solution, solve
 
-__version__ = "0.2.40"
+__version__ = "0.2.41"
 
 __all__ = [
     "BoardView",
@@ -86,6 +87,7 @@ __all__ = [
     "points_beam",
     "positions",
     "random_board",
+    "random_boards",
     "read_board_file",
     "registered",
     "replay",

@@ -277,6 +277,10 @@ FILE_CASES = [
     ("train", ["--run-dir", "{board file}"], ["--run-dir", "is a file"]),
     ("train", ["dqn", "--run-dir", "/proc/x/run"], ["--run-dir", "cannot create /proc/x/run", "takes no new folders"]),
     ("train", ["--run-dir", "{folder}/fresh", "--resume"], ["nothing to resume"]),
+    # Found at the first write: a traceback, and the leaderboard's after playing every row.
+    ("train", ["--run-dir", "{folder}/" + "w" * 256], ["--run-dir", "256 bytes long, more than the"]),
+    ("leaderboard", ["--out", "{folder}/" + "w" * 256 + "/lb.json"], ["--out", "256 bytes long"]),
+    ("solver-file", ["{board file}", "--out", "w" * 300], ["--out", "300 bytes long"]),
     ("train", ["--run-dir", ""], ["--run-dir", "empty path"]),  # not the default runs/avi-0
     ("train", ["imitation", "--data", "{folder}", "--data-boards", "5"], ["--data-boards and --data-beam-width make"]),
     ("train", ["imitation", "--data", "{board file}"], ["--data", "is a file, not a directory"]),
@@ -391,8 +395,8 @@ def test_a_full_disk_ends_a_command_in_one_line():
               "def main():\n    files.atomic_write_json('/dev/full', {'rows': 1})\n"
               "flags.run_command(main, 'the rows played so far are kept')\n")
     ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert (ended.returncode, ended.stderr) == (1, "\nstopped: No space left on device (make room, and run it "
-                                                   "again: the rows played so far are kept)\n"), ended.stderr[-2000:]
+    assert (ended.returncode, ended.stderr) == (1, "\nstopped: No space left on device (make room; the rows "
+                                                   "played so far are kept)\n"), ended.stderr[-2000:]
     other = script.replace("files.atomic_write_json('/dev/full', {'rows': 1})", "open('/nonexistent/x')")
     ended = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, timeout=120)
     assert ended.returncode == 1 and "Traceback" in ended.stderr  # another OSError is a bug to see whole

@@ -176,6 +176,26 @@ def test_every_checkpoint_damaged_is_one_clear_error(run, capsys):
     assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]  # nothing set aside
 
 
+def test_load_run_beside_a_training_process_waits_for_the_save_it_is_finishing(run, monkeypatch, capsys):
+    """``evaluate.py`` while ``train.py`` trains the run: the newest checkpoint without its
+    checksums yet is a save under way, not damage. Once written, it is the one read."""
+    checksums = run / "checkpoints" / "4" / checkpoint.CHECKSUMS
+    kept = checksums.read_bytes()
+    os.remove(checksums)
+    waits, moved_on = [], checkpoint.Checkpoints._moved_on
+
+    def save_finishes(self, *args):
+        waits.append(args)
+        checksums.write_bytes(kept)
+        return moved_on(self, *args)
+
+    monkeypatch.setattr(checkpoint.Checkpoints, "_moved_on", save_finishes)
+    monkeypatch.setattr(checkpoint, "SETTLE_SECONDS", 0.0)
+    with filelock.FileLock(str(run / runs.LOCK_FILE)):  # as another process training there
+        loaded = runs.load_run(str(run), newest=True)
+    assert loaded.step == 4 and waits and warnings(capsys.readouterr().err) == []
+
+
 def test_load_run_falls_back_from_a_damaged_best(run, whole_run, capsys):
     best_step = json.loads((whole_run / "summary.json").read_text())["best_step"]
     _delete_metadata(run / "best" / str(best_step))

@@ -78,6 +78,16 @@ def test_chunked_play_equals_one_batch_even_for_random_policies(eval_set, policy
         or policy is baselines.largest_cluster  # the key matters to a random policy
 
 
+def test_a_random_board_plays_alike_among_more_boards_in_either_threefry_mode(eval_set):
+    """``--limit 12`` plays its boards as the first 12 of the whole set do, even under
+    JAX's other threefry mode, where ``split(key, n)``'s keys change with ``n``."""
+    boards = eval_set[0][:30]
+    with jax.threefry_partitionable(False):
+        whole = play.play_boards(boards, baselines.random_legal, jax.random.key(4), 48)
+        first = play.play_in_chunks(boards[:12], baselines.random_legal, jax.random.key(4), 48, 5)
+    np.testing.assert_array_equal(whole.actions[:12], first.actions)
+
+
 def test_summary_numbers_by_hand():
     summary = stats.summarize(
         clicks=[10, 12, 14, 48], cleared=[True, True, True, False],
@@ -636,6 +646,39 @@ def test_a_run_stopped_half_way_leaves_no_figure_or_table_for_the_next_to_pass_o
     assert sorted(os.listdir(tmp_path)) == sorted([".lock", "summary.json", "boards.csv", *report["figures"]])
     assert "game-random-0.gif" not in report["figures"]
     assert (report["jaxdust"], report["seed"]) == (jaxdust.__version__, 0)  # what made the figures
+
+
+@pytest.mark.parametrize("size", ["5x4x3", "clickomania:5x4x3"])
+def test_a_reader_of_the_table_that_goes_away_leaves_the_evaluation_written(tmp_path, size):
+    """``evaluate.py ... | head -n 1`` with unbuffered output (PYTHONUNBUFFERED, common in
+    containers): the table's first line ended the command before its files were written."""
+    import subprocess
+
+    out = tmp_path / "evaluation"
+    peek = subprocess.Popen([sys.executable, os.path.join(ROOT, "evaluate.py"), "--random", "3", "--size", size,
+                             "--agents", "largest", "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert "random 5x4x3 boards" in peek.stdout.readline()
+    peek.stdout.close()
+    stderr = peek.stderr.read()
+    assert peek.wait(timeout=300) == 1 and "Traceback" not in stderr, stderr[-2000:]
+    assert isinstance(json.loads((out / "summary.json").read_text())["agents"]["largest"]["mean"], float)
+    assert (out / "boards.csv").is_file()
+
+
+@pytest.mark.parametrize("size", ["5x4x3", "clickomania:5x4x3"])
+def test_the_table_is_shown_when_writing_the_evaluation_fails(tmp_path, monkeypatch, capsys, size):
+    """The files are written before the table is shown (above); a full disk still shows it."""
+    import errno
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(evaluate_cli, "write_board_table", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        evaluate.main(["--random", "3", "--size", size, "--agents", "largest", "--out", str(tmp_path / "out")])
+    shown = capsys.readouterr().out
+    assert re.search(r"^largest +\d", shown, re.MULTILINE) and "wrote summary.json" not in shown
 
 
 def test_a_random_agent_plays_alike_wherever_it_is_listed(tmp_path):

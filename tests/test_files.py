@@ -99,3 +99,48 @@ def test_standard_output_redirected_to_a_log_is_appended_to_not_replaced(tmp_pat
         subprocess.run([sys.executable, "-u", "-c", script], stdout=handle, check=True, timeout=120,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert log.read_text().splitlines() == ["earlier", "before", "JSON", "after"]
+
+
+def test_an_existing_folder_that_takes_no_files_is_named_as_the_one_written_into(tmp_path, monkeypatch):
+    """A run being resumed on a read-only disk: the folder exists, so it is not "created"."""
+    import argparse
+    import errno
+
+    from jaxdust.core import flags
+
+    run = tmp_path / "run"
+    run.mkdir()
+
+    def read_only(dir=None):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(flags.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(flags.tempfile, "mkdtemp", read_only)
+    for folder, said in ((run, f"cannot write into {run} (Read-only file system)"),
+                         (run / "new", f"cannot create {run / 'new'}: {run} takes no new folders")):
+        try:
+            flags.output_dir(str(folder))
+        except argparse.ArgumentTypeError as error:
+            assert str(error).startswith(said), str(error)
+        else:
+            raise AssertionError("a read-only folder was taken")
+
+
+def test_a_name_longer_than_the_filesystem_takes_is_refused_where_it_is_given(tmp_path, monkeypatch):
+    """Refused before the work (the write would fail after it), also behind a ``..`` that
+    abspath folds away, and not at all where the filesystem gives no limit."""
+    import argparse
+
+    from jaxdust.core import flags
+
+    long = "w" * 300
+    for given in (str(tmp_path / long / "out.json"), str(tmp_path / long / ".." / "out.json")):
+        try:
+            flags.output_file(given)
+        except argparse.ArgumentTypeError as error:
+            assert "300 bytes long" in str(error)
+        else:
+            raise AssertionError(f"{given} was taken")
+    assert flags.output_file(str(tmp_path / ("w" * 200))) == str(tmp_path / ("w" * 200))
+    monkeypatch.setattr(flags.os, "pathconf", lambda path, name: -1)  # no limit known
+    assert flags.output_file(str(tmp_path / long)) == str(tmp_path / long)

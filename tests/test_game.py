@@ -203,6 +203,32 @@ def test_random_boards_are_full_uniform_and_seeded(config):
     assert not np.array_equal(boards[0], boards[1]) or config.num_cells * config.colors <= 2
 
 
+@pytest.mark.parametrize("partitionable", [True, False])
+def test_random_boards_begin_alike_for_any_count_in_either_threefry_mode(partitionable):
+    """Board ``i`` comes from ``fold_in(key, i)``: ``--random 10`` is the first ten boards of
+    ``--random 40`` even where JAX's ``split(key, n)`` gives other keys for another ``n``."""
+    key, config = jax.random.key(3), game.GameConfig(5, 4, 3)
+    with jax.threefry_partitionable(partitionable):
+        many, few = game.random_boards(key, 40, config), game.random_boards(key, 10, config)
+        np.testing.assert_array_equal(many[:10], few)
+        np.testing.assert_array_equal(many[7], game.random_board(jax.random.fold_in(key, 7), config))
+        split_prefix = np.array_equal(jax.random.key_data(jax.random.split(key, 40)[:10]),
+                                      jax.random.key_data(jax.random.split(key, 10)))
+    assert split_prefix == partitionable  # what the test guards against: split alone drifts
+    if partitionable:  # JAX's default: the boards every earlier version drew, so figures stand
+        split_boards = jax.vmap(lambda k: game.random_board(k, config))(jax.random.split(key, 40))
+        np.testing.assert_array_equal(many, split_boards)
+    assert game.random_boards(key, 0, config).shape == (0, 5, 4)
+
+
+@pytest.mark.parametrize("count", [-1, 2.0, True, 2**31])
+def test_indexed_keys_refuse_a_count_that_is_no_size(count):
+    with pytest.raises(ValueError, match="count must be an integer"):
+        game.indexed_keys(jax.random.key(0), count)
+    with pytest.raises(TypeError, match="GameConfig"):
+        game.random_boards(jax.random.key(0), 3, (5, 4, 3))
+
+
 def test_random_legal_action_is_uniform_over_the_mask():
     mask = jnp.array([False, True, False, True, True, False])
     actions = jax.vmap(game.random_legal_action, (0, None))(

@@ -448,13 +448,13 @@ def test_a_failed_save_is_one_line_and_keeps_the_earlier_checkpoints(tmp_path, m
 
     monkeypatch.setattr(saved.manager, "save", full_disk)
     with pytest.raises(checkpoint.CheckpointError, match=r"saving checkpoint 2 in .* failed \(no space left on "
-                                                         r"device\); the earlier checkpoints are intact") as error:
+                                                         r"device\); the earlier checkpoints there are intact") as error:
         saved.save(2, state, config)
     assert "\n" not in str(error.value)
     assert saved.steps() == [1] and saved.verify(1, state, config) is None
     first = checkpoint.Checkpoints(str(tmp_path / "new"))
     monkeypatch.setattr(first.manager, "save", full_disk)
-    with pytest.raises(checkpoint.CheckpointError, match=r"no checkpoint was saved before it: fix the cause"):
+    with pytest.raises(checkpoint.CheckpointError, match=r"none was saved there before it: fix the cause"):
         first.save(1, state, config)
 
 
@@ -494,18 +494,99 @@ def test_a_full_disk_is_reported_once_not_by_every_writing_thread(tmp_path, monk
     RaisesWhenCollected("Event loop is closed")  # outside a save: reported
     assert unraisable == ["another callback failed", "Event loop is closed"]
     badly_formatted = logging.LogRecord("absl", logging.WARNING, __file__, 1, "%d items", ("x",), None)
-    assert checkpoint._not_orbax_on_a_full_disk(badly_formatted)  # passed on to logging's own report, not raised
+    assert checkpoint._not_an_orbax_echo(badly_formatted)  # passed on to logging's own report, not raised
+
+
+def test_a_failed_read_is_reported_once_not_by_every_array_task(tmp_path, monkeypatch, caplog):
+    """A read of files deleted under it (``evaluate.py`` beside a training run) fails in
+    every array's task: asyncio logs each as it is collected and the dropped coroutines are
+    reported to Python's hook. The read's one error stands alone; what is not orbax's gets
+    through, and so does orbax's own outside a call."""
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda report: unraisable.append(str(report.exc_value)))
+    orbax_code = {}
+    exec(compile("def read_array(message):\n    raise ValueError(message)\n",
+                 os.path.join(checkpoint._ORBAX_CODE, "_src", "serialization", "serialization.py"), "exec"),
+         orbax_code)
+    try:
+        orbax_code["read_array"]("Truncated Zstd-compressed stream")
+    except ValueError:
+        task_error = sys.exc_info()
+
+    class DroppedCoroutine:
+        def __del__(self):
+            orbax_code["read_array"]("a dropped read")
+
+    def files_deleted_under_it(*args, **kwargs):
+        logging.getLogger("asyncio").error("Task exception was never retrieved\nfuture: <Task finished>",
+                                           exc_info=task_error)
+        logging.getLogger("asyncio").error("my own task", exc_info=(ValueError, ValueError("mine"), None))
+        logging.getLogger("absl").error("orbax's own warning", exc_info=task_error)  # not an echo: kept
+        DroppedCoroutine()
+        raise ValueError("Encountered error while reading array index")
+
+    state, config = {"w": jnp.arange(4.0)}, {"config": 1}
+    saved = checkpoint.Checkpoints(str(tmp_path))
+    saved.save(1, state, config)
+    monkeypatch.setattr(saved.manager, "restore", files_deleted_under_it)
+    with caplog.at_level(logging.ERROR), pytest.raises(checkpoint.UnreadableCheckpoint, match="reading array index"):
+        saved.read(1, state, config)
+    assert [record.getMessage() for record in caplog.records] == ["my own task", "orbax's own warning"]
+    assert unraisable == []
+    DroppedCoroutine()  # outside orbax's calls: reported
+    assert unraisable == ["a dropped read"]
 
 
 def test_saves_in_overlapping_threads_give_back_the_unraisable_hook():
     hook = sys.unraisablehook
-    first, second = checkpoint._closed_loop_callbacks_dropped(), checkpoint._closed_loop_callbacks_dropped()
+    first, second = checkpoint._orbax_echoes_dropped(), checkpoint._orbax_echoes_dropped()
     first.__enter__()
     second.__enter__()
     first.__exit__(None, None, None)  # the first save ends while the second still runs
     assert sys.unraisablehook is not hook
     second.__exit__(None, None, None)
     assert sys.unraisablehook is hook
+
+
+def test_a_reader_beside_a_writer_takes_what_the_writer_deleted_or_is_saving_for_no_damage(tmp_path, monkeypatch):
+    """``evaluate.py`` on a run being trained: the writer keeps one checkpoint in ``best/``,
+    so the step a reader listed can be deleted while it reads, and the newest can lack its
+    checksums for a moment. Beside a writer that is no damage (the steps are listed again);
+    alone, a step without checksums is still reported."""
+    state, config = {"w": jnp.arange(4.0)}, {"config": 1}
+    writer = checkpoint.Checkpoints(str(tmp_path), max_to_keep=1)
+    writer.save(1, state, config)
+    reader = checkpoint.Checkpoints(str(tmp_path), create=False)
+    assert reader.steps() == [1]
+    damage, moves = checkpoint.damage, []
+
+    def writer_moves_on(directory):  # the writer's next save, between the reader's listing and its read
+        if not moves:
+            moves.append(directory)
+            writer.save(2, {"w": jnp.arange(4.0) + 2}, config)  # and deletes step 1
+        return damage(directory)
+
+    monkeypatch.setattr(checkpoint, "damage", writer_moves_on)
+    monkeypatch.setattr(checkpoint, "SETTLE_SECONDS", 0.0)
+    step, restored, damaged = reader.restore_newest(state, config, beside_writer=True)
+    assert moves and (step, damaged) == (2, []) and float(restored["w"][0]) == 2.0
+    monkeypatch.setattr(checkpoint, "damage", damage)
+
+    writer.save(3, state, config)
+    os.remove(tmp_path / "3" / checkpoint.CHECKSUMS)  # saved, its checksums not yet written
+    alone = checkpoint.Checkpoints(str(tmp_path), create=False)
+    with pytest.raises(checkpoint.NoReadableCheckpoint, match=checkpoint.UNFINISHED):
+        alone.restore_newest(state, config)  # nobody writes: the save did not finish
+    checksums, moved_on = {}, checkpoint.Checkpoints._moved_on
+
+    def checksums_written(self, *args):  # the writer finishes while the reader waits
+        if not checksums:
+            checksums["written"] = checkpoint._write_checksums(str(tmp_path / "3"))
+        return moved_on(self, *args)
+
+    monkeypatch.setattr(checkpoint.Checkpoints, "_moved_on", checksums_written)
+    step, _, damaged = alone.restore_newest(state, config, beside_writer=True)
+    assert (step, damaged) == (3, []) and "written" in checksums
 
 
 def test_a_state_laid_out_otherwise_is_a_mismatch_not_damage(tmp_path):

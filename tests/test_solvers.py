@@ -86,6 +86,33 @@ def test_bitboard_clicks_match_reference(size):
             board, transitions = board_after, transitions + 1
 
 
+def test_an_install_numba_cannot_cache_beside_still_imports_and_caches_in_the_temporary_folder(tmp_path):
+    """A read-only install run where the home folder is not writable either: numba found no
+    place for its cache and ``import jaxdust`` failed. Here numba's locators are cut to the
+    user-provided one alone, as if neither of the others took files."""
+    script = ("from numba.core import caching\n"
+              "impl = getattr(caching, 'CacheImpl', None) or caching._CacheImpl\n"
+              "impl._locator_classes = [caching.UserProvidedCacheLocator if hasattr(caching, "
+              "'UserProvidedCacheLocator') else caching._UserProvidedCacheLocator]\n"
+              "import numpy as np, jaxdust\n"
+              "from jaxdust.solver import bitboard\n"
+              "print(bitboard.mix(np.uint64(5)))\n")
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_CACHE_DIR"}
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env={**env, "TMPDIR": str(tmp_path)})
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    folder = tmp_path / f"jaxdust-numba-{os.getuid()}"
+    assert f"it caches in {folder}" in ran.stderr
+    assert any(name.startswith("bitboard.mix") for _, _, names in os.walk(folder) for name in names)
+    assert os.stat(folder).st_mode & 0o777 == 0o700  # numba unpickles what it finds there
+    # Such a folder made by another user (here: open to all) is not taken: a fresh one is.
+    os.chmod(folder, 0o777)
+    again = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                           env={**env, "TMPDIR": str(tmp_path)})
+    assert again.returncode == 0 and f"it caches in {tmp_path}{os.sep}jaxdust-numba-" in again.stderr
+    assert f"it caches in {folder} " not in again.stderr, again.stderr[-2000:]
+
+
 def test_bitboards_hold_at_most_64_cells():
     with pytest.raises(ValueError, match="at most 64 cells"):
         bitboard.make_geometry(9, 8)

@@ -260,18 +260,39 @@ def _not_empty(text: str) -> None:
 
 
 def _creatable(text: str, folder: str) -> str:
-    """``text`` if ``folder`` exists or can be made: its nearest existing ancestor is a folder."""
+    """``text`` if ``folder`` exists or can be made: its nearest existing ancestor is a folder
+    that takes new entries, and no name on the way is longer than the filesystem allows."""
     while not os.path.exists(folder):
         folder = os.path.dirname(folder)
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} is a file")
+    _names_fit(text, folder)
     if folder != os.path.abspath(text) or not os.access(folder, os.W_OK):
         try:  # a folder can refuse new entries whatever its mode says (/proc, read-only mounts)
             os.rmdir(tempfile.mkdtemp(dir=folder))
         except OSError as error:
+            if folder == os.path.abspath(text):
+                raise argparse.ArgumentTypeError(f"cannot write into {text} ({error.strerror})") from None
             raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} takes no new folders "
                                              f"({error.strerror})") from None
     return text
+
+
+def _names_fit(text: str, existing: str) -> None:
+    """ArgumentTypeError where a name in ``text`` is longer than the filesystem of its
+    nearest ``existing`` folder takes (found only at the first write, after the work)."""
+    try:
+        longest = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # no such query here: assume the usual limit
+        longest = 255
+    if longest <= 0:  # the filesystem does not say
+        return
+    # As given, too: abspath folds "long/.." away, which the write does not.
+    for name in {*text.split(os.sep), *os.path.abspath(text).split(os.sep)}:
+        if len(os.fsencode(name)) > longest:
+            raise argparse.ArgumentTypeError(f"cannot create {text}: the name {name[:20]}... is "
+                                             f"{len(os.fsencode(name))} bytes long, more than the {longest} "
+                                             f"a name may have here")
 
 
 def fail(parser: argparse.ArgumentParser, message: str) -> None:
@@ -320,7 +341,7 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
     except OSError as error:
         if error.errno in (errno.ENOSPC, errno.EDQUOT):
             where = f" writing {error.filename}" if error.filename else ""
-            print(f"\nstopped: {error.strerror}{where} (make room, and run it again: {resumes})", file=sys.stderr)
+            print(f"\nstopped: {error.strerror}{where} (make room; {resumes})", file=sys.stderr)
             exit_at_once(1)
         if not _raised_from_interrupt(error):
             raise

@@ -214,6 +214,29 @@ def random_board(key: jax.Array, config: GameConfig = GameConfig()) -> jax.Array
     return colours.reshape(config.shape).astype(BOARD_DTYPE)
 
 
+def indexed_keys(key: jax.Array, count: int) -> jax.Array:
+    """``count`` keys, the ``i``-th ``jax.random.fold_in(key, i)``: ``[count]``.
+
+    Item ``i`` of a batch plays with key ``i`` whatever the batch's size, so the first ``n``
+    of a longer batch are the ``n`` of a shorter one. ``jax.random.split(key, count)`` gives
+    the same keys for JAX's default key implementation (threefry, and rbg) in its default
+    ``jax_threefry_partitionable`` mode; in the other mode its keys change with ``count``.
+    (For ``unsafe_rbg`` keys the two differ.)"""
+    require_key(key, "indexed_keys")
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or not 0 <= count < 2**31:
+        raise ValueError(f"count must be an integer in [0, 2^31), got {count!r}")
+    return jax.vmap(lambda index: jax.random.fold_in(key, index))(jnp.arange(count, dtype=jnp.uint32))
+
+
+def random_boards(key: jax.Array, count: int, config: GameConfig = GameConfig()) -> jax.Array:
+    """``count`` random boards, int8 ``[count, width, height]``: board ``i`` is
+    ``random_board(indexed_keys(key, count)[i], config)``, so a longer set begins with a
+    shorter one of the same key."""
+    if not isinstance(config, GameConfig):
+        raise TypeError(f"random_boards takes a GameConfig (e.g. GameConfig(8, 6, 5)), got {config!r}")
+    return jax.vmap(lambda board_key: random_board(board_key, config))(indexed_keys(key, count))
+
+
 def random_legal_action(key: jax.Array, action_mask: jax.Array) -> jax.Array:
     """A uniformly random True index of ``action_mask`` (bool ``[N]``): int32 scalar.
 

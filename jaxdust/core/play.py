@@ -46,9 +46,10 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
       boards: int8 ``[N, W, H]``.
       policy: ``policy(key, board, params) -> action``, see ``jaxdust.evaluation.baselines``; a
         hashable object (e.g. a module-level function), since it is a static argument.
-      key: PRNG key for stochastic policies; board ``i`` plays with ``split(key, N)[i]``
-        (folded with the click's number), so it plays alike however ``play_in_chunks``
-        splits the ``N`` boards (among other boards, or fewer, it gets another key).
+      key: PRNG key for stochastic policies; board ``i`` plays with
+        ``game.indexed_keys(key, N)[i]`` (folded with the click's number), so it plays alike
+        however ``play_in_chunks`` splits the ``N`` boards and among more boards after it;
+        moved to another index, it gets another key.
       max_clicks: the click cap; stops games that never finish (e.g. a policy that keeps
         clicking empty cells).
       params: the policy's parameters, passed to every call (traced, not baked in).
@@ -67,7 +68,7 @@ def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: i
     """
     boards = _checked(boards, policy, max_clicks, rules)
     game.require_key(key, "play_boards")
-    return _play_boards(boards, policy, jax.random.split(key, boards.shape[0]), int(max_clicks), params, rules)
+    return _play_boards(boards, policy, game.indexed_keys(key, boards.shape[0]), int(max_clicks), params, rules)
 
 
 def _checked(boards, policy: Policy, max_clicks, rules: str) -> jax.Array:
@@ -142,7 +143,7 @@ def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chun
     boards = jnp.asarray(_checked(boards, policy, max_clicks, rules), game.BOARD_DTYPE)
     total = boards.shape[0]
     chunk = max(1, min(chunk, total))
-    board_keys = jax.random.split(key, total)
+    board_keys = game.indexed_keys(key, total)
     parts = []
     for start in range(0, total, chunk):
         part, part_keys = boards[start : start + chunk], board_keys[start : start + chunk]

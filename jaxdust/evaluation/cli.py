@@ -102,8 +102,7 @@ def load_board_set(args) -> LoadedBoards:
     ``--env`` of another) are no reference: they are left out, and stderr says so.
     """
     if args.random:
-        keys = jax.random.split(jax.random.key(args.seed), args.random)
-        boards = jax.vmap(lambda k: game.random_board(k, args.size))(keys)[: args.limit]
+        boards = game.random_boards(jax.random.key(args.seed), args.random, args.size)[: args.limit]
         described = f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})"
         return LoadedBoards(boards, None, False, described, args.size.rules)
     lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
@@ -344,63 +343,74 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
             summary["played"] = played[name]["played"]
         results[name] = summary
 
-    best_row = "optimal (proven)" if proven else "best known"
-    label = max(len(best_row), *(len(a) for a in agents))
-    header = f"{'agent':<{label}} {'mean':>7} {'se':>5} {'median':>7} {'std':>6}"
     best_name = "optimal" if proven else "best known"
+    # The table is shown once the files are written: a reader of standard output that goes
+    # away (| head) ends the command at the next line printed. It is shown if writing fails.
+    table = clicks_table(results, best, proven, reference)
+    try:
+        shown = dict(per_board)
+        if best is not None:
+            shown[best_name] = best
+        _forget_summary(args.out)
+        best_column = {best_name.replace(" ", "_"): best} if best is not None else {}
+        write_board_table(args.out, boards, "clicks", {**per_board, **best_column}, cleared)
+        stuck = {name: int(np.sum(~cleared[name])) for name in agents}
+        figures.append(_write_figure(args.out, "lengths.png",
+                                     plots.length_histograms(shown, f"{description}, {rules} rules", stuck)))
+        reference_name = best_name if reference == "best" else reference
+        names = file_names(agents)
+        for name in agents:
+            if name != reference:
+                figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name, cleared[name],
+                                               None if reference == "best" else cleared[reference])
+                figures.append(_write_figure(args.out, f"joint-{names[name]}.png", figure))
+        report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
+                  "jaxdust": __version__, "seed": args.seed,
+                  "reference": reference, "reference_proven_optimal": proven and reference == "best", "agents": results,
+                  "figures": sorted(set(figures))}
+        _finish(args.out, earlier, report)
+    finally:
+        print(table)
+    gifs = ", game-*.gif" if args.animate else ""
+    joints = " and joint-*.png" if any(name.startswith("joint-") for name in report["figures"]) else ""
+    print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png{joints} to {args.out}")
+    return report
+
+
+def clicks_table(results: dict, best, proven: bool, reference: str) -> str:
+    """The clicks report's table: a row per agent (``results``: each one's
+    ``stats.summarize`` with its ``seconds_per_board``), the optimum's or best known's
+    where ``best`` lengths are given, and notes on the differences to ``reference``."""
+    best_row = "optimal (proven)" if proven else "best known"
+    label = max(len(best_row), *(len(name) for name in results))
+    header = f"{'agent':<{label}} {'mean':>7} {'se':>5} {'median':>7} {'std':>6}"
     header += f" {'=opt' if proven else '<=best':>6} {'gap':>6}" if best is not None else ""
     header += f" {'>=ref':>6} {'uncleared':>9} {'ms/board':>9}"
-    print("\n" + header)
+    lines = ["", header]
     for name, s in results.items():
         line = f"{name:<{label}} {s['mean']:>7.2f} {s['se']:>5.2f} {s['median']:>7.1f} {s['std']:>6.2f}"
         if best is not None:
             line += f" {s['share_equal_best']:>6.1%} {s['mean_gap_to_best']:>6.2f}"
         line += f" {s['share_at_least_as_good_as_reference']:>6.1%}"
         line += f" {s['not_cleared']:>9d} {1e3 * s['seconds_per_board']:>9.3f}"
-        print(line)
+        lines.append(line)
     if best is not None:
-        print(f"{best_row:<{label}} {best.mean():>7.2f} {stats.standard_error(best):>5.2f} {np.median(best):>7.1f} "
-              f"{stats.deviation(best):>6.2f}")
-
+        lines.append(f"{best_row:<{label}} {best.mean():>7.2f} {stats.standard_error(best):>5.2f} "
+                     f"{np.median(best):>7.1f} {stats.deviation(best):>6.2f}")
     reference_text = ('the optimum' if proven else 'the best known') if reference == 'best' else reference
-    print(f"(se: the mean's standard error; >=ref: share of boards cleared at least as short as {reference_text}, "
-          f"or left uncleared by both)")
-    compared = [name for name in agents if name != reference]
+    lines.append(f"(se: the mean's standard error; >=ref: share of boards cleared at least as short as "
+                 f"{reference_text}, or left uncleared by both)")
+    compared = [name for name in results if name != reference]
     if compared:  # the same boards: per-board differences say more than the means' own errors
-        print(f"clicks above {reference_text}, per board (mean +- paired standard error): " + "; ".join(
+        lines.append(f"clicks above {reference_text}, per board (mean +- paired standard error): " + "; ".join(
             f"{name} {results[name]['mean_difference_to_reference']:+.2f} +- {results[name]['difference_se']:.2f}"
             for name in compared))
     runs_played = {name: os.path.join(s["played"]["run"], s["played"]["checkpoint"])
                    for name, s in results.items() if "played" in s}
     if runs_played:
-        print("checkpoints played: " + "; ".join(f"{name} {path}" for name, path in runs_played.items()))
-    print(TIMING_NOTE)
-
-    shown = dict(per_board)
-    if best is not None:
-        shown[best_name] = best
-    _forget_summary(args.out)
-    best_column = {best_name.replace(" ", "_"): best} if best is not None else {}
-    write_board_table(args.out, boards, "clicks", {**per_board, **best_column}, cleared)
-    stuck = {name: int(np.sum(~cleared[name])) for name in agents}
-    figures.append(_write_figure(args.out, "lengths.png",
-                                 plots.length_histograms(shown, f"{description}, {rules} rules", stuck)))
-    reference_name = best_name if reference == "best" else reference
-    names = file_names(agents)
-    for name in agents:
-        if name != reference:
-            figure = plots.joint_histogram(per_board[name], reference_lengths, name, reference_name, cleared[name],
-                                           None if reference == "best" else cleared[reference])
-            figures.append(_write_figure(args.out, f"joint-{names[name]}.png", figure))
-    report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
-              "jaxdust": __version__, "seed": args.seed,
-              "reference": reference, "reference_proven_optimal": proven and reference == "best", "agents": results,
-              "figures": sorted(set(figures))}
-    _finish(args.out, earlier, report)
-    gifs = ", game-*.gif" if args.animate else ""
-    joints = " and joint-*.png" if any(name.startswith("joint-") for name in report["figures"]) else ""
-    print(f"\nwrote summary.json, boards.csv{gifs}, lengths.png{joints} to {args.out}")
-    return report
+        lines.append("checkpoints played: " + "; ".join(f"{name} {path}" for name, path in runs_played.items()))
+    lines.append(TIMING_NOTE)
+    return "\n".join(lines)
 
 
 def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks: int,
@@ -569,23 +579,26 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
                          "cleared": float(np.mean(run["cleared"])), "mean_clicks": float(np.mean(run["clicks"])),
                          "seconds_per_board": run["seconds_per_board"]}
     label = max(len("agent"), *(len(a) for a in agents))
-    print(f"\n{measure.replace('_', ' ')} per board under the {rules} rules "
-          f"({'higher' if measure == 'points' else 'lower'} is better)")
-    print(f"{'agent':<{label}} {'mean':>8} {'se':>6} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}")
+    table = [f"\n{measure.replace('_', ' ')} per board under the {rules} rules "
+             f"({'higher' if measure == 'points' else 'lower'} is better)",
+             f"{'agent':<{label}} {'mean':>8} {'se':>6} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}"]
     for name, row in results.items():
-        print(f"{name:<{label}} {row['mean']:>8.1f} {row['se']:>6.1f} {row['median']:>8.1f} {row['std']:>7.1f} "
-              f"{row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
-    print(TIMING_NOTE)
-    _forget_summary(args.out)
-    write_board_table(args.out, boards, measure, per_board)
-    figure = _write_figure(args.out, f"{measure.replace('_', '-')}.png",
-                           plots.value_histograms(per_board, f"{description}, {rules} rules",
-                                                  f"{measure.replace('_', ' ')} "
-                                                  f"({'higher' if measure == 'points' else 'lower'} is better)"))
-    report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
-              "jaxdust": __version__, "seed": args.seed,
-              "agents": results, "figures": sorted({*figures, figure})}
-    _finish(args.out, earlier, report)
+        table.append(f"{name:<{label}} {row['mean']:>8.1f} {row['se']:>6.1f} {row['median']:>8.1f} "
+                     f"{row['std']:>7.1f} {row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
+    table.append(TIMING_NOTE)
+    try:  # shown once the files are written, as clicks_report's table
+        _forget_summary(args.out)
+        write_board_table(args.out, boards, measure, per_board)
+        figure = _write_figure(args.out, f"{measure.replace('_', '-')}.png",
+                               plots.value_histograms(per_board, f"{description}, {rules} rules",
+                                                      f"{measure.replace('_', ' ')} "
+                                                      f"({'higher' if measure == 'points' else 'lower'} is better)"))
+        report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
+                  "jaxdust": __version__, "seed": args.seed,
+                  "agents": results, "figures": sorted({*figures, figure})}
+        _finish(args.out, earlier, report)
+    finally:
+        print("\n".join(table))
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs} and {figure} to {args.out}")
     return report

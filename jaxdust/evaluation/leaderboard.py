@@ -327,8 +327,7 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
     """``--env`` or ``--size``: every entry on ``args.boards`` random boards of ``config``
     (seed ``args.seed``), best first by ``measure``; rows kept beside the report, as ``main``
     keeps them. ``env_id``: the id, or the size as ``--size`` writes it."""
-    keys = jax.random.split(jax.random.key(args.seed), args.boards)
-    boards = jax.vmap(lambda k: game.random_board(k, config))(keys)
+    boards = game.random_boards(jax.random.key(args.seed), args.boards, config)
     # A size's files apart from the --set of its name (leaderboard-8x6x5.json) and from ids.
     size_stem = f"size-{config.size_spec.replace(':', '-')}"
     out = args.out or os.path.join("results", f"leaderboard-{env_id if args.env is not None else size_stem}.json")

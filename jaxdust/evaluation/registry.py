@@ -76,7 +76,8 @@ def agent_key(seed: int) -> jax.Array:
     """The key every agent of an evaluation with ``seed`` plays with: one for all, so that an
     agent plays alike wherever it is listed and however the rows were kept, and apart from
     ``jax.random.key(seed)``, which random board sets are drawn from."""
-    # split(key(seed), N)[i] is fold_in(key(seed), i), and no board index reaches INT32_LIMIT.
+    # Random boards take game.indexed_keys(key(seed), N), fold_in(key(seed), i), and no board
+    # index reaches INT32_LIMIT.
     return jax.random.fold_in(jax.random.key(seed), INT32_LIMIT)
 
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import logging
 import os
 import shutil
 import sys
 import threading
+import time
 import zlib
 from typing import Any, Callable
 
@@ -66,6 +68,13 @@ CHECKSUMS = "checksums.json"
 DAMAGED = ".damaged"  # suffix of set-aside step directories: orbax lists only digit names
 TEMPORARY = ".orbax-checkpoint-tmp"  # in the name of a save's folder until orbax renames it
 UNFINISHED = "its save did not finish"  # the reason given for a checkpoint without checksums
+EMPTY = "its directory is empty"
+GONE = "its directory is gone"
+# A reader beside a writer: how many times the steps are listed again after the writer
+# deleted or was still saving the one being read, and the pause before looking again.
+RELISTS = 10
+SETTLE_SECONDS = 0.2
+LATE_ECHO_SECONDS = 0.05  # how long a failed orbax call's echoes are waited for
 
 
 def _crc32(path: str) -> int:
@@ -88,8 +97,11 @@ def damage(directory: str) -> str | None:
     overwritten array data without a sign."""
     path = os.path.join(directory, CHECKSUMS)
     if not os.path.exists(path):
-        if not os.listdir(directory):
-            return "its directory is empty"
+        try:
+            if not os.listdir(directory):
+                return EMPTY
+        except FileNotFoundError:  # deleted (by the run that wrote it) since it was listed
+            return GONE
         return f"{UNFINISHED}: no {CHECKSUMS}, so the process stopped before writing them"
     try:
         with open(path) as handle:
@@ -99,10 +111,11 @@ def damage(directory: str) -> str | None:
     if not sums:  # written from a walk of the saved files: never empty
         return f"{CHECKSUMS} lists no files"
     for relative, crc in sorted(sums.items()):
-        if not os.path.isfile(os.path.join(directory, relative)):
-            return f"{relative} is missing"
-        if _crc32(os.path.join(directory, relative)) != crc:
-            return f"{relative} has changed since it was saved"
+        try:  # another OSError (EIO, EMFILE) is no sign of damage: it is raised
+            if _crc32(os.path.join(directory, relative)) != crc:
+                return f"{relative} has changed since it was saved"
+        except (FileNotFoundError, IsADirectoryError):  # or deleted while read, by the run that wrote it
+            return GONE if not os.path.isdir(directory) else f"{relative} is missing"
     return None
 
 
@@ -138,51 +151,86 @@ def _data_to_keys(tree, like):
 NO_SPACE = "No space left on device"
 
 
-def _not_orbax_on_a_full_disk(record: logging.LogRecord) -> bool:
+_ORBAX_CODE = os.path.dirname(os.path.abspath(ocp.__file__)) + os.sep
+
+
+def _raised_in_orbax(traceback) -> bool:
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename.startswith(_ORBAX_CODE):
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
+def _not_an_orbax_echo(record: logging.LogRecord) -> bool:
+    """False for a record of orbax's on a full disk, and while orbax calls run here, for
+    asyncio's report of one of orbax's tasks collected with its error unretrieved (a failed
+    read's or write's)."""
     try:
         text = record.pathname + record.getMessage() + str(record.exc_info[1] if record.exc_info else "")
+        if NO_SPACE in text and "orbax" in text:
+            return False
+        # asyncio's message: "Task exception was never retrieved", then the task on lines of its own
+        unretrieved = record.name == "asyncio" and "exception was never retrieved" in record.getMessage()
+        # tensorstore's errors have no Python frames; orbax stores its arrays in OCDBT files
+        return not (_orbax_calls_running and unretrieved and record.exc_info
+                    and (_raised_in_orbax(record.exc_info[2]) or "OCDBT database" in str(record.exc_info[1])))
     except Exception:  # a record that cannot be formatted: logging reports it, as ever
         return True
-    return not (NO_SPACE in text and "orbax" in text)
 
 
 @functools.cache
-def _quiet_full_disk_echoes() -> None:
+def _quiet_orbax_echoes() -> None:
     """A write that fails for lack of space is reported by each of orbax's writing threads
-    and again as each of its tasks is collected (some at exit), dozens of tracebacks in all;
-    ``save`` reports it in one line, so those echoes (absl's and asyncio's log records from
-    orbax that mention it) are dropped."""
+    and again as each of its tasks is collected (some at exit), dozens of tracebacks in all,
+    and a read of files deleted under it (a reader beside a training run) by each array's
+    task; the call reports it in one line, so those echoes (absl's and asyncio's log
+    records from orbax) are dropped."""
     for name in ("absl", "asyncio"):
-        logging.getLogger(name).addFilter(_not_orbax_on_a_full_disk)
+        logging.getLogger(name).addFilter(_not_an_orbax_echo)
 
 
-_saves_running = 0
-_saves_lock = threading.Lock()
-_unraisable_hook_outside_saves = None
+_orbax_calls_running = 0
+_orbax_calls_lock = threading.Lock()
+_unraisable_hook_outside_orbax = None
 
 
-def _drop_closed_loop_callbacks(report) -> None:
-    if not (report.exc_type is RuntimeError and str(report.exc_value) == "Event loop is closed"):
-        _unraisable_hook_outside_saves(report)
+def _drop_orbax_echoes(report) -> None:
+    closed_loop = report.exc_type is RuntimeError and str(report.exc_value) == "Event loop is closed"
+    interrupt = isinstance(report.exc_value, KeyboardInterrupt)  # flags.run_command's hook notes it
+    if interrupt or not (closed_loop or _raised_in_orbax(report.exc_traceback)):
+        _unraisable_hook_outside_orbax(report)
 
 
 @contextlib.contextmanager
-def _closed_loop_callbacks_dropped():
-    """While saves run (in any thread), tensorstore's callbacks into the event loop of a
-    write that failed (and was closed) raise where no caller can catch them; the save's own
-    error says why. The hook is Python's again once the last save ends."""
-    global _saves_running, _unraisable_hook_outside_saves
-    with _saves_lock:
-        if _saves_running == 0:
-            _unraisable_hook_outside_saves, sys.unraisablehook = sys.unraisablehook, _drop_closed_loop_callbacks
-        _saves_running += 1
+def _orbax_echoes_dropped():
+    """While saves or reads run (in any thread), tensorstore's callbacks into the event loop
+    of a call that failed (and was closed) raise where no caller can catch them, and its
+    unfinished tasks report their errors as they are collected; the call's own error says
+    why. The hook is Python's again once the last call ends, after a failed one's leftovers
+    are collected."""
+    global _orbax_calls_running, _unraisable_hook_outside_orbax
+    _quiet_orbax_echoes()
+    with _orbax_calls_lock:
+        if _orbax_calls_running == 0:
+            _unraisable_hook_outside_orbax, sys.unraisablehook = sys.unraisablehook, _drop_orbax_echoes
+        _orbax_calls_running += 1
     try:
         yield
+    except BaseException as error:
+        if not isinstance(error, MismatchedCheckpoint):  # read intact: no task of orbax's failed
+            if isinstance(error, CheckpointError) and error.__suppress_context__:
+                error.__context__ = None  # orbax's own error: its traceback holds the unfinished tasks
+            # tensorstore's threads call back into the closed loop once their reads or writes
+            # end, a moment after the call failed; collected, its unfinished tasks report.
+            time.sleep(LATE_ECHO_SECONDS)
+            gc.collect()
+        raise
     finally:
-        with _saves_lock:
-            _saves_running -= 1
-            if _saves_running == 0:
-                sys.unraisablehook = _unraisable_hook_outside_saves
+        with _orbax_calls_lock:
+            _orbax_calls_running -= 1
+            if _orbax_calls_running == 0:
+                sys.unraisablehook = _unraisable_hook_outside_orbax
 
 
 class Checkpoints:
@@ -196,7 +244,7 @@ class Checkpoints:
 
     def __init__(self, directory: str, max_to_keep: int = 3, upgrade: Callable[[dict], dict] | None = None,
                  create: bool = True):
-        _quiet_full_disk_echoes()
+        _quiet_orbax_echoes()
         self.directory = os.path.abspath(directory)
         self.upgrade = upgrade or (lambda config: config)
         self.manager = ocp.CheckpointManager(
@@ -212,10 +260,22 @@ class Checkpoints:
     def steps(self) -> list[int]:
         return sorted(self.manager.all_steps())
 
+    def _listed_again(self) -> list[int]:
+        """The steps on disk now (orbax caches them), listed again while a step deleted
+        under the listing makes it fail."""
+        for attempt in range(RELISTS):
+            try:
+                self.manager.reload()
+                return self.steps()
+            except FileNotFoundError:
+                if attempt == RELISTS - 1:
+                    raise
+                time.sleep(SETTLE_SECONDS)
+
     def save(self, step: int, state: Any, config: dict) -> None:
         """Whole or not at all: Ctrl-C during a save stops the program after it. A save that
         fails (a full disk) is a CheckpointError in one line; the earlier checkpoints stay."""
-        with processes.interrupt_deferred(), _closed_loop_callbacks_dropped():
+        with processes.interrupt_deferred(), _orbax_echoes_dropped():
             try:
                 self.manager.save(
                     step,
@@ -229,7 +289,7 @@ class Checkpoints:
                     _write_checksums(self._path(step))
             except Exception as error:  # orbax wraps the OSError in several types
                 reason = "no space left on device" if NO_SPACE in str(error) else _brief(error)
-                kept = "the earlier checkpoints are intact" if self.steps() else "no checkpoint was saved before it"
+                kept = "the earlier checkpoints there are intact" if self.steps() else "none was saved there before it"
                 raise CheckpointError(f"saving checkpoint {step} in {self.directory} failed ({reason}); {kept}: "
                                       "fix the cause (free space?) and resume") from error
 
@@ -258,24 +318,46 @@ class Checkpoints:
             others = f"checkpoints {intact} are intact{hint}" if intact else "no other checkpoint can be read"
             raise UnreadableCheckpoint(f"{error}; {others}", step, error.reason) from None
 
-    def restore_newest(self, like: Any, config: dict) -> tuple[int, Any, list[UnreadableCheckpoint]]:
+    def restore_newest(self, like: Any, config: dict, beside_writer: bool = False,
+                       ) -> tuple[int, Any, list[UnreadableCheckpoint]]:
         """The newest checkpoint that can be read, and why each newer one cannot.
+
+        ``beside_writer``: another process may be saving here now (a run being trained), so
+        a step that it deletes while this one reads it (``max_to_keep``), or the newest one
+        before its checksums are written, is no damage: the steps are listed again.
 
         Raises:
           CheckpointError: when there is none, or the newest readable one was made with
             another config or state layout (MismatchedCheckpoint); NoReadableCheckpoint when
             none can be read.
         """
-        steps = self.steps()
-        if not steps:
-            raise CheckpointError(f"no checkpoint in {self.directory}")
-        damaged = []
-        for step in reversed(steps):
-            try:
-                return step, self.read(step, like, config), damaged
-            except UnreadableCheckpoint as error:
-                damaged.append(error)
-        raise NoReadableCheckpoint(self.directory, damaged)
+        steps = self._listed_again() if beside_writer else self.steps()
+        relists = RELISTS if beside_writer else 0
+        while True:
+            if not steps:
+                raise CheckpointError(f"no checkpoint in {self.directory}")
+            damaged = []
+            for step in reversed(steps):
+                try:
+                    return step, self.read(step, like, config), damaged
+                except UnreadableCheckpoint as error:
+                    if relists and self._moved_on(step, steps, error):
+                        break
+                    damaged.append(error)
+            else:
+                raise NoReadableCheckpoint(self.directory, damaged)
+            relists -= 1
+            steps = self._listed_again()
+
+    def _moved_on(self, step: int, steps: list[int], error: UnreadableCheckpoint) -> bool:
+        """Whether a writer, not damage, made ``step`` unreadable: it is gone once the
+        writer's deletion has had a moment, or it is the newest and its save not finished."""
+        if error.reason == GONE:
+            return True
+        time.sleep(SETTLE_SECONDS)
+        if not os.path.isdir(self._path(step)):
+            return True
+        return step == steps[-1] and (error.reason.startswith(UNFINISHED) or error.reason == EMPTY)
 
     def readable(self, step: int, like: Any, config: dict) -> bool:
         try:
@@ -289,7 +371,8 @@ class Checkpoints:
         another config or another layout of the state, without restoring the state (its
         checksums vouch for its files; a second copy of a whole state on a device costs
         memory and seconds)."""
-        self._check(step, config, like)
+        with _orbax_echoes_dropped():
+            self._check(step, config, like)
 
     def _unreadable(self, step: int, reason: str) -> UnreadableCheckpoint:
         return UnreadableCheckpoint(f"checkpoint {step} in {self.directory} cannot be read ({reason})", step, reason)
@@ -338,12 +421,13 @@ class Checkpoints:
     def read(self, step: int, like: Any, config: dict) -> Any:
         """Checkpoint ``step``'s state, shaped like ``like`` (arrays, or ``jax.eval_shape``
         of them); UnreadableCheckpoint or CheckpointError (another config or layout)."""
-        self._check(step, config, like)
-        try:
-            restored = self.manager.restore(
-                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(_abstract(like))))
-        except Exception as error:
-            raise self._unreadable(step, _brief(error)) from None
+        with _orbax_echoes_dropped():
+            self._check(step, config, like)
+            try:
+                restored = self.manager.restore(
+                    step, args=ocp.args.Composite(state=ocp.args.StandardRestore(_abstract(like))))
+            except Exception as error:
+                raise self._unreadable(step, _brief(error)) from None
         return _data_to_keys(restored["state"], like)
 
     def delete(self, step: int) -> None:

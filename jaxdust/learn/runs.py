@@ -45,8 +45,7 @@ EVALUATION_SEED = 2026  # not the evaluation set's boards: models are selected o
 
 def evaluation_boards(size: game.GameConfig, count: int) -> jax.Array:
     """``count`` fixed random boards, the same in every run of one size."""
-    keys = jax.random.split(jax.random.key(EVALUATION_SEED), count)
-    return jax.vmap(lambda k: game.random_board(k, size))(keys)
+    return game.random_boards(jax.random.key(EVALUATION_SEED), count, size)
 
 
 def argmax_lengths(boards, policy, params, max_clicks: int, rules: str = "dust") -> np.ndarray:
@@ -507,7 +506,8 @@ LOCK_FILE = files.LOCK_FILE
 def _lock_run_directory(directory: str) -> filelock.FileLock:
     """The directory's lock, held while this process trains there (the OS lets go of it
     when the process ends, however it ends); RunError when another process holds it."""
-    lock = files.lock_directory(directory)
+    # The wait outlasts a reader's look at the lock (load_run: files.held_by_another).
+    lock = files.lock_directory(directory, timeout=1.0)
     if lock is None:
         raise RunError(f"another process is training in {directory} (it holds {LOCK_FILE}): "
                        "wait for it to end, or use another --run-dir")
@@ -804,14 +804,28 @@ def _listdir(path: str) -> list[str]:
     return os.listdir(path) if os.path.isdir(path) else []
 
 
+def _checkpoints_beside(source: str, learner, training: bool) -> checkpoint.Checkpoints:
+    """A reader of ``source``'s checkpoints; where a run is ``training``, orbax's listing
+    fails while a step it lists is being deleted, so it is tried again."""
+    for attempt in range(checkpoint.RELISTS):
+        try:
+            return checkpoint.Checkpoints(source, upgrade=upgrade(learner), create=False)
+        except FileNotFoundError:
+            if not training or attempt == checkpoint.RELISTS - 1:
+                raise
+            time.sleep(checkpoint.SETTLE_SECONDS)
+
+
 def load_run(directory: str, newest: bool = False) -> TrainedAgent:
     """A ``train.py`` run's selected checkpoint (``best/``: the newest whose value-greedy play
     on its evaluation boards is within a standard error of the best), or with ``newest`` (or in runs without one) the
     newest checkpoint.
 
     A damaged checkpoint is skipped with a one-line warning on stderr (the run directory is
-    left as it is: it may be training): a damaged ``best/`` falls back to the newest
-    checkpoint that can be read.
+    left as it is): a damaged ``best/`` falls back to the newest checkpoint that can be
+    read. While another process trains the run (it holds the run's lock), a checkpoint that
+    it deletes or is still saving as this one reads is no damage: the newest one there then
+    is read.
 
     Raises:
       RunError: one line naming the problem (no run there, no checkpoint, none that can
@@ -829,13 +843,14 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
     like = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device),
                         jax.eval_shape(lambda: learner.template(config)))
     unreadable = []  # NoReadableCheckpoint of each source tried
+    training = files.held_by_another(directory)
     for source in sources:
-        checkpoints = checkpoint.Checkpoints(source, upgrade=upgrade(learner), create=False)
+        checkpoints = _checkpoints_beside(source, learner, training)
         try:
             if not checkpoints.steps():
                 raise checkpoint.CheckpointError(f"no checkpoint in {source}: the run has not saved one yet "
                                                  "(train it further with --resume)")
-            step, state, skipped = checkpoints.restore_newest(like, saved)
+            step, state, skipped = checkpoints.restore_newest(like, saved, beside_writer=training)
         except checkpoint.NoReadableCheckpoint as error:
             unreadable.append(error)
             continue

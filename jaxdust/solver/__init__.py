@@ -6,7 +6,11 @@ it optimal or finds a shorter one. ``dfs`` is the original post's depth-first se
 ``bitboard`` holds the rules on 64-bit colour planes. CLI: ``python -m jaxdust.solver``.
 """
 
-from jaxdust.solver.api import Solution, TranspositionTable, solve
-from jaxdust.solver.dfs import solve_dfs
+from jaxdust.solver import cache_dir
+
+cache_dir.ensure_writable()  # before the first cache=True function is defined
+
+from jaxdust.solver.api import Solution, TranspositionTable, solve  # noqa: E402
+from jaxdust.solver.dfs import solve_dfs  # noqa: E402
 
 __all__ = ["Solution", "TranspositionTable", "solve", "solve_dfs"]
