@@ -142,5 +142,13 @@ def test_a_name_longer_than_the_filesystem_takes_is_refused_where_it_is_given(tm
         else:
             raise AssertionError(f"{given} was taken")
     assert flags.output_file(str(tmp_path / ("w" * 200))) == str(tmp_path / ("w" * 200))
+    monkeypatch.setattr(flags.os, "pathconf", lambda path, name: 12)  # a name may have 12 bytes, not 13
+    assert flags.output_file(str(tmp_path / ("w" * 12))) == str(tmp_path / ("w" * 12))
+    try:
+        flags.output_file(str(tmp_path / ("w" * 13)))
+    except argparse.ArgumentTypeError as error:
+        assert "13 bytes long, more than the 12" in str(error)
+    else:
+        raise AssertionError("a name of 13 bytes was taken where 12 is the most")
     monkeypatch.setattr(flags.os, "pathconf", lambda path, name: -1)  # no limit known
     assert flags.output_file(str(tmp_path / long)) == str(tmp_path / long)

@@ -505,7 +505,8 @@ def test_a_failed_read_is_reported_once_not_by_every_array_task(tmp_path, monkey
     unraisable = []
     monkeypatch.setattr(sys, "unraisablehook", lambda report: unraisable.append(str(report.exc_value)))
     orbax_code = {}
-    exec(compile("def read_array(message):\n    raise ValueError(message)\n",
+    exec(compile("def read_array(message):\n    raise ValueError(message)\n"
+                 "def interrupted():\n    raise KeyboardInterrupt('Ctrl-C')\n",
                  os.path.join(checkpoint._ORBAX_CODE, "_src", "serialization", "serialization.py"), "exec"),
          orbax_code)
     try:
@@ -535,6 +536,14 @@ def test_a_failed_read_is_reported_once_not_by_every_array_task(tmp_path, monkey
     assert unraisable == []
     DroppedCoroutine()  # outside orbax's calls: reported
     assert unraisable == ["a dropped read"]
+
+    class InterruptedInOrbax:  # a Ctrl-C landing in orbax's code during a call: flags.run_command notes it
+        def __del__(self):
+            orbax_code["interrupted"]()
+
+    with checkpoint._orbax_echoes_dropped():
+        InterruptedInOrbax()
+    assert unraisable == ["a dropped read", "Ctrl-C"]
 
 
 def test_saves_in_overlapping_threads_give_back_the_unraisable_hook():

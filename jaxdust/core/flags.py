@@ -287,10 +287,13 @@ def _names_fit(text: str, existing: str) -> None:
         longest = 255
     if longest <= 0:  # the filesystem does not say
         return
-    # As given, too: abspath folds "long/.." away, which the write does not.
-    for name in {*text.split(os.sep), *os.path.abspath(text).split(os.sep)}:
-        if len(os.fsencode(name)) > longest:
-            raise argparse.ArgumentTypeError(f"cannot create {text}: the name {name[:20]}... is "
+    # The names still to be made, as given: abspath would fold "long/.." away, which the
+    # write does not.
+    names = text.split(os.sep)
+    for depth, name in enumerate(names):
+        if len(os.fsencode(name)) > longest and not os.path.lexists(os.sep.join(names[: depth + 1])):
+            shown = name if len(name) <= 20 else f"{name[:20]}..."
+            raise argparse.ArgumentTypeError(f"cannot create {text}: the name {shown} is "
                                              f"{len(os.fsencode(name))} bytes long, more than the {longest} "
                                              f"a name may have here")
 
