@@ -565,7 +565,7 @@ def test_a_reader_beside_a_writer_takes_what_the_writer_deleted_or_is_saving_for
     state, config = {"w": jnp.arange(4.0)}, {"config": 1}
     writer = checkpoint.Checkpoints(str(tmp_path), max_to_keep=1)
     writer.save(1, state, config)
-    reader = checkpoint.Checkpoints(str(tmp_path), create=False)
+    reader = checkpoint.Checkpoints.reader(str(tmp_path), beside_writer=True)
     assert reader.steps() == [1]
     damage, moves = checkpoint.damage, []
 
@@ -583,7 +583,7 @@ def test_a_reader_beside_a_writer_takes_what_the_writer_deleted_or_is_saving_for
 
     writer.save(3, state, config)
     os.remove(tmp_path / "3" / checkpoint.CHECKSUMS)  # saved, its checksums not yet written
-    alone = checkpoint.Checkpoints(str(tmp_path), create=False)
+    alone = checkpoint.Checkpoints.reader(str(tmp_path))
     with pytest.raises(checkpoint.NoReadableCheckpoint, match=checkpoint.UNFINISHED):
         alone.restore_newest(state, config)  # nobody writes: the save did not finish
     checksums, moved_on = {}, checkpoint.Checkpoints._moved_on

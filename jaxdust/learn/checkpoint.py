@@ -233,6 +233,18 @@ def _orbax_echoes_dropped():
                 sys.unraisablehook = _unraisable_hook_outside_orbax
 
 
+def _while_steps_vanish(call: Callable[[], Any]) -> Any:
+    """``call()`` (one that lists steps), again while a step deleted under orbax's listing
+    by a writer beside this reader makes it fail."""
+    for attempt in range(RELISTS):
+        try:
+            return call()
+        except FileNotFoundError:
+            if attempt == RELISTS - 1:
+                raise
+            time.sleep(SETTLE_SECONDS)
+
+
 class Checkpoints:
     """``save(step, state, config)``, ``restore(like, config)`` (or ``restore_newest``,
     past damaged ones) and ``set_aside(step)`` (a damaged one) in ``directory`` (made
@@ -260,17 +272,24 @@ class Checkpoints:
     def steps(self) -> list[int]:
         return sorted(self.manager.all_steps())
 
+    @classmethod
+    def reader(cls, directory: str, upgrade: Callable[[dict], dict] | None = None,
+               beside_writer: bool = False) -> "Checkpoints":
+        """Checkpoints of ``directory`` for reading (nothing is made there). ``beside_writer``
+        as in ``restore_newest``: orbax's first listing is tried again while a step the
+        writer deletes under it makes it fail."""
+        def made() -> "Checkpoints":
+            return cls(directory, upgrade=upgrade, create=False)
+
+        return _while_steps_vanish(made) if beside_writer else made()
+
     def _listed_again(self) -> list[int]:
-        """The steps on disk now (orbax caches them), listed again while a step deleted
-        under the listing makes it fail."""
-        for attempt in range(RELISTS):
-            try:
-                self.manager.reload()
-                return self.steps()
-            except FileNotFoundError:
-                if attempt == RELISTS - 1:
-                    raise
-                time.sleep(SETTLE_SECONDS)
+        """The steps on disk now (orbax caches them)."""
+        def listed() -> list[int]:
+            self.manager.reload()
+            return self.steps()
+
+        return _while_steps_vanish(listed)
 
     def save(self, step: int, state: Any, config: dict) -> None:
         """Whole or not at all: Ctrl-C during a save stops the program after it. A save that

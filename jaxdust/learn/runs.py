@@ -804,18 +804,6 @@ def _listdir(path: str) -> list[str]:
     return os.listdir(path) if os.path.isdir(path) else []
 
 
-def _checkpoints_beside(source: str, learner, training: bool) -> checkpoint.Checkpoints:
-    """A reader of ``source``'s checkpoints; where a run is ``training``, orbax's listing
-    fails while a step it lists is being deleted, so it is tried again."""
-    for attempt in range(checkpoint.RELISTS):
-        try:
-            return checkpoint.Checkpoints(source, upgrade=upgrade(learner), create=False)
-        except FileNotFoundError:
-            if not training or attempt == checkpoint.RELISTS - 1:
-                raise
-            time.sleep(checkpoint.SETTLE_SECONDS)
-
-
 def load_run(directory: str, newest: bool = False) -> TrainedAgent:
     """A ``train.py`` run's selected checkpoint (``best/``: the newest whose value-greedy play
     on its evaluation boards is within a standard error of the best), or with ``newest`` (or in runs without one) the
@@ -845,7 +833,7 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
     unreadable = []  # NoReadableCheckpoint of each source tried
     training = files.held_by_another(directory)
     for source in sources:
-        checkpoints = _checkpoints_beside(source, learner, training)
+        checkpoints = checkpoint.Checkpoints.reader(source, upgrade(learner), beside_writer=training)
         try:
             if not checkpoints.steps():
                 raise checkpoint.CheckpointError(f"no checkpoint in {source}: the run has not saved one yet "
