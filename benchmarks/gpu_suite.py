@@ -31,6 +31,9 @@ minutes, carries on where the last stopped or was killed):
 to bottom in a Jupyter kernel on this machine, with the sizes each picks for the backend it
 sees (``SMALL = False`` on a GPU); ``--notebooks`` names others. The report lists them.
 
+Where JAX sees only the CPU, a call without --smoke is refused, but for --step report,
+--pack and --unpack: it would measure the wrong machine.
+
 Results are written atomically after every row, so a killed step keeps what it measured.
 ``--out`` holds one kind of run: ``suite.json`` says whether it is a ``--smoke`` one, and a
 call of the other kind is refused (a smoke run's seconds-long results would pass for the
@@ -803,15 +806,21 @@ def main(argv=None) -> dict:
     if args.smoke and args.piece_minutes != parser.get_default("piece_minutes"):
         parser.error("--smoke sets its own piece length")
     piece_minutes = 0.02 if args.smoke else args.piece_minutes
+    planned = _load(os.path.join(args.out, "train.json")).get("planned_pieces")
+    if planned and args.pieces and args.pieces != planned:
+        flags.fail(parser, f"--pieces {args.pieces}: the training run in {args.out} was planned for {planned} pieces "
+                           f"(its schedule is sized to them); leave --pieces out")
+    # A GPU runtime that is not on (a Colab default) or a jaxlib without CUDA leaves JAX on the
+    # CPU: the steps would measure the wrong machine, and a training piece would join the run.
+    if not args.smoke and args.step != "report" and jax.default_backend() == "cpu":
+        flags.fail(parser, "JAX sees no accelerator here, only the CPU: the suite measures a GPU. Install "
+                           "jaxdust[cuda] on a GPU machine (docs/gpu.md), or pass --smoke for toy sizes on a CPU; "
+                           "--step report and --pack run anywhere")
     os.makedirs(args.out, exist_ok=True)
     try:
         claim_folder(args.out, args.smoke)
     except ValueError as error:
         flags.fail(parser, str(error))
-    planned = _load(os.path.join(args.out, "train.json")).get("planned_pieces")
-    if planned and args.pieces and args.pieces != planned:
-        flags.fail(parser, f"--pieces {args.pieces}: the training run in {args.out} was planned for {planned} pieces "
-                           f"(its schedule is sized to them); leave --pieces out")
     pieces = planned or args.pieces or DEFAULT_PIECES
     # Each step, and each training piece, may run in a new process: compiled programs are
     # kept on disk so that a resumed piece does not compile again.

@@ -421,7 +421,10 @@ def test_bad_flags_are_refused_before_any_step(tmp_path):
              (["--smoke", "--piece-m", "2"], "--smoke sets its own piece length"),
              (["--pack", str(tmp_path / "out" / "a.tgz")], "is inside --out"),
              (["--out", str(tmp_path / "planned"), "--step", "eval", "--pieces", "2"],
-              "the training run in " + str(tmp_path / "planned") + " was planned for 3 pieces"))
+              "the training run in " + str(tmp_path / "planned") + " was planned for 3 pieces"),
+             # No GPU: a full call would measure the CPU, and train a piece of the GPU run on it.
+             (["--step", "train"], "JAX sees no accelerator here, only the CPU: the suite measures a GPU"),
+             (["--step", "all"], "or pass --smoke for toy sizes on a CPU; --step report and --pack run anywhere"))
     (tmp_path / "planned").mkdir()
     (tmp_path / "planned" / "suite.json").write_text('{"smoke": false}')
     (tmp_path / "planned" / "train.json").write_text('{"planned_pieces": 3, "pieces": []}')
@@ -446,7 +449,7 @@ print(json.dumps(answers))
     assert result.returncode == 0, result.stderr[-3000:]
     for (argv, message), (code, stderr) in zip(cases, json.loads(result.stdout.splitlines()[-1]), strict=True):
         assert code == 2 and message in stderr, (argv, stderr[-500:])
-    assert not (tmp_path / "out" / "device.json").exists()
+    assert not (tmp_path / "out").exists()  # nothing claimed, nothing measured
 
 
 def test_pack_follows_a_linked_out_skips_damaged_checkpoints_and_refuses_links_inside(tmp_path):

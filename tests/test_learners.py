@@ -1274,6 +1274,39 @@ def test_an_unfinished_data_set_of_other_settings_is_refused_before_saying_it_is
     assert "beam-labelled boards" not in err
 
 
+def test_a_run_that_diverges_stops_in_one_line_keeping_nothing_of_the_broken_network(tmp_path, capsys, monkeypatch):
+    """A learning rate far too high sends avi's network to NaN in its first chunk: train.py
+    stops there in one line, logs, saves and selects nothing of it, and the corrected command
+    starts in the same folder. Diverging after checkpoints names the last one and another
+    folder (the same settings would diverge again from it)."""
+    run_dir = tmp_path / "run"
+    argv = ["avi", "--run-dir", str(run_dir), "--size", "5x4x3", "--hidden", "16", "--num-envs", "32",
+            "--chunk-updates", "5", "--total-updates", "20", "--eval-boards", "4", "--checkpoint-every", "1"]
+    with pytest.raises(SystemExit) as stop:
+        cli.main([*argv, "--learning-rate", "1e6"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert ("training diverged in chunk 1: the network's parameters, loss and policy_loss became NaN or infinite, "
+            "and nothing of that chunk is kept; nothing it trained was kept: train anew in the same --run-dir, with "
+            "a lower --learning-rate (now 1e+06)") in err
+    assert not os.listdir(run_dir / "checkpoints") and not os.listdir(run_dir / runs.BEST_DIR)
+    assert not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text()
+    checks = iter([True, True, False])  # the network breaks in chunk 3, after checkpoints 1 and 2
+    monkeypatch.setattr(runs, "_finite", lambda params: next(checks))
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    assert ("training diverged in chunk 3: the network's parameters became NaN or infinite, and nothing of that "
+            "chunk is kept; its checkpoints end at chunk 2, from where the same settings would diverge again: train "
+            "anew in another --run-dir, with a lower --learning-rate (now 0.001)") in capsys.readouterr().err
+    assert [json.loads(line)["chunk"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()] == [1, 2]
+    monkeypatch.undo()  # the finite checks, by hand: only parameters and losses count
+    nan, inf = float("nan"), float("inf")
+    assert runs._divergence({"w": jnp.ones(2), "step": jnp.int32(3)}, {"loss": 1.0, "q_mean": nan}) is None
+    assert runs._divergence({"w": jnp.array([1.0, -inf])}, {"loss": 1.0}) == "the network's parameters"
+    assert runs._divergence({"w": jnp.ones(2)}, {"train_policy_loss": inf, "valid_value_loss": nan}) == \
+        "train_policy_loss and valid_value_loss"
+
+
 def test_a_run_folders_data_set_is_told_apart_in_train_flags():
     """The data set a run makes is seeded with the run's seed + 1: a hint must name the
     --seed that makes it again, and settings train.py cannot give as what they are."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -20,6 +21,7 @@ from typing import Any, NamedTuple
 
 import filelock
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import AxisType
@@ -727,6 +729,8 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
             _show_evaluation(bar, run.last_evaluation)
         for index in range(done + 1, trainer.total + 1):
             state, metrics = trainer.step(state, index)
+            if (diverged := _divergence(learner.params(state), metrics)) is not None:
+                raise RunError(_diverged_message(learner, config, run, index, diverged))
             record = {"chunk": index, **metrics}
             if index % args.eval_every == 0 or index == trainer.total:
                 last_evaluation = evaluate(state)
@@ -757,6 +761,35 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                "best_step": (run.best.steps() or [None])[-1]}
     run.finish(summary)
     return summary
+
+
+@jax.jit
+def _finite(params) -> jax.Array:
+    """Whether every floating-point number in ``params`` is finite: bool ``[]``."""
+    leaves = [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(params) if jnp.issubdtype(leaf.dtype, jnp.floating)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.bool_(True)
+
+
+def _divergence(params, metrics: dict) -> str | None:
+    """What a step left NaN or infinite (its network's parameters, the losses it logged),
+    or None. Diverged parameters stay NaN: every later step, checkpoint and evaluation
+    would be of a broken network, under a summary that looks like any other."""
+    broken = ([] if bool(_finite(params)) else ["the network's parameters"]) + [
+        name for name, value in metrics.items() if "loss" in name and not math.isfinite(value)]
+    return None if not broken else broken[0] if len(broken) == 1 else f"{', '.join(broken[:-1])} and {broken[-1]}"
+
+
+def _diverged_message(learner: learners.Learner, config, run: Run, index: int, diverged: str) -> str:
+    saved = run.checkpoints.steps()
+    if saved:
+        kept = (f"its checkpoints end at {learner.unit} {saved[-1]}, from where the same settings would diverge "
+                f"again: train anew in another --run-dir")
+    elif never_began(run.directory):
+        kept = "nothing it trained was kept: train anew in the same --run-dir"
+    else:
+        kept = "no checkpoint was saved yet: train anew in another --run-dir"
+    return (f"training diverged in {learner.unit} {index}: {diverged} became NaN or infinite, and nothing of that "
+            f"{learner.unit} is kept; {kept}, with a lower --learning-rate (now {config.learning_rate:g})")
 
 
 def _show_evaluation(bar, record: dict) -> None:
