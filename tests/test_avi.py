@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxdust import solve
-from jaxdust.core import game
+from jaxdust.core import configs, game
 from jaxdust.core import reference as ref
 from jaxdust.core.game import GameConfig
 from jaxdust.core.play import play_boards
@@ -205,6 +205,16 @@ def test_policy_targets_mix_the_line_click_with_the_child_values_softmax(line_sh
     np.testing.assert_allclose(got[1], soft, rtol=1e-6)  # no line: the values' softmax
     np.testing.assert_allclose(got[0], line_share * np.eye(4)[3] + (1 - line_share) * soft, rtol=1e-6, atol=1e-7)
     assert got[0, 1] == 0.0 and not got[2].any()  # no weight where no cluster starts, nor on a row without children
+
+
+def test_policy_targets_stay_on_the_children_at_the_lowest_temperature():
+    """Where -V / T fell below the finite mask of cells without a child (large values, a
+    low temperature), the softmax went to those cells and the target was all zeros."""
+    values = jnp.array([[2001.0, jnp.inf, 2000.0], [5.0, 4.0, jnp.inf]], jnp.float32)
+    got = np.asarray(avi.policy_targets(values, jnp.array([-1, -1], jnp.int32), avi.MIN_TEMPERATURE, 0.0))
+    np.testing.assert_array_equal(got, [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    with pytest.raises(configs.FieldError, match="at least 1e-06 clicks"):
+        avi.AVIConfig(policy_temperature=avi.MIN_TEMPERATURE / 2)
 
 
 def test_select_beam_keeps_the_best_distinct_children():

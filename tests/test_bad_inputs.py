@@ -302,6 +302,15 @@ FILE_CASES = [
     ("train", ["--beam-width", "3"], ["--beam-width (3) must divide --num-envs (512)"]),  # flags, not fields
     ("train", ["--buffer-lines", "8"], ["--buffer-lines (8) must be >= the boards in play, --num-envs / --beam-width (64)"]),
     ("train", ["--child-share", "1.5"], ["--child-share must be in (0, 1], got 1.5"]),
+    # Each of these trained on, on nothing or on noise, and read as trained.
+    ("train", ["--child-share", "1e-9"], ["--child-share (1e-09) gives 1 child slots an update for 640 positions, "
+                                          "not one each"]),
+    ("train", ["dqn", "--backup", "full", "--child-share", "0.02"], ["--child-share (0.02) gives 245 child slots an "
+                                                                     "update for 256 positions"]),
+    ("train", ["--policy-temperature", "1e-10"], ["--policy-temperature must be at least 1e-06 clicks, got 1e-10"]),
+    ("train", ["dqn", "--target-mix", "0"], ["--target-mix must be above 0", "every update is zero"]),
+    ("train", ["dqn", "--rewards-click=-1e-45"], ["--rewards-click (-1e-45) is too small beside the rewards' scale (10)"]),
+    ("train", ["dqn", "--rewards-clear", "1e30"], ["--rewards-click (-1) is too small beside the rewards' scale (1e+30)"]),
     ("train", ["--preset", "huge"], ["--preset", "invalid choice"]),
     ("train", ["dqn", "--bootstrap", "median"], ["--bootstrap must be 'max' or 'mean'"]),
     ("train", ["dqn", "--batch-size", "512", "--buffer-size", "256"], ["--batch-size (512) cannot exceed --buffer-size (256)"]),
@@ -670,6 +679,17 @@ API_CASES = [
     (lambda: jaxdust.play_boards(jnp.ones((1, 4, 3), jnp.int8), baselines.random_legal, 0, 10), "play_boards: key must"),
     (lambda: jaxdust.one_hot(jnp.ones((4, 3), jnp.int8), 0), "one_hot: colors must be an integer in 1..9, got 0"),
     (lambda: jaxdust.one_hot(jnp.ones((4, 3), jnp.int8), 5.0), "one_hot: colors must be an integer in 1..9"),
+    # A float cell came back with no channel set; a bool board failed inside XLA.
+    (lambda: jaxdust.one_hot(np.array([[1.7, 0.0], [2.0, 1.0]]), 5), "one_hot: the board must hold integers"),
+    (lambda: jax.jit(lambda b: jaxdust.one_hot(b, 5))(jnp.ones((4, 3), bool)), "one_hot: the board must hold integers"),
+    # A board traced by the caller's own transform: a float one ran (float boards out), or
+    # failed deep in XLA; a host-side function called it a ragged board.
+    (lambda: jax.vmap(jaxdust.click)(jnp.ones((2, 4, 3), jnp.float32), jnp.zeros(2, int), jnp.zeros(2, int)),
+     r"a board array must hold integers \(colours 0 to 9\), got dtype float32"),
+    (lambda: jax.jit(lambda b: jaxdust.beam_search(b, width=4))(jnp.ones((2, 4, 3), jnp.float32)),
+     "a board array must hold integers"),
+    (lambda: jax.jit(lambda b: jaxdust.score(b, [(0, 0)], partial=True))(jnp.ones((4, 3), jnp.int8)),
+     r"the board is traced \(inside jit, vmap or grad\): parse_board, and positions, replay, score and solve"),
     # Layer sizes are checked where the config is made, not deep in flax at the first step.
     (lambda: dqn.DQNConfig(hidden=(0,)), "hidden must be a tuple of positive integers"),
     (lambda: dqn.DQNConfig(hidden=16), "hidden must be a tuple of positive integers"),

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxdust
 from jaxdust import DustEnv, GameConfig, Rewards, StepType, make
 from jaxdust.core import game
 from jaxdust.core import reference as ref
@@ -102,6 +103,14 @@ def test_a_given_board_is_checked_and_held_as_int8():
     np.testing.assert_array_equal(jitted.board, state.board)
     with pytest.raises(ValueError, match="shape"):
         jax.jit(SMALL_ENV.reset)(jax.random.key(0), board[:3])
+    # Its text, as the Gymnasium adapter takes it; and observe makes int8 arrays of lists too.
+    text = jaxdust.board_to_text(state.board)
+    from_text, _ = SMALL_ENV.reset(jax.random.key(0), text)
+    np.testing.assert_array_equal(from_text.board, state.board)
+    observed = SMALL_ENV.observe(board.tolist())
+    assert isinstance(observed.board, jax.Array) and observed.board.dtype == jnp.int8
+    with pytest.raises(ValueError, match="digits"):
+        SMALL_ENV.reset(jax.random.key(0), text[:-1])
 
 
 def test_auto_reset_starts_a_fresh_board_and_reports_the_final_one():

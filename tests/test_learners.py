@@ -159,12 +159,16 @@ def test_q_scorer_turns_values_into_clicks_left():
 
 
 
-@pytest.mark.parametrize("gamma", [1.0, 0.8, 0.97])
+# Near 1 the plain logarithms lost the clicks: 1 - 1e-7 read a board 10 clicks from empty
+# as 8.5, and 1 - 1e-8 (float32's 1, the gamma training used) read every board as NaN or -inf.
+@pytest.mark.parametrize("gamma", [1.0, 0.8, 0.97, 1 - 1e-7, 1 - 1e-8])
 def test_clicks_from_value_inverts_the_discounted_return(gamma):
     rewards = jaxdust.Rewards()
     clicks = np.arange(1, 30)
-    # Played out click by click: n - 1 clicks of `click`, then the clearing one.
-    returns = [sum(gamma**k * rewards.click for k in range(n - 1)) + gamma ** (n - 1) * rewards.clear for n in clicks]
+    # Played out click by click: n - 1 clicks of `click`, then the clearing one, discounted
+    # by the float32 gamma that training uses.
+    g = float(np.float32(gamma))
+    returns = [sum(g**k * rewards.click for k in range(n - 1)) + g ** (n - 1) * rewards.clear for n in clicks]
     np.testing.assert_allclose(agents.clicks_from_value(jnp.array(returns, jnp.float32), rewards, gamma),
                                clicks, rtol=1e-4)
     # Values no game reaches (above a one-click clear, below clicking forever) keep their order.

@@ -1520,3 +1520,37 @@ def test_numpy_scalars_are_limits_as_python_numbers_are():
     for limit in (10, np.int64(10), np.uint16(10)):
         stopped = solve(hard, node_limit=limit)
         assert not stopped.optimal and stopped.nodes <= 10
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("time_limit", [60, None])
+def test_ctrl_c_during_a_proof_is_a_keyboard_interrupt_at_once(time_limit):
+    """A Ctrl-C (a notebook's interrupt button) during a proof is met where the compiled
+    search reads its clock, in numba's object mode: with a time limit numba raised it as a
+    SystemError, and without one the search never read its clock, so the interrupt waited
+    for the search to end (minutes to hours). Both are now a KeyboardInterrupt at once. The
+    board is a 7x9 Former board no proof finishes within a minute
+    (data/proofs/former-200.jsonl, line 3)."""
+    script = """
+import os, signal, sys, threading, time
+import jaxdust
+board = jaxdust.parse_board("422424343341411241241122131321232332342322414234124413332212432", width=7, height=9,
+                            rules="former")
+jaxdust.solve(board, time_limit=0.1, rules="former")  # compiled (or loaded) before the clock starts
+sent = []
+def interrupt():
+    time.sleep(2.0)  # the beam is done: the search is under way
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    jaxdust.solve(board, time_limit=LIMIT, rules="former")
+    print("finished")
+except KeyboardInterrupt:
+    print(f"interrupted {time.perf_counter() - sent[0]:.3f}")
+"""
+    result = subprocess.run([sys.executable, "-c", script.replace("LIMIT", repr(time_limit))], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    word, seconds = result.stdout.split()
+    assert word == "interrupted" and float(seconds) < 1.0, result.stdout

@@ -203,6 +203,9 @@ def parse_board(data, width: int | None = None, height: int | None = None, rules
     for name, value in (("width", width), ("height", height)):
         if value is not None and (not game.is_integer(value) or value < 1):
             raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    if isinstance(data, jax.core.Tracer):  # numpy's conversion error read as a ragged board
+        raise ValueError("the board is traced (inside jit, vmap or grad): parse_board, and positions, replay, score "
+                         "and solve built on it, read boards on the host; call them outside the transform")
     if isinstance(data, str):
         array = _text_to_array(data, width, height)
     else:

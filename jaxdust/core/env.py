@@ -50,7 +50,7 @@ import numpy as np
 from flax import struct
 
 from jaxdust.core import configs, flags, game, render
-from jaxdust.core.boards import require_settled
+from jaxdust.core.boards import parse_board, require_settled
 from jaxdust.core.game import GameConfig
 
 
@@ -183,6 +183,7 @@ class DustEnv:
         )
 
     def observe(self, board: jax.Array) -> Observation:
+        board = game.from_lists(board)  # int8, as reset makes it (lists, numpy, another dtype)
         return Observation(
             board=board,
             one_hot=game.one_hot(board, self.game.colors),
@@ -191,7 +192,8 @@ class DustEnv:
 
     def init(self, key: jax.Array, board: jax.Array | None = None) -> State:
         """A first state: a random board from ``key``, or the given ``board``, integer
-        ``[W, H]`` of this env's size (held as int8). Its shape and dtype are checked always,
+        ``[W, H]`` of this env's size (held as int8) or its text (RULES.md, ``parse_board``).
+        Its shape and dtype are checked always,
         its colours (0 to ``colors``) and that it is settled under the env's rules (no cell
         above a hole, none where the sideways rule would move it) where it is not traced
         (under ``jit`` a board is taken as it is). ``key`` is split first,
@@ -211,6 +213,8 @@ class DustEnv:
         return State(board=board, clicks=jnp.int32(0), key=key)
 
     def _checked_board(self, board) -> jax.Array:
+        if isinstance(board, str):  # RULES.md's text form, as the Gymnasium adapter takes it
+            board = parse_board(board, self.game.width, self.game.height, self.game.rules)
         board = jnp.asarray(board)
         shape = (self.game.width, self.game.height)
         if board.shape != shape:

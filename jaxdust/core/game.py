@@ -504,9 +504,9 @@ def from_lists(boards):
     """Boards given as nested lists (``[x][y]``, or ``[b][x][y]``) or a numpy array as an
     int8 array, checked (``check_colours``); a JAX array checked for an integer dtype (an
     int8 one's values stay on the device, unchecked; another integer dtype's are checked,
-    then made int8); a tracer as it is. Under ``jit`` a list would be traced as a
-    list of scalars, and float cells would fail deep inside the game, so the public entry
-    points convert first."""
+    then made int8); a tracer's dtype checked and made int8, its values unseen. Under
+    ``jit`` a list would be traced as a list of scalars, and float cells would fail deep
+    inside the game, so the public entry points convert first."""
     if isinstance(boards, (list, tuple)):
         try:
             cells = np.asarray(boards)
@@ -516,7 +516,11 @@ def from_lists(boards):
         return jnp.asarray(check_colours(cells, "a board given as lists"), BOARD_DTYPE)
     if isinstance(boards, np.ndarray):
         return jnp.asarray(check_colours(boards, "a board array"), BOARD_DTYPE)
-    if isinstance(boards, jax.Array) and not isinstance(boards, jax.core.Tracer) and boards.dtype != BOARD_DTYPE:
+    if isinstance(boards, jax.core.Tracer):  # the same dtype in and out as outside a transform
+        if boards.dtype == jnp.bool_ or not jnp.issubdtype(boards.dtype, jnp.integer):
+            raise ValueError(f"a board array must hold integers (colours 0 to {MAX_COLORS}), got dtype {boards.dtype}")
+        return boards.astype(BOARD_DTYPE)
+    if isinstance(boards, jax.Array) and boards.dtype != BOARD_DTYPE:
         # Results are int8, as documented: the values are checked first, so none wraps round.
         return check_colours(boards, "a board array").astype(BOARD_DTYPE)
     return boards
@@ -903,12 +907,15 @@ def one_hot(board: jax.Array, colors: int, dtype=jnp.float32) -> jax.Array:
     """One-hot planes ``[W, H, colors + 1]`` of ``dtype``, channel 0 marking empty cells.
 
     Raises:
-      ValueError: ``colors`` not an integer in 1..MAX_COLORS, or a concrete ``board``
-        holding a colour above it or below 0 (its cells would have no channel set);
-        traced boards are not looked at.
+      ValueError: ``colors`` not an integer in 1..MAX_COLORS, a ``board`` not of integers,
+        or a concrete one holding a colour above ``colors`` or below 0 (its cells would have
+        no channel set); traced boards' values are not looked at.
     """
     if not is_integer(colors) or not 1 <= colors <= MAX_COLORS:
         raise ValueError(f"one_hot: colors must be an integer in 1..{MAX_COLORS}, got {colors!r}")
+    dtype_in = board.dtype if hasattr(board, "dtype") else np.asarray(board).dtype
+    if dtype_in == bool or not np.issubdtype(dtype_in, np.integer):  # a float cell had no channel set
+        raise ValueError(f"one_hot: the board must hold integers (colours 0 to {colors}), got dtype {dtype_in}")
     if not isinstance(board, jax.core.Tracer) and np.size(board):
         if int(np.max(board)) > colors:
             raise ValueError(f"one_hot: the board holds colour {int(np.max(board))}, above colors={colors}")

@@ -338,7 +338,8 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
                                   reference_cleared=reference_cleared)
         summary["seconds_per_board"] = run["seconds_per_board"]
         if run["proven"] is not None:
-            summary["proven_optimal"] = float(np.mean(run["proven"]))
+            # A proven optimum past the click cap was not played: only cleared boards count.
+            summary["proven_optimal"] = float(np.mean(np.asarray(run["proven"]) & np.asarray(run["cleared"], bool)))
         if "played" in played[name]:
             summary["played"] = played[name]["played"]
         results[name] = summary
@@ -582,9 +583,10 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
     table = [f"\n{measure.replace('_', ' ')} per board under the {rules} rules "
              f"({'higher' if measure == 'points' else 'lower'} is better)",
              f"{'agent':<{label}} {'mean':>8} {'se':>6} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}"]
+    digits = 1 if measure == "points" else 2  # cells left are few: 0.47 and 0.50 are not both 0.5
     for name, row in results.items():
-        table.append(f"{name:<{label}} {row['mean']:>8.1f} {row['se']:>6.1f} {row['median']:>8.1f} "
-                     f"{row['std']:>7.1f} {row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
+        table.append(f"{name:<{label}} {row['mean']:>8.{digits}f} {row['se']:>6.{digits}f} {row['median']:>8.1f} "
+                     f"{row['std']:>7.{digits}f} {row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
     table.append(TIMING_NOTE)
     try:  # shown once the files are written, as clicks_report's table
         _forget_summary(args.out)

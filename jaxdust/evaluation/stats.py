@@ -6,18 +6,20 @@ import numpy as np
 
 
 def deviation(values) -> float:
-    """The sample standard deviation of ``values`` (``ddof=1``; 0 for one value): the
-    ``std`` of every table, so that ``se`` beside it is ``std / sqrt(n)``."""
+    """The sample standard deviation of ``values`` (``ddof=1``; NaN for fewer than two,
+    where it is undefined: a 0 would read as exact): the ``std`` of every table, so that
+    ``se`` beside it is ``std / sqrt(n)``."""
     values = np.asarray(values, float)
-    return float(values.std(ddof=1)) if values.size > 1 else 0.0
+    return float(values.std(ddof=1)) if values.size > 1 else float("nan")
 
 
 def standard_error(values) -> float:
-    """The standard error of ``values``' mean, ``deviation(values) / sqrt(n)`` (0 for one
-    value). Of per-board differences between two agents on the same boards, it is the
-    paired error that says whether their means differ by more than chance."""
+    """The standard error of ``values``' mean, ``deviation(values) / sqrt(n)`` (NaN for
+    fewer than two values; tables then show the mean alone). Of per-board differences
+    between two agents on the same boards, it is the paired error that says whether their
+    means differ by more than chance."""
     values = np.asarray(values, float)
-    return deviation(values) / float(np.sqrt(values.size)) if values.size else 0.0
+    return deviation(values) / float(np.sqrt(values.size)) if values.size > 1 else float("nan")
 
 
 def summarize(clicks, cleared, best_known=None, reference=None, reference_cleared=None) -> dict:

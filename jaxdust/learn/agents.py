@@ -10,6 +10,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxdust.core import game
 from jaxdust.core.env import Rewards
@@ -59,13 +60,20 @@ def clicks_from_value(value: jax.Array, rewards: Rewards, gamma: float) -> jax.A
     ``click`` for every other, discounted by ``gamma`` per click, a position ``n`` clicks
     from empty is worth ``click * (1 + g + ... + g^(n-2)) + g^(n-1) * clear``, so at ``gamma``
     1 ``n = (value - clear) / click + 1``. Below 1, a value no ``n`` reaches (a network's
-    error) is held at the nearest one that does, keeping the order of values. Any shape."""
+    error) is held at the nearest one that does, keeping the order of values. Any shape.
+
+    ``gamma`` is taken as the float32 the training discounted by (a ``gamma`` that rounds to
+    1 trained as 1). Where ``g^(n-1)`` is near 1 (few clicks, or ``gamma`` near 1) its
+    logarithm comes from its distance to 1 (``log1p``), which float32 keeps where it would
+    round ``g^(n-1)`` itself, and the clicks with it, away."""
+    gamma = float(np.float32(gamma))
     if gamma == 1.0:
         return (value - rewards.clear) / rewards.click + 1.0
     never = rewards.click / (1.0 - gamma)  # the value of clicking forever
-    discount = (value - never) / (rewards.clear - never)  # g^(n-1), in (0, 1]
-    discount = jnp.clip(discount, jnp.finfo(jnp.float32).tiny, 1.0)
-    return jnp.log(discount) / jnp.log(gamma) + 1.0
+    shortfall = jnp.maximum((rewards.clear - value) / (rewards.clear - never), 0.0)  # 1 - g^(n-1)
+    discount = jnp.clip((value - never) / (rewards.clear - never), np.finfo(np.float32).tiny, 1.0)  # g^(n-1)
+    log_discount = jnp.where(shortfall < 0.5, jnp.log1p(-jnp.minimum(shortfall, 0.5)), jnp.log(discount))
+    return log_discount / np.float32(np.log1p(gamma - 1.0)) + 1.0
 
 
 @dataclasses.dataclass(frozen=True)

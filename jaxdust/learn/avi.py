@@ -59,6 +59,7 @@ from jaxdust.search import mcts
 
 
 POLICY_TEACHERS = ("lines", "mcts")
+MIN_TEMPERATURE = 1e-6  # clicks: a softmax of child values divided by it stays finite
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +120,9 @@ class AVIConfig:
                         unit_interval=("capped_share", "final_lr_fraction", "epsilon_max", "random_share",
                                        "line_target_share"),
                         layers=("hidden", "conv"))
+        if self.policy_temperature < MIN_TEMPERATURE:  # below it -V / T can overflow to -inf: NaN targets
+            raise configs.FieldError("policy_temperature", f"must be at least {MIN_TEMPERATURE:g} clicks, got "
+                                                           f"{self.policy_temperature:g}")
         if self.policy_teacher not in POLICY_TEACHERS:
             raise configs.FieldError("policy_teacher", f"must be one of {', '.join(POLICY_TEACHERS)}, "
                                                        f"got {self.policy_teacher!r}")
@@ -136,6 +140,7 @@ class AVIConfig:
                     raise configs.FieldError(field, f"acts on the 'lines' policy teacher only; the 'mcts' teacher "
                                                     f"ignores it (got {getattr(self, field)})")
         expansion.require_indexable(self.child_slots, self.game, "num_envs and child_share")
+        expansion.require_room(self.child_slots, self.num_envs + self.capped_positions, self.child_share)
         if self.buffer_lines < self.num_envs // self.beam_width:
             # Every board may finish in one iteration; each needs its own row.
             raise configs.FieldError("buffer_lines", f"({self.buffer_lines}) must be >= the boards in play, "
@@ -259,8 +264,9 @@ def policy_targets(child_values: jax.Array, line_cluster: jax.Array, temperature
     some weight on those. Rows without a child are zero.
     """
     has_child = jnp.isfinite(child_values)
-    soft = jax.nn.softmax(jnp.where(has_child, -child_values / temperature, -1e9), axis=1)
-    soft = jnp.where(has_child, soft, 0.0)
+    # Cells without a child at -inf: a finite mask took the weight once -V / T fell below it.
+    soft = jax.nn.softmax(jnp.where(has_child, -child_values / temperature, -jnp.inf), axis=1)
+    soft = jnp.where(has_child, soft, 0.0)  # and rows without a child (NaN) to zeros
     line = jax.nn.one_hot(line_cluster, child_values.shape[1], dtype=jnp.float32)  # zeros for -1
     # Exact at the ends: a share of 1 gives the one-hot, 0 the softmax, to the last bit.
     return jnp.where((line_cluster >= 0)[:, None], line_share * line + (1.0 - line_share) * soft, soft)

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 from flax.training.train_state import TrainState
@@ -100,6 +101,16 @@ class DQNConfig:
                                                     f"run has {self.iterations}")
         if self.rewards.click >= 0:  # the values' scale in clicks divides by it (agents.QScorer)
             raise configs.FieldError("rewards_click", f"must be negative (a cost per click), got {self.rewards.click}")
+        # Values are float32: one click must stand out from the largest value by a few bits
+        # of its 24, or the scorer reads ties and rounding (a click of -1e-45 played by ties).
+        scale = max(abs(self.rewards.clear), abs(self.rewards.empty_click), abs(self.rewards.click) * self.max_clicks)
+        if abs(self.rewards.click) < max(scale * 2.0**-16, float(np.finfo(np.float32).tiny)):
+            raise configs.FieldError("rewards_click", f"({self.rewards.click:g}) is too small beside the rewards' "
+                                                      f"scale ({scale:g}): float32 values could not tell one click "
+                                                      f"from the next; scale the rewards together")
+        if self.target_mix == 0:  # the target would be the network's own estimate
+            raise configs.FieldError("target_mix", "must be above 0 (at 0 the target is the network's own "
+                                                   "estimate, and every update is zero)")
         # The values are read back as clicks left (agents.clicks_from_value): at gamma 0 every
         # board is worth its next reward, and where clearing is worth no more than clicking
         # forever, shorter games are not worth more; either way the scorer cannot rank boards.
@@ -118,6 +129,7 @@ class DQNConfig:
             raise configs.FieldError("child_share", f"must be in (0, 1], got {self.child_share}")
         if self.backup == "full":
             expansion.require_indexable(self.child_slots, self.game, "batch_size and child_share")
+            expansion.require_room(self.child_slots, self.batch_size, self.child_share)
 
     @classmethod
     def original(cls, **overrides) -> "DQNConfig":
@@ -446,7 +458,7 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
             # clicks a finished game saw (about epsilon * its length), smoothed.
             games = jnp.sum(finished, dtype=jnp.int32)
             mean_length = jnp.sum(jnp.where(finished, clicks, 0), dtype=jnp.int32) / jnp.maximum(games, 1)
-            wanted = config.random_moves_per_game / jnp.maximum(mean_length, 1.0)
+            wanted = jnp.minimum(config.random_moves_per_game / jnp.maximum(mean_length, 1.0), 1.0)
             epsilon = jnp.where(games > 0, 0.9 * runner.epsilon + 0.1 * wanted, runner.epsilon)
         step = (
             loss,

@@ -71,3 +71,12 @@ def require_indexable(slots: int, size: game.GameConfig, settings: str) -> None:
         raise configs.FieldError("game", f"{size.width}x{size.height}: with these {settings}, {slots:,} children "
                                          f"an update make {cells:,} cells, more than 2^31; lower them or play "
                                          f"smaller boards")
+
+
+def require_room(slots: int, positions: int, share: float) -> None:
+    """``configs.FieldError`` (on ``child_share``) unless ``slots`` children give each of
+    the ``positions`` an update expands one at least: with fewer, most positions are never
+    backed up (nor, in a beam, moved on), and the learner trains on almost nothing."""
+    if slots < positions:
+        raise configs.FieldError("child_share", f"({share:g}) gives {slots} child slots an update for {positions} "
+                                                f"positions, not one each: most would get no backup; raise it")

@@ -207,6 +207,7 @@ def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_pos
         raise ValueError(f"beam_width must be an integer in 0..{MAX_BEAM_WIDTH} or None, got {beam_width!r}")
 
 
+@bitboard.interrupts_as_such
 def solve(board, time_limit: float | None = None, *, node_limit: int | None = None,
           colors: int | None = None, beam_width: int | None = None,
           table: TranspositionTable | None = None, prune: bool = True, rules: str = "dust",
@@ -293,7 +294,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     elif table is None:
         table = TranspositionTable(initial_table_bits(width * height), MAX_TABLE_BITS)
     table.claim(width, height, rules)
-    deadline = 0.0 if time_limit is None else start + time_limit
+    deadline = bitboard.deadline(time_limit, start)
 
     path = np.zeros(width * height, np.uint64)
     weights = heuristic_weights(rules)

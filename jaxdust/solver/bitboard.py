@@ -13,6 +13,7 @@ these loops to machine code instead (see README: dependencies).
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import NamedTuple
 
@@ -118,10 +119,37 @@ def mix(value):
 
 @numba.njit(cache=True)
 def now():
-    """``time.perf_counter()`` inside compiled code (the searches' deadlines)."""
+    """``time.perf_counter()`` inside compiled code (the searches' deadlines). A Ctrl-C is
+    met here, in numba's object mode, which hands it on as a SystemError caused by it
+    (``interrupts_as_such``)."""
     with numba.objmode(value="float64"):
         value = time.perf_counter()
     return value
+
+
+NO_LIMIT_SECONDS = 1e12  # a deadline no search reaches
+
+
+def deadline(time_limit: float | None, start: float) -> float:
+    """The ``now()`` a search stops at: ``start + time_limit``. Without a limit, one no
+    search reaches rather than none, so that the search still reads its clock: compiled
+    code meets a Ctrl-C only there, in numba's object mode."""
+    return start + (NO_LIMIT_SECONDS if time_limit is None else time_limit)
+
+
+def interrupts_as_such(search):
+    """``search`` (a function running compiled searches with a deadline) raising a Ctrl-C
+    that met its clock as the KeyboardInterrupt it is, not numba's SystemError (a
+    notebook's interrupt, a command's one-line stop)."""
+    @functools.wraps(search)
+    def searched(*args, **kwargs):
+        try:
+            return search(*args, **kwargs)
+        except SystemError as error:
+            if isinstance(error.__cause__, KeyboardInterrupt):
+                raise error.__cause__ from None
+            raise
+    return searched
 
 
 @numba.njit(cache=True, inline="always")

@@ -112,6 +112,7 @@ def depth_first_search(root, geometry, node_limit, deadline, best_path):
     return (best if best <= max_depth else -1), nodes
 
 
+@bitboard.interrupts_as_such
 def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = None,
               colors: int | None = None) -> list[tuple[int, int]]:
     """The original post's search: the best clicks ``[(x, y), ...]`` found within the limits.
@@ -127,7 +128,7 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
         return []
     planes = bitboard.to_planes(cells, board_colours(cells, colors))
     geometry = bitboard.make_geometry(width, height)
-    deadline = 0.0 if time_limit is None else time.perf_counter() + time_limit
+    deadline = bitboard.deadline(time_limit, time.perf_counter())
     path = np.zeros(width * height, np.uint64)
     length, _ = depth_first_search(planes, geometry, int(node_limit or 0), deadline, path)
     if length < 0:
