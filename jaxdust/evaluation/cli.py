@@ -579,15 +579,7 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
                          "median": float(np.median(values)), "std": stats.deviation(values),
                          "cleared": float(np.mean(run["cleared"])), "mean_clicks": float(np.mean(run["clicks"])),
                          "seconds_per_board": run["seconds_per_board"]}
-    label = max(len("agent"), *(len(a) for a in agents))
-    table = [f"\n{measure.replace('_', ' ')} per board under the {rules} rules "
-             f"({'higher' if measure == 'points' else 'lower'} is better)",
-             f"{'agent':<{label}} {'mean':>8} {'se':>6} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}"]
-    digits = 1 if measure == "points" else 2  # cells left are few: 0.47 and 0.50 are not both 0.5
-    for name, row in results.items():
-        table.append(f"{name:<{label}} {row['mean']:>8.{digits}f} {row['se']:>6.{digits}f} {row['median']:>8.1f} "
-                     f"{row['std']:>7.{digits}f} {row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
-    table.append(TIMING_NOTE)
+    table = points_table(results, measure, rules)
     try:  # shown once the files are written, as clicks_report's table
         _forget_summary(args.out)
         write_board_table(args.out, boards, measure, per_board)
@@ -600,10 +592,26 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
                   "agents": results, "figures": sorted({*figures, figure})}
         _finish(args.out, earlier, report)
     finally:
-        print("\n".join(table))
+        print(table)
     gifs = ", game-*.gif" if args.animate else ""
     print(f"\nwrote summary.json, boards.csv{gifs} and {figure} to {args.out}")
     return report
+
+
+def points_table(results: dict, measure: str, rules: str) -> str:
+    """The points report's table: a row per agent (``results``: each one's mean, se,
+    median, std, share cleared and seconds per board) of ``measure``, ``points`` or
+    ``cells_left``."""
+    label = max(len("agent"), *(len(name) for name in results))
+    lines = [f"\n{measure.replace('_', ' ')} per board under the {rules} rules "
+             f"({'higher' if measure == 'points' else 'lower'} is better)",
+             f"{'agent':<{label}} {'mean':>8} {'se':>6} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}"]
+    digits = 1 if measure == "points" else 2  # cells left are few: 0.47 and 0.50 are not both 0.5
+    for name, row in results.items():
+        lines.append(f"{name:<{label}} {row['mean']:>8.{digits}f} {row['se']:>6.{digits}f} {row['median']:>8.1f} "
+                     f"{row['std']:>7.{digits}f} {row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
+    lines.append(TIMING_NOTE)
+    return "\n".join(lines)
 
 
 def run() -> None:
