@@ -109,6 +109,12 @@ def test_a_board_one_column_wide_and_a_board_as_lists_play_as_the_reference():
         game.click([[1.5, 1.0]], 0, 0)
     with pytest.raises(ValueError, match="holds 12"):
         game.cluster_labels([[12, 1]])
+    # A board of another integer dtype comes back int8 traced by the caller's transform too
+    # (it came back int32 there, int8 outside).
+    wide = jnp.asarray(lists, jnp.int32)
+    traced = jax.jit(lambda b: game.click(b, 1, 1)[0])(wide), jax.vmap(game.settle)(wide[None])[0]
+    assert all(out.dtype == jnp.int8 for out in traced)
+    np.testing.assert_array_equal(traced[0], game.click(wide, 1, 1)[0])
 
 
 def test_labels_sizes_and_one_action_per_cluster():

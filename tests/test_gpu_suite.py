@@ -445,7 +445,8 @@ print(json.dumps(answers))
 """
     argvs = [["--out", str(tmp_path / "out"), *argv] for argv, _ in cases]
     result = subprocess.run([sys.executable, "-c", script, json.dumps(argvs)], cwd=ROOT, capture_output=True, text=True,
-                            timeout=300, env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
+                            timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu",  # the CPU refusals, on any machine
+                                              "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
     assert result.returncode == 0, result.stderr[-3000:]
     for (argv, message), (code, stderr) in zip(cases, json.loads(result.stdout.splitlines()[-1]), strict=True):
         assert code == 2 and message in stderr, (argv, stderr[-500:])

@@ -256,6 +256,13 @@ def test_a_new_dqn_run_is_told_when_its_steps_are_not_whole_iterations(capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_adaptive_epsilon_aims_at_most_at_every_click_random():
+    """An aim of more random clicks than a game has logged epsilon 1.5e29."""
+    config = dqn.DQNConfig(total_steps=32 * 10, adaptive_epsilon=True, random_moves_per_game=1e30, **TINY)
+    _, metrics = jax.jit(dqn.make_train(config))(jax.random.key(0))
+    assert 0.0 < float(np.max(metrics.epsilon)) <= 1.0
+
+
 def test_make_train_is_seeded_and_vmaps_over_seeds():
     config = dqn.DQNConfig(total_steps=32 * 25, **TINY)  # two chunks of 10 iterations and one of 5
     train = jax.jit(jax.vmap(dqn.make_train(config)))
@@ -1303,6 +1310,14 @@ def test_a_run_that_diverges_stops_in_one_line_keeping_nothing_of_the_broken_net
             "chunk is kept; its checkpoints end at chunk 2, from where the same settings would diverge again: train "
             "anew in another --run-dir, with a lower --learning-rate (now 0.001)") in capsys.readouterr().err
     assert [json.loads(line)["chunk"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()] == [1, 2]
+    # Timed checkpoints not yet due: only the best of the evaluations is on disk.
+    checks = iter([True, False])
+    with pytest.raises(SystemExit):
+        cli.main([*argv[:-2], "--checkpoint-seconds", "100000", "--eval-every", "1", "--run-dir", str(tmp_path / "b")])
+    assert ("training diverged in chunk 2: the network's parameters became NaN or infinite, and nothing of that "
+            "chunk is kept; only its best (chunk 1, in best/, playable) was kept: train anew in another --run-dir"
+            ) in capsys.readouterr().err
+    assert not os.listdir(tmp_path / "b" / "checkpoints") and os.listdir(tmp_path / "b" / runs.BEST_DIR) == ["1"]
     monkeypatch.undo()  # the finite checks, by hand: only parameters and losses count
     nan, inf = float("nan"), float("inf")
     assert runs._divergence({"w": jnp.ones(2), "step": jnp.int32(3)}, {"loss": 1.0, "q_mean": nan}) is None

@@ -1554,3 +1554,17 @@ except KeyboardInterrupt:
     assert result.returncode == 0, result.stderr[-2000:]
     word, seconds = result.stdout.split()
     assert word == "interrupted" and float(seconds) < 1.0, result.stdout
+
+
+def test_only_a_ctrl_c_met_in_the_searches_clock_becomes_a_keyboard_interrupt():
+    def fails(cause):
+        try:
+            raise cause
+        except BaseException as error:
+            raise SystemError("returned a result with an exception set") from error
+
+    with pytest.raises(KeyboardInterrupt):
+        bitboard.interrupts_as_such(fails)(KeyboardInterrupt())
+    with pytest.raises(SystemError, match="exception set") as raised:  # any other cause stays what it is
+        bitboard.interrupts_as_such(fails)(ValueError("a real fault"))
+    assert isinstance(raised.value.__cause__, ValueError)

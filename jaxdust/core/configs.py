@@ -279,6 +279,10 @@ def from_flags(args: argparse.Namespace, base, prefix: str = ""):
         # Other fields a problem names (snake_case, so no English word is taken for one)
         # become their flags too: "--batch-size (64) cannot exceed --buffer-size (32)".
         names = {field.name for field in dataclasses.fields(base) if "_" in field.name}
+        for field in dataclasses.fields(base):  # a nested config's fields are flags of both names
+            nested = getattr(base, field.name)
+            if dataclasses.is_dataclass(nested) and not isinstance(nested, GameConfig):
+                names |= {f"{field.name}_{inner.name}" for inner in dataclasses.fields(nested)}
         problem = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
                          lambda match: _flag(prefix + match[0]) if match[0] in names else match[0], error.problem)
         flag = "--size/--env" if error.field == "game" else _flag(prefix + error.field)  # one GameConfig, two flags

@@ -378,6 +378,11 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
     return report
 
 
+def _spread(value: float, width: int, digits: int) -> str:
+    """A std or standard error for a table: right-aligned, "-" where it is NaN (one board)."""
+    return f"{'-' if np.isnan(value) else format(value, f'.{digits}f'):>{width}}"
+
+
 def clicks_table(results: dict, best, proven: bool, reference: str) -> str:
     """The clicks report's table: a row per agent (``results``: each one's
     ``stats.summarize`` with its ``seconds_per_board``), the optimum's or best known's
@@ -389,23 +394,24 @@ def clicks_table(results: dict, best, proven: bool, reference: str) -> str:
     header += f" {'>=ref':>6} {'uncleared':>9} {'ms/board':>9}"
     lines = ["", header]
     for name, s in results.items():
-        line = f"{name:<{label}} {s['mean']:>7.2f} {s['se']:>5.2f} {s['median']:>7.1f} {s['std']:>6.2f}"
+        line = (f"{name:<{label}} {s['mean']:>7.2f} {_spread(s['se'], 5, 2)} {s['median']:>7.1f} "
+                f"{_spread(s['std'], 6, 2)}")
         if best is not None:
             line += f" {s['share_equal_best']:>6.1%} {s['mean_gap_to_best']:>6.2f}"
         line += f" {s['share_at_least_as_good_as_reference']:>6.1%}"
         line += f" {s['not_cleared']:>9d} {1e3 * s['seconds_per_board']:>9.3f}"
         lines.append(line)
     if best is not None:
-        lines.append(f"{best_row:<{label}} {best.mean():>7.2f} {stats.standard_error(best):>5.2f} "
-                     f"{np.median(best):>7.1f} {stats.deviation(best):>6.2f}")
+        lines.append(f"{best_row:<{label}} {best.mean():>7.2f} {_spread(stats.standard_error(best), 5, 2)} "
+                     f"{np.median(best):>7.1f} {_spread(stats.deviation(best), 6, 2)}")
     reference_text = ('the optimum' if proven else 'the best known') if reference == 'best' else reference
     lines.append(f"(se: the mean's standard error; >=ref: share of boards cleared at least as short as "
                  f"{reference_text}, or left uncleared by both)")
     compared = [name for name in results if name != reference]
     if compared:  # the same boards: per-board differences say more than the means' own errors
         lines.append(f"clicks above {reference_text}, per board (mean +- paired standard error): " + "; ".join(
-            f"{name} {results[name]['mean_difference_to_reference']:+.2f} +- {results[name]['difference_se']:.2f}"
-            for name in compared))
+            f"{name} {benchmark.with_error(s['mean_difference_to_reference'], s['difference_se'], '+.2f')}"
+            for name, s in ((name, results[name]) for name in compared)))
     runs_played = {name: os.path.join(s["played"]["run"], s["played"]["checkpoint"])
                    for name, s in results.items() if "played" in s}
     if runs_played:
@@ -608,8 +614,9 @@ def points_table(results: dict, measure: str, rules: str) -> str:
              f"{'agent':<{label}} {'mean':>8} {'se':>6} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}"]
     digits = 1 if measure == "points" else 2  # cells left are few: 0.47 and 0.50 are not both 0.5
     for name, row in results.items():
-        lines.append(f"{name:<{label}} {row['mean']:>8.{digits}f} {row['se']:>6.{digits}f} {row['median']:>8.1f} "
-                     f"{row['std']:>7.{digits}f} {row['cleared']:>8.1%} {1e3 * row['seconds_per_board']:>9.1f}")
+        lines.append(f"{name:<{label}} {row['mean']:>8.{digits}f} {_spread(row['se'], 6, digits)} "
+                     f"{row['median']:>8.1f} {_spread(row['std'], 7, digits)} {row['cleared']:>8.1%} "
+                     f"{1e3 * row['seconds_per_board']:>9.1f}")
     lines.append(TIMING_NOTE)
     return "\n".join(lines)
 

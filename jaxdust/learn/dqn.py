@@ -29,6 +29,7 @@ one random click per game.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, NamedTuple
 
 import jax
@@ -101,13 +102,21 @@ class DQNConfig:
                                                     f"run has {self.iterations}")
         if self.rewards.click >= 0:  # the values' scale in clicks divides by it (agents.QScorer)
             raise configs.FieldError("rewards_click", f"must be negative (a cost per click), got {self.rewards.click}")
-        # Values are float32: one click must stand out from the largest value by a few bits
-        # of its 24, or the scorer reads ties and rounding (a click of -1e-45 played by ties).
-        scale = max(abs(self.rewards.clear), abs(self.rewards.empty_click), abs(self.rewards.click) * self.max_clicks)
-        if abs(self.rewards.click) < max(scale * 2.0**-16, float(np.finfo(np.float32).tiny)):
-            raise configs.FieldError("rewards_click", f"({self.rewards.click:g}) is too small beside the rewards' "
-                                                      f"scale ({scale:g}): float32 values could not tell one click "
-                                                      f"from the next; scale the rewards together")
+        # Values are float32: one click must stand out from the largest value by a few of its
+        # 24 bits, or the scorer reads ties and rounding (a click of -1e-45 played by ties).
+        # The largest is the clear, the clicks that remove cells (one per cell at most), or,
+        # unmasked, the empty clicks up to the cap; discounted, at most 1 / (1 - gamma) clicks.
+        horizon = 1.0 / (1.0 - self.gamma) if 0 < self.gamma < 1 else math.inf
+        sizes = {"rewards_clear": abs(self.rewards.clear),
+                 "rewards_click over a board's cells": abs(self.rewards.click) * min(self.game.num_cells, horizon)}
+        if not self.mask_actions:
+            empty_clicks = min(self.max_clicks, horizon)
+            sizes["rewards_empty_click over max_clicks"] = abs(self.rewards.empty_click) * empty_clicks
+        largest, scale = max(sizes.items(), key=lambda item: item[1])
+        if abs(self.rewards.click) < max(scale * 2.0**-20, float(np.finfo(np.float32).tiny)):
+            raise configs.FieldError("rewards_click", f"({self.rewards.click:g}) is too small beside {largest} "
+                                                      f"({scale:g}): float32 values there resolve less than a "
+                                                      f"sixteenth of a click; scale them together")
         if self.target_mix == 0:  # the target would be the network's own estimate
             raise configs.FieldError("target_mix", "must be above 0 (at 0 the target is the network's own "
                                                    "estimate, and every update is zero)")

@@ -780,10 +780,13 @@ def _divergence(params, metrics: dict) -> str | None:
 
 
 def _diverged_message(learner: learners.Learner, config, run: Run, index: int, diverged: str) -> str:
-    saved = run.checkpoints.steps()
+    saved, best = run.checkpoints.steps(), run.best.steps()
     if saved:
         kept = (f"its checkpoints end at {learner.unit} {saved[-1]}, from where the same settings would diverge "
                 f"again: train anew in another --run-dir")
+    elif best:
+        kept = (f"only its best ({learner.unit} {best[-1]}, in {BEST_DIR}/, playable) was kept: train anew in "
+                f"another --run-dir")
     elif never_began(run.directory):
         kept = "nothing it trained was kept: train anew in the same --run-dir"
     else:
