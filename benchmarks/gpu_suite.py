@@ -31,8 +31,9 @@ minutes, carries on where the last stopped or was killed):
 to bottom in a Jupyter kernel on this machine, with the sizes each picks for the backend it
 sees (``SMALL = False`` on a GPU); ``--notebooks`` names others. The report lists them.
 
-Where JAX sees only the CPU, a call without --smoke is refused, but for --step report,
---pack and --unpack: it would measure the wrong machine.
+Where JAX sees only the CPU, a call without --smoke is refused, but for --step eval
+(a trained run played there, its rows marked so), --step report, --pack and --unpack: it
+would measure the wrong machine.
 
 Results are written atomically after every row, so a killed step keeps what it measured.
 ``--out`` holds one kind of run: ``suite.json`` says whether it is a ``--smoke`` one, and a
@@ -812,10 +813,11 @@ def main(argv=None) -> dict:
                            f"(its schedule is sized to them); leave --pieces out")
     # A GPU runtime that is not on (a Colab default) or a jaxlib without CUDA leaves JAX on the
     # CPU: the steps would measure the wrong machine, and a training piece would join the run.
-    if not args.smoke and args.step != "report" and jax.default_backend() == "cpu":
+    # Playing a trained run (eval) is no measure of the machine, and its rows say where they ran.
+    if not args.smoke and args.step not in ("eval", "report") and jax.default_backend() == "cpu":
         flags.fail(parser, "JAX sees no accelerator here, only the CPU: the suite measures a GPU. Install "
                            "jaxdust[cuda] on a GPU machine (docs/gpu.md), or pass --smoke for toy sizes on a CPU; "
-                           "--step report and --pack run anywhere")
+                           "--step eval, --step report, --pack and --unpack run anywhere")
     os.makedirs(args.out, exist_ok=True)
     try:
         claim_folder(args.out, args.smoke)

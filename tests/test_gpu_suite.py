@@ -424,7 +424,7 @@ def test_bad_flags_are_refused_before_any_step(tmp_path):
               "the training run in " + str(tmp_path / "planned") + " was planned for 3 pieces"),
              # No GPU: a full call would measure the CPU, and train a piece of the GPU run on it.
              (["--step", "train"], "JAX sees no accelerator here, only the CPU: the suite measures a GPU"),
-             (["--step", "all"], "or pass --smoke for toy sizes on a CPU; --step report and --pack run anywhere"))
+             (["--step", "all"], "--step eval, --step report, --pack and --unpack run anywhere"))
     (tmp_path / "planned").mkdir()
     (tmp_path / "planned" / "suite.json").write_text('{"smoke": false}')
     (tmp_path / "planned" / "train.json").write_text('{"planned_pieces": 3, "pieces": []}')
@@ -451,6 +451,11 @@ print(json.dumps(answers))
     for (argv, message), (code, stderr) in zip(cases, json.loads(result.stdout.splitlines()[-1]), strict=True):
         assert code == 2 and message in stderr, (argv, stderr[-500:])
     assert not (tmp_path / "out").exists()  # nothing claimed, nothing measured
+    # Playing a carried-in run is no measure of the machine: --step eval goes on on a CPU.
+    (tmp_path / "planned" / "device.json").write_text("{}")
+    played = subprocess.run([sys.executable, SUITE, "--out", str(tmp_path / "planned"), "--step", "eval"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert played.returncode == 0 and "the training run is not finished" in played.stdout, played.stderr[-2000:]
 
 
 def test_pack_follows_a_linked_out_skips_damaged_checkpoints_and_refuses_links_inside(tmp_path):

@@ -24,10 +24,11 @@ the agents are random, largest (largest cluster first; UVa 758's rule), beam[:wi
     python evaluate.py --env SameGame-15x15x5-v0 --agents random,largest,cpu-beam:256,nmcs:1
 
 Writes ``summary.json``, per-board ``boards.csv`` (its ``measure`` column says what its
-numbers are, ``clicks``, ``points`` or ``cells_left``; its ``not_cleared`` column names the
-agents stopped at the cap on that board), ``lengths.png`` (overlaid length
-histograms) and ``joint-<agent>.png`` (each agent's length against the reference's, the
-original post's key figure) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
+numbers are, ``clicks``, ``points`` or ``cells_left``; for clicks its ``not_cleared`` column
+names the agents stopped at the cap on that board), and for clicks ``lengths.png``
+(overlaid length histograms) and ``joint-<agent>.png`` (each agent's length against the
+reference's, the original post's key figure), for points ``points.png`` and for cells left
+``cells-left.png`` (histograms) into ``--out``; with ``--animate N`` also ``game-<agent>-<i>.gif``,
 each agent's game on board i < N, the cluster clicked next outlined. ``summary.json`` is
 written last and lists the figures (``figures``); those an earlier evaluation into the same
 ``--out`` listed and this one does not write again are removed just before it. Until then
