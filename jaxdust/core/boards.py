@@ -215,7 +215,7 @@ def parse_board(data, width: int | None = None, height: int | None = None, rules
             raise ValueError(f"board is not a rectangular array: {error}") from None
         if array.dtype == object:
             raise ValueError("board is not a rectangular array of integers")
-        if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+        if not game.holds_integers(array.dtype):
             raise ValueError(f"board must hold integers 0-9, got dtype {array.dtype}")
         if array.ndim != 2:
             raise ValueError(f"board must be 2-D [width, height], got shape {array.shape}")

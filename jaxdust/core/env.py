@@ -219,7 +219,7 @@ class DustEnv:
         shape = (self.game.width, self.game.height)
         if board.shape != shape:
             raise ValueError(f"board of shape {board.shape}, this env plays {shape} [width, height]")
-        if board.dtype == jnp.bool_ or not jnp.issubdtype(board.dtype, jnp.integer):
+        if not game.holds_integers(board.dtype):
             raise TypeError(f"board must hold integers (colours 0..{self.game.colors}), got dtype {board.dtype}")
         if not isinstance(board, jax.core.Tracer):
             cells = np.asarray(board)

@@ -472,7 +472,7 @@ def index_argument(value, what: str):
     (still off the board, where a click removes nothing) rather than wrapped round onto a
     cell. ValueError naming ``what`` for a float or bool (3.7 would click 3)."""
     if isinstance(value, jax.Array):  # tracers included: only the dtype is known
-        if value.dtype == bool or not jnp.issubdtype(value.dtype, jnp.integer):
+        if not holds_integers(value.dtype):
             raise ValueError(f"{what} must be an integer, got dtype {value.dtype}")
         if value.dtype.itemsize < 4:  # x * height + y in int8 or int16 would wrap round onto another cell
             return value.astype(jnp.int32)
@@ -483,15 +483,21 @@ def index_argument(value, what: str):
     if isinstance(value, int) and not isinstance(value, bool):
         return np.int32(min(max(value, -1), INDEX_MAX))
     array = np.asarray(value)
-    if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+    if not holds_integers(array.dtype):
         raise ValueError(f"{what} must be an integer, got {value!r}")
     return np.clip(array, -1, INDEX_MAX).astype(np.int32)
+
+
+def holds_integers(dtype) -> bool:
+    """Whether cells or indices of ``dtype`` are integers: bool is not (True would be 1),
+    nor a float (1.7 would be 1)."""
+    return dtype != bool and bool(jnp.issubdtype(dtype, jnp.integer))
 
 
 def check_colours(cells: np.ndarray, what: str) -> np.ndarray:
     """``cells`` (any shape), or ValueError naming ``what``: they must be integers 0 (empty)
     to ``MAX_COLORS``."""
-    if cells.dtype == bool or not np.issubdtype(cells.dtype, np.integer):
+    if not holds_integers(cells.dtype):
         raise ValueError(f"{what} must hold integers (colours 0 to {MAX_COLORS}), got dtype {cells.dtype}")
     if cells.size:
         low, high = cells.min(), cells.max()
@@ -517,7 +523,7 @@ def from_lists(boards):
     if isinstance(boards, np.ndarray):
         return jnp.asarray(check_colours(boards, "a board array"), BOARD_DTYPE)
     if isinstance(boards, jax.core.Tracer):  # the same dtype in and out as outside a transform
-        if boards.dtype == jnp.bool_ or not jnp.issubdtype(boards.dtype, jnp.integer):
+        if not holds_integers(boards.dtype):
             raise ValueError(f"a board array must hold integers (colours 0 to {MAX_COLORS}), got dtype {boards.dtype}")
         return boards.astype(BOARD_DTYPE)
     if isinstance(boards, jax.Array) and boards.dtype != BOARD_DTYPE:
@@ -914,7 +920,7 @@ def one_hot(board: jax.Array, colors: int, dtype=jnp.float32) -> jax.Array:
     if not is_integer(colors) or not 1 <= colors <= MAX_COLORS:
         raise ValueError(f"one_hot: colors must be an integer in 1..{MAX_COLORS}, got {colors!r}")
     dtype_in = board.dtype if hasattr(board, "dtype") else np.asarray(board).dtype
-    if dtype_in == bool or not np.issubdtype(dtype_in, np.integer):  # a float cell had no channel set
+    if not holds_integers(dtype_in):  # a float cell had no channel set
         raise ValueError(f"one_hot: the board must hold integers (colours 0 to {colors}), got dtype {dtype_in}")
     if not isinstance(board, jax.core.Tracer) and np.size(board):
         if int(np.max(board)) > colors:

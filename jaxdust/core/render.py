@@ -32,7 +32,7 @@ def _cells(board, what: str, highlight=None, cell_size: int | None = None) -> tu
     cells = np.asarray(board)
     if cells.ndim != 2:
         raise ValueError(f"{what} renders one board [width, height], got shape {cells.shape}")
-    if cells.dtype == bool or not np.issubdtype(cells.dtype, np.integer):  # 1.7 would draw as colour 1
+    if not game.holds_integers(cells.dtype):  # 1.7 would draw as colour 1
         raise ValueError(f"{what}: a board holds integer colours, got dtype {cells.dtype}")
     if cells.size == 0:
         raise ValueError(f"{what}: the board is empty, shape {cells.shape}")

@@ -412,7 +412,7 @@ def clicks_table(results: dict, best, proven: bool, reference: str) -> str:
     if compared:  # the same boards: per-board differences say more than the means' own errors
         lines.append(f"clicks above {reference_text}, per board (mean +- paired standard error): " + "; ".join(
             f"{name} {benchmark.with_error(s['mean_difference_to_reference'], s['difference_se'], '+.2f')}"
-            for name, s in ((name, results[name]) for name in compared)))
+            for name, s in results.items() if name != reference))
     runs_played = {name: os.path.join(s["played"]["run"], s["played"]["checkpoint"])
                    for name, s in results.items() if "played" in s}
     if runs_played:

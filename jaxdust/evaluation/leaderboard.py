@@ -235,7 +235,8 @@ class FamilyRow:
     HEADER = "| agent | mean {} (+- se) | cleared | time per board |\n|---|---:|---:|---:|"
 
     def markdown(self) -> str:
-        mean = benchmark.with_error(self.mean, self.se, {"clicks": ".3f", "cells_left": ".2f"}.get(self.measure, ".1f"))
+        digits = {"clicks": ".3f", "cells_left": ".2f"}.get(self.measure, ".1f")  # points: .1f
+        mean = benchmark.with_error(self.mean, self.se, digits)
         return f"| {self.agent} | {mean} | {self.cleared:.1%} | {benchmark.timing(self.seconds_per_board)} |"
 
 

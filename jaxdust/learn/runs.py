@@ -766,7 +766,8 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
 @jax.jit
 def _finite(params) -> jax.Array:
     """Whether every floating-point number in ``params`` is finite: bool ``[]``."""
-    leaves = [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(params) if jnp.issubdtype(leaf.dtype, jnp.floating)]
+    leaves = [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(params)
+              if jnp.issubdtype(leaf.dtype, jnp.floating)]
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.bool_(True)
 
 
