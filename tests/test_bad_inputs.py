@@ -23,7 +23,7 @@ from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
 from jaxdust.learn import cli as train_cli
-from jaxdust.learn import avi, datasets, dqn, imitation
+from jaxdust.learn import avi, datasets, dqn, imitation, runs
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.search import mcts
 from jaxdust.search.points import points_beam_solutions
@@ -536,6 +536,31 @@ def test_one_bad_board_is_reported_by_line_and_the_others_are_solved(tmp_path, c
     assert "position 31" in records[3]["error"] and "65 digits" in records[4]["error"]
     err = capsys.readouterr().err
     assert "line 3:" in err and "line 4:" in err and "Traceback" not in err
+    # A line of megabytes (not a board file) was copied whole into its error record.
+    board_file.write_text(f"# width=8 height=4\n{'1' * 1_000_000}\n")
+    assert solver_cli.main([str(board_file), "--jobs", "1", "--out", str(tmp_path / "long.jsonl")]) == 1
+    (record,) = map(json.loads, (tmp_path / "long.jsonl").read_text().splitlines())
+    assert record["board"] == "1" * 200 + "... (1,000,000 characters)" and "1000000 digits" in record["error"]
+
+
+def test_files_an_editor_or_a_torn_write_changed_are_read_or_named_by_their_line(tmp_path):
+    """A run's config.json saved by an editor with a byte-order mark is still the run's
+    (it was called damaged, and a new run directory advised); a ranking set's bad line is
+    named by its line in the file (JSON's own position counted within the line)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(
+        {"learner": "avi", "config": configs.to_json(avi.AVIConfig(total_updates=7))}).encode())
+    learner, config = runs.read_run_config(str(run))
+    assert learner.name == "avi" and config.total_updates == 7
+    path = tmp_path / "set.jsonl"
+    record = json.dumps({"board": "1" * 48, "actions": [0], "child_values": [1.0]})
+    path.write_text(f"{record}\n\n{record}\n{record[:40]}")
+    with pytest.raises(ValueError, match=r"set.jsonl:4 is not JSON \(.*\); a torn last line\?"):
+        ranking.load(str(path))
+    path.write_text(f"{record}\n[1]\n")
+    with pytest.raises(ValueError, match=r"set.jsonl:2 is not a ranking record"):
+        ranking.load(str(path))
 
 
 # ---------------------------------------------------------------------------------------

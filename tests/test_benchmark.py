@@ -328,6 +328,28 @@ def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch,
         with pytest.raises(SystemExit):
             leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "other.jsonl"])
         assert words in capsys.readouterr().err
+    # A record's fields are checked before they are ranked: a NaN or negative time was shown
+    # as "nan s" or "-1632 ms", other types ended in KeyError or TypeError.
+    records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    for change, words in (({"seconds": float("nan")}, "its seconds are not a time"),
+                          ({"seconds": -5}, "its seconds are not a time"),
+                          ({"seconds": "0.5"}, "its seconds are not a time"),
+                          ({"optimal": "false"}, "its optimal is not true or false"),
+                          ({"length": "9"}, "its length is not a whole number"),
+                          ({"board": [1, 2]}, "its board is not text"), ({"clicks": None}, "its clicks")):
+        (tmp_path / "edited.jsonl").write_text("".join(json.dumps(record | (change if record["line"] == 2 else {}))
+                                                       + "\n" for record in records))
+        with pytest.raises(SystemExit):
+            leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "edited.jsonl"])
+        assert f"edited.jsonl:2 is not a solver result as python -m jaxdust.solver writes them ({words}" in \
+            capsys.readouterr().err, change
+    for field in ("seconds", "optimal"):
+        (tmp_path / "edited.jsonl").write_text("".join(
+            json.dumps({k: v for k, v in record.items() if k != field or record["line"] != 2}) + "\n"
+            for record in records))
+        with pytest.raises(SystemExit):
+            leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "edited.jsonl"])
+        assert "edited.jsonl:2 is not a solver result" in capsys.readouterr().err, field
     with pytest.raises(SystemExit):
         leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", ""])
     assert "nothing to rank" in capsys.readouterr().err
@@ -481,12 +503,18 @@ def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_pat
     assert leaderboard._kept_row(path, benchmark.Row) is None  # a run's row is no other agent's
     leaderboard._keep_row(path, row)
     assert leaderboard._kept_row(path, benchmark.Row) == row
-    # A row damaged by hand (rows are written atomically) is measured again, with a warning.
-    for damaged in ('{"agent": "lar', "[1, 2]", '{"agent": "largest"}'):
+    # A row damaged by hand (rows are written atomically) is measured again, with a warning;
+    # so is one whose figures are not numbers (shown with number formats: a string stopped
+    # the command after the other rows were played).
+    kept = {**dataclasses.asdict(row), "jaxdust": jaxdust.__version__, "run": None}
+    for damaged in ('{"agent": "lar', "[1, 2]", '{"agent": "largest"}', json.dumps(kept | {"mean_clicks": "10.0"}),
+                    json.dumps(kept | {"boards": 3.5}), json.dumps(kept | {"cleared": True}),
+                    json.dumps(kept | {"agent": 7})):
         with open(path, "w") as handle:
             handle.write(damaged)
-        assert leaderboard._kept_row(path, benchmark.Row) is None
-    assert f"warning: kept row {path} cannot be read" in capsys.readouterr().err
+        assert leaderboard._kept_row(path, benchmark.Row) is None, damaged
+        warned = f"warning: kept row {path} cannot be read" in capsys.readouterr().err
+        assert warned == (damaged != '{"agent": "largest"}'), damaged  # that one has no version: another's
     # Every entry that plays the run carries it, from --runs or named in --entries.
     entries = [f"policy:{run}", f"value:{run}:8", "largest", f"mcts:{run}:64", f"value:{run}"]
     assert leaderboard.run_sources(entries) == {entry: runs.fingerprint(str(run)) for entry in entries if entry != "largest"}
@@ -726,7 +754,7 @@ def test_a_revision_compared_with_itself_gets_a_worktree_each(monkeypatch):
     ("ranking", ["--runs", "no/such/run"], "--runs: no/such/run is not a train.py run directory"),
     ("ranking", ["--set", "no/such/set.jsonl"], "--set: no such file: no/such/set.jsonl"),
     ("ranking", ["--set", "{README}"], "--set: {README} is not a ranking set"),
-    ("ranking", ["--set", "{solver log}"], "line 1 is not a ranking record"),  # JSON lines, not records
+    ("ranking", ["--set", "{solver log}"], "solver.jsonl:1 is not a ranking record"),  # JSON lines, not records
     ("ranking", ["--set", "-"], "--set: must be a file, not standard input"),
     ("ranking", ["--set", "{empty}"], "--set: {empty} holds no positions"),  # was a ZeroDivisionError
     ("solver", ["--sets", "9x9"], "--sets: unknown sets 9x9; known: 6x6, 8x4, 8x6"),

@@ -1,5 +1,6 @@
 """parse_board, text form, board files and replay: the host-side entry points."""
 
+import gzip
 import re
 
 import jax.numpy as jnp
@@ -183,6 +184,58 @@ def test_headers_are_read_as_people_write_them_and_hold_their_boards(tmp_path):
     path.write_text(board + " 11 # a note\n")
     with pytest.raises(ValueError, match="boards.txt:1: field 3 is '#'; after the board a line holds whole numbers"):
         jaxdust.read_board_file(path)
+
+
+def test_files_as_editors_leave_them_are_read_at_their_own_shapes_or_named(tmp_path):
+    """Two files saved by Notepad and joined hold a byte-order mark in the middle: the
+    second header still sets its boards' shape (it was read as a bad board, and the board
+    after it solved at the first header's shape). A shape written in prose sets nothing,
+    so boards with no header would be read at 8x6: refused, naming the comment, unless the
+    prose names 8x6 or a header follows. Board files hold digits 0-9 only, in headers and
+    after the boards too (``int`` took ``1_2`` and fullwidth digits, and a superscript in
+    ``colors=`` ended in int()'s own message)."""
+    path = tmp_path / "boards.txt"
+    path.write_bytes("\ufeff# width=3 height=2\r\n112233\r\n\ufeff# width=2 height=3\r\n111223\r\n".encode())
+    assert [(r.line, r.board.shape) for r in jaxdust.read_board_file(path)] == [(2, (3, 2)), (4, (2, 3))]
+    for prose in ("# width: 6, height: 8", "# w=6 h=8", "# size=6x8x5", "# 6x8x5 boards by hand"):
+        path.write_text(f"{prose}\n{TEXT}\n")
+        with pytest.raises(ValueError, match=re.escape("boards.txt:1: this comment names 6x8 boards but sets no "
+                                                       "shape, and boards with none are read as 8x6: write "
+                                                       "'# width=6 height=8'")):
+            jaxdust.read_board_file(path)
+        assert jaxdust.read_board_file(path, width=6)[0].board.shape == (6, 8)  # given: the prose is a note
+        path.write_text(f"{prose}\n# width=6 height=8\n{TEXT}\n")
+        assert jaxdust.read_board_file(path)[0].board.shape == (6, 8)
+    for prose in ("# 8x6x5 boards", "# 0x1f, 3x faster, v1.2x3"):
+        path.write_text(f"{prose}\n{TEXT}\n")
+        assert jaxdust.read_board_file(path)[0].board.shape == (8, 6), prose
+    for text, words in (("# width=3 height=2 colors=\u00b3\n112233\n", "boards.txt:1: header colors=\u00b3: a whole "
+                                                                      "number of colours"),
+                        ("# width=\u00b3 height=2\n112233\n", "boards.txt:1: header '# width=\u00b3 height=2': width "
+                                                               "must be a positive integer"),
+                        ("# width=3 height=2\n112233 1_2\n", "boards.txt:2: field 2 is '1_2'"),
+                        ("# width=3 height=2\n112233 \uff11\n", "boards.txt:2: field 2 is '\uff11'")):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError, match=re.escape(words)):
+            jaxdust.read_board_file(path)
+    for size in ("1_0x6x5", "\uff18x6x5"):
+        with pytest.raises(ValueError, match="size must look like 8x6x5"):
+            board_io.parse_size(size)
+
+
+def test_text_that_is_not_utf8_says_what_it_looks_like(tmp_path):
+    """UTF-16 (Notepad's 'Unicode', PowerShell 5's ``>``; without a byte-order mark it
+    decodes as UTF-8, a NUL beside each character) and gzip get their usual cause named;
+    bytes given to parse_board are named as bytes (numpy made a string dtype of them)."""
+    path = tmp_path / "boards.txt"
+    text = "# width=3 height=2\n112233\n"
+    encoded = [(text.encode(utf16), "it looks like UTF-16") for utf16 in ("utf-16", "utf-16-le", "utf-16-be")]
+    for data, words in encoded + [(gzip.compress(text.encode()), "gzip")]:
+        path.write_bytes(data)
+        with pytest.raises(ValueError, match=f"board file .*boards.txt is not UTF-8 text.*{words}"):
+            jaxdust.read_board_file(path)
+    with pytest.raises(ValueError, match=re.escape("board is bytes; pass its text (data.decode()) or an array")):
+        jaxdust.parse_board(TEXT.encode())
 
 
 def test_a_header_after_the_first_board_cannot_change_the_files_rules_or_colours(tmp_path, capsys):

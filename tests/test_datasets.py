@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -186,6 +188,35 @@ def test_a_damaged_shard_is_named_and_made_again_from_the_journal(tmp_path, smal
     make_dataset(str(directory), SMALL, progress=False)
     assert "shard-00002.npz cannot be read" in capsys.readouterr().err
     assert directory_bytes(directory) == directory_bytes(small_set[0])
+
+
+def test_a_journal_record_that_does_not_replay_is_named_not_trusted(tmp_path, small_set):
+    """The journal is replayed before its records become samples: a line edited by hand
+    (clicks that stop early, a click on an empty cell, fields of other types, no index) was
+    taken as it stood, and its wrong cost-to-go labels written into the shards. Nothing is
+    changed by the refusal, and a manifest saved with a byte-order mark still reads."""
+    journal = [json.loads(line) for line in (Path(small_set[0]) / "journal.jsonl").read_text().splitlines()]
+    first = journal[0]
+    edits = {"stop before the game ends": first | {"clicks": first["clicks"][:-1], "proven": first["proven"][:-1]},
+             "is on an empty cell": first | {"clicks": first["clicks"] + [[0, 3]], "proven": first["proven"] + [True]},
+             "is off the 6x4 board": first | {"clicks": [[6, 0]] + first["clicks"][1:]},
+             "its index '0' is not a board of the set": first | {"index": "0"},
+             "its index None is not a board of the set": {k: v for k, v in first.items() if k != "index"},
+             "are not (x, y) pairs and booleans": first | {"proven": [float("nan")] * len(first["proven"])}}
+    for words, record in edits.items():
+        directory = tmp_path / words.replace(" ", "-").replace("'", "")
+        shutil.copytree(small_set[0], directory)
+        (directory / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [record] + journal[1:]))
+        before = directory_bytes(directory)
+        with pytest.raises(ValueError, match=re.escape("journal.jsonl:1 does not replay: ") + f".*{re.escape(words)}"
+                                             ".*was it edited by hand\\? delete that line"):
+            make_dataset(str(directory), SMALL, progress=False)
+        assert directory_bytes(directory) == before, words
+    directory = tmp_path / "bom"
+    shutil.copytree(small_set[0], directory)
+    manifest = directory / "manifest.json"
+    manifest.write_bytes(b"\xef\xbb\xbf" + manifest.read_bytes())
+    assert len(load_dataset(str(directory)).boards) == len(small_set[1].boards)
 
 
 def test_an_unfinished_set_is_refused_where_finished_ones_are_needed(tmp_path, small_set):

@@ -206,6 +206,8 @@ def parse_board(data, width: int | None = None, height: int | None = None, rules
     if isinstance(data, jax.core.Tracer):  # numpy's conversion error read as a ragged board
         raise ValueError("the board is traced (inside jit, vmap or grad): parse_board, and positions, replay, score "
                          "and solve built on it, read boards on the host; call them outside the transform")
+    if isinstance(data, (bytes, bytearray)):  # numpy would make one string of it, "dtype |S48"
+        raise ValueError(f"board is {type(data).__name__}; pass its text (data.decode()) or an array")
     if isinstance(data, str):
         array = _text_to_array(data, width, height)
     else:
@@ -255,7 +257,10 @@ def parse_size(text: str, rules: str = "dust") -> game.GameConfig:
         if not size.strip():
             raise ValueError(f"size {text!r}: no WxHxC after {named.strip()!r}:")
     try:
-        width, height, colors = (int(v) for v in size.lower().split("x"))
+        parts = [part.strip() for part in size.lower().split("x")]
+        if not all(map(_is_whole, parts)):  # int() would take 1_0 and other scripts' digits
+            raise ValueError
+        width, height, colors = map(int, parts)
     except ValueError:
         raise ValueError(f"size must look like 8x6x5 (width x height x colours) or former:6x6x4 (rules first), "
                          f"got {text!r}") from None
@@ -288,6 +293,18 @@ class BoardRecord(NamedTuple):
     line: int  # 1-based line number in the file
 
 
+def _is_whole(text: str) -> bool:
+    """Digits 0-9 only: ``str.isdigit`` also takes superscripts, which ``int`` refuses, and
+    ``int`` also takes ``1_2`` and other scripts' digits, which a board file does not hold."""
+    return re.fullmatch(r"[0-9]+", text) is not None
+
+
+def line_text(raw: str) -> str:
+    """A file's line without the whitespace around it, and without a byte-order mark at its
+    start: two files saved by Notepad and joined (``cat``) hold one in the middle."""
+    return raw.strip().lstrip("\ufeff").strip()
+
+
 def header_shape(line: str) -> tuple[int | None, int | None]:
     """The shape a ``# width=W height=H`` comment line sets, else ``(None, None)``;
     ValueError when it names a width or height that is not a positive integer."""
@@ -297,7 +314,7 @@ def header_shape(line: str) -> tuple[int | None, int | None]:
     shape = []
     for name in ("width", "height"):
         value = fields.get(name, "").strip()
-        if not value.isdigit() or int(value) < 1:
+        if not _is_whole(value) or int(value) < 1:
             raise ValueError(f"header {line.strip()!r}: {name} must be a positive integer, got {value!r}")
         shape.append(int(value))
     return shape[0], shape[1]
@@ -312,7 +329,7 @@ def _header_comments(lines: Iterable[str]):
     """``(line number, text)`` of the comment lines before a board file's first board,
     ``#`` stripped: the ones that describe its columns and rules."""
     for number, raw in enumerate(lines, start=1):
-        text = raw.strip()
+        text = line_text(raw)
         if text and not text.startswith("#"):
             return
         if text:
@@ -374,6 +391,21 @@ def _header_field(lines: Iterable[str], name: str, source: str | None = None) ->
     return None, None
 
 
+# A shape written in a comment's prose (``# 6x8 boards``, ``# width: 6, height: 8``,
+# ``# w=6 h=8``): it sets nothing, so boards after it would be read at the default shape.
+_PROSE_SHAPES = (re.compile(r"(?<![\w.])([0-9]+)\s*x\s*([0-9]+)(?![^\Wx])"),
+                 re.compile(r"\bw(?:idth)?\s*[:=]?\s*([0-9]+)\W+h(?:eight)?\s*[:=]?\s*([0-9]+)"))
+
+
+def _prose_shape(comment: str) -> tuple[int, int] | None:
+    """The ``(width, height)`` a comment that is not a header reads as giving, if any."""
+    for pattern in _PROSE_SHAPES:
+        found = pattern.search(comment.lower())
+        if found:
+            return int(found[1]), int(found[2])
+    return None
+
+
 def _where(source: str | None, number: int) -> str:
     """``source:line``, or ``line N`` where the lines have no name."""
     return f"{source}:{number}" if source else f"line {number}"
@@ -383,7 +415,7 @@ def declared_colours(lines: Iterable[str], source: str | None = None) -> int | N
     """The ``colors=C`` of a board file's header comments, or None; ValueError
     ``"<source>:<line>: ..."`` for a value that is not a number of colours."""
     value, number = _header_field(lines, "colors", source)
-    if value is not None and (not value.isdigit() or not 1 <= int(value) <= game.MAX_COLORS):
+    if value is not None and (not _is_whole(value) or not 1 <= int(value) <= game.MAX_COLORS):
         raise ValueError(f"{_where(source, number)}: header colors={value}: a whole number of colours "
                          f"1..{game.MAX_COLORS}")
     return None if value is None else int(value)
@@ -397,14 +429,12 @@ def require_declared_colours(board: np.ndarray, colours: int | None) -> None:
 
 def _column(text: str, index: int) -> int:
     """A board line's number after the board (its ``index``-th field), e.g. a length."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"field {index} is {text!r}; after the board a line holds whole numbers (lengths), "
-                         "and a comment starts a line of its own with #") from None
-    if value < 0:
+    if text.startswith("-") and _is_whole(text[1:]):
         raise ValueError(f"field {index} is {text}; the numbers after a board (lengths, scores) are >= 0")
-    return value
+    if not _is_whole(text):
+        raise ValueError(f"field {index} is {text!r}; after the board a line holds whole numbers (lengths, "
+                         "digits 0-9), and a comment starts a line of its own with #")
+    return int(text)
 
 
 def declared_rules(lines: Iterable[str], source: str | None = None, default: str | None = "dust") -> str | None:
@@ -433,10 +463,13 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
     ``declared_colours``: they hold for the whole file): a ``rules=`` other than the file's,
     a ``colors=`` above its cap, or in a file of other rules than the dust game's a header
     with ``colors=`` and no ``rules=`` (a dust file's, as the project writes them, pasted
-    after another game's boards)."""
+    after another game's boards). Also a ValueError for a board whose shape nothing gives
+    (so it would be read at ``DEFAULT_SHAPE``) after a comment whose prose names another
+    (``# width: 6, height: 8``, ``# 6x8 boards``), which sets nothing."""
     header, rules, cap, boards_began = (None, None), None, None, False
+    prose = None  # (line number, shape) of the last comment naming a shape in prose
     for number, raw in enumerate(lines, start=1):
-        text = raw.strip()
+        text = line_text(raw)
         if text.startswith("#"):
             try:
                 shape = header_shape(text)
@@ -444,8 +477,12 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
             except ValueError as error:
                 raise ValueError(f"{_where(source, number)}: {error}") from None
             header = shape if shape != (None, None) else header
+            if shape != (None, None):
+                prose = None
+            elif _prose_shape(text) not in (None, DEFAULT_SHAPE):
+                prose = number, _prose_shape(text)
             said_rules = fields["rules"].lower() if "rules" in fields else None
-            said_cap = int(fields["colors"]) if fields.get("colors", "").isdigit() else None
+            said_cap = int(fields["colors"]) if _is_whole(fields.get("colors", "")) else None
             if not boards_began:
                 rules, cap = rules or said_rules, cap if cap is not None else said_cap
                 continue
@@ -464,7 +501,13 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
                              f"colours in a file of their own)")
         elif text:
             boards_began = True
-            yield number, text.split(), width or header[0] or fallback[0], height or header[1] or fallback[1]
+            line_width, line_height = width or header[0] or fallback[0], height or header[1] or fallback[1]
+            if prose and line_width is None and line_height is None:
+                said, (prose_width, prose_height) = prose
+                raise ValueError(f"{_where(source, said)}: this comment names {prose_width}x{prose_height} boards "
+                                 f"but sets no shape, and boards with none are read as {DEFAULT_SHAPE[0]}x"
+                                 f"{DEFAULT_SHAPE[1]}: write '# width={prose_width} height={prose_height}'")
+            yield number, text.split(), line_width, line_height
 
 
 def read_board_file(path: str | os.PathLike, width: int | None = None, height: int | None = None,

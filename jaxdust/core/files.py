@@ -185,13 +185,26 @@ def read_text(path: str, what: str = "file") -> str:
         else:
             with open(path, "rb") as handle:
                 data = handle.read()
-        return data.decode("utf-8-sig")  # a byte-order mark (Notepad's, PowerShell's) is not text
+        text = data.decode("utf-8-sig")  # a byte-order mark (Notepad's, PowerShell's) is not text
     except UnicodeDecodeError as error:
         line = error.object.count(b"\n", 0, error.start) + 1
         raise ValueError(f"{what} {name} is not UTF-8 text (line {line}: byte {error.start} is "
-                         f"{error.object[error.start]:#04x})") from None
+                         f"{error.object[error.start]:#04x}){_what_it_is(error.object)}") from None
     except OSError as error:
         raise ValueError(f"cannot read {what} {name}: {error.strerror}") from None
+    if "\x00" in text and _what_it_is(data):  # UTF-16 without a byte-order mark decodes, NULs and all
+        raise ValueError(f"{what} {name} is not UTF-8 text{_what_it_is(data)}")
+    return text
+
+
+def _what_it_is(data: bytes) -> str:
+    """What a file that is not UTF-8 text looks like, for its error: the usual causes."""
+    if data.startswith(b"\x1f\x8b"):
+        return "; it is gzip-compressed: decompress it first (gunzip)"
+    halves = data[:200:2], data[1:200:2]  # UTF-16 puts a NUL beside each ASCII character
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or any(half.count(0) > len(half) // 2 for half in halves):
+        return "; it looks like UTF-16 (Notepad's 'Unicode', PowerShell 5's >): save it as UTF-8"
+    return ""
 
 
 def read_lines(path: str, what: str = "file") -> list[str]:

@@ -246,7 +246,14 @@ def solver_log_records(path: str, boards, rules: str = "dust") -> list[dict]:
     (int ``[N, W, H]``) under ``rules``, in their order; ValueError naming how many are
     missing, or a record of one of them solved under other rules or read at another shape
     (the same digits are another board there)."""
-    found = {record["board"]: record for record in files.recover_json_lines(path, repair=False) if "length" in record}
+    found = {}
+    for number, record in enumerate(files.recover_json_lines(path, repair=False), start=1):
+        if "length" in record:  # an error's record has none
+            problem = _solver_record_problem(record)
+            if problem:
+                raise ValueError(f"{path}:{number} is not a solver result as python -m jaxdust.solver writes them "
+                                 f"({problem}); was it edited by hand?")
+            found[record["board"]] = record
     texts = [board_io.board_to_text(board) for board in boards]
     _, width, height = np.shape(boards)
     for index, text in enumerate(texts):
@@ -261,6 +268,24 @@ def solver_log_records(path: str, boards, rules: str = "dust") -> list[dict]:
     if missing:
         raise ValueError(f"{path} lacks {len(missing)} of the {len(texts)} boards (the first is board {missing[0]})")
     return [found[text] for text in texts]
+
+
+def _solver_record_problem(record: dict) -> str | None:
+    """What keeps a solver log's result record from being read as one, or None."""
+    def whole(value):
+        return game.is_integer(value) and value >= 0
+
+    seconds = record.get("seconds")
+    for problem, wrong in (("its board is not text", not isinstance(record.get("board"), str)),
+                           ("its length is not a whole number", not whole(record["length"])),
+                           ("its line is not a whole number", not whole(record.get("line"))),
+                           ("its clicks are not a list", not isinstance(record.get("clicks"), list)),
+                           ("its optimal is not true or false", not isinstance(record.get("optimal"), bool)),
+                           ("its seconds are not a time", isinstance(seconds, bool)
+                            or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"))):
+        if wrong:
+            return problem
+    return None
 
 
 def write_set(size: str, boards: np.ndarray, best, lower, source: str, version: int = VERSION) -> str:

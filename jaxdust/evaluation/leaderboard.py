@@ -276,7 +276,14 @@ def _kept_row(path: str, row_type, source: str | None = None):
         with open(path) as handle:
             saved = json.load(handle)
         version, run = saved.pop("jaxdust", None), saved.pop("run", None)
-        return row_type(**saved) if (version, run) == (__version__, source) else None
+        if (version, run) != (__version__, source):
+            return None
+        kept = row_type(**saved)
+        for field in dataclasses.fields(row_type):  # a row's figures are shown with formats that need numbers
+            value, kind = getattr(kept, field.name), field.type if isinstance(field.type, str) else field.type.__name__
+            if isinstance(value, bool) or not isinstance(value, {"str": str, "int": int, "float": (int, float)}[kind]):
+                raise TypeError(f"{field.name} is {value!r}, not {'a number' if kind != 'str' else 'text'}")
+        return kept
     except (OSError, ValueError, TypeError, AttributeError) as error:  # written atomically: edited or copied wrong
         print(f"warning: kept row {path} cannot be read ({type(error).__name__}: {error}); measuring it again",
               file=sys.stderr)

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust.core import flags, game, reference
+from jaxdust.core import files, flags, game, reference
 from jaxdust.core.boards import BOARDS_DIR, board_to_text, parse_board
 from jaxdust.core.files import recover_json_lines
 from jaxdust.core.progress import progress_bar
@@ -56,14 +56,17 @@ RECORD_KEYS = ("board", "actions", "child_values")
 def load(path: str = RANKING_FILE) -> list[dict]:
     """The records of a ranking set (JSON lines, as ``main`` writes them); ValueError naming
     the first line that is not one."""
-    records = []
-    with open(path) as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
+    records, lines = [], files.read_lines(path, "ranking set")
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
                 record = json.loads(line)
-                if not isinstance(record, dict) or any(key not in record for key in RECORD_KEYS):
-                    raise ValueError(f"line {number} is not a ranking record (it needs {', '.join(RECORD_KEYS)})")
-                records.append(record)
+            except ValueError as error:  # its position counts within the line
+                torn = "; a torn last line?" if number == len(lines) and number > 1 else ""
+                raise ValueError(f"{path}:{number} is not JSON ({error}){torn}") from None
+            if not isinstance(record, dict) or any(key not in record for key in RECORD_KEYS):
+                raise ValueError(f"{path}:{number} is not a ranking record (it needs {', '.join(RECORD_KEYS)})")
+            records.append(record)
     return records
 
 

@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxdust.core import configs, files, flags, machine
+from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.core.processes import WorkerDied, ordered_map
 from jaxdust.core.progress import progress_bar
@@ -155,14 +155,38 @@ def label_board(config: DatasetConfig, index: int) -> dict:
     }
 
 
-def samples_of(config: DatasetConfig, record: dict):
-    """``(board, clicked, cost_to_go, proven, step)`` for each position of a record."""
-    position = source_board(config, record["index"])
-    length = len(record["clicks"])
-    for step, ((x, y), proven) in enumerate(zip(record["clicks"], record["proven"])):
+def samples_of(config: DatasetConfig, record: dict) -> list[tuple]:
+    """``(board, clicked, cost_to_go, proven, step)`` for each position of a record.
+
+    Raises:
+      ValueError: naming what makes ``record`` other than a line ``label_board`` writes
+        (the journal is replayed, not trusted): fields of other types, an index outside
+        the set, a click off the board, on an empty cell or on a group smaller than the
+        rules allow, or a line that stops before the game ends.
+    """
+    index, clicks, proven = record.get("index"), record.get("clicks"), record.get("proven")
+    if not game.is_integer(index) or not 0 <= index < config.boards:
+        raise ValueError(f"its index {index!r} is not a board of the set (0 to {config.boards - 1})")
+    if not (isinstance(clicks, list) and isinstance(proven, list) and len(clicks) == len(proven)
+            and all(isinstance(flag, bool) for flag in proven)
+            and all(isinstance(c, list) and len(c) == 2 and all(map(game.is_integer, c)) for c in clicks)):
+        raise ValueError("its clicks and proven flags are not (x, y) pairs and booleans, one of each a click")
+    width, height, smallest = config.game.width, config.game.height, game.rules_of(config.game.rules).min_group
+    position, samples = source_board(config, index), []
+    for step, ((x, y), flag) in enumerate(zip(clicks, proven)):
+        if not (0 <= x < width and 0 <= y < height):
+            raise ValueError(f"its click {step + 1}, ({x}, {y}), is off the {width}x{height} board")
+        if position[x, y] == 0:
+            raise ValueError(f"its click {step + 1}, ({x}, {y}), is on an empty cell")
         after, mask = click_with_mask(position, x, y, config.game.colors, config.game.rules)
-        yield position, mask, length - step, proven, step
+        if np.count_nonzero(mask) < smallest:
+            raise ValueError(f"its click {step + 1}, ({x}, {y}), is on a group smaller than the rules allow")
+        samples.append((position, mask, len(clicks) - step, flag, step))
         position = after
+    if any(np.count_nonzero(click_with_mask(position, x, y, config.game.colors, config.game.rules)[1]) >= smallest
+           for x, y in zip(*np.nonzero(position))):
+        raise ValueError(f"its {len(clicks)} clicks stop before the game ends")
+    return samples
 
 
 def _shard_bytes(config: DatasetConfig, records: list[dict], seen: set[bytes]) -> bytes:
@@ -270,7 +294,14 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         files.atomic_write_json(manifest_path, manifest)
 
     files.remove_leftover_temporaries(directory)  # this run's to write now (its settings matched)
-    records = {record["index"]: record for record in files.recover_json_lines(journal_path)}
+    records = {}
+    for line, record in enumerate(files.recover_json_lines(journal_path), start=1):
+        try:
+            samples_of(config, record)
+        except ValueError as error:
+            raise ValueError(f"{journal_path}:{line} does not replay: {error}; was it edited by hand? delete that line "
+                             "(its board is then labelled again)") from None
+        records[record["index"]] = record
     num_shards = -(-config.boards // config.shard_size)
     seen: set[bytes] = set()
     for shard, name in enumerate(manifest["shards"]):  # rebuild the duplicate filter from finished shards
@@ -323,7 +354,7 @@ def _manifest(directory: str) -> dict:
     if not os.path.isfile(path):
         raise ValueError(f"{directory} is not a data set (no manifest.json)")
     try:
-        with open(path) as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             manifest = json.load(handle)
     except (OSError, ValueError) as error:
         raise ValueError(f"{path} cannot be read ({error})") from None

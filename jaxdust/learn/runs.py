@@ -113,7 +113,7 @@ def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
         raise RunError(f"{directory} is not a train.py run directory ({why})")
     _require_files(directory)
     try:
-        with open(path) as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # a byte-order mark: an editor saved it
             saved = json.load(handle)
     except (OSError, ValueError) as error:
         raise RunError(f"{path} is damaged ({error}); every checkpoint keeps the run's config, "

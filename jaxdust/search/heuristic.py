@@ -162,7 +162,6 @@ def linear_scorer(weights) -> Scorer:
 
 
 heuristic_scorer = linear_scorer(HEURISTIC_WEIGHTS)
-reference_scorer = linear_scorer(REFERENCE_WEIGHTS)  # the original beam search's score
 # One scorer object a rule set, so the beams' compiled programs (the scorer is static) are shared.
 _RULE_SCORERS = {rules: linear_scorer(heuristic_weights(rules)) for rules in RULE_FEATURE_WEIGHTS}
 

@@ -99,8 +99,8 @@ def to_board(planes: np.ndarray, width: int, height: int) -> np.ndarray:
 def path_clicks(path: np.ndarray, length: int, height: int) -> list[tuple[int, int]]:
     """The first ``length`` cluster masks of a search's ``path`` as clicks ``[(x, y), ...]``,
     each on the cluster's cell with the smallest ``x * height + y``."""
-    # In Python: numba's bit_index, called from Python, takes an int64, which the top
-    # cell's bit (2^63) of a 64-cell board overflows.
+    # In Python: a numba function called from Python takes an int64, which the top cell's
+    # bit (2^63) of a 64-cell board overflows.
     cells = [(int(mask) & -int(mask)).bit_length() - 1 for mask in path[:length]]
     return [divmod(cell, height) for cell in cells]
 
@@ -164,12 +164,6 @@ def popcount(value):
 def lowest_bit(value):
     """The lowest set bit as a mask: ``0b0110 -> 0b0010``."""
     return value & (~value + ONE)
-
-
-@numba.njit(cache=True, inline="always")
-def bit_index(bit):
-    """Index of a one-bit mask: ``0b0100 -> 2``."""
-    return popcount(bit - ONE)
 
 
 @numba.njit(cache=True, inline="always")

@@ -65,6 +65,12 @@ def checkpoint_path(directory: str | None, number: int) -> str | None:
     return None if directory is None else os.path.join(directory, f"line-{number}.npz")
 
 
+def _shown(text: str, limit: int = 200) -> str:
+    """A line's text as an error's record keeps it: a board has at most 64 digits, and a
+    line of megabytes (a file that is not a board file) would be copied whole."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
 def _solve_job(job):
     (number, text, width, height, colours, time_limit, node_limit, beam_width, rules, table_bits,
      checkpoint_dir, checkpoint_positions) = job
@@ -75,9 +81,9 @@ def _solve_job(job):
         result = solve(board, time_limit, node_limit=node_limit, beam_width=beam_width, rules=rules, table=table,
                        checkpoint=checkpoint_path(checkpoint_dir, number), checkpoint_positions=checkpoint_positions)
     except (ValueError, TimeoutError) as error:  # TimeoutError: --beam-width 0 and out of time
-        return {"line": number, "board": text, "rules": rules, "error": str(error)}
+        return {"line": number, "board": _shown(text), "rules": rules, "error": str(error)}
     except MemoryError:
-        return {"line": number, "board": text, "rules": rules,
+        return {"line": number, "board": _shown(text), "rules": rules,
                 "error": f"out of memory (--beam-width {beam_width}, --table-bits {table_bits}): try smaller ones"}
     record = dataclasses.asdict(result)
     record["clicks"] = [list(c) for c in result.clicks]

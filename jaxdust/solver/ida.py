@@ -230,9 +230,9 @@ def _finishing_moves(planes, singles, masks, colours, finishes):
 
 
 @numba.njit(cache=True, inline="always")
-def _commutes_before(move, move_reach, arrival, arrival_reach, arrival_grown, geometry):
-    """True when ``move`` commutes with ``arrival`` (the move that led here); the caller
-    plays such a pair only in cell order (lower lowest cell first).
+def _commutes_before(move, move_reach, arrival_reach, arrival_grown, geometry):
+    """True when ``move`` commutes with the move that led here (given by its reach and its
+    grown cluster); the caller plays such a pair only in cell order (lower lowest cell first).
 
     Each removal changes only cells within its reach, so when the reaches are disjoint
     and neither meets the other cluster or its neighbours, both orders remove the same
@@ -418,8 +418,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
         if prune and depth > 0 and lowest_bit(move) < lowest_bit(arrivals[depth]):
             if not reach_known:
                 move_reach, reach_known = removal_reach(move, occupied(parent), geometry), True
-            if _commutes_before(move, move_reach, arrivals[depth], arrival_reach[depth],
-                                arrival_grown[depth], geometry):
+            if _commutes_before(move, move_reach, arrival_reach[depth], arrival_grown[depth], geometry):
                 commuted[depth] = True
                 continue  # the same position is reached with this move played first
         child = boards[depth + 1]
