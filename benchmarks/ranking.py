@@ -45,8 +45,8 @@ def main(argv=None) -> dict:
         parser.error("--set: must be a file, not standard input")
     try:
         records = ranking.load(args.set)
-    except ValueError as error:  # JSON's and UTF-8's errors among them
-        flags.fail(parser, f"--set: {args.set} is not a ranking set (JSON lines): {error}")
+    except ValueError as error:  # each names the file (and the line)
+        flags.fail(parser, f"--set: {error}")
     if not records:
         flags.fail(parser, f"--set: {args.set} holds no positions")
     scorers = {"hand-made heuristic": (heuristic_scorer, None), "heuristic, one-click lookahead": (lookahead_heuristic, None)}

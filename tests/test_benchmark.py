@@ -753,7 +753,7 @@ def test_a_revision_compared_with_itself_gets_a_worktree_each(monkeypatch):
 @pytest.mark.parametrize("script, argv, words", [
     ("ranking", ["--runs", "no/such/run"], "--runs: no/such/run is not a train.py run directory"),
     ("ranking", ["--set", "no/such/set.jsonl"], "--set: no such file: no/such/set.jsonl"),
-    ("ranking", ["--set", "{README}"], "--set: {README} is not a ranking set"),
+    ("ranking", ["--set", "{README}"], "--set: {README}:1 is not JSON"),
     ("ranking", ["--set", "{solver log}"], "solver.jsonl:1 is not a ranking record"),  # JSON lines, not records
     ("ranking", ["--set", "-"], "--set: must be a file, not standard input"),
     ("ranking", ["--set", "{empty}"], "--set: {empty} holds no positions"),  # was a ZeroDivisionError

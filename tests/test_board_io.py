@@ -1,6 +1,7 @@
 """parse_board, text form, board files and replay: the host-side entry points."""
 
 import gzip
+import json
 import re
 
 import jax.numpy as jnp
@@ -10,6 +11,7 @@ import pytest
 import jaxdust
 from jaxdust.core import boards as board_io
 from jaxdust.core import reference as ref
+from jaxdust.solver import cli as solver_cli
 
 TEXT = "335122421413111551154255131234544142315221411124"  # first board of eval_8x6x5
 
@@ -200,13 +202,20 @@ def test_files_as_editors_leave_them_are_read_at_their_own_shapes_or_named(tmp_p
     for prose in ("# width: 6, height: 8", "# w=6 h=8", "# size=6x8x5", "# 6x8x5 boards by hand"):
         path.write_text(f"{prose}\n{TEXT}\n")
         with pytest.raises(ValueError, match=re.escape("boards.txt:1: this comment names 6x8 boards but sets no "
-                                                       "shape, and boards with none are read as 8x6: write "
+                                                       "shape, and 48 digits without one are read as 8x6: write "
                                                        "'# width=6 height=8'")):
             jaxdust.read_board_file(path)
         assert jaxdust.read_board_file(path, width=6)[0].board.shape == (6, 8)  # given: the prose is a note
         path.write_text(f"{prose}\n# width=6 height=8\n{TEXT}\n")
         assert jaxdust.read_board_file(path)[0].board.shape == (6, 8)
-    for prose in ("# 8x6x5 boards", "# 0x1f, 3x faster, v1.2x3"):
+        path.write_text(f"{prose}\n{TEXT}\n")  # the solver's flags give the shape: not refused
+        solver_cli.main([str(path), "--width", "6", "--height", "8", "--jobs", "1", "--node-limit", "1000",
+                         "--out", str(tmp_path / "out.jsonl")])
+        assert (json.loads((tmp_path / "out.jsonl").read_text())["width"], prose) == (6, prose)
+        (tmp_path / "out.jsonl").unlink()
+    # Prose naming 8x6, or a shape of other than 48 cells (no board of it is read at 8x6), is a note.
+    for prose in ("# 8x6x5 boards", "# 0x1f, 3x faster, v1.2x3", "# 1000 boards, written as 20 x 50 shards",
+                  "# screenshots at 1920x1080", "# seed 0x2024", "# a 2x2 block in the corner"):
         path.write_text(f"{prose}\n{TEXT}\n")
         assert jaxdust.read_board_file(path)[0].board.shape == (8, 6), prose
     for text, words in (("# width=3 height=2 colors=\u00b3\n112233\n", "boards.txt:1: header colors=\u00b3: a whole "
@@ -242,8 +251,6 @@ def test_a_header_after_the_first_board_cannot_change_the_files_rules_or_colours
     """Its width= and height= held for the boards after it, but its rules= and colors= were
     read only before the first board: a Former board after a dust one was solved (and
     evaluated) as the dust game's, 4 clicks where Former's optimum is 6."""
-    from jaxdust.solver import cli as solver_cli
-
     path = tmp_path / "boards.txt"
     board = "131222113332"
     refusals = {
@@ -278,8 +285,6 @@ def test_a_header_after_the_first_board_cannot_change_the_files_rules_or_colours
 
 def test_the_solver_refuses_a_board_file_of_two_sizes_before_solving(tmp_path, capsys):
     """It solved every board, then said that --board-file needs boards of one size."""
-    from jaxdust.solver import cli as solver_cli
-
     path = tmp_path / "boards.txt"
     path.write_text("# width=4 height=3 colors=3\n323323311113\n# width=3 height=4\n323323311113\n")
     with pytest.raises(SystemExit) as exit_info:

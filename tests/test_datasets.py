@@ -191,25 +191,32 @@ def test_a_damaged_shard_is_named_and_made_again_from_the_journal(tmp_path, smal
 
 
 def test_a_journal_record_that_does_not_replay_is_named_not_trusted(tmp_path, small_set):
-    """The journal is replayed before its records become samples: a line edited by hand
-    (clicks that stop early, a click on an empty cell, fields of other types, no index) was
-    taken as it stood, and its wrong cost-to-go labels written into the shards. Nothing is
-    changed by the refusal, and a manifest saved with a byte-order mark still reads."""
+    """A resumed set replays the journal's records of the shards it has still to write
+    before they become samples: a line edited by hand (clicks that stop early, a click on
+    an empty cell, fields of other types, no index) was taken as it stood, and its wrong
+    cost-to-go labels written into the shards. Fields are checked on every record. Nothing
+    is changed by the refusal, and a manifest saved with a byte-order mark still reads."""
     journal = [json.loads(line) for line in (Path(small_set[0]) / "journal.jsonl").read_text().splitlines()]
-    first = journal[0]
-    edits = {"stop before the game ends": first | {"clicks": first["clicks"][:-1], "proven": first["proven"][:-1]},
-             "is on an empty cell": first | {"clicks": first["clicks"] + [[0, 3]], "proven": first["proven"] + [True]},
-             "is off the 6x4 board": first | {"clicks": [[6, 0]] + first["clicks"][1:]},
-             "its index '0' is not a board of the set": first | {"index": "0"},
-             "its index None is not a board of the set": {k: v for k, v in first.items() if k != "index"},
-             "are not (x, y) pairs and booleans": first | {"proven": [float("nan")] * len(first["proven"])}}
+    line = next(number for number, record in enumerate(journal) if record["index"] == 20)  # in the last shard
+    last = journal[line]
+    edits = {"stop before the board is cleared": last | {"clicks": last["clicks"][:-1], "proven": last["proven"][:-1]},
+             "go on after the board is cleared": last | {"clicks": last["clicks"] + [[0, 3]],
+                                                         "proven": last["proven"] + [True]},
+             "is off the 6x4 board": last | {"clicks": [[6, 0]] + last["clicks"][1:]},
+             "its index '20' is not a board of the set": last | {"index": "20"},
+             "its index None is not a board of the set": {k: v for k, v in last.items() if k != "index"},
+             "are not (x, y) pairs and booleans": last | {"proven": [float("nan")] * len(last["proven"])}}
     for words, record in edits.items():
         directory = tmp_path / words.replace(" ", "-").replace("'", "")
         shutil.copytree(small_set[0], directory)
-        (directory / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [record] + journal[1:]))
+        manifest = json.loads((directory / "manifest.json").read_text())
+        (directory / "manifest.json").write_text(json.dumps(manifest | {"shards": manifest["shards"][:4]}))
+        (directory / "shard-00004.npz").unlink()
+        (directory / "journal.jsonl").write_text("".join(json.dumps(r) + "\n"
+                                                         for r in journal[:line] + [record] + journal[line + 1:]))
         before = directory_bytes(directory)
-        with pytest.raises(ValueError, match=re.escape("journal.jsonl:1 does not replay: ") + f".*{re.escape(words)}"
-                                             ".*was it edited by hand\\? delete that line"):
+        with pytest.raises(ValueError, match=re.escape(f"journal.jsonl:{line + 1} does not replay: ")
+                                             + f".*{re.escape(words)}.*was it edited by hand\\? delete that line"):
             make_dataset(str(directory), SMALL, progress=False)
         assert directory_bytes(directory) == before, words
     directory = tmp_path / "bom"

@@ -661,13 +661,15 @@ def test_a_reader_of_the_table_that_goes_away_leaves_the_evaluation_written(tmp_
     import subprocess
 
     out = tmp_path / "evaluation"
-    peek = subprocess.Popen([sys.executable, os.path.join(ROOT, "evaluate.py"), "--random", "3", "--size", size,
-                             "--agents", "largest", "--out", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    assert "random 5x4x3 boards" in peek.stdout.readline()
-    peek.stdout.close()
-    stderr = peek.stderr.read()
-    assert peek.wait(timeout=300) == 1 and "Traceback" not in stderr, stderr[-2000:]
+    with open(tmp_path / "stderr.txt", "w+") as errors:  # a pipe read only at the end can fill and block the child
+        peek = subprocess.Popen([sys.executable, os.path.join(ROOT, "evaluate.py"), "--random", "3", "--size", size,
+                                 "--agents", "largest", "--out", str(out)], stdout=subprocess.PIPE,
+                                stderr=errors, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert "random 5x4x3 boards" in peek.stdout.readline()
+        peek.stdout.close()
+        assert peek.wait(timeout=300) == 1
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert "Traceback" not in stderr, stderr[-2000:]
     assert isinstance(json.loads((out / "summary.json").read_text())["agents"]["largest"]["mean"], float)
     assert (out / "boards.csv").is_file()
 

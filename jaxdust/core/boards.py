@@ -463,9 +463,9 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
     ``declared_colours``: they hold for the whole file): a ``rules=`` other than the file's,
     a ``colors=`` above its cap, or in a file of other rules than the dust game's a header
     with ``colors=`` and no ``rules=`` (a dust file's, as the project writes them, pasted
-    after another game's boards). Also a ValueError for a board whose shape nothing gives
-    (so it would be read at ``DEFAULT_SHAPE``) after a comment whose prose names another
-    (``# width: 6, height: 8``, ``# 6x8 boards``), which sets nothing."""
+    after another game's boards). Also a ValueError for a board whose shape nothing gives,
+    so that it is read at ``DEFAULT_SHAPE``, after a comment whose prose names another shape
+    of as many cells (``# width: 6, height: 8``, ``# 6x8 boards``), which sets nothing."""
     header, rules, cap, boards_began = (None, None), None, None, False
     prose = None  # (line number, shape) of the last comment naming a shape in prose
     for number, raw in enumerate(lines, start=1):
@@ -502,10 +502,12 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
         elif text:
             boards_began = True
             line_width, line_height = width or header[0] or fallback[0], height or header[1] or fallback[1]
-            if prose and line_width is None and line_height is None:
+            cells = len(text.split()[0])
+            if (prose and line_width is None and line_height is None
+                    and cells == prose[1][0] * prose[1][1] == DEFAULT_SHAPE[0] * DEFAULT_SHAPE[1]):
                 said, (prose_width, prose_height) = prose
                 raise ValueError(f"{_where(source, said)}: this comment names {prose_width}x{prose_height} boards "
-                                 f"but sets no shape, and boards with none are read as {DEFAULT_SHAPE[0]}x"
+                                 f"but sets no shape, and {cells} digits without one are read as {DEFAULT_SHAPE[0]}x"
                                  f"{DEFAULT_SHAPE[1]}: write '# width={prose_width} height={prose_height}'")
             yield number, text.split(), line_width, line_height
 

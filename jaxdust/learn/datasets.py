@@ -155,37 +155,46 @@ def label_board(config: DatasetConfig, index: int) -> dict:
     }
 
 
+def record_problem(config: DatasetConfig, record: dict) -> str | None:
+    """What makes a journal record's fields other than ``label_board`` writes them (an
+    index of the set, one proven flag for each ``[x, y]`` click), or None."""
+    index, clicks, proven = record.get("index"), record.get("clicks"), record.get("proven")
+    if not game.is_integer(index) or not 0 <= index < config.boards:
+        return f"its index {index!r} is not a board of the set (0 to {config.boards - 1})"
+    if not (isinstance(clicks, list) and isinstance(proven, list) and len(clicks) == len(proven)
+            and all(isinstance(flag, bool) for flag in proven)
+            and all(isinstance(c, list) and len(c) == 2 and all(map(game.is_integer, c)) for c in clicks)):
+        return "its clicks and proven flags are not (x, y) pairs and booleans, one of each a click"
+    return None
+
+
 def samples_of(config: DatasetConfig, record: dict) -> list[tuple]:
     """``(board, clicked, cost_to_go, proven, step)`` for each position of a record.
 
     Raises:
       ValueError: naming what makes ``record`` other than a line ``label_board`` writes
-        (the journal is replayed, not trusted): fields of other types, an index outside
-        the set, a click off the board, on an empty cell or on a group smaller than the
-        rules allow, or a line that stops before the game ends.
+        (the journal is replayed, not trusted): ``record_problem``, a click off the board or
+        on an empty cell, or clicks that stop before the board is cleared. A data set's rules
+        are fewest-clicks ones (``CLICK_RULES``), where any click on a cell is legal and
+        every game ends cleared.
     """
-    index, clicks, proven = record.get("index"), record.get("clicks"), record.get("proven")
-    if not game.is_integer(index) or not 0 <= index < config.boards:
-        raise ValueError(f"its index {index!r} is not a board of the set (0 to {config.boards - 1})")
-    if not (isinstance(clicks, list) and isinstance(proven, list) and len(clicks) == len(proven)
-            and all(isinstance(flag, bool) for flag in proven)
-            and all(isinstance(c, list) and len(c) == 2 and all(map(game.is_integer, c)) for c in clicks)):
-        raise ValueError("its clicks and proven flags are not (x, y) pairs and booleans, one of each a click")
-    width, height, smallest = config.game.width, config.game.height, game.rules_of(config.game.rules).min_group
-    position, samples = source_board(config, index), []
-    for step, ((x, y), flag) in enumerate(zip(clicks, proven)):
+    problem = record_problem(config, record)
+    if problem:
+        raise ValueError(problem)
+    width, height, clicks = config.game.width, config.game.height, record["clicks"]
+    position, samples = source_board(config, record["index"]), []
+    for step, ((x, y), flag) in enumerate(zip(clicks, record["proven"])):
         if not (0 <= x < width and 0 <= y < height):
             raise ValueError(f"its click {step + 1}, ({x}, {y}), is off the {width}x{height} board")
+        if not position.any():
+            raise ValueError(f"its clicks go on after the board is cleared (click {step + 1} of {len(clicks)})")
         if position[x, y] == 0:
             raise ValueError(f"its click {step + 1}, ({x}, {y}), is on an empty cell")
         after, mask = click_with_mask(position, x, y, config.game.colors, config.game.rules)
-        if np.count_nonzero(mask) < smallest:
-            raise ValueError(f"its click {step + 1}, ({x}, {y}), is on a group smaller than the rules allow")
         samples.append((position, mask, len(clicks) - step, flag, step))
         position = after
-    if any(np.count_nonzero(click_with_mask(position, x, y, config.game.colors, config.game.rules)[1]) >= smallest
-           for x, y in zip(*np.nonzero(position))):
-        raise ValueError(f"its {len(clicks)} clicks stop before the game ends")
+    if position.any():
+        raise ValueError(f"its {len(clicks)} clicks stop before the board is cleared")
     return samples
 
 
@@ -277,6 +286,11 @@ def _require_no_other_files(directory: str) -> None:
                          "and no data set: give a new or empty folder")
 
 
+def _edited(journal_path: str, line: int, problem: str) -> ValueError:
+    return ValueError(f"{journal_path}:{line} does not replay: {problem}; was it edited by hand? delete that line "
+                      "(its board is then labelled again)")
+
+
 def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bool, announce: str | None) -> dict:
     manifest_path = os.path.join(directory, "manifest.json")
     journal_path = os.path.join(directory, "journal.jsonl")
@@ -294,14 +308,12 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         files.atomic_write_json(manifest_path, manifest)
 
     files.remove_leftover_temporaries(directory)  # this run's to write now (its settings matched)
-    records = {}
+    records, lines = {}, {}
     for line, record in enumerate(files.recover_json_lines(journal_path), start=1):
-        try:
-            samples_of(config, record)
-        except ValueError as error:
-            raise ValueError(f"{journal_path}:{line} does not replay: {error}; was it edited by hand? delete that line "
-                             "(its board is then labelled again)") from None
-        records[record["index"]] = record
+        problem = record_problem(config, record)
+        if problem:
+            raise _edited(journal_path, line, problem)
+        records[record["index"]], lines[record["index"]] = record, line
     num_shards = -(-config.boards // config.shard_size)
     seen: set[bytes] = set()
     for shard, name in enumerate(manifest["shards"]):  # rebuild the duplicate filter from finished shards
@@ -314,6 +326,12 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
             break
         seen.update(canonical_key(board, config.game.mirror_symmetric) for board in arrays["boards"])
     written = len(manifest["shards"])
+    for index in range(written * config.shard_size, config.boards):  # what becomes samples: replayed first
+        if index in records:
+            try:
+                samples_of(config, records[index])
+            except ValueError as error:
+                raise _edited(journal_path, lines[index], str(error)) from None
 
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
 

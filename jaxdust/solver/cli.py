@@ -293,7 +293,8 @@ def _check_flag_shape(lines: list[str], width: int | None, height: int | None, s
     contradict: read at the flags' shape, every board of it would be an error line."""
     if width is None and height is None:
         return
-    for number, _, header_width, header_height in board_lines(lines, source=source):
+    # The flags as the fallback: a file without a header is read at their shape (its prose too).
+    for number, _, header_width, header_height in board_lines(lines, source=source, fallback=(width, height)):
         if header_width is not None and (width or header_width, height or header_height) != (header_width, header_height):
             raise ValueError(f"{source}:{number}: its header reads the boards at {header_width}x{header_height}, "
                              f"--width/--height at {width or header_width}x{height or header_height}: leave the "
