@@ -65,6 +65,21 @@ def test_play_boards_with_largest_and_with_mcts():
     assert largest.cleared.all() and searched.cleared.all()
 
 
+def test_the_searchs_outputs_and_model_step_keep_their_dtypes():
+    """The heuristic evaluator's prior logits were float64 under x64 (``jnp.zeros`` with no
+    dtype), and with them the search's ``action_weights``, and the model step's reward and
+    discount were float64 whatever the evaluator."""
+    boards = jnp.asarray(BOARDS)
+    searched = in_both_modes(lambda: mcts.search(boards, mcts.heuristic_evaluator, None, jax.random.key(0), 4))
+    assert searched.action_weights.dtype == np.float32
+    actions = jnp.zeros(len(BOARDS), jnp.int32)
+    stepped, children = in_both_modes(lambda: mcts.recurrent_fn(mcts.heuristic_evaluator)(None, jax.random.key(0),
+                                                                                      actions, boards))
+    assert {np.asarray(leaf).dtype for leaf in (stepped.reward, stepped.discount, stepped.prior_logits,
+                                                stepped.value)} == {np.dtype(np.float32)}
+    assert children.dtype == np.int8
+
+
 def first_filled_cell(key, board, params):
     """A user's policy that is int64 under x64 (``jnp.argmax``)."""
     return jnp.argmax(board.reshape(-1) != 0)

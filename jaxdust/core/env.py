@@ -69,7 +69,7 @@ class State:
 
     board: jax.Array  # int8 [W, H]
     clicks: jax.Array  # int32 [], clicks made in this episode
-    key: jax.Array  # PRNG key [], draws the next auto-reset board
+    key: jax.Array  # PRNG key [] (a raw uint32 [2] key where one was given), draws the next auto-reset board
 
     def _repr_svg_(self) -> str | None:
         # A batch of states has no single picture; notebooks then fall back to text.

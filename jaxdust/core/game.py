@@ -753,7 +753,7 @@ def _compact_to_front(cells: jax.Array, axis: int) -> jax.Array:
 @public
 def apply_gravity(board: jax.Array) -> jax.Array:
     """Cells fall to the bottom of their column, order kept: boards ``[W, H, ...]`` (any
-    trailing batch axes), int8 (traced under ``jit``, the dtype given)."""
+    trailing batch axes), int8 (under ``jit`` too)."""
     return _compact_to_front(board, axis=1)
 
 

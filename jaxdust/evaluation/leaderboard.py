@@ -281,7 +281,8 @@ def _kept_row(path: str, row_type, source: str | None = None):
         kept = row_type(**saved)
         for field in dataclasses.fields(row_type):  # a row's figures are shown with formats that need numbers
             value, kind = getattr(kept, field.name), field.type if isinstance(field.type, str) else field.type.__name__
-            if isinstance(value, bool) or not isinstance(value, {"str": str, "int": int, "float": (int, float)}.get(kind, object)):
+            expected = {"str": str, "int": int, "float": (int, float)}.get(kind, object)
+            if isinstance(value, bool) or not isinstance(value, expected):
                 raise TypeError(f"{field.name} is {value!r}, not {'a number' if kind != 'str' else 'text'}")
         return kept
     except (OSError, ValueError, TypeError, AttributeError) as error:  # written atomically: edited or copied wrong

@@ -61,7 +61,7 @@ def _evaluator(scorer: Scorer) -> Evaluator:
         """The hand-made estimate as the value, a uniform prior over cells: a cluster's
         prior is in proportion to its size, so a search without noise considers the largest
         clusters at the root first."""
-        return scorer(boards, None), jnp.zeros((boards.shape[0], boards.shape[1] * boards.shape[2]))
+        return scorer(boards, None), jnp.zeros((boards.shape[0], boards.shape[1] * boards.shape[2]), jnp.float32)
     return evaluate
 
 
@@ -136,8 +136,9 @@ def recurrent_fn(evaluate: Evaluator, rules: str = "dust"):
         playing = ~jax.vmap(game.is_done)(positions)
         value, prior, _ = _evaluated(evaluate, params, children)
         cleared = jax.vmap(game.is_done)(children)
-        output = mctx.RecurrentFnOutput(reward=jnp.where(playing, -1.0, 0.0),
-                                        discount=jnp.where(cleared, 0.0, 1.0), prior_logits=prior, value=value)
+        output = mctx.RecurrentFnOutput(reward=jnp.where(playing, -1.0, 0.0).astype(jnp.float32),
+                                        discount=jnp.where(cleared, 0.0, 1.0).astype(jnp.float32),
+                                        prior_logits=prior, value=value)
         return output, children
     return step
 
