@@ -477,10 +477,11 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
             except ValueError as error:
                 raise ValueError(f"{_where(source, number)}: {error}") from None
             header = shape if shape != (None, None) else header
+            named = _prose_shape(text)
             if shape != (None, None):
                 prose = None
-            elif _prose_shape(text) not in (None, DEFAULT_SHAPE):
-                prose = number, _prose_shape(text)
+            elif named not in (None, DEFAULT_SHAPE):
+                prose = number, named
             said_rules = fields["rules"].lower() if "rules" in fields else None
             said_cap = int(fields["colors"]) if _is_whole(fields.get("colors", "")) else None
             if not boards_began:
