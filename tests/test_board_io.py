@@ -203,7 +203,8 @@ def test_files_as_editors_leave_them_are_read_at_their_own_shapes_or_named(tmp_p
         path.write_text(f"{prose}\n{TEXT}\n")
         with pytest.raises(ValueError, match=re.escape("boards.txt:1: this comment names 6x8 boards but sets no "
                                                        "shape, and 48 digits without one are read as 8x6: write "
-                                                       "'# width=6 height=8'")):
+                                                       "'# width=6 height=8' (or '# width=8 height=6' if they are "
+                                                       "8x6)")):
             jaxdust.read_board_file(path)
         assert jaxdust.read_board_file(path, width=6)[0].board.shape == (6, 8)  # given: the prose is a note
         path.write_text(f"{prose}\n# width=6 height=8\n{TEXT}\n")
@@ -214,7 +215,8 @@ def test_files_as_editors_leave_them_are_read_at_their_own_shapes_or_named(tmp_p
         assert (json.loads((tmp_path / "out.jsonl").read_text())["width"], prose) == (6, prose)
         (tmp_path / "out.jsonl").unlink()
     # Prose naming 8x6, or a shape of other than 48 cells (no board of it is read at 8x6), is a note.
-    for prose in ("# 8x6x5 boards", "# 0x1f, 3x faster, v1.2x3", "# 1000 boards, written as 20 x 50 shards",
+    for prose in ("# 8x6x5 boards", "# 6x8 boards (an old set)\n# 8x6 boards", "# 0x1f, 3x faster, v1.2x3",
+                  "# 1000 boards, written as 20 x 50 shards",
                   "# screenshots at 1920x1080", "# seed 0x2024", "# a 2x2 block in the corner"):
         path.write_text(f"{prose}\n{TEXT}\n")
         assert jaxdust.read_board_file(path)[0].board.shape == (8, 6), prose

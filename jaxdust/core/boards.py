@@ -478,9 +478,9 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
                 raise ValueError(f"{_where(source, number)}: {error}") from None
             header = shape if shape != (None, None) else header
             named = _prose_shape(text)
-            if shape != (None, None):
+            if shape != (None, None) or named == DEFAULT_SHAPE:
                 prose = None
-            elif named not in (None, DEFAULT_SHAPE):
+            elif named is not None:
                 prose = number, named
             said_rules = fields["rules"].lower() if "rules" in fields else None
             said_cap = int(fields["colors"]) if _is_whole(fields.get("colors", "")) else None
@@ -509,7 +509,9 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
                 said, (prose_width, prose_height) = prose
                 raise ValueError(f"{_where(source, said)}: this comment names {prose_width}x{prose_height} boards "
                                  f"but sets no shape, and {cells} digits without one are read as {DEFAULT_SHAPE[0]}x"
-                                 f"{DEFAULT_SHAPE[1]}: write '# width={prose_width} height={prose_height}'")
+                                 f"{DEFAULT_SHAPE[1]}: write '# width={prose_width} height={prose_height}' (or "
+                                 f"'# width={DEFAULT_SHAPE[0]} height={DEFAULT_SHAPE[1]}' if they are "
+                                 f"{DEFAULT_SHAPE[0]}x{DEFAULT_SHAPE[1]})")
             yield number, text.split(), line_width, line_height
 
 
