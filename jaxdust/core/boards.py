@@ -503,7 +503,8 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
         elif text:
             boards_began = True
             line_width, line_height = width or header[0] or fallback[0], height or header[1] or fallback[1]
-            cells = len(text.split()[0])
+            parts = text.split()
+            cells = len(parts[0])
             if (prose and line_width is None and line_height is None
                     and cells == prose[1][0] * prose[1][1] == DEFAULT_SHAPE[0] * DEFAULT_SHAPE[1]):
                 said, (prose_width, prose_height) = prose
@@ -512,7 +513,7 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
                                  f"{DEFAULT_SHAPE[1]}: write '# width={prose_width} height={prose_height}' (or "
                                  f"'# width={DEFAULT_SHAPE[0]} height={DEFAULT_SHAPE[1]}' if they are "
                                  f"{DEFAULT_SHAPE[0]}x{DEFAULT_SHAPE[1]})")
-            yield number, text.split(), line_width, line_height
+            yield number, parts, line_width, line_height
 
 
 def read_board_file(path: str | os.PathLike, width: int | None = None, height: int | None = None,

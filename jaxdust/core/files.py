@@ -192,8 +192,8 @@ def read_text(path: str, what: str = "file") -> str:
                          f"{error.object[error.start]:#04x}){_what_it_is(error.object)}") from None
     except OSError as error:
         raise ValueError(f"cannot read {what} {name}: {error.strerror}") from None
-    if "\x00" in text and _what_it_is(data):  # UTF-16 without a byte-order mark decodes, NULs and all
-        raise ValueError(f"{what} {name} is not UTF-8 text{_what_it_is(data)}")
+    if "\x00" in text and (looks := _what_it_is(data)):  # UTF-16 without a byte-order mark decodes, NULs and all
+        raise ValueError(f"{what} {name} is not UTF-8 text{looks}")
     return text
 
 
