@@ -747,6 +747,8 @@ API_CASES = [
     (lambda: jaxdust.score([[1, 2], [2, 1]], [(0, 0)], rules="samegame"), "is a group of 1; samegame removes groups of 2"),
     (lambda: jaxdust.score([[1, 1], [2, 2]], [(0, 0)], rules="former"), "leaves 2 cells"),
     (lambda: jaxdust.make("SameGame-15x15x5-v0", game=jaxdust.GameConfig(rules="bogus")), "unknown rules 'bogus'"),
+    (lambda: jaxdust.make("Former-7x9x4-v0", game=jaxdust.GameConfig(5, 5, 3)),
+     "Former-7x9x4-v0 plays the former rules, but game= plays the dust rules: give GameConfig.5, 5, 3, 'former'."),
     (lambda: jaxdust.solve([[1, 1], [2, 2]], rules="samegame"), "the exact solver plays the fewest-clicks rules"),
     (lambda: jaxdust.beam_search(jnp.ones((1, 4, 3), jnp.int8), 4, rules="clickomania"), "beam_search plays the"),
     (lambda: jaxdust.points_beam(jnp.ones((1, 4, 3), jnp.int8), 4, rules="dust"), "points_beam plays the points"),

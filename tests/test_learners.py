@@ -1285,6 +1285,57 @@ def test_an_unfinished_data_set_of_other_settings_is_refused_before_saying_it_is
     assert "beam-labelled boards" not in err
 
 
+def test_a_run_out_of_memory_stops_in_one_line_naming_the_flags_that_size_it(tmp_path, capsys, monkeypatch):
+    """XLA's out of memory (the defaults on large boards ask for cells squared) ends train.py
+    in one line naming the learner's sizing flags with their values, or --eval-boards where
+    an evaluation ran out; a run that never finished a step starts over in the same folder,
+    one with checkpoints is sent to another. Other runtime errors pass as they are."""
+
+    real = learners._lockstep_trainer
+    failures = {}
+
+    def failing(*args, **kwargs):
+        trainer = real(*args, **kwargs)
+
+        def step(state, index):
+            if index in failures:
+                raise jax.errors.JaxRuntimeError(failures[index])
+            return trainer.step(state, index)
+        return trainer._replace(step=step)
+
+    monkeypatch.setattr(learners, "_lockstep_trainer", failing)
+    exhausted = "RESOURCE_EXHAUSTED: Out of memory allocating 29035504064 bytes."
+    argv = ["avi", "--size", "5x4x3", "--hidden", "16", "--num-envs", "32", "--chunk-updates", "5",
+            "--total-updates", "20", "--eval-boards", "4", "--checkpoint-every", "1"]
+    failures[1] = exhausted
+    with pytest.raises(SystemExit) as stop:
+        cli.main([*argv, "--run-dir", str(tmp_path / "a")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert ("out of memory in chunk 1 on 5x4x3 boards (RESOURCE_EXHAUSTED: Out of memory allocating 29035504064 "
+            "bytes): lower --num-envs (now 32) or --child-share (now 0.5) or --buffer-lines (now 1024); the same "
+            "--run-dir starts over with them") in err
+    failures.clear()
+    failures[3] = exhausted
+    with pytest.raises(SystemExit):
+        cli.main([*argv, "--run-dir", str(tmp_path / "a"), "--num-envs", "16"])
+    assert ("out of memory in chunk 3 on 5x4x3 boards (RESOURCE_EXHAUSTED: Out of memory allocating 29035504064 "
+            "bytes): lower --num-envs (now 16) or --child-share (now 0.5) or --buffer-lines (now 1024); train anew "
+            "in another --run-dir (a resumed run keeps its settings)") in capsys.readouterr().err
+    failures.clear()
+    failures[1] = "INTERNAL: something else"
+    with pytest.raises(jax.errors.JaxRuntimeError, match="something else"):
+        cli.main([*argv, "--run-dir", str(tmp_path / "b")])
+    failures.clear()
+    evaluations = iter([jax.errors.JaxRuntimeError(exhausted)])
+    monkeypatch.setattr(runs, "progress_evaluation", lambda *args: lambda state: (_ for _ in ()).throw(
+        next(evaluations)))
+    with pytest.raises(SystemExit):
+        cli.main([*argv, "--run-dir", str(tmp_path / "c"), "--eval-every", "1"])
+    assert ("out of memory in an evaluation on 5x4x3 boards (RESOURCE_EXHAUSTED: Out of memory allocating "
+            "29035504064 bytes): lower --eval-boards (now 4)") in capsys.readouterr().err
+
+
 def test_a_run_that_diverges_stops_in_one_line_keeping_nothing_of_the_broken_network(tmp_path, capsys, monkeypatch):
     """A learning rate far too high sends avi's network to NaN in its first chunk: train.py
     stops there in one line, logs, saves and selects nothing of it, and the corrected command

@@ -1,15 +1,38 @@
-"""Progress bars show in a terminal and a Jupyter kernel, not in logs or pipes."""
+"""Progress bars redraw in a terminal and a Jupyter kernel; a log or a pipe gets a line
+now and then, and none for short work."""
 
 import sys
+import time
 import types
 
+from jaxdust.core import progress
 from jaxdust.core.progress import in_notebook, progress_bar
 
 
-def test_bars_show_in_a_jupyter_kernel_and_not_in_a_pipe(monkeypatch, capsys):
+def test_a_log_gets_a_line_a_while_and_nothing_from_short_work(monkeypatch, capsys):
     assert not in_notebook()  # pytest captures: stderr is no terminal
-    with progress_bar(total=3) as bar:
-        assert bar.disable
+    with progress_bar(total=3, unit="board") as bar:
+        bar.update(3)
+        bar.set_postfix(greedy=14.0)
+    assert capsys.readouterr().err == ""
+
+    monkeypatch.setattr(progress, "LOG_SECONDS", 0.3)
+    with progress_bar(total=402, unit="board", desc="work") as bar:
+        for _ in range(200):  # before the first interval: nothing
+            bar.update()
+        time.sleep(0.35)
+        bar.update()  # a line
+        for _ in range(200):  # within the next interval, redraws of every kind wait
+            bar.update()
+            bar.set_postfix(greedy=14.0)
+            bar.set_description("work")
+        time.sleep(0.35)
+        bar.update()  # a second line
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert "\r" not in err and err.endswith("\n"), repr(err)
+    assert len(lines) == 3 and "201/402" in lines[0] and "402/402" in lines[1], lines
+    assert lines[2].startswith("work: 100%") and "402/402" in lines[2] and "greedy=14" in lines[2], lines
 
     class ZMQInteractiveShell:  # the shell class of an IPython kernel
         pass

@@ -233,7 +233,9 @@ class DustEnv:
 
     def reset(self, key: jax.Array, board: jax.Array | None = None) -> tuple[State, TimeStep]:
         """The first state (``init``: a random board from ``key``, or ``board``) and its
-        ``FIRST`` timestep."""
+        ``FIRST`` timestep. Under the points rules a board can be dealt with no group to
+        remove (common on small boards of many colours: a quarter of 3x3x9 ones): its
+        action mask is all False, and the first step ends the game (``LAST``, reward 0)."""
         state = self.init(key, board)
         timestep = TimeStep(
             step_type=jnp.int8(StepType.FIRST),

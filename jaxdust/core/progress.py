@@ -1,11 +1,15 @@
-"""Progress bars for long work: shown on a terminal and in a Jupyter kernel, off where
-output goes to a log or a pipe (where a bar's redraws would fill the file)."""
+"""Progress bars for long work: redrawn in place on a terminal and in a Jupyter kernel;
+where output goes to a log or a pipe (where redraws would fill the file), a plain line a
+minute once the work has run that long, so a job of hours in a log says how far it is
+while a short one writes nothing."""
 
 from __future__ import annotations
 
 import sys
 
 from tqdm import tqdm
+
+LOG_SECONDS = 60.0  # between two lines in a log, and before the first
 
 
 def in_notebook() -> bool:
@@ -16,7 +20,48 @@ def in_notebook() -> bool:
     return type(shell).__name__ == "ZMQInteractiveShell"
 
 
+class _Lines:
+    """A stream for tqdm that turns each redraw (``\\r`` and the bar, padded) into a line."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").rstrip()
+        if line:
+            self.stream.write(line + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+class _LogBar(tqdm):
+    """A bar written to a log: besides updates, ``set_postfix`` and ``set_description``
+    redraw (at once on a terminal), so every redraw waits its turn here."""
+
+    def refresh(self, *args, **kwargs):
+        now = self._time()
+        if now - self.start_t < self.delay or now - self.last_print_t < self.mininterval:
+            return
+        super().refresh(*args, **kwargs)
+        self.last_print_t = now
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):  # no such method, or a closed stream
+        return False
+
+
 def progress_bar(iterable=None, *, enabled: bool = True, **kwargs) -> tqdm:
-    """``tqdm(iterable, **kwargs)``, drawn where someone watches (see the module), never
-    where not ``enabled``."""
-    return tqdm(iterable, disable=True if not enabled else (False if in_notebook() else None), **kwargs)
+    """``tqdm(iterable, **kwargs)`` drawn as the module says, never where not ``enabled``."""
+    if not enabled:
+        return tqdm(iterable, disable=True, **kwargs)
+    stream = kwargs.pop("file", None) or sys.stderr
+    if stream is None:  # no stderr at all (pythonw)
+        return tqdm(iterable, disable=True, **kwargs)
+    if in_notebook() or _is_terminal(stream):
+        return tqdm(iterable, file=stream, **kwargs)
+    return _LogBar(iterable, file=_Lines(stream), mininterval=LOG_SECONDS, maxinterval=LOG_SECONDS,
+                   delay=LOG_SECONDS, **kwargs)

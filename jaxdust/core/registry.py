@@ -52,7 +52,8 @@ def make(env_id: str, **overrides) -> DustEnv:
     built-in ones are, keeps that rule for the board given).
 
     Raises:
-      ValueError: for an unknown id (the message lists the known ones) or a bad override.
+      ValueError: for an unknown id (the message lists the known ones), a bad override, or
+        a ``game`` of other rules than the id's.
     """
     if env_id not in _REGISTRY:
         raise ValueError(f"unknown environment {env_id!r}; registered: {', '.join(registered())}")
@@ -61,6 +62,13 @@ def make(env_id: str, **overrides) -> DustEnv:
     if unknown:
         raise ValueError(f"DustEnv has no field(s) {', '.join(unknown)}; fields: {', '.join(sorted(fields))}")
     registered_env = _REGISTRY[env_id]
+    game = overrides.get("game")
+    if isinstance(game, GameConfig) and game.rules != registered_env.game.rules:  # an id names its rules
+        own = registered_env.game.rules
+        others = [name for name in registered() if _REGISTRY[name].game.rules == game.rules]
+        instead = f", or an id of the {game.rules} rules ({others[0]})" if others else ""
+        raise ValueError(f"{env_id} plays the {own} rules, but game= plays the {game.rules} rules: give "
+                         f"GameConfig({game.width}, {game.height}, {game.colors}, {own!r}){instead}")
     if ("game" in overrides and "max_clicks" not in overrides and isinstance(overrides["game"], GameConfig)
             and registered_env.max_clicks == CLICKS_PER_CELL * registered_env.game.num_cells):
         # The id's cap is four clicks a cell: another board keeps that rule, not the number
