@@ -627,6 +627,23 @@ class Killed(BaseException):
 
 
 @pytest.mark.parametrize("rules", ["dust", "former"])
+def test_checkpoint_slices_too_short_to_store_anything_still_end_the_proof(tmp_path, rules):
+    """A slice goes back from the root to where the last stopped over what the table stored:
+    one too short to store anything left the next the same search, and the proof never
+    ended. The node limit stands in for the hang."""
+    board = jaxdust.parse_board("3232333312131112", 4, 4, rules)
+    expected = solve(board, rules=rules, beam_width=0)
+    for positions in (1, 2, 3):
+        path = tmp_path / f"{positions}.npz"
+        sliced = solve(board, rules=rules, beam_width=0, checkpoint=path, checkpoint_positions=positions,
+                       node_limit=1000)
+        assert sliced.optimal and sliced.length == expected.length, (positions, sliced)
+        final, clicks = jaxdust.replay(board, sliced.clicks, rules=rules)
+        assert int(final.max()) == 0 and clicks == sliced.length
+        assert not path.exists()
+
+
+@pytest.mark.parametrize("rules", ["dust", "former"])
 def test_a_killed_proof_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch, rules):
     text, width, height = CHECKPOINTED[rules]
     board = jaxdust.parse_board(text, width, height, rules)

@@ -191,6 +191,12 @@ def board_colours(cells: np.ndarray, colors: int | None) -> int:
     return colours
 
 
+def _stored(table: TranspositionTable) -> tuple[int, int]:
+    """What ``table`` holds, in two numbers that change with any entry written (sums of its
+    entries modulo 2^64): a few milliseconds a 2^25-entry table, far less than saving it."""
+    return int(table.entries.sum(dtype=np.uint64)), int(table.halves.sum(dtype=np.uint64))
+
+
 def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_positions=1) -> None:
     """ValueError naming the first of ``solve``'s (or ``solve_dfs``'s) limits that is not
     what it takes."""
@@ -244,8 +250,11 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
         replacing ``table``, so a killed proof goes on where it was saved, and one stopped
         by a limit goes on under larger limits. ``node_limit`` counts the positions of
         every call, ``time_limit`` this call's seconds. Removed once the board is proven.
-        Searching in slices costs a few positions per slice; a proof killed and resumed
-        ends as one that was not stopped, with the same checkpointing. One stopped by a
+        Searching in slices costs a few positions per slice, and every save writes the
+        whole table: on an 8x6 board a proof of 1.7e5 positions took 16 s with a save
+        every 1000 positions against 1.2 s with none (a slice too short to store anything
+        is doubled). A proof killed and resumed ends as one that was not stopped, with the
+        same checkpointing (where a slice was doubled, one slice more). One stopped by a
         limit keeps that limit's choices (e.g. not to skip to one click below the best
         solution), so resumed under larger limits it can search more positions than one
         call under those limits would, for the same length.
@@ -366,20 +375,28 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
             table.reserve(searched * GROWTH ** (budget - bound))
             searched = 0
         iteration_start = time.perf_counter()
+        slice_positions, stored = checkpoint_positions, _stored(table) if checkpoint is not None else None
         while True:  # in slices of checkpoint_positions, each followed by a save
             budget_left = 0 if node_limit is None else node_limit - nodes - searched
             if node_limit is not None and budget_left <= 0:  # resumed at its node limit
                 status = ida.OUT_OF_TIME
                 break
-            sliced = checkpoint is not None and not 0 < budget_left <= checkpoint_positions
+            sliced = checkpoint is not None and not 0 < budget_left <= slice_positions
             status, generated, length = ida.bounded_search(
                 planes, geometry, budget, table.entries, table.halves, scratch, deadline, path, prune,
-                checkpoint_positions if sliced else budget_left, half_limit,
+                slice_positions if sliced else budget_left, half_limit,
             )
             searched += generated
-            if status != ida.OUT_OF_TIME or not sliced or generated < checkpoint_positions \
+            if status != ida.OUT_OF_TIME or not sliced or generated < slice_positions \
                     or 0 < deadline < time.perf_counter():
                 break
+            # A slice starts again from the root and gets back to where the last one stopped
+            # over what the table has stored. One too short to store anything leaves the
+            # next to search the same positions (the search is deterministic), and so on
+            # for ever; slices twice as long get past it.
+            stored, before = _stored(table), stored
+            if stored == before:
+                slice_positions = min(2 * slice_positions, COUNT_MAX)
             save_progress(budget, searched)
         last_seconds, ran = time.perf_counter() - iteration_start, True
         if status == ida.OUT_OF_TIME:  # a limit stopped it: its positions so far are saved with it

@@ -130,7 +130,8 @@ def main(argv=None) -> int:
                              "bytes) every --checkpoint-positions positions, so a killed run resumes it where "
                              "it was saved; a board's file is removed once its proof ends (needs --out FILE)")
     parser.add_argument("--checkpoint-positions", type=flags.positive_int,
-                        help=f"positions between saves (default {CHECKPOINT_POSITIONS:.0e}, minutes on 7x9 boards)")
+                        help=f"positions between saves (default {CHECKPOINT_POSITIONS:.0e}, minutes on 7x9 boards); each "
+                             "save writes the whole table, so well under ~1e6 the saves take longer than the search")
     args = parser.parse_args(argv)
     if args.board_file and args.out == "-":
         flags.fail(parser, "--board-file needs --out FILE")
