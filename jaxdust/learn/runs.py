@@ -789,7 +789,8 @@ def _refuse_out_of_memory(error: jax.errors.JaxRuntimeError, learner: learners.L
     asked = next((line.strip() for line in str(error).splitlines() if "RESOURCE_EXHAUSTED" in line), "")
     fields = ("eval_boards",) if evaluation else learner.memory_fields
     values = {name: getattr(args if name == "eval_boards" else config, name) for name in fields}
-    lower = " or ".join(f"--{name.replace('_', '-')} (now {value:g})" for name, value in values.items())
+    lower = " or ".join(f"--{name.replace('_', '-')} (now {value if isinstance(value, int) else format(value, 'g')})"
+                        for name, value in values.items())
     where_to = "the same --run-dir starts over with them" if never_began(run.directory) else \
         "train anew in another --run-dir (a resumed run keeps its settings)"
     raise RunError(f"out of memory in {where} on {config.game.size_spec} boards ({asked.rstrip('.')}): lower "
