@@ -69,11 +69,11 @@ def make(env_id: str, **overrides) -> DustEnv:
         instead = f", or an id of the {game.rules} rules ({others[0]})" if others else ""
         raise ValueError(f"{env_id} plays the {own} rules, but game= plays the {game.rules} rules: give "
                          f"GameConfig({game.width}, {game.height}, {game.colors}, {own!r}){instead}")
-    if ("game" in overrides and "max_clicks" not in overrides and isinstance(overrides["game"], GameConfig)
+    if (isinstance(game, GameConfig) and "max_clicks" not in overrides
             and registered_env.max_clicks == CLICKS_PER_CELL * registered_env.game.num_cells):
         # The id's cap is four clicks a cell: another board keeps that rule, not the number
         # (within the int32 a state counts clicks in).
-        overrides["max_clicks"] = min(CLICKS_PER_CELL * overrides["game"].num_cells, INT32_LIMIT - 1)
+        overrides["max_clicks"] = min(CLICKS_PER_CELL * game.num_cells, INT32_LIMIT - 1)
     return dataclasses.replace(registered_env, **overrides)
 
 

@@ -11,6 +11,7 @@ exactly as an uninterrupted run with the same seed would.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -674,11 +675,8 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             if not args.resume:  # a new run that never began: the corrected command needs no --resume
                 run.forget_config()
             raise RunError(str(error)) from None
-        try:
+        with _out_of_memory_named(learner, config, args, run, "making its first state"):
             state = trainer.init(jax.random.key(args.seed))
-        except jax.errors.JaxRuntimeError as error:
-            _refuse_out_of_memory(error, learner, config, args, run, "making its first state")
-            raise
         done = 0
         if args.resume and run.checkpoints.steps():
             done, state = run.restore(state, args.resume_step)
@@ -732,16 +730,14 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
         if run.last_evaluation is not None:  # resumed: shown until the next evaluation
             _show_evaluation(bar, run.last_evaluation)
         for index in range(done + 1, trainer.total + 1):
-            try:
+            with _out_of_memory_named(learner, config, args, run, f"{learner.unit} {index}"):
                 state, metrics = trainer.step(state, index)
-            except jax.errors.JaxRuntimeError as error:
-                _refuse_out_of_memory(error, learner, config, args, run, f"{learner.unit} {index}")
-                raise
             if (diverged := _divergence(learner.params(state), metrics)) is not None:
                 raise RunError(_diverged_message(learner, config, run, index, diverged))
             record = {"chunk": index, **metrics}
             if index % args.eval_every == 0 or index == trainer.total:
-                last_evaluation = _evaluated(evaluate, state, learner, config, args, run)
+                with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
+                    last_evaluation = evaluate(state)
                 record.update(last_evaluation)
                 run.keep_if_best(index, state, last_evaluation)
             record["seconds"] = seconds = run.seconds()
@@ -761,7 +757,8 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                       f"{learner.unit} {index}; continue with --resume")
                 return {}
     if last_evaluation is None:  # resumed at its end: its best may have been set aside
-        last_evaluation = _evaluated(evaluate, state, learner, config, args, run)
+        with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
+            last_evaluation = evaluate(state)
         run.keep_if_best(trainer.total, state, last_evaluation)
     summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
                **trainer.info(state),
@@ -771,30 +768,26 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
     return summary
 
 
-def _evaluated(evaluate, state, learner: learners.Learner, config, args, run: Run) -> dict:
+@contextlib.contextmanager
+def _out_of_memory_named(learner: learners.Learner, config, args, run: Run, where: str, evaluation: bool = False):
+    """XLA's out of memory within as a RunError, one line naming the flags to lower (the
+    learner's ``memory_fields``, or ``--eval-boards`` in an evaluation); other errors pass.
+    Sizes that fit 8x6 boards ask for the number of cells squared on larger ones (a child
+    per cluster, a line of positions per click)."""
     try:
-        return evaluate(state)
+        yield
     except jax.errors.JaxRuntimeError as error:
-        _refuse_out_of_memory(error, learner, config, args, run, "an evaluation", evaluation=True)
-        raise
-
-
-def _refuse_out_of_memory(error: jax.errors.JaxRuntimeError, learner: learners.Learner, config, args, run: Run,
-                          where: str, evaluation: bool = False) -> None:
-    """RunError, one line naming the flags to lower, where ``error`` is XLA's out of memory;
-    other errors are left to the caller. Sizes that fit 8x6 boards ask for the number of
-    cells squared on larger ones (a child per cluster, a line of positions per click)."""
-    if "RESOURCE_EXHAUSTED" not in str(error):
-        return
-    asked = next((line.strip() for line in str(error).splitlines() if "RESOURCE_EXHAUSTED" in line), "")
-    fields = ("eval_boards",) if evaluation else learner.memory_fields
-    values = {name: getattr(args if name == "eval_boards" else config, name) for name in fields}
-    lower = " or ".join(f"--{name.replace('_', '-')} (now {value if isinstance(value, int) else format(value, 'g')})"
-                        for name, value in values.items())
-    where_to = "the same --run-dir starts over with them" if never_began(run.directory) else \
-        "train anew in another --run-dir (a resumed run keeps its settings)"
-    raise RunError(f"out of memory in {where} on {config.game.size_spec} boards ({asked.rstrip('.')}): lower "
-                   f"{lower}; {where_to}") from None
+        if "RESOURCE_EXHAUSTED" not in str(error):
+            raise
+        asked = next(line.strip() for line in str(error).splitlines() if "RESOURCE_EXHAUSTED" in line)
+        values = {"eval_boards": args.eval_boards} if evaluation else {
+            name: getattr(config, name) for name in learner.memory_fields}
+        lower = " or ".join(f"--{name.replace('_', '-')} (now {value if isinstance(value, int) else format(value, 'g')})"
+                            for name, value in values.items())
+        where_to = "the same --run-dir starts over with them" if never_began(run.directory) else \
+            "train anew in another --run-dir (a resumed run keeps its settings)"
+        raise RunError(f"out of memory in {where} on {config.game.size_spec} boards ({asked.rstrip('.')}): lower "
+                       f"{lower}; {where_to}") from None
 
 
 @jax.jit
