@@ -62,6 +62,10 @@ def test_an_env_shows_the_rewards_only_where_its_rules_pay_them():
     ("Dust-8x6x5-v0", {"max_clicks": 0}, "max_clicks must be >= 1"),
     # the state's click count is int32: 2^31 was taken, then failed in the first step's jit
     ("Dust-8x6x5-v0", {"max_clicks": 2**31}, "max_clicks must be >= 1 and below 2^31"),
+    (["Dust-8x6x5-v0"], {}, "unknown environment ['Dust-8x6x5-v0']; registered"),  # was unhashable: a TypeError
+    # the points rules pay their own rewards: these were taken and ignored without a word
+    ("SameGame-15x15x5-v0", {"rewards": jaxdust.Rewards(clear=5.0)}, "rewards= applies to the fewest-clicks rules"),
+    ("Clickomania-10x10x4-v0", {"rewards": jaxdust.Rewards(click=0.0)}, "the clickomania rules pay their own"),
 ])
 def test_make_names_what_is_wrong(env_id, kwargs, message):
     with pytest.raises(ValueError) as error:

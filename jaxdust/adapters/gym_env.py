@@ -11,9 +11,9 @@ Observations are the board, int8 ``[W, H]`` (0 empty, 1..colours); actions click
 under the id's rules, the form ``Discrete.sample(mask=...)`` takes) says which clicks are
 legal. Rewards as ``jaxdust.DustEnv`` for the id's rules (the dust game: -1 per click, +10
 for the click that clears the board, -10 for a click that removes nothing; SameGame: the
-points). ``terminated``: no click removes anything any more (for the dust game, the board
-is clear); ``truncated``: the env's click cap. Arrays returned are the caller's own
-(writable copies).
+points; Clickomania: the cells removed). ``terminated``: no click removes anything any
+more (for the dust game, the board is clear); ``truncated``: the env's click cap. Arrays
+returned are the caller's own (writable copies).
 
 The vector env resets finished games as Gymnasium's ``SyncVectorEnv`` of ``DustGymEnv``
 does in the same mode (``autoreset_mode``), and ``reset(seed=s)`` gives game ``i`` the board
@@ -240,7 +240,7 @@ class DustGymEnv(_Compiled, gymnasium.Env):
             raise RuntimeError("the episode has ended (terminated or truncated): call reset() before step()")
         action = _checked_actions(action, self.env.game.num_cells)
         if action.shape:
-            raise ValueError(f"one action per step, got {action.shape} of them")
+            raise ValueError(f"one action per step (a scalar), got an array of shape {action.shape}")
         self._state, timestep = self._jit_step(self._state, jnp.int32(action))
         last, cleared = bool(timestep.step_type == 2), bool(timestep.discount == 0)
         self._ended = last

@@ -9,8 +9,9 @@ called one step at a time) and ``jax.jit(env.step)`` compile once per configurat
   ``[W, H, colors + 1]`` (channel 0 marks empty cells); ``action_mask`` bool ``[W * H]``,
   True where a click removes something (occupied cells; for ``samegame`` and
   ``clickomania``, cells in a group of 2 or more).
-- **Action** int32 scalar in ``[0, W * H)``: click cell ``(a // H, a % H)``. Under ``jit``
-  an action outside that range cannot raise: it removes nothing and is rewarded as a click
+- **Action** int32 scalar in ``[0, W * H)``: click cell ``(a // H, a % H)``. An action
+  outside that range never raises (``env.step`` is jitted, called eagerly or not, and so is
+  the Jumanji adapter's): it removes nothing, counts as a click and is rewarded as a click
   that removes nothing (the Gymnasium adapter refuses such actions).
 - **Reward** float32, by the rules' objective. Fewest clicks (``dust``, ``former``):
   ``rewards.clear`` (+10) for the click that empties the board, ``rewards.empty_click``
@@ -148,6 +149,11 @@ class DustEnv:
             raise ValueError(f"max_clicks must be >= 1 and below 2^31, or None, got {self.max_clicks}")
         if not isinstance(self.auto_reset, bool):  # a string "false" would turn it on
             raise TypeError(f"auto_reset must be True or False, got {self.auto_reset!r}")
+        if self.rewards != Rewards() and game.rules_of(self.game.rules).objective != "clicks":
+            # The points and cells-left rules pay their own rewards: another scheme would be
+            # ignored without a word (and repr hides it).
+            raise ValueError(f"rewards= applies to the fewest-clicks rules (dust, former); the {self.game.rules} "
+                             f"rules pay their own rewards, got {self.rewards!r}")
 
     def __repr__(self) -> str:
         # The points and cells-left rules pay their own rewards: showing Rewards there would

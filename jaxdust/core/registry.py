@@ -55,7 +55,7 @@ def make(env_id: str, **overrides) -> DustEnv:
       ValueError: for an unknown id (the message lists the known ones), a bad override, or
         a ``game`` of other rules than the id's.
     """
-    if env_id not in _REGISTRY:
+    if not isinstance(env_id, str) or env_id not in _REGISTRY:
         raise ValueError(f"unknown environment {env_id!r}; registered: {', '.join(registered())}")
     fields = {field.name for field in dataclasses.fields(DustEnv)}
     unknown = sorted(set(overrides) - fields)
