@@ -105,6 +105,21 @@ def test_gymnasium_env_plays_a_given_board_by_the_rules():
     assert env.render().shape == (6 * 16, 8 * 16, 3)
 
 
+def test_gymnasium_envs_render_the_board_as_letters_in_ansi_mode():
+    env = gymnasium.make("jaxdust/Dust-8x6x5-v0", render_mode="ansi")
+    assert env.unwrapped.metadata["render_modes"] == ["rgb_array", "ansi"]
+    obs, info = env.reset(options={"board": BOARD})
+    first = env.render()
+    assert first.splitlines()[-1] == "".join("ABCDE"[int(BOARD[x * 6]) - 1] for x in range(8))  # the bottom row
+    obs, *_ = env.step(int(np.argmax(info["action_mask"])))
+    assert env.render() == jaxdust.board_letters(obs) + "\n" != first
+    envs = DustVectorEnv(2, "Dust-6x6x5-v0", render_mode="ansi")
+    boards, _ = envs.reset(seed=3)
+    assert envs.render() == tuple(jaxdust.board_letters(board) + "\n" for board in boards)
+    with pytest.raises(ValueError, match="render_mode must be None, 'rgb_array' or 'ansi', got 'human'"):
+        DustGymEnv(render_mode="human")
+
+
 def test_gymnasium_env_refuses_steps_after_its_episode_ended():
     """A truncated game stepped again would come back with discount 0, which reads as
     terminated: a step after the end is refused until reset, as one before the first is."""

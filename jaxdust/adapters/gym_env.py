@@ -13,7 +13,9 @@ legal. Rewards as ``jaxdust.DustEnv`` for the id's rules (the dust game: -1 per 
 for the click that clears the board, -10 for a click that removes nothing; SameGame: the
 points; Clickomania: the cells removed). ``terminated``: no click removes anything any
 more (for the dust game, the board is clear); ``truncated``: the env's click cap. Arrays
-returned are the caller's own (writable copies).
+returned are the caller's own (writable copies). ``render_mode``: ``"rgb_array"`` (uint8
+``[H * 16, W * 16, 3]``) or ``"ansi"`` (the board as letters, top row first, ``A`` for
+colour 1, ``.`` empty); a vector env renders a tuple, a frame a game.
 
 The vector env resets finished games as Gymnasium's ``SyncVectorEnv`` of ``DustGymEnv``
 does in the same mode (``autoreset_mode``), and ``reset(seed=s)`` gives game ``i`` the board
@@ -55,7 +57,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from jaxdust.core import game
+from jaxdust.core import game, render
 from jaxdust.core.boards import parse_board
 from jaxdust.core.env import DustEnv
 from jaxdust.core.registry import as_env, make, registered
@@ -66,9 +68,20 @@ AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP, AutoresetMo
 PROGRAMS_KEPT = 32
 
 
+RENDER_MODES = ("rgb_array", "ansi")  # a picture, uint8 [H * 16, W * 16, 3]; the board as letters
+
+
 def _check_render_mode(render_mode: str | None) -> None:
-    if render_mode not in (None, "rgb_array"):
-        raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+    if render_mode is not None and render_mode not in RENDER_MODES:
+        raise ValueError(f"render_mode must be None, {' or '.join(map(repr, RENDER_MODES))}, got {render_mode!r}")
+
+
+def _rendered(env: DustEnv, render_mode: str | None, state):
+    """One game's frame in ``render_mode``: an RGB picture, or the board as letters
+    (``render.board_letters``: top row first, colour 1 is ``A``, ``.`` empty)."""
+    if render_mode == "rgb_array":
+        return env.render(state)
+    return render.board_letters(state.board) + "\n"
 
 
 def _env(env: DustEnv | str, overrides: dict, resets: str) -> DustEnv:
@@ -202,7 +215,7 @@ class _Compiled:
 
 
 class DustGymEnv(_Compiled, gymnasium.Env):
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 2}
 
     def __init__(self, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None, **overrides):
         """``overrides``: ``DustEnv`` fields changed from the registered id's (``max_clicks``,
@@ -248,9 +261,9 @@ class DustGymEnv(_Compiled, gymnasium.Env):
                 last and not cleared, self._info(timestep))
 
     def render(self):
-        if self.render_mode == "rgb_array" and self._state is not None:
-            return self.env.render(self._state)
-        return None
+        if self.render_mode is None or self._state is None:
+            return None
+        return _rendered(self.env, self.render_mode, self._state)
 
     def action_masks(self) -> np.ndarray:
         """Legal clicks, bool ``[W * H]`` (the method maskable agents, e.g. sb3-contrib's, call)."""
@@ -260,7 +273,7 @@ class DustGymEnv(_Compiled, gymnasium.Env):
 
 
 class DustVectorEnv(_Compiled, VectorEnv):
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 2, "autoreset_mode": AutoresetMode.SAME_STEP}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 2, "autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, num_envs: int, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP, **overrides):
@@ -388,9 +401,10 @@ class DustVectorEnv(_Compiled, VectorEnv):
         return np.array(board), np.array(reward, np.float64), terminated, truncated, info  # SyncVectorEnv's dtype
 
     def render(self):
-        if self.render_mode == "rgb_array" and self._state is not None:
-            return tuple(self.env.render(jax.tree.map(lambda leaf: leaf[i], self._state)) for i in range(self.num_envs))
-        return None
+        if self.render_mode is None or self._state is None:
+            return None
+        return tuple(_rendered(self.env, self.render_mode, jax.tree.map(lambda leaf: leaf[i], self._state))
+                     for i in range(self.num_envs))
 
 
 # gymnasium.make("jaxdust/Dust-8x6x5-v0") and gymnasium.make_vec(..., num_envs=N): every
