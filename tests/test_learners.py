@@ -44,6 +44,9 @@ def test_masked_argmax_and_max():
     mask = jnp.array([[True, False, True], [False, False, False]])
     np.testing.assert_array_equal(networks.masked_argmax(values, mask)[:1], [2])
     np.testing.assert_array_equal(networks.masked_max(values, mask), [5.0, 0.0])
+    # a network whose outputs overflowed still picks a legal cell (it picked cell 0, masked out)
+    np.testing.assert_array_equal(networks.masked_argmax(jnp.array([-jnp.inf, 9.0, -jnp.inf]),
+                                                         jnp.array([False, False, True])), 2)
 
 
 @pytest.mark.slow

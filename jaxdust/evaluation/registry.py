@@ -427,7 +427,7 @@ def _points_result(job) -> tuple[list, int, int]:
 
 
 def _play_points(search: str, setting: int, boards, context: Context) -> dict:
-    seed = int(jax.random.randint(context.key, (), 0, 2**31 - 1))
+    seed = int(jax.random.randint(context.key, (), 0, 2**31 - 1, jnp.int32))  # int32 under x64 too: one seed
     found = _in_processes(_points_result, [(b, search, setting, context.rules, seed) for b in np.asarray(boards)],
                           context)
     cells_left = np.array([r[2] for r in found])

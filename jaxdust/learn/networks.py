@@ -133,8 +133,11 @@ class PolicyValueNetwork(nn.Module):
 
 
 def masked_argmax(values: jax.Array, mask: jax.Array) -> jax.Array:
-    """Index of the largest value where ``mask`` is True: ``[..., N] -> [...]`` int32."""
-    return jnp.argmax(jnp.where(mask, values, -jnp.inf), axis=-1).astype(jnp.int32)
+    """Index of the largest value where ``mask`` is True: ``[..., N] -> [...]`` int32. A
+    masked-in value of ``-inf`` still ranks above every masked-out cell (held at the lowest
+    finite value), so a network whose outputs overflow picks a legal cell, not cell 0."""
+    floor = jnp.finfo(jnp.result_type(values, jnp.float32)).min
+    return jnp.argmax(jnp.where(mask, jnp.maximum(values, floor), -jnp.inf), axis=-1).astype(jnp.int32)
 
 
 def masked_max(values: jax.Array, mask: jax.Array) -> jax.Array:
