@@ -147,6 +147,8 @@ FILE_CASES = [
     ("solver-file", ["{bad header}"], ["header.txt:1", "width must be a positive integer", "'eight'"]),
     ("solver-file", ["{empty}"], ["no boards in", "empty.txt"]),
     ("solver-file", ["{comments only}"], ["no boards in", "comments.txt"]),
+    # a JSON-lines file (a solver log) was an error for every line, each logged with --out
+    ("solver-file", ["{other records}"], ["metrics.jsonl:1 is a JSON record, not a board", "JSON lines"]),
     ("solver-file", ["{board file}", "--out", "{folder}"], ["--out", "is a directory"]),
     ("solver-file", ["{board file}", "--out", "{board file}"], ["boards.txt:1 is not a JSON record", "nothing was changed"]),
     ("solver-file", ["{board file}", "--out", "{board file}/x.jsonl"], ["--out", "is a file"]),

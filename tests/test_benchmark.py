@@ -47,6 +47,25 @@ def test_unknown_set_names_the_published_ones():
         benchmark.load_set("9x9x5")
 
 
+def test_a_set_of_other_rules_is_published_and_loaded_with_them(tmp_path, monkeypatch):
+    """load_set gave every set the dust game's rules: a Former set's optimal lines scored
+    as dust-game play (16 clicks, half cleared, where they clear in 6.5)."""
+    monkeypatch.setattr(board_io, "BOARDS_DIR", str(tmp_path))
+    former = jaxdust.GameConfig(5, 5, 3, "former")
+    boards = np.stack([np.asarray(jaxdust.random_board(key, former)) for key in jax.random.split(jax.random.key(3), 2)])
+    lengths = [jaxdust.solve(board, rules="former").length for board in boards]
+    path = benchmark.write_set("5x5x3_former", boards, lengths, lengths, "test", rules="former")
+    assert open(path).readline().startswith("# width=5 height=5 colors=3 rules=former; ")
+    board_set = benchmark.load_set("5x5x3_former")
+    assert board_set.rules == "former"
+    np.testing.assert_array_equal(board_set.boards, boards)
+    scored = benchmark.score(lambda found: [jaxdust.solve(b, rules="former").clicks for b in found], board_set,
+                             progress=False, show=False)
+    assert scored.cleared == 1.0 and scored.mean_clicks == pytest.approx(np.mean(lengths))
+    with pytest.raises(ValueError, match="lengths are fewest clicks"):
+        benchmark.write_set("5x5x3_points", boards, lengths, lengths, "test", rules="samegame")
+
+
 def _solver_solutions(boards):
     return [jaxdust.solve(board).clicks for board in boards]
 

@@ -119,6 +119,9 @@ def test_settings_must_match_an_existing_run(small_set, tmp_path):
     (tmp_path / "locked").mkdir()  # a first start killed after taking its lock: the set may start there
     (tmp_path / "locked" / files.LOCK_FILE).write_text("")
     datasets._require_no_other_files(str(tmp_path / "locked"))
+    # ... or killed while writing its first manifest: its own temporary file is no other file
+    (tmp_path / "locked" / f"{files.TEMPORARY_PREFIX}abc123manifest.json").write_text("{")
+    datasets._require_no_other_files(str(tmp_path / "locked"))
 
 
 def test_the_data_set_command_goes_on_with_a_set_it_did_not_make(small_set, tmp_path, capsys):

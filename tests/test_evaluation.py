@@ -736,6 +736,8 @@ def test_ranking_metrics_by_hand():
     # (0, 2) and (1, 2) rightly and (1, 0) wrongly; position 2 orders (0, 2) and (1, 2) wrongly.
     assert m["top1"] == 0.0 and m["regret"] == 1.0
     assert m["pairwise"] == 2 / 5
+    with pytest.raises(ValueError, match="no ranking records to score"):  # was a ZeroDivisionError
+        ranking.ranking_metrics([], [])
 
 
 def test_ranking_errors_and_biases_by_cells_left_by_hand():

@@ -70,10 +70,12 @@ def load_set(size: str = "8x6x5", version: int = VERSION, limit: int | None = No
     if not os.path.exists(path):
         known = sorted(name for name in os.listdir(board_io.BOARDS_DIR) if name.startswith("fewest_clicks_"))
         raise ValueError(f"no benchmark set {size} v{version}; there are {', '.join(known)}")
-    records = board_io.read_board_file(path, limit=limit)
+    lines = files.read_lines(path, "board file")
+    rules = board_io.declared_rules(lines, path)  # a set's rules=NAME header: its lengths are of those rules
+    records = board_io.read_board_lines(lines, path, limit=limit, rules=rules)
     values = np.array([record.values for record in records])
     return BoardSet(f"{size} v{version}", _read_only(np.stack([np.asarray(r.board) for r in records])),
-                    _read_only(values[:, 0]), _read_only(values[:, 1]))
+                    _read_only(values[:, 0]), _read_only(values[:, 1]), rules)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -288,7 +290,8 @@ def _solver_record_problem(record: dict) -> str | None:
     return None
 
 
-def write_set(size: str, boards: np.ndarray, best, lower, source: str, version: int = VERSION) -> str:
+def write_set(size: str, boards: np.ndarray, best, lower, source: str, version: int = VERSION,
+              rules: str = "dust") -> str:
     """Publish a set as ``set_path(size, version)`` and return the path; a published
     version is never rewritten (ValueError), since scores on it must stay comparable."""
     path = set_path(size, version)
@@ -299,8 +302,10 @@ def write_set(size: str, boards: np.ndarray, best, lower, source: str, version: 
         raise ValueError("a lower bound above the fewest clicks found")
     _, width, height = boards.shape
     colors = int(np.max(boards))
-    lines = [f"# width={width} height={height} colors={colors}; cells listed x-major: cell (x,y) is character "
-             f"x*{height}+y, y=0 bottom row",
+    BoardSet(size, boards, best, lower, rules)  # a fewest-clicks rule set, or ValueError
+    rules_field = "" if rules == "dust" else f" rules={rules}"  # load_set reads it back (declared_rules)
+    lines = [f"# width={width} height={height} colors={colors}{rules_field}; cells listed x-major: "
+             f"cell (x,y) is character x*{height}+y, y=0 bottom row",
              f"# fewest-clicks benchmark, set {size} version {version}: {len(boards)} boards, "
              f"{int(np.sum(best == lower))} with a proven optimum",
              f"# {board_io.FEWEST_CLICKS_COLUMNS} (equal: the optimum). {source}"]

@@ -112,6 +112,8 @@ def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: 
     pessimistic), and the signed error apart for the optimal children (``best``) and the
     others (``rest``): a scorer that overrates the best children's clicks left more than
     the rest's misses the moves whose payoff comes later."""
+    if not records:  # an empty ranking set (ranking.load reads one as no records)
+        raise ValueError("no ranking records to score (is the ranking set empty?)")
     top1 = regret = ordered = pairs = 0.0
     errors = {bucket: [] for bucket in CELL_BUCKETS}  # (estimate - exact, child is optimal)
     for score, record in zip(scores, records):
@@ -231,8 +233,9 @@ def main(argv=None) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "a") as out:
         for index in progress_bar(range(start, args.boards), initial=start, total=args.boards, unit="board"):
-            for record in board_records(index, args.node_limit):
-                out.write(json.dumps(record) + "\n")
+            # One write a board: a kill between two of its records would leave part of a
+            # board, and the resume starts after the last board in the file.
+            out.write("".join(json.dumps(record) + "\n" for record in board_records(index, args.node_limit)))
             out.flush()
     kept = recover_json_lines(args.out)
     boards = len({record["board_index"] for record in kept})  # the file may hold more boards than asked
@@ -241,4 +244,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(flags.run_command(main, "the same command goes on from the boards written (each is written whole)"))

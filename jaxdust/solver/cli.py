@@ -3,8 +3,9 @@ r"""``python -m jaxdust.solver``: shortest solutions of a file of boards, on all
     python -m jaxdust.solver data/boards/optimal_6x6x5.txt --out solutions.jsonl
     echo 335122421413111551154255131234544142315221411124 | python -m jaxdust.solver -
 
-One JSON line per board (its line number, the board, the rules, ``dataclasses.asdict(Solution)``),
-written to ``--out`` as each board ends (on standard output in the file's order);
+One JSON line per board (its line number, the board, its width and height, the rules,
+``dataclasses.asdict(Solution)``), written to ``--out`` as each board ends (on standard
+output in the file's order);
 an existing ``--out`` file is resumed, boards already in it are skipped (refused if it holds
 other boards on those lines, or other rules: another file's results). The rules are
 ``--rules``, else the file's ``rules=NAME`` header (as ``--board-file`` writes it), else dust. A board that cannot be
@@ -161,6 +162,9 @@ def main(argv=None) -> int:
         colours = declared_colours(lines, source)  # the header's colors=, a cap on every board's
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height, source)]
+        if jobs and jobs[0][1].startswith("{"):  # a JSON-lines file (this command's --out, a ranking set)
+            raise ValueError(f"{source}:{jobs[0][0]} is a JSON record, not a board: {source} looks like JSON lines "
+                             "(a solver log?), and the solver reads board files (RULES.md text form)")
         every_board = jobs  # --board-file lists the whole file's proven boards, whichever --lines
         if args.lines is not None:
             jobs = _pick_lines(jobs, args.lines, source)
