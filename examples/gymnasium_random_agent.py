@@ -1,7 +1,7 @@
 """A masked random agent playing the dust game through Gymnasium's own tools: its registry
 (``gymnasium.make``), its episode-statistics wrapper and its masked action sampling.
 
-    pip install "jaxdust[gymnasium]" && python examples/gymnasium_random_agent.py --episodes 20
+    pip install -e ".[gymnasium]" && python examples/gymnasium_random_agent.py --episodes 20   # in a checkout
 """
 
 import argparse
@@ -35,7 +35,7 @@ def main(argv=None) -> list[int]:
         _, info = env.reset(seed=args.seed + episode)
         done = False
         while not done:
-            action = env.action_space.sample(mask=info["action_mask"])  # only occupied cells
+            action = env.action_space.sample(mask=info["action_mask"])  # only clicks that remove cells
             _, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         lengths.append(int(info["episode"]["l"]))

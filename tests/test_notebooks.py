@@ -1,6 +1,7 @@
 """The notebooks run top to bottom with their small settings (as in Colab, but on CPU)."""
 
 import pathlib
+import re
 
 import nbformat
 import pytest
@@ -70,7 +71,24 @@ def test_notebook_runs(path):
         streams = [o.get("name") if o.get("output_type") == "stream" else None for o in cell.outputs]
         assert all(a is None or a != b for a, b in zip(streams, streams[1:])), streams
         assert not any("\r" in o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    stored = nbformat.read(path, as_version=4)
+    assert printed_shape(notebook) == printed_shape(stored), (
+        f"{path.name}: its stored outputs are not what the code prints now; run python notebooks/execute.py {path.stem}")
     outputs = "".join(str(o.get("text", "")) for c in notebook.cells for o in c.get("outputs", []))
     assert "JAX" in outputs  # the install cell ran
     if path.stem == "solvers_evaluation":  # the evaluation shows its progress in a kernel
         assert "game/s]" in outputs or "s/game]" in outputs
+
+
+def printed_shape(notebook) -> list:
+    """Each code cell's stdout with its numbers and runs of spaces blanked (timings, and the
+    columns they shift, vary by machine), and the kinds of its other outputs: what a stored
+    copy must still show after a change to what the code prints. Stderr is left out (a
+    cold numba cache's note, progress bars)."""
+    shape = []
+    for cell in (c for c in notebook.cells if c.cell_type == "code"):
+        stdout = "".join(o["text"] for o in cell.get("outputs", []) if o.get("output_type") == "stream"
+                         and o["name"] == "stdout")
+        kinds = [o["output_type"] for o in cell.get("outputs", []) if o.get("output_type") != "stream"]
+        shape.append((re.sub(r"\s+", " ", re.sub(r"[+-]?\d[\d,]*(\.\d+)?", "#", stdout)), kinds))
+    return shape

@@ -50,7 +50,7 @@ def test_without_tensorboardx_the_run_directory_stays_empty(tmp_path, monkeypatc
     run = tmp_path / "run"
     with pytest.raises(SystemExit) as stopped:
         cli.main([*TRAIN_ARGS, "--run-dir", str(run), "--tensorboard"])
-    assert stopped.value.code == 2 and 'pip install "jaxdust[tensorboard]"' in capsys.readouterr().err
+    assert stopped.value.code == 2 and 'pip install -e ".[tensorboard]"' in capsys.readouterr().err
     assert not (run / "config.json").exists()  # so the same command without the flag starts
 
 

@@ -51,7 +51,7 @@ try:
 except ModuleNotFoundError as error:  # an optional extra
     if error.name != "gymnasium":
         raise
-    raise ImportError('the Gymnasium adapter needs gymnasium: pip install "jaxdust[gymnasium]"') from error
+    raise ImportError('the Gymnasium adapter needs gymnasium: pip install -e ".[gymnasium]" in a checkout') from error
 from gymnasium import spaces
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv

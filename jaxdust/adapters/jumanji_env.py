@@ -22,7 +22,7 @@ try:
 except ModuleNotFoundError as error:  # an optional extra
     if error.name != "jumanji":
         raise
-    raise ImportError('the Jumanji adapter needs jumanji: pip install "jaxdust[jumanji]"') from error
+    raise ImportError('the Jumanji adapter needs jumanji: pip install -e ".[jumanji]" in a checkout') from error
 from jumanji import specs
 from jumanji.types import TimeStep
 

@@ -441,6 +441,8 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
                 flags.fail(parser, f"agent {name}: {error}")
             played[name] = {**run, "seconds_per_board": (time.perf_counter() - start) / len(boards)}
             figures += write_gifs(args.out, names[name], boards, run["solutions"], rules, run["cleared"], max_clicks)
+        if len(agents) > 1:  # the finished bar counts every agent's games, not the last one's
+            bar.set_description(f"{len(agents)} agents")
     return played, figures
 
 

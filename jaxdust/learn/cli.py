@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "also saves at its end and when --minutes stops it")
         sub.add_argument("--tensorboard", action="store_true",
                          help="also write metrics.jsonl's scalars for TensorBoard, into RUN_DIR/tensorboard "
-                              '(pip install "jaxdust[tensorboard]")')
+                              '(pip install -e ".[tensorboard]" in a checkout)')
         sub.add_argument("--devices", type=flags.positive_int, default=None, help="local devices to use (default all)")
         sub.add_argument("--distributed", action="store_true",
                          help="one of several processes (hosts) training together: jax.distributed.initialize() "

@@ -592,7 +592,7 @@ def _tensorboard_writer_class():
     try:
         from tensorboardX import SummaryWriter
     except ImportError:
-        raise RunError('--tensorboard needs tensorboardX: pip install "jaxdust[tensorboard]"') from None
+        raise RunError('--tensorboard needs tensorboardX: pip install -e ".[tensorboard]" in a checkout') from None
     return SummaryWriter
 
 
