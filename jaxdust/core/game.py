@@ -876,8 +876,9 @@ def click_action(board: jax.Array, action: jax.Array, rules: str = "dust") -> tu
 
     Returns:
       ``(new_board, removed)``: int8 ``[W, H]`` and int32 scalar. A click on an empty cell,
-      or on a group smaller than the rules' ``min_group``, returns the board unchanged and
-      ``removed == 0``. Under ``jax.vmap`` pass arrays of boards and actions.
+      or on a group smaller than the rules' ``min_group``, removes nothing (``removed == 0``)
+      and returns the board settled: unchanged for every position the rules make (a board
+      given unsettled comes back settled). Under ``jax.vmap`` pass arrays of boards and actions.
     """
     return _moves(rules).click_action(board, action)
 
@@ -894,8 +895,9 @@ def click(board: jax.Array, x: jax.Array, y: jax.Array, rules: str = "dust") -> 
     Returns:
       ``(new_board, removed)``: int8 ``[W, H]`` and int32 scalar. A click on an empty cell,
       off the board (as an out-of-range action is for the environment; nothing wraps), or on
-      a group smaller than the rules' ``min_group``, returns the board unchanged and
-      ``removed == 0``. Under ``jax.vmap`` pass arrays of boards and coordinates.
+      a group smaller than the rules' ``min_group``, removes nothing (``removed == 0``) and
+      returns the board settled: unchanged for every position the rules make (a board given
+      unsettled comes back settled). Under ``jax.vmap`` pass arrays of boards and coordinates.
     """
     return click_action(board, _action_at(board, x, y), rules)
 
