@@ -177,8 +177,10 @@ def main(argv=None) -> dict:
             report["pieces"][piece] = {"reference_seconds": seconds, "runs": 0, "kills": 0, "equal": 0,
                                        "finished_before_kill": 0, "whole_leftovers": True}
         round_index = 0
-        while (rounds is None or round_index < rounds) and (
-                args.minutes is None or time.perf_counter() - start < 60 * args.minutes):
+        # At least one round: --minutes shorter than the references would otherwise soak
+        # nothing and still pass.
+        while round_index == 0 or ((rounds is None or round_index < rounds) and (
+                args.minutes is None or time.perf_counter() - start < 60 * args.minutes)):
             for piece in pieces:
                 out = os.path.join(scratch, f"{piece}-{round_index}")
                 os.makedirs(out)
@@ -210,8 +212,8 @@ def main(argv=None) -> dict:
 
 def passed(report: dict) -> bool:
     """Every run ended equal to its reference, left whole files and took every kill asked."""
-    return all(r["equal"] == r["runs"] and r["whole_leftovers"] and r["kills"] == r["runs"] * report["kills_per_run"]
-               for r in report["pieces"].values())
+    return all(r["runs"] > 0 and r["equal"] == r["runs"] and r["whole_leftovers"]
+               and r["kills"] == r["runs"] * report["kills_per_run"] for r in report["pieces"].values())
 
 
 if __name__ == "__main__":

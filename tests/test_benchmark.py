@@ -769,6 +769,14 @@ def test_a_revision_compared_with_itself_gets_a_worktree_each(monkeypatch):
     assert not any(os.path.exists(source) for source in sources)
 
 
+def test_a_soak_that_killed_nothing_does_not_pass(monkeypatch):
+    """--minutes shorter than the uninterrupted references ran no round, and passed."""
+    soak = _benchmark("soak", monkeypatch)
+    row = {"runs": 1, "kills": 2, "equal": 1, "whole_leftovers": True}
+    assert soak.passed({"kills_per_run": 2, "pieces": {"solve": row}})
+    assert not soak.passed({"kills_per_run": 2, "pieces": {"solve": {**row, "runs": 0, "kills": 0, "equal": 0}}})
+
+
 @pytest.mark.parametrize("script, argv, words", [
     ("ranking", ["--runs", "no/such/run"], "--runs: no/such/run is not a train.py run directory"),
     ("ranking", ["--set", "no/such/set.jsonl"], "--set: no such file: no/such/set.jsonl"),

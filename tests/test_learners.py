@@ -693,6 +693,28 @@ def test_an_mcts_teacher_run_from_before_line_target_share_still_reads():
         avi.AVIConfig(policy_teacher="mcts", line_target_share=0.5)
 
 
+@pytest.mark.parametrize("make, words", [
+    (lambda: avi.AVIConfig(teacher_simulations=32), "teacher_simulations acts on the 'mcts' policy teacher only"),
+    (lambda: avi.AVIConfig(teacher_gumbel_scale=0.5), "teacher_gumbel_scale acts on the 'mcts' policy teacher"),
+    (lambda: dqn.DQNConfig(child_share=0.25), "child_share sizes the 'full' backup only"),
+    (lambda: dqn.DQNConfig(random_moves_per_game=3.0), "random_moves_per_game is adaptive_epsilon's aim, which is off"),
+    (lambda: dqn.DQNConfig.original(epsilon_end=0.1), "epsilon_end shapes the scheduled epsilon, which adaptive"),
+])
+def test_a_setting_another_setting_turns_off_is_refused(make, words):
+    """It was taken and recorded in config.json as if the run had trained under it."""
+    with pytest.raises(configs.FieldError, match=words):
+        make()
+
+
+def test_settings_turned_off_at_their_defaults_still_read():
+    assert avi.AVIConfig(policy_teacher="mcts", teacher_simulations=32).teacher_simulations == 32
+    assert dqn.DQNConfig(backup="full", child_share=0.25).child_share == 0.25
+    assert dqn.DQNConfig.original(random_moves_per_game=3.0).random_moves_per_game == 3.0
+    older = configs.to_json(avi.AVIConfig())  # a lines-teacher run from before teacher_gumbel_scale
+    del older["teacher_gumbel_scale"]
+    assert configs.from_json(avi.AVIConfig, older).teacher_gumbel_scale == 0.0
+
+
 @dataclasses.dataclass(frozen=True)
 class _Noted:
     plain: int = 1

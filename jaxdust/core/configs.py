@@ -119,6 +119,20 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
                 raise FieldError(name, f"must be below 2^31 = {flags.INT32_LIMIT:,}, got {value!r}")
 
 
+def require_default_where_unused(config, names: tuple[str, ...], used: bool, unused_because: str) -> None:
+    """FieldError for the first of ``names`` changed from its default where the setting is
+    not ``used`` (another field turns it off): a run would record it in ``config.json`` as
+    if it had trained under it. A run saved before a field existed reads it as its
+    ``ABSENT_MEANS`` value, which passes too."""
+    if used:
+        return
+    absent = getattr(type(config), "ABSENT_MEANS", {})
+    for name in names:
+        value = getattr(config, name)
+        if value != getattr(type(config), name) and not (name in absent and value == absent[name]):
+            raise FieldError(name, f"{unused_because} (got {value!r})")
+
+
 def require_game(game_config) -> None:
     """TypeError unless a config's ``game`` is a ``GameConfig`` (a tuple such as
     ``(5, 5, 3)`` failed later with an AttributeError)."""

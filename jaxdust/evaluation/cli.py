@@ -6,9 +6,10 @@ baselines on a board set.
     python evaluate.py --agents largest,dfs,beam:500,solver:5 --limit 100
     python evaluate.py --agents policy:runs/avi-0,value:runs/avi-0:8,mcts:runs/avi-0:64
 
-Agents are ``name[:value]``: random, largest, dfs[:positions searched], beam[:width] (JAX),
-cpu-beam[:width] (numba, with the one-click lookahead), solver[:seconds per board],
-mcts-heuristic[:simulations], and for a train.py run: policy:RUN_DIR (the network's own
+Agents are ``name[:value]`` (the default value in parentheses): random, largest,
+dfs[:positions searched (100,000)], beam[:width (200)] (JAX), cpu-beam[:width (2000)]
+(numba, with the one-click lookahead), solver[:seconds per board (10)],
+mcts-heuristic[:simulations (64)], and for a train.py run: policy:RUN_DIR (the network's own
 choice, the argmax of its output, no simulation), value:RUN_DIR[:width] (beam search scored
 by the run's value; width 1, the default, is greedy play on it) and
 mcts:RUN_DIR[:simulations] (Gumbel MuZero over the simulator with the run's policy and
@@ -19,7 +20,7 @@ its newest with ``RUN_DIR@newest`` (``policy:runs/avi-0@newest,value:runs/avi-0@
 ``--random N``, ``--boards FILE``): ``Former-7x9x4-v0`` is measured in clicks like the dust
 game; ``SameGame-15x15x5-v0`` in points and ``Clickomania-10x10x4-v0`` in cells left, where
 the agents are random, largest (largest cluster first; UVa 758's rule), beam[:width] (JAX), cpu-beam[:width]
-(numba) and nmcs[:level] (nested Monte Carlo search, level 1 or 2):
+(numba) and nmcs[:level] (nested Monte Carlo search, level 1, the default, or 2):
 
     python evaluate.py --env SameGame-15x15x5-v0 --agents random,largest,cpu-beam:256,nmcs:1
 
@@ -226,7 +227,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--max-clicks", type=flags.count, default=None,
                         help="click cap under the fewest-clicks rules (default: cells on the board; at most "
                              f"{CLICKS_PER_CELL} a cell)")
-    parser.add_argument("--chunk", type=flags.count, default=256, help="boards played at once (default 256)")
+    parser.add_argument("--chunk", type=flags.count, default=256,
+                        help="boards played at once by the policies and MCTS agents (default 256; the beams "
+                             "batch their own children)")
     parser.add_argument("--reference", default=None,
                         help="agent to compare against, or 'best' for the board file's lengths (default: 'best' "
                              "where the file gives lengths, else the last of --agents)")

@@ -220,10 +220,13 @@ def board_records(index: int, node_limit: int, per_line: int = 2, seed_base: int
 def main(argv=None) -> int:
     parser = flags.Parser(prog="python -m jaxdust.evaluation.ranking", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--boards", type=flags.positive_int, default=40, help="held-out boards to draw positions from")
+    parser.add_argument("--boards", type=flags.positive_int, default=40,
+                        help="held-out boards to draw positions from (default %(default)s)")
     parser.add_argument("--out", type=flags.output_file, required=True,
                         help=f"JSON lines; an existing file is extended (the set shipped: {RANKING_FILE})")
-    parser.add_argument("--node-limit", type=flags.positive_int, default=6_000_000, help="positions per child proof")
+    parser.add_argument("--node-limit", type=flags.positive_int, default=6_000_000,
+                        help="positions per child proof (default %(default)s; an existing --out is extended "
+                             "with whatever limit is given now: keep it for one set)")
     args = parser.parse_args(argv)
     try:
         done = {r["board_index"] for r in recover_json_lines(args.out)}

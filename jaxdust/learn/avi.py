@@ -133,12 +133,13 @@ class AVIConfig:
         if self.buffer_lines > 2**16 or self.beam_width > 2**16:  # rows and slots are drawn from 16 bits
             field = "buffer_lines" if self.buffer_lines > 2**16 else "beam_width"
             raise configs.FieldError(field, f"must be at most 65536, got {getattr(self, field)}")
-        if self.policy_teacher == "mcts":  # the search's improved policy replaces the child values' softmax
-            for field in ("policy_temperature", "line_target_share"):
-                # A run saved before a field existed reads as its ABSENT_MEANS value.
-                if getattr(self, field) not in (getattr(type(self), field), self.ABSENT_MEANS.get(field)):
-                    raise configs.FieldError(field, f"acts on the 'lines' policy teacher only; the 'mcts' teacher "
-                                                    f"ignores it (got {getattr(self, field)})")
+        # The mcts teacher's improved policy replaces the child values' softmax.
+        configs.require_default_where_unused(self, ("policy_temperature", "line_target_share"),
+                                             self.policy_teacher == "lines",
+                                             "acts on the 'lines' policy teacher only; the 'mcts' teacher ignores it")
+        configs.require_default_where_unused(self, ("teacher_simulations", "teacher_considered", "teacher_gumbel_scale"),
+                                             self.policy_teacher == "mcts",
+                                             "acts on the 'mcts' policy teacher only (the teacher is 'lines')")
         expansion.require_indexable(self.child_slots, self.game, "num_envs and child_share")
         expansion.require_room(self.child_slots, self.num_envs + self.capped_positions, self.child_share)
         if self.buffer_lines < self.num_envs // self.beam_width:

@@ -136,6 +136,12 @@ class DQNConfig:
                                                "(it backs up occupied cells, one step, without the original's mixing)")
         if not 0.0 < self.child_share <= 1.0:
             raise configs.FieldError("child_share", f"must be in (0, 1], got {self.child_share}")
+        configs.require_default_where_unused(self, ("child_share",), self.backup == "full",
+                                             "sizes the 'full' backup only (the backup is 'sampled')")
+        configs.require_default_where_unused(self, ("random_moves_per_game",), self.adaptive_epsilon,
+                                             "is adaptive_epsilon's aim, which is off")
+        configs.require_default_where_unused(self, ("epsilon_end", "epsilon_fraction"), not self.adaptive_epsilon,
+                                             "shapes the scheduled epsilon, which adaptive_epsilon replaces")
         if self.backup == "full":
             expansion.require_indexable(self.child_slots, self.game, "batch_size and child_share")
             expansion.require_room(self.child_slots, self.batch_size, self.child_share)
