@@ -697,13 +697,26 @@ def test_an_mcts_teacher_run_from_before_line_target_share_still_reads():
     (lambda: avi.AVIConfig(teacher_simulations=32), "teacher_simulations acts on the 'mcts' policy teacher only"),
     (lambda: avi.AVIConfig(teacher_gumbel_scale=0.5), "teacher_gumbel_scale acts on the 'mcts' policy teacher"),
     (lambda: dqn.DQNConfig(child_share=0.25), "child_share sizes the 'full' backup only"),
-    (lambda: dqn.DQNConfig(random_moves_per_game=3.0), "random_moves_per_game is adaptive_epsilon's aim, which is off"),
+    (lambda: dqn.DQNConfig(random_moves_per_game=3.0), "random_moves_per_game is adaptive_epsilon's aim, and adaptive_epsilon is off"),
     (lambda: dqn.DQNConfig.original(epsilon_end=0.1), "epsilon_end shapes the scheduled epsilon, which adaptive"),
 ])
 def test_a_setting_another_setting_turns_off_is_refused(make, words):
     """It was taken and recorded in config.json as if the run had trained under it."""
     with pytest.raises(configs.FieldError, match=words):
         make()
+
+
+@pytest.mark.parametrize("config_class, base, setting", [
+    (dqn.DQNConfig, {}, {"child_share": 0.25}), (dqn.DQNConfig, {}, {"random_moves_per_game": 3.0}),
+    (dqn.DQNConfig, {"adaptive_epsilon": True}, {"epsilon_end": 0.1, "epsilon_fraction": 0.5}),
+    (avi.AVIConfig, {}, {"teacher_simulations": 32, "teacher_gumbel_scale": 0.5})])
+def test_a_run_saved_with_a_setting_turned_off_reads_it_at_its_default(config_class, base, setting):
+    """Versions before 0.2.45 took these settings, which did nothing, and saved them in
+    config.json: such a run still reads (to evaluate or resume it), as the run it was."""
+    saved = {**configs.to_json(config_class(**base)), **setting}
+    read = configs.from_json(config_class, saved)
+    assert read == config_class(**base)
+    assert configs.from_json(config_class, configs.to_json(read)) == read
 
 
 def test_settings_turned_off_at_their_defaults_still_read():

@@ -3,6 +3,7 @@
 import pathlib
 import re
 
+import jax
 import nbformat
 import pytest
 
@@ -71,9 +72,11 @@ def test_notebook_runs(path):
         streams = [o.get("name") if o.get("output_type") == "stream" else None for o in cell.outputs]
         assert all(a is None or a != b for a, b in zip(streams, streams[1:])), streams
         assert not any("\r" in o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-    stored = nbformat.read(path, as_version=4)
-    assert printed_shape(notebook) == printed_shape(stored), (
-        f"{path.name}: its stored outputs are not what the code prints now; run python notebooks/execute.py {path.stem}")
+    if jax.default_backend() == "cpu":  # the stored copies are a CPU's run, at the small sizes
+        stored = nbformat.read(path, as_version=4)
+        assert printed_shape(notebook) == printed_shape(stored), (
+            f"{path.name}: its stored outputs are not what the code prints now; run python notebooks/execute.py "
+            f"{path.stem}")
     outputs = "".join(str(o.get("text", "")) for c in notebook.cells for o in c.get("outputs", []))
     assert "JAX" in outputs  # the install cell ran
     if path.stem == "solvers_evaluation":  # the evaluation shows its progress in a kernel
@@ -84,9 +87,10 @@ def printed_shape(notebook) -> list:
     """Each code cell's stdout with its numbers and runs of spaces blanked (timings, and the
     columns they shift, vary by machine), and the kinds of its other outputs: what a stored
     copy must still show after a change to what the code prints. Stderr is left out (a
-    cold numba cache's note, progress bars)."""
+    cold numba cache's note, progress bars), and so is the install cell's output (the JAX
+    build and devices it found, a note where a GPU answers but JAX runs on the CPU)."""
     shape = []
-    for cell in (c for c in notebook.cells if c.cell_type == "code"):
+    for cell in [c for c in notebook.cells if c.cell_type == "code"][1:]:
         stdout = "".join(o["text"] for o in cell.get("outputs", []) if o.get("output_type") == "stream"
                          and o["name"] == "stdout")
         kinds = [o["output_type"] for o in cell.get("outputs", []) if o.get("output_type") != "stream"]

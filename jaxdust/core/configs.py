@@ -15,6 +15,7 @@ import json
 import math
 import re
 import tokenize
+import types
 import typing
 
 import numpy as np
@@ -53,7 +54,7 @@ def from_json(config_class, data: dict):
         elif kind in _SCALARS and not _SCALARS[kind](value):  # "false" would read as true
             raise TypeError(f"{config_class.__name__}.{name} must be a JSON {kind.__name__}, got {value!r}")
         values[name] = value
-    return config_class(**values)
+    return config_class(**_unused_settings_at_default(config_class, values, set(data)))
 
 
 _SCALARS = {bool: lambda v: isinstance(v, bool), str: lambda v: isinstance(v, str),
@@ -119,18 +120,44 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
                 raise FieldError(name, f"must be below 2^31 = {flags.INT32_LIMIT:,}, got {value!r}")
 
 
-def require_default_where_unused(config, names: tuple[str, ...], used: bool, unused_because: str) -> None:
-    """FieldError for the first of ``names`` changed from its default where the setting is
-    not ``used`` (another field turns it off): a run would record it in ``config.json`` as
-    if it had trained under it. A run saved before a field existed reads it as its
-    ``ABSENT_MEANS`` value, which passes too."""
-    if used:
-        return
+def _has_default(field: dataclasses.Field) -> bool:
+    return field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+
+
+def _default(config_class, name: str):
+    field = next(field for field in dataclasses.fields(config_class) if field.name == name)
+    return field.default_factory() if field.default is dataclasses.MISSING else field.default
+
+
+def require_used_settings(config) -> None:
+    """For a config's ``__post_init__``: FieldError for a setting changed from its default
+    where another setting turns it off (the class's ``UNUSED_WHERE``: ``(names, used(config),
+    why)`` triples), which a run would record in ``config.json`` as if it had trained under
+    it. A field's ``ABSENT_MEANS`` value (a run saved before the field existed) passes."""
     absent = getattr(type(config), "ABSENT_MEANS", {})
-    for name in names:
-        value = getattr(config, name)
-        if value != getattr(type(config), name) and not (name in absent and value == absent[name]):
-            raise FieldError(name, f"{unused_because} (got {value!r})")
+    for names, used, why in getattr(type(config), "UNUSED_WHERE", ()):
+        if used(config):
+            continue
+        for name in names:
+            value = getattr(config, name)
+            if value != _default(type(config), name) and not (name in absent and value == absent[name]):
+                raise FieldError(name, f"{why} (got {value!r})")
+
+
+def _unused_settings_at_default(config_class, values: dict, saved) -> dict:
+    """``values`` read from a saved config with each setting another turns off, where it was
+    ``saved``, back at its default: versions before 0.2.45 took such settings (which did
+    nothing) and saved them. A field the config lacked keeps its ``ABSENT_MEANS`` value."""
+    rules = getattr(config_class, "UNUSED_WHERE", ())
+    if not rules:
+        return values
+    defaults = {field.name: _default(config_class, field.name) for field in dataclasses.fields(config_class)
+                if field.name not in values and _has_default(field)}
+    view = types.SimpleNamespace(**defaults, **values)
+    for names, used, _ in rules:
+        if not used(view):
+            values = {**values, **{name: _default(config_class, name) for name in names if name in saved}}
+    return values
 
 
 def require_game(game_config) -> None:

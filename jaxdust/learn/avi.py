@@ -110,6 +110,15 @@ class AVIConfig:
     # and before teacher_gumbel_scale with a noiseless teacher.
     ABSENT_MEANS: ClassVar[dict] = {"line_target_share": 1.0, "policy_lr_scale": 1.0, "rule_prior": False,
                                     "teacher_gumbel_scale": 0.0}
+    # Settings another turns off (configs.require_used_settings): the mcts teacher's improved
+    # policy replaces the child values' softmax.
+    UNUSED_WHERE: ClassVar[tuple] = (
+        (("policy_temperature", "line_target_share"), lambda config: config.policy_teacher == "lines",
+         "acts on the 'lines' policy teacher only; the 'mcts' teacher ignores it"),
+        (("teacher_simulations", "teacher_considered", "teacher_gumbel_scale"),
+         lambda config: config.policy_teacher == "mcts",
+         "acts on the 'mcts' policy teacher only, and the teacher is 'lines'"),
+    )
 
     def __post_init__(self):
         configs.require_rules(self.game, game.CLICK_RULES, "avi")
@@ -133,13 +142,7 @@ class AVIConfig:
         if self.buffer_lines > 2**16 or self.beam_width > 2**16:  # rows and slots are drawn from 16 bits
             field = "buffer_lines" if self.buffer_lines > 2**16 else "beam_width"
             raise configs.FieldError(field, f"must be at most 65536, got {getattr(self, field)}")
-        # The mcts teacher's improved policy replaces the child values' softmax.
-        configs.require_default_where_unused(self, ("policy_temperature", "line_target_share"),
-                                             self.policy_teacher == "lines",
-                                             "acts on the 'lines' policy teacher only; the 'mcts' teacher ignores it")
-        configs.require_default_where_unused(self, ("teacher_simulations", "teacher_considered", "teacher_gumbel_scale"),
-                                             self.policy_teacher == "mcts",
-                                             "acts on the 'mcts' policy teacher only (the teacher is 'lines')")
+        configs.require_used_settings(self)
         expansion.require_indexable(self.child_slots, self.game, "num_envs and child_share")
         expansion.require_room(self.child_slots, self.num_envs + self.capped_positions, self.child_share)
         if self.buffer_lines < self.num_envs // self.beam_width:

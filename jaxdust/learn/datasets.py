@@ -282,7 +282,7 @@ def _require_no_other_files(directory: str) -> None:
     names = set(os.listdir(directory)) - {files.LOCK_FILE} if os.path.isdir(directory) else set()
     # A first manifest's temporary file, left by a run killed while writing it: this
     # module's own, removed under the lock (remove_leftover_temporaries), not another's.
-    names = {name for name in names if not name.startswith(files.TEMPORARY_PREFIX)}
+    names = {name for name in names if not (name.startswith(files.TEMPORARY_PREFIX) and name.endswith("manifest.json"))}
     if names and not names & {"manifest.json", "journal.jsonl"}:
         others = sorted(names)
         raise ValueError(f"{directory} holds other files ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}) "

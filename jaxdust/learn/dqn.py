@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -76,6 +76,15 @@ class DQNConfig:
     epsilon_fraction: float = 0.2  # of the run spent decaying epsilon
     adaptive_epsilon: bool = False  # the original: aim at random_moves_per_game
     random_moves_per_game: float = 1.0  # adaptive_epsilon's aim
+    # Settings another turns off (configs.require_used_settings).
+    UNUSED_WHERE: ClassVar[tuple] = (
+        (("child_share",), lambda config: config.backup == "full",
+         "sizes the 'full' backup only, and the backup is 'sampled'"),
+        (("random_moves_per_game",), lambda config: config.adaptive_epsilon,
+         "is adaptive_epsilon's aim, and adaptive_epsilon is off"),
+        (("epsilon_end", "epsilon_fraction"), lambda config: not config.adaptive_epsilon,
+         "shapes the scheduled epsilon, which adaptive_epsilon replaces"),
+    )
     max_clicks: int = 100  # truncation of one game
 
     def __post_init__(self):
@@ -136,12 +145,7 @@ class DQNConfig:
                                                "(it backs up occupied cells, one step, without the original's mixing)")
         if not 0.0 < self.child_share <= 1.0:
             raise configs.FieldError("child_share", f"must be in (0, 1], got {self.child_share}")
-        configs.require_default_where_unused(self, ("child_share",), self.backup == "full",
-                                             "sizes the 'full' backup only (the backup is 'sampled')")
-        configs.require_default_where_unused(self, ("random_moves_per_game",), self.adaptive_epsilon,
-                                             "is adaptive_epsilon's aim, which is off")
-        configs.require_default_where_unused(self, ("epsilon_end", "epsilon_fraction"), not self.adaptive_epsilon,
-                                             "shapes the scheduled epsilon, which adaptive_epsilon replaces")
+        configs.require_used_settings(self)
         if self.backup == "full":
             expansion.require_indexable(self.child_slots, self.game, "batch_size and child_share")
             expansion.require_room(self.child_slots, self.batch_size, self.child_share)
