@@ -76,6 +76,7 @@ class DQNConfig:
     epsilon_fraction: float = 0.2  # of the run spent decaying epsilon
     adaptive_epsilon: bool = False  # the original: aim at random_moves_per_game
     random_moves_per_game: float = 1.0  # adaptive_epsilon's aim
+    max_clicks: int = 100  # truncation of one game
     # Settings another turns off (configs.require_used_settings).
     UNUSED_WHERE: ClassVar[tuple] = (
         (("child_share",), lambda config: config.backup == "full",
@@ -85,7 +86,6 @@ class DQNConfig:
         (("epsilon_end", "epsilon_fraction"), lambda config: not config.adaptive_epsilon,
          "shapes the scheduled epsilon, which adaptive_epsilon replaces"),
     )
-    max_clicks: int = 100  # truncation of one game
 
     def __post_init__(self):
         configs.require_rules(self.game, game.CLICK_RULES, "dqn")
