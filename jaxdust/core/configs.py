@@ -120,13 +120,11 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
                 raise FieldError(name, f"must be below 2^31 = {flags.INT32_LIMIT:,}, got {value!r}")
 
 
-def _has_default(field: dataclasses.Field) -> bool:
-    return field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
-
-
-def _default(config_class, name: str):
-    field = next(field for field in dataclasses.fields(config_class) if field.name == name)
-    return field.default_factory() if field.default is dataclasses.MISSING else field.default
+def _defaults(config_class) -> dict:
+    """Each field's default (a factory's value), for the fields that have one."""
+    return {field.name: field.default if field.default is not dataclasses.MISSING else field.default_factory()
+            for field in dataclasses.fields(config_class)
+            if field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING}
 
 
 def require_used_settings(config) -> None:
@@ -134,13 +132,15 @@ def require_used_settings(config) -> None:
     where another setting turns it off (the class's ``UNUSED_WHERE``: ``(names, used(config),
     why)`` triples), which a run would record in ``config.json`` as if it had trained under
     it. A field's ``ABSENT_MEANS`` value (a run saved before the field existed) passes."""
+    rules = getattr(type(config), "UNUSED_WHERE", ())
     absent = getattr(type(config), "ABSENT_MEANS", {})
-    for names, used, why in getattr(type(config), "UNUSED_WHERE", ()):
+    defaults = _defaults(type(config)) if rules else {}
+    for names, used, why in rules:
         if used(config):
             continue
         for name in names:
             value = getattr(config, name)
-            if value != _default(type(config), name) and not (name in absent and value == absent[name]):
+            if value != defaults[name] and not (name in absent and value == absent[name]):
                 raise FieldError(name, f"{why} (got {value!r})")
 
 
@@ -151,12 +151,11 @@ def _unused_settings_at_default(config_class, values: dict, saved) -> dict:
     rules = getattr(config_class, "UNUSED_WHERE", ())
     if not rules:
         return values
-    defaults = {field.name: _default(config_class, field.name) for field in dataclasses.fields(config_class)
-                if field.name not in values and _has_default(field)}
-    view = types.SimpleNamespace(**defaults, **values)
+    defaults = _defaults(config_class)
+    view = types.SimpleNamespace(**{**defaults, **values})
     for names, used, _ in rules:
         if not used(view):
-            values = {**values, **{name: _default(config_class, name) for name in names if name in saved}}
+            values = {**values, **{name: defaults[name] for name in names if name in saved}}
     return values
 
 
