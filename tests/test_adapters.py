@@ -161,6 +161,16 @@ def test_gymnasium_envs_refuse_actions_outside_their_space(action):
     vector.step(np.array([0, 47]))
 
 
+@pytest.mark.parametrize("actions", [[[0], [47]], [[0, 47]], 0])
+def test_the_vector_env_takes_its_action_space_shape_only(actions):
+    """``(num_envs,)``, as ``SyncVectorEnv`` of the single envs (which take a scalar each)."""
+    vector = DustVectorEnv(2 if np.ndim(actions) else 1)
+    vector.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions per step, shaped \((2|1),\), got an array of shape"):
+        vector.step(actions)
+    assert vector.action_space.contains(np.zeros(vector.num_envs, np.int64))
+
+
 def test_vector_env_resets_finished_games_in_the_same_step():
     env = gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=32)
     assert isinstance(env, DustVectorEnv) and env.action_space.shape == (32,)

@@ -665,8 +665,9 @@ def test_compile_profile_counts_compiles_in_every_process_of_a_command(tmp_path)
 @pytest.mark.slow
 def test_compile_times_compares_two_revisions_program_by_program(tmp_path):
     """``benchmarks/compile_times.py``: each revision's first call and warm calls of a
-    program, in fresh processes; both sides here are the working tree, so the ratios sit
-    near 1. An unknown program is refused before any run."""
+    program, in fresh processes (both sides here are the working tree: no timing is
+    asserted, only that each ratio is new over old and the lines agree). An unknown program
+    is refused before any run."""
     out = tmp_path / "times.json"
     command = [sys.executable, "benchmarks/compile_times.py", "WORKTREE", "WORKTREE", "--rounds", "1",
                "--programs", "solver_key,env_4096", "--out", str(out)]
@@ -677,7 +678,8 @@ def test_compile_times_compares_two_revisions_program_by_program(tmp_path):
     for row in rows.values():
         for side in ("old", "new"):
             assert row[side]["first_call_cpu_s"] > 0 and row[side]["warm_ms"] > 0
-        assert 0.2 < row["first_call_ratio"] < 5 and 0.1 < row["warm_ratio"] < 10 and row["same_lengths"]
+        assert row["first_call_ratio"] == pytest.approx(row["new"]["first_call_cpu_s"] / row["old"]["first_call_cpu_s"])
+        assert row["warm_ratio"] == pytest.approx(row["new"]["warm_ms"] / row["old"]["warm_ms"]) and row["same_lengths"]
     assert "| solver_key |" in result.stdout and "| env_4096 |" in result.stdout
     report = json.loads(out.read_text())  # what was compared, as commits, and where
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()

@@ -114,7 +114,15 @@ def test_each_shape_comment_holds_until_the_next_and_boards_follow_their_rules(t
                     "# width=2 height=3\n112233 3\n")
     records = jaxdust.read_board_file(path)
     assert [r.board.shape for r in records] == [(3, 2), (3, 2), (2, 3)] and [r.values for r in records] == [(1,), (2,), (3,)]
-    assert [r.board.shape for r in jaxdust.read_board_file(path, width=6, height=1)] == [(6, 1)] * 3  # given: wins
+    # A given shape shapes a file without a header; against a header it would be other cells.
+    with pytest.raises(ValueError, match=r"boards.txt:2: its header reads the boards at 3x2, width=/height= at 6x1"):
+        jaxdust.read_board_file(path, width=6, height=1)
+    with pytest.raises(ValueError, match=r"boards.txt:6: its header reads the boards at 2x3, width=/height= at 3x2"):
+        jaxdust.read_board_file(path, width=3, height=2)
+    bare = tmp_path / "bare.txt"
+    bare.write_text("112233\n")
+    assert [r.board.shape for r in jaxdust.read_board_file(bare, width=6, height=1)] == [(6, 1)]
+    assert [r.board.shape for r in jaxdust.read_board_file(bare, width=3)] == [(3, 2)]
     assert len(jaxdust.read_board_file(path, limit=2)) == 2
     # Settled under samegame (columns close left), not under dust (halves pack to the centre).
     path.write_text("# width=4 height=2\n11200000\n")

@@ -193,6 +193,26 @@ def test_a_damaged_shard_is_named_and_made_again_from_the_journal(tmp_path, smal
     assert directory_bytes(directory) == directory_bytes(small_set[0])
 
 
+def test_a_shard_of_other_bytes_than_its_manifest_records_is_refused_and_made_again(tmp_path, small_set, capsys):
+    """A readable shard of the right shape from another place (another set's, or an older
+    make of this one) loaded as this set's data without a word; its sha256 is recorded."""
+    directory = tmp_path / "set"
+    shutil.copytree(small_set[0], directory)
+    digests = json.loads((directory / "manifest.json").read_text())["sha256"]
+    assert sorted(digests) == [f"shard-{i:05d}.npz" for i in range(5)]
+    shutil.copy(directory / "shard-00001.npz", directory / "shard-00003.npz")  # loads fine, other boards
+    with pytest.raises(ValueError, match=r"shard-00003.npz is not the one its manifest lists \(its sha256 differs"
+                                         r".*\): run python -m jaxdust.learn.datasets .* to make it again"):
+        load_dataset(str(directory))
+    make_dataset(str(directory), SMALL, progress=False)
+    assert "shard-00003.npz is not the one its manifest lists" in capsys.readouterr().err
+    assert directory_bytes(directory) == directory_bytes(small_set[0])
+    old = json.loads((directory / "manifest.json").read_text())
+    del old["sha256"]  # as sets made before 0.2.46 are: read as they stand
+    (directory / "manifest.json").write_text(json.dumps(old))
+    assert len(load_dataset(str(directory)).boards) == len(small_set[1].boards)
+
+
 def test_a_journal_record_that_does_not_replay_is_named_not_trusted(tmp_path, small_set):
     """A resumed set replays the journal's records of the shards it has still to write
     before they become samples: a line edited by hand (clicks that stop early, a click on

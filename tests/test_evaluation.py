@@ -179,7 +179,8 @@ def test_a_former_file_played_under_env_of_the_dust_game_says_why_its_boards_do_
                        "--out", str(tmp_path / "out")])
     assert ("the file's boards are the dust game's (it has no rules= header) and --env plays clickomania"
             in capsys.readouterr().err)
-    assert evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "out")])
+    report = evaluate.main(["--boards", str(path), "--agents", "largest", "--out", str(tmp_path / "out")])
+    assert report["rules"] == "former" and report["agents"]["largest"]["not_cleared"] == 0  # under its own rules
     # Where the file and --env agree on the rules, or the board is wrong in another way, no
     # word about rules follows the refusal.
     unsettled = tmp_path / "unsettled.txt"
@@ -569,7 +570,8 @@ def test_two_evaluations_into_one_folder_do_not_mix(tmp_path, capsys):
         assert os.listdir(tmp_path) == [".lock"]
     finally:
         holder.release()
-    assert evaluate.main(["--random", "2", "--size", "4x3x3", "--agents", "largest", "--out", str(tmp_path)])
+    report = evaluate.main(["--random", "2", "--size", "4x3x3", "--agents", "largest", "--out", str(tmp_path)])
+    assert report["agents"]["largest"]["boards"] == 2 and (tmp_path / "summary.json").exists()
 
 
 def test_the_reference_row_shows_the_sample_deviation_and_random_boards_alone_get_no_seed_note(tmp_path, capsys):
@@ -813,6 +815,20 @@ def test_ranking_set_labels_are_consistent():
         assert ranking.actions_of(np.asarray(jaxdust.parse_board(record["board"], 8, 6))) == record["actions"]
 
 
+def test_the_ranking_command_extends_a_set_only_under_its_own_node_limit(tmp_path, capsys):
+    """Under another limit other children's proofs end: the set would be a mix of two."""
+    out = tmp_path / "ranking.jsonl"
+    record = {**ranking.load()[0], "node_limit": 20000}
+    out.write_text(json.dumps(record) + "\n")
+    with pytest.raises(SystemExit) as stop:
+        ranking.main(["--boards", "1", "--out", str(out), "--node-limit", "30000"])
+    assert stop.value.code == 2
+    assert "was made under --node-limit 20000, and this call gives 30000" in capsys.readouterr().err
+    assert out.read_text() == json.dumps(record) + "\n"
+    assert ranking.main(["--boards", "1", "--out", str(out), "--node-limit", "20000"]) == 0  # board 0: done
+    assert capsys.readouterr().out == f"{out}: 1 labelled position from 1 board\n"
+
+
 @pytest.mark.slow
 def test_the_ranking_command_says_what_it_wrote_and_resumes(tmp_path, capsys):
     """It worked for a minute and printed nothing; a rerun of finished boards adds none."""
@@ -821,6 +837,7 @@ def test_the_ranking_command_says_what_it_wrote_and_resumes(tmp_path, capsys):
         assert ranking.main(["--boards", "1", "--out", str(out), "--node-limit", "20000"]) == 0
         lines = out.read_text().splitlines()
         assert lines and {json.loads(line)["board_index"] for line in lines} == {0}
+        assert {json.loads(line)["node_limit"] for line in lines} == {20000}
         assert capsys.readouterr().out == f"{out}: {len(lines)} labelled positions from 1 board\n"
     extra = tmp_path / "more.jsonl"  # a file holding more boards than asked for: counted as they are
     extra.write_text(out.read_text() + out.read_text().replace('"board_index": 0', '"board_index": 1'))

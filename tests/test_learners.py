@@ -1244,15 +1244,20 @@ def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
     saved = {**settings, "changes": {"hidden": [1024, 1024]}, "hardware": gpu}
     assert equal_time.difference(saved, "wide", settings, gpu) is None
     assert equal_time.difference(saved, "wide", settings, {**gpu, "cpu": "AMD EPYC", "cores": 8}) is None  # the GPU trains
-    assert equal_time.difference(saved, "wide", settings, cpu) is not None
-    assert equal_time.difference(saved, "wide", settings, {**gpu, "device_kind": "NVIDIA H200"}) is not None
-    assert equal_time.difference({**saved, "jaxdust": "0.2.12"}, "wide", settings, gpu) is not None  # another version
-    assert equal_time.difference(saved, "wide", {**settings, "minutes": 15.0}, gpu) is not None
-    assert equal_time.difference(saved, "deep", settings, gpu) is not None  # other changes
+    assert equal_time.difference(saved, "wide", settings, cpu) == "measured with backend 'gpu', this process has 'cpu'"
+    assert equal_time.difference(saved, "wide", settings, {**gpu, "device_kind": "NVIDIA H200"}) == (
+        "measured with device_kind 'NVIDIA H100 80GB HBM3', this process has 'NVIDIA H200'")
+    assert equal_time.difference({**saved, "jaxdust": "0.2.12"}, "wide", settings, gpu) == (
+        "measured with jaxdust '0.2.12', not '0.2.13'")
+    assert equal_time.difference(saved, "wide", {**settings, "minutes": 15.0}, gpu) == (
+        "measured with minutes 8.0, not 15.0")
+    assert equal_time.difference(saved, "deep", settings, gpu) == "measured with other changes than deep's"
     on_cpu = {**saved, "hardware": cpu}
     assert equal_time.difference(on_cpu, "wide", settings, cpu) is None
-    assert equal_time.difference(on_cpu, "wide", settings, {**cpu, "cores": 4}) is not None
-    assert equal_time.difference({k: v for k, v in on_cpu.items() if k != "hardware"}, "wide", settings, cpu) is not None
+    assert equal_time.difference(on_cpu, "wide", settings, {**cpu, "cores": 4}).startswith(
+        "measured with cores 2, this process has 4")
+    assert equal_time.difference({k: v for k, v in on_cpu.items() if k != "hardware"}, "wide", settings, cpu) == (
+        "measured with backend None, this process has 'cpu'")  # a result that names no machine
     assert equal_time.difference(on_cpu, "wide", settings, {**cpu, "cores": 1}) == (  # said, so a user can pin it
         "measured with cores 2, this process has 1 (a process pinned with taskset counts the cores it may use)")
     assert equal_time.difference(on_cpu, "wide", {**settings, "jaxdust": "0.2.14"}, cpu) == (

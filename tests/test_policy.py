@@ -254,6 +254,17 @@ def test_a_network_refuses_boards_of_more_colours_than_it_was_built_for():
     assert searched.shape == (3,) and bool(jnp.all(searched >= 0))
 
 
+def _former_line_clears(board, actions) -> bool:
+    """Whether flat actions (``-1`` after the end) clear ``board`` under the plain-Python
+    oracle's Former rules, every click removing a cluster."""
+    position, height = np.asarray(board), board.shape[1]
+    for action in (int(a) for a in actions if a >= 0):
+        position, removed = fr.click(position, action // height, action % height, "former")
+        if not removed:
+            return False
+    return not position.any()
+
+
 def test_a_network_trained_under_other_rules_is_refused_under_the_default_ones():
     """A Former network (its rule prior keeps the rules) played by play_boards, the beam or
     the search without rules="former" gave plausible numbers of the dust game."""
@@ -270,10 +281,11 @@ def test_a_network_trained_under_other_rules_is_refused_under_the_default_ones()
             call()
     assert model_rules(mcts.MCTSPolicy(evaluator)) == "former"
     played = play_boards(boards, agents.ClusterArgmax(network), key, 12, params, rules="former")
-    assert bool(jnp.all(played.clicks > 0))
+    assert bool(jnp.all(played.cleared)) and all(map(_former_line_clears, boards, played.actions))
     # Under the rules it says, the beam and the search take it (the rules asked reach the check).
     found = beam_search(boards, 2, scorer=agents.ValueHeadScorer(network), params=params, rules="former")
-    assert bool(jnp.all(found.length > 0))
+    assert all(map(_former_line_clears, boards, found.actions))
+    assert [int(n) for n in found.length] == [int(np.sum(a >= 0)) for a in np.asarray(found.actions)]
     beam_search(boards, 2, rescorer=agents.ValueHeadScorer(network), params=params, rules="former")
     assert mcts.search(boards, evaluator, params, key, 4, rules="former").action.shape == (2,)
     # A network that says "dust" may come from a run without the rule prior, of any rules.
@@ -304,7 +316,8 @@ def test_a_lookahead_plays_its_own_rules_and_a_beam_under_others_refuses_it():
         beam_search(boards, 2, rescorer=beam.lookahead_heuristic, rules="former")
     former = beam.lookahead_scorer(heuristic.heuristic_for("former"), rules="former")
     assert model_rules(former) == "former"
-    assert bool(jnp.all(beam_search(boards, 2, rescorer=former, rules="former").length > 0))
+    found = beam_search(boards, 2, rescorer=former, rules="former")
+    assert all(map(_former_line_clears, boards, found.actions))
 
 
 @pytest.mark.slow

@@ -5,7 +5,10 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+
+from tests import family_reference
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -57,8 +60,17 @@ def test_readme_family_example_runs():
     code = re.search(r"## The SameGame family\n.*?```python\n(.*?)```", README, re.S).group(1)
     namespace = {}
     exec(code, namespace)
-    assert int(namespace["removed"]) != 1  # samegame never removes a single cell
-    assert namespace["env"].game.rules == "samegame" and namespace["mask"].shape == (15, 15)
+    board = np.asarray(namespace["board"])
+    after, removed = family_reference.click(board, 0, 0, "samegame")
+    assert int(namespace["removed"]) == removed == 3  # as its comment says
+    np.testing.assert_array_equal(namespace["after"], after)
+    legal = np.zeros(board.shape, bool)
+    for cluster in family_reference.clusters(board):
+        for x, y in cluster if len(cluster) >= 2 else ():
+            legal[x, y] = True
+    np.testing.assert_array_equal(namespace["mask"], legal)
+    assert int(namespace["points"]) == family_reference.line_points(board, [(0, 0), (3, 2)]) > 0
+    assert namespace["env"].game.rules == "samegame"
 
 
 def test_version_is_the_changelog_s_newest():

@@ -366,9 +366,10 @@ class DustVectorEnv(_Compiled, VectorEnv):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
         actions = _checked_actions(actions, self.env.game.num_cells)
-        if actions.size != self.num_envs:
-            raise ValueError(f"{self.num_envs} actions per step, got {actions.size}")
-        actions = jnp.asarray(actions.reshape(self.num_envs))
+        if actions.shape != (self.num_envs,):  # the action space's shape, as the single env takes a scalar only
+            got = f"{actions.size}" if actions.ndim == 1 else f"an array of shape {actions.shape}"
+            raise ValueError(f"{self.num_envs} actions per step, shaped ({self.num_envs},), got {got}")
+        actions = jnp.asarray(actions)
         if self.autoreset_mode == AutoresetMode.DISABLED and self._restart.any():
             raise RuntimeError(f"games {np.flatnonzero(self._restart).tolist()} have ended: restart them with "
                                f"reset(options={{'reset_mask': ...}}) before the next step (autoreset_mode "

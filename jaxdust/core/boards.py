@@ -516,20 +516,35 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
             yield number, parts, line_width, line_height
 
 
+def require_header_shape(lines: Iterable[str], width: int | None, height: int | None, source: str | None,
+                         given: str = "width=/height=") -> None:
+    """ValueError naming the first board whose header's shape ``width``/``height`` (named
+    ``given`` in the message) contradict: read at another shape than its file says, a board
+    is other cells, or an error. A file without a header is read at the given shape."""
+    if width is None and height is None:
+        return
+    for number, _, header_width, header_height in board_lines(lines, source=source, fallback=(width, height)):
+        if header_width is not None and (width or header_width, height or header_height) != (header_width, header_height):
+            raise ValueError(f"{_where(source, number)}: its header reads the boards at "
+                             f"{header_width}x{header_height}, {given} at {width or header_width}x"
+                             f"{height or header_height}: leave {given} out or correct the header")
+
+
 def read_board_file(path: str | os.PathLike, width: int | None = None, height: int | None = None,
                     limit: int | None = None, rules: str | None = None) -> list[BoardRecord]:
     """Boards from a file in the ``boards/`` format, each settled under ``rules`` (None: the
     rules its header declares, ``# ... rules=former``, else ``"dust"``).
 
     Lines starting with ``#`` are comments; a ``# width=W height=H`` comment sets the
-    shape of the boards after it unless given here, and a ``colors=C`` field caps the
+    shape of the boards after it (``width``/``height`` given here shape the boards of a file
+    without one, and must agree with it where it has one), and a ``colors=C`` field caps the
     colours its boards may hold. Each other non-blank line is a board in text form followed
     by optional integers. ``limit``: read only the first that many boards (a positive
     integer, or None for all).
 
     Raises:
-      ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line; a ``limit``
-        below 1; a file that cannot be read (``cannot read board file <path>: ...``).
+      ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line, or the first
+        board whose header's shape ``width``/``height`` contradict; a ``limit`` below 1; a file that cannot be read (``cannot read board file <path>: ...``).
     """
     lines = files.read_lines(os.fspath(path), "board file")
     return read_board_lines(lines, str(path), width, height, limit, rules)
@@ -545,6 +560,7 @@ def read_board_lines(lines: Sequence[str], source: str, width: int | None = None
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     rules = declared_rules(lines, source) if rules is None else rules
     game.rules_of(rules)
+    require_header_shape(lines, width, height, source)
     colours = declared_colours(lines, source)
     records = []
     for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, source, fallback):

@@ -213,7 +213,8 @@ def board_records(index: int, node_limit: int, per_line: int = 2, seed_base: int
         if labelled is not None:
             actions, values = labelled
             records.append({"board": text, "source": source, "board_index": index, "depth": depth,
-                            "value": 1 + min(values), "actions": actions, "child_values": values})
+                            "value": 1 + min(values), "actions": actions, "child_values": values,
+                            "node_limit": node_limit})
     return records
 
 
@@ -225,13 +226,19 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=flags.output_file, required=True,
                         help=f"JSON lines; an existing file is extended (the set shipped: {RANKING_FILE})")
     parser.add_argument("--node-limit", type=flags.positive_int, default=6_000_000,
-                        help="positions per child proof (default %(default)s; an existing --out is extended "
-                             "with whatever limit is given now: keep it for one set)")
+                        help="positions per child proof (default %(default)s; each record keeps it, and an "
+                             "existing --out is extended only under the limit its records name)")
     args = parser.parse_args(argv)
     try:
-        done = {r["board_index"] for r in recover_json_lines(args.out)}
+        previous = recover_json_lines(args.out)
+        done = {r["board_index"] for r in previous}
     except (ValueError, KeyError, TypeError):
         flags.fail(parser, f"--out {args.out} is not a ranking file this program wrote")
+    # A child whose proof does not end within the limit is left out: one set, one limit.
+    limits = sorted({r["node_limit"] for r in previous if "node_limit" in r})
+    if limits and limits != [args.node_limit]:
+        flags.fail(parser, f"--out {args.out} was made under --node-limit {', '.join(map(str, limits))}, and "
+                           f"this call gives {args.node_limit}: give the same limit, or another --out")
     start = max(done) + 1 if done else 0  # boards are written whole and in order
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "a") as out:
@@ -242,7 +249,8 @@ def main(argv=None) -> int:
             out.flush()
     kept = recover_json_lines(args.out)
     boards = len({record["board_index"] for record in kept})  # the file may hold more boards than asked
-    print(f"{args.out}: {len(kept)} labelled positions from {boards} board{'s' if boards != 1 else ''}")
+    print(f"{args.out}: {len(kept)} labelled position{'s' if len(kept) != 1 else ''} from {boards} "
+          f"board{'s' if boards != 1 else ''}")
     return 0
 
 

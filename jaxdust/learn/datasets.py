@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import io
 import json
 import os
@@ -307,7 +308,7 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         raise ValueError(f"{directory} holds a journal.jsonl but no manifest.json, so the settings its boards were "
                          "labelled with are unknown: remove the folder, or use another")
     else:
-        manifest = {"format": FORMAT_VERSION, "config": settings, "shards": []}
+        manifest = {"format": FORMAT_VERSION, "config": settings, "shards": [], "sha256": {}}
         files.atomic_write_json(manifest_path, manifest)
 
     files.remove_leftover_temporaries(directory)  # this run's to write now (its settings matched)
@@ -321,7 +322,7 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
     seen: set[bytes] = set()
     for shard, name in enumerate(manifest["shards"]):  # rebuild the duplicate filter from finished shards
         try:
-            arrays = _read_shard(directory, name)
+            arrays = _read_shard(directory, name, manifest)
         except ValueError as error:
             print(f"warning: {error}; making it (and the shards after it) again from the journal", file=sys.stderr)
             manifest["shards"] = manifest["shards"][:shard]
@@ -346,7 +347,9 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
                 return
             data = _shard_bytes(config, [records[i] for i in indices], seen)
             files.atomic_write_bytes(_shard_path(directory, written), data)
-            manifest["shards"].append(os.path.basename(_shard_path(directory, written)))
+            name = os.path.basename(_shard_path(directory, written))
+            manifest["shards"].append(name)
+            manifest.setdefault("sha256", {})[name] = hashlib.sha256(data).hexdigest()
             files.atomic_write_json(manifest_path, manifest)
             written += 1
 
@@ -380,19 +383,28 @@ def _manifest(directory: str) -> dict:
     except (OSError, ValueError) as error:
         raise ValueError(f"{path} cannot be read ({error})") from None
     if not (isinstance(manifest, dict) and isinstance(manifest.get("config"), dict)
-            and isinstance(manifest.get("shards"), list)):
+            and isinstance(manifest.get("shards"), list) and isinstance(manifest.get("sha256", {}), dict)):
         raise ValueError(f"{path} is not a data set's manifest")
     return manifest
 
 
-def _read_shard(directory: str, name: str) -> dict[str, np.ndarray]:
-    """A shard's arrays; ValueError naming it when it is missing or damaged."""
+def _read_shard(directory: str, name: str, manifest: dict) -> dict[str, np.ndarray]:
+    """A shard's arrays; ValueError naming it when it is missing or damaged, or its bytes are
+    not those the manifest's ``sha256`` records (sets made before 0.2.46 record none)."""
     path = os.path.join(directory, str(name))
     try:
-        with np.load(path) as arrays:
-            return {field: arrays[field] for field in Dataset._fields}
+        with open(path, "rb") as handle:
+            data = handle.read()
+        with np.load(io.BytesIO(data)) as arrays:
+            shard = {field: arrays[field] for field in Dataset._fields}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"shard {path} cannot be read ({type(error).__name__}: {error})") from None
+    expected = manifest.get("sha256", {}).get(str(name))
+    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+        # Shards are byte-identical for equal data, so other bytes are other data.
+        raise ValueError(f"shard {path} is not the one its manifest lists (its sha256 differs: copied from "
+                         "another set, or changed)")
+    return shard
 
 
 def settings_as_written(settings: dict) -> dict:
@@ -472,7 +484,7 @@ def load_dataset(directory: str, finished: bool = False) -> Dataset:
     parts = []
     for name in manifest["shards"]:
         try:
-            parts.append(_read_shard(directory, name))
+            parts.append(_read_shard(directory, name, manifest))
         except ValueError as error:
             raise ValueError(f"{error}: run {dataset_command(directory, _config_of(directory, manifest))} "
                              "to make it again") from None

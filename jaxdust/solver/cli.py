@@ -50,7 +50,7 @@ import sys
 
 from jaxdust.core import flags, machine
 from jaxdust.core.boards import (board_lines, declared_colours, declared_rules, parse_board, replay,
-                                 require_declared_colours)
+                                 require_declared_colours, require_header_shape)
 from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
 from jaxdust.core.files import (atomic_write_bytes, lock_directory, open_to_append_alone, read_lines,
                                 recover_json_lines, remove_leftover_temporaries)
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
         args.rules = args.rules or declared_rules(lines, source)
         if args.rules not in CLICK_RULES:
             raise ValueError(f"{source} declares rules={args.rules}; the exact solver plays {', '.join(CLICK_RULES)}")
-        _check_flag_shape(lines, args.width, args.height, source)
+        require_header_shape(lines, args.width, args.height, source, given="--width/--height")
         colours = declared_colours(lines, source)  # the header's colors=, a cap on every board's
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height, source)]
@@ -291,19 +291,6 @@ def _pick_lines(jobs, ranges, source):
             where = f"line {low}" if low == high else f"lines {low}-{high}"
             raise ValueError(f"--lines: no board on {where} of {source}")
     return [job for job in jobs if any(low <= job[0] <= high for low, high in ranges)]
-
-
-def _check_flag_shape(lines: list[str], width: int | None, height: int | None, source: str) -> None:
-    """ValueError naming the first board whose header's shape ``--width``/``--height``
-    contradict: read at the flags' shape, every board of it would be an error line."""
-    if width is None and height is None:
-        return
-    # The flags as the fallback: a file without a header is read at their shape (its prose too).
-    for number, _, header_width, header_height in board_lines(lines, source=source, fallback=(width, height)):
-        if header_width is not None and (width or header_width, height or header_height) != (header_width, header_height):
-            raise ValueError(f"{source}:{number}: its header reads the boards at {header_width}x{header_height}, "
-                             f"--width/--height at {width or header_width}x{height or header_height}: leave the "
-                             f"flags out or correct the header")
 
 
 def _same_file(a: str, b: str) -> bool:
