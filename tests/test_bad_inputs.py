@@ -2,6 +2,7 @@
 names the flag or file and the problem (never a traceback or a hang), and the parsers behind
 them raise ValueError and nothing else on any text (hypothesis)."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -971,6 +972,25 @@ def test_the_notebook_runner_refuses_a_name_it_has_not(capsys):
     assert exit_info.value.code == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line == "execute.py: error: no notebook quickstar here; there are quickstart, solvers_evaluation, train_dqn"
+
+
+def test_help_states_each_options_default_once():
+    """Many benchmark flags gave no default in ``--help``; a default worth naming is added
+    where the help names none, and left alone where it does or where there is none."""
+    from jaxdust.core import flags
+
+    parser = flags.Parser(prog="x")
+    parser.add_argument("--boards", type=int, default=200)
+    parser.add_argument("--width", type=int, default=64, help="beam width")
+    parser.add_argument("--jobs", type=int, default=1, help="processes (default: one a core)")
+    parser.add_argument("--ids", default=("a", "b"), help="which")
+    for quiet in (dict(default=None, help="none by default"), dict(action="store_true", help="a switch"),
+                  dict(default="", help="empty"), dict(type=int, default=3, help=argparse.SUPPRESS)):
+        parser.add_argument(f"--q{len(parser._actions)}", **quiet)
+    text = " ".join(parser.format_help().split())
+    assert "--boards BOARDS default 200 " in text and "beam width (default 64) " in text
+    assert "processes (default: one a core) " in text and "which (default ('a', 'b'))" in text
+    assert text.count("default") == 5 and "--q" in text and "default None" not in text
 
 
 def test_help_shows_examples_as_the_command_was_started(monkeypatch, capsys):

@@ -45,8 +45,25 @@ class Parser(argparse.ArgumentParser):
                 self.description = "\n".join(_renamed(line, repository_name, command)
                                              for line in self.description.split("\n"))
 
+    def add_argument(self, *args, **kwargs):
+        """argparse's, with ``(default X)`` added to an option's help where it names no
+        default and its default is a plain value (a number, a word, a tuple of them)."""
+        action = super().add_argument(*args, **kwargs)
+        text = action.help or ""
+        if (action.option_strings and text is not argparse.SUPPRESS and "default" not in text.lower()
+                and action.nargs != 0 and _plain(action.default)):
+            action.help = f"{text} (default %(default)s)" if text else "default %(default)s"
+        return action
+
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _plain(value) -> bool:
+    """A default worth stating in ``--help``: not None (unset), not empty, not an object."""
+    if isinstance(value, (tuple, list)):
+        return bool(value) and all(_plain(item) for item in value)
+    return isinstance(value, (int, float, str)) and not isinstance(value, bool) and value != ""
 
 
 def _started_as() -> str:
