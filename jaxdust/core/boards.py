@@ -544,7 +544,8 @@ def read_board_file(path: str | os.PathLike, width: int | None = None, height: i
 
     Raises:
       ValueError: ``"<path>:<line>: <problem>"`` for the first malformed line, or the first
-        board whose header's shape ``width``/``height`` contradict; a ``limit`` below 1; a file that cannot be read (``cannot read board file <path>: ...``).
+        board whose header's shape ``width``/``height`` contradict; a ``limit`` below 1; a
+        file that cannot be read (``cannot read board file <path>: ...``).
     """
     lines = files.read_lines(os.fspath(path), "board file")
     return read_board_lines(lines, str(path), width, height, limit, rules)

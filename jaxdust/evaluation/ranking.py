@@ -232,10 +232,10 @@ def main(argv=None) -> int:
     try:
         previous = recover_json_lines(args.out)
         done = {r["board_index"] for r in previous}
+        # A child whose proof does not end within the limit is left out: one set, one limit.
+        limits = sorted({r["node_limit"] for r in previous if "node_limit" in r})
     except (ValueError, KeyError, TypeError):
         flags.fail(parser, f"--out {args.out} is not a ranking file this program wrote")
-    # A child whose proof does not end within the limit is left out: one set, one limit.
-    limits = sorted({r["node_limit"] for r in previous if "node_limit" in r})
     if limits and limits != [args.node_limit]:
         flags.fail(parser, f"--out {args.out} was made under --node-limit {', '.join(map(str, limits))}, and "
                            f"this call gives {args.node_limit}: give the same limit, or another --out")
