@@ -23,6 +23,7 @@ import numpy as np
 import jaxdust
 from jaxdust import solve
 from jaxdust.core import files, flags, machine
+from jaxdust.core.progress import progress_bar
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SETS = {
@@ -55,11 +56,20 @@ def _warm_up(_):
     return True
 
 
-def _run(jobs, processes):
+def _results(jobs, processes):
+    """Each job's record as its board ends, in the jobs' order."""
     context = multiprocessing.get_context("spawn")
     with context.Pool(processes) as pool:
         pool.map(_warm_up, range(processes))
-        return pool.map(_solve_one, jobs, chunksize=1)
+        yield from pool.imap(_solve_one, jobs, chunksize=1)
+
+
+def _run(jobs, processes, what, records, kept):
+    """Appends the jobs' records to ``records``, calling ``kept`` after each board (so a killed
+    run keeps the boards it measured)."""
+    for record in progress_bar(_results(jobs, processes), total=len(jobs), desc=what, leave=False):
+        records.append(record)
+        kept()
 
 
 def _percentiles(values):
@@ -81,10 +91,17 @@ def main(argv=None) -> dict:
     parser.add_argument("--jobs", type=flags.positive_int, default=1, help="boards solved at once, one core each")
     parser.add_argument("--out", type=flags.output_file, default="results/solver.json")
     args = parser.parse_args(argv)
+    held = len(jaxdust.read_board_file(os.path.join(ROOT, SETS["8x6"][0])))
+    if args.boards_8x6 > held:
+        flags.fail(parser, f"--boards-8x6 {args.boards_8x6}: the evaluation set holds {held}")
 
     report = {"benchmark": "solver", "measured_on": machine.measured_on(jaxdust.__version__), "cpu": machine.cpu_name(),
               "cpu_count": os.cpu_count(), "jobs": args.jobs, "time_limit": args.time_limit,
               "reference_limit": args.reference_limit, "sets": {}}
+
+    def kept():
+        files.atomic_write_json(args.out, report)
+
     for name in args.sets:
         path, description = SETS[name]
         records = jaxdust.read_board_file(os.path.join(ROOT, path))
@@ -92,11 +109,15 @@ def main(argv=None) -> dict:
             records = records[: args.boards_8x6]
         width, height = records[0].board.shape
         texts = [(jaxdust.board_to_text(r.board), width, height, r.values[-1]) for r in records]
+        results, reference = [], []
+        report["sets"][name] = {"boards": len(texts), "description": description, "finished": False,
+                                "per_board": results, "reference_per_board": reference}
         start = time.perf_counter()
-        results = _run([(*t, args.time_limit, False) for t in texts], args.jobs)
+        _run([(*t, args.time_limit, False) for t in texts], args.jobs, name, results, kept)
         wall = time.perf_counter() - start
-        reference = _run([(*t, args.reference_limit, True) for t in texts[: args.reference_boards]], args.jobs) \
-            if args.reference_boards else []
+        if args.reference_boards:
+            _run([(*t, args.reference_limit, True) for t in texts[: args.reference_boards]], args.jobs,
+                 f"{name} plain IDA*", reference, kept)
 
         if "optimal" in description:
             wrong = [r["board"] for r in results if r["proven"] and r["length"] != r["known"]]
@@ -106,7 +127,7 @@ def main(argv=None) -> dict:
         speedups = [ref["seconds"] / ours["seconds"]
                     for ref, ours in zip(reference, results) if ref["proven"] and ours["proven"]]
         summary = {
-            "boards": len(results), "description": description, "proven": len(proven),
+            "boards": len(results), "description": description, "finished": True, "proven": len(proven),
             "seconds": _percentiles([r["seconds"] for r in results]),
             "nodes": _percentiles([r["nodes"] for r in proven]) if proven else None,
             "mean_length": float(np.mean([r["length"] for r in results])),
@@ -127,8 +148,8 @@ def main(argv=None) -> dict:
     print(f"\nExact solver, one core per board ({report['cpu']}, {report['cpu_count']} cores, "
           f"{args.jobs} board(s) at a time), time limit {args.time_limit:g} s; seconds over every board "
           "(an unproven one at the limit), positions over the proven ones\n")
-    print("| set | boards | proven | median s | p90 s | max s | median positions (proven) | mean length "
-          "| plain IDA* median s (its proven) | speedup where both proved |")
+    print("| set | boards | proven | median s | p90 s | max s | median positions (proven) "
+          "| mean length (unproven: best found) | plain IDA* median s (its proven) | speedup where both proved |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, s in report["sets"].items():
         ref = s["reference"]

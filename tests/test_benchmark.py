@@ -788,6 +788,7 @@ def test_a_soak_that_killed_nothing_does_not_pass(monkeypatch):
     ("ranking", ["--set", "{empty}"], "--set: {empty} holds no positions"),  # was a ZeroDivisionError
     ("solver", ["--sets", "9x9"], "--sets: unknown sets 9x9; known: 6x6, 8x4, 8x6"),
     ("solver", ["--sets", "6x6,6x6"], "--sets: sets named twice: 6x6"),
+    ("solver", ["--sets", "8x4", "--boards-8x6", "5000"], "--boards-8x6 5000: the evaluation set holds 1000"),
     ("learners", ["--learners", "avi,telepathy"], "--learners: unknown learners telepathy; known: avi, dqn, imitation"),
     ("learners", ["--learners", "avi,dqn", "--dqn-flags", "--size 6x4x4"],  # before avi trains, not after dqn
      "--dqn-flags train on 6x4x4 boards under the dust rules; this benchmark plays 8x6x5 dust boards"),
@@ -904,6 +905,33 @@ def test_the_former_solvers_benchmark_records_and_prints_the_machine_of_each_row
     assert [r["line"] for r in rows] == [2, 3] and "measured_on" not in rows[0] and "measured_on" in rows[1]
     printed = capsys.readouterr().out
     assert "measured on: " in printed and "not recorded" in printed and machine.cpu_name() in printed
+
+
+def test_the_solver_benchmark_keeps_each_board_as_it_ends(tmp_path, monkeypatch):
+    """It wrote its JSON after a whole set, with no progress shown: a run killed in the
+    hours of the 8x6 set kept nothing of it."""
+    solver_benchmark = _benchmark("solver", monkeypatch)
+    out = tmp_path / "solver.json"
+    bars = []
+
+    def recorded_bar(iterable, **kwargs):
+        bars.append(kwargs)
+        return iterable
+
+    def two_boards_then_killed(jobs, processes):
+        for text, width, height, known, *_ in jobs[:2]:
+            yield {"board": text, "known": known, "proven": True, "timed_out": False, "seconds": 0.1,
+                   "nodes": 10, "length": known, "lower_bound": known}
+        assert len(json.loads(out.read_text())["sets"]["8x4"]["per_board"]) == 2
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solver_benchmark, "progress_bar", recorded_bar)
+    monkeypatch.setattr(solver_benchmark, "_results", two_boards_then_killed)
+    with pytest.raises(KeyboardInterrupt):
+        solver_benchmark.main(["--sets", "8x4", "--reference-boards", "0", "--out", str(out)])
+    kept = json.loads(out.read_text())["sets"]["8x4"]
+    assert kept["finished"] is False and kept["boards"] == 60 and len(kept["per_board"]) == 2
+    assert bars == [{"total": 60, "desc": "8x4", "leave": False}]
 
 
 def test_the_learners_benchmark_reads_its_proven_boards_from_any_directory(tmp_path, monkeypatch):
