@@ -159,16 +159,24 @@ def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> di
             "unit": "updates" if learner_name == "avi" else "env steps per game", "curve": curve}
 
 
-def difference(saved: dict, name: str, settings: dict, hardware: dict) -> str | None:
-    """What keeps a saved result of variant ``name`` from answering this call, or None: it
-    needs the same settings and changes, measured on the same kind of device (minutes buy
-    different training on other hardware), and on a CPU the same processor and cores."""
+def other_machine(saved: dict, hardware: dict) -> str | None:
+    """How the ``hardware`` a saved result records differs from this process's, or None: the
+    same kind of device, and on a CPU the same processor and cores."""
     machine_keys = ("backend", "device_kind") + (("cpu", "cores") if hardware["backend"] == "cpu" else ())
     for key in machine_keys:
         was = saved.get("hardware", {}).get(key)
         if was != hardware[key]:
             pinned = " (a process pinned with taskset counts the cores it may use)" if key == "cores" else ""
             return f"measured with {key} {was!r}, this process has {hardware[key]!r}{pinned}"
+    return None
+
+
+def difference(saved: dict, name: str, settings: dict, hardware: dict) -> str | None:
+    """What keeps a saved result of variant ``name`` from answering this call, or None: it
+    needs the same settings and changes, measured on the same machine (``other_machine``:
+    minutes buy different training on other hardware)."""
+    if (why_not := other_machine(saved, hardware)) is not None:
+        return why_not
     for key, value in settings.items():
         if saved.get(key) != value:
             return f"measured with {key} {saved.get(key)!r}, not {value!r}"
@@ -203,20 +211,24 @@ def print_table(results: dict, minutes: float, heuristic: dict) -> None:
           + " |")
 
 
-def reference_play(path: str, sets: dict, settings: dict) -> dict:
+def reference_play(path: str, sets: dict, settings: dict, hardware: dict) -> dict:
     """The hand-made heuristic on the same boards, kept in ``path`` for later calls with the
-    same boards (its beams and MCTS take as long as a short variant)."""
+    same boards on the same machine, as the variants are (its beams and MCTS take as long as
+    a short variant)."""
     if os.path.exists(path):
         with open(path) as handle:
             saved = json.load(handle)
-        if saved["settings"] == settings:
+        why_not = other_machine(saved, hardware)
+        if why_not is None and saved["settings"] == settings:
             return saved["play"]
+        print(f"{path} does not answer this call ({why_not or 'other settings'}): playing the heuristic again")
     play = {set_name: play_set(*board_set, CAP, scorer=heuristic_scorer,
                                widths=(1, 8, 64) if set_name == "proven" else (1, 8),
                                evaluator=heuristic_evaluator if set_name == "proven" else None,
                                seed=settings["seed"])
             for set_name, board_set in sets.items()}
-    files.atomic_write_json(path, {"settings": settings, "play": play})
+    files.atomic_write_json(path, {"settings": settings, "hardware": hardware,
+                                   "measured_on": machine.measured_on(__version__), "play": play})
     return play
 
 
@@ -263,7 +275,7 @@ def main(argv=None):
         files.atomic_write_json(path, results[name])
 
     heuristic = reference_play(os.path.join(args.out_dir, "heuristic.json"), sets,
-                               {k: settings[k] for k in ("seed", "boards", "proven_boards", "jaxdust")})
+                               {k: settings[k] for k in ("seed", "boards", "proven_boards", "jaxdust")}, hardware)
     print_table(results, args.minutes, heuristic)
     label = "+".join(args.variants) if args.variants else args.set
     for figure_name, field, ylabel in (("clicks", "mean", "mean clicks"), ("optimal", "optimal", "share optimal")):

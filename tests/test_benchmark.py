@@ -745,13 +745,24 @@ def test_compare_solvers_names_each_revision_by_its_commit_and_the_machine(tmp_p
     assert json.loads((tmp_path / "c.json").read_text()) == report
 
 
-def test_equal_times_heuristic_reference_plays_with_the_runs_seed(tmp_path, monkeypatch):
+def test_equal_times_heuristic_reference_plays_with_the_runs_seed_and_is_kept_per_machine(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """The kept reference named no machine and was reused on any, where the variants beside
+    it are measured again on another."""
     equal_time = _benchmark("equal_time", monkeypatch)
     seeds = []
     monkeypatch.setattr(equal_time, "play_set", lambda *args, seed, **kwargs: seeds.append(seed) or {})
-    equal_time.reference_play(str(tmp_path / "reference.json"), {"proven": (None, None), "fresh": (None, None)},
-                              {"seed": 3})
+    path, sets = str(tmp_path / "reference.json"), {"proven": (None, None), "fresh": (None, None)}
+    cpu = {"cpu": "AMD EPYC", "cores": 2, "backend": "cpu", "device_kind": "cpu"}
+    equal_time.reference_play(path, sets, {"seed": 3}, cpu)
     assert seeds == [3, 3]
+    saved = json.loads(open(path).read())
+    assert saved["hardware"] == cpu and saved["measured_on"] == machine.measured_on(jaxdust.__version__)
+    equal_time.reference_play(path, sets, {"seed": 3}, cpu)
+    assert seeds == [3, 3]  # kept
+    equal_time.reference_play(path, sets, {"seed": 3}, {**cpu, "cores": 1})
+    assert seeds == [3, 3, 3, 3]
+    assert "does not answer this call (measured with cores 2, this process has 1" in capsys.readouterr().out
 
 
 def _benchmark(name: str, monkeypatch):
