@@ -284,6 +284,30 @@ def test_a_timed_call_plays_at_least_its_clicks_and_at_most_its_steps(monkeypatc
     assert env_throughput.measure(env, 16, jax.devices()[:1], 1 << 12, 1, seed=0)["steps_per_call"] == 256
 
 
+def test_the_per_id_throughput_table_names_the_numpy_rate_of_each_ratio(monkeypatch, capsys):
+    """The per-id table measured the NumPy reference again, the 8x6x5's too, and printed
+    "x NumPy" against it without its rate: another figure than the headline's reference."""
+    import os
+    import types
+
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=1")
+    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    import env_throughput
+    measured = []
+    monkeypatch.setattr(env_throughput, "measure", lambda *args, **kwargs: {"clicks_per_second": 4e6})
+    monkeypatch.setattr(env_throughput, "numpy_reference_rate",
+                        lambda config, *args: measured.append(config.width) or 1e4 * config.width)
+    args = types.SimpleNamespace(ids=["Dust-8x6x5-v0", "Dust-6x6x5-v0", "Former-7x9x4-v0"], id_games=4,
+                                 min_clicks=8, repeats=1, seed=0, reference_seconds=0.1)
+    rows = env_throughput.id_table(args, jax.devices()[:1], {jaxdust.GameConfig(): 2e4})
+    assert measured == [6]  # the headline's reference shared, not measured again
+    assert [(r["numpy_clicks_per_second"], r["speedup_vs_numpy"]) for r in rows] == [(2e4, 200), (6e4, 4e6 / 6e4),
+                                                                                    (None, None)]
+    printed = capsys.readouterr().out
+    assert "| NumPy reference clicks/s (its size) | x NumPy |" in printed
+    assert "| Dust-8x6x5-v0 | 48 | 4,000,000 | 1.00 | 20,000 | 200 | 60 |" in printed
+
+
 def test_largest_group_plays_the_uva_758_sample_through_play_boards():
     """The batched player and the judge's greedy baseline: the three published games'
     final scores and balls remaining, all boards in one compiled loop."""
