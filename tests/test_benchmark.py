@@ -1086,3 +1086,23 @@ def test_the_leaderboard_names_its_machine_and_that_its_times_include_compiling(
         assert report["measured_on"] == machine.measured_on(jaxdust.__version__)
         assert "time per board: the agent's wall time over these boards, its compilation included" in \
             capsys.readouterr().out
+
+
+def test_the_beam_benchmark_names_its_share_shows_short_times_and_says_when_a_ratio_has_no_reference(
+        tmp_path, monkeypatch, capsys):
+    """Its key ``share_equal_best_known`` held the share at or below the best known; a time
+    under 5 ms a board printed as 0.00; ``--only`` without the numba twin of a JAX row left
+    its ratio columns empty without a word."""
+    beam_benchmark = _benchmark("beam", monkeypatch)
+    monkeypatch.setattr(beam_benchmark, "run_jax", lambda boards, *args: (np.array([30, 1]), 0.000412))
+    monkeypatch.setattr(beam_benchmark, "run_numba", lambda boards, *args: (np.array([30, 1]), 0.0002))
+    out = tmp_path / "beam.json"
+    beam_benchmark.main(["--boards", "2", "--width", "2", "--only", "jax, tuned heuristic", "--out", str(out)])
+    row = json.loads(out.read_text())["results"]["jax, tuned heuristic"]
+    assert row["share_at_or_below_best_known"] == 0.5 and "share_equal_best_known" not in row
+    printed = capsys.readouterr()
+    assert "| jax, tuned heuristic | 15.500 | 50.0% | 0.000412 |  |  |" in printed.out
+    assert printed.err == ("--only 'jax, tuned heuristic' leaves out 'numba, tuned heuristic': 'jax, tuned heuristic' "
+                           "has no time or lengths against numba's\n")
+    beam_benchmark.main(["--boards", "2", "--width", "2", "--only", "tuned heuristic", "--out", str(out)])
+    assert capsys.readouterr().err == ""
