@@ -47,7 +47,7 @@ def descend(planes_list, geometry, width, weights, steps=(0.3, 0.15)):
     """Coordinate descent over the five weights (colours' stays 1: the scale); returns
     the weights and their mean length."""
     best = mean_length(planes_list, geometry, width, weights)
-    print(f"start {np.round(weights, 3).tolist()}: {best:.3f}", flush=True)
+    print(f"start {np.round(weights, 3).tolist()}: mean {best:.3f} clicks", flush=True)
     for step in steps:
         for feature in (1, 2, 4, 3):
             for sign in (-1, 1):
@@ -56,7 +56,8 @@ def descend(planes_list, geometry, width, weights, steps=(0.3, 0.15)):
                 value = mean_length(planes_list, geometry, width, trial)
                 if value < best - 1e-9:
                     best, weights = value, trial
-                    print(f"  {heuristic.FEATURES[feature]} -> {np.round(weights, 3).tolist()}: {value:.3f}", flush=True)
+                    print(f"  {heuristic.FEATURES[feature]} -> {np.round(weights, 3).tolist()}: mean {value:.3f} clicks",
+                          flush=True)
     return np.round(weights, 4), best
 
 
@@ -67,7 +68,8 @@ def held_out(candidates, planes_list, geometry, width) -> dict:
         value = mean_length(planes_list, geometry, width, weights)
         results[name] = {"weights": np.asarray(weights).tolist(), "mean": value,
                          "seconds": time.perf_counter() - start}
-        print(f"held-out, width {width}, {name}: {value:.3f}", flush=True)
+        print(f"held-out, width {width}, {name} {np.round(weights, 3).tolist()}: mean {value:.3f} clicks",
+              flush=True)
     return results
 
 
@@ -96,7 +98,7 @@ def tune_former(args) -> dict:
     sweep = {}
     for value in RULE_FEATURE_GRID:
         sweep[value] = mean_length(train, geometry, args.width, np.append(heuristic.HEURISTIC_WEIGHTS, value))
-        print(f"extra column runs x {value}: {sweep[value]:.3f}", flush=True)
+        print(f"extra column runs x {value}: mean {sweep[value]:.3f} clicks", flush=True)
     chosen = min(sweep, key=sweep.get)
     retuned, retuned_mean = descend(train, geometry, args.width, heuristic.HEURISTIC_WEIGHTS.copy())
     candidates = (("dust heuristic", heuristic.HEURISTIC_WEIGHTS), ("five weights retuned", retuned),

@@ -1106,3 +1106,11 @@ def test_the_beam_benchmark_names_its_share_shows_short_times_and_says_when_a_ra
                            "has no time or lengths against numba's\n")
     beam_benchmark.main(["--boards", "2", "--width", "2", "--only", "tuned heuristic", "--out", str(out)])
     assert capsys.readouterr().err == ""
+
+
+def test_the_heuristic_tuning_says_its_held_out_figures_are_mean_clicks_of_named_weights(monkeypatch, capsys):
+    """"held-out, width 8, reference: 13.205" named neither the unit nor the weights."""
+    tune = _benchmark("tune_heuristic", monkeypatch)
+    monkeypatch.setattr(tune, "mean_length", lambda planes, geometry, width, weights: 13.205)
+    tune.held_out((("reference", [1.0, 0.6, 0.5, 0.0, 0.0]),), [], None, 8)
+    assert capsys.readouterr().out == "held-out, width 8, reference [1.0, 0.6, 0.5, 0.0, 0.0]: mean 13.205 clicks\n"
