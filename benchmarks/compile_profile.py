@@ -97,8 +97,8 @@ def summarise(log_path: str, top: int) -> str:
     compiled = sum(row[0] for row in by_test.values())
     traced = sum(row[1] for row in by_test.values())
     saved = sum(row[2] for row in by_test.values())
-    lines = [f"XLA compiling {compiled:.0f} s, tracing and lowering {traced:.0f} s, "
-             f"saved by the compilation cache {saved:.0f} s (seconds summed over processes).", "",
+    lines = [f"XLA compiling {compiled:.1f} s, tracing and lowering {traced:.1f} s, "
+             f"saved by the compilation cache {saved:.1f} s (seconds summed over processes).", "",
              "| test (or script) | compiles | compile s | trace + lower s | cache saved s |", "|---|---:|---:|---:|---:|"]
     for where, (seconds, tracing, cached, count) in sorted(by_test.items(), key=lambda item: -item[1][0] - item[1][1])[:top]:
         lines.append(f"| {where} | {count} | {seconds:.1f} | {tracing:.1f} | {cached:.1f} |")

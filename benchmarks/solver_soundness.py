@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     for r in report["sizes"]:
         print(f"| {r['rules']} | {r['width']}x{r['height']}x{r['colors']} | {r['boards']} | {r['mean_optimum']:.2f} "
               f"| {r['max_optimum']} | {len(r['faults'])} | {r['positions'] / max(r['plain_positions'], 1):.3f} "
-              f"| {r['seconds']:.0f} |")
+              f"| {r['seconds']:.2f} |")
     faults = [(r["rules"], f) for r in report["sizes"] for f in r["faults"]]
     for rules, fault in faults[:20]:
         print(f"FAULT {rules} board {fault['board']}: solver {fault['solver']} (proven {fault['proven']}), "

@@ -1114,3 +1114,19 @@ def test_the_heuristic_tuning_says_its_held_out_figures_are_mean_clicks_of_named
     monkeypatch.setattr(tune, "mean_length", lambda planes, geometry, width, weights: 13.205)
     tune.held_out((("reference", [1.0, 0.6, 0.5, 0.0, 0.0]),), [], None, 8)
     assert capsys.readouterr().out == "held-out, width 8, reference [1.0, 0.6, 0.5, 0.0, 0.0]: mean 13.205 clicks\n"
+
+
+def test_short_seconds_print_with_their_decimals(tmp_path, monkeypatch, capsys):
+    """solver_soundness.py printed 0.40 s as 0; compile_profile.py's summary said "XLA
+    compiling 0 s" above tables that showed 0.1."""
+    soundness = _benchmark("solver_soundness", monkeypatch)
+    monkeypatch.setattr(soundness, "check_size", lambda config, count, seed: {
+        "rules": config.rules, "width": config.width, "height": config.height, "colors": config.colors,
+        "boards": count, "seed": seed, "faults": [], "mean_optimum": 5.0, "max_optimum": 6, "positions": 10,
+        "plain_positions": 20, "seconds": 0.4})
+    assert soundness.main(["--sizes", "4x4x3", "--boards", "2", "--out", str(tmp_path / "sound.json")]) == 0
+    assert "| dust | 4x4x3 | 2 | 5.00 | 6 | 0 | 0.500 | 0.40 |" in capsys.readouterr().out
+    profile = _benchmark("compile_profile", monkeypatch)
+    log = tmp_path / "events.tsv"
+    log.write_text(f"0\t{profile.COMPILE}\t0.12\tjit(click)\tchild.py\t\n")
+    assert profile.summarise(str(log), 5).startswith("XLA compiling 0.1 s, tracing and lowering 0.0 s, ")
