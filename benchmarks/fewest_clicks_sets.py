@@ -120,7 +120,7 @@ def main(argv=None) -> None:
         print(f"wrote {args.former_boards}")
         return
     if not args.solver_log:
-        parser.error("--solver-log is required (or --former-boards)")
+        parser.error("one of --solver-log, --former-boards or --former-log is required")
 
     for size in ("6x6x5", "8x4x5"):
         if not os.path.exists(benchmark.set_path(size)):

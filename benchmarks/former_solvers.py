@@ -27,6 +27,7 @@ import numpy as np
 import jaxdust
 from jaxdust.core import files, flags, machine
 
+DEFAULT_BOARDS = "results/former_boards_7x9x4.txt"
 # A child process per solve: a hard time limit on tommyod's search (a Python generator that
 # cannot be interrupted from inside) and a fresh memory for each.
 THEIRS = textwrap.dedent("""
@@ -119,7 +120,10 @@ def checkout_commit(directory: str) -> str | None:
 def main(argv=None) -> list[dict]:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tommyod", type=flags.input_dir, required=True, help="a checkout of tommyod/NRK-former-game")
-    parser.add_argument("--boards", type=flags.input_file, default="results/former_boards_7x9x4.txt")
+    # Checked after the flags: argparse reads a default before it asks for the required --tommyod.
+    parser.add_argument("--boards", type=flags.input_file, default=None,
+                        help=f"the Former boards (default {DEFAULT_BOARDS}, which fewest_clicks_sets.py "
+                             "--former-boards writes)")
     parser.add_argument("--limit", type=flags.positive_int, default=20, help="the file's first N boards")
     parser.add_argument("--time-limit", type=flags.positive_float, default=60.0, help="seconds per board and solver")
     parser.add_argument("--table-bits", type=flags.positive_int, default=28, help="jaxdust's largest table, 2^N entries")
@@ -128,6 +132,11 @@ def main(argv=None) -> list[dict]:
     args = parser.parse_args(argv)
     if not os.path.exists(os.path.join(args.tommyod, "solvers.py")):
         flags.fail(parser, f"--tommyod: no solvers.py in {args.tommyod}")
+    if args.boards is None:
+        try:
+            args.boards = flags.input_file(DEFAULT_BOARDS)
+        except argparse.ArgumentTypeError as error:
+            flags.fail(parser, f"--boards: {error}")
     try:
         records = jaxdust.read_board_file(args.boards, limit=args.limit)  # full boards: settled under any rules
     except ValueError as error:

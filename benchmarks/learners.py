@@ -19,6 +19,8 @@ boards solved optimally are reported too.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import time
@@ -137,6 +139,22 @@ def learner_flags(args, learner: str, run_dir: str | None = None) -> list[str]:
     return [*(["--run-dir", run_dir] if run_dir else []), "--seed", str(args.seed), *extra]
 
 
+def flags_config(parser, args, learner: str):
+    """The config ``train.py LEARNER`` starts a new run of this call with; flags it refuses
+    fail this command naming ``--LEARNER-flags`` (train.py's own line named only train.py)."""
+    refusal = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(refusal):
+            return cli.new_run_config(learner, learner_flags(args, learner))[1]
+    except ValueError as error:
+        flags.fail(parser, f"--{learner}-flags: {error}")
+    except SystemExit as exit_status:
+        if not exit_status.code:  # --help among the flags: train.py's help is printed
+            raise
+        message = refusal.getvalue().strip().partition("error: ")[2].removesuffix(" (see --help)")
+        flags.fail(parser, f"--{learner}-flags: {message} (see train.py {learner} --help)")
+
+
 def main(argv=None):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--learners", type=flags.names(("avi", "dqn", "imitation"), "learners"), default="avi,dqn,imitation")
@@ -150,7 +168,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     for learner in args.learners:  # every learner's size, before hours of training the first
-        size = cli.new_run_config(learner, learner_flags(args, learner))[1].game
+        size = flags_config(parser, args, learner).game
         if not size.takes_boards_of(game.GameConfig()):
             parser.error(f"--{learner}-flags train on {size.size_text} boards under the {size.rules} rules; "
                          "this benchmark plays 8x6x5 dust boards")

@@ -803,6 +803,9 @@ def test_a_soak_that_killed_nothing_does_not_pass(monkeypatch):
     ("learners", ["--learners", "avi,telepathy"], "--learners: unknown learners telepathy; known: avi, dqn, imitation"),
     ("learners", ["--learners", "avi,dqn", "--dqn-flags", "--size 6x4x4"],  # before avi trains, not after dqn
      "--dqn-flags train on 6x4x4 boards under the dust rules; this benchmark plays 8x6x5 dust boards"),
+    ("learners", ["--avi-flags", "--bogus 3"], "--avi-flags: unrecognized arguments: --bogus 3 (see train.py avi --help)"),
+    ("learners", ["--dqn-flags", "--total-steps -3"], "--dqn-flags: --total-steps must be > 0, got -3"),
+    ("former_solvers", [], "the following arguments are required: --tommyod"),  # not its default --boards missing
     ("equal_time", ["--variants", "mlp,huge"], "--variants: unknown variants huge; known: mlp"),
     ("compare_solvers", ["no-such-revision", "WORKTREE"], "argument old: 'no-such-revision' is not a commit"),
     ("solver_soundness", ["--sizes", "samegame:5x5x3"], "--sizes: samegame:5x5x3: the solver plays the dust, former rules"),
@@ -1130,3 +1133,11 @@ def test_short_seconds_print_with_their_decimals(tmp_path, monkeypatch, capsys):
     log = tmp_path / "events.tsv"
     log.write_text(f"0\t{profile.COMPILE}\t0.12\tjit(click)\tchild.py\t\n")
     assert profile.summarise(str(log), 5).startswith("XLA compiling 0.1 s, tracing and lowering 0.0 s, ")
+
+
+def test_the_sets_script_without_a_job_names_all_three(monkeypatch, capsys):
+    sets_script = _benchmark("fewest_clicks_sets", monkeypatch)
+    with pytest.raises(SystemExit) as exit_info:
+        sets_script.main([])
+    assert exit_info.value.code == 2
+    assert "one of --solver-log, --former-boards or --former-log is required" in capsys.readouterr().err
