@@ -57,11 +57,16 @@ def main(argv=None) -> dict:
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--beam-widths", type=flags.positive_ints, default=[1, 16, 256])
     parser.add_argument("--jax-widths", type=flags.positive_ints, default=[1, 16])
-    parser.add_argument("--nmcs2-boards", type=flags.non_negative_int, default=2,
-                        help="boards NMCS level 2 plays (the first N; about a minute each on one core)")
+    parser.add_argument("--nmcs2-boards", type=flags.non_negative_int, default=None,
+                        help="boards NMCS level 2 plays (the first N of --boards; default 2, or --boards where "
+                             "fewer; about a minute each on one core)")
     parser.add_argument("--jobs", type=flags.positive_int, default=1, help="processes for NMCS level 2")
     parser.add_argument("--out", type=flags.output_file, default="results/samegame.json")
     args = parser.parse_args(argv)
+    if args.nmcs2_boards is None:
+        args.nmcs2_boards = min(2, args.boards)
+    elif args.nmcs2_boards > args.boards:
+        flags.fail(parser, f"--nmcs2-boards {args.nmcs2_boards}: more than the {args.boards} boards of --boards")
     size = args.env or args.size or game.GameConfig(15, 15, 5, "samegame")
     if game.rules_of(size.rules).objective == "clicks":
         parser.error(f"--{'env' if args.env else 'size'}: this benchmark plays the points and cells-left rules "

@@ -616,3 +616,15 @@ def test_samegame_benchmark_refuses_boards_its_jax_beam_cannot_take_before_playi
     assert exit_info.value.code == 2
     assert "--size: the JAX beam (--jax-widths) takes boards of at most 4,096 cells, and samegame:100x100x5 has " \
            "10,000" in err, err
+
+
+def test_samegame_benchmark_refuses_more_nmcs2_boards_than_boards(tmp_path, monkeypatch, capsys):
+    """--nmcs2-boards 5 --boards 2 played NMCS level 2 on 2 boards without a word."""
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+    import samegame
+
+    monkeypatch.setattr(samegame, "play_boards", lambda *args, **kwargs: pytest.fail("played before refusing"))
+    with pytest.raises(SystemExit) as exit_info:
+        samegame.main(["--nmcs2-boards", "5", "--boards", "2", "--out", str(tmp_path / "s.json")])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith("error: --nmcs2-boards 5: more than the 2 boards of --boards\n")
