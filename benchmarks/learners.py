@@ -98,6 +98,15 @@ def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths
     return row
 
 
+def table_rows(report: dict) -> dict:
+    """The tables' rows by label: each learner with its minutes of training, then the
+    references; the heuristic's MCTS plays a uniform prior over cells (it has no policy), as
+    equal_time.py's label says."""
+    labels = {"hand-made heuristic": "hand-made heuristic (for mcts a uniform prior over cells)"}
+    return {**{f"{name} ({row['training_seconds'] / 60:.1f} min)": row for name, row in report["learners"].items()},
+            **{labels.get(name, name): row for name, row in report["references"].items()}}
+
+
 def print_table(title, rows, proven):
     columns = ["argmax"] + [f"width_{w}" for w in WIDTHS] + [f"mcts_{MCTS_SIMULATIONS}"]
     print(f"\n{title}\n")
@@ -226,8 +235,7 @@ def main(argv=None):
     files.atomic_write_bytes(os.path.splitext(args.out)[0] + ".png", figure)
     files.atomic_write_json(args.out, report)
 
-    rows = {**{f"{name} ({row['training_seconds'] / 60:.1f} min)": row for name, row in report["learners"].items()},
-            **report["references"]}
+    rows = table_rows(report)
     hardware = f"{report['cpu_count']} cores, {report['backend']}"
     given = [f"{learner}: {flags_given}" for learner in args.learners
              if (flags_given := getattr(args, f"{learner}_flags").strip())]

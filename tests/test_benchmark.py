@@ -1141,3 +1141,13 @@ def test_the_sets_script_without_a_job_names_all_three(monkeypatch, capsys):
         sets_script.main([])
     assert exit_info.value.code == 2
     assert "one of --solver-log, --former-boards or --former-log is required" in capsys.readouterr().err
+
+
+def test_the_learners_benchmark_says_the_heuristics_mcts_plays_a_uniform_prior(monkeypatch):
+    """Its "hand-made heuristic" row's mcts cell is MCTS on a uniform prior, as equal_time.py
+    labels it; the row was labelled as the heuristic alone."""
+    learners_benchmark = _benchmark("learners", monkeypatch)
+    rows = learners_benchmark.table_rows({"learners": {"avi": {"training_seconds": 90.0}},
+                                          "references": {"hand-made heuristic": {}, "largest cluster first": {}}})
+    assert list(rows) == ["avi (1.5 min)", "hand-made heuristic (for mcts a uniform prior over cells)",
+                          "largest cluster first"]
