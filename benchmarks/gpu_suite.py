@@ -561,7 +561,7 @@ def step_report(out: str, sizes: Sizes) -> dict:
             elif "error" in last or last.get("pending"):
                 ended = f"{last['games']:,} games: {last.get('error', 'the call measuring it was killed')}"
             else:
-                ended = f"{len(measured)} sizes measured"
+                ended = f"{len(measured)} size{'' if len(measured) == 1 else 's'} measured"
             lines.append(f"| {env_id}{_elsewhere(entry, device, target)} | {entry['bytes_per_game']} | "
                          + (f"{best['games']:,} | {best['clicks_per_second']:,.0f}" if best else "- | -")
                          + f" | {ended} |")
@@ -593,8 +593,9 @@ def step_report(out: str, sizes: Sizes) -> dict:
         here = {device.get("device_kind"), device.get("cpu_description")}
         played = f"; played on {' and '.join(played_on)}" if set(played_on) - here else ""
         lines += [f"{train.get('learner')} trained {minutes:.1f} minutes ({last.get('updates_done')} of "
-                  f"{train.get('total_updates')} planned updates{elsewhere}{played}); proven boards: mean clicks (share optimal), mean optimum "
-                  f"{parts['eval']['proven_optimum_mean']:.2f}:", "",
+                  f"{train.get('total_updates')} planned updates{elsewhere}{played}); mean clicks (on the proven "
+                  f"boards also the share optimal; their mean optimum {parts['eval']['proven_optimum_mean']:.2f}; "
+                  "eval.json's ms_per_board include compiling):", "",
                   "| agent | set | " + " | ".join(c.replace("_", " ") for c in columns) + " |",
                   "|---|---|" + "---:|" * len(columns)]
         for name, by_set in parts["eval"]["rows"].items():

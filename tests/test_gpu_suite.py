@@ -564,3 +564,25 @@ print(json.dumps({{"done": done, "last_chunk": train["pieces"][-1]["last_chunk"]
     found = json.loads(result.stdout.splitlines()[-1])
     assert found["done"] == found["last_chunk"] > 0 and found["same_layout"]
     assert found["params_moved"] > 0  # the trained network came back, not the fresh one
+
+
+def test_the_report_counts_one_size_and_names_both_sets_of_the_evaluation(tmp_path, monkeypatch):
+    """It said "1 sizes measured", and "proven boards: mean clicks (share optimal)" above a
+    table with fresh rows, with nothing on eval.json's ms_per_board including compiling."""
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=1")
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
+    import gpu_suite
+
+    parts = {"device": {"device_kind": "cpu"}, "beam": {}, "notebooks": {},
+             "env": {"cpu": {"Dust-6x6x5-v0": {"bytes_per_game": 48, "rows": [{"games": 16, "clicks_per_second": 1e6}]}}},
+             "train": {"learner": "avi", "total_updates": 4, "pieces": [{"run_seconds": 60.0, "updates_done": 4}]},
+             "eval": {"proven_optimum_mean": 11.74, "rows": {"trained": {
+                 "fresh": {"argmax": {"mean": 14.0, "ms_per_board": 5.0}},
+                 "proven": {"argmax": {"mean": 13.0, "optimal": 0.25, "ms_per_board": 5.0}}}}}}
+    for name, part in parts.items():
+        files.atomic_write_json(str(tmp_path / f"{name}.json"), part)
+    gpu_suite.step_report(str(tmp_path), gpu_suite.SMOKE)
+    report = (tmp_path / "report.md").read_text()
+    assert "| Dust-6x6x5-v0 | 48 | 16 | 1,000,000 | 1 size measured |" in report
+    assert ("avi trained 1.0 minutes (4 of 4 planned updates); mean clicks (on the proven boards also the share "
+            "optimal; their mean optimum 11.74; eval.json's ms_per_board include compiling):") in report
