@@ -218,7 +218,8 @@ def main(argv=None) -> dict:
     _say_reused(reused, cache)
     report = {"benchmark": "leaderboard", "set": board_set.name, "boards": len(board_set.boards),
               "optimum_mean": float(board_set.best.mean()), "hardware": hardware,
-              "measured_on": machine.measured_on(__version__), "seed": args.seed, "jaxdust": __version__, "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused}
+              "measured_on": machine.measured_on(__version__), "seed": args.seed, "jaxdust": __version__,
+              "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused}
     files.atomic_write_json(out, report)
     print(f"wrote {out}")
     return report
