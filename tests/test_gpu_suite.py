@@ -186,7 +186,7 @@ def check_report_and_resumed_steps(out, stdout):
                                                        "cpu_description": "AMD EPYC, 16 cores"})
     run_suite(out, "--step", "report")
     report = (out / "report.md").read_text()
-    assert f"HBM3; played on {machine.cpu_description()}); proven boards" in report
+    assert f"HBM3; played on {machine.cpu_description()}); mean clicks (on the proven" in report
     # Rows measured elsewhere than the measured-on line's device and host are marked.
     assert "| jax, width 4, 4 boards per search (on cpu) |" in report
     assert f"| numba, width 4 (on {machine.cpu_description()}) |" in report
