@@ -399,3 +399,13 @@ def test_the_searches_refuse_a_batch_naming_its_first_unsettled_board():
         with pytest.raises(jaxdust.UnsettledBoardError, match=r"board 2: cell \(0, 2\) floats above an empty cell"):
             search(batch, 2, rules=rules)
     assert int(jaxdust.points_beam(np.array(settled, np.int8), 2, rules="samegame").value) >= 0
+
+
+def test_flat_action_lines_that_click_cell_zero_replay_and_score_whole():
+    """Action 0, the cell (0, 0), is a click like any other in a flat line; only negative
+    actions are padding."""
+    board = np.array([[1], [2]], np.int8)  # 2 x 1: two single cells
+    final, clicks = jaxdust.replay(board, np.array([1, 0, -1, -1]))
+    assert clicks == 2 and not np.asarray(final).any()
+    assert jaxdust.score(board, np.array([1, 0, -1]), "dust") == 2
+    assert jaxdust.score(board, [1, 0], "former") == 2

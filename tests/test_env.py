@@ -330,3 +330,31 @@ def test_a_numpy_integer_click_cap_is_taken_as_its_int():
     assert hash(env) == hash(make("Dust-6x6x5-v0", max_clicks=30))
     with pytest.raises(TypeError, match="max_clicks must be an int or None, got True"):
         DustEnv(max_clicks=True)
+
+
+def test_a_batch_stepped_with_auto_reset_resets_only_the_games_that_ended():
+    """In a batch of 16 (room to gather 2 resets) where no game ends, no game is dealt a
+    fresh board: the resets' padding must point past the batch, not at its last game."""
+    env = DustEnv(GameConfig(4, 2, 3), auto_reset=True)
+    board = jnp.asarray([[1, 2], [3, 1], [2, 3], [1, 2]], jnp.int8)  # settled; (0, 0) is a group of one
+    states, _ = jax.vmap(lambda key: env.reset(key, board))(jax.random.split(jax.random.key(0), 16))
+    after, timesteps = jax.vmap(env.step)(states, jnp.zeros(16, jnp.int32))
+    assert not bool(jnp.any(timesteps.last()))
+    np.testing.assert_array_equal(after.board, timesteps.extras["next_board"])  # nobody was reset
+    np.testing.assert_array_equal(after.clicks, np.ones(16))
+    alone, _ = env.step(jax.tree.map(lambda leaf: leaf[15], states), jnp.int32(0))
+    np.testing.assert_array_equal(after.board[15], alone.board)
+
+
+def test_a_capped_game_ignores_clicks_on_any_cell():
+    """Past ``max_clicks`` a click changes nothing, on any cell: a capped game's click is
+    sent off the board, not to a cell (the top-right one here is occupied)."""
+    env = DustEnv(GameConfig(4, 2, 3), max_clicks=1)
+    board = jnp.asarray([[1, 2], [3, 1], [2, 3], [1, 2]], jnp.int8)
+    state, _ = env.reset(jax.random.key(0), board)
+    state, timestep = env.step(state, jnp.int32(0))  # removes the single 1 at (0, 0)
+    assert bool(timestep.last()) and int(state.board[3, 1]) != 0
+    for action in (0, 7):
+        after, timestep = env.step(state, jnp.int32(action))
+        np.testing.assert_array_equal(after.board, state.board)
+        assert int(timestep.extras["removed"]) == 0 and float(timestep.reward) == 0.0

@@ -628,3 +628,17 @@ def test_samegame_benchmark_refuses_more_nmcs2_boards_than_boards(tmp_path, monk
         samegame.main(["--nmcs2-boards", "5", "--boards", "2", "--out", str(tmp_path / "s.json")])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.endswith("error: --nmcs2-boards 5: more than the 2 boards of --boards\n")
+
+
+def test_the_jax_and_numba_points_beams_find_the_same_lines():
+    """Both points beams rank by the same estimate (colours only, empty cells not one of
+    them), so they keep the same positions and find the same lines (a quick version of the
+    slow width-one comparison)."""
+    rng = np.random.default_rng(3)
+    boards = np.stack([rng.integers(1, 4, (6, 5)).astype(np.int8) for _ in range(6)])
+    for rules in ("samegame", "clickomania"):
+        for beam_width in (1, 4):
+            found = jaxdust.points_beam(jnp.asarray(boards), width=beam_width, rules=rules)
+            for board, length, actions in zip(boards, np.asarray(found.length), np.asarray(found.actions)):
+                clicks = [divmod(int(a), board.shape[1]) for a in actions[:length]]
+                assert clicks == points.beam(board, beam_width, rules).clicks, (rules, beam_width)

@@ -446,3 +446,12 @@ def test_a_click_off_the_board_changes_nothing_and_nothing_wraps():
     for x, y in [(8, 0), (-1, 0), (0, 6), (0, -1), (-8, -6)]:
         after, removed = jaxdust.click(board, x, y)
         assert int(removed) == 0 and np.array_equal(after, board), (x, y)
+
+
+def test_cluster_action_mask_under_samegame_leaves_out_single_cells():
+    """``cluster_action_mask`` follows the rules' ``min_group``: under SameGame and
+    Clickomania a group of one is no action."""
+    board = jnp.asarray([[1, 2], [1, 3]], jnp.int8)  # the two 1s along the bottom row; 2 and 3 alone
+    for rules in ("samegame", "clickomania"):
+        np.testing.assert_array_equal(game.cluster_action_mask(board, rules), [[True, False], [False, False]])
+    np.testing.assert_array_equal(game.cluster_action_mask(board, "dust"), [[True, True], [False, True]])
