@@ -767,8 +767,8 @@ def main(argv=None) -> dict:
                         help=f"training pieces (default {DEFAULT_PIECES}; once a run has started, the number it was "
                              f"planned for: its schedule is sized to them)")
     parser.add_argument("--piece-minutes", type=flags.positive_float, default=8.5,
-                        help="training minutes per piece, compilation included (with start-up and the last "
-                             "chunk, a piece then fits a 10-minute slot)")
+                        help="training minutes per piece, compilation included (default 8.5: with start-up and "
+                             "the last chunk, a piece then fits a 10-minute slot; 0.02 with --smoke)")
     parser.add_argument("--env-games", type=flags.positive_ints,
                         help="comma-separated batch sizes for the accelerator's env sweep (default: 1,024 x 4**k up "
                              "to 2**26); fewer sizes shorten the env step when device time is short")

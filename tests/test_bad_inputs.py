@@ -975,22 +975,30 @@ def test_the_notebook_runner_refuses_a_name_it_has_not(capsys):
 
 
 def test_help_states_each_options_default_once():
-    """Many benchmark flags gave no default in ``--help``; a default worth naming is added
-    where the help names none, and left alone where it does or where there is none."""
+    """Many benchmark flags gave no default in ``--help``; a default worth naming is added,
+    as the flag takes it, where the help names none (options of groups too), and left alone
+    where it does or where there is none."""
     from jaxdust.core import flags
 
     parser = flags.Parser(prog="x")
     parser.add_argument("--boards", type=int, default=200)
     parser.add_argument("--width", type=int, default=64, help="beam width")
-    parser.add_argument("--jobs", type=int, default=1, help="processes (default: one a core)")
-    parser.add_argument("--ids", default=("a", "b"), help="which")
-    for quiet in (dict(default=None, help="none by default"), dict(action="store_true", help="a switch"),
+    parser.add_argument("--jobs", type=int, default=1, help="processes (Default: one a core)")
+    parser.add_argument("--widths", default=[1, 16, 256], help="comma-separated, 5%% of them")
+    parser.add_argument("--programs", default=("a", "b"), help="which: avi_default or b")
+    parser.add_mutually_exclusive_group().add_argument("--seed", type=int, default=7, help="seeds it")
+    parser.add_argument_group("more").add_argument("--rate", type=float, default=0.5, help="a rate")
+    parser.add_argument("--share", default="5%", help="a share")
+    for quiet in (dict(default=None, help="unset"), dict(action="store_true", help="a switch"),
                   dict(default="", help="empty"), dict(type=int, default=3, help=argparse.SUPPRESS)):
         parser.add_argument(f"--q{len(parser._actions)}", **quiet)
     text = " ".join(parser.format_help().split())
     assert "--boards BOARDS default 200 " in text and "beam width (default 64) " in text
-    assert "processes (default: one a core) " in text and "which (default ('a', 'b'))" in text
-    assert text.count("default") == 5 and "--q" in text and "default None" not in text
+    assert "processes (Default: one a core) " in text and "5% of them (default 1,16,256) " in text
+    assert "which: avi_default or b (default a,b) " in text
+    assert "seeds it (default 7)" in text and "a rate (default 0.5)" in text
+    assert "a share (default 5%)" in text and text.lower().count("default") == 9 and "unset --q" in text and "None" not in text
+    assert " ".join(parser.format_help().split()) == text  # formatting again adds nothing
 
 
 def test_help_shows_examples_as_the_command_was_started(monkeypatch, capsys):

@@ -821,12 +821,23 @@ def test_the_ranking_command_extends_a_set_only_under_its_own_node_limit(tmp_pat
     record = {**ranking.load()[0], "node_limit": 20000}
     out.write_text(json.dumps(record) + "\n")
     with pytest.raises(SystemExit) as stop:
-        ranking.main(["--boards", "1", "--out", str(out), "--node-limit", "30000"])
+        ranking.main(["--boards", "2", "--out", str(out), "--node-limit", "30000"])
     assert stop.value.code == 2
     assert "was made under --node-limit 20000, and this call gives 30000" in capsys.readouterr().err
     assert out.read_text() == json.dumps(record) + "\n"
-    assert ranking.main(["--boards", "1", "--out", str(out), "--node-limit", "20000"]) == 0  # board 0: done
+    assert ranking.main(["--boards", "1", "--out", str(out), "--node-limit", "30000"]) == 0  # board 0: done
     assert capsys.readouterr().out == f"{out}: 1 labelled position from 1 board\n"
+    unnamed = {key: value for key, value in record.items() if key != "node_limit"}  # as before 0.2.46
+    for records, words in (([unnamed], "holds records that name no --node-limit (made before jaxdust 0.2.46)"),
+                           ([record, unnamed], "holds records that name no --node-limit"),
+                           ([{**record, "node_limit": "20000"}], "is not a ranking file this program wrote"),
+                           ([{**record, "node_limit": True}], "is not a ranking file this program wrote")):
+        out.write_text("".join(json.dumps(r) + "\n" for r in records))
+        with pytest.raises(SystemExit):
+            ranking.main(["--boards", "2", "--out", str(out), "--node-limit", "20000"])
+        assert words in capsys.readouterr().err
+    out.write_text(json.dumps(unnamed) + "\n")  # nothing to add: read as it is
+    assert ranking.main(["--boards", "1", "--out", str(out)]) == 0
 
 
 @pytest.mark.slow

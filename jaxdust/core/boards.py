@@ -537,7 +537,8 @@ def read_board_file(path: str | os.PathLike, width: int | None = None, height: i
 
     Lines starting with ``#`` are comments; a ``# width=W height=H`` comment sets the
     shape of the boards after it (``width``/``height`` given here shape the boards of a file
-    without one, and must agree with it where it has one), and a ``colors=C`` field caps the
+    without one, and must agree with every one it has, past ``limit`` too), and a ``colors=C``
+    field caps the
     colours its boards may hold. Each other non-blank line is a board in text form followed
     by optional integers. ``limit``: read only the first that many boards (a positive
     integer, or None for all).

@@ -18,6 +18,7 @@ import errno
 import io
 import math
 import os
+import re
 import select
 import sys
 import tempfile
@@ -45,15 +46,18 @@ class Parser(argparse.ArgumentParser):
                 self.description = "\n".join(_renamed(line, repository_name, command)
                                              for line in self.description.split("\n"))
 
-    def add_argument(self, *args, **kwargs):
-        """argparse's, with ``(default X)`` added to an option's help where it names no
-        default and its default is a plain value (a number, a word, a tuple of them)."""
-        action = super().add_argument(*args, **kwargs)
-        text = action.help or ""
-        if (action.option_strings and text is not argparse.SUPPRESS and "default" not in text.lower()
-                and action.nargs != 0 and _plain(action.default)):
-            action.help = f"{text} (default %(default)s)" if text else "default %(default)s"
-        return action
+    def format_help(self) -> str:
+        """argparse's, with ``(default X)`` added to each option's help that names no default
+        where the default is a plain value (a number, a word, a list of them, written as the
+        flag takes it: ``1,16,256``); at format time, so options of groups get it too."""
+        for action in self._actions:
+            text = action.help or ""
+            if (action.option_strings and text is not argparse.SUPPRESS and action.nargs != 0
+                    and not re.search(r"\bdefaults?\b", text, re.IGNORECASE) and _plain(action.default)):
+                shown = (",".join(map(str, action.default)) if isinstance(action.default, (list, tuple))
+                         else str(action.default)).replace("%", "%%")
+                action.help = f"{text} (default {shown})" if text else f"default {shown}"
+        return super().format_help()
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -62,7 +66,7 @@ class Parser(argparse.ArgumentParser):
 def _plain(value) -> bool:
     """A default worth stating in ``--help``: not None (unset), not empty, not an object."""
     if isinstance(value, (tuple, list)):
-        return bool(value) and all(_plain(item) for item in value)
+        return bool(value) and all(_plain(item) and not isinstance(item, (tuple, list)) for item in value)
     return isinstance(value, (int, float, str)) and not isinstance(value, bool) and value != ""
 
 

@@ -125,7 +125,8 @@ def main(argv=None) -> dict:
                         help="JSON lines of python -m jaxdust.solver --time-limit 300 on the set's boards")
     parser.add_argument("--limit", type=flags.positive_int, default=None,
                         help="with --set: the set's first N boards only")
-    parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(), help="processes for CPU solvers")
+    parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(),
+                        help="processes for CPU solvers (default: the cores this process may use, %(default)s here)")
     parser.add_argument("--seed", type=flags.seed, default=0, help="seed of the agents' randomness and of the random "
                         "boards of --env or --size (default 0)")
     parser.add_argument("--fresh", action="store_true", help="measure every row again")

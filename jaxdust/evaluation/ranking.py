@@ -227,19 +227,27 @@ def main(argv=None) -> int:
                         help=f"JSON lines; an existing file is extended (the set shipped: {RANKING_FILE})")
     parser.add_argument("--node-limit", type=flags.positive_int, default=6_000_000,
                         help="positions per child proof (default %(default)s; each record keeps it, and an "
-                             "existing --out is extended only under the limit its records name)")
+                             "existing --out is extended only under the limit its records name: one made before "
+                             "0.2.46, which names none, is not extended)")
     args = parser.parse_args(argv)
     try:
         previous = recover_json_lines(args.out)
         done = {r["board_index"] for r in previous}
         # A child whose proof does not end within the limit is left out: one set, one limit.
-        limits = sorted({r["node_limit"] for r in previous if "node_limit" in r})
-    except (ValueError, KeyError, TypeError):
+        limits = {r.get("node_limit") for r in previous}
+        if any(limit is not None and (not game.is_integer(limit) or limit < 1) for limit in limits):
+            raise ValueError("a node_limit that is not a positive integer")
+    except (ValueError, KeyError, TypeError, AttributeError):
         flags.fail(parser, f"--out {args.out} is not a ranking file this program wrote")
-    if limits and limits != [args.node_limit]:
-        flags.fail(parser, f"--out {args.out} was made under --node-limit {', '.join(map(str, limits))}, and "
-                           f"this call gives {args.node_limit}: give the same limit, or another --out")
     start = max(done) + 1 if done else 0  # boards are written whole and in order
+    if start < args.boards and None in limits and previous:
+        flags.fail(parser, f"--out {args.out} holds records that name no --node-limit (made before jaxdust 0.2.46), "
+                           "so the limit of its boards is unknown: extend it only by adding the limit it was made "
+                           "under to each record (\"node_limit\"), or write another --out")
+    if start < args.boards and limits - {None, args.node_limit}:
+        made = ", ".join(map(str, sorted(limits - {None})))
+        flags.fail(parser, f"--out {args.out} was made under --node-limit {made}, and this call gives "
+                           f"{args.node_limit}: give the same limit, or another --out")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "a") as out:
         for index in progress_bar(range(start, args.boards), initial=start, total=args.boards, unit="board"):

@@ -320,15 +320,17 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         records[record["index"]], lines[record["index"]] = record, line
     num_shards = -(-config.boards // config.shard_size)
     seen: set[bytes] = set()
+    before = json.dumps(manifest)
+    digests = {}  # a set begun before 0.2.46 gains its shards' hashes, in shard order, as a new set has them
     for shard, name in enumerate(manifest["shards"]):  # rebuild the duplicate filter from finished shards
         try:
-            arrays = _read_shard(directory, name, manifest)
+            arrays, digests[str(name)] = _read_shard(directory, name, manifest)
         except ValueError as error:
             print(f"warning: {error}; making it (and the shards after it) again from the journal", file=sys.stderr)
             manifest["shards"] = manifest["shards"][:shard]
-            files.atomic_write_json(manifest_path, manifest)
             break
         seen.update(canonical_key(board, config.game.mirror_symmetric) for board in arrays["boards"])
+    manifest["sha256"] = digests
     written = len(manifest["shards"])
     for index in range(written * config.shard_size, config.boards):  # what becomes samples: replayed first
         if index in records:
@@ -336,6 +338,8 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
                 samples_of(config, records[index])
             except ValueError as error:
                 raise _edited(journal_path, lines[index], str(error)) from None
+    if json.dumps(manifest) != before:  # after the checks: a refused resume changes nothing
+        files.atomic_write_json(manifest_path, manifest)
 
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
 
@@ -349,7 +353,7 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
             files.atomic_write_bytes(_shard_path(directory, written), data)
             name = os.path.basename(_shard_path(directory, written))
             manifest["shards"].append(name)
-            manifest.setdefault("sha256", {})[name] = hashlib.sha256(data).hexdigest()
+            manifest["sha256"][name] = hashlib.sha256(data).hexdigest()
             files.atomic_write_json(manifest_path, manifest)
             written += 1
 
@@ -388,9 +392,10 @@ def _manifest(directory: str) -> dict:
     return manifest
 
 
-def _read_shard(directory: str, name: str, manifest: dict) -> dict[str, np.ndarray]:
-    """A shard's arrays; ValueError naming it when it is missing or damaged, or its bytes are
-    not those the manifest's ``sha256`` records (sets made before 0.2.46 record none)."""
+def _read_shard(directory: str, name: str, manifest: dict) -> tuple[dict[str, np.ndarray], str]:
+    """A shard's arrays and sha256; ValueError naming it when it is missing or damaged, or
+    its bytes are not those the manifest's ``sha256`` records (sets made before 0.2.46 record
+    none until they are resumed)."""
     path = os.path.join(directory, str(name))
     try:
         with open(path, "rb") as handle:
@@ -399,12 +404,12 @@ def _read_shard(directory: str, name: str, manifest: dict) -> dict[str, np.ndarr
             shard = {field: arrays[field] for field in Dataset._fields}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"shard {path} cannot be read ({type(error).__name__}: {error})") from None
-    expected = manifest.get("sha256", {}).get(str(name))
-    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+    digest, expected = hashlib.sha256(data).hexdigest(), manifest.get("sha256", {}).get(str(name))
+    if expected is not None and digest != expected:
         # Shards are byte-identical for equal data, so other bytes are other data.
         raise ValueError(f"shard {path} is not the one its manifest lists (its sha256 differs: copied from "
                          "another set, or changed)")
-    return shard
+    return shard, digest
 
 
 def settings_as_written(settings: dict) -> dict:
@@ -484,7 +489,7 @@ def load_dataset(directory: str, finished: bool = False) -> Dataset:
     parts = []
     for name in manifest["shards"]:
         try:
-            parts.append(_read_shard(directory, name, manifest))
+            parts.append(_read_shard(directory, name, manifest)[0])
         except ValueError as error:
             raise ValueError(f"{error}: run {dataset_command(directory, _config_of(directory, manifest))} "
                              "to make it again") from None

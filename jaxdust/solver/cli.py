@@ -117,7 +117,7 @@ def main(argv=None) -> int:
                              f"half-game table to half as many (default {MAX_TABLE_BITS}: 384 MiB in all); proofs "
                              "of billions of positions (7x9 former) gain from 28")
     parser.add_argument("--out", type=flags.output_file_or_stdout, default="-",
-                        help="JSON lines output; an existing file is resumed")
+                        help="JSON lines output; an existing file is resumed (default -: standard output)")
     parser.add_argument("--retry-unproven", action="store_true",
                         help="solve again the boards of --out that were not proven (larger limits)")
     parser.add_argument("--lines", type=flags.line_ranges, metavar="SPEC",
