@@ -1379,6 +1379,21 @@ def test_a_run_out_of_memory_stops_in_one_line_naming_the_flags_that_size_it(tmp
             "29035504064 bytes): lower --eval-boards (now 4)") in capsys.readouterr().err
 
 
+def test_the_out_of_memory_line_leaves_out_the_settings_another_turns_off(tmp_path):
+    """dqn's --child-share sizes the full backup only: under the sampled one, lowering it
+    frees nothing, so the line does not name it."""
+    args = types.SimpleNamespace(eval_boards=4)
+    run = types.SimpleNamespace(directory=str(tmp_path))
+    for backup, named in (("sampled", False), ("full", True)):
+        config = dqn.DQNConfig(backup=backup)
+        assert ("child_share" in configs.unused_settings(config)) is not named
+        with pytest.raises(runs.RunError) as stopped:
+            with runs._out_of_memory_named(learners.get("dqn"), config, args, run, "chunk 1"):
+                raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes.")
+        assert ("--child-share" in str(stopped.value)) is named
+        assert "lower --num-envs (now 256) or --batch-size (now 256) or " in str(stopped.value)
+
+
 def test_a_run_that_diverges_stops_in_one_line_keeping_nothing_of_the_broken_network(tmp_path, capsys, monkeypatch):
     """A learning rate far too high sends avi's network to NaN in its first chunk: train.py
     stops there in one line, logs, saves and selects nothing of it, and the corrected command

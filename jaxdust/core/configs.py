@@ -127,36 +127,43 @@ def _defaults(config_class) -> dict:
             if field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING}
 
 
+def _turned_off(config, config_class=None) -> list[tuple[str, str]]:
+    """``(name, why)`` for each setting another setting of ``config`` turns off (the class's
+    ``UNUSED_WHERE``: ``(names, used(config), why)`` triples; ``config_class``: where
+    ``config`` is a view of a saved one's values)."""
+    rules = getattr(config_class or type(config), "UNUSED_WHERE", ())
+    return [(name, why) for names, used, why in rules if not used(config) for name in names]
+
+
+def unused_settings(config) -> set[str]:
+    """The fields another setting of ``config`` turns off: what they are set to does nothing."""
+    return {name for name, _ in _turned_off(config)}
+
+
 def require_used_settings(config) -> None:
     """For a config's ``__post_init__``: FieldError for a setting changed from its default
-    where another setting turns it off (the class's ``UNUSED_WHERE``: ``(names, used(config),
-    why)`` triples), which a run would record in ``config.json`` as if it had trained under
-    it. A field's ``ABSENT_MEANS`` value (a run saved before the field existed) passes."""
-    rules = getattr(type(config), "UNUSED_WHERE", ())
+    where another setting turns it off (``_turned_off``), which a run would record in
+    ``config.json`` as if it had trained under it. A field's ``ABSENT_MEANS`` value (a run
+    saved before the field existed) passes."""
+    turned_off = _turned_off(config)
     absent = getattr(type(config), "ABSENT_MEANS", {})
-    defaults = _defaults(type(config)) if rules else {}
-    for names, used, why in rules:
-        if used(config):
-            continue
-        for name in names:
-            value = getattr(config, name)
-            if value != defaults[name] and not (name in absent and value == absent[name]):
-                raise FieldError(name, f"{why} (got {value!r})")
+    defaults = _defaults(type(config)) if turned_off else {}
+    for name, why in turned_off:
+        value = getattr(config, name)
+        if value != defaults[name] and not (name in absent and value == absent[name]):
+            raise FieldError(name, f"{why} (got {value!r})")
 
 
 def _unused_settings_at_default(config_class, values: dict, saved) -> dict:
     """``values`` read from a saved config with each setting another turns off, where it was
     ``saved``, back at its default: versions before 0.2.45 took such settings (which did
     nothing) and saved them. A field the config lacked keeps its ``ABSENT_MEANS`` value."""
-    rules = getattr(config_class, "UNUSED_WHERE", ())
-    if not rules:
+    if not getattr(config_class, "UNUSED_WHERE", ()):
         return values
     defaults = _defaults(config_class)
     view = types.SimpleNamespace(**{**defaults, **values})
-    for names, used, _ in rules:
-        if not used(view):
-            values = {**values, **{name: defaults[name] for name in names if name in saved}}
-    return values
+    turned_off = {name for name, _ in _turned_off(view, config_class) if name in saved}
+    return {**values, **{name: defaults[name] for name in turned_off}}
 
 
 def require_game(game_config) -> None:

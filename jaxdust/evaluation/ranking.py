@@ -240,7 +240,7 @@ def main(argv=None) -> int:
     except (ValueError, KeyError, TypeError, AttributeError):
         flags.fail(parser, f"--out {args.out} is not a ranking file this program wrote")
     start = max(done) + 1 if done else 0  # boards are written whole and in order
-    if start < args.boards and None in limits and previous:
+    if start < args.boards and None in limits:
         flags.fail(parser, f"--out {args.out} holds records that name no --node-limit (made before jaxdust 0.2.46), "
                            "so the limit of its boards is unknown: extend it only by adding the limit it was made "
                            "under to each record (\"node_limit\"), or write another --out")

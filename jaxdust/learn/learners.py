@@ -52,9 +52,9 @@ class Learner:
     # Flags of add_arguments that shape what a run computes, with their defaults: kept in
     # the run's config.json and taken from there on resume (runs.settle_run_flags).
     run_flags: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # Config fields whose flags size a step's memory under a config, named when a step runs
-    # out of it.
-    memory_fields: Callable[[Any], tuple[str, ...]] = lambda config: ()
+    # Config fields whose flags size a step's memory, named when a step runs out of it (those
+    # another setting turns off left out: configs.unused_settings).
+    memory_fields: tuple[str, ...] = ()
 
 
 LEARNERS: dict[str, Learner] = {}
@@ -125,7 +125,7 @@ register(Learner(
     unit="chunk",
     add_arguments=lambda parser: None,
     trainer=_avi_trainer,
-    memory_fields=lambda config: ("num_envs", "child_share", "buffer_lines"),
+    memory_fields=("num_envs", "child_share", "buffer_lines"),
     total=lambda config: _chunks(config.total_updates, config.chunk_updates),
     template=lambda config: avi.make_avi(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
@@ -164,9 +164,7 @@ register(Learner(
     unit="chunk",
     add_arguments=lambda parser: None,
     trainer=_dqn_trainer,
-    # child_share sizes the full backup only
-    memory_fields=lambda config: ("num_envs", "batch_size", *(("child_share",) if config.backup == "full" else ()),
-                                  "buffer_size"),
+    memory_fields=("num_envs", "batch_size", "child_share", "buffer_size"),
     total=lambda config: _chunks(config.iterations, config.chunk_iterations),
     check=_note_whole_iterations,
     template=lambda config: dqn.make_dqn(config)[0](jax.random.key(0)),
@@ -272,7 +270,7 @@ register(Learner(
     unit="epoch",
     add_arguments=_imitation_arguments,
     trainer=_imitation_trainer,
-    memory_fields=lambda config: ("batch_size",),
+    memory_fields=("batch_size",),
     total=lambda config: config.epochs,
     check=_check_imitation_data,
     run_flags=IMITATION_RUN_FLAGS,

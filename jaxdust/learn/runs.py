@@ -781,7 +781,8 @@ def _out_of_memory_named(learner: learners.Learner, config, args, run: Run, wher
             raise
         asked = next(line.strip() for line in str(error).splitlines() if "RESOURCE_EXHAUSTED" in line)
         values = {"eval_boards": args.eval_boards} if evaluation else {
-            name: getattr(config, name) for name in learner.memory_fields(config)}
+            name: getattr(config, name) for name in learner.memory_fields
+            if name not in configs.unused_settings(config)}
         lower = " or ".join(f"--{name.replace('_', '-')} (now {value if isinstance(value, int) else format(value, 'g')})"
                             for name, value in values.items())
         where_to = "the same --run-dir starts over with them" if never_began(run.directory) else \
