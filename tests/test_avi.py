@@ -34,7 +34,7 @@ def test_expand_values_every_distinct_child_like_the_oracle():
     expansion = expand(boards, slots=6 * 20, value_fn=occupied_cells)
     assert int(expansion.dropped) == 0
     labels, values = np.asarray(expansion.labels), np.asarray(expansion.values)
-    children, index = np.asarray(expansion.children), np.asarray(expansion.index)
+    children, index = np.asarray(expansion.children), np.asarray(expansion.rows)
     for i, board in enumerate(np.asarray(boards)):
         seen = set()
         for cell in range(20):

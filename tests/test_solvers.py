@@ -1331,7 +1331,7 @@ def test_every_cluster_of_every_alive_position_is_played_once(width, height, col
                 for x, y in np.argwhere(ref.cluster_representatives(boards[i]))]
     np.testing.assert_array_equal(listing.per_position, [np.count_nonzero(ref.cluster_representatives(b)) if a else 0
                                                          for b, a in zip(boards, alive)])
-    assert int(listing.count) == len(expected)
+    assert int(listing.total) == len(expected)
     assert [divmod(int(c), cells) for c in np.asarray(codes)[: len(expected)]] == sorted(expected)
     assert np.all(np.asarray(codes)[len(expected):] == -1)
     # Any entry can be read out of order, as the beam reads the ones it keeps.

@@ -59,7 +59,7 @@ from gymnasium.vector.utils import batch_space
 
 from jaxdust.core import game, render
 from jaxdust.core.boards import parse_board
-from jaxdust.core.env import DustEnv
+from jaxdust.core.env import DustEnv, State
 from jaxdust.core.registry import as_env, make, registered
 
 AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
@@ -142,8 +142,8 @@ def _start_board(env: DustEnv, board) -> jax.Array | None:
     if board is None:
         return None
     config = env.game
-    board = parse_board(board, *((config.width, config.height) if isinstance(board, str) else ()),
-                        rules=config.rules)
+    board = (parse_board(board, config.width, config.height, config.rules) if isinstance(board, str)
+             else parse_board(board, rules=config.rules))
     board = env.init(jax.random.key(0), board).board  # ValueError: another shape, a colour too high
     if not np.asarray(env.observe(board).action_mask).any():
         raise ValueError(f"the board's game is over already: no click removes anything under the "
@@ -225,7 +225,7 @@ class DustGymEnv(_Compiled, gymnasium.Env):
         self.render_mode = render_mode
         self.observation_space = _board_space(self.env)
         self.action_space = spaces.Discrete(self.env.game.num_cells)
-        self._state = None
+        self._state: State | None = None
         self._ended = False
         self._compile()
 
@@ -282,7 +282,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
         if not game.is_integer(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         _check_render_mode(render_mode)
-        mode = autoreset_mode
+        mode: AutoresetMode | str | None = autoreset_mode
         if isinstance(autoreset_mode, str):  # "NextStep" (the enum's value) or "next_step"
             named = {m.value.lower(): m for m in AutoresetMode}
             mode = named.get(autoreset_mode.replace("_", "").lower())
@@ -298,7 +298,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
         self.single_action_space = spaces.Discrete(self.env.game.num_cells)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._state = None
+        self._state: State | None = None  # the games' states, batched
         # next_step: games that ended last step, restarted by this one; disabled: games
         # ended and not yet reset (a step on them is refused).
         self._restart = np.zeros(self.num_envs, bool)
@@ -320,10 +320,11 @@ class DustVectorEnv(_Compiled, VectorEnv):
             super().reset()
             keys = jax.random.split(_seed_key(self.np_random), self.num_envs)
         else:
+            seeds: list | None = None
             if game.is_integer(seed):
                 seeds = [int(seed) + i for i in range(self.num_envs)]
-            else:
-                seeds = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) else None
+            elif isinstance(seed, (list, tuple, np.ndarray)):
+                seeds = list(seed)
             if (seeds is None or len(seeds) != self.num_envs
                     or not all(s is None or (game.is_integer(s) and s >= 0) for s in seeds)):
                 raise ValueError(f"seed must be a non-negative int, None, or {self.num_envs} non-negative ints or "
@@ -341,11 +342,12 @@ class DustVectorEnv(_Compiled, VectorEnv):
             self._restart[:] = False
             reset_mask = np.ones(self.num_envs, bool)
         else:
-            if self._state is None:
+            old_states = self._state
+            if old_states is None:
                 raise RuntimeError("reset_mask restarts some of the games: call reset() without it first")
             chosen = jnp.asarray(reset_mask)
             self._state = jax.tree.map(lambda new, old: jnp.where(chosen.reshape(-1, *[1] * (new.ndim - 1)), new, old),
-                                       states, self._state)
+                                       states, old_states)
             mask = jnp.where(chosen[:, None], mask, jax.vmap(self.env.observe)(self._state.board).action_mask)
             self._restart &= ~reset_mask
         return np.array(self._state.board), {"action_mask": np.array(mask, np.int8), "_action_mask": reset_mask.copy(),
@@ -412,5 +414,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
 # registered size, single and vector.
 for _env_id in registered():
     if f"jaxdust/{_env_id}" not in gymnasium.registry:
-        gymnasium.register(f"jaxdust/{_env_id}", entry_point=DustGymEnv, vector_entry_point=DustVectorEnv,
+        # (gymnasium types a vector entry point as taking keywords only; make_vec gives num_envs so)
+        gymnasium.register(f"jaxdust/{_env_id}", entry_point=DustGymEnv,
+                           vector_entry_point=DustVectorEnv,  # type: ignore[arg-type]
                            kwargs={"env": _env_id})

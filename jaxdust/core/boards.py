@@ -11,7 +11,7 @@ import operator
 import os
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +36,7 @@ def _shape_from_length(length: int, width: int | None, height: int | None) -> tu
                 f"evaluate.py's --env; only {width * height} digits default to {width}x{height})"
             )
     elif width is None:
+        assert height is not None
         if height <= 0 or length % height:
             raise ValueError(f"board text has {length} digits, not a multiple of height={height}")
         width = length // height
@@ -226,7 +227,7 @@ def parse_board(data, width: int | None = None, height: int | None = None, rules
             raise ValueError(f"board has shape {array.shape}, expected {expected}")
     if array.shape[0] < 2 or array.shape[1] < 1:
         raise ValueError(f"board must be at least 2 wide and 1 high, got shape {array.shape}")
-    game.require_cells(*array.shape, rules)
+    game.require_cells(array.shape[0], array.shape[1], rules)
     if array.size and (array.min() < 0 or array.max() > game.MAX_COLORS):
         bad = np.argwhere((array < 0) | (array > game.MAX_COLORS))[0]
         raise ValueError(
@@ -406,7 +407,7 @@ def _prose_shape(comment: str) -> tuple[int, int] | None:
     return None
 
 
-def _where(source: str | None, number: int) -> str:
+def _where(source: str | None, number: int | None) -> str:
     """``source:line``, or ``line N`` where the lines have no name."""
     return f"{source}:{number}" if source else f"line {number}"
 
@@ -421,7 +422,7 @@ def declared_colours(lines: Iterable[str], source: str | None = None) -> int | N
     return None if value is None else int(value)
 
 
-def require_declared_colours(board: np.ndarray, colours: int | None) -> None:
+def require_declared_colours(board: np.ndarray | jax.Array, colours: int | None) -> None:
     """ValueError when ``board`` holds a colour above its file's ``colors=`` (None: no cap)."""
     if colours is not None and board.size and int(np.max(board)) > colours:
         raise ValueError(f"the board holds colour {int(np.max(board))}; the header says colors={colours}")
@@ -437,6 +438,10 @@ def _column(text: str, index: int) -> int:
     return int(text)
 
 
+@overload
+def declared_rules(lines: Iterable[str], source: str | None = None, default: str = "dust") -> str: ...
+@overload
+def declared_rules(lines: Iterable[str], source: str | None, default: None) -> str | None: ...
 def declared_rules(lines: Iterable[str], source: str | None = None, default: str | None = "dust") -> str | None:
     """The rule set whose lengths a board file gives: a ``rules=NAME`` field of a header
     comment (``# width=7 height=9 colors=4 rules=former; ...``), else ``default``.
@@ -466,7 +471,8 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
     after another game's boards). Also a ValueError for a board whose shape nothing gives,
     so that it is read at ``DEFAULT_SHAPE``, after a comment whose prose names another shape
     of as many cells (``# width: 6, height: 8``, ``# 6x8 boards``), which sets nothing."""
-    header, rules, cap, boards_began = (None, None), None, None, False
+    header: tuple[int | None, int | None] = (None, None)
+    rules, cap, boards_began = None, None, False
     prose = None  # (line number, shape) of the last comment naming a shape in prose
     for number, raw in enumerate(lines, start=1):
         text = line_text(raw)

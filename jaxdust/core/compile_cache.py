@@ -41,8 +41,9 @@ def default_directory(environ: Mapping[str, str] = os.environ) -> str | None:
 def enable() -> str | None:
     """Turn the cache on (before anything is compiled); returns the directory in use, or
     None when ``JAXDUST_COMPILE_CACHE=off``."""
-    if jax.config.jax_compilation_cache_dir:
-        return jax.config.jax_compilation_cache_dir
+    # jax.config's options are attributes made at run time, unknown to a type checker.
+    if jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]
+        return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
     directory = default_directory()
     if directory is None:
         return None
@@ -56,7 +57,7 @@ def enable() -> str | None:
     jax.config.update("jax_compilation_cache_dir", directory)
     # JAX's default is no limit; a limit needs filelock (a dependency, absent only from an
     # install without dependencies, where JAX would warn at every compile instead).
-    if jax.config.jax_compilation_cache_max_size < 0 and importlib.util.find_spec("filelock"):
+    if jax.config.jax_compilation_cache_max_size < 0 and importlib.util.find_spec("filelock"):  # type: ignore[attr-defined]
         jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
         drop_unfinished_entries(directory)
     return directory
@@ -75,7 +76,7 @@ def drop_unfinished_entries(directory: str) -> list[str]:
     from jax._src import lru_cache
 
     program, last_use = getattr(lru_cache, "_CACHE_SUFFIX", None), getattr(lru_cache, "_ATIME_SUFFIX", None)
-    if (program, last_use) != ("-cache", "-atime"):
+    if program != "-cache" or last_use != "-atime":
         return []
     dropped = []
     try:

@@ -122,9 +122,13 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
 
 def _defaults(config_class) -> dict:
     """Each field's default (a factory's value), for the fields that have one."""
-    return {field.name: field.default if field.default is not dataclasses.MISSING else field.default_factory()
-            for field in dataclasses.fields(config_class)
-            if field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING}
+    defaults = {}
+    for field in dataclasses.fields(config_class):
+        if field.default is not dataclasses.MISSING:
+            defaults[field.name] = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            defaults[field.name] = field.default_factory()
+    return defaults
 
 
 def _turned_off(config, config_class=None) -> list[tuple[str, str]]:
@@ -257,14 +261,15 @@ def field_notes(config_class) -> dict[str, str]:
         return {}
     lines = source.splitlines()
     fields = {field.name for field in dataclasses.fields(config_class)}
-    notes, above, line_of, body_indent = {}, [], {}, None
+    line_of: dict[int, str] = {}  # a line's first name at the body's indent
+    notes, above, body_indent = {}, [], None
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         row = token.start[0]
         if token.type == tokenize.INDENT and body_indent is None:
             body_indent = len(token.string)
         elif token.type == tokenize.COMMENT:
             text = token.string.lstrip("#").strip()
-            if line_of.get(row) in fields:
+            if line_of.get(row, "") in fields:
                 notes[line_of[row]] = text
             elif lines[row - 1].lstrip().startswith("#"):
                 above.append(text)
@@ -289,8 +294,8 @@ def add_flags(parser: argparse.ArgumentParser, config_class, prefix: str = "", d
         default = None if defaults is None else getattr(defaults, field.name)
         shown = _flag_value(default)
         help_text = "; ".join(part for part in (notes.get(field.name, "").rstrip("."),
-                                                 "" if default is None else f"default {shown}") if part)
-        help_text = help_text.replace("%", "%%") or None
+                                                 "" if default is None else f"default {shown}") if part
+                              ).replace("%", "%%") or None
         if kind is GameConfig:
             add_board_flags(parser, "board size and colours, e.g. 8x6x5 (the dust game) or former:6x6x4 (rules first)"
                             + ("" if default is None else f"; default {default.size_spec}"),

@@ -182,10 +182,11 @@ class DustEnv:
 
     def observation_spec(self) -> Observation:
         width, height, colors = self.game.width, self.game.height, self.game.colors
+        # An Observation of shapes, not arrays, as Jumanji's specs are.
         return Observation(
-            board=jax.ShapeDtypeStruct((width, height), game.BOARD_DTYPE),
-            one_hot=jax.ShapeDtypeStruct((width, height, colors + 1), jnp.float32),
-            action_mask=jax.ShapeDtypeStruct((width * height,), jnp.bool_),
+            board=jax.ShapeDtypeStruct((width, height), game.BOARD_DTYPE),  # type: ignore[arg-type]
+            one_hot=jax.ShapeDtypeStruct((width, height, colors + 1), jnp.float32),  # type: ignore[arg-type]
+            action_mask=jax.ShapeDtypeStruct((width * height,), jnp.bool_),  # type: ignore[arg-type]
         )
 
     def observe(self, board: jax.Array) -> Observation:

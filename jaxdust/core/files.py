@@ -229,7 +229,8 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
       ValueError: when any other line is not a JSON object (the file was not written by
         appending records, e.g. a board file given as ``--out``); nothing is cut.
     """
-    records, keep = [], 0
+    records: list[dict] = []
+    keep = 0
     if not os.path.exists(path):
         return records
     with open(path, "rb") as handle:

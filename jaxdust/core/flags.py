@@ -385,7 +385,7 @@ def _end_interrupted(resumes: str) -> None:
     exit_at_once(130)
 
 
-def _raised_from_interrupt(error: BaseException) -> bool:
+def _raised_from_interrupt(error: BaseException | None) -> bool:
     """Whether ``error`` was raised from a KeyboardInterrupt (``raise ... from``), at any
     depth; not one merely raised while handling one (a real error in clean-up code)."""
     seen = set()

@@ -28,7 +28,7 @@ import dataclasses
 import functools
 import inspect
 import math
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple, TypeGuard, TypeVar, cast, overload
 
 import jax
 import jax.numpy as jnp
@@ -97,7 +97,7 @@ def require_click_rules(rules: str, what: str) -> None:
                          "for points and cells left use jaxdust.points_beam or jaxdust.solver.points")
 
 
-def is_integer(value) -> bool:
+def is_integer(value) -> TypeGuard[int]:
     """A Python or numpy integer, not a bool: what a size, count or limit must be."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
@@ -428,6 +428,15 @@ def _flood_packed(seed: jax.Array, allowed: jax.Array) -> jax.Array:
     return _fixed_point(lambda bits: _grow_packed(bits) & allowed_bits, start)
 
 
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+
+
+# Typed so that a type checker sees each public function's own signature through the wrapper.
+@overload
+def public(function: _Function, *, indices: tuple[str, ...] = (), one_board: bool = False) -> _Function: ...
+@overload
+def public(function: None = None, *, indices: tuple[str, ...] = (),
+           one_board: bool = False) -> Callable[[_Function], _Function]: ...
 def public(function=None, *, indices: tuple[str, ...] = (), one_board: bool = False):
     """``function`` jitted, its ``rules`` argument static: the everyday API compiles once per
     board shape and rule set. Called outside ``jit`` it would otherwise run op by op and
@@ -532,7 +541,7 @@ def from_lists(boards):
     return boards
 
 
-def batch_last_vmap(function):
+def batch_last_vmap(function: _Function) -> _Function:
     """``function`` (arrays with any trailing batch axes) with a ``vmap`` rule that moves
     the mapped axis of every argument last, calls ``function`` once on the whole batch, and
     moves the mapped axis of every output back to the front.
@@ -552,7 +561,7 @@ def batch_last_vmap(function):
         outputs = function(*moved)
         return jax.tree.map(lambda out: jnp.moveaxis(out, -1, 0), outputs), jax.tree.map(lambda _: True, outputs)
 
-    return batched
+    return cast(_Function, batched)
 
 
 # ---------------------------------------------------------------------------------------
@@ -576,15 +585,16 @@ def _cluster_at(board: jax.Array, action: jax.Array, colour: jax.Array) -> jax.A
     return _flood_packed(seed, (board == colour) & (colour != 0))
 
 
-def _action_at(board: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
+def _action_at(board: jax.Array, x: jax.typing.ArrayLike, y: jax.typing.ArrayLike) -> jax.Array:
     """Flat index of cell ``(x, y)`` of one board ``[W, H]``, or -1 (no cell) outside it."""
     width, height = board.shape
+    x, y = jnp.asarray(x), jnp.asarray(y)
     inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
     return jnp.where(inside, x * height + y, -1)
 
 
 @public(indices=("x", "y"), one_board=True)
-def cluster_mask(board: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
+def cluster_mask(board: jax.Array, x: jax.typing.ArrayLike, y: jax.typing.ArrayLike) -> jax.Array:
     """The cluster containing cell ``(x, y)``: bool ``[W, H]``; all False if it is empty."""
     action = _action_at(board, x, y)
     return unpack_columns(_cluster_at(board, action, cell_values(board, action)), board.shape[1])
@@ -697,7 +707,7 @@ def is_over(board: jax.Array, rules: str = "dust") -> jax.Array:
     return ~jnp.any(in_group_of_two(board), axis=(0, 1))
 
 
-def points(removed: jax.Array) -> jax.Array:
+def points(removed: jax.typing.ArrayLike) -> jax.Array:
     """SameGame's points for removing a group of ``removed`` cells: ``(removed - 2)^2``
     (0 for fewer than 2), int32, any shape."""
     removed = jnp.asarray(removed, jnp.int32)
@@ -834,9 +844,9 @@ def click_cells_first(board: jax.Array, action: jax.Array, colour: jax.Array,
 
 
 class _Moves(NamedTuple):
-    contract: object
-    remove_and_contract: object
-    click_action: object
+    contract: Callable[..., Any]
+    remove_and_contract: Callable[..., Any]
+    click_action: Callable[..., Any]
 
 
 @functools.cache
@@ -866,7 +876,7 @@ def remove_and_contract(board: jax.Array, removed_mask: jax.Array, rules: str = 
 
 
 @public(indices=("action",), one_board=True)
-def click_action(board: jax.Array, action: jax.Array, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
+def click_action(board: jax.Array, action: jax.typing.ArrayLike, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """``click`` addressed by the flat action index ``x * height + y``.
 
     Args:
@@ -884,7 +894,7 @@ def click_action(board: jax.Array, action: jax.Array, rules: str = "dust") -> tu
 
 
 @public(indices=("x", "y"), one_board=True)
-def click(board: jax.Array, x: jax.Array, y: jax.Array, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
+def click(board: jax.Array, x: jax.typing.ArrayLike, y: jax.typing.ArrayLike, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """Click cell ``(x, y)``: remove its cluster and settle the board under ``rules``.
 
     Args:

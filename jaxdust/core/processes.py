@@ -3,6 +3,7 @@ process dies."""
 
 from __future__ import annotations
 
+import collections.abc
 import concurrent.futures
 import contextlib
 import ctypes
@@ -59,7 +60,7 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
     if first is _NONE:  # nothing to do (a rerun of finished work): no workers, which an exit
         return  # while they start would leave printing tracebacks
     remaining = itertools.chain([first], remaining)
-    if hasattr(items, "__len__"):  # no worker to start (and wait for) beyond one an item
+    if isinstance(items, collections.abc.Sized):  # no worker to start (and wait for) beyond one an item
         jobs = min(jobs, len(items))
     executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                                       initializer=_worker_setup, initargs=(os.getpid(),))
@@ -173,7 +174,7 @@ def _on_launcher_thread(function: Callable):
         if _launcher is None:
             _launcher = queue.SimpleQueue()
             threading.Thread(target=_serve, args=(_launcher,), daemon=True, name="jaxdust-pool-launcher").start()
-    done = concurrent.futures.Future()
+    done: concurrent.futures.Future = concurrent.futures.Future()
     _launcher.put((function, done))
     return done.result()
 

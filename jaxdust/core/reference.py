@@ -286,6 +286,7 @@ def largest_cluster_first(board: np.ndarray, tie_break: str = "flat") -> list[tu
             key = (-len(cells), tie)  # smaller key is better: larger size, then smaller tie
             if best_key is None or key < best_key:
                 best_cells, best_key = cells, key
+        assert best_cells is not None  # the game is not over, so a cluster was found
         x, y = _representative(best_cells, height)
         board, removed = click(board, x, y)
         assert removed == len(best_cells)

@@ -115,7 +115,7 @@ class BoardView:
 
 
 def _rgb(hex_colour: str) -> tuple[int, int, int]:
-    return tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    return int(hex_colour[1:3], 16), int(hex_colour[3:5], 16), int(hex_colour[5:7], 16)
 
 
 _RGB = np.array([_rgb(c) for c in PALETTE], np.uint8)

@@ -229,7 +229,7 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
         solutions = _computed(agent(np.array(board_set.boards)))
         seconds = time.perf_counter() - start
         clicks, cleared = replayed_lengths(board_set.boards, solutions, max_clicks, rules=board_set.rules)
-        label = name or getattr(agent, "__name__", "solver")
+        label = name or str(getattr(agent, "__name__", "solver"))
     else:
         with progress_bar(total=count, unit="board", desc=agent, enabled=progress, leave=False) as bar:
             result = registry.run_agent(agent, board_set.boards, key=registry.agent_key(seed), max_clicks=max_clicks,

@@ -152,7 +152,8 @@ def load_board_set(args) -> LoadedBoards:
     elif columns == "best_known" and all(r.values for r in records):
         best = np.array([r.values[-1] for r in records])
     if proven:  # one board, two optima: the file contradicts itself
-        optima = {}
+        assert best is not None  # proven only where the lines hold optima
+        optima: dict[str, tuple[int, int]] = {}
         for record, optimum in zip(records, best):
             text = board_to_text(record.board)
             if optima.setdefault(text, (optimum, record.line))[0] != optimum:
@@ -196,7 +197,7 @@ def file_names(agents: list[str]) -> dict[str, str]:
     """Each agent's name as files name it (letters and digits, ``-`` for the rest), one
     apart from another: ``policy:runs/a-0`` and ``policy:runs/a_0`` would share one, and
     one agent's GIFs and histogram would replace the other's."""
-    names = {}
+    names: dict[str, str] = {}
     for agent in agents:
         safe = files.short_file_name("".join(c if c.isalnum() else "-" for c in agent))
         names[agent] = safe if safe not in names.values() else next(

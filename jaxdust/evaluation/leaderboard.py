@@ -177,6 +177,7 @@ def main(argv=None) -> dict:
             if config is not None:
                 count, width, height, colours = args.boards, config.width, config.height, config.colors
             else:
+                assert board_set is not None  # no --env or --size: a set was loaded
                 (count, width, height), colours = board_set.boards.shape, int(np.max(board_set.boards))
             registry.require_playable(checked, rules, width, height, colours, boards=count, jobs=args.jobs)
         except ValueError as error:
@@ -187,7 +188,9 @@ def main(argv=None) -> dict:
     entries = [(name, describe(name) if config is None else name) for name in names] + runs
     sources = run_sources([entry for entry, _ in entries])
     if config is not None:
+        assert target is not None  # --env or --size gave config
         return family_leaderboard(parser, args, target, config, entries, measure, sources)
+    assert board_set is not None
     solver = None
     if args.solver_log:  # checked before any agent plays
         try:
@@ -288,8 +291,8 @@ def _kept_row(path: str, row_type, source: str | None = None):
         kept = row_type(**saved)
         for field in dataclasses.fields(row_type):  # a row's figures are shown with formats that need numbers
             value, kind = getattr(kept, field.name), field.type if isinstance(field.type, str) else field.type.__name__
-            expected = {"str": str, "int": int, "float": (int, float)}.get(kind, object)
-            if isinstance(value, bool) or not isinstance(value, expected):
+            expected: dict[str, type | tuple[type, ...]] = {"str": str, "int": int, "float": (int, float)}
+            if isinstance(value, bool) or not isinstance(value, expected.get(kind, object)):
                 raise TypeError(f"{field.name} is {value!r}, not {'a number' if kind != 'str' else 'text'}")
         return kept
     except (OSError, ValueError, TypeError, AttributeError) as error:  # written atomically: edited or copied wrong

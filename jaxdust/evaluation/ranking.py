@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -115,7 +116,8 @@ def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: 
     if not records:  # an empty ranking set (ranking.load reads one as no records)
         raise ValueError("no ranking records to score (is the ranking set empty?)")
     top1 = regret = ordered = pairs = 0.0
-    errors = {bucket: [] for bucket in CELL_BUCKETS}  # (estimate - exact, child is optimal)
+    errors: dict[tuple[int, int], list[tuple[float, bool]]] = {bucket: [] for bucket in CELL_BUCKETS}
+    # (estimate - exact, child is optimal) by cells left
     for score, record in zip(scores, records):
         score, exact = np.asarray(score, float), np.asarray(record["child_values"], float)
         chosen = int(np.argmin(score))
@@ -132,7 +134,7 @@ def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: 
                     if low <= cells <= high:
                         errors[(low, high)].append((estimate - value, value == exact.min()))
     count = len(records)
-    result = {"positions": count, "top1": top1 / count, "regret": regret / count, "pairwise": ordered / max(pairs, 1)}
+    result: dict[str, Any] = {"positions": count, "top1": top1 / count, "regret": regret / count, "pairwise": ordered / max(pairs, 1)}
     if clicks_left:
         def by_bucket(statistic, keep=lambda optimal: True) -> dict:
             picked = {bucket: [error for error, optimal in rows if keep(optimal)] for bucket, rows in errors.items()}

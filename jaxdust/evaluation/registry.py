@@ -211,7 +211,7 @@ def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise ValueError(f"{', '.join(repeated)} given more than once")
-    seen = {}
+    seen: dict[str, str] = {}  # an agent's identity -> its first spelling
     for name in names:
         if rules is not None:
             _require_rules(parse_agent(name)[0], rules)
@@ -249,7 +249,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
     boards = jnp.asarray(game.from_lists(boards), game.BOARD_DTYPE)  # checked: colour 257 would wrap round to 1
-    require_playable([text], rules, *boards.shape[1:], int(jnp.max(boards)) if boards.size else 0,
+    require_playable([text], rules, boards.shape[1], boards.shape[2], int(jnp.max(boards)) if boards.size else 0,
                      boards=len(boards), chunk=chunk, jobs=jobs)
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
     played = agent.play(settings, boards, context)
@@ -445,7 +445,7 @@ register(Agent(
 
 
 def _level(text: str) -> int:
-    level = _number(text, "nmcs: level", 1, integer=True)
+    level = int(_number(text, "nmcs: level", 1, integer=True))
     if level not in (1, 2):
         raise ValueError(f"nmcs: level must be 1 or 2, got {text!r}")
     return level
@@ -485,7 +485,7 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
             return _run_directory(text), default
         run, _, number = text.rpartition(":")
         if run and number.isdigit() and not os.path.isfile(os.path.join(text, "config.json")):  # a run "avi-10:30"
-            return _run_directory(run), _number(number, f"{name}: {what}", default, integer=True)
+            return _run_directory(run), int(_number(number, f"{name}: {what}", default, integer=True))
         if _run_then_more(text, run):
             # value:RUN:abc is a run with a mistyped number, not a directory named "RUN:abc"
             raise ValueError(f"{name}: {what} must be a positive integer, got {number!r}")

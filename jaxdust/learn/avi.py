@@ -410,7 +410,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
 
         # The beams: each board keeps its `width` best distinct children over all its slots.
         child_hashes = jax.vmap(lambda child: canonical_hash(child, size.mirror_symmetric))(expansion.children)
-        beam_index = expansion.index[:count]
+        beam_index = expansion.rows[:count]
         candidate_hashes = child_hashes[jnp.minimum(beam_index, slots - 1)].reshape(boards_count, width * cells, 2)
         explore = jax.random.uniform(explore_key, (boards_count,), jnp.float32) < epsilon
         chosen = jax.vmap(select_beam, in_axes=(0, 0, 0, 0, None))(

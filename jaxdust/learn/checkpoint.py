@@ -192,7 +192,7 @@ def _quiet_orbax_echoes() -> None:
 
 _orbax_calls_running = 0
 _orbax_calls_lock = threading.Lock()
-_unraisable_hook_outside_orbax = None
+_unraisable_hook_outside_orbax = sys.unraisablehook  # set again while orbax runs
 
 
 def _drop_orbax_echoes(report) -> None:
@@ -355,7 +355,7 @@ class Checkpoints:
         while True:
             if not steps:
                 raise CheckpointError(f"no checkpoint in {self.directory}")
-            damaged = []
+            damaged: list[UnreadableCheckpoint] = []
             for step in reversed(steps):
                 try:
                     return step, self.read(step, like, config), damaged

@@ -137,7 +137,8 @@ def label_board(config: DatasetConfig, index: int) -> dict:
     clicks, lower_bounds = list(result.clicks), [result.lower_bound]
     tail_proven = result.optimal
     for step in range(1, len(clicks) + 1):
-        position, _ = click_with_mask(position, *clicks[step - 1], config.game.colors, config.game.rules)
+        x, y = clicks[step - 1]
+        position, _ = click_with_mask(position, x, y, config.game.colors, config.game.rules)
         if step == len(clicks):
             break
         if tail_proven:  # the rest of a shortest solution is shortest from here

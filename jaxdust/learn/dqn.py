@@ -213,7 +213,7 @@ def replay_init(capacity: int, width: int, height: int) -> Replay:
                   jnp.zeros(capacity, jnp.float32), boards, jnp.int32(0), jnp.int32(0))
 
 
-def replay_add(replay: Replay, batch: "Batch", valid: jax.Array = True) -> Replay:
+def replay_add(replay: Replay, batch: "Batch", valid: jax.typing.ArrayLike = True) -> Replay:
     """Write a batch of transitions at the ring position (overwriting the oldest). With
     ``valid`` False the slots are written but not counted, and are overwritten next."""
     capacity = replay.actions.shape[0]
@@ -348,7 +348,7 @@ def full_backup_targets(config: DQNConfig, q_target, boards: jax.Array, slots: i
     expansion = expand(boards, slots, cost, config.game.rules)
     first_cell = jnp.maximum(expansion.labels, 0)  # cells of one cluster share its child
     at_cell = jnp.take_along_axis(expansion.values, first_cell, axis=1)
-    child = jnp.minimum(jnp.take_along_axis(expansion.index, first_cell, axis=1), slots - 1)
+    child = jnp.minimum(jnp.take_along_axis(expansion.rows, first_cell, axis=1), slots - 1)
     cleared = jax.vmap(game.is_done)(expansion.children)[child]
     reward = jnp.where(cleared, config.rewards.clear, config.rewards.click)
     trained = (expansion.labels >= 0) & jnp.isfinite(at_cell)

@@ -22,7 +22,7 @@ class Expansion(NamedTuple):
     values: jax.Array  # float32 [N, W * H], child value at each cluster's first cell, inf elsewhere
     dropped: jax.Array  # int32 [], children beyond the slots
     children: jax.Array  # int8 [S, W, H], the distinct children, compacted
-    index: jax.Array  # int32 [N, W * H], each value's row of ``children`` (S where none)
+    rows: jax.Array  # int32 [N, W * H], each value's row of ``children`` (S where none)
 
 
 def expand(boards: jax.Array, slots: int, value_fn, rules: str = "dust") -> Expansion:
@@ -55,10 +55,10 @@ def expand(boards: jax.Array, slots: int, value_fn, rules: str = "dust") -> Expa
     values = jnp.where(valid, values, jnp.inf)
     target_cell = jnp.where(valid, flat_index, count_boards * cells)
     per_cell = jnp.full(count_boards * cells, jnp.inf, jnp.float32).at[target_cell].set(values, mode="drop")
-    index = jnp.full(count_boards * cells, slots, jnp.int32).at[target_cell].set(jnp.arange(slots, dtype=jnp.int32),
-                                                                                 mode="drop")
+    rows = jnp.full(count_boards * cells, slots, jnp.int32).at[target_cell].set(jnp.arange(slots, dtype=jnp.int32),
+                                                                                mode="drop")
     return Expansion(labels, per_cell.reshape(count_boards, cells), jnp.maximum(actions - slots, 0), children,
-                     index.reshape(count_boards, cells))
+                     rows.reshape(count_boards, cells))
 
 
 def require_indexable(slots: int, size: game.GameConfig, settings: str) -> None:

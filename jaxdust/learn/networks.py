@@ -15,7 +15,7 @@ hand-made estimate (``jaxdust.search.heuristic``), so training starts from it.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import flax.linen as nn
 import jax
@@ -83,6 +83,15 @@ def encode_with_features(boards: jax.Array, colors: int) -> tuple[jax.Array, jax
     return inputs.reshape(*boards.shape[:-2], -1), prior.reshape(boards.shape[:-2])
 
 
+if TYPE_CHECKING:
+    class _Network(nn.Module):
+        # flax types apply's result as "the output, or (output, mutated state)"; the networks
+        # here are applied without mutable collections, so it is their output.
+        def apply(self, variables, *args, **kwargs) -> Any: ...
+else:
+    _Network = nn.Module
+
+
 class MLP(nn.Module):
     """ReLU layers with He initialisation, as the original post used."""
 
@@ -95,7 +104,7 @@ class MLP(nn.Module):
         return x
 
 
-class QNetwork(nn.Module):
+class QNetwork(_Network):
     """One value per cell: ``boards [..., W, H] -> [..., W * H]`` float32."""
 
     hidden: Sequence[int]
@@ -109,7 +118,7 @@ class QNetwork(nn.Module):
         return nn.Dense(cells, kernel_init=nn.initializers.lecun_normal())(MLP(self.hidden)(inputs))
 
 
-class PolicyValueNetwork(nn.Module):
+class PolicyValueNetwork(_Network):
     """Shared torso, two heads: click logits per cell ``[..., W * H]`` (a sigmoid per cell
     marks the cluster to click) and the cost-to-go ``[...]`` (clicks left)."""
 
@@ -167,7 +176,7 @@ def board_planes(boards: jax.Array, colors: int, features: bool = True, per_cell
     return jnp.concatenate([jax.nn.one_hot(boards, colors + 1, dtype=jnp.float32), per_cell, position], -1)
 
 
-class ValuePolicyNetwork(nn.Module):
+class ValuePolicyNetwork(_Network):
     """Shared torso, two heads: the value of the board in clicks left ``[...]`` (lower is
     better) and click logits per cell ``[..., W * H]`` (a policy over clusters through
     ``cluster_log_probs``).

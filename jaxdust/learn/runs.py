@@ -356,9 +356,9 @@ class Run:
                            "or use another --run-dir") from None
         except checkpoint.CheckpointError as error:
             raise RunError(str(error)) from None
-        for error in damaged:
-            moved = self.checkpoints.set_aside(error.step)
-            print(f"warning: {error}; moved to {moved}, resuming from checkpoint {done}", file=sys.stderr)
+        for unfinished in damaged:
+            moved = self.checkpoints.set_aside(unfinished.step)
+            print(f"warning: {unfinished}; moved to {moved}, resuming from checkpoint {done}", file=sys.stderr)
         # Checkpoints first: killed between the two, the log still covers every checkpoint
         # left and the next resume cuts it; the other way round it lost lines for good.
         self._truncate_checkpoints(done, log)
@@ -760,10 +760,11 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
         with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
             last_evaluation = evaluate(state)
         run.keep_if_best(trainer.total, state, last_evaluation)
+    best_steps = run.best.steps()
     summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
                **trainer.info(state),
                **last_evaluation, "best_greedy_clicks": run.best_greedy,
-               "best_step": (run.best.steps() or [None])[-1]}
+               "best_step": best_steps[-1] if best_steps else None}
     run.finish(summary)
     return summary
 
@@ -911,8 +912,8 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
             raise RunError("; ".join(map(str, [*unreadable, error]))) from None
         finally:
             checkpoints.close()
-        for error in [*(d for e in unreadable for d in e.damaged), *skipped]:
-            print(f"warning: {error}; using checkpoint {step} in {source}", file=sys.stderr)
+        for passed_over in [*(d for e in unreadable for d in e.damaged), *skipped]:
+            print(f"warning: {passed_over}; using checkpoint {step} in {source}", file=sys.stderr)
         return TrainedAgent(learner.name, config, learner.params(state), learner.policy(config),
                             learner.scorer(config), learner.evaluator(config), step,
                             os.path.relpath(os.path.join(source, str(step)), directory))

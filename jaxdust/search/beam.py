@@ -43,12 +43,12 @@ class ChildList(NamedTuple):
     cells: int
 
     @property
-    def count(self) -> jax.Array:
+    def total(self) -> jax.Array:
         return self.ends[-1]
 
     def code_at(self, index: jax.Array) -> jax.Array:
         """int32, ``index``'s shape: the pair code ``parent * W * H + action`` of the list's
-        ``index``-th entry (below ``count``): the position by a binary search of ``ends``,
+        ``index``-th entry (below ``total``): the position by a binary search of ``ends``,
         the cell by the rank inside its mask."""
         parent = jnp.minimum(jnp.searchsorted(self.ends, index, side="right"), self.ends.shape[0] - 1)
         rank = index - (self.ends[parent] - self.per_position[parent])
@@ -59,8 +59,8 @@ class ChildList(NamedTuple):
             later = (action == 32 * word) & (rank >= bits)
             rank = jnp.where(later, rank - bits, rank)
             action = jnp.where(later, action + 32, action)
-        word = jnp.take_along_axis(words, (action // 32)[..., None], axis=-1)[..., 0]
-        return (parent * self.cells + action + game.kth_set_bit(word, rank)).astype(jnp.int32)
+        rank_word = jnp.take_along_axis(words, (action // 32)[..., None], axis=-1)[..., 0]
+        return (parent * self.cells + action + game.kth_set_bit(rank_word, rank)).astype(jnp.int32)
 
 
 def list_children(labels: jax.Array, alive: jax.Array) -> ChildList:
@@ -108,11 +108,11 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
     def one_chunk(k, carry):
         start = k * chunk
         index = start + jnp.arange(chunk, dtype=jnp.int32)
-        valid = index < listing.count
+        valid = index < listing.total
         parent, action, children = play_codes(boards, labels, jnp.where(valid, listing.code_at(index), 0), rules)
         return visit(carry, start, children, parent, action, valid)
 
-    return listing, jax.lax.fori_loop(0, (listing.count + chunk - 1) // chunk, one_chunk, carry)
+    return listing, jax.lax.fori_loop(0, (listing.total + chunk - 1) // chunk, one_chunk, carry)
 
 
 def child_capacity(positions: int, cells: int, chunk: int) -> int:
@@ -168,7 +168,7 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
                               rules)[1]
         return jnp.where(alive, 1.0 + best, 0.0)
 
-    score.trained_rules = rules
+    score.trained_rules = rules  # type: ignore[attr-defined]  # read by boards.model_rules
     return score
 
 
@@ -318,9 +318,10 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     if shape[0] == 0:
         raise ValueError("beam_search: no boards (a batch of 0)")
     for name, value in (("width", width), ("max_clicks", max_clicks), ("shortlist", shortlist), ("chunk", chunk)):
-        if value is not None and (not game.is_integer(value) or value < 1):
+        if (value is not None or name != "max_clicks") and (not game.is_integer(value) or value < 1):
             raise ValueError(f"beam_search: {name} must be a positive integer, got {value!r}")
-    width, max_clicks, shortlist, chunk = (None if v is None else int(v) for v in (width, max_clicks, shortlist, chunk))
+    width, shortlist, chunk = int(width), int(shortlist), int(chunk)
+    max_clicks = None if max_clicks is None else int(max_clicks)
     game.require_click_rules(rules, "beam_search")
     scorer = heuristic_for(rules) if scorer is None else scorer
     require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise

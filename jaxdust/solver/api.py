@@ -94,7 +94,7 @@ class TranspositionTable:
         self.max_bits = max(bits, max_bits or bits)
         self.entries = np.zeros(1 << bits, np.uint64)  # see jaxdust.solver.table
         self.halves = np.zeros(1 << (bits - 1), np.uint64)
-        self.holds = None  # (width, height, rules) of the solves whose facts it holds
+        self.holds: tuple[int, int, str] | None = None  # (width, height, rules) of the solves whose facts it holds
 
     @classmethod
     def of(cls, entries: np.ndarray, halves: np.ndarray, max_bits: int | None = None) -> "TranspositionTable":
@@ -335,6 +335,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
     ran = False
 
     def save_progress(budget: int, generated: int) -> None:
+        assert checkpoint is not None  # called only with one
         progress.save(checkpoint, cells, rules, progress.Progress(
             bound, best_length, best_clicks, nodes, widened, budget, generated,
             earlier_seconds + time.perf_counter() - start, table.entries, table.halves, int(half_positions[0])))
@@ -353,7 +354,7 @@ def solve(board, time_limit: float | None = None, *, node_limit: int | None = No
                 ran and time.perf_counter() - start + 2 * last_seconds * GROWTH**2 < time_limit)
             fits_nodes = node_limit is None or (ran and 2 * searched * GROWTH**2 < node_limit - nodes)
             budget = bound + 1 if may_skip and fits_time and fits_nodes else bound
-            widened_fits = not clocked or (
+            widened_fits = time_limit is None or (
                 time.perf_counter() - start + WIDENED_BEAM_COST * first_beam_seconds < time_limit)
             if beam_width > 0 and not widened and widened_fits and (
                     (may_skip and last_seconds * GROWTH > 1.0)

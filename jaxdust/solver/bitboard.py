@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple, TypeVar, cast
 
 import numba
 import numpy as np
@@ -137,7 +137,10 @@ def deadline(time_limit: float | None, start: float) -> float:
     return start + (NO_LIMIT_SECONDS if time_limit is None else time_limit)
 
 
-def interrupts_as_such(search):
+_Search = TypeVar("_Search", bound=Callable[..., Any])
+
+
+def interrupts_as_such(search: _Search) -> _Search:
     """``search`` (a function running compiled searches with a deadline) raising a Ctrl-C
     that met its clock as the KeyboardInterrupt it is, not numba's SystemError (a
     notebook's interrupt, a command's one-line stop)."""
@@ -149,7 +152,7 @@ def interrupts_as_such(search):
             if isinstance(error.__cause__, KeyboardInterrupt):
                 raise error.__cause__ from None
             raise
-    return searched
+    return cast(_Search, searched)
 
 
 @numba.njit(cache=True, inline="always")

@@ -18,9 +18,9 @@ import tempfile
 def ensure_writable() -> str | None:
     """Point numba's cache at a private temporary folder where none of its own places takes
     files; the folder chosen, or None where numba's own choice stands."""
-    from numba.core import caching, config
+    from numba.core import caching, config  # config's settings are made at run time: unknown to a type checker
 
-    if config.CACHE_DIR or getattr(config, "CACHE_LOCATOR_CLASSES", None):  # the user's own choice
+    if config.CACHE_DIR or getattr(config, "CACHE_LOCATOR_CLASSES", None):  # type: ignore[attr-defined]  # the user's own choice
         return None
     source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bitboard.py")
 
@@ -28,13 +28,13 @@ def ensure_writable() -> str | None:
         pass
 
     try:
-        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # older numba's name
+        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # type: ignore[attr-defined]  # older numba's name
         if any(locator.from_function(probe, source) is not None for locator in impl._locator_classes):
             return None
     except Exception:  # numba's internals moved: its own error, if any, stands
         return None
     folder = _private_folder()
-    config.CACHE_DIR = folder
+    config.CACHE_DIR = folder  # type: ignore[attr-defined]
     # Worker processes inherit it (no second probe or message), and numba's reload of its
     # settings keeps it.
     os.environ["NUMBA_CACHE_DIR"] = folder

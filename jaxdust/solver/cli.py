@@ -262,7 +262,7 @@ def _tally(results: list[dict | None], earlier: int) -> str:
 def _best_facts(records) -> dict[int, dict]:
     """Per line, the shortest solution and the highest lower bound its lines in ``--out``
     hold (``length``, ``clicks``, ``lower_bound``)."""
-    best = {}
+    best: dict[int, dict] = {}
     for record in records:
         if "error" not in record and "length" in record:
             best[record["line"]] = _with_earlier_facts(record, best.get(record["line"]))
@@ -364,7 +364,8 @@ def _shape_read(text: str, width: int | None, height: int | None, rules: str) ->
     """The shape board ``text`` is read at with the file's ``width`` and ``height`` (None
     where it cannot be read: its own error comes when it is solved)."""
     try:
-        return parse_board(text, width, height, rules).shape
+        board_width, board_height = parse_board(text, width, height, rules).shape
+        return board_width, board_height
     except ValueError:
         return None
 
