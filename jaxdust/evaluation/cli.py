@@ -205,7 +205,8 @@ def file_names(agents: list[str]) -> dict[str, str]:
     return names
 
 
-def main(argv=None) -> dict:
+def build_parser() -> argparse.ArgumentParser:
+    """``evaluate.py``'s command line (docs/cli.md shows its ``--help``)."""
     parser = flags.Parser(prog="evaluate.py", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boards", type=flags.input_file, default=None,
@@ -238,6 +239,11 @@ def main(argv=None) -> dict:
                         help="also write a GIF of each agent's game on the first N boards")
     parser.add_argument("--out", type=flags.output_dir, default="results/evaluate",
                         help="folder of the report, table and figures (default results/evaluate)")
+    return parser
+
+
+def main(argv=None) -> dict:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.random and args.boards is not None:
         flags.fail(parser, "--random and --boards: give one (random boards, or a board file)")

@@ -102,7 +102,8 @@ def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.
                          sum(r["seconds"] for r in records))
 
 
-def main(argv=None) -> dict:
+def build_parser() -> argparse.ArgumentParser:
+    """``jaxdust-leaderboard``'s command line (docs/cli.md shows its ``--help``)."""
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     boards_from = parser.add_mutually_exclusive_group()
     boards_from.add_argument("--set", default="8x6x5", choices=benchmark.SIZES,
@@ -133,6 +134,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=flags.output_file, default=None,
                         help="JSON report (default results/leaderboard-<set>.json, -<ID>.json with --env, "
                              "-size-<RULES>-<WxHxC>.json with --size)")
+    return parser
+
+
+def main(argv=None) -> dict:
+    parser = build_parser()
     args = parser.parse_args(argv)
     # Random boards of a registered id's, or of --size's, rules and size: named by the id or
     # the size in rows and files; else the --set.

@@ -220,7 +220,8 @@ def board_records(index: int, node_limit: int, per_line: int = 2, seed_base: int
     return records
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m jaxdust.evaluation.ranking``'s command line (docs/cli.md shows its ``--help``)."""
     parser = flags.Parser(prog="python -m jaxdust.evaluation.ranking", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boards", type=flags.positive_int, default=40,
@@ -231,6 +232,11 @@ def main(argv=None) -> int:
                         help="positions per child proof (default %(default)s; each record keeps it, and an "
                              "existing --out is extended only under the limit its records name: one made before "
                              "0.2.46, which names none, is not extended)")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         previous = recover_json_lines(args.out)

@@ -509,7 +509,8 @@ def _flag_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
     return "; ".join(parts + configs.board_differences(made.game, asked.game))
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m jaxdust.learn.datasets``' command line (docs/cli.md shows its ``--help``)."""
     parser = flags.Parser(
         prog="python -m jaxdust.learn.datasets", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -534,12 +535,17 @@ def main(argv=None) -> int:
                         help="boards per file (default %(default)s)")
     parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(),
                         help="processes (default: the cores this process may use, %(default)s here)")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     unused = "--beam-width" if args.labeller == "exact" else "--node-limit"
     if (args.beam_width if args.labeller == "exact" else args.node_limit) is not None:
         flags.fail(parser, f"{unused} is not used by the {args.labeller} labeller")
     try:  # a refused value is named by its flag (the board's by --size/--env)
-        config = configs.from_flags(args, defaults)
+        config = configs.from_flags(args, DatasetConfig())
         make_dataset(args.out, config, jobs=args.jobs)
     except OtherSettings as error:
         try:

@@ -92,7 +92,8 @@ def _solve_job(job):
     return {"line": number, "board": text, "width": width, "height": height, "rules": rules, **record}
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m jaxdust.solver``'s command line (docs/cli.md shows its ``--help``)."""
     parser = flags.Parser(
         prog="python -m jaxdust.solver", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -133,6 +134,11 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint-positions", type=flags.positive_int,
                         help=f"positions between saves (default {CHECKPOINT_POSITIONS:.0e}, minutes on 7x9 boards); each "
                              "save writes the whole table, so well under ~1e6 the saves take longer than the search")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.board_file and args.out == "-":
         flags.fail(parser, "--board-file needs --out FILE")
