@@ -48,7 +48,7 @@ from jaxdust.search.beam import beam_search
 from jaxdust.search.points import points_beam
 from jaxdust.solver.api import Solution, solve
 
-__version__ = "0.2.46"
+__version__ = "0.2.47"
 
 __all__ = [
     "BoardView",

@@ -31,7 +31,8 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
         names = set(archive.namelist())
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert {"jaxdust/data/boards/eval_8x6x5.txt", "jaxdust/data/boards/optimal_8x6x5.txt",
-            "jaxdust/data/boards/fewest_clicks_v1_8x6x5.txt", "jaxdust/data/ranking/ranking_8x6x5.jsonl"} <= names
+            "jaxdust/data/boards/fewest_clicks_v1_8x6x5.txt", "jaxdust/data/ranking/ranking_8x6x5.jsonl",
+            "jaxdust/py.typed"} <= names  # py.typed: a user's type checker reads the package's types
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert "License-Expression: MIT" in metadata
     requires = re.findall(r"^Requires-Dist: (.*)$", metadata, re.M)

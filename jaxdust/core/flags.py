@@ -22,7 +22,7 @@ import re
 import select
 import sys
 import tempfile
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 
 class Parser(argparse.ArgumentParser):
@@ -59,7 +59,7 @@ class Parser(argparse.ArgumentParser):
                 action.help = f"{text} (default {shown})" if text else f"default {shown}"
         return super().format_help()
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
@@ -319,7 +319,7 @@ def _names_fit(text: str, existing: str) -> None:
                                              f"a name may have here")
 
 
-def fail(parser: argparse.ArgumentParser, message: str) -> None:
+def fail(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     """Exit 2 with ``prog: error: message``, as argparse does for a bad flag."""
     parser.exit(2, f"{parser.prog}: error: {message}\n")
 
@@ -397,7 +397,7 @@ def _raised_from_interrupt(error: BaseException | None) -> bool:
     return False
 
 
-def exit_at_once(status: int) -> None:
+def exit_at_once(status: int) -> NoReturn:
     """End the process with ``status`` after flushing its output, skipping the interpreter's
     shutdown: Ctrl-C can stop the main thread while XLA compiles on a thread of its own,
     and a shutdown then frees the client under that compile (a segmentation fault, status

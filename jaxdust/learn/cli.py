@@ -33,6 +33,7 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Mapping
 
 import jax
 
@@ -42,11 +43,18 @@ from jaxdust.core.registry import make, registered
 from jaxdust.learn import learners, runs
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = flags.Parser(prog="train.py", description=__doc__,
+class TrainParser(flags.Parser):
+    """``train.py``'s command line; ``learner_parsers`` are its learners' own, so that a
+    learner's errors go by its name: ``train.py avi: error: ...``."""
+
+    learner_parsers: Mapping[str, argparse.ArgumentParser]
+
+
+def build_parser() -> TrainParser:
+    parser = TrainParser(prog="train.py", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     subparsers = parser.add_subparsers(dest="learner", required=True)
-    parser.learner_parsers = subparsers.choices  # a learner's errors go by its name: "train.py avi: error: ..."
+    parser.learner_parsers = subparsers.choices
     for name, learner in learners.LEARNERS.items():
         sub = subparsers.add_parser(name, help=learner.description)
         sub.add_argument("--run-dir", type=flags.output_dir, default=None, help=f"default: runs/{name}-<seed>")
