@@ -285,7 +285,9 @@ FILE_CASES = [
     ("leaderboard", ["--out", "{folder}/" + "w" * 256 + "/lb.json"], ["--out", "256 bytes long"]),
     ("solver-file", ["{board file}", "--out", "w" * 300], ["--out", "300 bytes long"]),
     ("train", ["--run-dir", ""], ["--run-dir", "empty path"]),  # not the default runs/avi-0
-    ("train", ["imitation", "--data", "{folder}", "--data-boards", "5"], ["--data-boards and --data-beam-width make"]),
+    ("train", ["imitation", "--data", "{folder}", "--data-boards", "5"],
+     ["--data-boards, --data-beam-width and --data-jobs make a data set; with --data none is made"]),
+    ("train", ["imitation", "--data", "{folder}", "--data-jobs", "1"], ["--data-jobs make a data set"]),
     ("train", ["imitation", "--data", "{board file}"], ["--data", "is a file, not a directory"]),
     ("train", ["imitation", "--run-dir", "{folder}/big", "--data-boards", str(10**7 + 1)],
      ["--data-boards must be at most 10,000,000, got 10,000,001"]),

@@ -497,6 +497,29 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def test_imitation_labels_its_data_with_data_jobs_processes(tmp_path, monkeypatch):
+    """``--data-jobs`` sets the processes that make a run's data (every core by default), and
+    is not a run flag: a resume may give another number."""
+    from jaxdust.learn.cli import main as train_main
+
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def recorded(directory, config, jobs=1, **kwargs):
+        asked.append(jobs)
+        raise Stop
+
+    monkeypatch.setattr(learners, "make_dataset", recorded)
+    monkeypatch.setattr(learners.machine, "cpu_cores", lambda: 5)
+    argv = ["imitation", "--size", "5x4x3", "--data-boards", "12", "--run-dir", str(tmp_path / "run")]
+    for extra, jobs in (([], 5), (["--data-jobs", "1"], 1), (["--resume", "--data-jobs", "3"], 3)):
+        with pytest.raises(Stop):
+            train_main([*argv, *extra])
+        assert asked.pop() == jobs
+
+
 def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do(tmp_path, capsys, monkeypatch):
     """A run that made its data set in RUN_DIR/data, which was deleted since, labelled all
     of it again on --resume before saying it had nothing to do."""

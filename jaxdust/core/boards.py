@@ -185,7 +185,7 @@ def require_model_fits(boards, model, rules: str, caller: str) -> None:
                          f"(play it on boards of the size and colours it was trained on)")
 
 
-def parse_board(data, width: int | None = None, height: int | None = None, rules: str = "dust") -> jax.Array:
+def parse_board(data: str | game.BoardLike, width: int | None = None, height: int | None = None, rules: str = "dust") -> jax.Array:
     """A validated board: int8 ``[width, height]``, settled under ``rules`` (RULES.md).
 
     Args:
@@ -238,7 +238,7 @@ def parse_board(data, width: int | None = None, height: int | None = None, rules
     return jnp.asarray(array, dtype=game.BOARD_DTYPE)
 
 
-def board_array(board, rules: str = "dust") -> np.ndarray:
+def board_array(board: str | game.BoardLike, rules: str = "dust") -> np.ndarray:
     """Anything ``parse_board`` accepts (settled under ``rules``), as an int64 numpy
     ``[W, H]`` array (for the numba solvers)."""
     return np.asarray(parse_board(board, rules=rules), np.int64)
@@ -271,7 +271,7 @@ def parse_size(text: str, rules: str = "dust") -> game.GameConfig:
         raise ValueError(f"size {text!r}: {error}") from None
 
 
-def board_to_text(board) -> str:
+def board_to_text(board: game.BoardLike) -> str:
     """The RULES.md text form of a board ``[W, H]``: its digits in x-major order.
 
     Raises:
@@ -605,7 +605,7 @@ def _as_pairs(clicks, height: int):
     return clicks
 
 
-def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust",
+def positions(board: str | game.BoardLike, clicks: Iterable[Sequence[int]], rules: str = "dust",
               wasted: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Every position of a game played under ``rules`` and the cluster each click removes.
 
@@ -665,7 +665,7 @@ def positions(board, clicks: Iterable[Sequence[int]], rules: str = "dust",
     return boards, clusters
 
 
-def replay(board, clicks: Iterable[Sequence[int]], rules: str = "dust", wasted: bool = False) -> tuple[jax.Array, int]:
+def replay(board: str | game.BoardLike, clicks: Iterable[Sequence[int]], rules: str = "dust", wasted: bool = False) -> tuple[jax.Array, int]:
     """Apply clicks ``[(x, y), ...]`` in order under ``rules`` (``wasted``: as ``positions``).
 
     Returns:
@@ -678,7 +678,7 @@ def replay(board, clicks: Iterable[Sequence[int]], rules: str = "dust", wasted: 
     return jnp.asarray(boards[-1]), len(boards) - 1
 
 
-def score(board, clicks: Iterable[Sequence[int]], rules: str = "dust", partial: bool = False) -> int:
+def score(board: str | game.BoardLike, clicks: Iterable[Sequence[int]], rules: str = "dust", partial: bool = False) -> int:
     """A played game's result by the rules' objective (RULES.md): SameGame's points
     (``(n - 2)^2`` for each group of ``n``, +1000 if the board ends empty), Clickomania's
     cells left, or the clicks of the fewest-clicks games. The line must play the game to its

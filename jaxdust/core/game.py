@@ -28,7 +28,8 @@ import dataclasses
 import functools
 import inspect
 import math
-from typing import Any, Callable, NamedTuple, TypeGuard, TypeVar, cast, overload
+from collections.abc import Sequence
+from typing import Any, Callable, Concatenate, NamedTuple, ParamSpec, TypeGuard, TypeVar, cast, overload
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +37,9 @@ import numpy as np
 
 BOARD_DTYPE = jnp.int8
 MAX_COLORS = 9
+BoardLike = jax.Array | np.ndarray | Sequence[Sequence[int]]
+"""A board as the library's functions take it: an integer array ``[W, H]`` (JAX or numpy),
+or nested lists ``[x][y]``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -429,14 +433,19 @@ def _flood_packed(seed: jax.Array, allowed: jax.Array) -> jax.Array:
 
 
 _Function = TypeVar("_Function", bound=Callable[..., Any])
+_Params = ParamSpec("_Params")
+_Result = TypeVar("_Result")
 
 
-# Typed so that a type checker sees each public function's own signature through the wrapper.
+# Typed so that a type checker sees each public function's own signature through the
+# wrapper, with the board as the wrapper takes it (numpy or nested lists too).
 @overload
-def public(function: _Function, *, indices: tuple[str, ...] = (), one_board: bool = False) -> _Function: ...
+def public(function: Callable[Concatenate[jax.Array, _Params], _Result], *, indices: tuple[str, ...] = (),
+           one_board: bool = False) -> Callable[Concatenate[BoardLike, _Params], _Result]: ...
 @overload
-def public(function: None = None, *, indices: tuple[str, ...] = (),
-           one_board: bool = False) -> Callable[[_Function], _Function]: ...
+def public(function: None = None, *, indices: tuple[str, ...] = (), one_board: bool = False
+           ) -> Callable[[Callable[Concatenate[jax.Array, _Params], _Result]],
+                         Callable[Concatenate[BoardLike, _Params], _Result]]: ...
 def public(function=None, *, indices: tuple[str, ...] = (), one_board: bool = False):
     """``function`` jitted, its ``rules`` argument static: the everyday API compiles once per
     board shape and rule set. Called outside ``jit`` it would otherwise run op by op and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import io
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -50,7 +51,7 @@ def _cells(board, what: str, highlight=None, cell_size: int | None = None) -> tu
     return cells, marked
 
 
-def board_letters(board) -> str:
+def board_letters(board: game.BoardLike) -> str:
     """Letter grid, top row first: colour 1 is ``A``, empty is ``.``.
 
     A 3x2 board ``[[1, 2], [3, 0], [1, 0]]`` prints as ``"B..\\nACA"``.
@@ -61,7 +62,7 @@ def board_letters(board) -> str:
     )
 
 
-def board_svg(board, highlight=None, cell_size: int = 28, title: str | None = None) -> str:
+def board_svg(board: game.BoardLike, highlight: game.BoardLike | None = None, cell_size: int = 28, title: str | None = None) -> str:
     """An SVG picture of one board, y=0 at the bottom; ``highlight`` (bool ``[W, H]``)
     outlines cells, e.g. the cluster about to be clicked."""
     cells, marked = _cells(board, "board_svg", highlight, cell_size)
@@ -122,7 +123,7 @@ _RGB = np.array([_rgb(c) for c in PALETTE], np.uint8)
 _FRAME = np.array(_rgb(FRAME), np.uint8)
 
 
-def board_rgb(board, highlight=None, cell_size: int = 16) -> np.ndarray:
+def board_rgb(board: game.BoardLike, highlight: game.BoardLike | None = None, cell_size: int = 16) -> np.ndarray:
     """One board as an image: uint8 ``[height * cell_size, width * cell_size, 3]``, top row
     first (what ``render(mode="rgb_array")`` returns in Gymnasium); ``highlight`` (bool
     ``[W, H]``) draws those cells with a white border."""
@@ -144,7 +145,7 @@ def board_rgb(board, highlight=None, cell_size: int = 16) -> np.ndarray:
     return image
 
 
-def game_gif(boards, highlights=None, cell_size: int = 24, milliseconds: int = 500) -> bytes:
+def game_gif(boards: Sequence[game.BoardLike], highlights: Sequence[game.BoardLike | None] | None = None, cell_size: int = 24, milliseconds: int = 500) -> bytes:
     """A GIF of positions ``boards`` (a sequence of ``[W, H]`` boards of one shape, e.g.
     from ``jaxdust.positions``), each shown ``milliseconds``, the last twice as long;
     ``highlights`` (one bool ``[W, H]`` or None per board) marks the cluster clicked next.

@@ -144,8 +144,10 @@ def main(argv=None) -> dict:
                                "--num-processes and --process-id, or run under a cluster JAX detects)")
     if args.devices is not None and args.devices > jax.local_device_count():
         flags.fail(learner_parser, f"--devices {args.devices}: only {jax.local_device_count()} local device(s)")
-    if getattr(args, "data", None) and (args.data_boards is not None or args.data_beam_width is not None):
-        flags.fail(learner_parser, "--data-boards and --data-beam-width make a data set; with --data none is made")
+    if getattr(args, "data", None) and any(getattr(args, name) is not None
+                                           for name in ("data_boards", "data_beam_width", "data_jobs")):
+        flags.fail(learner_parser, "--data-boards, --data-beam-width and --data-jobs make a data set; with --data "
+                   "none is made")
     seed = runs.RUN_FLAGS["seed"] if args.seed is None else args.seed
     if args.run_dir is None:  # checked as a given --run-dir is
         try:

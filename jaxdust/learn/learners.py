@@ -192,6 +192,10 @@ def _imitation_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"boards to label when making data (default {IMITATION_RUN_FLAGS['data_boards']})")
     parser.add_argument("--data-beam-width", type=flags.positive_int, default=None,
                         help=f"beam width of those labels (default {IMITATION_RUN_FLAGS['data_beam_width']})")
+    # Not a run flag: the data is the same whatever the number, so a resume may change it.
+    parser.add_argument("--data-jobs", type=flags.positive_int, default=None,
+                        help=f"processes that label it (default: the cores this process may use, "
+                             f"{machine.cpu_cores()} here)")
 
 
 _RUN_DATA_FLAGS = {"boards": "--data-boards", "beam_width": "--data-beam-width", "seed": "--seed", "game": "--size/--env"}
@@ -243,7 +247,7 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
     if not args.data:
         data_config = _run_data_config(config, args)
         try:
-            make_dataset(data_dir, data_config, jobs=machine.cpu_cores(),
+            make_dataset(data_dir, data_config, jobs=args.data_jobs or machine.cpu_cores(),
                          announce=f"making {args.data_boards} beam-labelled boards in {data_dir}")
         except OtherSettings:  # made by a start refused after it
             differences = _run_data_differences(dataset_config(data_dir), data_config)

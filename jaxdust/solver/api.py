@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from jaxdust.core.boards import board_array
-from jaxdust.core.game import MAX_COLORS, is_integer, require_click_rules
+from jaxdust.core.game import MAX_COLORS, BoardLike, is_integer, require_click_rules
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_weights
 from jaxdust.solver import bitboard, halves, ida, progress, table as storage
@@ -214,7 +214,7 @@ def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_pos
 
 
 @bitboard.interrupts_as_such
-def solve(board, time_limit: float | None = None, *, node_limit: int | None = None,
+def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit: int | None = None,
           colors: int | None = None, beam_width: int | None = None,
           table: TranspositionTable | None = None, prune: bool = True, rules: str = "dust",
           checkpoint: str | os.PathLike | None = None,
