@@ -35,7 +35,8 @@ SHOWN_PACKAGE_DIR = ".../jaxdust"
 
 INTRO = f"""# Command line
 
-Every command's `--help`, as it prints it, generated from the commands' own parsers by
+The `--help` of every installed command and of the package's modules run with `python -m`
+(not of the `benchmarks/` scripts), as it prints it, generated from their own parsers by
 `{COMMAND}` (a test fails until it is run again after a flag changes). The
 installed commands go by their installed names; in a checkout they are also
 `python train.py` and the others of [Commands](getting-started.md#commands), with the same
@@ -53,9 +54,7 @@ def page() -> str:
             with mock.patch.object(sys, "argv", [name]):
                 parser = importlib.import_module(module).build_parser()
             sections.append(_section(parser, "##"))
-            for action in parser._actions:
-                if isinstance(action, argparse._SubParsersAction):
-                    sections += [_section(sub, "###") for sub in action.choices.values()]
+            sections += [_section(sub, "###") for sub in getattr(parser, "learner_parsers", {}).values()]
     return "\n".join(sections)
 
 
@@ -75,10 +74,13 @@ def _machine_independent():
 
 
 def _section(parser: argparse.ArgumentParser, heading: str) -> str:
-    # Before formatting: a path's length moves where the lines wrap.
+    # Before formatting: a path's length moves where the lines wrap. Defaults too, which
+    # flags.Parser adds to a help that names none.
     for action in parser._actions:
         if action.help:
             action.help = action.help.replace(PACKAGE_DIR, SHOWN_PACKAGE_DIR)
+        if isinstance(action.default, str):
+            action.default = action.default.replace(PACKAGE_DIR, SHOWN_PACKAGE_DIR)
     return f"{heading} `{parser.prog}`\n\n```text\n{parser.format_help().rstrip()}\n```\n"
 
 

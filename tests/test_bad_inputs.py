@@ -778,6 +778,15 @@ API_CASES = [
                                 max_clicks=20), "a board array holds 257"),  # it played as colour 1
     (lambda: registry.run_agent("mcts-heuristic:4", jnp.array([[[10, 1, 1], [1, 2, 2]]]), key=jax.random.key(0),
                                 max_clicks=20), "holds 10"),
+    (lambda: registry.run_agent("largest", np.ones((2, 3), np.int8), key=jax.random.key(0), max_clicks=20),
+     r"takes boards \[N, W, H\], got shape \(2, 3\)"),
+    (lambda: registry.run_agent("largest", np.ones((1, 1, 2, 3), np.int8), key=jax.random.key(0), max_clicks=20),
+     r"takes boards \[N, W, H\], got shape \(1, 1, 2, 3\)"),
+    (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=None), "width must be a positive integer, got None"),
+    (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=2, chunk=None),
+     "chunk must be a positive integer, got None"),
+    (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=2, shortlist=None, rescorer=lookahead_heuristic),
+     "shortlist must be a positive integer, got None"),
     (lambda: solver_points.nmcs([[1, 1], [2, 2]], seed=2**70), r"seed must be an integer in \[0, 2\^32\)"),
     (lambda: jaxdust.solve("1" * 48, time_limit=np.float32("nan")), "time_limit"),
     (lambda: DatasetConfig(boards=0), "boards"),
@@ -922,6 +931,14 @@ def test_keys_of_every_kind_are_taken_for_one():
 def test_library_entry_points_name_the_problem(call, word):
     with pytest.raises((ValueError, TypeError), match=word):
         call()
+
+
+def test_a_beam_without_a_rescorer_takes_no_shortlist():
+    """``shortlist`` is read by a rescorer only: None is taken without one (and refused with
+    one, above)."""
+    board = jaxdust.random_board(jax.random.key(3), jaxdust.GameConfig(4, 3, 3))
+    assert int(jaxdust.beam_search(board, width=2, shortlist=None).length) == int(
+        jaxdust.beam_search(board, width=2).length)
 
 
 def test_the_errors_documented_as_one_type_are_of_that_type():

@@ -1046,6 +1046,10 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
     assert kept["data_settings"] == configs.to_json(made)
     _write_run(tmp_path / "run", **kept)
     assert _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "copy"))[0].data == str(tmp_path / "copy")
+    # --data-jobs makes a run's own data set: resuming one trained on --data, it would do nothing.
+    args, _ = _settled(tmp_path / "run", "--resume", "--data-jobs", "2")
+    with pytest.raises(ValueError, match=re.escape(f"--data-jobs makes a data set; the run trains on {tmp_path / 'data'}")):
+        learners.get("imitation").check(imitation.ImitationConfig(game=size), args)
     with pytest.raises(runs.RunError, match="is not the run's own"):
         _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "other"))
     shutil.rmtree(tmp_path / "data")  # moved away: a copy is still known by the settings kept

@@ -14,7 +14,6 @@ from __future__ import annotations
 from functools import cached_property
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 try:
@@ -48,27 +47,28 @@ class DustJumanji(jumanji.Environment[State, specs.DiscreteArray, Observation]):
         state, timestep = self.env.step(state, action)
         return state, _jumanji_timestep(timestep)
 
+    # The specs' dtypes are numpy's scalar types, as Jumanji types them (the same dtypes as jnp's).
     @cached_property
     def observation_spec(self) -> specs.Spec[Observation]:
         game = self.env.game
         return specs.Spec(
             Observation, "ObservationSpec",
-            board=specs.BoundedArray((game.width, game.height), jnp.int8, 0, game.colors, "board"),
-            one_hot=specs.BoundedArray((game.width, game.height, game.colors + 1), jnp.float32, 0.0, 1.0, "one_hot"),
+            board=specs.BoundedArray((game.width, game.height), np.int8, 0, game.colors, "board"),
+            one_hot=specs.BoundedArray((game.width, game.height, game.colors + 1), np.float32, 0.0, 1.0, "one_hot"),
             action_mask=specs.BoundedArray((game.num_cells,), bool, False, True, "action_mask"),
         )
 
     @cached_property
     def action_spec(self) -> specs.DiscreteArray:
-        return specs.DiscreteArray(self.env.game.num_cells, name="action", dtype=jnp.int32)
+        return specs.DiscreteArray(self.env.game.num_cells, name="action", dtype=np.int32)
 
     @cached_property
     def reward_spec(self) -> specs.Array:
-        return specs.Array((), jnp.float32, "reward")
+        return specs.Array((), np.float32, "reward")
 
     @cached_property
     def discount_spec(self) -> specs.BoundedArray:
-        return specs.BoundedArray((), jnp.float32, 0.0, 1.0, "discount")
+        return specs.BoundedArray((), np.float32, 0.0, 1.0, "discount")
 
     def render(self, state: State) -> np.ndarray:
         return self.env.render(state)

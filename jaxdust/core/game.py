@@ -37,9 +37,9 @@ import numpy as np
 
 BOARD_DTYPE = jnp.int8
 MAX_COLORS = 9
-BoardLike = jax.Array | np.ndarray | Sequence[Sequence[int]]
-"""A board as the library's functions take it: an integer array ``[W, H]`` (JAX or numpy),
-or nested lists ``[x][y]``."""
+BoardLike = jax.Array | np.ndarray | Sequence[Any]
+"""A board, or a batch of them, as the library's functions take it: an integer array (JAX or
+numpy) or nested lists (``[x][y]`` for one board ``[W, H]``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +101,7 @@ def require_click_rules(rules: str, what: str) -> None:
                          "for points and cells left use jaxdust.points_beam or jaxdust.solver.points")
 
 
-def is_integer(value) -> TypeGuard[int]:
+def is_integer(value) -> TypeGuard[int | np.integer]:
     """A Python or numpy integer, not a bool: what a size, count or limit must be."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
@@ -512,7 +512,10 @@ def holds_integers(dtype) -> bool:
     return dtype != bool and bool(jnp.issubdtype(dtype, jnp.integer))
 
 
-def check_colours(cells: np.ndarray, what: str) -> np.ndarray:
+_Cells = TypeVar("_Cells", np.ndarray, jax.Array)
+
+
+def check_colours(cells: _Cells, what: str) -> _Cells:
     """``cells`` (any shape), or ValueError naming ``what``: they must be integers 0 (empty)
     to ``MAX_COLORS``."""
     if not holds_integers(cells.dtype):
@@ -524,7 +527,7 @@ def check_colours(cells: np.ndarray, what: str) -> np.ndarray:
     return cells
 
 
-def from_lists(boards):
+def from_lists(boards: BoardLike) -> jax.Array:
     """Boards given as nested lists (``[x][y]``, or ``[b][x][y]``) or a numpy array as an
     int8 array, checked (``check_colours``); a JAX array checked for an integer dtype (an
     int8 one's values stay on the device, unchecked; another integer dtype's are checked,
@@ -547,7 +550,7 @@ def from_lists(boards):
     if isinstance(boards, jax.Array) and boards.dtype != BOARD_DTYPE:
         # Results are int8, as documented: the values are checked first, so none wraps round.
         return check_colours(boards, "a board array").astype(BOARD_DTYPE)
-    return boards
+    return cast(jax.Array, boards)  # an int8 array, or what the caller's own checks refuse
 
 
 def batch_last_vmap(function: _Function) -> _Function:
@@ -876,7 +879,7 @@ def _moves(rules: str) -> _Moves:
 
 
 @public
-def remove_and_contract(board: jax.Array, removed_mask: jax.Array, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
+def remove_and_contract(board: jax.Array, removed_mask: jax.typing.ArrayLike, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """Empty the cells of ``removed_mask`` and settle (whatever their groups' sizes).
 
     Returns the new int8 board ``[W, H]`` and the int32 number of cells removed.
@@ -930,7 +933,7 @@ def is_done(board: jax.Array) -> jax.Array:
     return fold_rows(board, axes=2) == 0
 
 
-def one_hot(board: jax.Array, colors: int, dtype=jnp.float32) -> jax.Array:
+def one_hot(board: BoardLike, colors: int, dtype=jnp.float32) -> jax.Array:
     """One-hot planes ``[W, H, colors + 1]`` of ``dtype``, channel 0 marking empty cells.
 
     Raises:

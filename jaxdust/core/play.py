@@ -37,7 +37,7 @@ class _PlayCarry(NamedTuple):
     step: jax.Array  # int32 []
 
 
-def play_boards(boards: jax.Array, policy: Policy, key: jax.Array, max_clicks: int,
+def play_boards(boards: game.BoardLike, policy: Policy, key: jax.Array, max_clicks: int,
                 params=None, rules: str = "dust") -> PlayResult:
     """Play every board with ``policy`` under ``rules`` until no click removes anything (for
     the dust game: the board is empty) or ``max_clicks`` clicks were made.

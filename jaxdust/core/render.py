@@ -145,7 +145,7 @@ def board_rgb(board: game.BoardLike, highlight: game.BoardLike | None = None, ce
     return image
 
 
-def game_gif(boards: Sequence[game.BoardLike], highlights: Sequence[game.BoardLike | None] | None = None, cell_size: int = 24, milliseconds: int = 500) -> bytes:
+def game_gif(boards: game.BoardLike, highlights: Sequence[game.BoardLike | None] | None = None, cell_size: int = 24, milliseconds: int = 500) -> bytes:
     """A GIF of positions ``boards`` (a sequence of ``[W, H]`` boards of one shape, e.g.
     from ``jaxdust.positions``), each shown ``milliseconds``, the last twice as long;
     ``highlights`` (one bool ``[W, H]`` or None per board) marks the cluster clicked next.

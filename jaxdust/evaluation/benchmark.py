@@ -216,7 +216,7 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
     if not game.is_integer(seed) or not 0 <= seed <= flags.MAX_SEED:
         raise ValueError(f"seed must be an integer in 0..{flags.MAX_SEED}, got {seed!r}")
     if isinstance(board_set, str):
-        board_set = load_set(board_set, limit=limit)
+        board_set = load_set(board_set, limit=None if limit is None else int(limit))
     elif limit is not None:
         board_set = dataclasses.replace(board_set, boards=board_set.boards[:limit], best=board_set.best[:limit],
                                         lower=board_set.lower[:limit])

@@ -249,6 +249,8 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
     boards = jnp.asarray(game.from_lists(boards), game.BOARD_DTYPE)  # checked: colour 257 would wrap round to 1
+    if boards.ndim != 3:
+        raise ValueError(f"run_agent takes boards [N, W, H], got shape {boards.shape}")
     require_playable([text], rules, boards.shape[1], boards.shape[2], int(jnp.max(boards)) if boards.size else 0,
                      boards=len(boards), chunk=chunk, jobs=jobs)
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)

@@ -194,8 +194,8 @@ def _imitation_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"beam width of those labels (default {IMITATION_RUN_FLAGS['data_beam_width']})")
     # Not a run flag: the data is the same whatever the number, so a resume may change it.
     parser.add_argument("--data-jobs", type=flags.positive_int, default=None,
-                        help=f"processes that label it (default: the cores this process may use, "
-                             f"{machine.cpu_cores()} here)")
+                        help=f"processes that label the run's data set (default: the cores this process "
+                             f"may use, {machine.cpu_cores()} here)")
 
 
 _RUN_DATA_FLAGS = {"boards": "--data-boards", "beam_width": "--data-beam-width", "seed": "--seed", "game": "--size/--env"}
@@ -230,6 +230,8 @@ def _check_imitation_data(config: imitation.ImitationConfig, args) -> None:
     if not args.data and jax.process_count() > 1:  # every process would make it, into one directory
         raise ValueError("over several processes (--distributed), make the data first "
                          "(python -m jaxdust.learn.datasets) and pass --data")
+    if args.data and getattr(args, "data_jobs", None) is not None:  # a resumed run's --data, read from its config.json
+        raise ValueError(f"--data-jobs makes a data set; the run trains on {args.data}, made already")
     if args.data and not os.path.isdir(args.data):  # a resumed run's, moved or deleted since
         raise ValueError(f"the run's data set {args.data} is gone: pass --data with a copy of it")
     if args.data:
@@ -247,7 +249,7 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
     if not args.data:
         data_config = _run_data_config(config, args)
         try:
-            make_dataset(data_dir, data_config, jobs=args.data_jobs or machine.cpu_cores(),
+            make_dataset(data_dir, data_config, jobs=getattr(args, "data_jobs", None) or machine.cpu_cores(),
                          announce=f"making {args.data_boards} beam-labelled boards in {data_dir}")
         except OtherSettings:  # made by a start refused after it
             differences = _run_data_differences(dataset_config(data_dir), data_config)

@@ -273,7 +273,7 @@ class _BeamCarry(NamedTuple):
     last_move: jax.Array  # int32 [B], the clearing click
 
 
-def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = None,
+def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None = None,
                 max_clicks: int | None = None, params=None, rescorer: Scorer | None = None,
                 shortlist: int = LOOKAHEAD_SHORTLIST, chunk: int = CHUNK, rules: str = "dust") -> BeamResult:
     """Beam search from a batch of boards (int8 ``[B, W, H]``), or one board ``[W, H]``.
@@ -318,9 +318,13 @@ def beam_search(boards: jax.Array, width: int = 2000, scorer: Scorer | None = No
     if shape[0] == 0:
         raise ValueError("beam_search: no boards (a batch of 0)")
     for name, value in (("width", width), ("max_clicks", max_clicks), ("shortlist", shortlist), ("chunk", chunk)):
-        if (value is not None or name != "max_clicks") and (not game.is_integer(value) or value < 1):
+        # No limit; a shortlist is read by a rescorer only.
+        if value is None and (name == "max_clicks" or (name == "shortlist" and rescorer is None)):
+            continue
+        if not game.is_integer(value) or value < 1:
             raise ValueError(f"beam_search: {name} must be a positive integer, got {value!r}")
-    width, shortlist, chunk = int(width), int(shortlist), int(chunk)
+    width, chunk = int(width), int(chunk)
+    shortlist = LOOKAHEAD_SHORTLIST if shortlist is None else int(shortlist)
     max_clicks = None if max_clicks is None else int(max_clicks)
     game.require_click_rules(rules, "beam_search")
     scorer = heuristic_for(rules) if scorer is None else scorer
