@@ -31,14 +31,24 @@ def test_clicks_equal_the_reference(rules):
     """Random games in lockstep, on every size: each click (mostly legal, some on empty
     cells or groups below the minimum) gives the reference's board and removed count, and
     the legal cells and the end of the game agree."""
+    _play_against_the_reference(rules, SIZES, CLICKS_PER_RULES)
+
+
+@pytest.mark.parametrize("rules", game.RULES)
+def test_clicks_equal_the_reference_on_one_size(rules):
+    """The same on one size, a few hundred clicks: the quick tier's check of every rule set."""
+    _play_against_the_reference(rules, [(5, 4)], 640)
+
+
+def _play_against_the_reference(rules: str, sizes: list[tuple[int, int]], total_clicks: int) -> None:
     rng = np.random.default_rng(sorted(game.RULES).index(rules))
     clicks = 0
-    for width, height in SIZES:
+    for width, height in sizes:
         games = 64
         boards = np.stack([ref.random_settled_board(rng, width, height, int(rng.integers(2, 6)), rules)
                            for _ in range(games)])
         step, masks = _step(rules), _masks(rules)
-        while clicks < CLICKS_PER_RULES * (SIZES.index((width, height)) + 1) / len(SIZES):
+        while clicks < total_clicks * (sizes.index((width, height)) + 1) / len(sizes):
             legal, over = map(np.asarray, masks(jnp.asarray(boards)))
             for board, cells, done in zip(boards, legal, over):
                 expected = {cell for cluster in ref.clusters(board) if len(cluster) >= ref.min_group(rules)
@@ -59,7 +69,7 @@ def test_clicks_equal_the_reference(rules):
             boards = np.array(new)
             for index in np.flatnonzero(finished):  # a fresh game where one ended
                 boards[index] = ref.random_settled_board(rng, width, height, int(rng.integers(2, 6)), rules)
-    assert clicks >= CLICKS_PER_RULES
+    assert clicks >= total_clicks
 
 
 @pytest.mark.slow
