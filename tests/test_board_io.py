@@ -77,6 +77,29 @@ def test_a_searchs_flat_actions_replay_and_score_as_its_length():
     assert jaxdust.replay(TEXT, found.actions[:2])[1] == 2
 
 
+@pytest.mark.parametrize("rules", ["dust", "samegame"])
+def test_score_takes_play_boards_lines_with_their_wasted_clicks(rules):
+    """``play_boards`` counts a wasted click (an empty cell, a group below the minimum) and
+    scores the game it plays; ``score(wasted=True)`` gives the same clicks or points, and
+    without ``wasted`` such a line is refused."""
+    import jax
+
+    config = jaxdust.GameConfig(5, 4, 3, rules)
+    boards = jaxdust.random_boards(jax.random.key(0), 6, config)
+    played = jaxdust.play_boards(boards, lambda key, board, params: jax.random.randint(key, (), 0, 20),
+                                 jax.random.key(0), 60, rules=rules)
+    wasting = 0
+    for board, actions, clicks, points in zip(boards, played.actions, played.clicks, played.points):
+        expected = int(points) if rules == "samegame" else int(clicks)
+        assert jaxdust.score(board, actions, rules=rules, wasted=True, partial=True) == expected
+        try:
+            jaxdust.score(board, actions, rules=rules, partial=True)
+        except ValueError as error:
+            assert "is an empty cell" in str(error) or "is a group of" in str(error)
+            wasting += 1
+    assert wasting  # random clicks waste some
+
+
 @pytest.mark.parametrize(
     "clicks, message",
     [

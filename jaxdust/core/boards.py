@@ -605,7 +605,12 @@ def _as_pairs(clicks, height: int):
     return clicks
 
 
-def positions(board: str | game.BoardLike, clicks: Iterable[Sequence[int]], rules: str = "dust",
+# A game's line: (x, y) pairs, or flat actions x * H + y (as the batched searches and
+# play_boards give them, perhaps padded with -1 after the end).
+Clicks = Iterable[Sequence[int]] | Iterable[int]
+
+
+def positions(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",
               wasted: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Every position of a game played under ``rules`` and the cluster each click removes.
 
@@ -665,8 +670,9 @@ def positions(board: str | game.BoardLike, clicks: Iterable[Sequence[int]], rule
     return boards, clusters
 
 
-def replay(board: str | game.BoardLike, clicks: Iterable[Sequence[int]], rules: str = "dust", wasted: bool = False) -> tuple[jax.Array, int]:
-    """Apply clicks ``[(x, y), ...]`` in order under ``rules`` (``wasted``: as ``positions``).
+def replay(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust", wasted: bool = False) -> tuple[jax.Array, int]:
+    """Apply clicks (``(x, y)`` pairs or flat actions, as ``positions`` takes them) in order
+    under ``rules`` (``wasted``: as ``positions``).
 
     Returns:
       ``(final_board, number_of_clicks)``, wasted clicks included.
@@ -678,7 +684,8 @@ def replay(board: str | game.BoardLike, clicks: Iterable[Sequence[int]], rules: 
     return jnp.asarray(boards[-1]), len(boards) - 1
 
 
-def score(board: str | game.BoardLike, clicks: Iterable[Sequence[int]], rules: str = "dust", partial: bool = False) -> int:
+def score(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust", partial: bool = False,
+          wasted: bool = False) -> int:
     """A played game's result by the rules' objective (RULES.md): SameGame's points
     (``(n - 2)^2`` for each group of ``n``, +1000 if the board ends empty), Clickomania's
     cells left, or the clicks of the fewest-clicks games. The line must play the game to its
@@ -688,12 +695,14 @@ def score(board: str | game.BoardLike, clicks: Iterable[Sequence[int]], rules: s
     Args:
       partial: score a line that stops before the game ends, as it stands: the points
         and cells left so far, or the clicks made.
+      wasted: take wasted clicks as ``positions`` does (as ``play_boards`` plays and counts
+        them): such a click scores no points and counts as a click.
 
     Raises:
       ValueError: as ``positions``, or (without ``partial``) a line after which a click
         still removes something.
     """
-    boards, clusters = positions(board, clicks, rules)
+    boards, clusters = positions(board, clicks, rules, wasted)
     found = game.rules_of(rules)
     objective = found.objective
     if not partial and not bool(game.is_over(jnp.asarray(boards[-1]), rules)):

@@ -534,6 +534,9 @@ def from_lists(boards: BoardLike) -> jax.Array:
     then made int8); a tracer's dtype checked and made int8, its values unseen. Under
     ``jit`` a list would be traced as a list of scalars, and float cells would fail deep
     inside the game, so the public entry points convert first."""
+    if isinstance(boards, (str, bytes)):
+        raise ValueError(f"a board given as text ({boards!r:.24}): read it with parse_board(text, width, height) "
+                         "first")
     if isinstance(boards, (list, tuple)):
         try:
             cells = np.asarray(boards)
@@ -933,7 +936,7 @@ def is_done(board: jax.Array) -> jax.Array:
     return fold_rows(board, axes=2) == 0
 
 
-def one_hot(board: BoardLike, colors: int, dtype=jnp.float32) -> jax.Array:
+def one_hot(board: BoardLike, colors: int, dtype: jax.typing.DTypeLike = jnp.float32) -> jax.Array:
     """One-hot planes ``[W, H, colors + 1]`` of ``dtype``, channel 0 marking empty cells.
 
     Raises:

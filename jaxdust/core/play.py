@@ -8,7 +8,7 @@ A *policy* is ``policy(key, board, params) -> action``: a PRNG key, one int8 boa
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,11 +22,19 @@ Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, par
 
 
 class PlayResult(NamedTuple):
-    clicks: jax.Array  # int32 [N], clicks made (wasted clicks included)
-    cleared: jax.Array  # bool [N], board emptied within the click cap
-    actions: jax.Array  # int32 [N, max_clicks], flat actions taken; -1 after the game ended
-    points: jax.Array  # int32 [N], SameGame's points of the line: (n - 2)^2 a group, +1000 if cleared
-    cells_left: jax.Array  # int32 [N], occupied cells at the end
+    """What ``play_boards`` played on each board: ``clicks`` int32 ``[N]``, the number of
+    clicks made (wasted ones included; ``BeamResult.length`` counts the same); ``cleared``
+    bool ``[N]``, emptied within the click cap; ``actions`` int32 ``[N, max_clicks]``, the
+    flat actions ``x * height + y`` taken, -1 after the game ended (``score(...,
+    wasted=True)`` takes them); ``points`` int32 ``[N]``, SameGame's points of the line
+    (``(n - 2)^2`` a group, +1000 if cleared); ``cells_left`` int32 ``[N]``, occupied cells
+    at the end."""
+
+    clicks: jax.Array
+    cleared: jax.Array
+    actions: jax.Array
+    points: jax.Array
+    cells_left: jax.Array
 
 
 class _PlayCarry(NamedTuple):
@@ -38,7 +46,7 @@ class _PlayCarry(NamedTuple):
 
 
 def play_boards(boards: game.BoardLike, policy: Policy, key: jax.Array, max_clicks: int,
-                params=None, rules: str = "dust") -> PlayResult:
+                params: Any = None, rules: str = "dust") -> PlayResult:
     """Play every board with ``policy`` under ``rules`` until no click removes anything (for
     the dust game: the board is empty) or ``max_clicks`` clicks were made.
 

@@ -14,6 +14,7 @@ override any field.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from jaxdust.core.env import DustEnv
 from jaxdust.core.flags import INT32_LIMIT
@@ -46,7 +47,7 @@ def as_env(env: DustEnv | str) -> DustEnv:
     return env
 
 
-def make(env_id: str, **overrides) -> DustEnv:
+def make(env_id: str, **overrides: Any) -> DustEnv:
     """The environment registered as ``env_id``, with ``overrides`` (any ``DustEnv`` field;
     with another ``game`` and no ``max_clicks``, an id capped at four clicks a cell, as the
     built-in ones are, keeps that rule for the board given).

@@ -103,7 +103,7 @@ def board_svg(board: game.BoardLike, highlight: game.BoardLike | None = None, ce
 class BoardView:
     """Wraps a board so notebooks draw it inline and terminals print letters."""
 
-    def __init__(self, board, highlight=None, title: str | None = None):
+    def __init__(self, board: game.BoardLike, highlight: game.BoardLike | None = None, title: str | None = None):
         self.board, _ = _cells(board, "BoardView", highlight)
         self.highlight = highlight
         self.title = title

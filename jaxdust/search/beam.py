@@ -16,7 +16,7 @@ learned networks fit the same signature (``jaxdust.learn.agents``).
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -257,8 +257,13 @@ def _rankable(scores: jax.Array, boards: jax.Array, which: str = "scorer") -> ja
 
 
 class BeamResult(NamedTuple):
-    length: jax.Array  # int32 [B] ([] for one board): clicks of the solution; -1 if none within max_clicks
-    actions: jax.Array  # int32 [B, max_clicks] ([max_clicks]): flat actions x * height + y, -1 after the end
+    """What ``beam_search`` found for each board (without the batch axis for one board):
+    ``length`` int32 ``[B]``, the clicks of its solution (-1 if none within ``max_clicks``),
+    and ``actions`` int32 ``[B, max_clicks]``, the line as flat actions ``x * height + y``,
+    -1 after its end (``replay``, ``score`` and ``positions`` take it as it is)."""
+
+    length: jax.Array
+    actions: jax.Array
 
 
 class _BeamCarry(NamedTuple):
@@ -274,7 +279,7 @@ class _BeamCarry(NamedTuple):
 
 
 def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None = None,
-                max_clicks: int | None = None, params=None, rescorer: Scorer | None = None,
+                max_clicks: int | None = None, params: Any = None, rescorer: Scorer | None = None,
                 shortlist: int = LOOKAHEAD_SHORTLIST, chunk: int = CHUNK, rules: str = "dust") -> BeamResult:
     """Beam search from a batch of boards (int8 ``[B, W, H]``), or one board ``[W, H]``.
 
@@ -327,6 +332,10 @@ def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None
     shortlist = LOOKAHEAD_SHORTLIST if shortlist is None else int(shortlist)
     max_clicks = None if max_clicks is None else int(max_clicks)
     game.require_click_rules(rules, "beam_search")
+    for name, model in (("scorer", scorer), ("rescorer", rescorer)):
+        if model is not None and not callable(model):  # beam_search(boards, 8, "former"): rules= is a keyword
+            raise TypeError(f"beam_search: {name} must be a function of (boards, params), got {model!r}"
+                            + ("; the rule set is given as rules=" if isinstance(model, str) else ""))
     scorer = heuristic_for(rules) if scorer is None else scorer
     require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
     for model in (scorer, rescorer):

@@ -25,10 +25,14 @@ from jaxdust.search.beam import CHUNK, child_capacity, for_each_child, in_batche
 
 
 class PointsResult(NamedTuple):
-    value: jax.Array  # int32 [B]: points of the best line (the clear bonus included), or minus its cells left
-    length: jax.Array  # int32 [B]: its clicks
-    # int32 [B, max(1, W * H // min_group)] (the most clicks a game can take): its flat
-    # actions x * height + y, -1 after the end.
+    """What ``points_beam`` found for each board (without the batch axis for one board):
+    ``value`` int32 ``[B]``, the points of its best line (the clear bonus included) or minus
+    its cells left; ``length`` int32 ``[B]``, that line's clicks; ``actions`` int32
+    ``[B, max(1, W * H // min_group)]`` (the most clicks a game can take), the line as flat
+    actions ``x * height + y``, -1 after its end."""
+
+    value: jax.Array
+    length: jax.Array
     actions: jax.Array
 
 

@@ -67,7 +67,7 @@ class Solution:
     """What ``solve`` found: a line of clicks that clears the board, its length, and the
     proven lower bound (``optimal`` where the two meet)."""
 
-    clicks: list  # [(x, y), ...], each the cluster cell with the smallest x * height + y
+    clicks: list[tuple[int, int]]  # each the cluster cell with the smallest x * height + y
     length: int
     lower_bound: int  # no solution with fewer clicks exists (proven)
     optimal: bool  # length == lower_bound

@@ -358,7 +358,7 @@ def _seed(seed):
 class PointsLine:
     """A finished game found by a search: its clicks and its result."""
 
-    clicks: list  # [(x, y), ...], each on its group's cell with the smallest x * height + y
+    clicks: list[tuple[int, int]]  # each on its group's cell with the smallest x * height + y
     points: int  # SameGame's points of the line, the clear bonus included (any rules)
     cells_left: int
     seconds: float
