@@ -22,6 +22,7 @@ from jaxdust.core.boards import (UnsettledBoardError, board_to_text, parse_board
 from jaxdust.core.env import DustEnv, Observation, Rewards, State, StepType, TimeStep
 from jaxdust.core.game import (
     RULES,
+    BoardLike,
     GameConfig,
     Rules,
     apply_gravity,
@@ -41,22 +42,26 @@ from jaxdust.core.game import (
     settle,
     slide_to_centre,
 )
-from jaxdust.core.play import play_boards
+from jaxdust.core.play import PlayResult, play_boards
 from jaxdust.core.registry import make, registered
 from jaxdust.core.render import BoardView, board_letters, board_rgb, board_svg, game_gif
-from jaxdust.search.beam import beam_search
-from jaxdust.search.points import points_beam
+from jaxdust.search.beam import BeamResult, beam_search
+from jaxdust.search.points import PointsResult, points_beam
 from jaxdust.solver.api import Solution, solve
 
 __version__ = "0.2.47"
 
 __all__ = [
+    "BeamResult",
+    "BoardLike",
     "BoardView",
     "DustEnv",
     "GameConfig",
     "RULES",
     "Rules",
     "Observation",
+    "PlayResult",
+    "PointsResult",
     "Rewards",
     "Solution",
     "State",
