@@ -4,6 +4,7 @@ import gzip
 import json
 import re
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -82,8 +83,6 @@ def test_score_takes_play_boards_lines_with_their_wasted_clicks(rules):
     """``play_boards`` counts a wasted click (an empty cell, a group below the minimum) and
     scores the game it plays; ``score(wasted=True)`` gives the same clicks or points, and
     without ``wasted`` such a line is refused."""
-    import jax
-
     config = jaxdust.GameConfig(5, 4, 3, rules)
     boards = jaxdust.random_boards(jax.random.key(0), 6, config)
     played = jaxdust.play_boards(boards, lambda key, board, params: jax.random.randint(key, (), 0, 20),

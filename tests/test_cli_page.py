@@ -1,5 +1,5 @@
-"""The docs' command-line page (docs/cli.md) is every command's ``--help`` as the flags
-stand: docs/gen_cli.py writes it from the parsers."""
+"""The docs' command-line page (docs/cli.md) is the ``--help`` of every installed command
+and ``python -m`` module as the flags stand: docs/gen_cli.py writes it from the parsers."""
 
 import importlib.util
 import pathlib

@@ -185,7 +185,8 @@ def require_model_fits(boards, model, rules: str, caller: str) -> None:
                          f"(play it on boards of the size and colours it was trained on)")
 
 
-def parse_board(data: str | game.BoardLike, width: int | None = None, height: int | None = None, rules: str = "dust") -> jax.Array:
+def parse_board(data: str | game.BoardLike, width: int | None = None, height: int | None = None,
+                rules: str = "dust") -> jax.Array:
     """A validated board: int8 ``[width, height]``, settled under ``rules`` (RULES.md).
 
     Args:
@@ -670,7 +671,8 @@ def positions(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",
     return boards, clusters
 
 
-def replay(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust", wasted: bool = False) -> tuple[jax.Array, int]:
+def replay(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",
+           wasted: bool = False) -> tuple[jax.Array, int]:
     """Apply clicks (``(x, y)`` pairs or flat actions, as ``positions`` takes them) in order
     under ``rules`` (``wasted``: as ``positions``).
 

@@ -57,7 +57,8 @@ def enable() -> str | None:
     jax.config.update("jax_compilation_cache_dir", directory)
     # JAX's default is no limit; a limit needs filelock (a dependency, absent only from an
     # install without dependencies, where JAX would warn at every compile instead).
-    if jax.config.jax_compilation_cache_max_size < 0 and importlib.util.find_spec("filelock"):  # type: ignore[attr-defined]
+    limit = jax.config.jax_compilation_cache_max_size  # type: ignore[attr-defined]
+    if limit < 0 and importlib.util.find_spec("filelock"):
         jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
         drop_unfinished_entries(directory)
     return directory

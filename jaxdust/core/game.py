@@ -882,7 +882,8 @@ def _moves(rules: str) -> _Moves:
 
 
 @public
-def remove_and_contract(board: jax.Array, removed_mask: jax.typing.ArrayLike, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
+def remove_and_contract(board: jax.Array, removed_mask: jax.typing.ArrayLike,
+                        rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """Empty the cells of ``removed_mask`` and settle (whatever their groups' sizes).
 
     Returns the new int8 board ``[W, H]`` and the int32 number of cells removed.
@@ -909,7 +910,8 @@ def click_action(board: jax.Array, action: jax.typing.ArrayLike, rules: str = "d
 
 
 @public(indices=("x", "y"), one_board=True)
-def click(board: jax.Array, x: jax.typing.ArrayLike, y: jax.typing.ArrayLike, rules: str = "dust") -> tuple[jax.Array, jax.Array]:
+def click(board: jax.Array, x: jax.typing.ArrayLike, y: jax.typing.ArrayLike,
+          rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """Click cell ``(x, y)``: remove its cluster and settle the board under ``rules``.
 
     Args:

@@ -62,7 +62,8 @@ def board_letters(board: game.BoardLike) -> str:
     )
 
 
-def board_svg(board: game.BoardLike, highlight: game.BoardLike | None = None, cell_size: int = 28, title: str | None = None) -> str:
+def board_svg(board: game.BoardLike, highlight: game.BoardLike | None = None, cell_size: int = 28,
+              title: str | None = None) -> str:
     """An SVG picture of one board, y=0 at the bottom; ``highlight`` (bool ``[W, H]``)
     outlines cells, e.g. the cluster about to be clicked."""
     cells, marked = _cells(board, "board_svg", highlight, cell_size)
@@ -103,7 +104,8 @@ def board_svg(board: game.BoardLike, highlight: game.BoardLike | None = None, ce
 class BoardView:
     """Wraps a board so notebooks draw it inline and terminals print letters."""
 
-    def __init__(self, board: game.BoardLike, highlight: game.BoardLike | None = None, title: str | None = None):
+    def __init__(self, board: game.BoardLike, highlight: game.BoardLike | None = None,
+                 title: str | None = None):
         self.board, _ = _cells(board, "BoardView", highlight)
         self.highlight = highlight
         self.title = title
@@ -145,7 +147,8 @@ def board_rgb(board: game.BoardLike, highlight: game.BoardLike | None = None, ce
     return image
 
 
-def game_gif(boards: game.BoardLike, highlights: Sequence[game.BoardLike | None] | None = None, cell_size: int = 24, milliseconds: int = 500) -> bytes:
+def game_gif(boards: game.BoardLike, highlights: Sequence[game.BoardLike | None] | None = None,
+             cell_size: int = 24, milliseconds: int = 500) -> bytes:
     """A GIF of positions ``boards`` (a sequence of ``[W, H]`` boards of one shape, e.g.
     from ``jaxdust.positions``), each shown ``milliseconds``, the last twice as long;
     ``highlights`` (one bool ``[W, H]`` or None per board) marks the cluster clicked next.

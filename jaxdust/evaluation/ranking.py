@@ -134,7 +134,8 @@ def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: 
                     if low <= cells <= high:
                         errors[(low, high)].append((estimate - value, value == exact.min()))
     count = len(records)
-    result: dict[str, Any] = {"positions": count, "top1": top1 / count, "regret": regret / count, "pairwise": ordered / max(pairs, 1)}
+    result: dict[str, Any] = {"positions": count, "top1": top1 / count, "regret": regret / count,
+                              "pairwise": ordered / max(pairs, 1)}
     if clicks_left:
         def by_bucket(statistic, keep=lambda optimal: True) -> dict:
             picked = {bucket: [error for error, optimal in rows if keep(optimal)] for bucket, rows in errors.items()}

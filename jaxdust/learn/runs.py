@@ -781,9 +781,9 @@ def _out_of_memory_named(learner: learners.Learner, config, args, run: Run, wher
         if "RESOURCE_EXHAUSTED" not in str(error):
             raise
         asked = next(line.strip() for line in str(error).splitlines() if "RESOURCE_EXHAUSTED" in line)
+        turned_off = configs.unused_settings(config)
         values = {"eval_boards": args.eval_boards} if evaluation else {
-            name: getattr(config, name) for name in learner.memory_fields
-            if name not in configs.unused_settings(config)}
+            name: getattr(config, name) for name in learner.memory_fields if name not in turned_off}
         lower = " or ".join(f"--{name.replace('_', '-')} (now {value if isinstance(value, int) else format(value, 'g')})"
                             for name, value in values.items())
         where_to = "the same --run-dir starts over with them" if never_began(run.directory) else \

@@ -18,17 +18,19 @@ import tempfile
 def ensure_writable() -> str | None:
     """Point numba's cache at a private temporary folder where none of its own places takes
     files; the folder chosen, or None where numba's own choice stands."""
-    from numba.core import caching, config  # config's settings are made at run time: unknown to a type checker
+    # config's settings are made at run time: unknown to a type checker.
+    from numba.core import caching, config
 
-    if config.CACHE_DIR or getattr(config, "CACHE_LOCATOR_CLASSES", None):  # type: ignore[attr-defined]  # the user's own choice
-        return None
+    if config.CACHE_DIR or getattr(config, "CACHE_LOCATOR_CLASSES", None):  # type: ignore[attr-defined]
+        return None  # the user's own choice
     source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bitboard.py")
 
     def probe():
         pass
 
     try:
-        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # type: ignore[attr-defined]  # older numba's name
+        # _CacheImpl: older numba's name.
+        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # type: ignore[attr-defined]
         if any(locator.from_function(probe, source) is not None for locator in impl._locator_classes):
             return None
     except Exception:  # numba's internals moved: its own error, if any, stands
