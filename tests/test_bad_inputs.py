@@ -3,10 +3,12 @@ names the flag or file and the problem (never a traceback or a hang), and the pa
 them raise ValueError and nothing else on any text (hypothesis)."""
 
 import argparse
+import functools
 import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import jax
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 import evaluate
 import jaxdust
 from jaxdust.core import boards as board_io
-from jaxdust.core import configs, files, render
+from jaxdust.core import configs, files, flags, render
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
@@ -219,7 +221,9 @@ FILE_CASES = [
     ("evaluate", ["--env", "Former-7x9x4-v0", "--agents", "nmcs"], ["agent 'nmcs' plays the samegame, clickomania"]),
     ("evaluate", ["--env", "SameGame-15x15x5-v0", "--agents", "nmcs:3"], ["nmcs: level must be 1 or 2"]),
     ("evaluate", ["--random", "2", "--boards", "{board file}"], ["--random and --boards: give one"]),
-    ("evaluate", ["--size", "6x6x5"], ["--size: only with --random"]),
+    ("evaluate", ["--size", "6x6x5"], ["--size: with --random, or with --boards"]),
+    ("evaluate", ["--size", "former:6x6x4", "--boards", BOARDS_FILE, "--agents", "largest"],
+     ["--size plays 6x6 boards", "holds 8x4 ones"]),
     ("evaluate", ["--agents", "largest,beam,beam:200"], ["--agents: beam and beam:200 are the same agent"]),
     ("evaluate", ["--agents", "largest,beam:"], ["--agents: agent 'beam': nothing after ':' (its width)"]),
     ("evaluate", ["--agents", "largest,beam:1e300"], ["--agents: beam: width must be below 2^31, got '1e300'"]),
@@ -1022,6 +1026,19 @@ def test_help_states_each_options_default_once():
     assert "seeds it (default 7)" in text and "a rate (default 0.5)" in text
     assert "a share (default 5%)" in text and text.lower().count("default") == 9 and "unset --q" in text and "None" not in text
     assert " ".join(parser.format_help().split()) == text  # formatting again adds nothing
+
+
+def test_hints_name_the_other_commands_as_this_one_was_started(monkeypatch):
+    """A finished run's hint to play it names ``jaxdust-evaluate`` where ``jaxdust-train``
+    ran (an installed package has no ``evaluate.py``), ``python -m`` after ``python -m``."""
+    sibling = functools.partial(flags.sibling_command, "evaluate.py", "jaxdust-evaluate", "jaxdust.evaluation.cli")
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/jaxdust-train"])
+    assert sibling() == "jaxdust-evaluate"
+    monkeypatch.setattr(sys, "argv", ["train.py"])
+    assert sibling() == "python evaluate.py"
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", types.SimpleNamespace(name="jaxdust.learn.cli"),
+                        raising=False)
+    assert sibling() == "python -m jaxdust.evaluation.cli"
 
 
 def test_help_shows_examples_as_the_command_was_started(monkeypatch, capsys):

@@ -125,7 +125,7 @@ def _reference(path, rules="dust"):
 
     size = jaxdust.GameConfig(8, 4, 5, rules)
     _, best, proven, _, _ = load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=size,
-                                                              env=size))  # as --env of those rules
+                                                              env=size, played_as="--env"))  # as --env of those rules
     return (None if best is None else best.tolist()), proven
 
 
@@ -598,6 +598,23 @@ def test_a_line_below_a_proven_optimum_says_the_file_is_wrong_or_of_other_rules(
     assert (f"warning: beam:8 cleared board 0 in 4 clicks, below its proven optimum 6 in {path} (1 such boards): "
             "that file's optima are wrong, or another game's than the dust rules played (a rules= header names the "
             "file's)") in capsys.readouterr().err
+
+
+def test_a_proof_above_the_files_length_says_the_file_is_wrong_and_size_plays_a_file_under_other_rules(
+        tmp_path, capsys):
+    """A solver proved 4 clicks where the file claimed an optimum of 2, and said nothing
+    (only a line below the file's optimum was flagged). ``--size RULES:WxHxC`` plays a
+    file at its own size under those rules, as ``--env`` does for a registered id's."""
+    path = tmp_path / "dust.txt"
+    path.write_text("# width=4 height=3 colors=3\n# board optimal_clicks\n131222113332 2\n")
+    evaluate.main(["--boards", str(path), "--agents", "solver:10", "--out", str(tmp_path / "a")])
+    assert (f"warning: solver:10 proved board 0 needs 4 clicks, above its proven optimum 2 in {path} (1 such "
+            "boards): that file's lengths are wrong") in capsys.readouterr().err
+    report = evaluate.main(["--boards", str(path), "--size", "former:4x3x3", "--agents", "solver:10",
+                            "--out", str(tmp_path / "b")])
+    out, err = capsys.readouterr()
+    assert out.startswith(f"1 board from {path}, former rules; ") and "warning" not in err
+    assert "gives lengths under the dust rules" in err and report["agents"]["solver:10"]["mean"] == 6
 
 
 def test_the_closing_line_names_only_figures_written_and_a_file_without_lengths_is_named(tmp_path, capsys):

@@ -1301,6 +1301,8 @@ def test_a_start_refused_after_its_run_directory_was_written_needs_no_resume(tmp
         cli.main(argv)
     err = capsys.readouterr().err
     assert "fewer than batch_size 256" in err and "making 3 beam-labelled boards" in err
+    # its advice to make more boards names what that takes here: the refusal below
+    assert f"more boards with --data-boards need another --run-dir, or {run_dir / 'data'} removed first" in err
     assert not (run_dir / "config.json").exists() and (run_dir / "data").is_dir()
     made = {path: path.stat().st_mtime_ns for path in (run_dir / "data").rglob("*") if path.is_file()}
     with pytest.raises(SystemExit):  # its data, made with 3 boards, is not remade with 4 in its place

@@ -615,6 +615,9 @@ def positions(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",
               wasted: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Every position of a game played under ``rules`` and the cluster each click removes.
 
+    ``board`` is an array, nested lists, or text of 48 digits read as 8x6 (as ``score`` and
+    ``replay`` take it; ``parse_board(text, width, height)`` reads text of other sizes).
+
     ``clicks`` are ``(x, y)`` pairs, or flat actions ``x * H + y`` as the batched searches
     and ``play_boards`` return them (a 1-D array padded with -1 after the end).
 
@@ -674,7 +677,7 @@ def positions(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",
 def replay(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",
            wasted: bool = False) -> tuple[jax.Array, int]:
     """Apply clicks (``(x, y)`` pairs or flat actions, as ``positions`` takes them) in order
-    under ``rules`` (``wasted``: as ``positions``).
+    to ``board`` (as ``positions`` takes it) under ``rules`` (``wasted``: as ``positions``).
 
     Returns:
       ``(final_board, number_of_clicks)``, wasted clicks included.
@@ -690,9 +693,10 @@ def score(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust", part
           wasted: bool = False) -> int:
     """A played game's result by the rules' objective (RULES.md): SameGame's points
     (``(n - 2)^2`` for each group of ``n``, +1000 if the board ends empty), Clickomania's
-    cells left, or the clicks of the fewest-clicks games. The line must play the game to its
-    end (the board empty, or for ``samegame`` and ``clickomania`` no group of 2 left):
-    the result of a game stopped early is no result of its rules.
+    cells left, or the clicks of the fewest-clicks games, of ``board`` (as ``positions`` takes
+    it). The line must play the game to its end (the board empty, or for ``samegame`` and
+    ``clickomania`` no group of 2 left): the result of a game stopped early is no result of
+    its rules.
 
     Args:
       partial: score a line that stops before the game ends, as it stands: the points

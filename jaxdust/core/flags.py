@@ -81,6 +81,16 @@ def _started_as() -> str:
     return f"python -m {module}" if module.startswith("jaxdust.") else ""
 
 
+def sibling_command(script: str, installed: str, module: str) -> str:
+    """How to start another of the commands the way this process was started: ``installed``
+    (``jaxdust-evaluate``) from an installed script, ``python -m module`` from ``python -m``,
+    else the checkout's ``python script``."""
+    started = _started_as()
+    if started.startswith("jaxdust-"):
+        return installed
+    return f"python -m {module}" if started else f"python {script}"
+
+
 def _renamed(line: str, old: str, new: str) -> str:
     """``line`` with the command ``old`` called ``new``, a leading ``old:`` (a docstring's
     first words) too; an example's comment stays in its column."""

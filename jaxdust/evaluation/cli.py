@@ -46,8 +46,9 @@ comment ``# board optimal_clicks``, like ``data/boards/optimal_*.txt``), a fewes
 is the proven optimum, else the best known), or the best known length as the last number of
 a line (``data/boards/eval_8x6x5.txt``). A file is played at its own size under the rules its
 header names (``rules=former``, as ``python -m jaxdust.solver --rules former --board-file``
-writes; the dust game's where it names none), or under ``--env``'s rules at ``--env``'s size;
-lengths of other rules than those played are not compared with.
+writes; the dust game's where it names none), or under ``--env``'s rules at ``--env``'s size
+(``--size RULES:WxHxC`` likewise at a size no id has: ``--size former:5x7x3``); lengths of
+other rules than those played are not compared with.
 
 A board not cleared within ``--max-clicks`` (a policy stopped there, or a search's longer
 line) counts at the cap in every column, as on the leaderboard; ``uncleared`` says how many.
@@ -119,7 +120,8 @@ def load_board_set(args) -> LoadedBoards:
         if declared == rules:
             raise
         whose = f"{declared}'s (its rules= header)" if named else "the dust game's (it has no rules= header)"
-        raise UnsettledBoardError(f"{error}; the file's boards are {whose} and --env plays {rules}") from None
+        raise UnsettledBoardError(f"{error}; the file's boards are {whose} and {args.played_as} plays {rules}") \
+            from None
     if not records:
         raise ValueError(f"no boards in {args.boards}")
     other = next((r for r in records if r.board.shape != records[0].board.shape), None)
@@ -130,7 +132,7 @@ def load_board_set(args) -> LoadedBoards:
     boards = jnp.stack([r.board for r in records])
     width, height = boards.shape[1:]
     if args.env is not None and (width, height) != (args.env.width, args.env.height):  # before any note
-        raise ValueError(f"--env plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
+        raise ValueError(f"{args.played_as} plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
                          f"{width}x{height} ones")
     columns, best, proven = reference_columns(lines), None, False
     missing = next((r for r in records if not r.values), None)
@@ -214,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "their proven optima; with --env, 100 random boards)")
     parser.add_argument("--random", type=flags.count, default=None, metavar="N",
                         help="use N random boards instead")
-    configs.add_board_flags(parser, "WxHxC for --random (default 8x6x5), or RULES:WxHxC for other rules (former:6x6x4)",
+    configs.add_board_flags(parser, "WxHxC for --random (default 8x6x5), or RULES:WxHxC for other rules "
+                                    "(former:6x6x4); with --boards, the rules to play the file under at its size",
                             "play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
                             "measured in points; Clickomania-10x10x4-v0: in cells left)")
     parser.add_argument("--seed", type=flags.seed, default=0,
@@ -247,8 +250,12 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.random and args.boards is not None:
         flags.fail(parser, "--random and --boards: give one (random boards, or a board file)")
+    args.played_as = "--env"
     if args.size is not None and not args.random:
-        flags.fail(parser, "--size: only with --random (a board file gives its own size; --env its rules and size)")
+        if args.boards is None:
+            flags.fail(parser, "--size: with --random, or with --boards to play a board file of that size under its "
+                               "rules (--env: a registered id's rules and size)")
+        args.env, args.played_as = args.size, "--size"  # a file's own size, played as --env plays it
     args.size = args.size or game.GameConfig()
     if args.env is not None:
         args.size = args.env
@@ -341,6 +348,18 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
                       f"proven optimum {best[below[0]]} in {args.boards} ({below.size} such boards): that file's "
                       f"optima are wrong, or another game's than the {rules} rules played (a rules= header names "
                       f"the file's)", file=sys.stderr)
+    if best is not None:  # a solver's proof above the file's length: no line of that length exists
+        what = "proven optimum" if proven else "best known length"
+        for name in agents:
+            if played[name].get("proven") is None:
+                continue
+            above = np.flatnonzero(np.asarray(played[name]["proven"], bool) & cleared[name]
+                                   & (np.asarray(per_board[name]) > best))
+            if above.size:
+                print(f"warning: {name} proved board {above[0]} needs {per_board[name][above[0]]} clicks, above its "
+                      f"{what} {best[above[0]]} in {args.boards} ({above.size} such boards): that file's lengths "
+                      f"are wrong, or another game's than the {rules} rules played (a rules= header names the "
+                      f"file's)", file=sys.stderr)
     reference_lengths = best if reference == "best" else per_board[reference]
     reference_cleared = None if reference == "best" else cleared[reference]
     for name in agents:

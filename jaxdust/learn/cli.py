@@ -169,7 +169,8 @@ def main(argv=None) -> dict:
                   f"by a path without a comma (a symbolic link to it, say)", file=sys.stderr)
         else:
             agents = shlex.quote(f"policy:{args.run_dir},value:{args.run_dir}")
-            print(f"the run is in {args.run_dir}; play it with python evaluate.py"
+            evaluate = flags.sibling_command("evaluate.py", "jaxdust-evaluate", "jaxdust.evaluation.cli")
+            print(f"the run is in {args.run_dir}; play it with {evaluate}"
                   f"{_evaluation_boards_flags(config.game)} --agents {agents}", file=sys.stderr)
     return summary
 

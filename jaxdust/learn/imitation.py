@@ -61,6 +61,10 @@ class ImitationConfig:
                                            self.game.rules if self.rule_prior else "dust")
 
 
+class TooFewPositions(ValueError):
+    """A data set's training split holds fewer positions than a batch."""
+
+
 class Split(NamedTuple):
     boards: jax.Array  # int8 [N, W, H]
     clicked: jax.Array  # float32 [N, W * H]
@@ -111,8 +115,8 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
 
     Raises:
       ValueError: for data of another board size or more colours than ``config.game``
-        (``data`` does not say its rules: ``dataset_config`` of its directory does), or a
-        training split smaller than a batch.
+        (``data`` does not say its rules: ``dataset_config`` of its directory does).
+      TooFewPositions: a training split smaller than a batch.
     """
     size = config.game
     if tuple(data.boards.shape[1:]) != (size.width, size.height):
@@ -122,7 +126,7 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
         raise ValueError(f"the data holds colour {int(data.boards.max())}, the config plays {size.colors} colours")
     train, validation = split_dataset(data, config)
     if train.boards.shape[0] < config.batch_size:
-        raise ValueError(f"the data set's training split holds {train.boards.shape[0]} positions, fewer than "
+        raise TooFewPositions(f"the data set's training split holds {train.boards.shape[0]} positions, fewer than "
                          f"batch_size {config.batch_size} (of its {len(np.unique(data.board_id))} boards, at least "
                          f"one and a share of {config.validation_share:g} are held out for validation): make "
                          f"more boards or lower --batch-size")

@@ -258,7 +258,15 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
         except WorkerDied as error:
             raise ValueError(f"{error}; the same command goes on from the boards labelled so far") from None
     data = load_dataset(data_dir, finished=True)
-    init, run_epoch, validate = imitation.make_imitation(config, data, mesh)
+    try:
+        init, run_epoch, validate = imitation.make_imitation(config, data, mesh)
+    except imitation.TooFewPositions as error:
+        if args.data:
+            raise
+        # The run's own data set stays (it took the labelling's time), and a start with
+        # other --data-boards is refused while it is there.
+        raise ValueError(f"{error}; more boards with --data-boards need another --run-dir, or {data_dir} "
+                         f"removed first") from None
 
     def step(state, epoch):
         state, metrics = run_epoch(state, jax.random.fold_in(jax.random.key(args.seed), epoch))

@@ -219,8 +219,9 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
           table: TranspositionTable | None = None, prune: bool = True, rules: str = "dust",
           checkpoint: str | os.PathLike | None = None,
           checkpoint_positions: int = CHECKPOINT_POSITIONS) -> Solution:
-    """A shortest solution of ``board`` (anything ``parse_board`` accepts, at most 64 cells)
-    under ``rules``: ``"dust"`` or ``"former"`` (``game.CLICK_RULES``, the fewest-clicks
+    """A shortest solution of ``board`` (an array or nested lists of at most 64 cells, or
+    text of 48 digits, read as 8x6: ``parse_board(text, width, height)`` reads others) under
+    ``rules``: ``"dust"`` or ``"former"`` (``game.CLICK_RULES``, the fewest-clicks
     rule sets).
 
     Args:
@@ -416,7 +417,8 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
         else:
             bound = budget + 1
     if not best_clicks:  # no upper bound and out of time before any solution
-        raise TimeoutError("no solution found within the limits; use beam_width > 0")
+        raise TimeoutError(f"no solution found within the limits (it takes at least {bound} clicks); use "
+                           f"beam_width > 0 for a first answer")
     if checkpoint is not None and bound >= best_length and os.path.exists(checkpoint):
         os.unlink(checkpoint)
     return Solution(best_clicks, best_length, bound, bound >= best_length, nodes,

@@ -81,8 +81,11 @@ def _solve_job(job):
         table = TranspositionTable(min(initial_table_bits(board.size), table_bits), table_bits)
         result = solve(board, time_limit, node_limit=node_limit, beam_width=beam_width, rules=rules, table=table,
                        checkpoint=checkpoint_path(checkpoint_dir, number), checkpoint_positions=checkpoint_positions)
-    except (ValueError, TimeoutError) as error:  # TimeoutError: --beam-width 0 and out of time
+    except ValueError as error:
         return {"line": number, "board": _shown(text), "rules": rules, "error": str(error)}
+    except TimeoutError as error:  # --beam-width 0 and out of time: name the flag, not solve's parameter
+        return {"line": number, "board": _shown(text), "rules": rules,
+                "error": str(error).replace("beam_width > 0", "a --beam-width above 0")}
     except MemoryError:
         return {"line": number, "board": _shown(text), "rules": rules,
                 "error": f"out of memory (--beam-width {beam_width}, --table-bits {table_bits}): try smaller ones"}
