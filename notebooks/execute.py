@@ -3,7 +3,7 @@
 on a CPU, the full sizes on a GPU); the files a notebook writes go to a temporary folder,
 not into the checkout:
 
-    python notebooks/execute.py            # all three, a few minutes on a CPU
+    python notebooks/execute.py            # all four, a few minutes on a CPU
     python notebooks/execute.py quickstart
 
 The tests execute them again and check that the stored copies were executed in order.

@@ -998,7 +998,7 @@ def test_the_notebook_runner_refuses_a_name_it_has_not(capsys):
         runner.main(["quickstar"])
     assert exit_info.value.code == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert line == "execute.py: error: no notebook quickstar here; there are quickstart, solvers_evaluation, train_dqn"
+    assert line == "execute.py: error: no notebook quickstar here; there are quickstart, solvers_evaluation, train_avi, train_dqn"
 
 
 def test_help_states_each_options_default_once():

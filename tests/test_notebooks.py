@@ -14,8 +14,8 @@ pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leav
 NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_three_notebooks():
-    assert [p.stem for p in NOTEBOOKS] == ["quickstart", "solvers_evaluation", "train_dqn"]
+def test_there_are_four_notebooks():
+    assert [p.stem for p in NOTEBOOKS] == ["quickstart", "solvers_evaluation", "train_avi", "train_dqn"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
