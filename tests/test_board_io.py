@@ -353,7 +353,7 @@ def test_files_of_optima_are_known_proven_by_their_column_comment(boards_dir, tm
 
     def proven(path):
         return load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=jaxdust.GameConfig(),
-                                                 env=None, played_as="--env"))[2]
+                                                 env=None))[2]
 
     def declared(path):
         return reference_columns(path.read_text().splitlines()) == "optima"

@@ -125,7 +125,7 @@ def _reference(path, rules="dust"):
 
     size = jaxdust.GameConfig(8, 4, 5, rules)
     _, best, proven, _, _ = load_board_set(argparse.Namespace(random=None, boards=str(path), limit=None, size=size,
-                                                              env=size, played_as="--env"))  # as --env of those rules
+                                                              env=size))  # as --env of those rules
     return (None if best is None else best.tolist()), proven
 
 
@@ -609,7 +609,7 @@ def test_a_proof_above_the_files_length_says_the_file_is_wrong_and_size_plays_a_
     path.write_text("# width=4 height=3 colors=3\n# board optimal_clicks\n131222113332 2\n")
     evaluate.main(["--boards", str(path), "--agents", "solver:10", "--out", str(tmp_path / "a")])
     assert (f"warning: solver:10 proved board 0 needs 4 clicks, above its proven optimum 2 in {path} (1 such "
-            "boards): that file's lengths are wrong") in capsys.readouterr().err
+            "boards): that file's optima are wrong") in capsys.readouterr().err
     report = evaluate.main(["--boards", str(path), "--size", "former:4x3x3", "--agents", "solver:10",
                             "--out", str(tmp_path / "b")])
     out, err = capsys.readouterr()

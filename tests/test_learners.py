@@ -1500,9 +1500,9 @@ def test_the_hint_after_training_a_run_whose_folder_holds_a_comma_says_to_name_i
     """Its --agents list was split at the comma: "x given more than once"."""
     monkeypatch.setattr(runs, "train", lambda learner, config, args: {"learner": learner})
     cli.main(["dqn", "--run-dir", str(tmp_path / "my run,x")])
-    assert capsys.readouterr().err == (f"the run is in {tmp_path / 'my run,x'}; evaluate.py names runs in a "
-                                       "comma-separated --agents, so play it by a path without a comma (a symbolic "
-                                       "link to it, say)\n")
+    assert capsys.readouterr().err == (f"the run is in {tmp_path / 'my run,x'}; the evaluation's --agents names "
+                                       "runs in a comma-separated list, so play it by a path without a comma (a "
+                                       "symbolic link to it, say)\n")
     cli.main(["dqn", "--run-dir", str(tmp_path / "my run")])
     assert "play it with python evaluate.py --agents 'policy:" in capsys.readouterr().err
 

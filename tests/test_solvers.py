@@ -506,6 +506,25 @@ def test_cli_with_no_proof_to_write_says_so_under_the_name_it_was_started_as(tmp
     assert not (tmp_path / "proven.txt").exists()
 
 
+def test_no_answer_within_the_limits_names_the_clicks_proven_and_the_command_names_its_flag(tmp_path, boards_dir):
+    """With no first beam (``beam_width=0``) a limit can end the proof before any solution:
+    the error says the clicks the search proved the board needs (at most its optimum), and
+    the command's line names ``--beam-width``, not ``solve``'s parameter."""
+    board = jaxdust.read_board_file(boards_dir / "optimal_8x4x5.txt")[0]
+    expected = r"within the limits \(it takes at least (\d+) clicks\); use beam_width > 0"
+    with pytest.raises(TimeoutError, match=expected) as raised:
+        solve(board.board, node_limit=1, beam_width=0)
+    proven = int(re.search(r"at least (\d+) clicks", str(raised.value)).group(1))
+    assert 0 < proven <= board.values[0]
+    source, out = tmp_path / "board.txt", tmp_path / "log.jsonl"
+    source.write_text(jaxdust.board_to_text(board.board) + "\n")
+    assert solve_main([str(source), "--beam-width", "0", "--node-limit", "1", "--out", str(out), "--jobs", "1",
+                       "--width", "8"]) == 1
+    error = json.loads(out.read_text())["error"]
+    assert error == f"no solution found within the limits (it takes at least {proven} clicks); use a --beam-width " \
+                    "above 0 for a first answer"
+
+
 def test_cli_holds_boards_to_their_headers_colours(tmp_path, capsys):
     """``colors=`` in a board file's header caps its boards' colours, for the solver's
     command as for ``read_board_file`` (which the command once read around)."""

@@ -94,9 +94,9 @@ class LoadedBoards(NamedTuple):
 
 def load_board_set(args) -> LoadedBoards:
     """The boards of ``--random`` (under ``--size``'s or ``--env``'s rules) or of the board
-    file ``--boards``, played under ``--env``'s rules if given, else those the file's header
-    declares (``boards.declared_rules``: the dust game's where it names none), at the
-    file's size.
+    file ``--boards``, played under ``--env``'s rules if given (or ``--size``'s, which ``main``
+    puts there), else those the file's header declares (``boards.declared_rules``: the dust
+    game's where it names none), at the file's size.
 
     The reference is read by the file's columns (``boards.reference_columns``): a file of
     optima gives them; a fewest-clicks set its fewest clicks found, proven where every
@@ -108,6 +108,7 @@ def load_board_set(args) -> LoadedBoards:
         boards = game.random_boards(jax.random.key(args.seed), args.random, args.size)[: args.limit]
         described = f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})"
         return LoadedBoards(boards, None, False, described, args.size.rules)
+    played_as = getattr(args, "played_as", "--env")  # the flag that gave args.env: --env, or --size with a file
     lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
     named = declared_rules(lines, args.boards, default=None)
     declared = named or "dust"
@@ -120,7 +121,7 @@ def load_board_set(args) -> LoadedBoards:
         if declared == rules:
             raise
         whose = f"{declared}'s (its rules= header)" if named else "the dust game's (it has no rules= header)"
-        raise UnsettledBoardError(f"{error}; the file's boards are {whose} and {args.played_as} plays {rules}") \
+        raise UnsettledBoardError(f"{error}; the file's boards are {whose} and {played_as} plays {rules}") \
             from None
     if not records:
         raise ValueError(f"no boards in {args.boards}")
@@ -132,7 +133,7 @@ def load_board_set(args) -> LoadedBoards:
     boards = jnp.stack([r.board for r in records])
     width, height = boards.shape[1:]
     if args.env is not None and (width, height) != (args.env.width, args.env.height):  # before any note
-        raise ValueError(f"{args.played_as} plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
+        raise ValueError(f"{played_as} plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
                          f"{width}x{height} ones")
     columns, best, proven = reference_columns(lines), None, False
     missing = next((r for r in records if not r.values), None)
@@ -217,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--random", type=flags.count, default=None, metavar="N",
                         help="use N random boards instead")
     configs.add_board_flags(parser, "WxHxC for --random (default 8x6x5), or RULES:WxHxC for other rules "
-                                    "(former:6x6x4); with --boards, the rules to play the file under at its size",
+                                    "(former:6x6x4); with --boards, the rules to play the file under (at the "
+                                    "file's size; its colours are the file's)",
                             "play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
                             "measured in points; Clickomania-10x10x4-v0: in cells left)")
     parser.add_argument("--seed", type=flags.seed, default=0,
@@ -253,8 +255,8 @@ def main(argv=None) -> dict:
     args.played_as = "--env"
     if args.size is not None and not args.random:
         if args.boards is None:
-            flags.fail(parser, "--size: with --random, or with --boards to play a board file of that size under its "
-                               "rules (--env: a registered id's rules and size)")
+            flags.fail(parser, "--size: with --random, or with --boards to play a board file of that size under "
+                               "--size's rules (--env: a registered id's rules and size)")
         args.env, args.played_as = args.size, "--size"  # a file's own size, played as --env plays it
     args.size = args.size or game.GameConfig()
     if args.env is not None:
@@ -321,6 +323,25 @@ def main(argv=None) -> dict:
         lock.release()
 
 
+def _warn_if_contradicted(name: str, clicks: np.ndarray, cleared: np.ndarray, proofs, best: np.ndarray,
+                          proven: bool, path: str, rules: str) -> None:
+    """Warn where agent ``name``'s lines contradict the board file's lengths ``best``: a
+    line that cleared a board below its proven optimum, or a solver's proof (``proofs``:
+    per board, or None) above the file's length, of which the file claims a line."""
+    contradictions = [("cleared board {board} in {clicks} clicks, below", cleared & (clicks < best) & proven)]
+    if proofs is not None:
+        contradictions.append(("proved board {board} needs {clicks} clicks, above",
+                               np.asarray(proofs, bool) & cleared & (clicks > best)))
+    for says, wrong in contradictions:
+        boards = np.flatnonzero(wrong)
+        if boards.size:
+            board = boards[0]
+            print(f"warning: {name} {says.format(board=board, clicks=clicks[board])} its "
+                  f"{'proven optimum' if proven else 'best known length'} {best[board]} in {path} ({boards.size} such "
+                  f"boards): that file's {'optima' if proven else 'lengths'} are wrong, or another game's than the "
+                  f"{rules} rules played (a rules= header names the file's)", file=sys.stderr)
+
+
 def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, reference: str, description: str,
                   rules: str, max_clicks: int, earlier: list[str]) -> dict:
     """Play ``agents`` on ``boards`` under ``rules`` (fewest clicks); print, draw and write
@@ -340,26 +361,10 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
     results = {name: {"seconds_per_board": run["seconds_per_board"], "proven": run.get("proven"),
                       "cleared": run["cleared"]} for name, run in played.items()}
 
-    if proven:  # a line shorter than a proven optimum: the file's optimum is wrong
+    if best is not None:
         for name in agents:
-            below = np.flatnonzero(np.asarray(cleared[name]) & (np.asarray(per_board[name]) < best))
-            if below.size:
-                print(f"warning: {name} cleared board {below[0]} in {per_board[name][below[0]]} clicks, below its "
-                      f"proven optimum {best[below[0]]} in {args.boards} ({below.size} such boards): that file's "
-                      f"optima are wrong, or another game's than the {rules} rules played (a rules= header names "
-                      f"the file's)", file=sys.stderr)
-    if best is not None:  # a solver's proof above the file's length: no line of that length exists
-        what = "proven optimum" if proven else "best known length"
-        for name in agents:
-            if played[name].get("proven") is None:
-                continue
-            above = np.flatnonzero(np.asarray(played[name]["proven"], bool) & cleared[name]
-                                   & (np.asarray(per_board[name]) > best))
-            if above.size:
-                print(f"warning: {name} proved board {above[0]} needs {per_board[name][above[0]]} clicks, above its "
-                      f"{what} {best[above[0]]} in {args.boards} ({above.size} such boards): that file's lengths "
-                      f"are wrong, or another game's than the {rules} rules played (a rules= header names the "
-                      f"file's)", file=sys.stderr)
+            _warn_if_contradicted(name, np.asarray(per_board[name]), cleared[name], played[name].get("proven"), best,
+                                  proven, args.boards, rules)
     reference_lengths = best if reference == "best" else per_board[reference]
     reference_cleared = None if reference == "best" else cleared[reference]
     for name in agents:

@@ -165,8 +165,8 @@ def main(argv=None) -> dict:
     if summary and jax.process_index() == 0:  # one summary for a run over several processes
         print(json.dumps(summary, indent=2))
         if "," in args.run_dir:  # --agents and the leaderboard's --runs are lists split at commas
-            print(f"the run is in {args.run_dir}; evaluate.py names runs in a comma-separated --agents, so play it "
-                  f"by a path without a comma (a symbolic link to it, say)", file=sys.stderr)
+            print(f"the run is in {args.run_dir}; the evaluation's --agents names runs in a comma-separated list, "
+                  f"so play it by a path without a comma (a symbolic link to it, say)", file=sys.stderr)
         else:
             agents = shlex.quote(f"policy:{args.run_dir},value:{args.run_dir}")
             evaluate = flags.sibling_command("evaluate.py", "jaxdust-evaluate", "jaxdust.evaluation.cli")
