@@ -126,10 +126,10 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
         raise ValueError(f"the data holds colour {int(data.boards.max())}, the config plays {size.colors} colours")
     train, validation = split_dataset(data, config)
     if train.boards.shape[0] < config.batch_size:
-        raise TooFewPositions(f"the data set's training split holds {train.boards.shape[0]} positions, fewer than "
-                         f"batch_size {config.batch_size} (of its {len(np.unique(data.board_id))} boards, at least "
-                         f"one and a share of {config.validation_share:g} are held out for validation): make "
-                         f"more boards or lower --batch-size")
+        raise TooFewPositions(f"the data set's training split holds {train.boards.shape[0]} positions, fewer "
+                              f"than batch_size {config.batch_size} (of its {len(np.unique(data.board_id))} boards, "
+                              f"at least one and a share of {config.validation_share:g} are held out for "
+                              f"validation): make more boards or lower --batch-size")
     if mesh is not None and config.batch_size % mesh.size:
         raise ValueError(f"--batch-size {config.batch_size} must divide over {mesh.size} devices")
 
