@@ -302,10 +302,12 @@ def test_a_former_runs_value_starts_at_formers_own_heuristic():
     np.testing.assert_allclose(values[True] - values[False], heuristic.RULE_FEATURE_WEIGHTS["former"] * extra, atol=1e-4)
     dust = avi.AVIConfig(hidden=(16,), cell_rounds=0).network  # the dust game has no rule feature
     assert dust.prior_rules == "dust"
-    for rule_prior in (True, False):  # imitation's value starts at the same estimate
-        network = imitation.ImitationConfig(game=size, hidden=(16,), rule_prior=rule_prior).network
-        value = network.apply(network.init(jax.random.key(0), boards[:1]), boards)[1]
-        np.testing.assert_allclose(np.asarray(value), values[rule_prior], atol=1e-4)
+    for architecture, value_output, small in (("cell-head", 0, {"cell_rounds": 0}), ("mlp", 1, {})):
+        for rule_prior in (True, False):  # imitation's value starts at the same estimate, whatever its network
+            network = imitation.ImitationConfig(game=size, architecture=architecture, hidden=(16,),
+                                                rule_prior=rule_prior, **small).network
+            value = network.apply(network.init(jax.random.key(0), boards[:1]), boards)[value_output]
+            np.testing.assert_allclose(np.asarray(value), values[rule_prior], atol=1e-4)
 
 
 @pytest.mark.parametrize("rules", ["dust", "former"])

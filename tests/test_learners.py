@@ -21,7 +21,7 @@ from jaxdust.core import configs, game, play
 from jaxdust.evaluation import baselines
 from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
-from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
+from jaxdust.learn.datasets import Dataset, DatasetConfig, load_dataset, make_dataset
 from tests import family_reference as fr
 from tests.conftest import WHOLE_DQN, host_devices_flags
 
@@ -359,15 +359,62 @@ def test_imitation_splits_by_board_and_mirrors(beam_data):
 
 
 @pytest.mark.slow
-def test_imitation_loss_falls(beam_data):
-    config = imitation.ImitationConfig(hidden=(64,), epochs=8, batch_size=64)
-    init, run_epoch, _ = imitation.make_imitation(config, beam_data)
+@pytest.mark.parametrize("architecture, small", [("cell-head", {"cell_rounds": 1, "cell_width": 16}), ("mlp", {})])
+def test_imitation_loss_falls_and_its_clicks_agree_more(beam_data, architecture, small):
+    config = imitation.ImitationConfig(architecture=architecture, hidden=(64,), epochs=8, batch_size=64, **small)
+    init, run_epoch, evaluate = imitation.make_imitation(config, beam_data)
     state = init(jax.random.key(0))
-    losses = []
+    losses, before = [], float(evaluate(state).click_accuracy)
     for epoch in range(8):
         state, metrics = run_epoch(state, jax.random.key(epoch))
         losses.append(float(metrics.policy_loss))
     assert losses[-1] < 0.8 * losses[0]
+    assert float(evaluate(state).click_accuracy) > before + 0.05  # on the held-out boards
+
+
+def test_imitations_cell_head_loss_is_the_clicked_clusters_cross_entropy():
+    """The cell-head network's policy loss is ``-log p(clicked cluster)``, ``p`` the softmax
+    over the occupied cells summed over each cluster's cells; its accuracy asks whether the
+    most likely cluster is the clicked one (the argmax agent's click)."""
+    board = np.array([[1, 1, 2], [3, 2, 2]], np.int8)  # x-major: clusters {0, 1}, {2, 4, 5}, {3}
+    clusters = [[0, 1], [2, 4, 5], [3]]
+    config = imitation.ImitationConfig(game=game.GameConfig(2, 3, 3), hidden=(4,), cell_rounds=1, cell_width=4,
+                                       batch_size=1, validation_share=0.5, mirror=False)
+    state = imitation.initial_state(config, jax.random.key(0))
+    leaves, tree = jax.tree_util.tree_flatten(state.params)  # logits start at zero: perturb them
+    noise = jax.random.split(jax.random.key(1), len(leaves))
+    params = jax.tree_util.tree_unflatten(tree, [leaf + jax.random.normal(k, leaf.shape) for leaf, k in zip(leaves, noise)])
+    logits = np.asarray(config.network.apply(params, jnp.asarray(board[None]))[1][0], np.float64)
+    cells = np.exp(logits - logits.max())
+    p = np.array([cells[cluster].sum() for cluster in clusters]) / cells.sum()
+    for clicked_cluster in range(3):
+        clicked = np.zeros(6, bool)
+        clicked[clusters[clicked_cluster]] = True
+        data = Dataset(np.repeat(board[None], 2, 0), np.repeat(clicked.reshape(1, 2, 3), 2, 0),
+                       np.full(2, 2, np.int16), np.ones(2, bool), np.arange(2, dtype=np.int32), np.zeros(2, np.int16))
+        _, _, evaluate = imitation.make_imitation(config, data)
+        metrics = evaluate(state.replace(params=params))
+        np.testing.assert_allclose(float(metrics.policy_loss), -np.log(p[clicked_cluster]), rtol=1e-5)
+        assert float(metrics.click_accuracy) == float(np.argmax(p) == clicked_cluster)
+
+
+def test_imitation_runs_play_with_their_architectures_agents():
+    """The cell-head network plays as avi's does; a run saved before ``architecture``
+    existed (0.2.48's config.json) reads as the mlp preset and plays as it did."""
+    learner = learners.get("imitation")
+    made = {name: (learner.policy(config), learner.scorer(config), learner.evaluator(config))
+            for name, config in learner.presets.items()}
+    assert [type(agent) for agent in made["default"]] == [agents.ClusterArgmax, agents.ValueHeadScorer,
+                                                           agents.NetworkEvaluator]
+    assert [type(agent) for agent in made["mlp"]] == [agents.PolicyGreedy, agents.ValueScorer,
+                                                       agents.PolicyValueEvaluator]
+    saved = configs.to_json(imitation.ImitationConfig.mlp())
+    older = {name: value for name, value in saved.items() if name not in ("architecture", "cell_rounds", "cell_width")}
+    assert configs.from_json(imitation.ImitationConfig, older) == learner.presets["mlp"]
+    with pytest.raises(configs.FieldError, match="cell_width acts on the 'cell-head' architecture only"):
+        imitation.ImitationConfig.mlp(cell_width=32)
+    with pytest.raises(configs.FieldError, match="architecture must be one of cell-head, mlp, got 'cnn'"):
+        imitation.ImitationConfig(architecture="cnn")
 
 
 def test_dqn_with_no_learning_starts_waits_for_its_first_transition():
@@ -674,7 +721,7 @@ def test_a_config_field_added_since_a_checkpoint_was_saved_reads_at_its_default(
 @pytest.mark.parametrize("config_class, field, before", [
     (avi.AVIConfig, "line_target_share", 1.0), (avi.AVIConfig, "policy_lr_scale", 1.0),
     (avi.AVIConfig, "rule_prior", False), (imitation.ImitationConfig, "rule_prior", False),
-    (avi.AVIConfig, "teacher_gumbel_scale", 0.0)])
+    (avi.AVIConfig, "teacher_gumbel_scale", 0.0), (imitation.ImitationConfig, "architecture", "mlp")])
 def test_a_default_changed_since_a_run_was_saved_keeps_the_runs_setting(config_class, field, before):
     current = configs.to_json(config_class())
     older = {name: value for name, value in current.items() if name != field}
@@ -1019,7 +1066,7 @@ def test_a_run_that_never_finished_a_step_gives_way_to_a_new_start(tmp_path):
     """A start that died in its first step (XLA aborting on a size, memory running out)
     leaves config.json and empty folders: the corrected command starts there, with or
     without --resume; once a step is logged the run is kept."""
-    learner, other = learners.get("imitation"), imitation.ImitationConfig(epochs=2)
+    learner, other = learners.get("imitation"), imitation.ImitationConfig(epochs=3)
     _write_run(tmp_path / "run")
     for folder in ("checkpoints", runs.BEST_DIR):
         (tmp_path / "run" / folder).mkdir()
@@ -1272,7 +1319,7 @@ def test_a_loaded_imitation_runs_agents_value_boards_as_its_network_was_trained(
     """The policy, scorer and evaluator a run is played with are built from the config's
     network, prior included: a Former run's value starts at Former's heuristic (rule_prior),
     so agents built without it would score every board by the dust game's instead."""
-    config = imitation.ImitationConfig(game=jaxdust.GameConfig(7, 9, 4, "former"), hidden=(16,))
+    config = imitation.ImitationConfig.mlp(game=jaxdust.GameConfig(7, 9, 4, "former"), hidden=(16,))
     learner = learners.get("imitation")
     params = learner.template(config).params
     boards = jax.vmap(lambda k: jaxdust.random_board(k, config.game))(jax.random.split(jax.random.key(3), 4))
@@ -1287,6 +1334,14 @@ def test_a_loaded_imitation_runs_agents_value_boards_as_its_network_was_trained(
     assert np.all(np.abs(np.asarray(dust_prior) - np.asarray(cost)) > 0.05)  # the prior matters
     legal = np.asarray(boards[0]).reshape(-1) != 0
     assert learner.policy(config)(jax.random.key(0), boards[0], params) == np.argmax(np.where(legal, logits[0], -np.inf))
+    cell_head = imitation.ImitationConfig(game=config.game, hidden=(16,), cell_rounds=1, cell_width=8)
+    params = learner.template(cell_head).params
+    value, logits = cell_head.network.apply(params, boards)
+    assert cell_head.network.prior_rules == "former"
+    np.testing.assert_allclose(learner.scorer(cell_head)(boards, params), value, rtol=1e-6)
+    np.testing.assert_allclose(learner.evaluator(cell_head)(boards, params)[0], value, rtol=1e-6)
+    dust_prior = dataclasses.replace(cell_head, rule_prior=False).network.apply(params, boards)[0]
+    assert np.all(np.abs(np.asarray(dust_prior) - np.asarray(value)) > 0.05)
 
 
 @pytest.mark.slow

@@ -1,10 +1,19 @@
 """Supervised imitation of solver data (``jaxdust.learn.datasets``) with Flax and optax.
 
-The policy head puts a sigmoid on every cell and learns, with binary cross-entropy, to
-mark the whole cluster the solver clicked (the original supervised post's target); the
-value head regresses the clicks left (Huber). Its policy plays alone ("argmax") by clicking
-the highest-scoring legal cell (``agents.PolicyGreedy``); the value head scores positions
-for the beam search (``agents.ValueScorer``; width 1, "greedy", is a one-step lookahead).
+Two networks (``ImitationConfig.architecture``):
+
+- ``"cell-head"`` (the default): ``avi``'s network (``networks.ValuePolicyNetwork``), whose
+  cell head passes messages between neighbouring cells and within clusters. Its logits
+  make a distribution over clusters (``mcts.cluster_log_probs``: all cells of a cluster
+  are one click), trained by cross-entropy towards the cluster the solver clicked; it plays
+  alone ("argmax") by the most likely cluster (``agents.ClusterArgmax``).
+- ``"mlp"``: the original supervised post's target on a plain MLP
+  (``networks.PolicyValueNetwork``): a sigmoid on every cell learns, with binary
+  cross-entropy, to mark the whole cluster the solver clicked; it plays the highest-scoring
+  legal cell (``agents.PolicyGreedy``).
+
+Both regress the clicks left along the solution with a value head (Huber), which scores
+positions for the beam search (width 1 is "greedy": a one-step lookahead).
 
     init, run_epoch, evaluate = make_imitation(config, data)
     state = init(key)
@@ -24,41 +33,69 @@ import optax
 from flax.training.train_state import TrainState
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from jaxdust.core import configs
+from jaxdust.core import configs, game
 from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.learn import networks
 from jaxdust.learn.datasets import Dataset
+from jaxdust.search import mcts
+
+ARCHITECTURES = ("cell-head", "mlp")
 
 
 @dataclasses.dataclass(frozen=True)
 class ImitationConfig:
     game: GameConfig = GameConfig()
-    hidden: tuple[int, ...] = networks.PRESETS["default"]  # widths of the dense layers
+    # "cell-head": avi's network, a softmax over clusters (cross-entropy on the clicked one);
+    # "mlp": the original post's sigmoid on every cell of an MLP (binary cross-entropy)
+    architecture: str = "cell-head"
+    hidden: tuple[int, ...] = (256, 256)  # widths of the dense layers (the cell-head network's torso)
     features: bool = True  # exact cluster facts as extra inputs (networks module docstring)
     rule_prior: bool = True  # with features, the value starts at the rule set's own heuristic (heuristic_for)
-    epochs: int = 12  # passes over the training split
+    cell_rounds: int = 4  # rounds of the cell head's messages between neighbours and within clusters
+    cell_width: int = 64  # the cell head's channels per cell
+    epochs: int = 2  # passes over the training split
     batch_size: int = 256  # positions per gradient step
     learning_rate: float = 1e-3  # the rate at the start, cosine-decayed over the run
     final_lr_fraction: float = 0.05  # the rate at the end, as a share of learning_rate
     weight_decay: float = 1e-4  # AdamW's decoupled weight decay
-    value_weight: float = 0.2  # value loss (Huber in clicks: squared within one, linear beyond) against the per-cell BCE
+    value_weight: float = 0.2  # value loss (Huber in clicks: squared within one, linear beyond) against the policy's
     validation_share: float = 0.1  # of source boards held out
     mirror: bool = True  # also train on mirror images, where they play alike (game.mirror_symmetric)
-    # Runs saved before rule_prior started from the dust game's estimate on every rule set.
-    ABSENT_MEANS: ClassVar[dict] = {"rule_prior": False}
+    # Runs saved before rule_prior started from the dust game's estimate on every rule set,
+    # before architecture trained the mlp.
+    ABSENT_MEANS: ClassVar[dict] = {"rule_prior": False, "architecture": "mlp"}
+    UNUSED_WHERE: ClassVar[tuple] = (
+        (("cell_rounds", "cell_width"), lambda config: config.architecture == "cell-head",
+         "acts on the 'cell-head' architecture only"),
+    )
 
     def __post_init__(self):
         configs.require_rules(self.game, CLICK_RULES, "imitation")
-        configs.require(self, positive=("epochs", "batch_size", "learning_rate"),
-                        non_negative=("weight_decay", "value_weight"),
+        configs.require(self, positive=("epochs", "batch_size", "learning_rate", "cell_width"),
+                        non_negative=("weight_decay", "value_weight", "cell_rounds"),
                         unit_interval=("final_lr_fraction",), layers=("hidden",))
+        if self.architecture not in ARCHITECTURES:
+            raise configs.FieldError("architecture", f"must be one of {', '.join(ARCHITECTURES)}, "
+                                                     f"got {self.architecture!r}")
         if not 0.0 < self.validation_share < 1.0:
             raise configs.FieldError("validation_share", f"must be in (0, 1), got {self.validation_share}")
+        configs.require_used_settings(self)
 
     @property
-    def network(self) -> networks.PolicyValueNetwork:
-        return networks.PolicyValueNetwork(tuple(self.hidden), self.game.colors, self.features,
-                                           self.game.rules if self.rule_prior else "dust")
+    def network(self) -> networks.ValuePolicyNetwork | networks.PolicyValueNetwork:
+        prior_rules = self.game.rules if self.rule_prior else "dust"
+        if self.architecture == "mlp":
+            return networks.PolicyValueNetwork(tuple(self.hidden), self.game.colors, self.features, prior_rules)
+        # The value starts at the hand-made estimate where the exact features are input, as
+        # the mlp's does.
+        return networks.ValuePolicyNetwork(tuple(self.hidden), self.game.colors, prior=self.features,
+                                           features=self.features, cell_rounds=self.cell_rounds,
+                                           cell_width=self.cell_width, prior_rules=prior_rules)
+
+    @classmethod
+    def mlp(cls, **changes) -> "ImitationConfig":
+        """The learner up to jaxdust 0.2.48: the mlp of three 512-wide layers, 12 epochs."""
+        return cls(**{"architecture": "mlp", "hidden": networks.PRESETS["default"], "epochs": 12, **changes})
 
 
 class TooFewPositions(ValueError):
@@ -72,9 +109,9 @@ class Split(NamedTuple):
 
 
 class ImitationMetrics(NamedTuple):
-    policy_loss: jax.Array  # float32 [], mean BCE per cell
+    policy_loss: jax.Array  # float32 [], mean cross-entropy over clusters (cell-head) or BCE per cell (mlp)
     value_loss: jax.Array  # float32 [], mean Huber of the clicks left
-    click_accuracy: jax.Array  # float32 [], best legal cell lies in the clicked cluster
+    click_accuracy: jax.Array  # float32 [], the network's own click lies in the clicked cluster
     value_error: jax.Array  # float32 [], mean absolute error of the clicks left
 
 
@@ -144,12 +181,22 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
         return initial_state(config, key, config.epochs * steps_per_epoch)
 
     def metrics(params, batch: Split) -> ImitationMetrics:
-        logits, cost = network.apply(params, batch.boards)
-        legal = batch.boards.reshape(batch.boards.shape[0], -1) != 0
-        best = networks.masked_argmax(logits, legal)
+        if config.architecture == "mlp":
+            logits, cost = network.apply(params, batch.boards)
+            legal = batch.boards.reshape(batch.boards.shape[0], -1) != 0
+            best = networks.masked_argmax(logits, legal)
+            policy_loss = jnp.mean(optax.sigmoid_binary_cross_entropy(logits, batch.clicked))
+        else:
+            cost, logits = network.apply(params, batch.boards)
+            labels = jax.vmap(game.cluster_labels)(batch.boards).reshape(logits.shape)
+            log_probs = mcts.cluster_log_probs(logits, labels)
+            # Any cell of the clicked cluster holds the cluster's log-probability.
+            clicked_cell = jnp.argmax(batch.clicked, axis=-1)
+            policy_loss = -jnp.mean(jnp.take_along_axis(log_probs, clicked_cell[:, None], axis=-1))
+            best = jnp.argmax(log_probs, axis=-1)
         hit = jnp.take_along_axis(batch.clicked, best[:, None], axis=-1)[:, 0]
         return ImitationMetrics(
-            policy_loss=jnp.mean(optax.sigmoid_binary_cross_entropy(logits, batch.clicked)),
+            policy_loss=policy_loss,
             value_loss=jnp.mean(optax.huber_loss(cost, batch.cost_to_go)),
             click_accuracy=jnp.mean(hit),
             value_error=jnp.mean(jnp.abs(cost - batch.cost_to_go)),

@@ -276,11 +276,17 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
     return Trainer(init, step, config.epochs, lambda state: {"samples": int(len(data.boards))})
 
 
+def _imitation_agent(config: imitation.ImitationConfig, cell_head: type, mlp: type):
+    """The agent of an imitation run's architecture: ``avi``'s for the cell-head network."""
+    agent = cell_head if config.architecture == "cell-head" else mlp
+    return agent(config.network, trained_rules=config.game.rules)
+
+
 register(Learner(
     name="imitation",
     description="supervised policy and value from solver-labelled positions (jaxdust.learn.imitation)",
     config_class=imitation.ImitationConfig,
-    presets={"default": imitation.ImitationConfig()},
+    presets={"default": imitation.ImitationConfig(), "mlp": imitation.ImitationConfig.mlp()},
     unit="epoch",
     add_arguments=_imitation_arguments,
     trainer=_imitation_trainer,
@@ -292,7 +298,7 @@ register(Learner(
     params=lambda state: state.params,
     # From the config's network, which carries its value's prior (rule_prior): the agents
     # value positions as the network was trained to.
-    policy=lambda config: agents.PolicyGreedy(config.network, trained_rules=config.game.rules),
-    scorer=lambda config: agents.ValueScorer(config.network, trained_rules=config.game.rules),
-    evaluator=lambda config: agents.PolicyValueEvaluator(config.network, trained_rules=config.game.rules),
+    policy=lambda config: _imitation_agent(config, agents.ClusterArgmax, agents.PolicyGreedy),
+    scorer=lambda config: _imitation_agent(config, agents.ValueHeadScorer, agents.ValueScorer),
+    evaluator=lambda config: _imitation_agent(config, agents.NetworkEvaluator, agents.PolicyValueEvaluator),
 ))
