@@ -375,27 +375,28 @@ def test_imitation_loss_falls_and_its_clicks_agree_more(beam_data, architecture,
 def test_imitations_cell_head_loss_is_the_clicked_clusters_cross_entropy():
     """The cell-head network's policy loss is ``-log p(clicked cluster)``, ``p`` the softmax
     over the occupied cells summed over each cluster's cells; its accuracy asks whether the
-    most likely cluster is the clicked one (the argmax agent's click)."""
-    board = np.array([[1, 1, 2], [3, 2, 2]], np.int8)  # x-major: clusters {0, 1}, {2, 4, 5}, {3}
-    clusters = [[0, 1], [2, 4, 5], [3]]
+    most likely cluster is the clicked one (the argmax agent's click). Validation runs in
+    batches (here 2 and a last one of 1) and weighs each by its rows."""
+    board = np.array([[1, 1, 2], [2, 2, 0]], np.int8)  # x-major: clusters {0, 1}, {2}, {3, 4}; cell 5 empty
+    clusters = [[0, 1], [2], [3, 4]]
     config = imitation.ImitationConfig(game=game.GameConfig(2, 3, 3), hidden=(4,), cell_rounds=1, cell_width=4,
-                                       batch_size=1, validation_share=0.5, mirror=False)
+                                       batch_size=2, validation_share=0.5, mirror=False)
     state = imitation.initial_state(config, jax.random.key(0))
     leaves, tree = jax.tree_util.tree_flatten(state.params)  # logits start at zero: perturb them
     noise = jax.random.split(jax.random.key(1), len(leaves))
     params = jax.tree_util.tree_unflatten(tree, [leaf + jax.random.normal(k, leaf.shape) for leaf, k in zip(leaves, noise)])
     logits = np.asarray(config.network.apply(params, jnp.asarray(board[None]))[1][0], np.float64)
-    cells = np.exp(logits - logits.max())
+    cells = np.exp(logits[:5] - logits[:5].max())
     p = np.array([cells[cluster].sum() for cluster in clusters]) / cells.sum()
-    for clicked_cluster in range(3):
-        clicked = np.zeros(6, bool)
-        clicked[clusters[clicked_cluster]] = True
-        data = Dataset(np.repeat(board[None], 2, 0), np.repeat(clicked.reshape(1, 2, 3), 2, 0),
-                       np.full(2, 2, np.int16), np.ones(2, bool), np.arange(2, dtype=np.int32), np.zeros(2, np.int16))
-        _, _, evaluate = imitation.make_imitation(config, data)
-        metrics = evaluate(state.replace(params=params))
-        np.testing.assert_allclose(float(metrics.policy_loss), -np.log(p[clicked_cluster]), rtol=1e-5)
-        assert float(metrics.click_accuracy) == float(np.argmax(p) == clicked_cluster)
+    clicked = np.zeros((5, 6), bool)  # rows 0-1 train (board 0); rows 2-4 (board 1) are held out, one per cluster
+    for row, cluster in enumerate([0, 0, 0, 1, 2]):
+        clicked[row, clusters[cluster]] = True
+    data = Dataset(np.repeat(board[None], 5, 0), clicked.reshape(5, 2, 3), np.full(5, 2, np.int16), np.ones(5, bool),
+                   np.array([0, 0, 1, 1, 1], np.int32), np.zeros(5, np.int16))
+    _, _, evaluate = imitation.make_imitation(config, data)
+    metrics = evaluate(state.replace(params=params))
+    np.testing.assert_allclose(float(metrics.policy_loss), -np.mean(np.log(p)), rtol=1e-5)
+    assert float(metrics.click_accuracy) == pytest.approx(1 / 3)  # one of the three rows clicked the likeliest
 
 
 def test_imitation_runs_play_with_their_architectures_agents():

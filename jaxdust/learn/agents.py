@@ -78,7 +78,8 @@ def clicks_from_value(value: jax.Array, rewards: Rewards, gamma: float) -> jax.A
 
 @dataclasses.dataclass(frozen=True)
 class PolicyGreedy(Trained):
-    """Click the legal cell with the highest policy logit (imitation network)."""
+    """Click the legal cell with the highest policy logit (imitation's mlp network,
+    ``--architecture mlp``)."""
 
     network: networks.PolicyValueNetwork
 
@@ -89,7 +90,7 @@ class PolicyGreedy(Trained):
 
 @dataclasses.dataclass(frozen=True)
 class ValueScorer(Trained):
-    """The imitation network's cost-to-go head (0 for an empty board)."""
+    """The cost-to-go head of imitation's mlp network (0 for an empty board)."""
 
     network: networks.PolicyValueNetwork
 
@@ -135,7 +136,7 @@ class NetworkEvaluator(Trained):
 
 @dataclasses.dataclass(frozen=True)
 class PolicyValueEvaluator(Trained):
-    """The imitation network (``PolicyValueNetwork``) as an evaluator of
+    """Imitation's mlp network (``PolicyValueNetwork``) as an evaluator of
     ``jaxdust.search.mcts``: its cost-to-go and its click logits.
 
     Its logits are per cell, each trained (a sigmoid) to say that the cell's cluster is the

@@ -1,5 +1,6 @@
-"""Flax networks over boards: a Q-network (dqn), a policy/value network (imitation) and a
-value/policy network whose policy head passes messages between cells (avi).
+"""Flax networks over boards: a Q-network (dqn), a policy/value network (imitation's mlp)
+and a value/policy network whose policy head passes messages between cells (avi, and
+imitation's default).
 
 Networks take int8 boards ``[..., W, H]`` and one-hot them inside (channel 0 = empty), so
 replay buffers and data sets stay int8. Outputs are per cell in the flat action order
