@@ -398,7 +398,8 @@ def test_a_former_data_set_follows_the_former_rules_and_its_optima(tmp_path, cap
             in capsys.readouterr().err)
     assert not (tmp_path / "r").exists()
     summary = train_main(["imitation", "--size", "former:6x4x3", "--data", str(tmp_path / "former"), "--run-dir",
-                          str(tmp_path / "r"), "--epochs", "1", "--batch-size", "8", "--hidden", "8", "--eval-boards", "2"])
+                          str(tmp_path / "r"), "--epochs", "1", "--batch-size", "8", "--hidden", "8", "--eval-boards", "2",
+                          "--cell-rounds", "1", "--cell-width", "8"])
     assert summary["learner"] == "imitation" and json.load(open(tmp_path / "r" / "config.json"))["config"]["game"] == {
         "width": 6, "height": 4, "colors": 3, "rules": "former"}
 
@@ -527,7 +528,8 @@ def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do
 
     run = tmp_path / "run"
     argv = ["imitation", "--size", "5x4x3", "--data-boards", "12", "--data-beam-width", "4", "--epochs", "2",
-            "--batch-size", "8", "--hidden", "8", "--eval-boards", "2", "--run-dir", str(run)]
+            "--batch-size", "8", "--hidden", "8", "--eval-boards", "2", "--cell-rounds", "1", "--cell-width", "8",
+            "--run-dir", str(run)]
     train_main(argv)
     finished = (run / "summary.json").read_text()
     shutil.copytree(run / "data", tmp_path / "copy")

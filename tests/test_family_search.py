@@ -356,7 +356,7 @@ FORMER_RUNS = {  # a few seconds of training each: the rules reach every learner
     "dqn": ["--total-steps", "2048", "--chunk-iterations", "32", "--num-envs", "32", "--buffer-size", "1024",
             "--batch-size", "32", "--learning-starts", "256", "--hidden", "16", "--eval-boards", "4"],
     "imitation": ["--data-boards", "12", "--data-beam-width", "2", "--epochs", "1", "--batch-size", "32",
-                  "--hidden", "16", "--eval-boards", "4"],
+                  "--hidden", "16", "--eval-boards", "4", "--cell-rounds", "1", "--cell-width", "8"],
 }
 
 
