@@ -376,7 +376,7 @@ def test_imitations_cell_head_loss_is_the_clicked_clusters_cross_entropy():
     """The cell-head network's policy loss is ``-log p(clicked cluster)``, ``p`` the softmax
     over the occupied cells summed over each cluster's cells; its accuracy asks whether the
     most likely cluster is the clicked one (the argmax agent's click). Validation runs in
-    batches (here 2 and a last one of 1) and weighs each by its rows."""
+    batches (here 2 and a last one of 1) and averages over every row."""
     board = np.array([[1, 1, 2], [2, 2, 0]], np.int8)  # x-major: clusters {0, 1}, {2}, {3, 4}; cell 5 empty
     clusters = [[0, 1], [2], [3, 4]]
     config = imitation.ImitationConfig(game=game.GameConfig(2, 3, 3), hidden=(4,), cell_rounds=1, cell_width=4,
