@@ -521,6 +521,43 @@ def test_imitation_labels_its_data_with_data_jobs_processes(tmp_path, monkeypatc
         assert asked.pop() == jobs
 
 
+def test_an_imitation_run_killed_within_an_epoch_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
+    """Checkpoints come once a chunk: a run stopped after chunk 3 of an epoch of 4 goes on
+    from there and logs and ends as the run that was never stopped."""
+    from jaxdust.learn import checkpoint
+    from jaxdust.learn.cli import main as train_main
+
+    argv = ["imitation", "--size", "5x4x3", "--data-boards", "12", "--data-beam-width", "4", "--epochs", "2",
+            "--epoch-chunks", "4", "--batch-size", "8", "--hidden", "8", "--eval-boards", "2", "--cell-rounds", "1",
+            "--cell-width", "8", "--checkpoint-every", "1"]
+    whole = train_main([*argv, "--run-dir", str(tmp_path / "whole")])
+
+    class Killed(Exception):
+        pass
+
+    save = checkpoint.Checkpoints.save
+
+    def save_then_die(self, step, *rest):
+        save(self, step, *rest)
+        if step == 3 and self.directory.endswith("checkpoints"):
+            raise Killed
+
+    monkeypatch.setattr(checkpoint.Checkpoints, "save", save_then_die)
+    with pytest.raises(Killed):
+        train_main([*argv, "--run-dir", str(tmp_path / "killed")])
+    monkeypatch.undo()
+    logged = [json.loads(line) for line in (tmp_path / "killed" / "metrics.jsonl").read_text().splitlines()]
+    assert [line["chunk"] for line in logged] == [1, 2, 3]
+    resumed = train_main(["imitation", "--run-dir", str(tmp_path / "killed"), "--resume"])
+
+    def comparable(run):
+        return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
+                for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
+    assert len(comparable("whole")) == 8 and comparable("killed") == comparable("whole")
+    assert sum("valid_policy_loss" in line for line in comparable("whole")) == 2  # once an epoch
+    assert resumed["greedy_clicks"] == whole["greedy_clicks"] and resumed["argmax_clicks"] == whole["argmax_clicks"]
+
+
 def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do(tmp_path, capsys, monkeypatch):
     """A run that made its data set in RUN_DIR/data, which was deleted since, labelled all
     of it again on --resume before saying it had nothing to do."""
@@ -541,16 +578,16 @@ def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do
     monkeypatch.setattr(learners, "make_dataset", no_labelling)
     capsys.readouterr()
     assert train_main([*argv, "--resume"]) == json.loads(finished)
-    assert "finished its 2 epochs already: nothing to do" in capsys.readouterr().out
+    assert "finished its 20 chunks already: nothing to do" in capsys.readouterr().out
     assert not (run / "data").exists() and (run / "summary.json").read_text() == finished
     # A run resumed at a step (before its end, or here at it) builds its trainer, which needs
     # the data: made again, or a copy put in its place (given as --data, a copy cannot be
     # compared with the gone one's settings).
     with pytest.raises(AssertionError, match="made again"):
-        train_main([*argv, "--resume", "--resume-step", "2"])
+        train_main([*argv, "--resume", "--resume-step", "20"])
     with pytest.raises(SystemExit):
         train_main(["imitation", "--run-dir", str(run), "--resume", "--data", str(tmp_path / "copy")])
     assert f"or copy {tmp_path / 'copy'} there first" in capsys.readouterr().err
     shutil.copytree(tmp_path / "copy", run / "data")
     monkeypatch.undo()  # make_dataset finds the copy finished
-    assert train_main([*argv, "--resume", "--resume-step", "2"])["learner"] == "imitation"
+    assert train_main([*argv, "--resume", "--resume-step", "20"])["learner"] == "imitation"

@@ -290,7 +290,8 @@ def test_a_learners_total_is_its_trainers_without_building_it(name, config, tota
                         built.append(learners._chunks(iterations, chunk)))
     learners.get(name).trainer(config, types.SimpleNamespace(), None)
     assert built == [total]
-    assert learners.get("imitation").total(imitation.ImitationConfig(epochs=7)) == 7
+    assert learners.get("imitation").total(imitation.ImitationConfig(epochs=7)) == 70  # 10 chunks an epoch
+    assert learners.get("imitation").total(imitation.ImitationConfig(epochs=7, epoch_chunks=3)) == 21
 
 
 @pytest.mark.slow
@@ -362,14 +363,49 @@ def test_imitation_splits_by_board_and_mirrors(beam_data):
 @pytest.mark.parametrize("architecture, small", [("cell-head", {"cell_rounds": 1, "cell_width": 16}), ("mlp", {})])
 def test_imitation_loss_falls_and_its_clicks_agree_more(beam_data, architecture, small):
     config = imitation.ImitationConfig(architecture=architecture, hidden=(64,), epochs=8, batch_size=64, **small)
-    init, run_epoch, evaluate = imitation.make_imitation(config, beam_data)
+    init, run_chunk, evaluate = imitation.make_imitation(config, beam_data)
     state = init(jax.random.key(0))
     losses, before = [], float(evaluate(state).click_accuracy)
     for epoch in range(8):
-        state, metrics = run_epoch(state, jax.random.key(epoch))
-        losses.append(float(metrics.policy_loss))
+        for chunk in range(config.epoch_chunks):
+            state, metrics = run_chunk(state, jax.random.key(epoch), chunk)
+            if metrics is not None:
+                losses.append(float(metrics.policy_loss))
     assert losses[-1] < 0.8 * losses[0]
     assert float(evaluate(state).click_accuracy) > before + 0.05  # on the held-out boards
+
+
+def test_an_imitation_epoch_in_chunks_makes_the_same_steps_as_in_one_piece(beam_data):
+    """Chunks split an epoch's steps (unevenly, or with empty chunks where there are more
+    chunks than steps) without changing them: the same parameters, and the chunks' metrics
+    weighted by their steps are the epoch's."""
+    small = dict(hidden=(16,), cell_rounds=1, cell_width=8, batch_size=64, epochs=2)
+    outcomes = {}
+    for chunks in (1, 3, 50):
+        config = imitation.ImitationConfig(epoch_chunks=chunks, **small)
+        init, run_chunk, _ = imitation.make_imitation(config, beam_data)
+        state, means = init(jax.random.key(0)), []
+        for epoch in range(config.epochs):
+            weighted, steps_before = 0.0, int(state.step)
+            for chunk in range(chunks):
+                before = int(state.step)
+                state, metrics = run_chunk(state, jax.random.key(epoch), chunk)
+                assert (metrics is None) == (int(state.step) == before)
+                if metrics is not None:
+                    weighted += float(metrics.policy_loss) * (int(state.step) - before)
+            means.append(weighted / (int(state.step) - steps_before))
+        outcomes[chunks] = state, means
+    steps = int(outcomes[1][0].step)
+    assert 2 < steps // 2 < 50  # so 50 chunks an epoch leave some empty
+    for chunks in (3, 50):
+        state, means = outcomes[chunks]
+        assert int(state.step) == steps
+        np.testing.assert_allclose(means, outcomes[1][1], rtol=1e-5)
+        for leaf, reference in zip(jax.tree.leaves(state.params), jax.tree.leaves(outcomes[1][0].params)):
+            np.testing.assert_allclose(leaf, reference, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="chunk 3 is not one of the epoch's 3"):
+        imitation.make_imitation(imitation.ImitationConfig(epoch_chunks=3, **small), beam_data)[1](
+            outcomes[1][0], jax.random.key(0), 3)
 
 
 def test_imitations_cell_head_loss_is_the_clicked_clusters_cross_entropy():
@@ -410,8 +446,10 @@ def test_imitation_runs_play_with_their_architectures_agents():
     assert [type(agent) for agent in made["mlp"]] == [agents.PolicyGreedy, agents.ValueScorer,
                                                        agents.PolicyValueEvaluator]
     saved = configs.to_json(imitation.ImitationConfig.mlp())
-    older = {name: value for name, value in saved.items() if name not in ("architecture", "cell_rounds", "cell_width")}
-    assert configs.from_json(imitation.ImitationConfig, older) == learner.presets["mlp"]
+    older = {name: value for name, value in saved.items()
+             if name not in ("architecture", "cell_rounds", "cell_width", "epoch_chunks")}
+    assert configs.from_json(imitation.ImitationConfig, older) == dataclasses.replace(learner.presets["mlp"],
+                                                                                       epoch_chunks=1)
     with pytest.raises(configs.FieldError, match="cell_width acts on the 'cell-head' architecture only"):
         imitation.ImitationConfig.mlp(cell_width=32)
     with pytest.raises(configs.FieldError, match="architecture must be one of cell-head, mlp, got 'cnn'"):
@@ -722,7 +760,8 @@ def test_a_config_field_added_since_a_checkpoint_was_saved_reads_at_its_default(
 @pytest.mark.parametrize("config_class, field, before", [
     (avi.AVIConfig, "line_target_share", 1.0), (avi.AVIConfig, "policy_lr_scale", 1.0),
     (avi.AVIConfig, "rule_prior", False), (imitation.ImitationConfig, "rule_prior", False),
-    (avi.AVIConfig, "teacher_gumbel_scale", 0.0), (imitation.ImitationConfig, "architecture", "mlp")])
+    (avi.AVIConfig, "teacher_gumbel_scale", 0.0), (imitation.ImitationConfig, "architecture", "mlp"),
+    (imitation.ImitationConfig, "epoch_chunks", 1)])
 def test_a_default_changed_since_a_run_was_saved_keeps_the_runs_setting(config_class, field, before):
     current = configs.to_json(config_class())
     older = {name: value for name, value in current.items() if name != field}

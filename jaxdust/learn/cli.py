@@ -10,7 +10,7 @@ minutes on a CPU.
 
 Every run lives in a directory (``--run-dir``, default ``runs/<learner>-<seed>``): orbax
 checkpoints (every 30 seconds of training, at the end and when ``--minutes`` stops it),
-``metrics.jsonl`` (one line per chunk or epoch, with argmax and greedy evaluations on fixed
+``metrics.jsonl`` (one line per chunk, with argmax and greedy evaluations on fixed
 random boards), ``best/`` (the newest checkpoint whose greedy play on them is within a
 standard error of the best evaluated: what ``evaluate.py`` and ``load_run`` use), ``config.json`` and, at the end, ``summary.json``. A
 run killed at any moment (even SIGKILL) continues from its last checkpoint with
@@ -72,9 +72,9 @@ def build_parser() -> TrainParser:
                               "is picked (the newest checkpoint within a standard error of the best greedy play; "
                               f"default {runs.RUN_FLAGS['eval_boards']})")
         sub.add_argument("--eval-every", type=flags.positive_int, default=None,
-                         help=f"{learner.unit}s between evaluations (default {runs.RUN_FLAGS['eval_every']})")
+                         help=f"chunks between evaluations (default {runs.RUN_FLAGS['eval_every']})")
         sub.add_argument("--checkpoint-every", type=flags.positive_int, default=None,
-                         help=f"{learner.unit}s between checkpoints (default: by the clock, see --checkpoint-seconds)")
+                         help="chunks between checkpoints (default: by the clock, see --checkpoint-seconds)")
         sub.add_argument("--checkpoint-seconds", type=flags.positive_float, default=None,
                          help=f"training seconds between checkpoints (default {runs.CHECKPOINT_SECONDS:g}); a run "
                               "also saves at its end and when --minutes stops it")

@@ -15,9 +15,10 @@ Two networks (``ImitationConfig.architecture``):
 Both regress the clicks left along the solution with a value head (Huber), which scores
 positions for the beam search (width 1 is "greedy": a one-step lookahead).
 
-    init, run_epoch, evaluate = make_imitation(config, data)
+    init, run_chunk, evaluate = make_imitation(config, data)
     state = init(key)
-    state, train_metrics = run_epoch(state, epoch_key)   # one pass over the training split
+    for chunk in range(config.epoch_chunks):             # one pass over the training split
+        state, train_metrics = run_chunk(state, epoch_key, chunk)
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class ImitationConfig:
     cell_rounds: int = 4  # rounds of the cell head's messages between neighbours and within clusters
     cell_width: int = 64  # the cell head's channels per cell
     epochs: int = 2  # passes over the training split
+    # An epoch of the default data set takes ~2 minutes on 2 CPU cores: in chunks, a run
+    # shows progress, saves checkpoints and stops for --minutes within it.
+    epoch_chunks: int = 10  # chunks an epoch is trained in (what the progress bar and --eval-every count)
     batch_size: int = 256  # positions per gradient step
     learning_rate: float = 1e-3  # the rate at the start, cosine-decayed over the run
     final_lr_fraction: float = 0.05  # the rate at the end, as a share of learning_rate
@@ -62,8 +66,8 @@ class ImitationConfig:
     validation_share: float = 0.1  # of source boards held out
     mirror: bool = True  # also train on mirror images, where they play alike (game.mirror_symmetric)
     # Runs saved before rule_prior started from the dust game's estimate on every rule set,
-    # before architecture trained the mlp.
-    ABSENT_MEANS: ClassVar[dict] = {"rule_prior": False, "architecture": "mlp"}
+    # before architecture trained the mlp, before epoch_chunks stepped an epoch at a time.
+    ABSENT_MEANS: ClassVar[dict] = {"rule_prior": False, "architecture": "mlp", "epoch_chunks": 1}
     UNUSED_WHERE: ClassVar[tuple] = (
         (("cell_rounds", "cell_width"), lambda config: config.architecture == "cell-head",
          "acts on the 'cell-head' architecture only"),
@@ -71,7 +75,7 @@ class ImitationConfig:
 
     def __post_init__(self):
         configs.require_rules(self.game, CLICK_RULES, "imitation")
-        configs.require(self, positive=("epochs", "batch_size", "learning_rate", "cell_width"),
+        configs.require(self, positive=("epochs", "epoch_chunks", "batch_size", "learning_rate", "cell_width"),
                         non_negative=("weight_decay", "value_weight", "cell_rounds"),
                         unit_interval=("final_lr_fraction",), layers=("hidden",))
         if self.architecture not in ARCHITECTURES:
@@ -144,8 +148,8 @@ def initial_state(config: ImitationConfig, key: jax.Array, total_steps: int = 1)
 
 
 def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Mesh | None = None):
-    """``init(key)``, ``run_epoch(state, key)`` and ``evaluate(state)`` (validation); the
-    epoch and the validation are jitted.
+    """``init(key)``, ``run_chunk(state, epoch_key, chunk)`` and ``evaluate(state)``
+    (validation); a chunk's steps and the validation are jitted.
 
     With a ``mesh`` (axis ``data``) every minibatch is split over its devices and the
     parameters replicated; the gradient mean becomes an all-reduce (data parallelism).
@@ -176,6 +180,10 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
         return jax.lax.with_sharding_constraint(batch, NamedSharding(mesh, P("data")))
     network = config.network
     steps_per_epoch = max(1, train.boards.shape[0] // config.batch_size)
+    # Chunk c of K takes steps c * S // K to (c + 1) * S // K of an epoch's S: their lengths
+    # differ by at most one (some are empty where an epoch has fewer steps than chunks), so
+    # one program of the longest length runs them all, skipping the steps past a chunk's end.
+    chunk_length = -(-steps_per_epoch // config.epoch_chunks)
 
     def init(key: jax.Array) -> TrainState:
         return initial_state(config, key, config.epochs * steps_per_epoch)
@@ -211,18 +219,24 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
     train, validation = jax.device_put((train, validation))
 
     @jax.jit
-    def epoch(state: TrainState, key: jax.Array, train: Split) -> tuple[TrainState, ImitationMetrics]:
+    def chunk_steps(state: TrainState, key: jax.Array, first: jax.Array, count: jax.Array,
+                    train: Split) -> tuple[TrainState, ImitationMetrics]:
         rows = jnp.arange(train.boards.shape[0], dtype=jnp.int32)
         order = jax.random.permutation(key, rows)[: steps_per_epoch * config.batch_size]
         batches = order.reshape(steps_per_epoch, config.batch_size)
 
-        def step(state, rows):
-            batch = spread(jax.tree.map(lambda a: a[rows], train))
-            (_, m), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
-            return state.apply_gradients(grads=grads), m
+        def step(state, index):
+            def update(state):
+                batch = spread(jax.tree.map(lambda a: a[batches[first + index]], train))
+                (_, m), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
+                return state.apply_gradients(grads=grads), m
 
-        state, per_step = jax.lax.scan(step, state, batches)
-        return state, jax.tree.map(jnp.mean, per_step)
+            def skip(state):
+                return state, ImitationMetrics(*[jnp.float32(0.0)] * len(ImitationMetrics._fields))
+            return jax.lax.cond(index < count, update, skip, state)
+
+        state, per_step = jax.lax.scan(step, state, jnp.arange(chunk_length, dtype=jnp.int32))
+        return state, jax.tree.map(lambda values: jnp.sum(values) / count, per_step)
 
     @jax.jit
     def validate(state: TrainState, split: Split) -> ImitationMetrics:
@@ -232,10 +246,18 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
                               batch_size=config.batch_size)
         return jax.tree.map(jnp.mean, per_row)
 
-    def run_epoch(state: TrainState, key: jax.Array) -> tuple[TrainState, ImitationMetrics]:
-        return epoch(state, key, train)
+    def run_chunk(state: TrainState, epoch_key: jax.Array, chunk: int) -> tuple[TrainState, ImitationMetrics | None]:
+        """Chunk ``chunk`` (0 to ``epoch_chunks - 1``) of the epoch whose order of rows
+        ``epoch_key`` draws: the mean training metrics of its steps, None for an empty chunk."""
+        if not 0 <= chunk < config.epoch_chunks:
+            raise ValueError(f"chunk {chunk} is not one of the epoch's {config.epoch_chunks}")
+        first = chunk * steps_per_epoch // config.epoch_chunks
+        count = (chunk + 1) * steps_per_epoch // config.epoch_chunks - first
+        if count == 0:
+            return state, None
+        return chunk_steps(state, epoch_key, jnp.int32(first), jnp.int32(count), train)
 
     def evaluate(state: TrainState) -> ImitationMetrics:
         return validate(state, validation)
 
-    return init, run_epoch, evaluate
+    return init, run_chunk, evaluate

@@ -20,7 +20,7 @@ from jaxdust.learn.datasets import (DatasetConfig, OtherSettings, dataset_config
 
 
 class Trainer(NamedTuple):
-    """A learner set up for one run; ``step`` is one chunk (or epoch) of training."""
+    """A learner set up for one run; ``step`` is one chunk of training."""
 
     init: Callable[[jax.Array], Any]  # key -> state
     step: Callable[[Any, int], tuple[Any, dict]]  # (state, 1-based index) -> (state, metrics)
@@ -34,7 +34,6 @@ class Learner:
     description: str
     config_class: type
     presets: dict[str, Any]  # preset name -> config; "default" first
-    unit: str  # what one step is called on the progress bar
     add_arguments: Callable[[argparse.ArgumentParser], None]  # flags beyond the config's
     trainer: Callable[[Any, argparse.Namespace, Any], Trainer]  # (config, args, mesh)
     # config -> steps in a whole run (its trainer's total), known without building the
@@ -122,7 +121,6 @@ register(Learner(
     description="approximate value iteration over every click and a policy trained on its search's choices (jaxdust.learn.avi)",
     config_class=avi.AVIConfig,
     presets={"default": avi.AVIConfig(), "original": avi.AVIConfig(hidden=networks.PRESETS["original"])},
-    unit="chunk",
     add_arguments=lambda parser: None,
     trainer=_avi_trainer,
     memory_fields=("num_envs", "child_share", "buffer_lines"),
@@ -161,7 +159,6 @@ register(Learner(
     description="Deep Q-learning, the whole loop in jit (jaxdust.learn.dqn)",
     config_class=dqn.DQNConfig,
     presets={"default": dqn.DQNConfig(), "original": dqn.DQNConfig.original()},
-    unit="chunk",
     add_arguments=lambda parser: None,
     trainer=_dqn_trainer,
     memory_fields=("num_envs", "batch_size", "child_share", "buffer_size"),
@@ -259,7 +256,7 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
             raise ValueError(f"{error}; the same command goes on from the boards labelled so far") from None
     data = load_dataset(data_dir, finished=True)
     try:
-        init, run_epoch, validate = imitation.make_imitation(config, data, mesh)
+        init, run_chunk, validate = imitation.make_imitation(config, data, mesh)
     except imitation.TooFewPositions as error:
         if args.data:
             raise
@@ -268,12 +265,15 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
         raise ValueError(f"{error}; more boards with --data-boards need another --run-dir, or {data_dir} "
                          f"removed first") from None
 
-    def step(state, epoch):
-        state, metrics = run_epoch(state, jax.random.fold_in(jax.random.key(args.seed), epoch))
-        return state, {**{f"train_{k}": float(v) for k, v in metrics._asdict().items()},
-                       **{f"valid_{k}": float(v) for k, v in validate(state)._asdict().items()}}
+    def step(state, index):
+        epoch, chunk = divmod(index - 1, config.epoch_chunks)
+        state, metrics = run_chunk(state, jax.random.fold_in(jax.random.key(args.seed), epoch + 1), chunk)
+        record = {f"train_{k}": float(v) for k, v in metrics._asdict().items()} if metrics is not None else {}
+        if chunk == config.epoch_chunks - 1:  # the held-out split once an epoch
+            record.update({f"valid_{k}": float(v) for k, v in validate(state)._asdict().items()})
+        return state, record
 
-    return Trainer(init, step, config.epochs, lambda state: {"samples": int(len(data.boards))})
+    return Trainer(init, step, config.epochs * config.epoch_chunks, lambda state: {"samples": int(len(data.boards))})
 
 
 def _imitation_agent(config: imitation.ImitationConfig, cell_head: type, mlp: type):
@@ -287,11 +287,10 @@ register(Learner(
     description="supervised policy and value from solver-labelled positions (jaxdust.learn.imitation)",
     config_class=imitation.ImitationConfig,
     presets={"default": imitation.ImitationConfig(), "mlp": imitation.ImitationConfig.mlp()},
-    unit="epoch",
     add_arguments=_imitation_arguments,
     trainer=_imitation_trainer,
     memory_fields=("batch_size",),
-    total=lambda config: config.epochs,
+    total=lambda config: config.epochs * config.epoch_chunks,
     check=_check_imitation_data,
     run_flags=IMITATION_RUN_FLAGS,
     template=lambda config: imitation.initial_state(config, jax.random.key(0)),

@@ -2,7 +2,7 @@
 
 A run directory holds ``config.json`` (``{"learner": name, "config": {...}}``), orbax
 checkpoints (every ``CHECKPOINT_SECONDS`` of training by default), ``metrics.jsonl`` (one
-line per chunk or epoch, with evaluations on fixed random boards), ``best/`` (the newest
+line per chunk, with evaluations on fixed random boards), ``best/`` (the newest
 evaluated checkpoint whose greedy play is within a standard error of the best:
 ``Run.keep_if_best``) and, at the end, ``summary.json``. A run killed at
 any moment (even SIGKILL) continues from its last checkpoint with ``resume=True`` and ends
@@ -710,7 +710,7 @@ def train(learner_name: str, config, args) -> dict:
 
 def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int, state) -> dict:
     if (summary := _finished(run, learner.total(config), done)) is not None:
-        print(f"{run.directory} finished its {done} {learner.unit}s already: nothing to do")
+        print(f"{run.directory} finished its {done} chunks already: nothing to do")
         return summary
     if done < trainer.total:  # resumed before its end (--resume-step): a summary there is of steps undone
         run.forget_summary()
@@ -725,12 +725,12 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
     interval = args.checkpoint_seconds or CHECKPOINT_SECONDS
     next_save = run.seconds() + interval
-    with progress_bar(total=trainer.total, initial=done, unit=learner.unit, desc=learner.name,
+    with progress_bar(total=trainer.total, initial=done, unit="chunk", desc=learner.name,
                       enabled=run.primary) as bar:
         if run.last_evaluation is not None:  # resumed: shown until the next evaluation
             _show_evaluation(bar, run.last_evaluation)
         for index in range(done + 1, trainer.total + 1):
-            with _out_of_memory_named(learner, config, args, run, f"{learner.unit} {index}"):
+            with _out_of_memory_named(learner, config, args, run, f"chunk {index}"):
                 state, metrics = trainer.step(state, index)
             if (diverged := _divergence(learner.params(state), metrics)) is not None:
                 raise RunError(_diverged_message(learner, config, run, index, diverged))
@@ -754,7 +754,7 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
             flags.raise_if_interrupted()  # a Ctrl-C swallowed in a gc callback stops the run here
             if out_of_time:
                 print(f"stopped after {seconds / 60:.1f} minutes of training (--minutes {args.minutes:g}) at "
-                      f"{learner.unit} {index}; continue with --resume")
+                      f"chunk {index}; continue with --resume")
                 return {}
     if last_evaluation is None:  # resumed at its end: its best may have been set aside
         with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
@@ -812,17 +812,17 @@ def _divergence(params, metrics: dict) -> str | None:
 def _diverged_message(learner: learners.Learner, config, run: Run, index: int, diverged: str) -> str:
     saved, best = run.checkpoints.steps(), run.best.steps()
     if saved:
-        kept = (f"its checkpoints end at {learner.unit} {saved[-1]}, from where the same settings would diverge "
+        kept = (f"its checkpoints end at chunk {saved[-1]}, from where the same settings would diverge "
                 f"again: train anew in another --run-dir")
     elif best:
-        kept = (f"only its best ({learner.unit} {best[-1]}, in {BEST_DIR}/, playable) was kept: train anew in "
+        kept = (f"only its best (chunk {best[-1]}, in {BEST_DIR}/, playable) was kept: train anew in "
                 f"another --run-dir")
     elif never_began(run.directory):
         kept = "nothing it trained was kept: train anew in the same --run-dir"
     else:
         kept = "no checkpoint was saved yet: train anew in another --run-dir"
-    return (f"training diverged in {learner.unit} {index}: {diverged} became NaN or infinite, and nothing of that "
-            f"{learner.unit} is kept; {kept}, with a lower --learning-rate (now {config.learning_rate:g})")
+    return (f"training diverged in chunk {index}: {diverged} became NaN or infinite, and nothing of that "
+            f"chunk is kept; {kept}, with a lower --learning-rate (now {config.learning_rate:g})")
 
 
 def _show_evaluation(bar, record: dict) -> None:
@@ -841,7 +841,7 @@ class TrainedAgent(NamedTuple):
     policy: Any  # policy(key, board, params): argmax of the network's output
     scorer: Any  # scorer(boards, params): clicks left, for the beam search
     evaluator: Any  # evaluator(boards, params) -> (clicks left, logits) for jaxdust.search.mcts; None if none
-    step: int  # the checkpoint's chunk or epoch
+    step: int  # the checkpoint's chunk
     checkpoint: str = ""  # the checkpoint played, relative to the run directory: best/30 or checkpoints/30
 
 
