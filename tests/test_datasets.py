@@ -523,8 +523,12 @@ def test_imitation_labels_its_data_with_data_jobs_processes(tmp_path, monkeypatc
 
 def test_an_imitation_run_killed_within_an_epoch_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
     """Checkpoints come once a chunk: a run stopped after chunk 3 of an epoch of 4 goes on
-    from there and logs and ends as the run that was never stopped."""
-    from jaxdust.learn import checkpoint
+    from there and logs and ends as the run that was never stopped. Its parameters are
+    those of whole epochs keyed as before chunks (``fold_in(key(seed), epoch)``, epochs
+    counted from 1), so runs saved by 0.2.49 resume on the same order of rows."""
+    import jax
+
+    from jaxdust.learn import checkpoint, imitation, runs
     from jaxdust.learn.cli import main as train_main
 
     argv = ["imitation", "--size", "5x4x3", "--data-boards", "12", "--data-beam-width", "4", "--epochs", "2",
@@ -556,6 +560,15 @@ def test_an_imitation_run_killed_within_an_epoch_resumes_to_the_uninterrupted_re
     assert len(comparable("whole")) == 8 and comparable("killed") == comparable("whole")
     assert sum("valid_policy_loss" in line for line in comparable("whole")) == 2  # once an epoch
     assert resumed["greedy_clicks"] == whole["greedy_clicks"] and resumed["argmax_clicks"] == whole["argmax_clicks"]
+
+    config = dataclasses.replace(runs.load_run(str(tmp_path / "whole"), newest=True).config, epoch_chunks=1)
+    init, run_chunk, _ = imitation.make_imitation(config, load_dataset(str(tmp_path / "whole" / "data")))
+    state = init(jax.random.key(0))
+    for epoch in (1, 2):
+        state, _ = run_chunk(state, jax.random.fold_in(jax.random.key(0), epoch), 0)
+    trained = runs.load_run(str(tmp_path / "killed"), newest=True).params
+    for leaf, reference in zip(jax.tree.leaves(trained), jax.tree.leaves(state.params)):
+        np.testing.assert_allclose(leaf, reference, rtol=1e-5, atol=1e-6)
 
 
 def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do(tmp_path, capsys, monkeypatch):

@@ -381,7 +381,7 @@ def test_an_imitation_epoch_in_chunks_makes_the_same_steps_as_in_one_piece(beam_
     weighted by their steps are the epoch's."""
     small = dict(hidden=(16,), cell_rounds=1, cell_width=8, batch_size=64, epochs=2)
     outcomes = {}
-    for chunks in (1, 3, 50):
+    for chunks in (1, 4, 50):
         config = imitation.ImitationConfig(epoch_chunks=chunks, **small)
         init, run_chunk, _ = imitation.make_imitation(config, beam_data)
         state, means = init(jax.random.key(0)), []
@@ -397,15 +397,16 @@ def test_an_imitation_epoch_in_chunks_makes_the_same_steps_as_in_one_piece(beam_
         outcomes[chunks] = state, means
     steps = int(outcomes[1][0].step)
     assert 2 < steps // 2 < 50  # so 50 chunks an epoch leave some empty
-    for chunks in (3, 50):
+    assert (steps // 2) % 4 and steps // 2 >= 8  # 4 chunks of unequal lengths: the shorter skip a step
+    for chunks in (4, 50):
         state, means = outcomes[chunks]
         assert int(state.step) == steps
         np.testing.assert_allclose(means, outcomes[1][1], rtol=1e-5)
         for leaf, reference in zip(jax.tree.leaves(state.params), jax.tree.leaves(outcomes[1][0].params)):
             np.testing.assert_allclose(leaf, reference, rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="chunk 3 is not one of the epoch's 3"):
-        imitation.make_imitation(imitation.ImitationConfig(epoch_chunks=3, **small), beam_data)[1](
-            outcomes[1][0], jax.random.key(0), 3)
+    with pytest.raises(ValueError, match="chunk 4 is not one of the epoch's 4"):
+        imitation.make_imitation(imitation.ImitationConfig(epoch_chunks=4, **small), beam_data)[1](
+            outcomes[1][0], jax.random.key(0), 4)
 
 
 def test_imitations_cell_head_loss_is_the_clicked_clusters_cross_entropy():
