@@ -521,6 +521,7 @@ def test_imitation_labels_its_data_with_data_jobs_processes(tmp_path, monkeypatc
         assert asked.pop() == jobs
 
 
+@pytest.mark.slow
 def test_an_imitation_run_killed_within_an_epoch_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
     """Checkpoints come once a chunk: a run stopped after chunk 3 of an epoch of 4 goes on
     from there and logs and ends as the run that was never stopped. Its parameters are
