@@ -1,3 +1,4 @@
+import json
 import os
 import pathlib
 import subprocess
@@ -128,6 +129,22 @@ def host_devices_flags(devices: int, *flags: str) -> str:
     """``XLA_FLAGS`` for a subprocess with ``devices`` CPU devices: the suite's flags, then
     the device count and ``flags`` (the last of a flag given twice counts)."""
     return " ".join((os.environ.get("XLA_FLAGS", ""), f"--xla_force_host_platform_device_count={devices}", *flags))
+
+
+def run_log(run_dir) -> list[dict]:
+    """A run's ``metrics.jsonl`` lines less their wall-clock seconds: what two runs that
+    trained alike share."""
+    lines = [json.loads(line) for line in (pathlib.Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    for line in lines:
+        line.pop("seconds")
+    return lines
+
+
+def run_record(run_dir) -> tuple[list[dict], dict]:
+    """``run_log`` and the run's summary, less its wall-clock seconds."""
+    summary = json.loads((pathlib.Path(run_dir) / "summary.json").read_text())
+    summary.pop("seconds")
+    return run_log(run_dir), summary
 
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

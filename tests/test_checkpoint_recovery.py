@@ -11,7 +11,7 @@ import pytest
 
 import jaxdust
 from jaxdust.learn import checkpoint, cli, runs
-from tests.conftest import TINY_DQN
+from tests.conftest import TINY_DQN, run_record
 
 pytestmark = [
     pytest.mark.slow,  # end-to-end: python -m pytest -m 'not slow' leaves it out
@@ -80,16 +80,8 @@ def warnings(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("warning:")]
 
 
-def comparable(run_dir):
-    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    summary = json.loads((run_dir / "summary.json").read_text())
-    for record in (*lines, summary):
-        record.pop("seconds")
-    return lines, summary
-
-
 def assert_same_end(run_dir, whole_run):
-    assert comparable(run_dir) == comparable(whole_run)
+    assert run_record(run_dir) == run_record(whole_run)
     ours, theirs = (runs.load_run(str(d), newest=True) for d in (run_dir, whole_run))
     assert ours.step == theirs.step == 4
     for a, b in zip(jax.tree.leaves(ours.params), jax.tree.leaves(theirs.params), strict=True):

@@ -23,6 +23,7 @@ from jaxdust.learn.imitation import ImitationConfig
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
 from jaxdust.solver.api import solve
 from jaxdust.core import reference as ref
+from tests.conftest import run_log
 
 SMALL = DatasetConfig(GameConfig(6, 4, 4), boards=24, seed=7, node_limit=20_000, shard_size=5)
 
@@ -555,11 +556,8 @@ def test_an_imitation_run_killed_within_an_epoch_resumes_to_the_uninterrupted_re
     assert [line["chunk"] for line in logged] == [1, 2, 3]
     resumed = train_main(["imitation", "--run-dir", str(tmp_path / "killed"), "--resume"])
 
-    def comparable(run):
-        return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
-                for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
-    assert len(comparable("whole")) == 8 and comparable("killed") == comparable("whole")
-    assert sum("valid_policy_loss" in line for line in comparable("whole")) == 2  # once an epoch
+    assert len(run_log(tmp_path / "whole")) == 8 and run_log(tmp_path / "killed") == run_log(tmp_path / "whole")
+    assert sum("valid_policy_loss" in line for line in run_log(tmp_path / "whole")) == 2  # once an epoch
     assert resumed["greedy_clicks"] == whole["greedy_clicks"] and resumed["argmax_clicks"] == whole["argmax_clicks"]
 
     config = dataclasses.replace(runs.load_run(str(tmp_path / "whole"), newest=True).config, epoch_chunks=1)

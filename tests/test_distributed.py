@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-from tests.conftest import host_devices_flags
+from tests.conftest import host_devices_flags, run_record
 
 pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
 
@@ -70,17 +70,6 @@ AVI = ["train.py", "avi", "--size", "4x3x3", "--hidden", "16", "--num-envs", "16
        "--eval-boards", "9", "--eval-every", "2", "--checkpoint-every", "2"]  # 9: shares of 5 and 4
 
 
-def comparable(run_dir):
-    """The run's metrics lines and summary, less wall-clock seconds."""
-    with open(run_dir / "metrics.jsonl") as handle:
-        lines = [json.loads(line) for line in handle]
-    with open(run_dir / "summary.json") as handle:
-        summary = json.load(handle)
-    for record in (*lines, summary):
-        record.pop("seconds")
-    return lines, summary
-
-
 def test_train_py_in_two_processes_equals_one_process_with_two_devices(tmp_path):
     from jaxdust.learn import runs
 
@@ -92,10 +81,10 @@ def test_train_py_in_two_processes_equals_one_process_with_two_devices(tmp_path)
     printed = outputs(processes)
     assert ['"learner": "avi"' in out for out in printed] == [True, False, True]  # one summary a run
 
-    lines, summary = comparable(tmp_path / "distributed")
+    lines, summary = run_record(tmp_path / "distributed")
     assert [line["chunk"] for line in lines] == [1, 2, 3]  # process 0 alone logged
     assert "greedy_clicks" in lines[-1]
-    assert (lines, summary) == comparable(tmp_path / "two-devices")  # exactly: the same sums in the same order
+    assert (lines, summary) == run_record(tmp_path / "two-devices")  # exactly: the same sums in the same order
     # The checkpoints the two processes wrote together hold the same parameters.
     loaded = [runs.load_run(str(tmp_path / name), newest=True) for name in ("distributed", "two-devices")]
     assert loaded[0].step == loaded[1].step == 3
@@ -113,7 +102,7 @@ def test_train_py_in_two_processes_equals_one_process_with_two_devices(tmp_path)
     assert [process.returncode for process in processes] == [0, 0], errs[0][-3000:] + errs[1][-3000:]
     moved = {line.split("moved to ")[1].split(",")[0] for err in errs for line in err.splitlines() if "moved to" in line}
     assert moved == {str(tmp_path / "distributed" / "checkpoints" / "3.damaged")}
-    assert comparable(tmp_path / "distributed") == comparable(tmp_path / "two-devices")
+    assert run_record(tmp_path / "distributed") == run_record(tmp_path / "two-devices")
 
 
 # ---------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import Dataset, DatasetConfig, load_dataset, make_dataset
 from tests import family_reference as fr
-from tests.conftest import WHOLE_DQN, host_devices_flags
+from tests.conftest import WHOLE_DQN, host_devices_flags, run_log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(num_envs=32, chunk_iterations=10, hidden=(32,), buffer_size=1024, batch_size=32,
@@ -959,13 +959,6 @@ def run_train(run_dir, *extra, check=True):
                           capture_output=True, text=True, cwd=ROOT, check=check)
 
 
-def comparable(run_dir):
-    lines = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
-    for line in lines:
-        line.pop("seconds")
-    return lines
-
-
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_dqn_run):
     killed = tmp_path / "killed"
@@ -982,7 +975,7 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, whole_dqn_run)
     leftover.write_text("{}")  # as if killed while rewriting the metrics
     run_train(killed, "--resume")
     assert not leftover.exists()
-    assert comparable(killed) == comparable(whole_dqn_run)
+    assert run_log(killed) == run_log(whole_dqn_run)
     summaries = [json.load(open(d / "summary.json")) for d in (killed, whole_dqn_run)]
     assert summaries[0]["greedy_clicks"] == summaries[1]["greedy_clicks"]
 
@@ -1053,7 +1046,7 @@ def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_dqn_run):
     # --eval-boards 16 --eval-every 2, not the defaults) come from its config.json.
     subprocess.run([sys.executable, "train.py", "dqn", "--run-dir", str(tmp_path / "run"), "--resume"],
                    capture_output=True, text=True, cwd=ROOT, check=True)
-    assert comparable(tmp_path / "run") == comparable(whole_dqn_run)
+    assert run_log(tmp_path / "run") == run_log(whole_dqn_run)
     assert json.load(open(tmp_path / "run" / "summary.json"))["eval_boards"] == 16
 
 
@@ -1162,7 +1155,7 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
 
 
 def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):
-    evaluated = [line for line in comparable(whole_dqn_run) if "greedy_clicks" in line]
+    evaluated = [line for line in run_log(whole_dqn_run) if "greedy_clicks" in line]
     floor, best = float("inf"), None  # the newest within a standard error of the best so far
     for line in evaluated:
         assert line["greedy_se"] > 0
