@@ -354,7 +354,7 @@ def test_imitation_splits_by_board_and_mirrors(beam_data):
     with pytest.raises(ValueError, match=f"training split holds {train.boards.shape[0]} positions, fewer than"):
         imitation.make_imitation(too_large, beam_data)
     one_board = type(beam_data)(*(column[beam_data.board_id == 0] for column in beam_data))  # all held out
-    with pytest.raises(ValueError, match="training split holds 0 positions, fewer than batch_size 256 \\(of its 1 "
+    with pytest.raises(ValueError, match="training split holds 0 positions, fewer than batch_size 64 \\(of its 1 "
                                          "boards, at least one and a share of 0.2 are held out"):
         imitation.make_imitation(config, one_board)
 
@@ -446,6 +446,8 @@ def test_imitation_runs_play_with_their_architectures_agents():
                                                            agents.NetworkEvaluator]
     assert [type(agent) for agent in made["mlp"]] == [agents.PolicyGreedy, agents.ValueScorer,
                                                        agents.PolicyValueEvaluator]
+    mlp = learner.presets["mlp"]
+    assert (mlp.batch_size, mlp.value_weight) == (256, 0.2)  # 0.2.48's, not the default's (64, 0.4)
     saved = configs.to_json(imitation.ImitationConfig.mlp())
     older = {name: value for name, value in saved.items()
              if name not in ("architecture", "cell_rounds", "cell_width", "epoch_chunks")}
@@ -1389,7 +1391,7 @@ def test_a_start_refused_after_its_run_directory_was_written_needs_no_resume(tmp
     with pytest.raises(SystemExit):
         cli.main(argv)
     err = capsys.readouterr().err
-    assert "fewer than batch_size 256" in err and "making 3 beam-labelled boards" in err
+    assert "fewer than batch_size 64" in err and "making 3 beam-labelled boards" in err
     # its advice to make more boards names what that takes here: the refusal below
     assert f"more boards with --data-boards need another --run-dir, or {run_dir / 'data'} removed first" in err
     assert not (run_dir / "config.json").exists() and (run_dir / "data").is_dir()
