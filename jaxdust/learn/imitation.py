@@ -58,9 +58,10 @@ class ImitationConfig:
     # An epoch of the default data set takes ~2 minutes on 2 CPU cores: in chunks, a run
     # shows progress, saves checkpoints and stops for --minutes within it.
     epoch_chunks: int = 10  # chunks an epoch is trained in (what the progress bar and --eval-every count)
-    # On a CPU a step of 64 takes under a quarter of one of 256 (12 ms against 58 on 2
-    # cores), so an epoch takes no longer with four times the updates, which the policy
-    # needs more than large batches (docs/research-log.md, "Imitation with the cell head").
+    # On a CPU a step of 64 takes under a quarter of one of 256 (12-13 ms against 53-59 on
+    # a 2-core AMD EPYC), so an epoch takes no longer with four times the updates, which the
+    # policy needs more than large batches (docs/research-log.md, "Imitation with the cell
+    # head"). On GPUs it is untimed.
     batch_size: int = 64  # positions per gradient step
     learning_rate: float = 1e-3  # the rate at the start, cosine-decayed over the run
     final_lr_fraction: float = 0.05  # the rate at the end, as a share of learning_rate
