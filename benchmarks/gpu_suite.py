@@ -47,9 +47,9 @@ learner's state) and the report names the version of each piece.
 
 ``--pack FILE`` and ``--unpack FILE`` carry ``--out`` to another machine, for device time
 that comes in pieces shorter than the suite (a rented hour, a Colab runtime that expires):
-the steps' files, the training run with its newest checkpoint and its best, and the executed
-notebooks, not the compiled programs, in gzip parts ``FILE.1``, ``FILE.2``, ... of at most
-15 MiB each. Unpacked into an empty ``--out`` elsewhere, the steps go on where they were;
+the steps' files, the training run with its newest checkpoint and its selected ones, and
+the executed notebooks, not the compiled programs, in gzip parts ``FILE.1``, ``FILE.2``, ...
+of at most 15 MiB each. Unpacked into an empty ``--out`` elsewhere, the steps go on where they were;
 each training piece records the device it ran on.
 """
 
@@ -400,10 +400,11 @@ def _played_here() -> str:
 
 
 def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
-    """The trained run's selected checkpoint (``best/``, what ``evaluate.py`` plays), its
-    final one where that is another (at a plateau the selection on the progress boards is
-    mostly noise), and the hand-made heuristic, on fresh and proven boards; saved after
-    each row, so a killed call goes on from the next."""
+    """The trained run's selected checkpoints (what ``evaluate.py`` plays: ``best-argmax/``
+    for argmax play, ``best/`` for the searches), its final one where that is another (at a
+    plateau the selection on the progress boards is mostly noise), and the hand-made
+    heuristic, on fresh and proven boards; saved after each row, so a killed call goes on
+    from the next."""
     path = os.path.join(out, "eval.json")
     report = _load(path)
     if report and not _same_version(report):
@@ -412,28 +413,33 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     if not training_finished(out, pieces):
         print("  the training run is not finished: run --step train (or all) again first", flush=True)
         return report if report.get("complete", bool(report)) else {}
-    trained = runs.load_run(os.path.join(out, "run"))
-    final = runs.load_run(os.path.join(out, "run"), newest=True)
-    if report and (report.get("step"), report.get("final_step")) != (trained.step, final.step):
-        print(f"  evaluating again: the rows played checkpoints {report.get('step')} and {report.get('final_step')}, "
-              f"the run's are now {trained.step} and {final.step}", flush=True)
+    trained, by_argmax, final = (runs.load_run(os.path.join(out, "run"), **how)
+                                 for how in ({}, {"by": "argmax"}, {"newest": True}))
+    played = {"step": trained.step, "argmax_step": by_argmax.step, "final_step": final.step}
+    if report and {name: report.get(name) for name in played} != played:
+        def listed(steps):
+            return "{}, {} and {}".format(*steps)
+
+        print(f"  evaluating again: the rows played checkpoints {listed(report.get(name) for name in played)} "
+              f"(selected by greedy play, by argmax, the newest), the run's are now {listed(played.values())}",
+              flush=True)
         report = {}
     if report.get("complete", bool(report)):  # files from before rows were saved one by one
         return report
     sets = learners_benchmark.board_sets(sizes.fresh_boards, seed=0, proven=sizes.proven_boards)
     cap = learners_benchmark.CAP
-    report = report or {"step": trained.step, "final_step": final.step, "fresh_boards": sizes.fresh_boards,
+    report = report or {**played, "fresh_boards": sizes.fresh_boards,
                         "proven_optimum_mean": float(np.mean(sets["proven"][1])), "rows": {}, "complete": False,
                         **_measured_by()}
     # A run trained on a GPU may be played on another machine (--pack, --unpack) where
     # device time is short; the clicks can differ a little (a GPU's float32 products run
     # in TF32), so the report names where each row was played.
     report.setdefault("played_on", [])
-    agents = [("trained", trained.policy, trained.scorer, trained.params, trained.evaluator)]
+    agents = [("trained", trained.policy, trained.scorer, trained.params, trained.evaluator, by_argmax.params)]
     if final.step != trained.step:
-        agents.append(("trained, final checkpoint", final.policy, final.scorer, final.params, final.evaluator))
-    agents.append(("hand-made heuristic", None, heuristic.heuristic_scorer, None, heuristic_evaluator))
-    for name, policy, scorer, params, evaluator in agents:
+        agents.append(("trained, final checkpoint", final.policy, final.scorer, final.params, final.evaluator, None))
+    agents.append(("hand-made heuristic", None, heuristic.heuristic_scorer, None, heuristic_evaluator, None))
+    for name, policy, scorer, params, evaluator, policy_params in agents:
         if name in report["rows"]:
             continue
         if _played_here() not in report["played_on"]:
@@ -442,7 +448,8 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
             set_name: learners_benchmark.play_set(
                 boards, optimum, cap, policy, scorer, params,
                 widths=sizes.widths if set_name == "proven" else sizes.widths[:2],
-                evaluator=evaluator if set_name == "proven" else None, simulations=(sizes.simulations,))
+                evaluator=evaluator if set_name == "proven" else None, simulations=(sizes.simulations,),
+                policy_params=policy_params)
             for set_name, (boards, optimum) in sets.items()}
         files.atomic_write_json(path, report)
         print(f"  {name}: {json.dumps(report['rows'][name])}", flush=True)
@@ -658,8 +665,8 @@ def _newest_readable_step(folder: str) -> str | None:
 def pack(out: str, path: str, part_bytes: int = PACK_PART_BYTES) -> list[str]:
     """``out`` as gzip tar parts ``path.1``, ``path.2``, ...: everything the steps resume
     from, without the compiled programs (``jax_cache``, made for one machine) and, of the
-    training run's checkpoints and best ones, only the newest undamaged one of each
-    (resuming needs the one, evaluation the other; older, damaged and unfinished ones stay
+    training run's checkpoints and selected ones, only the newest undamaged one of each
+    (resuming needs the one, evaluation the others; older, damaged and unfinished ones stay
     behind). A link is followed where ``out`` is one, and refused inside it.
 
     Raises:
@@ -671,7 +678,8 @@ def pack(out: str, path: str, part_bytes: int = PACK_PART_BYTES) -> list[str]:
         raise ValueError(f"--pack {path} is inside --out {out}: write it elsewhere")
     if not os.path.isdir(out):
         raise ValueError(f"--out {out} does not exist: nothing to pack")
-    newest = {folder: _newest_readable_step(os.path.join(out, "run", folder)) for folder in ("checkpoints", "best")}
+    newest = {folder: _newest_readable_step(os.path.join(out, "run", folder))
+              for folder in ("checkpoints", *runs.SELECTED_DIRS.values())}
 
     def keep(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
         parts = member.name.split("/")[1:]  # below "."

@@ -60,17 +60,19 @@ def board_sets(fresh: int, seed: int, proven: int | None = None) -> dict:
 
 
 def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths=WIDTHS, evaluator=None,
-             simulations=(MCTS_SIMULATIONS,), seed: int = 0) -> dict:
-    """Argmax play (when ``policy`` is given), the ``scorer``'s beams at ``widths`` and, with
-    an ``evaluator``, Gumbel MuZero at each of ``simulations`` on one board set: mean clicks
-    and milliseconds per board (compilation included), and with ``optimum`` the gap and the
-    share played optimally. ``seed`` draws the players' keys (MCTS's Gumbel noise)."""
+             simulations=(MCTS_SIMULATIONS,), seed: int = 0, policy_params=None) -> dict:
+    """Argmax play (when ``policy`` is given, with ``policy_params``, else ``params``: a run's
+    checkpoint selected by argmax play, where the searches play the one selected by greedy
+    play), the ``scorer``'s beams at ``widths`` and, with an ``evaluator``, Gumbel MuZero at
+    each of ``simulations`` on one board set: mean clicks and milliseconds per board
+    (compilation included), and with ``optimum`` the gap and the share played optimally.
+    ``seed`` draws the players' keys (MCTS's Gumbel noise)."""
     lengths, seconds = {}, {}
     # key 1 at seed 0 keeps the figures measured before the players' key followed --seed
     play_key = jax.random.key(1 + seed)
 
-    def played_by(policy_fn):
-        played = play_in_chunks(boards, policy_fn, play_key, cap, PLAY_CHUNK, params=params)
+    def played_by(policy_fn, played_params=params):
+        played = play_in_chunks(boards, policy_fn, play_key, cap, PLAY_CHUNK, params=played_params)
         return np.where(np.asarray(played.cleared), np.asarray(played.clicks), cap)
 
     def beamed(width):
@@ -83,7 +85,7 @@ def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths
         seconds[name] = time.perf_counter() - start
 
     if policy is not None:
-        timed("argmax", lambda: played_by(policy))
+        timed("argmax", lambda: played_by(policy, params if policy_params is None else policy_params))
     for width in widths:
         timed(f"width_{width}", lambda: beamed(width))
     if evaluator is not None:
@@ -210,11 +212,12 @@ def main(argv=None):
         curves[f"{learner}, greedy"] = (seconds, np.array([line["greedy_clicks"] for line in evaluated]))
         curves[f"{learner}, argmax"] = (seconds, np.array([line["argmax_clicks"] for line in evaluated]))
 
-        trained = runs.load_run(run_dir)
-        row = {"training_seconds": summary["seconds"], "train_flags": argv[3:]}
+        trained, by_argmax = runs.load_run(run_dir), runs.load_run(run_dir, by="argmax")
+        row = {"training_seconds": summary["seconds"], "train_flags": argv[3:],
+               "checkpoints": {"greedy": trained.checkpoint, "argmax": by_argmax.checkpoint}}
         for set_name, (boards, optimum) in sets.items():
             row[set_name] = play_set(boards, optimum, CAP, trained.policy, trained.scorer, trained.params,
-                                     evaluator=trained.evaluator, seed=args.seed)
+                                     evaluator=trained.evaluator, seed=args.seed, policy_params=by_argmax.params)
         report["learners"][learner] = row
         print(f"{learner}: {json.dumps(row)}", flush=True)
 

@@ -205,19 +205,38 @@ def test_load_run_falls_back_from_a_damaged_best(run, whole_run, capsys):
     assert "every checkpoint in" in message and "[2, 3, 4]" in message
 
 
-def test_resume_sets_a_damaged_best_aside_and_keeps_a_readable_one(run, whole_run, capsys):
-    """Resuming (here at the end) checks the best checkpoint; a damaged one is set aside and
-    the final evaluation's state becomes the best, so the run loads without a warning."""
-    best_step = json.loads((whole_run / "summary.json").read_text())["best_step"]
-    assert best_step == 4  # the final state, which the resume evaluates again
-    _truncate(run / "best" / "4")
+@pytest.mark.parametrize("measure", ["greedy", "argmax"])
+def test_resume_sets_a_damaged_best_aside_and_keeps_a_readable_one(run, whole_run, capsys, measure):
+    """Resuming (here at the end) checks the selected checkpoints; a damaged one is set
+    aside and the final evaluation's state becomes the best, so the run loads without a
+    warning."""
+    summary_keys = ("best_step", "best_greedy_clicks") if measure == "greedy" else (
+        f"best_{measure}_step", f"best_{measure}_clicks")
+    assert json.loads((whole_run / "summary.json").read_text())[summary_keys[0]] == 4  # the final state, evaluated again
+    folder = run / runs.SELECTED_DIRS[measure]
+    _truncate(folder / "4")
     train(run, "--resume")
     [warning] = warnings(capsys.readouterr().err)
-    assert f"checkpoint 4 in {run / 'best'} cannot be read" in warning and "next evaluation becomes the best" in warning
-    assert sorted(os.listdir(run / "best")) == ["4", "4.damaged"]
-    assert runs.load_run(str(run)).step == 4 and warnings(capsys.readouterr().err) == []
+    assert f"checkpoint 4 in {folder} cannot be read" in warning and "next evaluation becomes the best" in warning
+    assert sorted(os.listdir(folder)) == ["4", "4.damaged"]
+    assert runs.load_run(str(run), by=measure).step == 4 and warnings(capsys.readouterr().err) == []
     ours, theirs = (json.loads((d / "summary.json").read_text()) for d in (run, whole_run))
-    assert (ours["best_step"], ours["best_greedy_clicks"]) == (theirs["best_step"], theirs["best_greedy_clicks"])
+    assert [ours[key] for key in summary_keys] == [theirs[key] for key in summary_keys]
+
+
+def test_resuming_a_finished_run_made_before_best_argmax_selects_its_final_checkpoint(run, whole_run, capsys):
+    """A finished run of jaxdust 0.2.51 or before kept no ``best-argmax/``: ``--resume``
+    evaluates its final checkpoint once more and keeps it there, without counting that as
+    training time."""
+    shutil.rmtree(run / runs.SELECTED_DIRS["argmax"])
+    old = {k: v for k, v in json.loads((run / "summary.json").read_text()).items() if not k.startswith("best_argmax")}
+    (run / "summary.json").write_text(json.dumps(old))
+    train(run, "--resume")
+    assert warnings(capsys.readouterr().err) == []
+    assert os.listdir(run / runs.SELECTED_DIRS["argmax"]) == ["4"] and runs.load_run(str(run), by="argmax").step == 4
+    assert run_record(run) == run_record(whole_run)
+    trained = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])["seconds"]
+    assert json.loads((run / "summary.json").read_text())["seconds"] == trained
 
 
 def test_resume_refuses_a_best_made_with_another_config_in_one_line(run, capsys):
@@ -238,17 +257,20 @@ def test_resume_refuses_a_best_made_with_another_config_in_one_line(run, capsys)
     assert sorted(os.listdir(run / "best")) == ["4"]  # left where it was
 
 
-def test_evaluate_plays_a_run_whose_best_is_damaged(run, whole_run, tmp_path, capsys):
+@pytest.mark.parametrize("agent, measure", [("policy", "argmax"), ("value", "greedy")])
+def test_evaluate_plays_a_run_whose_best_is_damaged(run, whole_run, tmp_path, capsys, agent, measure):
     import evaluate
 
-    best_step = json.loads((whole_run / "summary.json").read_text())["best_step"]
-    _truncate(run / "best" / str(best_step))
-    report = evaluate.main(["--random", "4", "--agents", f"policy:{run}", "--out", str(tmp_path / "eval")])
-    assert report["agents"][f"policy:{run}"]["boards"] == 4
-    assert report["agents"][f"policy:{run}"]["played"] == {"run": str(run), "checkpoint": os.path.join("checkpoints", "4"),
-                                                           "fingerprint": runs.fingerprint(str(run))}
+    best_step = json.loads((whole_run / "summary.json").read_text())[
+        "best_step" if measure == "greedy" else f"best_{measure}_step"]
+    _truncate(run / runs.SELECTED_DIRS[measure] / str(best_step))
+    name = f"{agent}:{run}"
+    report = evaluate.main(["--random", "4", "--agents", name, "--out", str(tmp_path / "eval")])
+    assert report["agents"][name]["boards"] == 4
+    assert report["agents"][name]["played"] == {"run": str(run), "checkpoint": os.path.join("checkpoints", "4"),
+                                                "fingerprint": runs.fingerprint(str(run))}
     out, err = capsys.readouterr()
-    assert f"checkpoints played: policy:{run} {run / 'checkpoints' / '4'}" in out
+    assert f"checkpoints played: {name} {run / 'checkpoints' / '4'}" in out
     [warning] = warnings(err)
     assert f"checkpoint {best_step} in" in warning and "using checkpoint 4" in warning
 
@@ -321,7 +343,7 @@ def test_a_new_run_refuses_what_a_run_left_without_its_config(run, capsys):
             train(run, *extra)
         assert exit_info.value.code == 2
         [line] = capsys.readouterr().err.strip().splitlines()
-        assert "holds checkpoints, best, metrics.jsonl, summary.json of a run but no config.json" in line
+        assert "holds checkpoints, best, best-argmax, metrics.jsonl, summary.json of a run but no config.json" in line
     assert (run / "metrics.jsonl").read_text() == log
 
 
@@ -465,7 +487,7 @@ def test_evaluate_refuses_a_run_with_no_readable_checkpoint_before_any_agent_pla
     import evaluate
     from jaxdust.evaluation import registry
 
-    for folder in ("checkpoints", "best"):
+    for folder in ("checkpoints", *runs.SELECTED_DIRS.values()):
         for step in os.listdir(run / folder):
             _truncate(run / folder / step)
     monkeypatch.setattr(registry, "run_agent", lambda *args, **kwargs: pytest.fail("an agent played"))
@@ -516,18 +538,20 @@ def test_a_start_that_fails_after_taking_the_lock_lets_go_of_it(run, monkeypatch
 
 
 def test_evaluate_plays_the_selected_or_the_newest_checkpoint(run, tmp_path):
-    """``policy:RUN`` plays ``best/``, ``policy:RUN@newest`` the newest checkpoint; both in one evaluation."""
+    """``policy:RUN`` plays its selected checkpoint (``best/`` in a run without
+    ``best-argmax/``), ``policy:RUN@newest`` the newest; both in one evaluation."""
     import evaluate
     from jaxdust.evaluation import registry
 
-    shutil.rmtree(run / runs.BEST_DIR)  # as if the run had selected an earlier checkpoint
+    for folder in runs.SELECTED_DIRS.values():  # as if a run of 0.2.51 had selected an earlier checkpoint
+        shutil.rmtree(run / folder)
     shutil.copytree(run / "checkpoints" / "2", run / runs.BEST_DIR / "2")
     selected, newest = runs.load_run(str(run)), runs.load_run(str(run), newest=True)
     assert selected.step != newest.step  # else this test could not tell them apart
     assert registry.parse_agent(f"value:{run}@newest:2")[1] == (f"{run}@newest", 2)
     assert registry.run_of(f"value:{run}@newest:2") == str(run)
     for text, wanted in [(str(run), selected), (f"{run}@newest", newest)]:
-        loaded, played = registry._loaded_run(text)
+        loaded, played = registry._loaded_run(text, "argmax")
         assert loaded.step == wanted.step and played["checkpoint"].endswith(os.sep + str(wanted.step))
         assert all(jax.tree.leaves(jax.tree.map(np.array_equal, loaded.params, wanted.params)))
     agents = f"policy:{run},policy:{run}@newest,value:{run}@newest:2"

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import types
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,7 +19,7 @@ import pytest
 
 import jaxdust
 from jaxdust.core import configs, game, play
-from jaxdust.evaluation import baselines
+from jaxdust.evaluation import baselines, registry
 from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import Dataset, DatasetConfig, load_dataset, make_dataset
@@ -988,10 +989,11 @@ def test_trained_runs_play_through_evaluate(tmp_path, capsys, whole_dqn_run):
 
     report = evaluate.main(["--limit", "8", "--agents", f"largest,policy:{whole_dqn_run},value:{whole_dqn_run}:2",
                             "--out", str(tmp_path / "eval")])
-    best_step = json.loads((whole_dqn_run / "summary.json").read_text())["best_step"]
-    for name in (f"policy:{whole_dqn_run}", f"value:{whole_dqn_run}:2"):
+    summary = json.loads((whole_dqn_run / "summary.json").read_text())
+    for name, selected in ((f"policy:{whole_dqn_run}", f"best-argmax/{summary['best_argmax_step']}"),
+                           (f"value:{whole_dqn_run}:2", f"best/{summary['best_step']}")):
         assert report["agents"][name]["boards"] == 8
-        assert report["agents"][name]["played"] == {"run": str(whole_dqn_run), "checkpoint": f"best/{best_step}",
+        assert report["agents"][name]["played"] == {"run": str(whole_dqn_run), "checkpoint": selected,
                                                     "fingerprint": runs.fingerprint(str(whole_dqn_run))}
     assert "played" not in report["agents"]["largest"]
     assert (tmp_path / "eval" / "lengths.png").read_bytes()[:4] == b"\x89PNG"
@@ -1156,20 +1158,26 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
         _settled(tmp_path / "own", "--resume", "--data", str(tmp_path / "other"))
 
 
-def test_runs_load_the_checkpoint_with_the_best_greedy_play(whole_dqn_run):
+def test_runs_load_the_checkpoints_with_the_best_greedy_and_argmax_play(whole_dqn_run):
     evaluated = [line for line in run_log(whole_dqn_run) if "greedy_clicks" in line]
-    floor, best = float("inf"), None  # the newest within a standard error of the best so far
-    for line in evaluated:
-        assert line["greedy_se"] > 0
-        floor = min(floor, line["greedy_clicks"])
-        best = line if line["greedy_clicks"] <= floor + line["greedy_se"] else best
-    selected, newest = runs.load_run(str(whole_dqn_run)), runs.load_run(str(whole_dqn_run), newest=True)
-    assert selected.step == best["chunk"] and newest.step == evaluated[-1]["chunk"]
     summary = json.load(open(whole_dqn_run / "summary.json"))
-    assert summary["best_step"] == best["chunk"] and summary["best_greedy_clicks"] == best["greedy_clicks"]
-    boards = runs.evaluation_boards(selected.config.game, 16)  # the run's --eval-boards
-    replayed = np.mean(runs.greedy_lengths(boards, selected.scorer, selected.params, 4 * selected.config.game.num_cells))
-    assert replayed == best["greedy_clicks"]  # the state that was evaluated, not a later one
+    newest = runs.load_run(str(whole_dqn_run), newest=True)
+    assert newest.step == evaluated[-1]["chunk"]
+    boards = runs.evaluation_boards(newest.config.game, 16)  # the run's --eval-boards
+    cap = 4 * newest.config.game.num_cells
+    for measure, summary_key in (("greedy", "best_step"), ("argmax", "best_argmax_step")):
+        floor, best = float("inf"), None  # the newest within a standard error of the best so far
+        for line in evaluated:
+            assert line[f"{measure}_se"] > 0
+            floor = min(floor, line[f"{measure}_clicks"])
+            best = line if line[f"{measure}_clicks"] <= floor + line[f"{measure}_se"] else best
+        selected = runs.load_run(str(whole_dqn_run), by=measure)
+        assert selected.step == best["chunk"] == summary[summary_key]
+        assert summary[f"best_{measure}_clicks"] == best[f"{measure}_clicks"]
+        replayed = (runs.greedy_lengths(boards, selected.scorer, selected.params, cap) if measure == "greedy"
+                    else runs.argmax_lengths(boards, selected.policy, selected.params, cap))
+        assert np.mean(replayed) == best[f"{measure}_clicks"]  # the state that was evaluated, not a later one
+        assert np.std(replayed, ddof=1) / 4 == pytest.approx(best[f"{measure}_se"], rel=1e-5)
 
 
 def test_a_resume_before_the_selected_checkpoint_holds_later_evaluations_to_the_best_logged(tmp_path):
@@ -1190,7 +1198,7 @@ def test_a_resume_before_the_selected_checkpoint_holds_later_evaluations_to_the_
     run.close()
     resumed = runs.Run(str(tmp_path / "run"), learner, config, resume=True)
     assert resumed.restore(state)[0] == 2
-    assert (resumed.best.steps(), resumed.greedy_floor) == ([], 14.0)
+    assert (resumed.best.steps(), resumed.by_greedy.floor) == ([], 14.0)
     resumed.keep_if_best(3, state, {"greedy_clicks": 14.3, "greedy_se": 0.1})  # redone (here not exactly): kept
     assert resumed.best.steps() == [3]
     resumed.keep_if_best(4, state, {"greedy_clicks": 14.2, "greedy_se": 0.1})  # within 0.1 of 14.3, not of 14.0
@@ -1218,12 +1226,51 @@ def test_best_is_the_newest_evaluation_within_a_standard_error_of_the_best(tmp_p
     run.close()
     resumed = runs.Run(str(tmp_path / "run"), learner, config, resume=True)
     resumed.restore(state)
-    assert (resumed.best.steps(), resumed.best_greedy, resumed.greedy_floor) == ([6], 14.29, 14.2)
+    assert (resumed.best.steps(), resumed.by_greedy.kept, resumed.by_greedy.floor) == ([6], 14.29, 14.2)
     resumed.keep_if_best(7, state, {"greedy_clicks": 14.35, "greedy_se": 0.1})  # 0.15 over the floor, not the kept
     assert resumed.best.steps() == [6]
     resumed.keep_if_best(8, state, {"greedy_clicks": 14.1, "greedy_se": 0.1})
-    assert (resumed.best.steps(), resumed.best_greedy, resumed.greedy_floor) == ([8], 14.1, 14.1)
+    assert (resumed.best.steps(), resumed.by_greedy.kept, resumed.by_greedy.floor) == ([8], 14.1, 14.1)
     resumed.close()
+
+
+def test_argmax_play_selects_its_own_checkpoint_which_policy_agents_play(tmp_path):
+    """``best-argmax/`` follows the policy's argmax as ``best/`` follows greedy play: where
+    the value stops improving and the policy goes on learning, they part, and a resume
+    reads each one's bar back from the log. ``policy:`` plays it; a run without one (made
+    before it was kept) plays ``best/``."""
+    learner, config = learners.get("imitation"), imitation.ImitationConfig(hidden=(8,))
+    states = [imitation.initial_state(config, jax.random.key(seed)) for seed in range(5)]
+    run = runs.Run(str(tmp_path / "run"), learner, config, resume=False)
+    played = [(14.2, 15.0), (14.0, 14.6), (14.3, 14.4), (14.4, 14.3)]  # (greedy, argmax) of chunks 1-4
+    for step, (greedy, argmax) in enumerate(played, start=1):
+        evaluation = {"argmax_clicks": argmax, "argmax_se": 0.05, "greedy_clicks": greedy, "greedy_se": 0.05}
+        run.keep_if_best(step, states[step], evaluation)
+        run.log({"chunk": step, **evaluation, "seconds": 0.0})
+        run.checkpoints.save(step, states[step], run.saved)
+    assert (run.best.steps(), run.by_argmax.checkpoints.steps()) == ([2], [4])
+    run.close()
+    directory = str(tmp_path / "run")
+    for by, step in (("greedy", 2), ("argmax", 4)):
+        loaded = runs.load_run(directory, by=by)
+        assert (loaded.step, loaded.checkpoint) == (step, os.path.join(runs.SELECTED_DIRS[by], str(step)))
+        chex.assert_trees_all_equal(loaded.params, learner.params(states[step]))
+    boards = np.asarray(runs.evaluation_boards(config.game, 2))
+    for agent, checkpoint_played in (("policy", "best-argmax/4"), ("value", "best/2")):
+        played = registry.run_agent(f"{agent}:{directory}", boards, key=jax.random.key(0), max_clicks=192)
+        assert played["played"]["checkpoint"] == checkpoint_played
+
+    resumed = runs.Run(directory, learner, config, resume=True)
+    assert resumed.restore(states[0], step=3)[0] == 3  # best-argmax/4 is redone; the bar is chunk 3's 14.4
+    assert (resumed.by_argmax.checkpoints.steps(), resumed.by_argmax.floor, resumed.by_greedy.kept) == ([], 14.4, 14.0)
+    for step, argmax in ((4, 14.7), (5, 14.5), (6, 14.44)):  # kept (none was), 0.1 over the bar, within 0.05
+        resumed.keep_if_best(step, states[4], {"argmax_clicks": argmax, "argmax_se": 0.05})
+        assert (resumed.by_argmax.checkpoints.steps(), resumed.best.steps()) == ([4 if step < 6 else 6], [2])
+    resumed.close()
+    shutil.rmtree(tmp_path / "run" / runs.SELECTED_DIRS["argmax"])
+    assert runs.load_run(directory, by="argmax").checkpoint == "best/2"
+    with pytest.raises(ValueError, match="by is one of argmax, greedy, not 'value'"):
+        runs.load_run(directory, by="value")
 
 
 @pytest.mark.slow

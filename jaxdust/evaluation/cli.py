@@ -13,8 +13,10 @@ mcts-heuristic[:simulations (64)], and for a train.py run: policy:RUN_DIR (the n
 choice, the argmax of its output, no simulation), value:RUN_DIR[:width] (beam search scored
 by the run's value; width 1, the default, is greedy play on it) and
 mcts:RUN_DIR[:simulations] (Gumbel MuZero over the simulator with the run's policy and
-value, 64 simulations by default). A run plays the checkpoint it selected (``best/``), or
-its newest with ``RUN_DIR@newest`` (``policy:runs/avi-0@newest,value:runs/avi-0@newest:8``).
+value, 64 simulations by default). A run plays the checkpoint it selected by the agent's own
+measure (``policy:`` the one whose argmax played best as it trained, ``best-argmax/``; the
+others the one whose greedy play did, ``best/``), or its newest with ``RUN_DIR@newest``
+(``policy:runs/avi-0@newest,value:runs/avi-0@newest:8``).
 
 ``--env ID`` plays a registered environment's rules and size on 100 random boards (or
 ``--random N``, ``--boards FILE``): ``Former-7x9x4-v0`` is measured in clicks like the dust
@@ -283,7 +285,7 @@ def main(argv=None) -> dict:
         flags.fail(parser, f"--agents: {error}")
     if args.random and args.seed == EVALUATION_SEED and any(registry.run_of(agent) for agent in agents):
         print(f"note: --seed {EVALUATION_SEED} draws, first, the boards train.py evaluates a run on as it trains "
-              f"and picks its best/ checkpoint by: for boards no run was selected on, give another --seed",
+              f"and picks its best/ and best-argmax/ checkpoints by: for boards no run was selected on, give another --seed",
               file=sys.stderr)
     _, width, height = boards.shape
     try:

@@ -102,7 +102,8 @@ NEWEST = "@newest"
 
 def split_run(run: str) -> tuple[str, bool]:
     """The directory of a run agent's ``RUN`` or ``RUN@newest``, and whether it plays the
-    run's newest checkpoint rather than the one it selected (``best/``). A directory whose
+    run's newest checkpoint rather than the one it selected (``best-argmax/`` for
+    ``policy:``, ``best/`` for the others). A directory whose
     own name ends in ``@newest`` stays a directory."""
     if run.endswith(NEWEST) and not os.path.isfile(os.path.join(run, "config.json")):
         return run[: -len(NEWEST)], True
@@ -171,23 +172,30 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
             if agent.name == "mcts" and learner.evaluator(config) is None:
                 raise ValueError(f"{run} is a run of {learner.name}, which has no policy and value to search with "
                                  f"(mcts:); try value:{run}")
-            _loaded_run(run)  # a run with no checkpoint that reads is refused now too
+            _loaded_run(run, _played_by(agent))  # a run with no checkpoint that reads is refused now too
 
 
-def _loaded_run(run: str) -> tuple[Any, dict]:
-    """``load_run`` of ``RUN`` (its selected checkpoint) or ``RUN@newest``, read once for
-    all the agents that play it (and its warnings said once), and again when the run has
-    changed on disk since; and what a result played on it records: the run as given, the
-    checkpoint played (relative to the run directory) and the run's fingerprint."""
+def _played_by(agent: Agent) -> str:
+    """The measure of play that selects the checkpoint a run agent plays (``load_run``'s
+    ``by``): the policy's argmax for ``policy:``, greedy play on the value for the searches."""
+    return "argmax" if agent.name == "policy" else "greedy"
+
+
+def _loaded_run(run: str, by: str) -> tuple[Any, dict]:
+    """``load_run`` of ``RUN`` (its checkpoint selected ``by`` a measure of play) or
+    ``RUN@newest``, read once for all the agents that play it (and its warnings said once),
+    and again when the run has changed on disk since; and what a result played on it
+    records: the run as given, the checkpoint played (relative to the run directory) and the
+    run's fingerprint."""
     directory, newest = split_run(run)
     digest = fingerprint(directory)
-    trained = _load_run_as_it_is(os.path.abspath(directory), newest, digest)
+    trained = _load_run_as_it_is(os.path.abspath(directory), newest, by, digest)
     return trained, {"run": directory, "checkpoint": trained.checkpoint, "fingerprint": digest}
 
 
 @functools.lru_cache(maxsize=8)
-def _load_run_as_it_is(directory: str, newest: bool, _fingerprint: str):
-    return load_run(directory, newest=newest)
+def _load_run_as_it_is(directory: str, newest: bool, by: str, _fingerprint: str):
+    return load_run(directory, newest=newest, by=by)
 
 
 def _require_trained_for(run: str, trained: game.GameConfig, rules: str, width: int, height: int,
@@ -500,19 +508,19 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
 
 
 def _play_run_policy(run: str, boards, context: Context) -> dict:
-    trained, played = _loaded_run(run)
+    trained, played = _loaded_run(run, "argmax")
     return {**_play_policy(trained.policy, trained.params, boards, context), "played": played}
 
 
 def _play_run_value(spec: tuple[str, int], boards, context: Context) -> dict:
     run, width = spec
-    trained, played = _loaded_run(run)
+    trained, played = _loaded_run(run, "greedy")
     return {**_play_beam(width, trained.scorer, trained.params, boards, context), "played": played}
 
 
 def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     run, simulations = spec
-    trained, played = _loaded_run(run)  # one with a policy and a value (require_playable)
+    trained, played = _loaded_run(run, "greedy")  # one with a policy and a value (require_playable)
     return {**_play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
                            context), "played": played}
 

@@ -12,8 +12,9 @@ Every run lives in a directory (``--run-dir``, default ``runs/<learner>-<seed>``
 checkpoints (every 30 seconds of training, at the end and when ``--minutes`` stops it),
 ``metrics.jsonl`` (one line per chunk, with argmax and greedy evaluations on fixed
 random boards), ``best/`` (the newest checkpoint whose greedy play on them is within a
-standard error of the best evaluated: what ``evaluate.py`` and ``load_run`` use), ``config.json`` and, at the end, ``summary.json``. A
-run killed at any moment (even SIGKILL) continues from its last checkpoint with
+standard error of the best evaluated: what ``evaluate.py``'s searches and ``load_run`` play),
+``best-argmax/`` (the same by argmax play: what ``policy:`` plays), ``config.json`` and, at
+the end, ``summary.json``. A run killed at any moment (even SIGKILL) continues from its last checkpoint with
 ``--resume`` and ends exactly as an uninterrupted run with the same seed would.
 
 All local devices are used: games, replay and minibatches are split over them, parameters
@@ -69,7 +70,8 @@ def build_parser() -> TrainParser:
                                       "pieces before a --resume included")
         sub.add_argument("--eval-boards", type=flags.count, default=None,
                          help="fixed random boards (not the evaluation set) on which progress is measured and best/ "
-                              "is picked (the newest checkpoint within a standard error of the best greedy play; "
+                              "and best-argmax/ are picked (the newest checkpoints within a standard error of the "
+                              "best greedy and argmax play; "
                               f"default {runs.RUN_FLAGS['eval_boards']})")
         sub.add_argument("--eval-every", type=flags.positive_int, default=None,
                          help=f"chunks between evaluations (default {runs.RUN_FLAGS['eval_every']})")

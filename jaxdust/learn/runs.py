@@ -4,7 +4,8 @@ A run directory holds ``config.json`` (``{"learner": name, "config": {...}}``), 
 checkpoints (every ``CHECKPOINT_SECONDS`` of training by default), ``metrics.jsonl`` (one
 line per chunk, with evaluations on fixed random boards), ``best/`` (the newest
 evaluated checkpoint whose greedy play is within a standard error of the best:
-``Run.keep_if_best``) and, at the end, ``summary.json``. A run killed at
+``Run.keep_if_best``), ``best-argmax/`` (the same by argmax play, which ``policy:`` plays)
+and, at the end, ``summary.json``. A run killed at
 any moment (even SIGKILL) continues from its last checkpoint with ``resume=True`` and ends
 exactly as an uninterrupted run with the same seed would.
 """
@@ -64,9 +65,12 @@ def greedy_lengths(boards, scorer, params, max_clicks: int, rules: str = "dust")
     return np.where(lengths < 0, max_clicks, lengths)
 
 
+MEASURES = ("argmax", "greedy")  # the evaluations' measures of play, each selecting a checkpoint
+
+
 def progress_evaluation(boards, learner: learners.Learner, config):
-    """``evaluate(state) -> {"argmax_clicks", "greedy_clicks", "greedy_se"}`` on ``boards``
-    (``greedy_se``: the greedy mean's standard error, which ``Run.keep_if_best`` reads). In a run
+    """``evaluate(state) -> {"argmax_clicks", "argmax_se", "greedy_clicks", "greedy_se"}`` on
+    ``boards`` (``_se``: the mean's standard error, which ``Run.keep_if_best`` reads). In a run
     over several processes each plays its own share of the boards with its local copy of
     the (replicated) parameters, and the click totals are summed over the processes: each
     board is played once in all. The learners' policies and greedy play are deterministic,
@@ -83,19 +87,21 @@ def progress_evaluation(boards, learner: learners.Learner, config):
             assert all(leaf.is_fully_replicated for leaf in jax.tree.leaves(params)), "parameters must be replicated"
             params = jax.tree.map(lambda leaf: leaf.addressable_data(0), params)
         # int32: what process_allgather carries without x64; a total overflows past ~1e6 boards.
-        # The squares (for the spread) in float32, where they cannot overflow.
-        totals, squares = np.zeros(2, np.int32), np.zeros(1, np.float32)
+        # The squares (for the spreads) in float32, where they cannot overflow.
+        totals, squares = np.zeros(2, np.int32), np.zeros(2, np.float32)
         if len(share):
-            greedy = greedy_lengths(share, scorer, params, cap, rules)
-            totals[:] = argmax_lengths(share, policy, params, cap, rules).sum(), greedy.sum()
-            squares[0] = np.sum(greedy.astype(np.float32) ** 2)
+            played = argmax_lengths(share, policy, params, cap, rules), greedy_lengths(share, scorer, params, cap, rules)
+            totals[:] = [lengths.sum() for lengths in played]
+            squares[:] = [np.sum(lengths.astype(np.float32) ** 2) for lengths in played]
         if jax.process_count() > 1:
             totals = np.asarray(multihost_utils.process_allgather(totals)).sum(0)
             squares = np.asarray(multihost_utils.process_allgather(squares)).sum(0)
-        mean = totals[1] / count
-        variance = max(0.0, float(squares[0]) / count - mean**2) * count / max(1, count - 1)
-        return {"argmax_clicks": float(totals[0] / count), "greedy_clicks": float(mean),
-                "greedy_se": float(np.sqrt(variance / count))}
+        evaluation = {}
+        for measure, total, square in zip(MEASURES, totals, squares):
+            mean = total / count
+            variance = max(0.0, float(square) / count - mean**2) * count / max(1, count - 1)
+            evaluation[f"{measure}_clicks"], evaluation[f"{measure}_se"] = float(mean), float(np.sqrt(variance / count))
+        return evaluation
 
     return evaluate
 
@@ -262,6 +268,50 @@ def upgrade(learner: learners.Learner):
     return upgraded
 
 
+class Selection:
+    """The checkpoint one measure of play (``greedy`` or ``argmax``) selects: the newest
+    evaluation within one standard error (``MEASURE_se``) of the best evaluated so far. Of
+    evaluations that noise cannot tell apart that is the one trained longest, at the lowest
+    learning rate. Taking the plain minimum picked noise at a plateau: default ``avi`` runs'
+    minimum played fresh boards worse than their newest checkpoint, on greedy play itself
+    as well as argmax (docs/research-log.md), while an overfitting run's newest is many
+    errors worse and stays out."""
+
+    def __init__(self, measure: str, checkpoints: checkpoint.Checkpoints):
+        self.measure, self.checkpoints = measure, checkpoints
+        self.kept = float("inf")  # the selected state's clicks
+        self.floor = float("inf")  # the fewest clicks evaluated so far
+
+    def selects(self, evaluation: dict) -> bool:
+        """Whether ``evaluation`` (one of ``progress_evaluation``'s) is now the selected one;
+        an evaluation without the measure leaves the selection as it is."""
+        clicks = evaluation.get(f"{self.measure}_clicks")
+        if clicks is None:
+            return False
+        self.floor = min(self.floor, clicks)
+        # With none kept (a resume from before the selected checkpoint deleted it, or a run
+        # begun by a version that did not keep this one), this one is: a run always ends
+        # with one selected, and replayed exactly it is the same.
+        if clicks <= self.floor + evaluation.get(f"{self.measure}_se", 0.0) or not self.checkpoints.steps():
+            self.kept = clicks
+            return True
+        return False
+
+    def resume(self, done: int, log: list[dict]) -> None:
+        """Forget a selected checkpoint after step ``done`` (its step will be redone). The
+        selected play is then that of the checkpoint left (none where it was newer: the next
+        evaluation is kept), and the bar later evaluations are held to is still the best
+        evaluated up to ``done``, from the ``log``."""
+        for step in self.checkpoints.steps():
+            if step > done:
+                self.checkpoints.delete(step)
+        kept = self.checkpoints.steps()
+        name = f"{self.measure}_clicks"
+        clicks = {r["chunk"]: r[name] for r in log if name in r and r["chunk"] <= done}
+        self.kept = clicks.get(kept[-1], float("inf")) if kept else float("inf")
+        self.floor = min(clicks.values(), default=float("inf"))
+
+
 class Run:
     """Checkpoints, the metrics log and the wall clock of one run directory."""
 
@@ -294,21 +344,24 @@ class Run:
             os.makedirs(directory, exist_ok=True)
             if self.primary:
                 files.remove_leftover_temporaries(directory)
-                for folder in ("checkpoints", BEST_DIR):
+                for folder in ("checkpoints", *SELECTED_DIRS.values()):
                     checkpoint.remove_unfinished_saves(os.path.join(directory, folder))
                 files.atomic_write_json(os.path.join(directory, "config.json"),
                                         {**self.saved, **({"run": run_flags} if run_flags else {})})
             self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"),
                                                       upgrade=upgrade(learner))
-            # Models are selected by value-greedy play on the evaluation boards (keep_if_best):
-            # the selected state is kept apart from the newest (which resume continues from).
-            self.best = checkpoint.Checkpoints(os.path.join(directory, BEST_DIR), max_to_keep=1,
-                                               upgrade=upgrade(learner))
+            # Models are selected on the evaluation boards (keep_if_best), by greedy play on the
+            # value and by the policy's argmax, each kept apart from the newest (which resume
+            # continues from): a long imitation run's value stops improving half-way while
+            # its policy goes on learning.
+            self.by_greedy, self.by_argmax = (
+                Selection(measure, checkpoint.Checkpoints(os.path.join(directory, SELECTED_DIRS[measure]),
+                                                          max_to_keep=1, upgrade=upgrade(learner)))
+                for measure in SELECTED_DIRS)
+            self.best = self.by_greedy.checkpoints
         except BaseException:
             self.release()
             raise
-        self.best_greedy = float("inf")  # the selected state's greedy play
-        self.greedy_floor = float("inf")  # the best greedy play evaluated so far
         self.metrics_path = os.path.join(directory, "metrics.jsonl")
         self.summary_writer = summary_writer if self.primary else None
         self.tensorboard = None  # made at the first record, which a resume redoes from
@@ -327,7 +380,7 @@ class Run:
         a run (what else a failed start made, e.g. an imitation data set, a retry reuses)."""
         if self.primary:
             os.remove(os.path.join(self.directory, "config.json"))
-            for folder in ("checkpoints", BEST_DIR):  # empty: made for a run that never began
+            for folder in ("checkpoints", *SELECTED_DIRS.values()):  # empty: made for a run that never began
                 try:
                     os.rmdir(os.path.join(self.directory, folder))
                 except OSError:
@@ -367,22 +420,27 @@ class Run:
         return done, state
 
     def _set_aside_a_damaged_best(self, like) -> None:
-        """A best checkpoint whose files are damaged (``Checkpoints.verify``: by its checksums,
-        without restoring it) stops counting: the next evaluation becomes the best, rather
-        than losing to a score whose state is gone. One made with another config or state
-        layout (copied in from another run) is a RunError."""
-        kept = self.best.steps()
-        if not kept:
-            return
-        try:
-            self.best.verify(kept[-1], like, self.saved)
-        except checkpoint.UnreadableCheckpoint as error:
-            moved = self.best.set_aside(error.step)
-            print(f"warning: {error}; moved to {moved}; the next evaluation becomes the best", file=sys.stderr)
-            self.best_greedy = self.greedy_floor = float("inf")
-        except checkpoint.MismatchedCheckpoint as error:
-            raise RunError(f"{os.path.join(self.best.directory, str(kept[-1]))} {error.reason}: move it away and "
-                           "resume (the next evaluation becomes the best)") from None
+        """A selected checkpoint whose files are damaged (``Checkpoints.verify``: by its
+        checksums, without restoring it) stops counting: the next evaluation becomes the
+        best, rather than losing to a score whose state is gone. One made with another config
+        or state layout (copied in from another run) is a RunError."""
+        for selection in self.selections:
+            kept = selection.checkpoints.steps()
+            if not kept:
+                continue
+            try:
+                selection.checkpoints.verify(kept[-1], like, self.saved)
+            except checkpoint.UnreadableCheckpoint as error:
+                moved = selection.checkpoints.set_aside(error.step)
+                print(f"warning: {error}; moved to {moved}; the next evaluation becomes the best", file=sys.stderr)
+                selection.kept = selection.floor = float("inf")
+            except checkpoint.MismatchedCheckpoint as error:
+                raise RunError(f"{os.path.join(selection.checkpoints.directory, str(kept[-1]))} {error.reason}: move "
+                               "it away and resume (the next evaluation becomes the best)") from None
+
+    @property
+    def selections(self) -> tuple[Selection, Selection]:
+        return self.by_greedy, self.by_argmax
 
     def start_over(self) -> None:
         log = self._log_records()
@@ -396,8 +454,9 @@ class Run:
             for number, record in enumerate(records, start=1):
                 if not game.is_integer(record.get("chunk")):
                     raise ValueError(f"record {number} has no integer 'chunk'")
-                # What a resume reads back: the clock, and the evaluations best/ is judged by.
-                for name in ("seconds", *(k for k in ("greedy_clicks", "greedy_se") if k in record)):
+                # What a resume reads back: the clock, and the evaluations checkpoints are selected by.
+                judged = (f"{measure}_{part}" for measure in MEASURES for part in ("clicks", "se"))
+                for name in ("seconds", *(name for name in judged if name in record)):
                     if not isinstance(record.get(name), (int, float)) or isinstance(record.get(name), bool):
                         raise ValueError(f"record {number}'s {name!r} is not a number")
         except ValueError as error:
@@ -407,18 +466,13 @@ class Run:
 
     def _truncate_checkpoints(self, done: int, log: list[dict]) -> None:
         """Forget checkpoints of steps after ``done`` (a kill or ``--resume-step``: they will
-        be redone). The selected state's greedy play is then that of the checkpoint left in
-        ``best/`` (none where it was newer: the next evaluation is kept, as ``keep_if_best``
-        keeps one whenever ``best/`` is empty), and the bar later evaluations are held to is
-        still the best evaluated up to ``done``, from the log."""
-        for manager in (self.checkpoints, self.best):
-            for step in manager.steps():
-                if step > done:
-                    manager.delete(step)
-        kept = self.best.steps()
-        greedy = {r["chunk"]: r["greedy_clicks"] for r in log if "greedy_clicks" in r and r["chunk"] <= done}
-        self.best_greedy = greedy.get(kept[-1], float("inf")) if kept else float("inf")
-        self.greedy_floor = min(greedy.values(), default=float("inf"))
+        be redone), and read back from the log each selection's play up to ``done``
+        (``Selection.resume``)."""
+        for step in self.checkpoints.steps():
+            if step > done:
+                self.checkpoints.delete(step)
+        for selection in self.selections:
+            selection.resume(done, log)
 
     def _truncate_metrics(self, done: int, log: list[dict]) -> None:
         """Drop log lines of steps after the checkpoint (they will be redone)."""
@@ -451,23 +505,12 @@ class Run:
             self.tensorboard.flush()
 
     def keep_if_best(self, step: int, state, evaluation: dict) -> None:
-        """Keep ``state`` in ``best/`` when its greedy play is within one standard error
-        (``greedy_se``) of the best evaluated so far: of evaluations that noise cannot tell
-        apart, the newest (trained longest, at the lowest learning rate). Taking the
-        plain minimum picked noise at a plateau: default ``avi`` runs' minimum played fresh
-        boards worse than their newest checkpoint, on greedy play itself as well as argmax
-        (docs/research-log.md), while an overfitting ``imitation`` run's newest is many errors worse and
-        stays out."""
-        greedy = evaluation["greedy_clicks"]
-        self.greedy_floor = min(self.greedy_floor, greedy)
-        # With none kept (a resume from before the selected checkpoint deleted it), this
-        # one is: a run always ends with one selected, and replayed exactly it is the same.
-        if greedy <= self.greedy_floor + evaluation.get("greedy_se", 0.0) or not self.best.steps():
-            self.best_greedy = greedy
+        """Keep ``state`` in ``best/`` and ``best-argmax/`` where ``Selection.selects`` it."""
+        for selection in self.selections:
             # A run killed after its last best was saved and resumed at its end evaluates
             # that step again: the state kept is the same one.
-            if step not in self.best.steps():
-                self.save(self.best, step, state)
+            if selection.selects(evaluation) and step not in selection.checkpoints.steps():
+                self.save(selection.checkpoints, step, state)
 
     def save(self, checkpoints: checkpoint.Checkpoints, step: int, state) -> None:
         try:
@@ -497,7 +540,8 @@ class Run:
 
     def close(self) -> None:
         self.checkpoints.close()
-        self.best.close()
+        for selection in self.selections:
+            selection.checkpoints.close()
         if self.tensorboard is not None:
             self.tensorboard.close()
         self.release()
@@ -522,7 +566,8 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
     is, or a resume of the same learner with the same settings."""
     _require_files(directory)
     if not os.path.exists(os.path.join(directory, "config.json")):
-        written = ("checkpoints", BEST_DIR, "metrics.jsonl", "summary.json")  # what a run writes beside config.json
+        # What a run writes beside config.json:
+        written = ("checkpoints", *SELECTED_DIRS.values(), "metrics.jsonl", "summary.json")
         left = [name for name in written if os.path.isfile(os.path.join(directory, name))
                 or _listdir(os.path.join(directory, name))]
         if left:
@@ -577,7 +622,8 @@ def never_began(directory: str) -> bool:
     """Whether the run in ``directory`` never finished a step: no checkpoint (not even a
     save cut short), no line in its log and no summary. A new start may take its place,
     whatever its settings: nothing of it would be lost."""
-    saved = _listdir(os.path.join(directory, "checkpoints")) + _listdir(os.path.join(directory, BEST_DIR))
+    saved = [name for folder in ("checkpoints", *SELECTED_DIRS.values())
+             for name in _listdir(os.path.join(directory, folder))]
     log = os.path.join(directory, "metrics.jsonl")
     return (not saved and not os.path.exists(os.path.join(directory, "summary.json"))
             and (not os.path.exists(log) or os.path.getsize(log) == 0))
@@ -692,8 +738,11 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
 
 
 def _finished(run: Run, total: int, done: int) -> dict | None:
-    """The summary of a run that has done its ``total`` steps and kept its best, or None."""
-    return run.summary() if done == total and run.best.steps() else None
+    """The summary of a run that has done its ``total`` steps and kept its selected
+    checkpoints, or None: a resume evaluates the final step again to select one that was
+    set aside as damaged, or that a run made before jaxdust 0.2.52 did not keep."""
+    kept = all(selection.checkpoints.steps() for selection in run.selections)
+    return run.summary() if done == total and kept else None
 
 
 def train(learner_name: str, config, args) -> dict:
@@ -756,15 +805,18 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                 print(f"stopped after {seconds / 60:.1f} minutes of training (--minutes {args.minutes:g}) at "
                       f"chunk {index}; continue with --resume")
                 return {}
-    if last_evaluation is None:  # resumed at its end: its best may have been set aside
+    seconds = run.seconds()
+    if last_evaluation is None:  # resumed at its end: a selected checkpoint was set aside, or never kept
+        seconds = run.elapsed_before  # the training's, as logged: choosing again trains nothing
         with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
             last_evaluation = evaluate(state)
         run.keep_if_best(trainer.total, state, last_evaluation)
-    best_steps = run.best.steps()
-    summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
+    best_steps, best_argmax_steps = run.best.steps(), run.by_argmax.checkpoints.steps()
+    summary = {"learner": learner.name, "seconds": seconds, "eval_boards": args.eval_boards,
                **trainer.info(state),
-               **last_evaluation, "best_greedy_clicks": run.best_greedy,
-               "best_step": best_steps[-1] if best_steps else None}
+               **last_evaluation, "best_greedy_clicks": run.by_greedy.kept,
+               "best_step": best_steps[-1] if best_steps else None, "best_argmax_clicks": run.by_argmax.kept,
+               "best_argmax_step": best_argmax_steps[-1] if best_argmax_steps else None}
     run.finish(summary)
     return summary
 
@@ -846,15 +898,17 @@ class TrainedAgent(NamedTuple):
 
 
 BEST_DIR = "best"
+# The checkpoint each measure of play selects (Selection): policy: plays the argmax one.
+SELECTED_DIRS = {"greedy": BEST_DIR, "argmax": "best-argmax"}
 
 
 def fingerprint(directory: str) -> str:
     """A digest of what ``load_run`` may read from a run directory: its ``config.json`` and
-    the step names and checksums of every checkpoint (``best/`` and ``checkpoints/``). A
-    result measured on a run keeps it, so training the run again (or more) shows as a
-    change; an empty string where there is no run."""
+    the step names and checksums of every checkpoint (``best/``, ``best-argmax/`` and
+    ``checkpoints/``). A result measured on a run keeps it, so training the run again (or
+    more) shows as a change; an empty string where there is no run."""
     digest = hashlib.sha256()
-    for folder in ("", BEST_DIR, "checkpoints"):
+    for folder in ("", *SELECTED_DIRS.values(), "checkpoints"):
         names = ["config.json"] if not folder else sorted(
             name for name in _listdir(os.path.join(directory, folder)) if name.isdigit())
         for name in names:
@@ -870,13 +924,15 @@ def _listdir(path: str) -> list[str]:
     return os.listdir(path) if os.path.isdir(path) else []
 
 
-def load_run(directory: str, newest: bool = False) -> TrainedAgent:
-    """A ``train.py`` run's selected checkpoint (``best/``: the newest whose value-greedy play
-    on its evaluation boards is within a standard error of the best), or with ``newest`` (or in runs without one) the
-    newest checkpoint.
+def load_run(directory: str, newest: bool = False, by: str = "greedy") -> TrainedAgent:
+    """A ``train.py`` run's checkpoint selected ``by`` a measure of play (``Selection``):
+    ``"greedy"`` (``best/``: the newest whose value-greedy play on its evaluation boards is
+    within a standard error of the best) or ``"argmax"`` (``best-argmax/``, the same by the
+    policy's argmax; ``best/`` in runs made before jaxdust 0.2.52, which did not keep it).
+    With ``newest`` (or in runs without one) the newest checkpoint.
 
     A damaged checkpoint is skipped with a one-line warning on stderr (the run directory is
-    left as it is): a damaged ``best/`` falls back to the newest checkpoint that can be
+    left as it is): a damaged selected one falls back to the newest checkpoint that can be
     read. While another process trains the run (it holds the run's lock), a checkpoint that
     it deletes or is still saving as this one reads is no damage: the newest one there then
     is read.
@@ -885,11 +941,14 @@ def load_run(directory: str, newest: bool = False) -> TrainedAgent:
       RunError: one line naming the problem (no run there, no checkpoint, none that can
         be read, or an incompatible one).
     """
+    if by not in MEASURES:
+        raise ValueError(f"load_run: by is one of {', '.join(MEASURES)}, not {by!r}")
     learner, config = read_run_config(directory)
     saved = {"learner": learner.name, "config": configs.to_json(config)}
-    best = os.path.join(directory, BEST_DIR)
-    use_best = not newest and os.path.isdir(best) and any(name.isdigit() for name in os.listdir(best))
-    sources = [best] if use_best else []
+    # The first selection there is: best/ stands in for one a run made before it was kept.
+    folders = [] if newest else dict.fromkeys([SELECTED_DIRS[by], BEST_DIR])
+    kept = (os.path.join(directory, folder) for folder in folders)
+    sources = next(([path] for path in kept if any(name.isdigit() for name in _listdir(path))), [])
     sources.append(os.path.join(directory, "checkpoints"))
     # Shapes only (making the template takes seconds), placed as a fresh one would be: on
     # one device, whatever devices the run was trained on.
