@@ -22,8 +22,9 @@ minutes, carries on where the last stopped or was killed):
   (the steps before it in the call spend part of that; with under two minutes, or half the
   piece, left, the next call trains it).
 - ``eval`` (once the pieces are done): the trained run on 1000 fresh boards and the 100 proven boards (argmax, greedy,
-  widths 8 and 64, mcts 64, share optimal), its selected checkpoint and, where that is
-  another, its final one, beside the hand-made heuristic in the same run.
+  widths 8 and 64, mcts 64, share optimal), its selected checkpoints (argmax from the one
+  selected by argmax play, the rest from the one selected by greedy play) and, where that
+  is another, its final one, beside the hand-made heuristic in the same run.
 - ``report``: ``report.json`` and ``report.md`` (tables ready for docs/results.md, with the
   measured-on line), and ``curve.png``, the run's play on its progress boards piece by piece.
 
@@ -436,7 +437,7 @@ def step_eval(out: str, sizes: Sizes, pieces: int) -> dict:
     # in TF32), so the report names where each row was played.
     report.setdefault("played_on", [])
     agents = [("trained", trained.policy, trained.scorer, trained.params, trained.evaluator, by_argmax.params)]
-    if final.step != trained.step:
+    if final.step != trained.step or final.step != by_argmax.step:
         agents.append(("trained, final checkpoint", final.policy, final.scorer, final.params, final.evaluator, None))
     agents.append(("hand-made heuristic", None, heuristic.heuristic_scorer, None, heuristic_evaluator, None))
     for name, policy, scorer, params, evaluator, policy_params in agents:

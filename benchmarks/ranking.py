@@ -37,7 +37,8 @@ def main(argv=None) -> dict:
                         help="a ranking set (python -m jaxdust.evaluation.ranking writes one)")
     parser.add_argument("--runs", default="", help="comma-separated train.py run directories")
     parser.add_argument("--newest", action="store_true",
-                        help="each run's newest checkpoint, not the one selected by its evaluations (best/)")
+                        help="each run's newest checkpoint, not best/ (selected by greedy play; the policy is "
+                             "ranked from it too, one network for every ranking)")
     parser.add_argument("--out", type=flags.output_file, default="results/ranking.json")
     args = parser.parse_args(argv)
 

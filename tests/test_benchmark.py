@@ -869,6 +869,26 @@ def test_the_learners_benchmarks_players_draw_their_keys_from_the_seed(monkeypat
     assert keys[2] != keys[0]
 
 
+def test_the_learners_benchmarks_argmax_plays_its_own_parameters(monkeypatch):
+    """A run's argmax is played from its checkpoint selected by argmax play
+    (``policy_params``), its searches from the one selected by greedy play (``params``)."""
+    learners_benchmark = _benchmark("learners", monkeypatch)
+    played = []
+
+    def recorded(boards, policy, key, cap, chunk, params):
+        played.append(params)
+        return types.SimpleNamespace(cleared=np.ones(len(boards), bool), clicks=np.full(len(boards), 3))
+
+    monkeypatch.setattr(learners_benchmark, "play_in_chunks", recorded)
+    monkeypatch.setattr(learners_benchmark, "beam_lengths", lambda boards, width, scorer, params, cap: (
+        played.append(params) or np.full(len(boards), 3)))
+    boards = np.zeros((2, 8, 6), np.int8)
+    learners_benchmark.play_set(boards, None, 10, policy=object(), scorer=object(), params="greedy's", widths=(1,),
+                                policy_params="argmax's")
+    learners_benchmark.play_set(boards, None, 10, policy=object(), scorer=object(), params="one", widths=(1,))
+    assert played == ["argmax's", "greedy's", "one", "one"]
+
+
 @pytest.mark.parametrize("kept, words", [
     # A row kept under another time limit was reused, its figures printed under this run's settings.
     ({"line": 2, "board": "1" * 63, "settings": {"time_limit": 5.0, "table_bits": 28}, "ours": {}, "theirs": {}},

@@ -225,18 +225,22 @@ def test_resume_sets_a_damaged_best_aside_and_keeps_a_readable_one(run, whole_ru
 
 
 def test_resuming_a_finished_run_made_before_best_argmax_selects_its_final_checkpoint(run, whole_run, capsys):
-    """A finished run of jaxdust 0.2.51 or before kept no ``best-argmax/``: ``--resume``
-    evaluates its final checkpoint once more and keeps it there, without counting that as
-    training time."""
+    """A finished run of jaxdust 0.2.51 or before kept no ``best-argmax/`` and logged no
+    ``argmax_se``: ``--resume`` evaluates its final checkpoint once more and keeps it there,
+    and only the summary's lines of that selection change (it trained nothing)."""
     shutil.rmtree(run / runs.SELECTED_DIRS["argmax"])
     old = {k: v for k, v in json.loads((run / "summary.json").read_text()).items() if not k.startswith("best_argmax")}
     (run / "summary.json").write_text(json.dumps(old))
+    log = [{k: v for k, v in json.loads(line).items() if k != "argmax_se"}
+           for line in (run / "metrics.jsonl").read_text().splitlines()]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in log))
     train(run, "--resume")
     assert warnings(capsys.readouterr().err) == []
     assert os.listdir(run / runs.SELECTED_DIRS["argmax"]) == ["4"] and runs.load_run(str(run), by="argmax").step == 4
-    assert run_record(run) == run_record(whole_run)
-    trained = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])["seconds"]
-    assert json.loads((run / "summary.json").read_text())["seconds"] == trained
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary == {**old, **{k: v for k, v in json.loads((whole_run / "summary.json").read_text()).items()
+                                 if k.startswith("best_argmax")}}
+    assert [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()] == log
 
 
 def test_resume_refuses_a_best_made_with_another_config_in_one_line(run, capsys):
@@ -501,9 +505,11 @@ def test_resume_removes_the_folders_of_saves_a_killed_process_left(run, whole_ru
     left = run / "checkpoints" / f"5{checkpoint.TEMPORARY}-1764300000"
     (left / "state").mkdir(parents=True)
     (left / "state" / "part").write_bytes(b"x")
-    (run / "best" / f"5{checkpoint.TEMPORARY}").mkdir()
+    for folder in runs.SELECTED_DIRS.values():
+        (run / folder / f"5{checkpoint.TEMPORARY}").mkdir()
     train(run, "--resume")
-    assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"] and sorted(os.listdir(run / "best")) == ["4"]
+    assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]
+    assert [os.listdir(run / folder) for folder in runs.SELECTED_DIRS.values()] == [["4"], ["4"]]
     assert_same_end(run, whole_run)
 
 

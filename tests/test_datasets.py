@@ -18,7 +18,7 @@ import pytest
 
 from jaxdust.core import files
 from jaxdust.core.game import GameConfig
-from jaxdust.learn import datasets, learners
+from jaxdust.learn import datasets, learners, runs
 from jaxdust.learn.imitation import ImitationConfig
 from jaxdust.learn.datasets import DatasetConfig, load_dataset, make_dataset
 from jaxdust.solver.api import solve
@@ -530,7 +530,7 @@ def test_an_imitation_run_killed_within_an_epoch_resumes_to_the_uninterrupted_re
     counted from 1), so runs saved by 0.2.49 resume on the same order of rows."""
     import jax
 
-    from jaxdust.learn import checkpoint, imitation, runs
+    from jaxdust.learn import checkpoint, imitation
     from jaxdust.learn.cli import main as train_main
 
     argv = ["imitation", "--size", "5x4x3", "--data-boards", "12", "--data-beam-width", "4", "--epochs", "2",
@@ -590,8 +590,14 @@ def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do
     monkeypatch.setattr(learners, "make_dataset", no_labelling)
     capsys.readouterr()
     assert train_main([*argv, "--resume"]) == json.loads(finished)
-    assert "finished its 20 chunks already: nothing to do" in capsys.readouterr().out
+    assert "finished its 20 chunks already: nothing to train" in capsys.readouterr().out
     assert not (run / "data").exists() and (run / "summary.json").read_text() == finished
+    # Nor for a run made before best-argmax/ was kept: its final state is evaluated again.
+    shutil.rmtree(run / runs.SELECTED_DIRS["argmax"])
+    old = {k: v for k, v in json.loads(finished).items() if not k.startswith("best_argmax")}
+    (run / "summary.json").write_text(json.dumps(old))
+    assert train_main([*argv, "--resume"]) == json.loads(finished)
+    assert os.listdir(run / runs.SELECTED_DIRS["argmax"]) == ["20"] and not (run / "data").exists()
     # A run resumed at a step (before its end, or here at it) builds its trainer, which needs
     # the data: made again, or a copy put in its place (given as --data, a copy cannot be
     # compared with the gone one's settings).

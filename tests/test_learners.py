@@ -1,6 +1,7 @@
 """Networks, DQN and imitation maths, checkpoints, data parallelism and train.py runs."""
 
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -1031,7 +1032,7 @@ def test_train_refuses_to_mix_runs(tmp_path, whole_dqn_run):
     assert changed.returncode != 0 and "other settings" in changed.stderr
     # Resuming a finished run reports it as it finished: no evaluation, no new summary.
     resumed = run_train(tmp_path / "done", "--resume")
-    assert "finished its 6 chunks already: nothing to do" in resumed.stdout
+    assert "finished its 6 chunks already: nothing to train" in resumed.stdout
     assert (tmp_path / "done" / "summary.json").read_text() == (whole_dqn_run / "summary.json").read_text()
 
 
@@ -1269,6 +1270,15 @@ def test_argmax_play_selects_its_own_checkpoint_which_policy_agents_play(tmp_pat
     resumed.close()
     shutil.rmtree(tmp_path / "run" / runs.SELECTED_DIRS["argmax"])
     assert runs.load_run(directory, by="argmax").checkpoint == "best/2"
+    # policy: and value: then play one checkpoint, loaded once (its warnings said once).
+    assert registry._loaded_run(directory, "argmax")[0] is registry._loaded_run(directory, "greedy")[0]
+    # Its fingerprint is 0.2.51's, so results kept on a run made before are not played again.
+    run_dir = tmp_path / "run"
+    digest = hashlib.sha256(b"/config.json\0" + (run_dir / "config.json").read_bytes())
+    for folder in ("best", "checkpoints"):
+        for step in sorted(os.listdir(run_dir / folder)):
+            digest.update(f"{folder}/{step}\0".encode() + (run_dir / folder / step / "checksums.json").read_bytes())
+    assert runs.fingerprint(directory) == digest.hexdigest()
     with pytest.raises(ValueError, match="by is one of argmax, greedy, not 'value'"):
         runs.load_run(directory, by="value")
 
@@ -1282,7 +1292,8 @@ def test_resuming_before_the_best_checkpoint_redoes_it(tmp_path):
     # Resuming at 3 replays the best step: its checkpoint is made again, not refused as existing.
     run_train(tmp_path / "run", *args, "--resume", "--resume-step", "3")
     again = json.load(open(tmp_path / "run" / "summary.json"))
-    assert (again["best_step"], again["best_greedy_clicks"]) == (first["best_step"], first["best_greedy_clicks"])
+    selected = ("best_step", "best_greedy_clicks", "best_argmax_step", "best_argmax_clicks")
+    assert [again[key] for key in selected] == [first[key] for key in selected]
 
 
 @pytest.mark.slow
@@ -1568,7 +1579,8 @@ def test_a_run_that_diverges_stops_in_one_line_keeping_nothing_of_the_broken_net
     with pytest.raises(SystemExit):
         cli.main([*argv[:-2], "--checkpoint-seconds", "100000", "--eval-every", "1", "--run-dir", str(tmp_path / "b")])
     assert ("training diverged in chunk 2: the network's parameters became NaN or infinite, and nothing of that "
-            "chunk is kept; only its best (chunk 1, in best/, playable) was kept: train anew in another --run-dir"
+            "chunk is kept; only its selected checkpoints (chunk 1 in best/ and chunk 1 in best-argmax/, playable) were "
+            "kept: train anew in another --run-dir"
             ) in capsys.readouterr().err
     assert not os.listdir(tmp_path / "b" / "checkpoints") and os.listdir(tmp_path / "b" / runs.BEST_DIR) == ["1"]
     monkeypatch.undo()  # the finite checks, by hand: only parameters and losses count

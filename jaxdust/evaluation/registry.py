@@ -24,7 +24,7 @@ from jaxdust.core.boards import positions
 from jaxdust.core.play import play_in_chunks
 from jaxdust.core.processes import ordered_map
 from jaxdust.evaluation import baselines
-from jaxdust.learn.runs import fingerprint, load_run, read_run_config
+from jaxdust.learn.runs import fingerprint, load_run, read_run_config, selected_by
 from jaxdust.search.beam import CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, require_children_indexable
 from jaxdust.search.heuristic import heuristic_for
 from jaxdust.search.points import points_beam_solutions
@@ -189,13 +189,14 @@ def _loaded_run(run: str, by: str) -> tuple[Any, dict]:
     run's fingerprint."""
     directory, newest = split_run(run)
     digest = fingerprint(directory)
-    trained = _load_run_as_it_is(os.path.abspath(directory), newest, by, digest)
+    # Keyed by the checkpoint read, so that two agents playing the same one share it.
+    trained = _load_run_as_it_is(os.path.abspath(directory), selected_by(directory, newest, by), digest)
     return trained, {"run": directory, "checkpoint": trained.checkpoint, "fingerprint": digest}
 
 
 @functools.lru_cache(maxsize=8)
-def _load_run_as_it_is(directory: str, newest: bool, by: str, _fingerprint: str):
-    return load_run(directory, newest=newest, by=by)
+def _load_run_as_it_is(directory: str, measure: str | None, _fingerprint: str):
+    return load_run(directory, newest=measure is None, by=measure or "greedy")
 
 
 def _require_trained_for(run: str, trained: game.GameConfig, rules: str, width: int, height: int,

@@ -144,7 +144,7 @@ def base_config(learner: learners.Learner, args):
 
 
 # Flags beyond the config that shape what a run computes (its seed; the boards, and the
-# steps, on which it is evaluated and best/ is picked), with their defaults; a learner adds
+# steps, on which it is evaluated and its checkpoints are selected), with their defaults; a learner adds
 # its own (``Learner.run_flags``: an imitation run's data). config.json keeps them under
 # "run", so that a resumed run goes on with them: ``settle_run_flags``.
 RUN_FLAGS = {"seed": 0, "eval_boards": 256, "eval_every": 5}
@@ -296,6 +296,13 @@ class Selection:
             self.kept = clicks
             return True
         return False
+
+    def summary(self) -> dict:
+        """The selection's lines of a run's ``summary.json``: its step (None before one is
+        kept) and clicks, ``best_step`` and ``best_greedy_clicks`` for greedy play."""
+        steps = self.checkpoints.steps()
+        step_key = "best_step" if self.measure == "greedy" else f"best_{self.measure}_step"
+        return {f"best_{self.measure}_clicks": self.kept, step_key: steps[-1] if steps else None}
 
     def resume(self, done: int, log: list[dict]) -> None:
         """Forget a selected checkpoint after step ``done`` (its step will be redone). The
@@ -713,7 +720,7 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             # was deleted would label it all again first. A damaged last checkpoint is set
             # aside here, and the run goes on from the one before.
             done, state = run.restore(learner.template(config))
-            if _finished(run, total, done) is not None:
+            if _finished(learner, config, args, run, done, state) is not None:
                 return run, None, done, state
         try:
             trainer = learner.trainer(config, args, make_mesh(args.devices))
@@ -737,12 +744,26 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     return run, trainer, done, state
 
 
-def _finished(run: Run, total: int, done: int) -> dict | None:
-    """The summary of a run that has done its ``total`` steps and kept its selected
-    checkpoints, or None: a resume evaluates the final step again to select one that was
-    set aside as damaged, or that a run made before jaxdust 0.2.52 did not keep."""
-    kept = all(selection.checkpoints.steps() for selection in run.selections)
-    return run.summary() if done == total and kept else None
+def _finished(learner: learners.Learner, config, args, run: Run, done: int, state) -> dict | None:
+    """The summary of a run that has done all its steps (``state`` is its final one), or
+    None. A selected checkpoint missing there (set aside as damaged, or one a run made
+    before jaxdust 0.2.52 did not keep) is selected again from an evaluation of the final
+    state: that trains nothing, so only that selection and its lines of the summary change."""
+    summary = run.summary() if done == learner.total(config) else None
+    missing = [selection for selection in run.selections if not selection.checkpoints.steps()]
+    if summary is None or not missing:
+        return summary
+    with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
+        evaluation = progress_evaluation(evaluation_boards(config.game, args.eval_boards), learner, config)(state)
+    for selection in missing:
+        selection.selects(evaluation)  # with none kept, this one is
+        run.save(selection.checkpoints, done, state)
+        summary.update(selection.summary())
+        if run.primary:
+            print(f"{run.directory}: its final checkpoint is now its selection by {selection.measure} play too "
+                  f"({selection.checkpoints.directory})")
+    run.finish(summary)
+    return summary
 
 
 def train(learner_name: str, config, args) -> dict:
@@ -758,8 +779,8 @@ def train(learner_name: str, config, args) -> dict:
 
 
 def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int, state) -> dict:
-    if (summary := _finished(run, learner.total(config), done)) is not None:
-        print(f"{run.directory} finished its {done} chunks already: nothing to do")
+    if (summary := _finished(learner, config, args, run, done, state)) is not None:
+        print(f"{run.directory} finished its {done} chunks already: nothing to train")
         return summary
     if done < trainer.total:  # resumed before its end (--resume-step): a summary there is of steps undone
         run.forget_summary()
@@ -805,18 +826,13 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                 print(f"stopped after {seconds / 60:.1f} minutes of training (--minutes {args.minutes:g}) at "
                       f"chunk {index}; continue with --resume")
                 return {}
-    seconds = run.seconds()
-    if last_evaluation is None:  # resumed at its end: a selected checkpoint was set aside, or never kept
-        seconds = run.elapsed_before  # the training's, as logged: choosing again trains nothing
+    if last_evaluation is None:  # resumed at its end, killed before its summary was written
         with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
             last_evaluation = evaluate(state)
         run.keep_if_best(trainer.total, state, last_evaluation)
-    best_steps, best_argmax_steps = run.best.steps(), run.by_argmax.checkpoints.steps()
-    summary = {"learner": learner.name, "seconds": seconds, "eval_boards": args.eval_boards,
-               **trainer.info(state),
-               **last_evaluation, "best_greedy_clicks": run.by_greedy.kept,
-               "best_step": best_steps[-1] if best_steps else None, "best_argmax_clicks": run.by_argmax.kept,
-               "best_argmax_step": best_argmax_steps[-1] if best_argmax_steps else None}
+    summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
+               **trainer.info(state), **last_evaluation,
+               **{key: value for selection in run.selections for key, value in selection.summary().items()}}
     run.finish(summary)
     return summary
 
@@ -862,12 +878,14 @@ def _divergence(params, metrics: dict) -> str | None:
 
 
 def _diverged_message(learner: learners.Learner, config, run: Run, index: int, diverged: str) -> str:
-    saved, best = run.checkpoints.steps(), run.best.steps()
+    saved = run.checkpoints.steps()
+    selected = [f"chunk {s.checkpoints.steps()[-1]} in {SELECTED_DIRS[s.measure]}/"
+                for s in run.selections if s.checkpoints.steps()]
     if saved:
         kept = (f"its checkpoints end at chunk {saved[-1]}, from where the same settings would diverge "
                 f"again: train anew in another --run-dir")
-    elif best:
-        kept = (f"only its best (chunk {best[-1]}, in {BEST_DIR}/, playable) was kept: train anew in "
+    elif selected:
+        kept = (f"only its selected checkpoints ({' and '.join(selected)}, playable) were kept: train anew in "
                 f"another --run-dir")
     elif never_began(run.directory):
         kept = "nothing it trained was kept: train anew in the same --run-dir"
@@ -889,7 +907,7 @@ def _show_evaluation(bar, record: dict) -> None:
 class TrainedAgent(NamedTuple):
     learner: str  # a name in jaxdust.learn.learners.LEARNERS
     config: Any  # the run's config dataclass
-    params: Any  # network parameters of the checkpoint load_run selected (best/ unless newest)
+    params: Any  # network parameters of the checkpoint load_run read (selected, unless newest)
     policy: Any  # policy(key, board, params): argmax of the network's output
     scorer: Any  # scorer(boards, params): clicks left, for the beam search
     evaluator: Any  # evaluator(boards, params) -> (clicks left, logits) for jaxdust.search.mcts; None if none
@@ -924,6 +942,19 @@ def _listdir(path: str) -> list[str]:
     return os.listdir(path) if os.path.isdir(path) else []
 
 
+def selected_by(directory: str, newest: bool = False, by: str = "greedy") -> str | None:
+    """The measure whose selected checkpoint ``load_run(directory, newest, by)`` reads:
+    ``by``, or ``"greedy"`` where ``best/`` stands in for a selection that a run made before
+    it was kept lacks; None for the newest checkpoint (asked for, or no selection kept)."""
+    if by not in MEASURES:
+        raise ValueError(f"load_run: by is one of {', '.join(MEASURES)}, not {by!r}")
+    if newest:
+        return None
+    kept = (measure for measure in dict.fromkeys([by, "greedy"])
+            if any(name.isdigit() for name in _listdir(os.path.join(directory, SELECTED_DIRS[measure]))))
+    return next(kept, None)
+
+
 def load_run(directory: str, newest: bool = False, by: str = "greedy") -> TrainedAgent:
     """A ``train.py`` run's checkpoint selected ``by`` a measure of play (``Selection``):
     ``"greedy"`` (``best/``: the newest whose value-greedy play on its evaluation boards is
@@ -941,14 +972,10 @@ def load_run(directory: str, newest: bool = False, by: str = "greedy") -> Traine
       RunError: one line naming the problem (no run there, no checkpoint, none that can
         be read, or an incompatible one).
     """
-    if by not in MEASURES:
-        raise ValueError(f"load_run: by is one of {', '.join(MEASURES)}, not {by!r}")
+    measure = selected_by(directory, newest, by)
     learner, config = read_run_config(directory)
     saved = {"learner": learner.name, "config": configs.to_json(config)}
-    # The first selection there is: best/ stands in for one a run made before it was kept.
-    folders = [] if newest else dict.fromkeys([SELECTED_DIRS[by], BEST_DIR])
-    kept = (os.path.join(directory, folder) for folder in folders)
-    sources = next(([path] for path in kept if any(name.isdigit() for name in _listdir(path))), [])
+    sources = [] if measure is None else [os.path.join(directory, SELECTED_DIRS[measure])]
     sources.append(os.path.join(directory, "checkpoints"))
     # Shapes only (making the template takes seconds), placed as a fresh one would be: on
     # one device, whatever devices the run was trained on.
