@@ -1258,8 +1258,8 @@ def test_argmax_play_selects_its_own_checkpoint_which_policy_agents_play(tmp_pat
         chex.assert_trees_all_equal(loaded.params, learner.params(states[step]))
     boards = np.asarray(runs.evaluation_boards(config.game, 2))
     for agent, checkpoint_played in (("policy", "best-argmax/4"), ("value", "best/2")):
-        played = registry.run_agent(f"{agent}:{directory}", boards, key=jax.random.key(0), max_clicks=192)
-        assert played["played"]["checkpoint"] == checkpoint_played
+        result = registry.run_agent(f"{agent}:{directory}", boards, key=jax.random.key(0), max_clicks=192)
+        assert result["played"]["checkpoint"] == checkpoint_played
 
     resumed = runs.Run(directory, learner, config, resume=True)
     assert resumed.restore(states[0], step=3)[0] == 3  # best-argmax/4 is redone; the bar is chunk 3's 14.4
