@@ -172,13 +172,12 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
             if agent.name == "mcts" and learner.evaluator(config) is None:
                 raise ValueError(f"{run} is a run of {learner.name}, which has no policy and value to search with "
                                  f"(mcts:); try value:{run}")
-            _loaded_run(run, _played_by(agent))  # a run with no checkpoint that reads is refused now too
+            _loaded_run(run, PLAYED_BY[agent.name])  # a run with no checkpoint that reads is refused now too
 
 
-def _played_by(agent: Agent) -> str:
-    """The measure of play that selects the checkpoint a run agent plays (``load_run``'s
-    ``by``): the policy's argmax for ``policy:``, greedy play on the value for the searches."""
-    return "argmax" if agent.name == "policy" else "greedy"
+# The measure of play that selects the checkpoint each run agent plays (load_run's ``by``):
+# the policy's argmax for policy:, greedy play on the value for the searches.
+PLAYED_BY = {"policy": "argmax", "value": "greedy", "mcts": "greedy"}
 
 
 def _loaded_run(run: str, by: str) -> tuple[Any, dict]:
@@ -509,19 +508,19 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
 
 
 def _play_run_policy(run: str, boards, context: Context) -> dict:
-    trained, played = _loaded_run(run, "argmax")
+    trained, played = _loaded_run(run, PLAYED_BY["policy"])
     return {**_play_policy(trained.policy, trained.params, boards, context), "played": played}
 
 
 def _play_run_value(spec: tuple[str, int], boards, context: Context) -> dict:
     run, width = spec
-    trained, played = _loaded_run(run, "greedy")
+    trained, played = _loaded_run(run, PLAYED_BY["value"])
     return {**_play_beam(width, trained.scorer, trained.params, boards, context), "played": played}
 
 
 def _play_run_mcts(spec: tuple[str, int], boards, context: Context) -> dict:
     run, simulations = spec
-    trained, played = _loaded_run(run, "greedy")  # one with a policy and a value (require_playable)
+    trained, played = _loaded_run(run, PLAYED_BY["mcts"])  # one with a policy and a value (require_playable)
     return {**_play_policy(MCTSPolicy(trained.evaluator, simulations, rules=context.rules), trained.params, boards,
                            context), "played": played}
 
