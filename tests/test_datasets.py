@@ -570,6 +570,28 @@ def test_an_imitation_run_killed_within_an_epoch_resumes_to_the_uninterrupted_re
         np.testing.assert_allclose(leaf, reference, rtol=1e-5, atol=1e-6)
 
 
+def test_a_finished_imitation_run_resumed_without_its_given_data_set_has_nothing_to_do(tmp_path, capsys):
+    """A run trained on --data DIR, deleted since: resumed at its end it has nothing to do
+    (it was refused); resumed at a step it builds its trainer, which says the data is gone."""
+    from jaxdust.learn.cli import main as train_main
+
+    size = GameConfig(5, 4, 3)
+    make_dataset(str(tmp_path / "data"), DatasetConfig(size, boards=12, seed=3, labeller="beam", beam_width=4,
+                                                       shard_size=12), progress=False)
+    run = tmp_path / "run"
+    argv = ["imitation", "--size", "5x4x3", "--data", str(tmp_path / "data"), "--epochs", "1", "--epoch-chunks", "2",
+            "--batch-size", "8", "--hidden", "8", "--eval-boards", "2", "--cell-rounds", "1", "--cell-width", "8",
+            "--run-dir", str(run)]
+    finished = train_main(argv)
+    shutil.rmtree(tmp_path / "data")
+    capsys.readouterr()
+    assert train_main(["imitation", "--run-dir", str(run), "--resume"]) == finished
+    assert "finished its 2 chunks already: nothing to train" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        train_main(["imitation", "--run-dir", str(run), "--resume", "--resume-step", "1"])
+    assert f"the run's data set {tmp_path / 'data'} is gone: pass --data with a copy of it" in capsys.readouterr().err
+
+
 def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do(tmp_path, capsys, monkeypatch):
     """A run that made its data set in RUN_DIR/data, which was deleted since, labelled all
     of it again on --resume before saying it had nothing to do."""

@@ -1142,8 +1142,10 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
     assert _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "copy"))[1]["data_settings"] == \
         kept["data_settings"]
     args, _ = _settled(tmp_path / "run", "--resume")
+    # Gone: passed by the check (a finished run needs no data), refused by the trainer.
+    learners.get("imitation").check(imitation.ImitationConfig(game=size), args)
     with pytest.raises(ValueError, match="is gone: pass --data"):
-        learners.get("imitation").check(imitation.ImitationConfig(game=size), args)
+        learners.get("imitation").trainer(imitation.ImitationConfig(game=size), args, None)
     # Made again in the run's own folder with other settings: refused, given or not.
     make_dataset(str(tmp_path / "data"), dataclasses.replace(made, seed=3, boards=3), progress=False)
     for flags in ([], ["--data", str(tmp_path / "data")]):

@@ -229,8 +229,8 @@ def _check_imitation_data(config: imitation.ImitationConfig, args) -> None:
                          "(python -m jaxdust.learn.datasets) and pass --data")
     if args.data and getattr(args, "data_jobs", None) is not None:  # a resumed run's --data, read from its config.json
         raise ValueError(f"--data-jobs makes a data set; the run trains on {args.data}, made already")
-    if args.data and not os.path.isdir(args.data):  # a resumed run's, moved or deleted since
-        raise ValueError(f"the run's data set {args.data} is gone: pass --data with a copy of it")
+    if args.data and not os.path.isdir(args.data):
+        return  # a resumed run's, moved or deleted since: a finished run needs none (the trainer says so)
     if args.data:
         require_finished(args.data)
         made = dataset_config(args.data).game
@@ -254,6 +254,8 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
                              "flags it was made with, or remove it") from None
         except WorkerDied as error:
             raise ValueError(f"{error}; the same command goes on from the boards labelled so far") from None
+    elif not os.path.isdir(args.data):
+        raise ValueError(f"the run's data set {args.data} is gone: pass --data with a copy of it")
     data = load_dataset(data_dir, finished=True)
     try:
         init, run_chunk, validate = imitation.make_imitation(config, data, mesh)
