@@ -321,6 +321,10 @@ def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, bo
     against = evaluate.main(["--boards", str(board_file), "--agents", "largest,cpu-beam:64", "--reference", "largest",
                              "--jobs", "1", "--out", str(tmp_path / "against")])
     assert against["reference"] == "largest" and not against["reference_proven_optimal"]
+    # Named as --agents spells it, or otherwise: the same agent.
+    spelled = evaluate.main(["--random", "3", "--size", "5x4x3", "--agents", "largest,cpu-beam:8", "--reference",
+                             "cpu-beam:008", "--jobs", "1", "--out", str(tmp_path / "spelled")])
+    assert spelled["reference"] == "cpu-beam:8"
 
 
 def test_plots_count_unfinished_games_as_neither_equal_nor_shorter_and_bin_whole_numbers(monkeypatch):

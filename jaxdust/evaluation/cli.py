@@ -220,8 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--random", type=flags.count, default=None, metavar="N",
                         help="use N random boards instead")
     configs.add_board_flags(parser, "WxHxC for --random (default 8x6x5), or RULES:WxHxC for other rules "
-                                    "(former:6x6x4); with --boards, the rules to play the file under (at the "
-                                    "file's size; its colours are the file's)",
+                                    "(former:6x6x4); with --boards, the rules to play the file under (its WxH "
+                                    "must be the file's, which a file without a size header is read at; its "
+                                    "colours are the file's)",
                             "play a registered environment's rules and size (e.g. SameGame-15x15x5-v0: "
                             "measured in points; Clickomania-10x10x4-v0: in cells left)")
     parser.add_argument("--seed", type=flags.seed, default=0,
@@ -300,6 +301,7 @@ def main(argv=None) -> dict:
                            f"({CLICKS_PER_CELL * width * height} on {width}x{height} boards)")
     max_clicks = args.max_clicks or width * height
     reference = args.reference or ("best" if best is not None else agents[-1])
+    reference = _as_spelled_in(reference, agents)
     if not by_points and reference not in agents and not (reference == "best" and best is not None):
         if reference == "best" and args.random:
             flags.fail(parser, "--reference best: --random's boards have no reference lengths; name one of --agents")
@@ -341,6 +343,18 @@ def _warn_if_contradicted(name: str, clicks: np.ndarray, cleared: np.ndarray, pr
                   f"{'proven optimum' if proven else 'best known length'} {best[board]} in {path} ({boards.size} such "
                   f"boards): that file's {'optima' if proven else 'lengths'} are wrong, or another game's than the "
                   f"{rules} rules played (a rules= header names the file's)", file=sys.stderr)
+
+
+def _as_spelled_in(reference: str, agents: list[str]) -> str:
+    """``reference`` as ``--agents`` spells the same agent (``beam:08`` for ``beam:8``, a
+    run's path with or without its last slash), or as given where none is."""
+    if reference in agents:
+        return reference
+    try:
+        identity = registry.agent_identity(reference)
+    except ValueError:
+        return reference
+    return next((agent for agent in agents if registry.agent_identity(agent) == identity), reference)
 
 
 def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, reference: str, description: str,
