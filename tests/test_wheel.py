@@ -30,9 +30,11 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    # py.typed: a user's type checker reads the package's types
     assert {"jaxdust/data/boards/eval_8x6x5.txt", "jaxdust/data/boards/optimal_8x6x5.txt",
             "jaxdust/data/boards/fewest_clicks_v1_8x6x5.txt", "jaxdust/data/ranking/ranking_8x6x5.jsonl",
-            "jaxdust/py.typed"} <= names  # py.typed: a user's type checker reads the package's types
+            "jaxdust/py.typed", "jaxdust/data/networks/imitation-8x6x5/params.msgpack",
+            "jaxdust/data/networks/imitation-8x6x5/published.json"} <= names
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert "License-Expression: MIT" in metadata
     requires = re.findall(r"^Requires-Dist: (.*)$", metadata, re.M)
@@ -53,6 +55,8 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
         "assert all(benchmark.load_set(size).proven.all() for size in benchmark.SIZES)\n"
         "from jaxdust.evaluation import ranking\n"
         "assert len(ranking.load()) > 100\n"
+        "from jaxdust.learn.runs import load_run\n"
+        "assert load_run('@imitation-8x6x5').learner == 'imitation'\n"
         "print('wheel ok')\n")
     # No JAX_COMPILATION_CACHE_DIR: the installed commands keep their programs in the user cache.
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu",
@@ -63,11 +67,12 @@ def test_the_wheel_installs_and_runs_on_its_own(tmp_path):
 
     # The installed commands, from the wheel alone.
     commands = target / "bin"
-    result = subprocess.run([str(commands / "jaxdust-evaluate"), "--limit", "2", "--agents", "largest", "--jobs", "1",
-                             "--out", str(tmp_path / "evaluated")], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run([str(commands / "jaxdust-evaluate"), "--limit", "2", "--agents",
+                             "largest,policy:@avi-8x6x5", "--jobs", "1", "--out", str(tmp_path / "evaluated")],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "evaluated" / "summary.json").exists() and "optimal (proven)" in result.stdout
+    assert "policy:@avi-8x6x5" in result.stdout  # a published network plays from the wheel
     result = subprocess.run([str(commands / "jaxdust-solve"), "-", "--width", "4", "--height", "3", "--jobs", "1"],
                             input="112233112233\n", cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and '"optimal": true' in result.stdout, result.stderr[-3000:]

@@ -16,7 +16,9 @@ mcts:RUN_DIR[:simulations] (Gumbel MuZero over the simulator with the run's poli
 value, 64 simulations by default). A run plays the checkpoint it selected by the agent's own
 measure (``policy:`` the one whose argmax played best as it trained, ``best-argmax/``; the
 others the one whose greedy play did, ``best/``), or its newest with ``RUN_DIR@newest``
-(``policy:runs/avi-0@newest,value:runs/avi-0@newest:8``).
+(``policy:runs/avi-0@newest,value:runs/avi-0@newest:8``). ``@NAME`` in place of RUN_DIR
+plays a network that ships with the package (``jaxdust.learn.published``:
+``policy:@imitation-8x6x5,value:@avi-8x6x5:64``).
 
 ``--env ID`` plays a registered environment's rules and size on 100 random boards (or
 ``--random N``, ``--boards FILE``): ``Former-7x9x4-v0`` is measured in clicks like the dust

@@ -24,6 +24,7 @@ from jaxdust.core.boards import positions
 from jaxdust.core.play import play_in_chunks
 from jaxdust.core.processes import ordered_map
 from jaxdust.evaluation import baselines
+from jaxdust.learn import published
 from jaxdust.learn.runs import fingerprint, load_run, read_run_config, selected_by
 from jaxdust.search.beam import CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, require_children_indexable
 from jaxdust.search.heuristic import heuristic_for
@@ -105,9 +106,8 @@ def split_run(run: str) -> tuple[str, bool]:
     run's newest checkpoint rather than the one it selected (``best-argmax/`` for
     ``policy:``, ``best/`` for the others). A directory whose
     own name ends in ``@newest`` stays a directory."""
-    if run.endswith(NEWEST) and not os.path.isfile(os.path.join(run, "config.json")):
-        return run[: -len(NEWEST)], True
-    return run, False
+    newest = run.endswith(NEWEST) and not os.path.isfile(os.path.join(run, "config.json"))
+    return published.resolve(run[: -len(NEWEST)] if newest else run, strict=False), newest
 
 
 def _is_run_agent(agent: Agent) -> bool:
@@ -190,7 +190,8 @@ def _loaded_run(run: str, by: str) -> tuple[Any, dict]:
     digest = fingerprint(directory)
     # Keyed by the checkpoint read, so that two agents playing the same one share it.
     trained = _load_run_as_it_is(os.path.abspath(directory), selected_by(directory, newest, by), digest)
-    return trained, {"run": directory, "checkpoint": trained.checkpoint, "fingerprint": digest}
+    given = published.PREFIX + os.path.basename(directory) if published.is_published(directory) else directory
+    return trained, {"run": given, "checkpoint": trained.checkpoint, "fingerprint": digest}
 
 
 @functools.lru_cache(maxsize=8)
@@ -464,7 +465,9 @@ def _level(text: str) -> int:
 def _run_directory(text: str) -> str:
     """``RUN`` or ``RUN@newest``, checked before any agent plays, so a typo does not waste
     the agents before it."""
-    read_run_config(split_run(text)[0])  # RunError, a ValueError
+    directory, newest = split_run(text)
+    published.resolve(text[: -len(NEWEST)] if newest else text)  # an unknown @NAME named as such
+    read_run_config(directory)  # RunError, a ValueError
     return text
 
 

@@ -31,7 +31,7 @@ from jax.sharding import AxisType
 from jaxdust.core import configs, files, flags, game
 from jaxdust.core.play import play_boards
 from jaxdust.core.progress import progress_bar
-from jaxdust.learn import checkpoint, learners
+from jaxdust.learn import checkpoint, learners, published
 from jaxdust.search.beam import beam_lengths
 
 
@@ -329,8 +329,9 @@ class Run:
         # stay out of it, so checkpoints of runs from before they were kept still restore.
         self.saved = {"learner": learner.name, "config": configs.to_json(config)}
         summary_writer = _tensorboard_writer_class() if tensorboard else None  # before any file is written
-        if resume and not os.path.exists(os.path.join(directory, "config.json")):
-            _check_run_directory(directory, learner, config, resume)  # refuses, before the lock makes a folder
+        if (resume and not os.path.exists(os.path.join(directory, "config.json"))) or published.is_published(directory):
+            # Refuses before the lock makes a folder, or a file among a published network's.
+            _check_run_directory(directory, learner, config, resume)
         # Several processes (train.py --distributed) share the directory: process 0 holds
         # its lock, all of them look before process 0 writes, and only it writes the files
         # here (orbax coordinates the checkpoints itself).
@@ -571,6 +572,9 @@ def _lock_run_directory(directory: str) -> filelock.FileLock:
 def _check_run_directory(directory: str, learner: learners.Learner, config, resume: bool) -> None:
     """RunError unless ``directory`` can take this run: a new one where nothing of a run
     is, or a resume of the same learner with the same settings."""
+    if published.is_published(directory):
+        raise RunError(f"{directory} holds a published network (its parameters alone), not a run to train or "
+                       "resume: use another --run-dir")
     _require_files(directory)
     if not os.path.exists(os.path.join(directory, "config.json")):
         # What a run writes beside config.json:
@@ -924,8 +928,14 @@ def fingerprint(directory: str) -> str:
     """A digest of what ``load_run`` may read from a run directory: its ``config.json`` and
     the step names and checksums of every checkpoint (``best/``, ``best-argmax/`` and
     ``checkpoints/``). A result measured on a run keeps it, so training the run again (or
-    more) shows as a change; an empty string where there is no run."""
+    more) shows as a change; an empty string where there is no run. A published network's
+    is of its ``config.json`` and ``published.json`` (which holds its parameters' sha256)."""
     digest = hashlib.sha256()
+    if published.is_published(directory):  # its config.json and published.json (the parameters' sha256)
+        for name in ("config.json", published.RECORD):
+            with open(os.path.join(directory, name), "rb") as handle:
+                digest.update(f"{name}\0".encode() + handle.read())
+        return digest.hexdigest()
     for folder in ("", *SELECTED_DIRS.values(), "checkpoints"):
         names = ["config.json"] if not folder else sorted(
             name for name in _listdir(os.path.join(directory, folder)) if name.isdigit())
@@ -968,12 +978,28 @@ def load_run(directory: str, newest: bool = False, by: str = "greedy") -> Traine
     it deletes or is still saving as this one reads is no damage: the newest one there then
     is read.
 
+    ``"@NAME"`` loads the network published as NAME (``jaxdust.learn.published``): the
+    one checkpoint it holds, whatever ``newest`` and ``by`` say.
+
     Raises:
       RunError: one line naming the problem (no run there, no checkpoint, none that can
         be read, or an incompatible one).
     """
+    try:
+        directory = published.resolve(directory)
+    except ValueError as error:
+        raise RunError(str(error)) from None
     measure = selected_by(directory, newest, by)
     learner, config = read_run_config(directory)
+    if published.is_published(directory):
+        like = learner.params(jax.eval_shape(lambda: learner.template(config)))
+        try:
+            params = published.read_params(directory, like)
+        except (OSError, ValueError) as error:
+            raise RunError(str(error)) from None
+        step = int(published.record(directory)["checkpoint"].rpartition("/")[2])  # the run's, as best/30
+        return TrainedAgent(learner.name, config, params, learner.policy(config), learner.scorer(config),
+                            learner.evaluator(config), step, published.PARAMS)
     saved = {"learner": learner.name, "config": configs.to_json(config)}
     sources = [] if measure is None else [os.path.join(directory, SELECTED_DIRS[measure])]
     sources.append(os.path.join(directory, "checkpoints"))
