@@ -105,7 +105,8 @@ def split_run(run: str) -> tuple[str, bool]:
     """The directory of a run agent's ``RUN`` or ``RUN@newest``, and whether it plays the
     run's newest checkpoint rather than the one it selected (``best-argmax/`` for
     ``policy:``, ``best/`` for the others). A directory whose
-    own name ends in ``@newest`` stays a directory."""
+    own name ends in ``@newest`` stays a directory. ``@NAME`` is a published network's
+    folder (``jaxdust.learn.published``; one that is not published holds no run)."""
     newest = run.endswith(NEWEST) and not os.path.isfile(os.path.join(run, "config.json"))
     return published.resolve(run[: -len(NEWEST)] if newest else run, strict=False), newest
 
@@ -190,8 +191,9 @@ def _loaded_run(run: str, by: str) -> tuple[Any, dict]:
     digest = fingerprint(directory)
     # Keyed by the checkpoint read, so that two agents playing the same one share it.
     trained = _load_run_as_it_is(os.path.abspath(directory), selected_by(directory, newest, by), digest)
-    given = published.PREFIX + os.path.basename(directory) if published.is_published(directory) else directory
-    return trained, {"run": given, "checkpoint": trained.checkpoint, "fingerprint": digest}
+    named = run[: -len(NEWEST)] if newest else run
+    return trained, {"run": named if named.startswith(published.PREFIX) else directory,
+                     "checkpoint": trained.checkpoint, "fingerprint": digest}
 
 
 @functools.lru_cache(maxsize=8)
@@ -463,8 +465,8 @@ def _level(text: str) -> int:
 
 
 def _run_directory(text: str) -> str:
-    """``RUN`` or ``RUN@newest``, checked before any agent plays, so a typo does not waste
-    the agents before it."""
+    """``RUN`` or ``RUN@newest`` (RUN a directory or ``@NAME``), checked before any agent
+    plays, so a typo does not waste the agents before it."""
     directory, newest = split_run(text)
     published.resolve(text[: -len(NEWEST)] if newest else text)  # an unknown @NAME named as such
     read_run_config(directory)  # RunError, a ValueError
