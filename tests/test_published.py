@@ -1,8 +1,11 @@
 """Published networks (jaxdust.learn.published): a run's parameters shipped with the
 package and played as ``@NAME`` wherever a run directory is taken."""
 
+import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -13,7 +16,7 @@ import pytest
 from jaxdust.core import game
 from jaxdust.evaluation import benchmark, registry
 from jaxdust.learn import published
-from jaxdust.learn.runs import RunError, fingerprint, load_run
+from jaxdust.learn.runs import RunError, fingerprint, load_run, read_run_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,26 +34,80 @@ def _play(agent: str, boards, rules: str = "dust") -> np.ndarray:
     return registry.run_agent(agent, boards, key=jax.random.key(0), max_clicks=cells, rules=rules)["clicks"]
 
 
-def test_a_published_run_plays_as_the_run_does(whole_dqn_run, networks):
-    directory = published.publish(str(whole_dqn_run), "tiny", command="python train.py dqn ...", trained="here")
+@pytest.fixture
+def run_of_two_selections(whole_dqn_run, tmp_path):
+    """A copy of the tiny DQN run whose ``best-argmax/`` holds another checkpoint than
+    ``best/`` (its chunk 4, where ``best/`` holds chunk 6)."""
+    run = tmp_path / "run"
+    shutil.copytree(whole_dqn_run, run)
+    shutil.rmtree(run / "best-argmax")
+    shutil.copytree(run / "checkpoints" / "4", run / "best-argmax" / "4")
+    assert load_run(str(run), by="argmax").checkpoint == "best-argmax/4" and load_run(str(run)).checkpoint == "best/6"
+    return run
+
+
+def _same_params(a, b) -> bool:
+    return jax.tree.structure(a) == jax.tree.structure(b) and all(
+        np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+def test_a_published_run_plays_as_the_run_does(run_of_two_selections, networks):
+    run_dir = str(run_of_two_selections)
+    directory = published.publish(run_dir, "tiny", command="python train.py dqn ...", trained="here")
     assert published.names() == ["tiny"] and directory == str(networks / "tiny")
     assert oct(os.stat(directory).st_mode & 0o777) == oct(0o755)  # package data is everyone's to read
-    run, shipped = load_run(str(whole_dqn_run), by="argmax"), load_run("@tiny")
-    assert shipped.learner == run.learner and shipped.config == run.config and shipped.step == run.step
-    assert jax.tree.structure(shipped.params) == jax.tree.structure(run.params)
-    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(shipped.params), jax.tree.leaves(run.params)))
+    for by in ("greedy", "argmax"):  # each selection's own parameters, as the run plays them
+        run, shipped = load_run(run_dir, by=by), load_run("@tiny", by=by)
+        assert shipped.learner == run.learner and shipped.config == run.config and shipped.step == run.step
+        assert _same_params(shipped.params, run.params)
+    assert not _same_params(load_run("@tiny").params, load_run("@tiny", by="argmax").params)
     record = json.loads((networks / "tiny" / published.RECORD).read_text())
-    assert record["checkpoint"] == run.checkpoint and record["run_fingerprint"] == fingerprint(str(whole_dqn_run))
+    assert record["checkpoints"] == {"greedy": "best/6", "argmax": "best-argmax/4"}
+    assert record["run_fingerprint"] == fingerprint(run_dir)
     assert record["command"] == "python train.py dqn ..." and record["trained"] == "here"
 
     boards = game.random_boards(jax.random.key(3), 12, game.GameConfig())
-    np.testing.assert_array_equal(_play("policy:@tiny", boards), _play(f"policy:{whole_dqn_run}", boards))
-    np.testing.assert_array_equal(_play("value:@tiny:2", boards), _play(f"value:{whole_dqn_run}:2", boards))
+    np.testing.assert_array_equal(_play("policy:@tiny", boards), _play(f"policy:{run_dir}", boards))
+    np.testing.assert_array_equal(_play("value:@tiny:2", boards), _play(f"value:{run_dir}:2", boards))
     played = registry.run_agent("policy:@tiny", boards[:2], key=jax.random.key(0), max_clicks=48)["played"]
-    assert played["run"] == "@tiny" and played["checkpoint"] == published.PARAMS
-    assert played["fingerprint"] == fingerprint(directory) != fingerprint(str(whole_dqn_run))
+    assert played["run"] == "@tiny" and played["checkpoint"] == published.PARAMS["argmax"]
+    assert played["fingerprint"] == fingerprint(directory) == fingerprint("@tiny") != fingerprint(run_dir)
     by_folder = registry.run_agent(f"value:{directory}@newest", boards[:2], key=jax.random.key(0), max_clicks=48)
     assert by_folder["played"]["run"] == directory  # named as given: a folder, not @NAME
+    assert by_folder["played"]["checkpoint"] == published.PARAMS["greedy"]
+
+
+def test_a_run_whose_selections_agree_is_published_with_one_set_of_parameters(whole_dqn_run, networks):
+    published.publish(str(whole_dqn_run), "tiny", command="c", trained="t")
+    assert sorted(os.listdir(networks / "tiny")) == ["config.json", "params.msgpack", "published.json"]
+    assert load_run("@tiny", by="argmax").checkpoint == published.PARAMS["greedy"]
+
+
+def test_republished_parameters_change_the_fingerprint(whole_dqn_run, run_of_two_selections, networks):
+    """A kept result (the leaderboard's rows) stands only while its network does."""
+    published.publish(str(whole_dqn_run), "tiny", command="c", trained="t")
+    before = fingerprint("@tiny")
+    with pytest.raises(ValueError, match="exists: pass replace"):
+        published.publish(str(run_of_two_selections), "tiny", command="c", trained="t")
+    assert fingerprint("@tiny") == before
+    published.publish(str(run_of_two_selections), "tiny", command="c", trained="t", replace=True)
+    assert fingerprint("@tiny") != before and published.names() == ["tiny"]
+    assert sorted(os.listdir(networks)) == ["tiny"]  # nothing left of the replaced one
+
+
+def test_published_names_play_where_a_run_directory_does(whole_dqn_run, networks, tmp_path, monkeypatch):
+    published.publish(str(whole_dqn_run), "tiny", command="c", trained="t")
+    assert read_run_config("@tiny") == read_run_config(str(whole_dqn_run))
+    # A folder named @tiny is reached as ./@tiny, another agent than the published @tiny.
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(whole_dqn_run, tmp_path / "@tiny")
+    assert registry.agent_identity("policy:./@tiny") != registry.agent_identity("policy:@tiny")
+    assert registry.split_run("./@tiny")[0] == "./@tiny"
+    for name in ("w:8", "a,b", "x@newest", "sp ace", ".hidden", "-x", ""):
+        with pytest.raises(ValueError, match="a published network's name is letters"):
+            published.publish(str(whole_dqn_run), name, command="c", trained="t")
+    with pytest.raises(ValueError, match="is a published network already"):
+        published.publish("@tiny", "again", command="c", trained="t")
 
 
 def test_a_damaged_or_unknown_published_network_is_refused_in_one_line(whole_dqn_run, networks):
@@ -59,20 +116,57 @@ def test_a_damaged_or_unknown_published_network_is_refused_in_one_line(whole_dqn
         load_run("@nothing")
     with pytest.raises(ValueError, match=r"@nothing is not a published network"):
         registry.parse_agent("value:@nothing:8")
-    params = networks / "tiny" / published.PARAMS
-    data = bytearray(params.read_bytes())
-    data[len(data) // 2] ^= 1
-    params.write_bytes(bytes(data))
-    with pytest.raises(RunError, match=r"params.msgpack is damaged: its sha256 is not the published"):
-        load_run("@tiny")
-    config = json.loads((networks / "tiny" / "config.json").read_text())
-    config["config"]["hidden"] = [16]  # WHOLE_DQN's network is 32 wide
+
+    def damaged(name: str, change) -> str:
+        folder = networks / name
+        shutil.copytree(networks / "tiny", folder)
+        change(folder)
+        with pytest.raises(RunError) as refused:
+            load_run(f"@{name}")
+        return str(refused.value)
+
+    def flip_a_byte(path):
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 1
+        path.write_bytes(bytes(data))
+
+    def edit_record(change):
+        def edit(folder):
+            record = json.loads((folder / published.RECORD).read_text())
+            change(record)
+            (folder / published.RECORD).write_text(json.dumps(record))
+        return edit
+
+    assert re.search(r"params.msgpack is damaged: its sha256 is not the published one",
+                     damaged("bit", lambda folder: flip_a_byte(folder / published.PARAMS["greedy"])))
+    # The config's own sha256 is checked: an edit would play the parameters under other rules.
+    assert "config.json is damaged" in damaged("rules", lambda folder: (folder / "config.json").write_text(
+        (folder / "config.json").read_text().replace('"dust"', '"former"')))
+    assert re.search(r"published.json is damaged \(Expecting", damaged(
+        "json", lambda folder: (folder / published.RECORD).write_text("{oops")))
+    for name, change in (("nosha", lambda record: record.pop("sha256")),
+                         ("odd", lambda record: record["checkpoints"].update(argmax="params")),
+                         ("list", lambda record: record.clear())):
+        assert "published.json is damaged: it names no checkpoint" in damaged(name, edit_record(change)), name
+
+    # Parameters of another shape than the config's network, their sha256s in order.
     published.publish(str(whole_dqn_run), "other", command="c", trained="t")
-    (networks / "other" / "config.json").write_text(json.dumps(config))
+    config = json.loads((networks / "other" / "config.json").read_text())
+    config["config"]["hidden"] = [16]  # WHOLE_DQN's network is 32 wide
+    data = (json.dumps(config, indent=2, sort_keys=True) + "\n").encode()
+    (networks / "other" / "config.json").write_bytes(data)
+    edit_record(lambda record: record["sha256"].update({"config.json": hashlib.sha256(data).hexdigest()}))(
+        networks / "other")
     with pytest.raises(RunError, match=r"parameters are not shaped as its config.json's network"):
         load_run("@other")
-    with pytest.raises(ValueError, match="a plain folder name"):
-        published.publish(str(whole_dqn_run), "@tiny", command="c", trained="t")
+
+
+def test_train_py_takes_no_published_name_as_its_run_directory(tmp_path):
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), "dqn", "--run-dir", "@avi-8x6x5"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2 and "@avi-8x6x5 would name a published network" in result.stderr
+    assert "give a folder whose name starts with @ as ./@avi-8x6x5" in result.stderr
+    assert not os.listdir(tmp_path)
 
 
 @pytest.mark.parametrize("resume", [True, False])
@@ -104,7 +198,7 @@ def test_each_shipped_network_is_trained_and_plays_its_game(name):
     7x9x4, 17 and 16.5 against 23.7); on the dust game's set, better than the original
     supervised network's argmax (about 17) too."""
     record = published.record(os.path.join(published.NETWORKS_DIR, name))
-    assert {"command", "trained", "checkpoint", "sha256"} <= set(record)
+    assert {"command", "trained", "checkpoints", "sha256"} <= set(record)
     size = load_run(f"@{name}").config.game
     dust = (size.width, size.height, size.colors, size.rules) == (8, 6, 5, "dust")
     boards = benchmark.load_set("8x6x5").boards[:100] if dust else game.random_boards(jax.random.key(0), 100, size)

@@ -239,7 +239,10 @@ def agent_identity(text: str) -> str:
     agent, settings = parse_agent(text)
     run = _run_of(agent, settings)
     if run is not None:
-        settings = (os.path.normpath(run), () if isinstance(settings, str) else settings[1:])
+        path = run if run.startswith(published.PREFIX) else os.path.normpath(run)
+        if path.startswith(published.PREFIX) and not run.startswith(published.PREFIX):
+            path = os.path.join(".", path)  # ./@x, a folder, is not @x, a published network
+        settings = (path, () if isinstance(settings, str) else settings[1:])
     return agent.name if settings is None else f"{agent.name}:{settings!r}"
 
 

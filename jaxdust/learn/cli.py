@@ -41,7 +41,7 @@ import jax
 from jaxdust.core import compile_cache, configs, flags
 from jaxdust.core.game import GameConfig
 from jaxdust.core.registry import make, registered
-from jaxdust.learn import learners, runs
+from jaxdust.learn import learners, published, runs
 
 
 class TrainParser(flags.Parser):
@@ -51,6 +51,15 @@ class TrainParser(flags.Parser):
     learner_parsers: Mapping[str, argparse.ArgumentParser]
 
 
+def _run_dir(text: str) -> str:
+    """``--run-dir``: a folder to write a run into; ``@NAME`` names a published network,
+    which plays but does not train."""
+    if text.startswith(published.PREFIX):
+        raise argparse.ArgumentTypeError(f"{text} would name a published network (@NAME plays one; none trains): "
+                                         f"give a folder whose name starts with @ as ./{text}")
+    return flags.output_dir(text)
+
+
 def build_parser() -> TrainParser:
     parser = TrainParser(prog="train.py", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,7 +67,7 @@ def build_parser() -> TrainParser:
     parser.learner_parsers = subparsers.choices
     for name, learner in learners.LEARNERS.items():
         sub = subparsers.add_parser(name, help=learner.description)
-        sub.add_argument("--run-dir", type=flags.output_dir, default=None, help=f"default: runs/{name}-<seed>")
+        sub.add_argument("--run-dir", type=_run_dir, default=None, help=f"default: runs/{name}-<seed>")
         sub.add_argument("--resume", action="store_true",
                          help="continue the run in --run-dir with its own settings and seed, evaluation "
                               "and data flags (flags given must match them)")

@@ -1,12 +1,14 @@
 """Networks that ship with the package: a trained run's parameters, played by name.
 
 A published network is a folder ``jaxdust/data/networks/NAME`` holding the run's
-``config.json``, one checkpoint's network parameters (``params.msgpack``, flax's
-serialization: no optimiser state, a third of a checkpoint) and ``published.json`` (where
-they came from: the command that trained the run, the checkpoint, the jaxdust version, the
-sha256 of the parameters). An agent plays one by ``@NAME`` where it takes a run directory
-(``policy:@imitation-8x6x5``, ``value:@avi-8x6x5:64``), and ``load_run("@NAME")`` loads it,
-so a trained network plays with no training first.
+``config.json``, the network parameters of the checkpoints the run selected (flax's
+serialization, no optimiser state: ``params.msgpack`` from ``best/``, which ``value:`` and
+``mcts:`` play, and ``params-argmax.msgpack`` from ``best-argmax/``, which ``policy:``
+plays, where the run kept another checkpoint there) and ``published.json``: where they
+came from (the command that trained the run, what it ran on, the checkpoints, the
+publishing version) and the sha256 of every other file, checked on loading. An agent plays
+one by ``@NAME`` where it takes a run directory (``policy:@imitation-8x6x5``,
+``value:@avi-8x6x5:64``) and ``load_run("@NAME")`` loads it, as the run itself would play.
 
     python -m jaxdust.learn.published RUN_DIR NAME --command "python train.py ..." --trained "..."
 """
@@ -17,6 +19,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -31,7 +34,12 @@ from jaxdust.core import files
 NETWORKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "networks")
 PREFIX = "@"  # "@NAME" in place of a run directory
 RECORD = "published.json"
-PARAMS = "params.msgpack"
+CONFIG = "config.json"
+# The parameters each measure of play selects (runs.Selection), as load_run's ``by`` names it.
+PARAMS = {"greedy": "params.msgpack", "argmax": "params-argmax.msgpack"}
+# Names an agent list can hold: no ":" (value:@NAME:8), "," (lists), "@" (@newest) or "/".
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+_CHECKPOINT = re.compile(r"[\w.-]+/\d+\Z")  # best/30, best-argmax/40, checkpoints/12
 
 
 def names(networks_dir: str | None = None) -> list[str]:
@@ -40,7 +48,7 @@ def names(networks_dir: str | None = None) -> list[str]:
     if not os.path.isdir(networks_dir):
         return []
     return sorted(name for name in os.listdir(networks_dir)
-                  if os.path.isfile(os.path.join(networks_dir, name, RECORD)))
+                  if _NAME.match(name) and os.path.isfile(os.path.join(networks_dir, name, RECORD)))
 
 
 def resolve(run: str, strict: bool = True, networks_dir: str | None = None) -> str:
@@ -64,32 +72,53 @@ def is_published(directory: str) -> bool:
 
 
 def record(directory: str) -> dict:
-    """A published network's ``published.json``."""
-    with open(os.path.join(directory, RECORD), encoding="utf-8") as handle:
-        return json.load(handle)
+    """A published network's ``published.json``, checked for what loading it reads;
+    ValueError naming the file otherwise."""
+    path = os.path.join(directory, RECORD)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except ValueError as error:
+        raise ValueError(f"{path} is damaged ({error})") from None
+    checkpoints = saved.get("checkpoints") if isinstance(saved, dict) else None
+    digests = saved.get("sha256") if isinstance(saved, dict) else None
+    if not (isinstance(checkpoints, dict) and set(checkpoints) == set(PARAMS)
+            and all(isinstance(c, str) and _CHECKPOINT.match(c) for c in checkpoints.values())
+            and isinstance(digests, dict) and {CONFIG, PARAMS["greedy"]} <= set(digests)):
+        raise ValueError(f"{path} is damaged: it names no checkpoint of each selection, or no sha256 of "
+                         f"{CONFIG} and {PARAMS['greedy']}")
+    return saved
 
 
-def read_params(directory: str, like: Any) -> Any:
-    """The parameters of the published network in ``directory``, restored into the tree of
-    ``like`` (arrays or ``jax.ShapeDtypeStruct``s of the learner's network).
+def selection(directory: str, by: str) -> str:
+    """The measure whose parameters play for ``by``: ``"argmax"`` where the network holds a
+    checkpoint of its own for it, else ``"greedy"`` (the run kept one for both)."""
+    return "argmax" if by == "argmax" and PARAMS["argmax"] in record(directory)["sha256"] else "greedy"
+
+
+def read_params(directory: str, like: Any, by: str = "greedy") -> tuple[Any, int]:
+    """The parameters that play ``by`` a measure of play in the published network in
+    ``directory``, restored into the tree of ``like`` (arrays or ``jax.ShapeDtypeStruct``s
+    of the learner's network), and the run's step they were saved at.
 
     Raises:
-      ValueError: the file's sha256 differs from the one published, or its parameters
-        are not shaped as ``like``'s.
+      ValueError: a file differs from its published sha256 (its config.json too), or the
+        parameters are not shaped as ``like``'s.
     """
-    with open(os.path.join(directory, PARAMS), "rb") as handle:
-        data = handle.read()
-    expected = record(directory)["sha256"]
-    if hashlib.sha256(data).hexdigest() != expected:
-        raise ValueError(f"{os.path.join(directory, PARAMS)} is damaged: its sha256 is not the published {expected}")
+    saved, measure = record(directory), selection(directory, by)
+    for name in (CONFIG, PARAMS[measure]):
+        with open(os.path.join(directory, name), "rb") as handle:
+            data = handle.read()
+        if hashlib.sha256(data).hexdigest() != saved["sha256"][name]:
+            raise ValueError(f"{os.path.join(directory, name)} is damaged: its sha256 is not the published one")
     try:
         params = serialization.from_bytes(like, data)
     except ValueError:  # a key missing
         params = None
     if params is None or _layout(params) != _layout(like):
-        raise ValueError(f"{directory}'s parameters are not shaped as its config.json's network (published by "
+        raise ValueError(f"{directory}'s parameters are not shaped as its {CONFIG}'s network (published by "
                          "another version of jaxdust?)")
-    return jax.tree.map(jax.numpy.asarray, params)
+    return jax.tree.map(jax.numpy.asarray, params), int(saved["checkpoints"][measure].rpartition("/")[2])
 
 
 def _layout(tree: Any) -> list[tuple[str, tuple[int, ...], str]]:
@@ -97,65 +126,81 @@ def _layout(tree: Any) -> list[tuple[str, tuple[int, ...], str]]:
             for path, leaf in jax.tree_util.tree_leaves_with_path(tree)]
 
 
-def write(directory: str, params: Any, saved_config: dict, provenance: dict) -> None:
-    """Write a published network into ``directory`` (made, or replaced whole): the run's
-    ``saved_config`` (its config.json's content), ``params`` and ``provenance`` (what
-    ``published.json`` says besides the sha256)."""
-    data = serialization.to_bytes(jax.device_get(params))
+def write(directory: str, contents: dict[str, bytes], provenance: dict, replace: bool = False) -> None:
+    """Write a published network into ``directory``: ``contents`` (file name -> bytes: its
+    config.json and parameters) and ``published.json`` (``provenance`` and their sha256s).
+    ValueError where ``directory`` exists, unless ``replace``."""
+    if os.path.exists(directory) and not replace:
+        raise ValueError(f"{directory} exists: pass replace (--replace) to publish over it")
     parent = os.path.dirname(os.path.abspath(directory))
     os.makedirs(parent, exist_ok=True)
-    # Built beside it, then renamed in: no reader sees a network in part.
+    # Built beside it and renamed in, so no reader sees a network in part (a replaced one is
+    # renamed aside first: gone for that moment, never mixed).
     staging = tempfile.mkdtemp(prefix=files.TEMPORARY_PREFIX, dir=parent)
     try:
         os.chmod(staging, 0o755)  # mkdtemp's folder is its owner's only; a package's data is everyone's
-        files.atomic_write_json(os.path.join(staging, "config.json"), saved_config)
-        files.atomic_write_bytes(os.path.join(staging, PARAMS), data)
-        files.atomic_write_json(os.path.join(staging, RECORD),
-                                {**provenance, "sha256": hashlib.sha256(data).hexdigest()})
+        for name, data in contents.items():
+            files.atomic_write_bytes(os.path.join(staging, name), data)
+        digests = {name: hashlib.sha256(data).hexdigest() for name, data in contents.items()}
+        files.atomic_write_json(os.path.join(staging, RECORD), {**provenance, "sha256": digests})
+        old = None
         if os.path.exists(directory):
-            shutil.rmtree(directory)
+            old = tempfile.mkdtemp(prefix=files.TEMPORARY_PREFIX, dir=parent)
+            os.rename(directory, os.path.join(old, "network"))
         os.rename(staging, directory)
+        if old is not None:
+            shutil.rmtree(old)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def publish(run_dir: str, name: str, command: str, trained: str, by: str = "argmax",
-            networks_dir: str | None = None) -> str:
-    """Publish the checkpoint of ``run_dir`` that ``load_run`` selects ``by`` a measure of
-    play as ``@name``; ``command`` is the one that trained the run, ``trained`` what it ran
-    on (jaxdust's version, the machine, the date). Returns its directory."""
+def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: str | None = None,
+            replace: bool = False) -> str:
+    """Publish the checkpoints ``run_dir`` selected (``best/``, and ``best-argmax/`` where its
+    parameters differ) as ``@name``; ``command`` is the one that trained the run, ``trained`` what it
+    ran on (jaxdust's version, the machine, the date). Returns the network's directory.
+    ValueError for a name an agent list cannot hold, a source that is no run (or is a
+    published network), or an existing network unless ``replace``."""
+    from jaxdust import __version__
     from jaxdust.learn import runs  # runs loads published networks: imported here, not above
 
-    if not name or os.sep in name or name.startswith((".", PREFIX)):
-        raise ValueError(f"a published network's name is a plain folder name, not {name!r}")
-    agent = runs.load_run(run_dir, by=by)
-    with open(os.path.join(run_dir, "config.json"), encoding="utf-8-sig") as handle:
+    if not _NAME.match(name):
+        raise ValueError(f"a published network's name is letters, digits, '.', '_' and '-', not starting with "
+                         f"'.', '_' or '-': not {name!r}")
+    if is_published(resolve(run_dir, strict=False)):
+        raise ValueError(f"{run_dir} is a published network already: publish the run it was made from")
+    played = {measure: runs.load_run(run_dir, by=measure) for measure in PARAMS}
+    with open(os.path.join(run_dir, CONFIG), encoding="utf-8-sig") as handle:
         saved_config = json.load(handle)
-    from jaxdust import __version__
-    provenance = {"command": command, "trained": trained, "checkpoint": agent.checkpoint, "selected_by": by,
+    contents = {CONFIG: (json.dumps(saved_config, indent=2, sort_keys=True) + "\n").encode()}
+    for measure, agent in played.items():
+        data = serialization.to_bytes(jax.device_get(agent.params))
+        if data != contents.get(PARAMS["greedy"]):  # best-argmax/ often holds best/'s step
+            contents[PARAMS[measure]] = data
+    provenance = {"command": command, "trained": trained,
+                  "checkpoints": {measure: agent.checkpoint for measure, agent in played.items()},
                   "run_fingerprint": runs.fingerprint(run_dir), "published_by": f"jaxdust {__version__}"}
     directory = os.path.join(networks_dir or NETWORKS_DIR, name)
-    write(directory, agent.params, saved_config, provenance)
+    write(directory, contents, provenance, replace)
     return directory
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m jaxdust.learn.published",
-                                     description="Publish a train.py run's selected checkpoint as @NAME.")
+                                     description="Publish a train.py run's selected checkpoints as @NAME.")
     parser.add_argument("run_dir", help="the run directory")
     parser.add_argument("name", help="the published name (played as @NAME)")
     parser.add_argument("--command", required=True, help="the command that trained the run, kept with it")
     parser.add_argument("--trained", required=True,
                         help="what trained it, kept with it: jaxdust's version, the machine, the date")
-    parser.add_argument("--by", choices=("argmax", "greedy"), default="argmax",
-                        help="the checkpoint the run selected by this measure of play (default: argmax)")
     parser.add_argument("--networks-dir", help="where published networks are kept (default: the package's "
                                                "jaxdust/data/networks)")
+    parser.add_argument("--replace", action="store_true", help="publish over a network of that name")
     args = parser.parse_args(argv)
     try:
-        directory = publish(args.run_dir, args.name, args.command, args.trained, args.by, args.networks_dir)
-    except ValueError as error:  # RunError is one
+        directory = publish(args.run_dir, args.name, args.command, args.trained, args.networks_dir, args.replace)
+    except (ValueError, OSError) as error:  # RunError is a ValueError
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(f"published {args.run_dir} as {PREFIX}{args.name} in {directory}", file=sys.stderr)
 

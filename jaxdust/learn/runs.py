@@ -112,7 +112,12 @@ def progress_evaluation(boards, learner: learners.Learner, config):
 
 
 def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
-    """The learner and config of a ``train.py`` run directory; RunError naming the problem."""
+    """The learner and config of a ``train.py`` run directory (or ``@NAME``: a published
+    network's); RunError naming the problem."""
+    try:
+        directory = published.resolve(directory)
+    except ValueError as error:
+        raise RunError(str(error)) from None
     path = os.path.join(directory, "config.json")
     if not os.path.exists(path):  # a typo, or a run not trained yet
         why = ("no config.json" if os.path.isdir(directory)
@@ -929,12 +934,12 @@ def fingerprint(directory: str) -> str:
     the step names and checksums of every checkpoint (``best/``, ``best-argmax/`` and
     ``checkpoints/``). A result measured on a run keeps it, so training the run again (or
     more) shows as a change; an empty string where there is no run. A published network's
-    is of its ``config.json`` and ``published.json`` (which holds its parameters' sha256)."""
+    (``@NAME`` too) is of its ``published.json``, which holds the sha256 of its other files."""
     digest = hashlib.sha256()
-    if published.is_published(directory):  # its config.json and published.json (the parameters' sha256)
-        for name in ("config.json", published.RECORD):
-            with open(os.path.join(directory, name), "rb") as handle:
-                digest.update(f"{name}\0".encode() + handle.read())
+    directory = published.resolve(directory, strict=False)
+    if published.is_published(directory):  # published.json holds the sha256 of every other file
+        with open(os.path.join(directory, published.RECORD), "rb") as handle:
+            digest.update(handle.read())
         return digest.hexdigest()
     for folder in ("", *SELECTED_DIRS.values(), "checkpoints"):
         names = ["config.json"] if not folder else sorted(
@@ -958,6 +963,12 @@ def selected_by(directory: str, newest: bool = False, by: str = "greedy") -> str
     it was kept lacks; None for the newest checkpoint (asked for, or no selection kept)."""
     if by not in MEASURES:
         raise ValueError(f"load_run: by is one of {', '.join(MEASURES)}, not {by!r}")
+    directory = published.resolve(directory, strict=False)
+    if published.is_published(directory):  # it holds the selected checkpoints only
+        try:
+            return published.selection(directory, by)
+        except (OSError, ValueError) as error:
+            raise RunError(str(error)) from None
     if newest:
         return None
     kept = (measure for measure in dict.fromkeys([by, "greedy"])
@@ -979,7 +990,7 @@ def load_run(directory: str, newest: bool = False, by: str = "greedy") -> Traine
     is read.
 
     ``"@NAME"`` loads the network published as NAME (``jaxdust.learn.published``): the
-    one checkpoint it holds, whatever ``newest`` and ``by`` say.
+    checkpoint its run selected ``by`` the measure (it holds no newest one).
 
     Raises:
       RunError: one line naming the problem (no run there, no checkpoint, none that can
@@ -994,12 +1005,11 @@ def load_run(directory: str, newest: bool = False, by: str = "greedy") -> Traine
     if published.is_published(directory):
         like = learner.params(jax.eval_shape(lambda: learner.template(config)))
         try:
-            params = published.read_params(directory, like)
+            params, step = published.read_params(directory, like, by)
         except (OSError, ValueError) as error:
             raise RunError(str(error)) from None
-        step = int(published.record(directory)["checkpoint"].rpartition("/")[2])  # the run's, as best/30
         return TrainedAgent(learner.name, config, params, learner.policy(config), learner.scorer(config),
-                            learner.evaluator(config), step, published.PARAMS)
+                            learner.evaluator(config), step, published.PARAMS[published.selection(directory, by)])
     saved = {"learner": learner.name, "config": configs.to_json(config)}
     sources = [] if measure is None else [os.path.join(directory, SELECTED_DIRS[measure])]
     sources.append(os.path.join(directory, "checkpoints"))
