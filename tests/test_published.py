@@ -209,4 +209,4 @@ def test_each_shipped_network_is_trained_and_plays_its_game(name):
 
 
 def test_the_package_ships_a_network_for_the_dust_game_and_for_former():
-    assert {"avi-8x6x5", "imitation-8x6x5", "avi-former-7x9x4"} <= set(published.names())
+    assert {"avi-8x6x5", "imitation-8x6x5", "imitation-8x6x5-8-epochs", "avi-former-7x9x4"} <= set(published.names())
