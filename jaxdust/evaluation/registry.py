@@ -107,8 +107,14 @@ def split_run(run: str) -> tuple[str, bool]:
     ``policy:``, ``best/`` for the others). A directory whose
     own name ends in ``@newest`` stays a directory. ``@NAME`` is a published network's
     folder (``jaxdust.learn.published``; one that is not published holds no run)."""
+    named, newest = _named_run(run)
+    return published.resolve(named, strict=False), newest
+
+
+def _named_run(run: str) -> tuple[str, bool]:
+    """``RUN`` as written (a directory or ``@NAME``) without ``@newest``, and whether it had it."""
     newest = run.endswith(NEWEST) and not os.path.isfile(os.path.join(run, "config.json"))
-    return published.resolve(run[: -len(NEWEST)] if newest else run, strict=False), newest
+    return (run[: -len(NEWEST)] if newest else run), newest
 
 
 def _is_run_agent(agent: Agent) -> bool:
@@ -187,11 +193,11 @@ def _loaded_run(run: str, by: str) -> tuple[Any, dict]:
     and again when the run has changed on disk since; and what a result played on it
     records: the run as given, the checkpoint played (relative to the run directory) and the
     run's fingerprint."""
-    directory, newest = split_run(run)
+    named, newest = _named_run(run)
+    directory = published.resolve(named, strict=False)
     digest = fingerprint(directory)
     # Keyed by the checkpoint read, so that two agents playing the same one share it.
     trained = _load_run_as_it_is(os.path.abspath(directory), selected_by(directory, newest, by), digest)
-    named = run[: -len(NEWEST)] if newest else run
     return trained, {"run": named if named.startswith(published.PREFIX) else directory,
                      "checkpoint": trained.checkpoint, "fingerprint": digest}
 
@@ -239,9 +245,11 @@ def agent_identity(text: str) -> str:
     agent, settings = parse_agent(text)
     run = _run_of(agent, settings)
     if run is not None:
-        path = run if run.startswith(published.PREFIX) else os.path.normpath(run)
-        if path.startswith(published.PREFIX) and not run.startswith(published.PREFIX):
-            path = os.path.join(".", path)  # ./@x, a folder, is not @x, a published network
+        path = run
+        if not run.startswith(published.PREFIX):
+            path = os.path.normpath(run)
+            if path.startswith(published.PREFIX):  # ./@x, a folder, is not @x, a published network
+                path = os.path.join(".", path)
         settings = (path, () if isinstance(settings, str) else settings[1:])
     return agent.name if settings is None else f"{agent.name}:{settings!r}"
 
@@ -470,9 +478,7 @@ def _level(text: str) -> int:
 def _run_directory(text: str) -> str:
     """``RUN`` or ``RUN@newest`` (RUN a directory or ``@NAME``), checked before any agent
     plays, so a typo does not waste the agents before it."""
-    directory, newest = split_run(text)
-    published.resolve(text[: -len(NEWEST)] if newest else text)  # an unknown @NAME named as such
-    read_run_config(directory)  # RunError, a ValueError
+    read_run_config(_named_run(text)[0])  # RunError, a ValueError (an unknown @NAME named as such)
     return text
 
 

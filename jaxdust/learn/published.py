@@ -96,10 +96,10 @@ def selection(directory: str, by: str) -> str:
     return "argmax" if by == "argmax" and PARAMS["argmax"] in record(directory)["sha256"] else "greedy"
 
 
-def read_params(directory: str, like: Any, by: str = "greedy") -> tuple[Any, int]:
+def read_params(directory: str, like: Any, by: str = "greedy") -> tuple[Any, int, str]:
     """The parameters that play ``by`` a measure of play in the published network in
     ``directory``, restored into the tree of ``like`` (arrays or ``jax.ShapeDtypeStruct``s
-    of the learner's network), and the run's step they were saved at.
+    of the learner's network), the run's step they were saved at and their file's name.
 
     Raises:
       ValueError: a file differs from its published sha256 (its config.json too), or the
@@ -118,7 +118,8 @@ def read_params(directory: str, like: Any, by: str = "greedy") -> tuple[Any, int
     if params is None or _layout(params) != _layout(like):
         raise ValueError(f"{directory}'s parameters are not shaped as its {CONFIG}'s network (published by "
                          "another version of jaxdust?)")
-    return jax.tree.map(jax.numpy.asarray, params), int(saved["checkpoints"][measure].rpartition("/")[2])
+    step = int(saved["checkpoints"][measure].rpartition("/")[2])
+    return jax.tree.map(jax.numpy.asarray, params), step, PARAMS[measure]
 
 
 def _layout(tree: Any) -> list[tuple[str, tuple[int, ...], str]]:

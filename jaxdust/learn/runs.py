@@ -114,10 +114,7 @@ def progress_evaluation(boards, learner: learners.Learner, config):
 def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
     """The learner and config of a ``train.py`` run directory (or ``@NAME``: a published
     network's); RunError naming the problem."""
-    try:
-        directory = published.resolve(directory)
-    except ValueError as error:
-        raise RunError(str(error)) from None
+    directory = _resolved(directory)
     path = os.path.join(directory, "config.json")
     if not os.path.exists(path):  # a typo, or a run not trained yet
         why = ("no config.json" if os.path.isdir(directory)
@@ -135,6 +132,15 @@ def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
         return learner, configs.from_json(learner.config_class, saved["config"])
     except (ValueError, TypeError, KeyError) as error:
         raise RunError(f"{path} does not match this version of jaxdust ({error})") from None
+
+
+def _resolved(directory: str) -> str:
+    """``published.resolve``: a published network's folder for ``@NAME``; RunError for an
+    unknown name."""
+    try:
+        return published.resolve(directory)
+    except ValueError as error:
+        raise RunError(str(error)) from None
 
 
 def base_config(learner: learners.Learner, args):
@@ -996,20 +1002,17 @@ def load_run(directory: str, newest: bool = False, by: str = "greedy") -> Traine
       RunError: one line naming the problem (no run there, no checkpoint, none that can
         be read, or an incompatible one).
     """
-    try:
-        directory = published.resolve(directory)
-    except ValueError as error:
-        raise RunError(str(error)) from None
-    measure = selected_by(directory, newest, by)
+    directory = _resolved(directory)
+    measure = selected_by(directory, newest, by)  # ValueError for a measure there is none of
     learner, config = read_run_config(directory)
     if published.is_published(directory):
         like = learner.params(jax.eval_shape(lambda: learner.template(config)))
         try:
-            params, step = published.read_params(directory, like, by)
+            params, step, name = published.read_params(directory, like, by)
         except (OSError, ValueError) as error:
             raise RunError(str(error)) from None
         return TrainedAgent(learner.name, config, params, learner.policy(config), learner.scorer(config),
-                            learner.evaluator(config), step, published.PARAMS[published.selection(directory, by)])
+                            learner.evaluator(config), step, name)
     saved = {"learner": learner.name, "config": configs.to_json(config)}
     sources = [] if measure is None else [os.path.join(directory, SELECTED_DIRS[measure])]
     sources.append(os.path.join(directory, "checkpoints"))
