@@ -3,6 +3,7 @@
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -522,6 +523,11 @@ def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_pat
     assert leaderboard._kept_row(path, benchmark.Row) is None  # a run's row is no other agent's
     leaderboard._keep_row(path, row)
     assert leaderboard._kept_row(path, benchmark.Row) == row
+    one_board = leaderboard.FamilyRow("largest", "Dust-4x3x3-v0", 1, "clicks", 5.0, 1.0, 0.01)  # se: NaN
+    leaderboard._keep_row(path, one_board)  # kept as null (strict JSON), read back as NaN
+    assert json.loads(open(path).read())["se"] is None
+    kept = leaderboard._kept_row(path, leaderboard.FamilyRow)
+    assert kept is not None and math.isnan(kept.se) and kept.markdown() == one_board.markdown()
     # A row damaged by hand (rows are written atomically) is measured again, with a warning;
     # so is one whose figures are not numbers (shown with number formats: a string stopped
     # the command after the other rows were played).

@@ -542,6 +542,17 @@ def test_file_names_of_long_agents_fit_a_file_system_and_stay_apart():
     assert len(set(names.values())) == 3
 
 
+def test_a_one_board_evaluation_writes_strict_json_with_no_standard_error(tmp_path):
+    """One board has no standard error: summary.json says null, not Python's NaN, which
+    strict JSON readers refuse."""
+    from tests.test_files import _strict
+
+    report = evaluate.main(["--random", "1", "--size", "4x3x3", "--agents", "largest", "--out", str(tmp_path)])
+    summary = _strict((tmp_path / "summary.json").read_text())
+    assert summary["agents"]["largest"]["mean"] == report["agents"]["largest"]["mean"] > 0
+    assert summary["agents"]["largest"]["se"] is None
+
+
 def test_an_earlier_evaluations_figures_do_not_stay_beside_a_new_one(tmp_path):
     mine = ["game-of-life.gif", "points.png", "joint-venture.png"]  # the user's, named like figures
     for name in mine:

@@ -152,3 +152,22 @@ def test_a_name_longer_than_the_filesystem_takes_is_refused_where_it_is_given(tm
         raise AssertionError("a name of 13 bytes was taken where 12 is the most")
     monkeypatch.setattr(flags.os, "pathconf", lambda path, name: -1)  # no limit known
     assert flags.output_file(str(tmp_path / long)) == str(tmp_path / long)
+
+
+def _strict(text: str):
+    """``text`` parsed as JSON proper: ``NaN`` and ``Infinity`` refused, as strict readers do."""
+    import json
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_files_are_strict_json_with_undefined_figures_as_null(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "report.json"
+    value = {"se": float("nan"), "rows": [{"mean": np.float64("inf"), "n": 1}, (float("-inf"), 2.5)], "ok": 1.0}
+    files.atomic_write_json(path, value)
+    assert _strict(path.read_text()) == {"se": None, "rows": [{"mean": None, "n": 1}, [None, 2.5]], "ok": 1.0}
+    assert value["se"] != value["se"]  # the caller's value is left as it was

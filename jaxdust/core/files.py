@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import stat
@@ -158,7 +159,23 @@ def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
 
 
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
+    """``value`` as strict JSON (indented, keys sorted; see ``strict_json``) to ``path``."""
+    text = json.dumps(strict_json(value), indent=2, sort_keys=True, allow_nan=False)
+    atomic_write_bytes(path, (text + "\n").encode())
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (a standard error over one board) as None.
+    Python's ``json`` writes them as ``NaN`` and ``Infinity``, which JSON does not have:
+    strict readers (a browser's ``JSON.parse``, Rust's ``serde_json``) refuse the whole
+    file. Readers of the project's files take None where a float may be undefined."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(item) for item in value]
+    return value
 
 
 def short_file_name(name: str, limit: int = 120) -> str:

@@ -294,6 +294,9 @@ def _kept_row(path: str, row_type, source: str | None = None):
         version, run = saved.pop("jaxdust", None), saved.pop("run", None)
         if (version, run) != (__version__, source):
             return None
+        for field in dataclasses.fields(row_type):  # strict JSON keeps a NaN (one board's se) as null
+            if saved.get(field.name, 0.0) is None and field.type in ("float", float):
+                saved[field.name] = float("nan")
         kept = row_type(**saved)
         for field in dataclasses.fields(row_type):  # a row's figures are shown with formats that need numbers
             value, kind = getattr(kept, field.name), field.type if isinstance(field.type, str) else field.type.__name__
