@@ -372,7 +372,7 @@ def _per_game(flags: jax.Array, like: jax.Array) -> jax.Array:
     return flags.reshape(flags.shape + (1,) * (like.ndim - 1))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # bounded: a process sweeping many configurations keeps the newest
 def _batched_step(env: DustEnv):
     """``env.step`` as a jitted ``custom_vmap``: alone it is a batch of one; under ``vmap``
     the whole batch goes to ``env.step_batch`` (unmapped arguments broadcast). Jitted so
