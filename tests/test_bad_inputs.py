@@ -26,7 +26,7 @@ from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
 from jaxdust.learn import cli as train_cli
-from jaxdust.learn import avi, datasets, dqn, imitation, runs
+from jaxdust.learn import agents, avi, datasets, dqn, imitation, networks, runs
 from jaxdust.learn.datasets import DatasetConfig
 from jaxdust.search import mcts
 from jaxdust.search.points import points_beam_solutions
@@ -672,6 +672,9 @@ def scores_one_number(boards, params):  # broadcast, it would rank every child a
 LOOKAHEAD_OF_ONE_NUMBER = lookahead_scorer(scores_one_number)
 
 
+TINY_NETWORK = networks.ValuePolicyNetwork((8,), 3)
+TINY_POLICY, TINY_SCORER = agents.ClusterArgmax(TINY_NETWORK), agents.ValueHeadScorer(TINY_NETWORK)
+
 API_CASES = [
     (lambda: jaxdust.solve("1" * 48, time_limit=0), "time_limit must be a positive number of seconds or None, got 0$"),
     (lambda: jaxdust.solve("1" * 48, time_limit=float("inf")), "time_limit must be a positive number .* got inf"),
@@ -881,6 +884,22 @@ API_CASES = [
       for search in (jaxdust.beam_search, jaxdust.points_beam) for shape in ((3, 0), (0, 3), (2, 3, 0))),
     (lambda: jaxdust.beam_search(np.ones((4, 4), np.int8), width=2**25, rescorer=lookahead_heuristic),
      "beam_search: 1 boards x width 33,554,432 x shortlist 4 x 16 cells"),
+    # SameGame's points of a larger board would wrap round int32.
+    (lambda: play_boards(np.ones((1, 216, 216), np.int8), baselines.largest_group, jax.random.key(0), 2,
+                         rules="samegame"), "216x216 board has 46,656 cells; under the samegame rules a board holds"),
+    (lambda: mcts.search(np.ones((4, 3), np.int8), mcts.heuristic_evaluator, None, jax.random.key(0), 4),
+     r"mcts.search takes a batch of boards \[N, W, H\], got shape \(4, 3\) \(one board: boards\[None\]\)"),
+    (lambda: mcts.search(np.ones((1, 4, 3), np.int8), mcts.heuristic_evaluator, None, 0, 4),
+     "mcts.search: key must be one jax.random.key"),
+    *((lambda function=function: function(jnp.array([1, 0, 2, 0], jnp.int8)),
+       f"{function.__name__} takes a board \\[W, H\\] \\(or boards \\[W, H, ...\\]\\), got shape \\(4,\\)")
+      for function in (jaxdust.settle, jaxdust.apply_gravity, jaxdust.is_over)),
+    # A trained network's agent called without its parameters (play_boards' default).
+    (lambda: play_boards(np.ones((1, 4, 3), np.int8), TINY_POLICY, jax.random.key(0), 4),
+     r"^ClusterArgmax plays a trained network: pass its parameters too \(params=agent.params"),
+    (lambda: jaxdust.beam_search(np.ones((1, 4, 3), np.int8), 2, TINY_SCORER), "ValueHeadScorer plays a trained"),
+    (lambda: TINY_SCORER(np.ones((4, 3), np.int8), {"params": {}}),
+     r"ValueHeadScorer takes boards \[N, W, H\], got an array of shape \(4, 3\)"),
 ]
 
 

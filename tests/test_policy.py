@@ -66,7 +66,7 @@ def test_the_imitation_prior_ranks_clusters_as_its_argmax_does_whatever_their_si
         def apply(params, boards):
             return jnp.broadcast_to(cell_logits, (boards.shape[0], 12)), jnp.zeros(boards.shape[0])
 
-    _, logits = agents.PolicyValueEvaluator(Network())(board[None], None)
+    _, logits = agents.PolicyValueEvaluator(Network())(board[None], {})
     prior, legal = mcts.cluster_prior(board[None], logits)
     prior = np.where(np.asarray(legal[0]), np.asarray(jax.nn.softmax(prior[0])), 0.0)
     by_prior = sorted(np.flatnonzero(legal[0]), key=lambda cell: -prior[cell])
@@ -318,6 +318,23 @@ def test_a_lookahead_plays_its_own_rules_and_a_beam_under_others_refuses_it():
     assert model_rules(former) == "former"
     found = beam_search(boards, 2, rescorer=former, rules="former")
     assert all(map(_former_line_clears, boards, found.actions))
+
+
+def test_scorers_made_alike_are_equal_so_a_beam_compiles_once_for_them():
+    """A scorer is a static argument of the beam: two made by the same call must be equal,
+    or every fresh one compiles the beam again (seconds a call)."""
+    weights = heuristic.heuristic_weights("former")
+    assert heuristic.linear_scorer(weights) == heuristic.linear_scorer(list(weights)) == heuristic.heuristic_for("former")
+    assert heuristic.linear_scorer(weights) != heuristic.heuristic_scorer
+    made = [beam.lookahead_scorer(heuristic.linear_scorer(weights), rules="former") for _ in range(2)]
+    assert made[0] == made[1] and hash(made[0]) == hash(made[1])
+    assert made[0] != beam.lookahead_scorer(heuristic.linear_scorer(weights), chunk=7, rules="former")
+    boards = random_boards(2, GameConfig(4, 3, 3, "former"), 0)
+    beam_search(boards, 2, rescorer=made[0], rules="former")
+    compiled = beam._beam_search._cache_size()
+    again = beam_search(boards, 2, rescorer=beam.lookahead_scorer(heuristic.linear_scorer(weights), rules="former"),
+                        rules="former")
+    assert beam._beam_search._cache_size() == compiled and all(map(_former_line_clears, boards, again.actions))
 
 
 @pytest.mark.slow

@@ -81,6 +81,8 @@ def test_a_run_whose_selections_agree_is_published_with_one_set_of_parameters(wh
     published.publish(str(whole_dqn_run), "tiny", command="c", trained="t")
     assert sorted(os.listdir(networks / "tiny")) == ["config.json", "params.msgpack", "published.json"]
     assert load_run("@tiny", by="argmax").checkpoint == published.PARAMS["greedy"]
+    assert load_run(networks / "tiny").step == load_run("@tiny").step  # a path, as solve(checkpoint=) takes
+    assert load_run(whole_dqn_run).checkpoint == load_run(str(whole_dqn_run)).checkpoint
 
 
 def test_republished_parameters_change_the_fingerprint(whole_dqn_run, run_of_two_selections, networks):

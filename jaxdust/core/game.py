@@ -467,6 +467,9 @@ def public(function=None, *, indices: tuple[str, ...] = (), one_board: bool = Fa
         if one_board and (np.ndim(board) != 2 or 0 in np.shape(board)):
             raise ValueError(f"{function.__name__} takes one board [W, H], got shape {np.shape(board)}; "
                              f"for a batch, jax.vmap({function.__name__})")
+        if np.ndim(board) < 2:  # a row or a column is a board of width or height 1: [1, H] or [W, 1]
+            raise ValueError(f"{function.__name__} takes a board [W, H] (or boards [W, H, ...]), got shape "
+                             f"{np.shape(board)}")
         if indices:
             bound = signature.bind(board, *args, **kwargs)
             for name in indices:

@@ -66,8 +66,8 @@ def play_boards(boards: game.BoardLike, policy: Policy, key: jax.Array, max_clic
     Stops as soon as every game has ended, so the loop costs the longest game, not the cap.
 
     Raises:
-      ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, not
-        settled under ``rules`` or holding colours the policy's network was not built for
+      ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, too
+        large for the rules' int32 figures (``game.require_cells``), not settled under ``rules`` or holding colours the policy's network was not built for
         (checked where they are not traced), a ``max_clicks`` that is not a positive
         integer below 2^31, unknown rules, or ``rules`` other than those the policy's
         network says it was trained under (``boards.model_rules``).
@@ -90,6 +90,7 @@ def _checked(boards, policy: Policy, max_clicks, rules: str) -> jax.Array:
     if not game.is_integer(max_clicks) or not 1 <= max_clicks < INT32_LIMIT:  # the click counter is int32
         raise ValueError(f"play_boards: max_clicks must be a positive integer below 2^31, got {max_clicks!r}")
     game.rules_of(rules)
+    game.require_cells(boards.shape[1], boards.shape[2], rules)  # points past int32 would wrap
     require_settled(boards, rules, "play_boards")  # a position the rules never make plays otherwise
     require_model_fits(boards, policy, rules, "play_boards")
     return boards

@@ -24,6 +24,21 @@ class Trained:
 
     trained_rules: str | None = dataclasses.field(default=None, kw_only=True)  # None: not said
 
+    def _inputs(self, boards, params, dims: int) -> jax.Array:
+        """``boards`` as an array of ``dims`` dimensions (one board ``[W, H]`` for a policy,
+        ``[N, W, H]`` for a scorer or evaluator); ValueError, checked as a call is traced,
+        for parameters left out (``params=None`` is the default of ``play_boards`` and the
+        searches, where an untrained agent needs none) or boards of another rank."""
+        name = type(self).__name__
+        if params is None:
+            raise ValueError(f"{name} plays a trained network: pass its parameters too (params=agent.params, "
+                             "where agent = load_run(...))")
+        boards = jnp.asarray(boards)
+        if boards.ndim != dims:
+            wanted = "one board [W, H]" if dims == 2 else "boards [N, W, H]"
+            raise ValueError(f"{name} takes {wanted}, got an array of shape {tuple(boards.shape)}")
+        return boards
+
 
 @dataclasses.dataclass(frozen=True)
 class QGreedy(Trained):
@@ -34,6 +49,7 @@ class QGreedy(Trained):
     features: bool = False
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
+        board = self._inputs(board, params, 2)
         q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, board[None])[0]
         return networks.masked_argmax(q, board.reshape(-1) != 0)
 
@@ -49,6 +65,7 @@ class QScorer(Trained):
     gamma: float = 1.0
 
     def __call__(self, boards: jax.Array, params) -> jax.Array:
+        boards = self._inputs(boards, params, 3)
         q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, boards)
         value = networks.masked_max(q, boards.reshape(boards.shape[0], -1) != 0)
         clicks = clicks_from_value(value, self.rewards, self.gamma)
@@ -84,6 +101,7 @@ class PolicyGreedy(Trained):
     network: networks.PolicyValueNetwork
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
+        board = self._inputs(board, params, 2)
         logits, _ = self.network.apply(params, board[None])
         return networks.masked_argmax(logits[0], board.reshape(-1) != 0)
 
@@ -95,6 +113,7 @@ class ValueScorer(Trained):
     network: networks.PolicyValueNetwork
 
     def __call__(self, boards: jax.Array, params) -> jax.Array:
+        boards = self._inputs(boards, params, 3)
         _, cost = self.network.apply(params, boards)
         return jnp.where(jnp.any(boards != 0, axis=(1, 2)), cost, 0.0)
 
@@ -107,6 +126,7 @@ class ClusterArgmax(Trained):
     network: networks.ValuePolicyNetwork
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
+        board = self._inputs(board, params, 2)
         _, logits = self.network.apply(params, board[None])
         prior, _ = cluster_prior(board[None], logits)
         return jnp.argmax(prior[0]).astype(jnp.int32)
@@ -119,6 +139,7 @@ class ValueHeadScorer(Trained):
     network: networks.ValuePolicyNetwork
 
     def __call__(self, boards: jax.Array, params) -> jax.Array:
+        boards = self._inputs(boards, params, 3)
         value, _ = self.network.apply(params, boards)
         return jnp.where(jnp.any(boards != 0, axis=(1, 2)), value, 0.0)
 
@@ -131,6 +152,7 @@ class NetworkEvaluator(Trained):
     network: networks.ValuePolicyNetwork
 
     def __call__(self, boards: jax.Array, params) -> tuple[jax.Array, jax.Array]:
+        boards = self._inputs(boards, params, 3)
         return self.network.apply(params, boards)
 
 
@@ -147,6 +169,7 @@ class PolicyValueEvaluator(Trained):
     network: networks.PolicyValueNetwork
 
     def __call__(self, boards: jax.Array, params) -> tuple[jax.Array, jax.Array]:
+        boards = self._inputs(boards, params, 3)
         logits, cost = self.network.apply(params, boards)
         sizes = jax.vmap(game.cluster_sizes)(boards).reshape(logits.shape)
         return cost, logits - jnp.log(jnp.maximum(sizes, 1)).astype(logits.dtype)

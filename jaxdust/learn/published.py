@@ -51,10 +51,11 @@ def names(networks_dir: str | None = None) -> list[str]:
                   if _NAME.match(name) and os.path.isfile(os.path.join(networks_dir, name, RECORD)))
 
 
-def resolve(run: str, strict: bool = True, networks_dir: str | None = None) -> str:
-    """The directory of ``run``: a published network's for ``@NAME``, ``run`` itself
-    otherwise. ``strict``: ValueError naming the published ones for an unknown name
-    (else its would-be folder, which holds no run)."""
+def resolve(run: str | os.PathLike, strict: bool = True, networks_dir: str | None = None) -> str:
+    """The directory of ``run`` (a string or a path): a published network's for ``@NAME``,
+    ``run`` itself otherwise. ``strict``: ValueError naming the published ones for an
+    unknown name (else its would-be folder, which holds no run)."""
+    run = os.fspath(run)  # TypeError naming what it got for anything but a path
     if not run.startswith(PREFIX):
         return run
     name, networks_dir = run[len(PREFIX):], networks_dir or NETWORKS_DIR

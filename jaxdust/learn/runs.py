@@ -111,7 +111,7 @@ def progress_evaluation(boards, learner: learners.Learner, config):
 # ---------------------------------------------------------------------------------------
 
 
-def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
+def read_run_config(directory: str | os.PathLike) -> tuple[learners.Learner, Any]:
     """The learner and config of a ``train.py`` run directory (or ``@NAME``: a published
     network's); RunError naming the problem."""
     directory = _resolved(directory)
@@ -134,7 +134,7 @@ def read_run_config(directory: str) -> tuple[learners.Learner, Any]:
         raise RunError(f"{path} does not match this version of jaxdust ({error})") from None
 
 
-def _resolved(directory: str) -> str:
+def _resolved(directory: str | os.PathLike) -> str:
     """``published.resolve``: a published network's folder for ``@NAME``; RunError for an
     unknown name."""
     try:
@@ -927,7 +927,9 @@ class TrainedAgent(NamedTuple):
     scorer: Any  # scorer(boards, params): clicks left, for the beam search
     evaluator: Any  # evaluator(boards, params) -> (clicks left, logits) for jaxdust.search.mcts; None if none
     step: int  # the checkpoint's chunk
-    checkpoint: str = ""  # the checkpoint played, relative to the run directory: best/30 or checkpoints/30
+    # The checkpoint played, relative to the run directory: best/30 or checkpoints/30 (in a
+    # published network, the file of its parameters: params.msgpack or params-argmax.msgpack).
+    checkpoint: str = ""
 
 
 BEST_DIR = "best"
@@ -935,7 +937,7 @@ BEST_DIR = "best"
 SELECTED_DIRS = {"greedy": BEST_DIR, "argmax": "best-argmax"}
 
 
-def fingerprint(directory: str) -> str:
+def fingerprint(directory: str | os.PathLike) -> str:
     """A digest of what ``load_run`` may read from a run directory: its ``config.json`` and
     the step names and checksums of every checkpoint (``best/``, ``best-argmax/`` and
     ``checkpoints/``). A result measured on a run keeps it, so training the run again (or
@@ -963,7 +965,7 @@ def _listdir(path: str) -> list[str]:
     return os.listdir(path) if os.path.isdir(path) else []
 
 
-def selected_by(directory: str, newest: bool = False, by: str = "greedy") -> str | None:
+def selected_by(directory: str | os.PathLike, newest: bool = False, by: str = "greedy") -> str | None:
     """The measure whose selected checkpoint ``load_run(directory, newest, by)`` reads:
     ``by``, or ``"greedy"`` where ``best/`` stands in for a selection that a run made before
     it was kept lacks; None for the newest checkpoint (asked for, or no selection kept)."""
@@ -982,7 +984,7 @@ def selected_by(directory: str, newest: bool = False, by: str = "greedy") -> str
     return next(kept, None)
 
 
-def load_run(directory: str, newest: bool = False, by: str = "greedy") -> TrainedAgent:
+def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "greedy") -> TrainedAgent:
     """A ``train.py`` run's checkpoint selected ``by`` a measure of play (``Selection``):
     ``"greedy"`` (``best/``: the newest whose value-greedy play on its evaluation boards is
     within a standard error of the best) or ``"argmax"`` (``best-argmax/``, the same by the

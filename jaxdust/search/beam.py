@@ -15,6 +15,7 @@ learned networks fit the same signature (``jaxdust.learn.agents``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any, NamedTuple
 
@@ -153,23 +154,35 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
     pair it with the beam's ``shortlist`` so only the most promising children pay that.
     ``chunk`` children are made and scored at a time, under ``rules``, which must be those
     ``base`` says it was trained under, if it says (``boards.model_rules``); the lookahead
-    says ``rules`` in turn, so a beam under other rules refuses it as a rescorer."""
+    says ``rules`` in turn, so a beam under other rules refuses it as a rescorer. Two calls
+    with equal arguments give equal scorers, so a beam compiled for one serves the other."""
     require_model_rules(base, rules, "lookahead_scorer")
+    return LookaheadScorer(base, chunk, rules)
 
-    def score(boards: jax.Array, params=None) -> jax.Array:
+
+@dataclasses.dataclass(frozen=True)
+class LookaheadScorer:
+    """``lookahead_scorer``'s scorer: hashable and equal by its fields (a static argument)."""
+
+    base: Scorer
+    chunk: int = CHUNK
+    rules: str = "dust"
+
+    @property
+    def trained_rules(self) -> str:  # read by boards.model_rules
+        return self.rules
+
+    def __call__(self, boards: jax.Array, params=None) -> jax.Array:
         alive = ~jax.vmap(game.is_done)(boards)
 
         def visit(best, start, children, parent, action, valid):
-            scores = _one_per_board(base(children, params), children, "lookahead's base scorer")
+            scores = _one_per_board(self.base(children, params), children, "lookahead's base scorer")
             values = jnp.where(jax.vmap(game.is_done)(children), 0.0, scores)
             return best.at[parent].min(jnp.where(valid, values, jnp.inf))
 
-        best = for_each_child(boards, _labels(boards), alive, chunk, visit, jnp.full(boards.shape[0], jnp.inf, jnp.float32),
-                              rules)[1]
+        best = for_each_child(boards, _labels(boards), alive, self.chunk, visit,
+                              jnp.full(boards.shape[0], jnp.inf, jnp.float32), self.rules)[1]
         return jnp.where(alive, 1.0 + best, 0.0)
-
-    score.trained_rules = rules  # type: ignore[attr-defined]  # read by boards.model_rules
-    return score
 
 
 lookahead_heuristic = lookahead_scorer(heuristic_scorer)

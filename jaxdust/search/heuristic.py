@@ -12,6 +12,7 @@ features on bitboards.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, NamedTuple
 
 import jax
@@ -143,7 +144,8 @@ def heuristic_weights(rules: str = "dust") -> np.ndarray:
 
 def linear_scorer(weights) -> Scorer:
     """A scorer ``weights . heuristic_features(board)`` over a batch of boards; a sixth
-    weight multiplies ``extra_column_runs``."""
+    weight multiplies ``extra_column_runs``. Equal weights give equal scorers, so a beam
+    compiled for one serves the other."""
     # numpy, not a device array: one made at import would start JAX's backend before
     # train.py --distributed can call jax.distributed.initialize().
     steps = np.asarray(weights, np.float64) / SCORE_STEP  # whole numbers for weights on the grid
@@ -151,14 +153,22 @@ def linear_scorer(weights) -> Scorer:
     if steps.shape not in ((len(FEATURES),), (len(FEATURES) + 1,)):
         raise ValueError(f"a linear scorer takes {len(FEATURES)} or {len(FEATURES) + 1} weights, "
                          f"got shape {steps.shape}")
+    return LinearScorer(tuple(float(step) for step in steps))
 
-    def score(boards: jax.Array, params=None) -> jax.Array:
+
+@dataclasses.dataclass(frozen=True)
+class LinearScorer:
+    """``linear_scorer``'s scorer: its weights in ``SCORE_STEP``s (float32 values), hashable
+    and equal by them (a static argument)."""
+
+    steps: tuple[float, ...]
+
+    def __call__(self, boards: jax.Array, params=None) -> jax.Array:
+        steps = np.asarray(self.steps, np.float32)
         total = batch_features(boards) @ steps[: len(FEATURES)]
         if steps.shape[0] > len(FEATURES):
             total = total + extra_column_runs(boards) * steps[len(FEATURES)]
         return jnp.round(total) * np.float32(SCORE_STEP)
-
-    return score
 
 
 heuristic_scorer = linear_scorer(HEURISTIC_WEIGHTS)

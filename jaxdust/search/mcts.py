@@ -91,8 +91,19 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
 
     Returns mctx's ``PolicyOutput``: ``action`` int32 ``[N]`` and ``action_weights``
     float32 ``[N, W * H]``, the improved policy (a training target).
+
+    Raises:
+      ValueError: counts that are not positive integers, boards that are not a batch
+        ``[N, W, H]`` of integers, or of a size or colours the evaluator's network was
+        not built for.
+      TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
     _require_counts(simulations, considered)
+    game.require_key(key, "mcts.search")
+    boards = game.from_lists(boards)
+    if boards.ndim != 3:
+        raise ValueError(f"mcts.search takes a batch of boards [N, W, H], got shape {tuple(boards.shape)}"
+                         + (" (one board: boards[None])" if boards.ndim == 2 else ""))
     require_model_fits(boards, evaluate, rules, "mcts")
     value, prior, legal = _evaluated(evaluate, params, boards)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=boards)
