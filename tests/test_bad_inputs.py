@@ -1104,7 +1104,8 @@ def test_help_shows_examples_as_the_command_was_started(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("module", ["jaxdust.evaluation.leaderboard", "jaxdust.evaluation.cli", "jaxdust.learn.cli",
-                                    "jaxdust.solver.cli", "jaxdust.solver"])
+                                    "jaxdust.solver.cli", "jaxdust.solver", "jaxdust.learn.published",
+                                    "jaxdust.learn.datasets", "jaxdust.evaluation.ranking"])
 def test_every_command_module_runs_with_python_m(module):
     """``python -m jaxdust.evaluation.leaderboard --bogus`` imported the module, ran nothing
     and exited 0."""

@@ -339,15 +339,19 @@ def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch,
     capsys.readouterr()
     with pytest.raises(SystemExit):
         leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "forged.jsonl"])
-    assert "--solver-log: the solver log's line for board 1" in capsys.readouterr().err
+    assert "--solver-log: the solver log's line for the board of index 1" in capsys.readouterr().err
     # The same digits solved under other rules, or read at another shape, are other boards.
-    for change, words in (({"rules": "former"}, "solved board 2 (line 3) under rules former, not dust"),
-                          ({"width": 4, "height": 8}, "solved board 2 (line 3) at 4x8, not 8x4")):
+    for change, words in (({"rules": "former"}, "solved the board of index 2 (line 3) under rules former, not dust"),
+                          ({"width": 4, "height": 8}, "solved the board of index 2 (line 3) at 4x8, not 8x4")):
         (tmp_path / "other.jsonl").write_text("".join(json.dumps(record | (change if record["line"] == 3 else {}))
                                                       + "\n" for record in records))
         with pytest.raises(SystemExit):
             leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "other.jsonl"])
         assert words in capsys.readouterr().err
+    (tmp_path / "short.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records[::2]))
+    with pytest.raises(SystemExit):
+        leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", "", "--solver-log", "short.jsonl"])
+    assert "short.jsonl lacks 1 of the 3 boards (the first at index 1, counted from 0)" in capsys.readouterr().err
     # A record's fields are checked before they are ranked: a NaN or negative time was shown
     # as "nan s" or "-1632 ms", other types ended in KeyError or TypeError.
     records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
@@ -472,6 +476,14 @@ def test_an_id_and_size_of_its_rules_and_size_share_their_kept_rows(tmp_path, mo
     leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "random", "--seed", "1"])
     leaderboard.main(["--size", "former:6x6x5", "--boards", "2", "--entries", "random"])
     assert len(played) == 4 and played[2][1] != played[0][1] == played[1][1]  # rows of other rules: measured
+    # A report is replaced by the next; any other file given as --out is refused before the play.
+    for other in ("12345678\n", '{"agents": {}}', ""):
+        (tmp_path / "boards.txt").write_text(other)
+        with pytest.raises(SystemExit):
+            leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "random", "--out", "boards.txt"])
+        assert (tmp_path / "boards.txt").read_text() == other and len(played) == 4
+    leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "random", "--out",
+                      "results/leaderboard-Dust-6x6x5-v0.json"])
 
 
 def test_another_spelling_of_an_entry_reuses_its_kept_row_under_the_new_name(tmp_path, monkeypatch):

@@ -114,12 +114,17 @@ def test_an_existing_folder_that_takes_no_files_is_named_as_the_one_written_into
     def read_only(dir=None):
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(flags.os, "access", lambda path, mode: False)
+    # Its mode allows writing, as root's view of /sys does: only trying finds it out.
+    monkeypatch.setattr(flags.os, "access", lambda path, mode: True)
     monkeypatch.setattr(flags.tempfile, "mkdtemp", read_only)
-    for folder, said in ((run, f"cannot write into {run} (Read-only file system)"),
-                         (run / "new", f"cannot create {run / 'new'}: {run} takes no new folders")):
+    for check, folder, said in (
+            (flags.output_dir, run, f"cannot write into {run} (Read-only file system)"),
+            (flags.output_dir, run / "new", f"cannot create {run / 'new'}: {run} takes no new folders"),
+            (flags.output_file, run / "x.json", f"cannot create {run / 'x.json'}: {run} takes no new files"),
+            (flags.output_file, run / "new" / "x.json", f"cannot create {run / 'new' / 'x.json'}: {run} takes no new "
+                                                        "folders")):
         try:
-            flags.output_dir(str(folder))
+            check(str(folder))
         except argparse.ArgumentTypeError as error:
             assert str(error).startswith(said), str(error)
         else:

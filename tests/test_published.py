@@ -97,7 +97,7 @@ def test_republished_parameters_change_the_fingerprint(whole_dqn_run, run_of_two
     assert sorted(os.listdir(networks)) == ["tiny"]  # nothing left of the replaced one
 
 
-def test_published_names_play_where_a_run_directory_does(whole_dqn_run, networks, tmp_path, monkeypatch):
+def test_published_names_play_where_a_run_directory_does(whole_dqn_run, networks, tmp_path, monkeypatch, capsys):
     published.publish(str(whole_dqn_run), "tiny", command="c", trained="t")
     assert read_run_config("@tiny") == read_run_config(str(whole_dqn_run))
     # A folder named @tiny is reached as ./@tiny, another agent than the published @tiny.
@@ -108,8 +108,14 @@ def test_published_names_play_where_a_run_directory_does(whole_dqn_run, networks
     for name in ("w:8", "a,b", "x@newest", "sp ace", ".hidden", "-x", ""):
         with pytest.raises(ValueError, match="a published network's name is letters"):
             published.publish(str(whole_dqn_run), name, command="c", trained="t")
-    with pytest.raises(ValueError, match="is a published network already"):
-        published.publish("@tiny", "again", command="c", trained="t")
+    for source in ("@tiny", str(networks / "tiny"), "@elsewhere"):  # by name, by folder, a name kept elsewhere
+        with pytest.raises(ValueError, match="is a published network already"):
+            published.publish(source, "again", command="c", trained="t")
+    for flag, said in (("", "argument --networks-dir: empty path"),
+                       (str(networks / "tiny" / published.RECORD), "is a file, not a directory")):
+        with pytest.raises(SystemExit) as stopped:
+            published.main([str(whole_dqn_run), "other", "--command", "c", "--trained", "t", "--networks-dir", flag])
+        assert stopped.value.code == 2 and said in capsys.readouterr().err
 
 
 def test_a_damaged_or_unknown_published_network_is_refused_in_one_line(whole_dqn_run, networks):

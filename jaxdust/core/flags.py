@@ -272,7 +272,7 @@ def output_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text} is not writable")
     if os.path.exists(text) and not os.path.isfile(text):  # a FIFO or a device, written into as it is
         return text
-    return _creatable(text, os.path.dirname(os.path.abspath(text)))
+    return _creatable(text, os.path.dirname(os.path.abspath(text)), file=True)
 
 
 def output_dir(text: str) -> str:
@@ -290,22 +290,24 @@ def _not_empty(text: str) -> None:
         raise argparse.ArgumentTypeError("empty path")
 
 
-def _creatable(text: str, folder: str) -> str:
-    """``text`` if ``folder`` exists or can be made: its nearest existing ancestor is a folder
-    that takes new entries, and no name on the way is longer than the filesystem allows."""
+def _creatable(text: str, folder: str, file: bool = False) -> str:
+    """``text`` (a ``file`` to write, else a folder) if ``folder`` exists or can be made:
+    its nearest existing ancestor is a folder that takes new entries, and no name on the
+    way is longer than the filesystem allows."""
+    parent = folder
     while not os.path.exists(folder):
         folder = os.path.dirname(folder)
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} is a file")
     _names_fit(text, folder)
-    if folder != os.path.abspath(text) or not os.access(folder, os.W_OK):
-        try:  # a folder can refuse new entries whatever its mode says (/proc, read-only mounts)
-            os.rmdir(tempfile.mkdtemp(dir=folder))
-        except OSError as error:
-            if folder == os.path.abspath(text):
-                raise argparse.ArgumentTypeError(f"cannot write into {text} ({error.strerror})") from None
-            raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} takes no new folders "
-                                             f"({error.strerror})") from None
+    try:  # a folder can refuse new entries whatever its mode says (/proc, read-only mounts, root's view of /sys)
+        os.rmdir(tempfile.mkdtemp(dir=folder))
+    except OSError as error:
+        if folder == os.path.abspath(text):
+            raise argparse.ArgumentTypeError(f"cannot write into {text} ({error.strerror})") from None
+        entries = "files" if file and folder == parent else "folders"
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} takes no new {entries} "
+                                         f"({error.strerror})") from None
     return text
 
 

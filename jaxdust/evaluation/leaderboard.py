@@ -95,7 +95,7 @@ def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.
                                                  what="the solver log", rules=board_set.rules)
     for index, (record, length, done) in enumerate(zip(records, clicks, cleared)):
         if not done or length != record["length"]:
-            raise ValueError(f"the solver log's line for board {index} ({record['board']}) does not clear it in "
+            raise ValueError(f"the solver log's line for the board of index {index} ({record['board']}) does not clear it in "
                              f"the {record['length']} clicks it claims")
     proven = np.mean([r["optimal"] for r in records])
     return benchmark.row(f"exact solver (proven optimal: {proven:.1%})", board_set, clicks, cleared,
@@ -209,6 +209,7 @@ def main(argv=None) -> dict:
     out = args.out or os.path.join("results", f"leaderboard-{args.set}.json")
     if args.solver_log and os.path.exists(out) and os.path.samefile(out, args.solver_log):
         parser.error(f"--out {out} is --solver-log: the report would replace the log; give the report another name")
+    _require_report_or_nothing(parser, out)
     cache = os.path.join(_rows_dir(out), board_set.name.replace(" ", "-") + f"-{len(board_set.boards)}"
                          f"-seed{args.seed}")
     rows, reused = _kept_or_measured(
@@ -254,6 +255,21 @@ class FamilyRow:
         digits = {"clicks": ".3f", "cells_left": ".2f"}.get(self.measure, ".1f")  # points: .1f
         mean = benchmark.with_error(self.mean, self.se, digits)
         return f"| {self.agent} | {mean} | {self.cleared:.1%} | {benchmark.timing(self.seconds_per_board)} |"
+
+
+def _require_report_or_nothing(parser, out: str) -> None:
+    """Refuse an ``--out`` that is a regular file other than a leaderboard's report (a board
+    file, another command's JSON): the report would replace it, after all the play."""
+    if not os.path.isfile(out):
+        return
+    try:
+        with open(out, encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except (OSError, ValueError):
+        saved = None
+    if not (isinstance(saved, dict) and saved.get("benchmark") == "leaderboard"):
+        parser.error(f"--out {out} holds something other than a leaderboard's report, which would replace it: "
+                     "give the report another name (or remove the file)")
 
 
 def run_sources(entries: list[str]) -> dict[str, str]:
@@ -359,6 +375,7 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
     # A size's files apart from the --set of its name (leaderboard-8x6x5.json) and from ids.
     size_stem = f"size-{config.size_spec.replace(':', '-')}"
     out = args.out or os.path.join("results", f"leaderboard-{env_id if args.env is not None else size_stem}.json")
+    _require_report_or_nothing(parser, out)
     # Kept by rules and size, not by name: an id and --size of its size play the same boards.
     cache = os.path.join(_rows_dir(out), f"{size_stem}-{args.boards}-seed{args.seed}")
 

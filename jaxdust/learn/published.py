@@ -15,7 +15,6 @@ one by ``@NAME`` where it takes a run directory (``policy:@imitation-8x6x5``,
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -29,7 +28,7 @@ import jax
 import numpy as np
 from flax import serialization
 
-from jaxdust.core import files
+from jaxdust.core import files, flags
 
 NETWORKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "networks")
 PREFIX = "@"  # "@NAME" in place of a run directory
@@ -170,7 +169,7 @@ def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: s
     if not _NAME.match(name):
         raise ValueError(f"a published network's name is letters, digits, '.', '_' and '-', not starting with "
                          f"'.', '_' or '-': not {name!r}")
-    if is_published(resolve(run_dir, strict=False)):
+    if os.fspath(run_dir).startswith(PREFIX) or is_published(run_dir):
         raise ValueError(f"{run_dir} is a published network already: publish the run it was made from")
     played = {measure: runs.load_run(run_dir, by=measure) for measure in PARAMS}
     with open(os.path.join(run_dir, CONFIG), encoding="utf-8-sig") as handle:
@@ -188,17 +187,25 @@ def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: s
     return directory
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m jaxdust.learn.published",
-                                     description="Publish a train.py run's selected checkpoints as @NAME.")
+def build_parser() -> flags.Parser:
+    parser = flags.Parser(prog="python -m jaxdust.learn.published",
+                          description="Publish a train.py run's selected checkpoints as @NAME (a maintainer's "
+                                      "tool: by default into the package's own jaxdust/data/networks).")
     parser.add_argument("run_dir", help="the run directory")
     parser.add_argument("name", help="the published name (played as @NAME)")
     parser.add_argument("--command", required=True, help="the command that trained the run, kept with it")
     parser.add_argument("--trained", required=True,
                         help="what trained it, kept with it: jaxdust's version, the machine, the date")
-    parser.add_argument("--networks-dir", help="where published networks are kept (default: the package's "
-                                               "jaxdust/data/networks)")
+    parser.add_argument("--networks-dir", type=flags.output_dir,
+                        help="where published networks are kept (default: the package's jaxdust/data/networks); "
+                             "@NAME plays the package's only: play one kept elsewhere by its folder "
+                             "(policy:DIR/NAME)")
     parser.add_argument("--replace", action="store_true", help="publish over a network of that name")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         directory = publish(args.run_dir, args.name, args.command, args.trained, args.networks_dir, args.replace)

@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "--retry-unproven: retry one board at other settings; or split a set between "
                              "machines)")
     parser.add_argument("--board-file", type=flags.output_file,
-                        help="also write the boards proven optimal and their optimum here")
+                        help="also write the boards proven optimal and their optimum here (needs --out FILE)")
     parser.add_argument("--checkpoint-dir", type=flags.output_dir,
                         help="each board in progress saves its proof here (its tables: up to 2^--table-bits x 12 "
                              "bytes) every --checkpoint-positions positions, so a killed run resumes it where "
