@@ -327,6 +327,11 @@ FILE_CASES = [
     ("train", ["dqn", "--batch-size", "512", "--buffer-size", "256"], ["--batch-size (512) cannot exceed --buffer-size (256)"]),
     ("train", ["dqn", "--backup", "full", "--target-mix", "0.5"], ["--backup 'full' needs --mask-actions", "--target-mix 1"]),
     ("train", ["imitation", "--data", "{missing}"], ["--data", "no such directory"]),
+    # Another learner's flag is named by the learner's parser, with the learners that take it.
+    ("train", ["dqn", "--beam-width", "3"],
+     ["train.py dqn: error: unrecognized arguments: --beam-width 3 (--beam-width is avi's)"]),
+    ("train", ["--epochs=3", "--telepathy"],
+     ["train.py avi: error: unrecognized arguments: --epochs=3 --telepathy (--epochs is imitation's)"]),
     ("train", ["imitation", "--data", "{folder}", "--run-dir", "{folder}/run"], ["not a data set", "manifest.json"]),
 ]
 

@@ -118,6 +118,16 @@ def new_run_config(learner_name: str, flag_list) -> tuple[argparse.Namespace, ob
     return args, configs.from_flags(args, runs.base_config(learners.get(learner_name), args))
 
 
+def _owners(parser, unknown: list[str]) -> str:
+    """Which learners take the flags in ``unknown`` (``" (--beam-width is avi's)"``), or ""."""
+    said = []
+    for flag in dict.fromkeys(text.partition("=")[0] for text in unknown if text.startswith("--")):
+        owners = [name for name, sub in parser.learner_parsers.items() if flag in sub._option_string_actions]
+        if owners:
+            said.append(f"{flag} is {' and '.join(owners)}'s")
+    return f" ({'; '.join(said)})" if said else ""
+
+
 def main(argv=None) -> dict:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -125,9 +135,11 @@ def main(argv=None) -> dict:
         flags.fail(parser, f"unknown learner {argv[0]!r}; choose from {', '.join(learners.LEARNERS)}")
     if not argv or (argv[0] not in learners.LEARNERS and argv[0] not in ("-h", "--help")):
         argv = [_unnamed_learner(argv), *argv]
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     learner = learners.get(args.learner)
     learner_parser = parser.learner_parsers[args.learner]
+    if unknown:  # said by the learner's parser, naming the learners a flag belongs to
+        flags.fail(learner_parser, f"unrecognized arguments: {' '.join(unknown)}{_owners(parser, unknown)}")
     if args.resume_step is not None and not args.resume:
         flags.fail(learner_parser, "--resume-step needs --resume")
     if args.checkpoint_every is not None and args.checkpoint_seconds is not None:
