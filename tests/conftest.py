@@ -61,7 +61,10 @@ def pytest_configure(config):
     os.environ[_WARM] = tempfile.mkdtemp(prefix="jaxdust-tests-")
     warm = ("import sys\ntry:\n    from jaxdust.solver import compiled; getattr(compiled, sys.argv[1])()\n"
             "finally:\n    open(sys.argv[2], 'w').close()")
-    config._jaxdust_warm = [subprocess.Popen([sys.executable, "-c", warm, os.path.basename(done), done], cwd=ROOT)
+    # Quiet: its notices ("compiling the level-1 NMCS search") are no test's output, and a
+    # failure there fails the tests that reach the same search.
+    config._jaxdust_warm = [subprocess.Popen([sys.executable, "-c", warm, os.path.basename(done), done], cwd=ROOT,
+                                             stderr=subprocess.DEVNULL)
                             for done in _warm_files()]
 
 

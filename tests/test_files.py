@@ -117,6 +117,7 @@ def test_an_existing_folder_that_takes_no_files_is_named_as_the_one_written_into
     # Its mode allows writing, as root's view of /sys does: only trying finds it out.
     monkeypatch.setattr(flags.os, "access", lambda path, mode: True)
     monkeypatch.setattr(flags.tempfile, "mkdtemp", read_only)
+    monkeypatch.setattr(flags.tempfile, "mkstemp", read_only)
     for check, folder, said in (
             (flags.output_dir, run, f"cannot write into {run} (Read-only file system)"),
             (flags.output_dir, run / "new", f"cannot create {run / 'new'}: {run} takes no new folders"),

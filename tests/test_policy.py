@@ -336,6 +336,13 @@ def test_scorers_made_alike_are_equal_so_a_beam_compiles_once_for_them():
                         rules="former")
     assert beam._beam_search._cache_size() == compiled and all(map(_former_line_clears, boards, again.actions))
 
+    @dataclasses.dataclass  # not frozen: no hash, so no static argument
+    class Unhashable:
+        def __call__(self, boards, params=None):
+            return heuristic.heuristic_scorer(boards)
+    with pytest.raises(TypeError, match="lookahead_scorer: the base scorer must be hashable, .* got Unhashable"):
+        beam.lookahead_scorer(Unhashable())
+
 
 @pytest.mark.slow
 def test_policy_scores_rank_children_by_cluster_probability():

@@ -108,9 +108,11 @@ def test_published_names_play_where_a_run_directory_does(whole_dqn_run, networks
     for name in ("w:8", "a,b", "x@newest", "sp ace", ".hidden", "-x", ""):
         with pytest.raises(ValueError, match="a published network's name is letters"):
             published.publish(str(whole_dqn_run), name, command="c", trained="t")
-    for source in ("@tiny", str(networks / "tiny"), "@elsewhere"):  # by name, by folder, a name kept elsewhere
-        with pytest.raises(ValueError, match="is a published network already"):
+    for source in ("@tiny", "@elsewhere"):  # a name is never a run's, wherever its network is kept
+        with pytest.raises(ValueError, match=f"{source} names a published network: publish the run .* ./{source}"):
             published.publish(source, "again", command="c", trained="t")
+    with pytest.raises(ValueError, match="tiny is a published network already"):
+        published.publish(str(networks / "tiny"), "again", command="c", trained="t")
     for flag, said in (("", "argument --networks-dir: empty path"),
                        (str(networks / "tiny" / published.RECORD), "is a file, not a directory")):
         with pytest.raises(SystemExit) as stopped:

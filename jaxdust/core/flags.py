@@ -300,14 +300,20 @@ def _creatable(text: str, folder: str, file: bool = False) -> str:
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} is a file")
     _names_fit(text, folder)
+    makes_file = file and folder == parent  # else a folder is made first
     try:  # a folder can refuse new entries whatever its mode says (/proc, read-only mounts, root's view of /sys)
-        os.rmdir(tempfile.mkdtemp(dir=folder))
+        if makes_file:
+            handle, probe = tempfile.mkstemp(dir=folder)
+            os.close(handle)
+        else:
+            probe = tempfile.mkdtemp(dir=folder)
     except OSError as error:
         if folder == os.path.abspath(text):
             raise argparse.ArgumentTypeError(f"cannot write into {text} ({error.strerror})") from None
-        entries = "files" if file and folder == parent else "folders"
-        raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} takes no new {entries} "
-                                         f"({error.strerror})") from None
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} takes no new "
+                                         f"{'files' if makes_file else 'folders'} ({error.strerror})") from None
+    with contextlib.suppress(OSError):  # made, so the folder takes entries; one left behind is the probe's only
+        (os.unlink if makes_file else os.rmdir)(probe)
     return text
 
 

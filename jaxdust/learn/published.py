@@ -169,7 +169,10 @@ def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: s
     if not _NAME.match(name):
         raise ValueError(f"a published network's name is letters, digits, '.', '_' and '-', not starting with "
                          f"'.', '_' or '-': not {name!r}")
-    if os.fspath(run_dir).startswith(PREFIX) or is_published(run_dir):
+    if os.fspath(run_dir).startswith(PREFIX):
+        raise ValueError(f"{run_dir} names a published network: publish the run it was made from (a run folder "
+                         f"of that name is ./{run_dir})")
+    if is_published(run_dir):
         raise ValueError(f"{run_dir} is a published network already: publish the run it was made from")
     played = {measure: runs.load_run(run_dir, by=measure) for measure in PARAMS}
     with open(os.path.join(run_dir, CONFIG), encoding="utf-8-sig") as handle:

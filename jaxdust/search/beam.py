@@ -155,8 +155,15 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
     ``chunk`` children are made and scored at a time, under ``rules``, which must be those
     ``base`` says it was trained under, if it says (``boards.model_rules``); the lookahead
     says ``rules`` in turn, so a beam under other rules refuses it as a rescorer. Two calls
-    with equal arguments give equal scorers, so a beam compiled for one serves the other."""
+    with equal arguments give equal scorers, so a beam compiled for one serves the other;
+    ``base`` must be hashable (a module-level function or a frozen dataclass), as a beam's
+    ``scorer`` must: TypeError otherwise."""
     require_model_rules(base, rules, "lookahead_scorer")
+    try:
+        hash(base)
+    except TypeError:
+        raise TypeError(f"lookahead_scorer: the base scorer must be hashable, as the beam's static arguments "
+                        f"are (a module-level function or a frozen dataclass), got {type(base).__name__}") from None
     return LookaheadScorer(base, chunk, rules)
 
 

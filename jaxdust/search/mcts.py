@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import mctx
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_model_fits
+from jaxdust.core.boards import require_model_fits, require_settled
 from jaxdust.search.heuristic import RULE_FEATURE_WEIGHTS, Scorer, heuristic_for, heuristic_scorer
 
 Evaluator = Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]]
@@ -93,9 +93,9 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     float32 ``[N, W * H]``, the improved policy (a training target).
 
     Raises:
-      ValueError: counts that are not positive integers, boards that are not a batch
-        ``[N, W, H]`` of integers, or of a size or colours the evaluator's network was
-        not built for.
+      ValueError: counts that are not positive integers, boards that are not a non-empty
+        batch ``[N, W, H]`` of integers, not settled under ``rules`` (checked where they
+        are not traced), or of a size or colours the evaluator's network was not built for.
       TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
     _require_counts(simulations, considered)
@@ -104,6 +104,10 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     if boards.ndim != 3:
         raise ValueError(f"mcts.search takes a batch of boards [N, W, H], got shape {tuple(boards.shape)}"
                          + (" (one board: boards[None])" if boards.ndim == 2 else ""))
+    if 0 in boards.shape:
+        raise ValueError(f"mcts.search: no boards, or boards of no cell (shape {tuple(boards.shape)})")
+    game.require_click_rules(rules, "mcts")
+    require_settled(boards, rules, "mcts.search")  # a position the rules never make plays otherwise
     require_model_fits(boards, evaluate, rules, "mcts")
     value, prior, legal = _evaluated(evaluate, params, boards)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=boards)

@@ -143,13 +143,15 @@ COMPILE_NOTICE_SECONDS = 2.0
 
 
 @contextlib.contextmanager
-def loading_notice(what: str, cold_seconds: str):
+def loading_notice(what: str, cold_seconds: str, kept: bool = True):
     """Around compiling (or loading from numba's cache) ``what``: a load that outlasts
     ``COMPILE_NOTICE_SECONDS`` says so on stderr, with ``cold_seconds``, what a cold cache
-    costs (a load from the cache on a busy machine can take that long too, hence "loading")."""
-    notice = threading.Timer(COMPILE_NOTICE_SECONDS, lambda: print(
-        f"jaxdust: loading {what} (its first use after an install or upgrade compiles it, "
-        f"{cold_seconds} on a CPU; numba keeps it for later processes)", file=sys.stderr, flush=True))
+    costs (a load from the cache on a busy machine can take that long too, hence "loading").
+    ``kept=False``: numba cannot cache ``what`` (closures), so every process compiles it."""
+    said = (f"jaxdust: loading {what} (its first use after an install or upgrade compiles it, "
+            f"{cold_seconds} on a CPU; numba keeps it for later processes)") if kept else \
+        f"jaxdust: compiling {what} (numba compiles it in every process that uses it, {cold_seconds} on a CPU)"
+    notice = threading.Timer(COMPILE_NOTICE_SECONDS, lambda: print(said, file=sys.stderr, flush=True))
     notice.daemon = True
     notice.start()
     try:

@@ -391,11 +391,11 @@ def _result(board: np.ndarray, cells: np.ndarray, rules: str, start: float) -> P
 _LOADED: set[str] = set()  # the searches compiled (or loaded from numba's cache) in this process
 
 
-def _run(board, rules: str, search, name: str) -> PointsLine:
+def _run(board, rules: str, search, name: str, kept: bool = True) -> PointsLine:
     """``search(grid, min_group, sideways, objective, line) -> length`` on ``board`` (parsed
     under ``rules``), timed, its line checked and scored by ``_result``. The search ``name``
     first plays a 2x2 board once a process, so ``seconds`` counts searching, not compiling
-    (as ``Solution.seconds`` does)."""
+    (as ``Solution.seconds`` does); ``kept``: numba's cache keeps the search's code."""
     codes = _rules_codes(rules)
     # A fresh writable C array: numba compiles another program for a read-only one (a
     # JAX array's numpy view), which the 2x2 board below would not have compiled.
@@ -409,7 +409,7 @@ def _run(board, rules: str, search, name: str) -> PointsLine:
     if name not in _LOADED:
         from jaxdust.solver.api import loading_notice  # api imports the exact solver: only when needed
 
-        with loading_notice(f"the {name} search", "5-10 s"):
+        with loading_notice(f"the {name} search", "5-15 s", kept):
             played(np.array([[1, 1], [2, 2]], np.int8))
         _LOADED.add(name)
     return played(cells)
@@ -449,4 +449,4 @@ def nmcs(board, level: int = 1, rules: str = "samegame", seed: int = 0) -> Point
         _seed(seed)
         return _LEVELS[int(level)](grid, 0, min_group, sideways, objective, _scratch(grid.size), line)[1]
 
-    return _run(board, rules, search, f"level-{int(level)} NMCS")
+    return _run(board, rules, search, f"level-{int(level)} NMCS", kept=False)  # closures: not cached
