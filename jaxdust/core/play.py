@@ -67,8 +67,9 @@ def play_boards(boards: game.BoardLike, policy: Policy, key: jax.Array, max_clic
 
     Raises:
       ValueError: for boards that are not a non-empty batch ``[N, W, H]`` of integers, too
-        large for the rules' int32 figures (``game.require_cells``), not settled under ``rules`` or holding colours the policy's network was not built for
-        (checked where they are not traced), a ``max_clicks`` that is not a positive
+        large for the rules' int32 figures (``game.require_cells``), not settled under
+        ``rules`` or holding colours the policy's network was not built for (checked where
+        they are not traced), a ``max_clicks`` that is not a positive
         integer below 2^31, unknown rules, or ``rules`` other than those the policy's
         network says it was trained under (``boards.model_rules``).
       TypeError: ``key`` not one random key (``jax.random.key(seed)``), or (while tracing)

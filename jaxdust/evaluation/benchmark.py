@@ -261,14 +261,16 @@ def solver_log_records(path: str, boards, rules: str = "dust") -> list[dict]:
     for index, text in enumerate(texts):
         record = found.get(text, {})
         if record.get("rules", rules) != rules:  # lines written before 0.2.21 carry no rules
-            raise ValueError(f"{path} solved the board of index {index} (line {record['line']}) under rules {record['rules']}, "
-                             f"not {rules}: the log of another solver run")
+            raise ValueError(f"{path} solved the board of index {index} (line {record['line']}) under rules "
+                             f"{record['rules']}, not {rules}: the log of another solver run")
         if record.get("width", width) != width or record.get("height", height) != height:
-            raise ValueError(f"{path} solved the board of index {index} (line {record['line']}) at {record['width']}x"
-                             f"{record['height']}, not {width}x{height}: the log of another solver run")
+            raise ValueError(f"{path} solved the board of index {index} (line {record['line']}) at "
+                             f"{record['width']}x{record['height']}, not {width}x{height}: the log of another "
+                             "solver run")
     missing = [index for index, text in enumerate(texts) if text not in found]
     if missing:
-        raise ValueError(f"{path} lacks {len(missing)} of the {len(texts)} boards (the first at index {missing[0]}, counted from 0)")
+        raise ValueError(f"{path} lacks {len(missing)} of the {len(texts)} boards (the first at index "
+                         f"{missing[0]}, counted from 0)")
     return [found[text] for text in texts]
 
 

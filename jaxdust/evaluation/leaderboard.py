@@ -95,8 +95,8 @@ def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.
                                                  what="the solver log", rules=board_set.rules)
     for index, (record, length, done) in enumerate(zip(records, clicks, cleared)):
         if not done or length != record["length"]:
-            raise ValueError(f"the solver log's line for the board of index {index} ({record['board']}) does not clear it in "
-                             f"the {record['length']} clicks it claims")
+            raise ValueError(f"the solver log's line for the board of index {index} ({record['board']}) does not "
+                             f"clear it in the {record['length']} clicks it claims")
     proven = np.mean([r["optimal"] for r in records])
     return benchmark.row(f"exact solver (proven optimal: {proven:.1%})", board_set, clicks, cleared,
                          sum(r["seconds"] for r in records))

@@ -162,8 +162,9 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
     try:
         hash(base)
     except TypeError:
-        raise TypeError(f"lookahead_scorer: the base scorer must be hashable, as the beam's static arguments "
-                        f"are (a module-level function or a frozen dataclass), got {type(base).__name__}") from None
+        raise TypeError(f"lookahead_scorer: the base scorer must be hashable, as the beam's static "
+                        f"arguments are (a module-level function or a frozen dataclass), got "
+                        f"{type(base).__name__}") from None
     return LookaheadScorer(base, chunk, rules)
 
 
