@@ -159,9 +159,14 @@ def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
 
 
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
-    """``value`` as strict JSON (indented, keys sorted; see ``strict_json``) to ``path``."""
-    text = json.dumps(strict_json(value), indent=2, sort_keys=True, allow_nan=False)
-    atomic_write_bytes(path, (text + "\n").encode())
+    """``json_bytes(value)`` to ``path``."""
+    atomic_write_bytes(path, json_bytes(value))
+
+
+def json_bytes(value: Any) -> bytes:
+    """``value`` as the project's JSON files hold it: strict JSON (``strict_json``), indented,
+    keys sorted, a newline at the end."""
+    return (json.dumps(strict_json(value), indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
 def strict_json(value: Any) -> Any:

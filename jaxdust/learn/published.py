@@ -96,16 +96,17 @@ def selection(directory: str, by: str) -> str:
     return "argmax" if by == "argmax" and PARAMS["argmax"] in record(directory)["sha256"] else "greedy"
 
 
-def read_params(directory: str, like: Any, by: str = "greedy") -> tuple[Any, int, str]:
-    """The parameters that play ``by`` a measure of play in the published network in
-    ``directory``, restored into the tree of ``like`` (arrays or ``jax.ShapeDtypeStruct``s
-    of the learner's network), the run's step they were saved at and their file's name.
+def read_params(directory: str, like: Any, measure: str = "greedy") -> tuple[Any, int, str]:
+    """The parameters of the measure of play ``measure`` (as ``selection`` gives it) in the
+    published network in ``directory``, restored into the tree of ``like`` (arrays or
+    ``jax.ShapeDtypeStruct``s of the learner's network), the run's step they were saved at
+    and their file's name.
 
     Raises:
       ValueError: a file differs from its published sha256 (its config.json too), or the
         parameters are not shaped as ``like``'s.
     """
-    saved, measure = record(directory), selection(directory, by)
+    saved = record(directory)
     for name in (CONFIG, PARAMS[measure]):
         with open(os.path.join(directory, name), "rb") as handle:
             data = handle.read()
@@ -177,7 +178,7 @@ def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: s
     played = {measure: runs.load_run(run_dir, by=measure) for measure in PARAMS}
     with open(os.path.join(run_dir, CONFIG), encoding="utf-8-sig") as handle:
         saved_config = json.load(handle)
-    contents = {CONFIG: (json.dumps(saved_config, indent=2, sort_keys=True) + "\n").encode()}
+    contents = {CONFIG: files.json_bytes(saved_config)}
     for measure, agent in played.items():
         data = serialization.to_bytes(jax.device_get(agent.params))
         if data != contents.get(PARAMS["greedy"]):  # best-argmax/ often holds best/'s step

@@ -1008,9 +1008,10 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
     measure = selected_by(directory, newest, by)  # ValueError for a measure there is none of
     learner, config = read_run_config(directory)
     if published.is_published(directory):
+        assert measure is not None  # a published network holds selections only
         like = learner.params(jax.eval_shape(lambda: learner.template(config)))
         try:
-            params, step, name = published.read_params(directory, like, by)
+            params, step, name = published.read_params(directory, like, measure)
         except (OSError, ValueError) as error:
             raise RunError(str(error)) from None
         return TrainedAgent(learner.name, config, params, learner.policy(config), learner.scorer(config),

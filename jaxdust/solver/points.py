@@ -26,6 +26,7 @@ import numpy as np
 
 from jaxdust.core.boards import board_array
 from jaxdust.core.game import CLEAR_BONUS, is_integer, rules_of
+from jaxdust.solver.api import loading_notice
 
 _SIDEWAYS = {"none": 0, "centre": 1, "left": 2}
 _OBJECTIVE = {"clicks": 0, "points": 1, "cells_left": 2}
@@ -407,8 +408,6 @@ def _run(board, rules: str, search, name: str, kept: bool = True) -> PointsLine:
         return _result(grid, line[:search(grid, *codes, line)], rules, start)
 
     if name not in _LOADED:
-        from jaxdust.solver.api import loading_notice  # api imports the exact solver: only when needed
-
         with loading_notice(f"the {name} search", "5-15 s", kept):
             played(np.array([[1, 1], [2, 2]], np.int8))
         _LOADED.add(name)
