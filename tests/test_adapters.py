@@ -357,6 +357,40 @@ def test_gymnasium_envs_compile_once_per_configuration_and_seed_as_sync_vector_e
         DustGymEnv("Dust-6x6x5-v0", max_clicks=gym_env.PROGRAMS_KEPT + 8)._jit_step
 
 
+def test_gymnasium_time_limits_truncate_as_the_envs_own_cap_does():
+    """``max_episode_steps`` given to ``make_vec`` (which hands it to a vector entry point,
+    where it failed) truncates the batched env where Gymnasium's ``TimeLimit`` truncates a
+    ``SyncVectorEnv`` of single envs, and never later than the env's own cap, which
+    ``max_clicks=`` raises (no TimeLimit of the spec's cuts it back). ``np_random_seed`` is
+    the seed given, as in Gymnasium."""
+    assert DustVectorEnv(2, "Dust-6x6x5-v0", max_episode_steps=10**6).env.max_clicks == 144
+    assert DustVectorEnv(2, "Dust-6x6x5-v0", max_clicks=None, max_episode_steps=7).env.max_clicks == 7
+    assert DustVectorEnv(2, "Dust-6x6x5-v0", max_episode_steps=-1).env.max_clicks == 144  # Gymnasium's "none"
+    assert gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=2, max_clicks=300).env.max_clicks == 300
+    single = gymnasium.make("jaxdust/Dust-6x6x5-v0", max_clicks=300)
+    single.reset(seed=0)
+    assert sum(1 for _ in range(200) if not any(single.step(0)[2:4])) == 200  # past the id's cap of 144
+    ends = {}
+    for mode in ("vector_entry_point", "sync"):
+        envs = gymnasium.make_vec("jaxdust/Dust-6x6x5-v0", num_envs=3, max_episode_steps=3, vectorization_mode=mode)
+        envs.reset(seed=1)
+        ends[mode] = [np.stack(envs.step(np.zeros(3, int))[2:4]).tolist() for _ in range(4)]
+    assert ends["vector_entry_point"] == ends["sync"]
+    assert [step[1] for step in ends["sync"]] == [[False] * 3, [False] * 3, [True] * 3, [False] * 3]
+    with pytest.raises(ValueError, match="max_episode_steps must be a positive integer, -1 or None, got 0"):
+        DustVectorEnv(2, max_episode_steps=0)
+    envs = DustVectorEnv(3, "Dust-6x6x5-v0")
+    envs.reset(seed=7)
+    assert envs.np_random_seed == 7
+    # An unseeded reset after it draws boards the seeded games do not play next (a generator
+    # seeded with 7 alone is game 0's, whose restarted boards game 1 then replayed).
+    capped = DustVectorEnv(4, "Dust-6x6x5-v0", max_clicks=1)
+    capped.reset(seed=7)
+    restarted = capped.step(np.zeros(4, int))[0]  # every game truncated and restarted
+    again = capped.reset()[0]
+    assert not any((board == restarted).all(axis=(1, 2)).any() for board in again)
+
+
 def test_gymnasium_envs_pickle_and_check_their_reset_arguments():
     import pickle
 

@@ -663,6 +663,21 @@ def test_json_lines_recover_or_refuse_without_losing_data(data, tmp_path_factory
     assert len(records) == kept.count(b"\n") and kept[-1:] in (b"", b"\n")
 
 
+def test_json_lines_of_a_stream_are_none_and_not_waited_for(tmp_path):
+    """A FIFO given as a log to resume (``--out``): reading it back waited for ever. A reader
+    that repairs nothing (``--solver-log <(cat log)``) reads it."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert files.is_stream(fifo) and files.is_stream("/dev/null") and not files.is_stream(tmp_path)
+    assert files.recover_json_lines(fifo) == []
+    writer = subprocess.Popen(["sh", "-c", f"printf '{{\"a\": 1}}\\n' > {fifo}"])
+    assert files.recover_json_lines(fifo, repair=False) == [{"a": 1}]
+    writer.wait()
+    first, second = files.open_to_append_alone("/dev/null"), files.open_to_append_alone("/dev/null")
+    assert first is not None and second is not None  # a device is not locked: two runs may write to it
+    first.close(), second.close()
+
+
 # ---------------------------------------------------------------------------------------
 # The library's entry points
 # ---------------------------------------------------------------------------------------

@@ -377,6 +377,9 @@ def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch,
     with pytest.raises(SystemExit):
         leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", ""])
     assert "nothing to rank" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the set is read (and its size said) before the refusal
+        leaderboard.main(["--set", "8x4x5", "--limit", "61", "--entries", ""])
+    assert "--limit 61 is more than the 60 boards of the set 8x4x5 v1; all are played" in capsys.readouterr().err
     # The report written over the log it ranks would lose an hour's solving.
     log = (tmp_path / "log.jsonl").read_text()
     with pytest.raises(SystemExit):

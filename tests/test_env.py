@@ -156,6 +156,14 @@ def test_a_state_of_another_env_or_shape_is_refused_and_batches_may_be_empty():
         env6.step_batch(state6, jnp.int32(0))
     with pytest.raises(ValueError, match="env.step_batch takes a batch of states"):
         env6.step_batch(batch6, jnp.zeros(3, jnp.int32))
+    # reset_finished: one game's state (an IndexError from inside), or a float last taken as finished.
+    for states, last in ((state6, jnp.bool_(True)), (batch6, jnp.array([0.5, 0.0])), (batch6, jnp.ones(3, bool))):
+        with pytest.raises(ValueError, match=r"env.reset_finished takes a batch of states \(boards \[B, W, H\]\)"):
+            env6.reset_finished(states, last)
+    with pytest.raises(ValueError, match="env.reset_finished: the state's boards are 6x6, this env's are 8x6"):
+        env8.reset_finished(batch6, jnp.ones(2, bool))
+    restarted = jax.jit(env6.reset_finished)(batch6, jnp.array([True, False]))
+    assert restarted.key.shape == batch6.key.shape and (restarted.board[1] == batch6.board[1]).all()
     states, _ = jax.vmap(env6.reset)(jax.random.split(jax.random.key(0), 0))
     states, timestep = jax.vmap(env6.step)(states, jnp.zeros(0, jnp.int32))
     assert timestep.reward.shape == (0,) and states.board.shape == (0, 6, 6)

@@ -909,3 +909,18 @@ def test_ranking_set_labels_agree_with_plain_ida():
             child = ranking.child_of(position, action)
             plain = jaxdust.solve(child, colors=5, prune=False, beam_width=0).length if child.any() else 0
             assert plain == label, (record["board"], action, label, plain)
+
+
+def test_a_limit_beyond_the_boards_there_are_is_said(tmp_path, capsys):
+    """``--limit 5`` on 3 boards plays the 3, and says so where a typo would otherwise hide;
+    a limit the boards meet says nothing."""
+    board_file = tmp_path / "three.txt"
+    board_file.write_text("# width=4 height=3\n" + "".join(jaxdust.board_to_text(board).replace("\n", "") + "\n" for board in np.asarray(
+        jaxdust.random_boards(jax.random.key(3), 3, jaxdust.GameConfig(4, 3, 3)))))
+    for source, flags in ((f"{board_file}", ["--boards", str(board_file)]),
+                          ("--random 3", ["--random", "3", "--size", "4x3x3"])):
+        report = evaluate.main([*flags, "--limit", "5", "--agents", "largest", "--out", str(tmp_path / "out")])
+        assert report["agents"]["largest"]["boards"] == 3
+        assert f"--limit 5 is more than the 3 boards of {source}; all are played" in capsys.readouterr().err
+        evaluate.main([*flags, "--limit", "3", "--agents", "largest", "--out", str(tmp_path / "out")])
+        assert "--limit" not in capsys.readouterr().err

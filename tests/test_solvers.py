@@ -637,6 +637,44 @@ def test_cli_retries_only_the_unproven_boards_and_their_last_line_counts(tmp_pat
         (line.split()[0], int(line.split()[1])) for line in lines[2:]]
 
 
+def test_a_rerun_keeps_a_retrys_saved_proof_and_a_failed_retry_hides_no_result(tmp_path, boards_dir, capsys):
+    """The first pass's command run again (a script rerun after the retry pass was killed)
+    deleted the retry's saved proofs of the unproven boards; a retry that failed (limits too
+    small to find any solution) hid the boards' earlier results from every later run, and
+    its errors made a run of other --lines exit 1 under a tally of 0 errors."""
+    lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:8]
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join(lines) + "\n")
+    out, directory = tmp_path / "solutions.jsonl", tmp_path / "proofs"
+    tight = [str(source), "--out", str(out), "--jobs", "1", "--beam-width", "1", "--node-limit", "5000"]
+    assert solve_main(tight) == 0
+    first = {r["line"]: r for r in map(json.loads, out.read_text().splitlines())}
+    unproven = sorted(line for line, r in first.items() if not r["optimal"])
+    proven = sorted(set(first) - set(unproven))
+    assert unproven and proven
+    directory.mkdir()
+    for line in first:  # a retry's saves in progress, and a proven board's leftover
+        (directory / f"line-{line}.npz").write_bytes(b"saved")
+    assert solve_main([*tight, "--checkpoint-dir", str(directory)]) == 0
+    assert sorted(p.name for p in directory.iterdir()) == [".lock", *sorted(f"line-{n}.npz" for n in unproven)]
+    for saved in directory.glob("line-*.npz"):
+        saved.unlink()
+    capsys.readouterr()
+    assert solve_main([*tight[:-3], "0", "--node-limit", "5", "--retry-unproven"]) == 1  # no solution found
+    failed = [r for r in map(json.loads, out.read_text().splitlines()) if "error" in r]
+    assert sorted(r["line"] for r in failed) == unproven
+    capsys.readouterr()
+    size = out.stat().st_size
+    assert solve_main(tight) == 0 and out.stat().st_size == size  # the earlier results stand: nothing redone
+    assert f"{len(proven)} proven optimal, {len(unproven)} not proven, 0 errors" in capsys.readouterr().err
+    assert solve_main([*tight, "--lines", str(proven[0])]) == 0
+    # A device or pipe as --out is written to, never read back: nothing there to resume or list.
+    with pytest.raises(SystemExit):
+        solve_main([str(source), "--out", "/dev/null", "--board-file", str(tmp_path / "proven.txt")])
+    assert "--board-file needs --out FILE, a regular file: /dev/null is a pipe or a device" in capsys.readouterr().err
+    assert solve_main([str(source), "--out", "/dev/null", "--jobs", "1", "--node-limit", "100", "--lines", "3"]) == 0
+
+
 # Boards whose proofs take ~7e4 positions: with a save every 5000, a dozen slices.
 CHECKPOINTED = {"dust": ("35245411345442111431135453243145", 8, 4), "former": ("232321131212314244113232142433442341", 6, 6)}
 

@@ -276,11 +276,18 @@ class DustVectorEnv(_Compiled, VectorEnv):
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 2, "autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, num_envs: int, env: DustEnv | str = "Dust-8x6x5-v0", render_mode: str | None = None,
-                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP, **overrides):
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP, max_episode_steps: int | None = None,
+                 **overrides):
         """``overrides``: ``DustEnv`` fields changed from the registered id's (``max_clicks``,
-        ``rewards``)."""
+        ``rewards``). ``max_episode_steps``: Gymnasium's time limit (``make_vec`` passes it
+        here; -1 or None: none): a game is truncated at that step or at the env's own cap,
+        ``max_clicks``, whichever comes first, as ``TimeLimit`` over a ``DustGymEnv`` truncates it."""
         if not game.is_integer(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if max_episode_steps == -1:  # Gymnasium's word for no TimeLimit
+            max_episode_steps = None
+        if max_episode_steps is not None and (not game.is_integer(max_episode_steps) or max_episode_steps < 1):
+            raise ValueError(f"max_episode_steps must be a positive integer, -1 or None, got {max_episode_steps!r}")
         _check_render_mode(render_mode)
         mode: AutoresetMode | str | None = autoreset_mode
         if isinstance(autoreset_mode, str):  # "NextStep" (the enum's value) or "next_step"
@@ -292,6 +299,9 @@ class DustVectorEnv(_Compiled, VectorEnv):
         self.autoreset_mode = mode
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self.env = _env(env, overrides, "autoreset_mode says how a finished game restarts")
+        cap = self.env.max_clicks  # None: no cap of its own
+        if max_episode_steps is not None and (cap is None or max_episode_steps < cap):
+            self.env = dataclasses.replace(self.env, max_clicks=int(max_episode_steps))
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
         self.single_observation_space = _board_space(self.env)
@@ -330,9 +340,12 @@ class DustVectorEnv(_Compiled, VectorEnv):
                 raise ValueError(f"seed must be a non-negative int, None, or {self.num_envs} non-negative ints or "
                                  f"Nones (one a game), got {seed!r}")
             given = [int(s) for s in seeds if s is not None]
-            # Seeded from all given seeds, so an unseeded reset after this one repeats too.
+            # Seeded from all given seeds, so an unseeded reset after this one repeats too (not
+            # from s alone: that is game 0's own generator, whose boards it would replay).
             self._np_random, self._np_random_seed = seeding.np_random(
                 int(np.random.SeedSequence(given).generate_state(1)[0]) if given else None)
+            if game.is_integer(seed):  # what Gymnasium's vector envs report
+                self._np_random_seed = int(seed)
             keys = jnp.stack([_seed_key(np.random.default_rng(s) if s is not None else self.np_random)
                               for s in seeds])
         board = _start_board(self.env, options.get("board"))
@@ -415,6 +428,8 @@ class DustVectorEnv(_Compiled, VectorEnv):
 for _env_id in registered():
     if f"jaxdust/{_env_id}" not in gymnasium.registry:
         # (gymnasium types a vector entry point as taking keywords only; make_vec gives num_envs so)
+        # No max_episode_steps: the env truncates at its own cap, which max_clicks= may raise;
+        # a horizon in the spec would wrap every env in a TimeLimit that cuts it back.
         gymnasium.register(f"jaxdust/{_env_id}", entry_point=DustGymEnv,
                            vector_entry_point=DustVectorEnv,  # type: ignore[arg-type]
                            kwargs={"env": _env_id})

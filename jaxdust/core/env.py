@@ -348,7 +348,17 @@ class DustEnv:
         draw fresh boards (the threefry draws are most of a reset's cost): up to ``B // 8``
         of them are gathered, drawn and scattered back; a step with more falls back to
         drawing for every game. Both give the same states.
+
+        Raises:
+          ValueError: for one game's state (a batch of one is ``jax.tree.map(lambda x:
+            x[None], state)``), or ``last`` that is not bool ``[B]`` (``timestep.last()``).
         """
+        boards, last = jnp.asarray(states.board), jnp.asarray(last)
+        if boards.ndim != 3 or last.shape != boards.shape[:1] or last.dtype != jnp.bool_:
+            raise ValueError(f"env.reset_finished takes a batch of states (boards [B, W, H]) and bool last [B] "
+                             f"(timestep.last()), got boards {boards.shape} and last {last.dtype}{list(last.shape)}; "
+                             "one game is a batch of one: jax.tree.map(lambda x: x[None], state)")
+        self._require_shape(boards.shape[1:], "env.reset_finished")
         num_games = last.shape[0]
         capacity = num_games // 8
 

@@ -132,10 +132,13 @@ def open_to_append_alone(path: str | os.PathLike):
     the file itself, or None when another process holds one: two writers of one JSON-lines
     file would each resume the same records, and one could cut the line the other is
     writing (``recover_json_lines``). The OS lets go when the handle is closed or the
-    process ends, however it ends; no lock file is left behind."""
+    process ends, however it ends; no lock file is left behind. A pipe or a device
+    (``is_stream``) is not locked: nothing reads it back to resume."""
     import fcntl
 
     handle = open(path, "a")
+    if is_stream(path):
+        return handle
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -239,13 +242,21 @@ def read_lines(path: str, what: str = "file") -> list[str]:
     return lines
 
 
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a pipe, a socket or a character device (a terminal, ``/dev/null``)."""
+    mode = os.stat(path).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
 def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
     """The records (JSON objects, one per line) of a file written by appending, *repairing
     the file* (unless ``repair`` is False: e.g. a second process that only reads): a torn
     last line (a process killed mid-write: the start of an object, no newline at its end)
     is cut off it, so appending can continue cleanly; a whole object without its newline
     (no prefix of an object parses but the object itself) is kept and the newline added.
-    A missing file reads as no records.
+    A missing file reads as no records, and so does, to a writer's resume (``repair``), a
+    pipe, a terminal or a device (``/dev/stdout``): it holds nothing to resume, and reading
+    it would wait for ever.
 
     Raises:
       ValueError: when any other line is not a JSON object (the file was not written by
@@ -253,7 +264,7 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
     """
     records: list[dict] = []
     keep = 0
-    if not os.path.exists(path):
+    if not os.path.exists(path) or (repair and is_stream(path)):
         return records
     with open(path, "rb") as handle:
         lines = handle.readlines()

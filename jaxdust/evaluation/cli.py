@@ -110,6 +110,7 @@ def load_board_set(args) -> LoadedBoards:
     """
     if args.random:
         boards = game.random_boards(jax.random.key(args.seed), args.random, args.size)[: args.limit]
+        flags.note_short_limit(args.limit, len(boards), f"--random {args.random}")
         described = f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})"
         return LoadedBoards(boards, None, False, described, args.size.rules)
     played_as = getattr(args, "played_as", "--env")  # the flag that gave args.env: --env, or --size with a file
@@ -177,6 +178,7 @@ def load_board_set(args) -> LoadedBoards:
         raise ValueError(f"{args.boards}:{record.line}: {int(best.max())} clicks for a board of {width * height} "
                          f"cells: a line's last number is its board's length in clicks, and no game takes more "
                          f"clicks than cells")
+    flags.note_short_limit(args.limit, len(records), _shown_path(args.boards))
     described = f"{len(records)} board{'s' if len(records) != 1 else ''} from {_shown_path(args.boards)}"
     cut = args.limit is not None and len(records) == args.limit  # fewer: the file held no more
     return LoadedBoards(boards, best, proven, f"first {described}" if cut else described, rules)

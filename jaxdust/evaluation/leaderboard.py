@@ -165,6 +165,7 @@ def main(argv=None) -> dict:
     if config is None:  # its boards' size is what the runs must fit
         try:
             board_set = benchmark.load_set(args.set, limit=args.limit)
+            flags.note_short_limit(args.limit, len(board_set.boards), f"the set {board_set.name}")
         except ValueError as error:
             parser.error(f"--set: {error}")
     runs, labels = [], set()

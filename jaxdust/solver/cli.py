@@ -10,11 +10,14 @@ an existing ``--out`` file is resumed, boards already in it are skipped (refused
 other boards on those lines, or other rules: another file's results). The rules are
 ``--rules``, else the file's ``rules=NAME`` header (as ``--board-file`` writes it), else dust. A board that cannot be
 solved (malformed, too large) gets a line with its ``error`` and the others are still
-solved; the exit status is then 1 (2: the command line or the file cannot be used).
+solved; the exit status is then 1 (2: the command line or the file cannot be used), and the
+next run tries it again. An ``--out`` that is a pipe or a device (``/dev/stdout``) is
+written to and never read back: nothing is resumed from it.
 
 ``--retry-unproven`` solves again, under the new limits, the boards whose every line in
-``--out`` is unproven, and appends the new line (a board's last line is its result; it keeps
-the shorter solution and the higher bound of the board's earlier lines). A large
+``--out`` is unproven, and appends the new line (a board's last line that is no error is its
+result; it keeps the shorter solution and the higher bound of the board's earlier lines). A
+run without it leaves a retry's saved proofs (``--checkpoint-dir``) in place. A large
 set is proven in passes, e.g. 7x9x4 Former boards, three fifths of which are proven
 within 10^9 positions (minutes) while the rest need more:
 
@@ -52,7 +55,7 @@ from jaxdust.core import flags, machine
 from jaxdust.core.boards import (board_lines, declared_colours, declared_rules, parse_board, replay,
                                  require_declared_colours, require_header_shape)
 from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
-from jaxdust.core.files import (atomic_write_bytes, lock_directory, open_to_append_alone, read_lines,
+from jaxdust.core.files import (atomic_write_bytes, is_stream, lock_directory, open_to_append_alone, read_lines,
                                 recover_json_lines, remove_leftover_temporaries)
 from jaxdust.solver import compiled
 from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TABLE_BITS,
@@ -149,6 +152,12 @@ def main(argv=None) -> int:
         for flag, other in (("the board file", args.boards), ("--out", args.out)):
             if other != "-" and _same_file(other, args.board_file):
                 flags.fail(parser, f"--board-file {args.board_file} is {flag}: give it another name")
+    if args.out != "-" and os.path.exists(args.out) and is_stream(args.out):
+        # A pipe, a terminal or a device: written to, never read back (it holds no run to resume).
+        for flag, given in (("--retry-unproven", args.retry_unproven), ("--checkpoint-dir", args.checkpoint_dir),
+                            ("--board-file", args.board_file)):
+            if given:
+                flags.fail(parser, f"{flag} needs --out FILE, a regular file: {args.out} is a pipe or a device")
     if args.retry_unproven and args.out == "-":
         flags.fail(parser, "--retry-unproven needs --out FILE")
     if args.checkpoint_dir and args.out == "-":  # a proof done behind a slower board, its file gone, not yet printed
@@ -195,9 +204,8 @@ def main(argv=None) -> int:
     try:
         previous = recover_json_lines(args.out) if args.out != "-" else []
         _check_resumable(previous, jobs, args.rules, args.out)
-        # A board's last line is its result: a retry appends one, the unproven line stays as
-        # history. A board whose line is an error (a flag, a limit, the board) is tried again.
-        done = {record["line"] for record in previous
+        last = _results(previous)
+        done = {line for line, record in last.items()
                 if "error" not in record and (not args.retry_unproven or record.get("optimal"))}
     except ValueError as error:
         _refuse(parser, output, str(error))
@@ -212,13 +220,13 @@ def main(argv=None) -> int:
                                     f"one another (several runs of one set may share a directory one after another, "
                                     f"not at once)")
         remove_leftover_temporaries(args.checkpoint_dir)
-        for number in done:  # solved, but killed before its progress file was removed
+        # Proven, but killed before its progress file was removed. An unproven board's file
+        # may be a retry's (--retry-unproven) in progress: it stays for that retry to resume.
+        for number in (line for line, record in last.items() if record.get("optimal")):
             _remove_checkpoint(args.checkpoint_dir, number)
 
-    retried = {job[0] for job in todo}
-    last = {record["line"]: record for record in previous}  # an earlier run's errors not tried again
     known = _best_facts(previous)
-    errors = sum("error" in record and line not in retried for line, record in last.items())
+    errors = 0  # this run's: a board whose result is an error is tried again
     try:
         if todo and args.jobs > 1:
             compiled.compile_searches()  # once, here: the workers then load numba's cache
@@ -257,6 +265,17 @@ def _refuse(parser, output, message: str) -> None:
     if output is not sys.stdout:
         output.close()
     flags.fail(parser, message)
+
+
+def _results(records: list[dict]) -> dict[int, dict]:
+    """Each line's result in ``--out``: its last record that is not an error (a retry appends
+    one, the earlier line stays as history), else its last error (a flag, a limit, the
+    board: tried again by the next run). A retry that failed leaves the earlier result."""
+    results: dict[int, dict] = {}
+    for record in records:
+        if "error" not in record or "error" in results.get(record["line"], record):
+            results[record["line"]] = record
+    return results
 
 
 def _tally(results: list[dict | None], earlier: int) -> str:
