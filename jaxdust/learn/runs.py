@@ -505,12 +505,6 @@ class Run:
     def seconds(self) -> float:
         return self.elapsed_before + time.perf_counter() - self.started
 
-    def seconds_at(self, step: int) -> float:
-        """The run's training time, as its log says, when checkpoint ``step`` was saved (what
-        a resume from it starts its clock at; 0 before the first line)."""
-        kept = [record["seconds"] for record in self._log_records() if record["chunk"] <= step]
-        return kept[-1] if kept else 0.0
-
     def log(self, record: dict) -> None:
         if not self.primary:
             return
@@ -753,9 +747,6 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             state = trainer.init(jax.random.key(args.seed))
         done = 0
         if args.resume and run.checkpoints.steps():
-            steps = run.checkpoints.steps()
-            if args.resume_step in steps and args.resume_step < max(steps) and args.minutes:
-                _refuse_a_rollback_past_minutes(run, args.resume_step, args.minutes)
             done, state = run.restore(state, args.resume_step)
         elif args.resume and args.resume_step is not None:  # starting over would delete what it asks for
             raise RunError(f"no checkpoint {args.resume_step} in {run.checkpoints.directory}; there are none "
@@ -802,17 +793,6 @@ def train(learner_name: str, config, args) -> dict:
         run.close()
 
 
-def _refuse_a_rollback_past_minutes(run: Run, step: int, minutes: float) -> None:
-    """RunError, before any checkpoint after ``step`` is deleted, where the run had trained
-    past ``minutes`` (its time in all) by checkpoint ``step``: the rollback would delete
-    them and then train nothing."""
-    seconds = run.seconds_at(step)
-    if seconds > 60 * minutes:
-        raise RunError(f"checkpoint {step} was saved after {seconds / 60:.1f} minutes of training, past "
-                       f"--minutes {minutes:g} (the run's time in all): rolling back to it would train nothing; "
-                       "nothing is rolled back. Give a larger --minutes, or none")
-
-
 def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int, state) -> dict:
     if (summary := _finished(learner, config, args, run, done, state)) is not None:
         print(f"{run.directory} finished its {done} chunks already: nothing to train")
@@ -821,7 +801,9 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
         run.forget_summary()
     past = bool(args.minutes) and done > 0 and run.elapsed_before > 60 * args.minutes  # the earlier pieces' time
     if done < trainer.total and _process_0_says(past)[0]:
-        print(f"{run.directory} has trained {run.elapsed_before / 60:.1f} minutes already, past --minutes "
+        # A --resume-step has deleted the later checkpoints by now: say so, or it reads as nothing changed.
+        back = f", rolled back to checkpoint {done} (--resume-step)" if args.resume_step is not None else ""
+        print(f"{run.directory} has trained {run.elapsed_before / 60:.1f} minutes already{back}, past --minutes "
               f"{args.minutes:g} (the run's time in all): nothing done; continue with --resume and a larger "
               f"--minutes, or none")
         return {}
