@@ -901,8 +901,11 @@ API_CASES = [
      r"beam_search: 1 boards x width 134,217,727 x 16 cells = 2,147,483,632 children a click \(2,147,483,648 slots"),
     (lambda: jaxdust.points_beam(np.ones((4, 4), np.int8), width=2**27 + 1), "points_beam: 1 boards x width 134,217,729"),
     *((lambda search=search, shape=shape: search(np.zeros(shape, np.int8)),
-       f"{search.__name__}: boards of {shape[-2]} x {shape[-1]} cells hold no cell")
-      for search in (jaxdust.beam_search, jaxdust.points_beam) for shape in ((3, 0), (0, 3), (2, 3, 0))),
+       f"{search.__name__}: boards of {shape[-2]} x {shape[-1]} cells; a board is at least 2 wide and 1 high")
+      for search in (jaxdust.beam_search, jaxdust.points_beam) for shape in ((3, 0), (0, 3), (2, 3, 0), (1, 4))),
+    # One column: the searches played it, and no other tool (replay, solve, parse_board) reads it.
+    (lambda: play_boards(np.ones((2, 1, 4), np.int8), baselines.largest_group, jax.random.key(0), 4),
+     "play_boards: boards of 1 x 4 cells; a board is at least 2 wide and 1 high"),
     (lambda: jaxdust.beam_search(np.ones((4, 4), np.int8), width=2**25, rescorer=lookahead_heuristic),
      "beam_search: 1 boards x width 33,554,432 x shortlist 4 x 16 cells"),
     # SameGame's points of a larger board would wrap round int32.
@@ -915,6 +918,8 @@ API_CASES = [
     *((lambda shape=shape: mcts.search(np.ones(shape, np.int8), mcts.heuristic_evaluator, None, jax.random.key(0), 4),
        f"mcts.search: no boards, or boards of no cell \\(shape \\({shape[0]}, {shape[1]}, {shape[2]}\\)\\)")
       for shape in ((0, 4, 3), (2, 0, 3))),
+    (lambda: mcts.search(np.ones((2, 1, 4), np.int8), mcts.heuristic_evaluator, None, jax.random.key(0), 4),
+     "mcts.search: boards of 1 x 4 cells; a board is at least 2 wide and 1 high"),
     (lambda: mcts.search(np.array([[[0, 1, 0], [1, 1, 1]]], np.int8), mcts.heuristic_evaluator, None,
                          jax.random.key(0), 4), r"^mcts.search: board 0: cell \(0, 1\) floats above an empty cell"),
     *((lambda function=function: function(jnp.array([1, 0, 2, 0], jnp.int8)),

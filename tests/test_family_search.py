@@ -499,10 +499,10 @@ def test_points_beam_in_batches_equals_one_search_of_every_board():
 
 @pytest.mark.parametrize("rules", ["samegame", "clickomania"])
 def test_points_beam_on_a_board_with_room_for_no_group(rules):
-    found = jaxdust.points_beam(np.array([[[3]]], np.int8), 4, rules)
+    found = jaxdust.points_beam(np.array([[[3], [4]]], np.int8), 4, rules)  # the least board: 2 x 1
     assert int(found.length[0]) == 0 and np.all(np.asarray(found.actions) == -1)
-    assert int(found.value[0]) == (0 if rules == "samegame" else -1)  # no points; one cell left
-    one = jaxdust.points_beam(np.array([[3]], np.int8), 4, rules)  # one board: unbatched results
+    assert int(found.value[0]) == (0 if rules == "samegame" else -2)  # no points; two cells left
+    one = jaxdust.points_beam(np.array([[3], [4]], np.int8), 4, rules)  # one board: unbatched results
     assert np.shape(one.value) == () and np.shape(one.actions) == found.actions.shape[1:]
     assert (int(one.value), int(one.length)) == (int(found.value[0]), 0)
 

@@ -757,6 +757,9 @@ def test_a_checkpoint_of_another_board_or_no_proof_is_refused(tmp_path):
     (tmp_path / "junk.npz").write_bytes(b"not a zip file")
     with pytest.raises(ValueError, match="junk.npz is not a saved proof"):
         solve(board, checkpoint=tmp_path / "junk.npz")
+    (tmp_path / "boards.txt").write_text(text + "\n")  # once NumPy's advice to unpickle it
+    with pytest.raises(ValueError, match=r"boards.txt is not a saved proof \(not a .npz archive\)$"):
+        solve(board, checkpoint=tmp_path / "boards.txt")
     (tmp_path / "empty.npz").write_bytes(b"")  # an EOFError from numpy, once a traceback
     with pytest.raises(ValueError, match="empty.npz is not a saved proof"):
         solve(board, checkpoint=tmp_path / "empty.npz")

@@ -118,6 +118,13 @@ def require_cells(width: int, height: int, rules: str) -> None:
                          f"(2^31 - 1: its clicks are 32-bit cell numbers)")
 
 
+def require_board_shape(width: int, height: int, caller: str) -> None:
+    """ValueError naming ``caller`` for boards of fewer cells than a game has (``GameConfig``'s
+    least size), which the searches would otherwise play and no other tool reads back."""
+    if width < 2 or height < 1:
+        raise ValueError(f"{caller}: boards of {width} x {height} cells; a board is at least 2 wide and 1 high")
+
+
 @dataclasses.dataclass(frozen=True)
 class GameConfig:
     """Static size and rule set of a game. Hashable, so it can be a ``jit`` static argument."""

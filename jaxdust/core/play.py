@@ -88,6 +88,7 @@ def _checked(boards, policy: Policy, max_clicks, rules: str) -> jax.Array:
     if np.ndim(boards) != 3 or 0 in np.shape(boards):
         raise ValueError(f"play_boards takes a batch of boards [N, W, H], got shape {np.shape(boards)}"
                          + (" (one board: boards[None])" if np.ndim(boards) == 2 else ""))
+    game.require_board_shape(boards.shape[1], boards.shape[2], "play_boards")
     if not game.is_integer(max_clicks) or not 1 <= max_clicks < INT32_LIMIT:  # the click counter is int32
         raise ValueError(f"play_boards: max_clicks must be a positive integer below 2^31, got {max_clicks!r}")
     game.rules_of(rules)

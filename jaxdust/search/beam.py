@@ -339,8 +339,7 @@ def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None
     shape = np.shape(boards)
     if len(shape) not in (2, 3):
         raise ValueError(f"beam_search takes boards [B, W, H] or one board [W, H], got shape {shape}")
-    if 0 in shape[-2:]:
-        raise ValueError(f"beam_search: boards of {shape[-2]} x {shape[-1]} cells hold no cell")
+    game.require_board_shape(shape[-2], shape[-1], "beam_search")
     if shape[0] == 0:
         raise ValueError("beam_search: no boards (a batch of 0)")
     for name, value in (("width", width), ("max_clicks", max_clicks), ("shortlist", shortlist), ("chunk", chunk)):

@@ -106,6 +106,7 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
                          + (" (one board: boards[None])" if boards.ndim == 2 else ""))
     if 0 in boards.shape:
         raise ValueError(f"mcts.search: no boards, or boards of no cell (shape {tuple(boards.shape)})")
+    game.require_board_shape(boards.shape[1], boards.shape[2], "mcts.search")
     game.require_click_rules(rules, "mcts")
     require_settled(boards, rules, "mcts.search")  # a position the rules never make plays otherwise
     require_model_fits(boards, evaluate, rules, "mcts")

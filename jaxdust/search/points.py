@@ -119,8 +119,7 @@ def points_beam(boards: game.BoardLike, width: int = 16, rules: str = "samegame"
     boards = game.from_lists(boards)
     if boards.ndim not in (2, 3):
         raise ValueError(f"points_beam takes boards [B, W, H] or one board [W, H], got shape {boards.shape}")
-    if 0 in boards.shape[-2:]:
-        raise ValueError(f"points_beam: boards of {boards.shape[-2]} x {boards.shape[-1]} cells hold no cell")
+    game.require_board_shape(boards.shape[-2], boards.shape[-1], "points_beam")
     if boards.shape[0] == 0:
         raise ValueError("points_beam: no boards (a batch of 0)")
     if not game.is_integer(width) or width < 1:

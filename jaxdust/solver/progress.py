@@ -72,6 +72,9 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
     def not_a_proof(error: Exception) -> ValueError:
         return ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({type(error).__name__}: {error})")
 
+    if os.path.isfile(path) and os.path.getsize(path) and not zipfile.is_zipfile(path):
+        # NumPy reads any other file as a pickle and says to trust it: no advice for a board file
+        raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof (not a .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
