@@ -405,6 +405,16 @@ def test_gymnasium_envs_pickle_and_check_their_reset_arguments():
     first, _ = envs.reset(seed=[1, None, 3])
     np.testing.assert_array_equal(first[0], obs)
     np.testing.assert_array_equal(envs.reset(seed=[1, 2, 3])[0], envs.reset(seed=[1, 2, 3])[0])
+    # A Nones-only list is seed=None, as SyncVectorEnv reads it: the seeded generator goes on
+    # (a fresh one from the OS had made the rest of a seeded run unrepeatable).
+    def after_seed_5(seed):
+        vector = DustVectorEnv(3, "Dust-6x6x5-v0")
+        vector.reset(seed=5)
+        return vector.reset(seed=seed)[0], vector.reset()[0]
+
+    for unseeded in ([None] * 3, (None,) * 3):
+        for ours, plain in zip(after_seed_5(unseeded), after_seed_5(None)):
+            np.testing.assert_array_equal(ours, plain)
     board = np.asarray(jaxdust.random_board(jax.random.key(2), jaxdust.GameConfig(6, 6, 5)))
     assert (envs.reset(options={"board": board})[0] == board).all()
     with pytest.raises(ValueError, match="3 non-negative ints or Nones"):

@@ -83,7 +83,9 @@ def test_a_row_carries_the_standard_errors_of_its_mean_and_of_its_gap():
     assert f"| {scored.mean_clicks:.3f} +- {scored.se:.3f} |" in scored.markdown()
     assert "| +0.500 +- 0.289 |" in scored.markdown()
     unproven = dataclasses.replace(board_set, lower=board_set.best - 1)
-    assert "+-" not in benchmark.row("x", unproven, clicks, np.ones(4, bool), 2.0).markdown().split("|")[4]
+    # No proven board: no share optimal and no gap, shown as such (not "nan%" and "+nan").
+    none_proven = benchmark.row("x", unproven, clicks, np.ones(4, bool), 2.0).markdown().split("|")
+    assert [cell.strip() for cell in none_proven[3:5]] == ["-", "-"]
 
 
 def test_a_solvers_own_solutions_are_replayed_and_scored():
@@ -376,7 +378,10 @@ def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch,
         assert "edited.jsonl:2 is not a solver result" in capsys.readouterr().err, field
     with pytest.raises(SystemExit):
         leaderboard.main(["--set", "8x4x5", "--limit", "3", "--entries", ""])
-    assert "nothing to rank" in capsys.readouterr().err
+    assert "nothing to rank: --entries '' needs --runs or --solver-log" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # random boards: a solver log, refused with them, is not offered
+        leaderboard.main(["--env", "SameGame-15x15x5-v0", "--entries", ""])
+    assert "nothing to rank: --entries '' needs --runs (see" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # the set is read (and its size said) before the refusal
         leaderboard.main(["--set", "8x4x5", "--limit", "61", "--entries", ""])
     assert "--limit 61 is more than the 60 boards of the set 8x4x5 v1; all are played" in capsys.readouterr().err

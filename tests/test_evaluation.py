@@ -872,6 +872,18 @@ def test_the_ranking_command_extends_a_set_only_under_its_own_node_limit(tmp_pat
     assert ranking.main(["--boards", "1", "--out", str(out)]) == 0
 
 
+def test_the_ranking_command_counts_the_boards_it_drew_with_those_that_gave_no_position(tmp_path, capsys,
+                                                                                         monkeypatch):
+    """A board none of whose positions proves within the limit writes no line: it was
+    drawn all the same (the count had said "from 0 boards" after two)."""
+    record = ranking.load()[0]
+    monkeypatch.setattr(ranking, "board_records", lambda index, node_limit: (
+        [] if index else [{**record, "board_index": index, "node_limit": node_limit}]))
+    out = tmp_path / "ranking.jsonl"
+    assert ranking.main(["--boards", "2", "--out", str(out)]) == 0
+    assert capsys.readouterr().out == f"{out}: 1 labelled position from 2 boards (1 with any)\n"
+
+
 @pytest.mark.slow
 def test_the_ranking_command_says_what_it_wrote_and_resumes(tmp_path, capsys):
     """It worked for a minute and printed nothing; a rerun of finished boards adds none."""

@@ -320,12 +320,14 @@ class DustVectorEnv(_Compiled, VectorEnv):
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
         """``seed``: one int ``s`` (game ``i`` gets ``s + i``, as in ``SyncVectorEnv``), or
         one non-negative int or None per game (a None game's board is drawn from the seeds
-        given, so the same list gives the same boards); ``options={"board": ...}`` starts every game
-        from that board (as ``DustGymEnv.reset``); ``options={"reset_mask": m}`` (numpy bool
+        given, so the same list gives the same boards; Nones alone are ``seed=None``);
+        ``options={"board": ...}`` starts every game from that board (as ``DustGymEnv.reset``); ``options={"reset_mask": m}`` (numpy bool
         ``[N]``, as Gymnasium takes it) restarts only the games ``m`` selects, the others
         going on as they were (``info``'s ``_action_mask`` and ``_clicks`` are ``m``)."""
         options = _options(options, ("board", "reset_mask"))
         reset_mask = self._reset_mask(options.get("reset_mask"))
+        if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == self.num_envs and all(s is None for s in seed):
+            seed = None  # what SyncVectorEnv makes of seed=None: the env's generator goes on
         if seed is None:
             super().reset()
             keys = jax.random.split(_seed_key(self.np_random), self.num_envs)

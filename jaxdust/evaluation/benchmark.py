@@ -102,14 +102,18 @@ class Row:
               "|---|---:|---:|---:|---:|---:|")
 
     def markdown(self) -> str:
-        return (f"| {self.agent} | {with_error(self.mean_clicks, self.se, '.3f')} | {self.optimal:.1%} | "
+        optimal = "-" if np.isnan(self.optimal) else f"{self.optimal:.1%}"  # no proven board
+        return (f"| {self.agent} | {with_error(self.mean_clicks, self.se, '.3f')} | {optimal} | "
                 f"{with_error(self.gap, self.gap_se, '+.3f')} | {self.cleared:.1%} | "
                 f"{timing(self.seconds_per_board)} |")
 
 
 def with_error(value: float, error: float, spec: str) -> str:
-    """``value +- error`` (the error to the value's precision), or the value alone where
-    there is none (nan: a gap with no proven board)."""
+    """``value +- error`` (the error to the value's precision), the value alone where there
+    is no error (nan: one board), or ``-`` where there is no value (nan: a gap with no proven
+    board)."""
+    if np.isnan(value):
+        return "-"
     shown = format(value, spec)
     return shown if np.isnan(error) else f"{shown} +- {error:.{spec[-2]}f}"
 

@@ -190,7 +190,8 @@ def main(argv=None) -> dict:
         except ValueError as error:
             parser.error(f"--entries/--runs: {error}")
     elif not args.solver_log:
-        parser.error("nothing to rank: --entries '' needs --runs or --solver-log")
+        # --solver-log ranks a set's own boards: with --env or --size only --runs remains.
+        parser.error("nothing to rank: --entries '' needs --runs" + (" or --solver-log" if config is None else ""))
     # The labels describe the dust game's agents; on another rule set an entry is its own name.
     entries = [(name, describe(name) if config is None else name) for name in names] + runs
     sources = run_sources([entry for entry, _ in entries])

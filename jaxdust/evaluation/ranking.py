@@ -265,9 +265,10 @@ def main(argv=None) -> int:
             out.write("".join(json.dumps(record) + "\n" for record in board_records(index, args.node_limit)))
             out.flush()
     kept = recover_json_lines(args.out)
-    boards = len({record["board_index"] for record in kept})  # the file may hold more boards than asked
-    print(f"{args.out}: {len(kept)} labelled position{'s' if len(kept) != 1 else ''} from {boards} "
-          f"board{'s' if boards != 1 else ''}")
+    drawn = max(args.boards, start)  # the file may hold more boards than asked
+    labelled = len({record["board_index"] for record in kept})  # a board none of whose positions proved writes none
+    print(f"{args.out}: {len(kept)} labelled position{'s' if len(kept) != 1 else ''} from {drawn} "
+          f"board{'s' if drawn != 1 else ''}" + (f" ({labelled} with any)" if labelled != drawn else ""))
     return 0
 
 
