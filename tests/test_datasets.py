@@ -194,6 +194,25 @@ def test_a_damaged_shard_is_named_and_made_again_from_the_journal(tmp_path, smal
     assert directory_bytes(directory) == directory_bytes(small_set[0])
 
 
+def test_a_shard_with_bytes_overwritten_in_its_compressed_data_is_named(tmp_path, small_set):
+    """Damage inside the deflated data fails in zlib, whose error is no OSError: it went
+    through as a traceback, where the resume's warning makes the shard again."""
+    import zipfile
+
+    directory = tmp_path / "set"
+    shutil.copytree(small_set[0], directory)
+    path = directory / "shard-00001.npz"
+    raw = bytearray(path.read_bytes())
+    member = zipfile.ZipFile(path).getinfo("boards.npy")
+    header = member.header_offset  # a local header: 30 bytes, then its name and its extra field
+    start = header + 30 + int.from_bytes(raw[header + 26:header + 28], "little") + \
+        int.from_bytes(raw[header + 28:header + 30], "little")
+    raw[start:start + 16] = bytes(16)
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"shard-00001.npz cannot be read \(error: .*to make it again"):
+        load_dataset(str(directory))
+
+
 def test_a_shard_of_other_bytes_than_its_manifest_records_is_refused_and_made_again(tmp_path, small_set, capsys):
     """A readable shard of the right shape from another place (another set's, or an older
     make of this one) loaded as this set's data without a word; its sha256 is recorded."""

@@ -1,6 +1,9 @@
 """``jaxdust.core.files``: an atomic write behaves as a plain ``open(path, "w")`` would."""
 
+import json
 import os
+
+import pytest
 
 from jaxdust.core import files
 
@@ -99,6 +102,27 @@ def test_standard_output_redirected_to_a_log_is_appended_to_not_replaced(tmp_pat
         subprocess.run([sys.executable, "-u", "-c", script], stdout=handle, check=True, timeout=120,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert log.read_text().splitlines() == ["earlier", "before", "JSON", "after"]
+
+
+@pytest.mark.skipif(not os.access("/dev/shm", os.W_OK), reason="needs a writable /dev/shm")
+def test_a_regular_file_on_a_memory_disk_under_dev_is_replaced_not_appended_to(tmp_path):
+    """Only names of descriptors (/dev/stdout, /dev/fd/N, through links too) are streams:
+    a manifest rewritten in /dev/shm had the new JSON appended after the old."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        path = os.path.join(folder, "manifest.json")
+        files.atomic_write_json(path, {"shards": 1})
+        files.atomic_write_json(path, {"shards": 2})
+        with open(path) as handle:
+            assert json.load(handle) == {"shards": 2}
+    finally:
+        shutil.rmtree(folder)
+    (tmp_path / "out").symlink_to("/dev/stdout")
+    assert files._names_a_descriptor(tmp_path / "out") and files._names_a_descriptor("/dev/fd/1")
+    assert not files._names_a_descriptor(tmp_path / "log") and not files._names_a_descriptor("/dev/shm/x")
 
 
 def test_an_existing_folder_that_takes_no_files_is_named_as_the_one_written_into(tmp_path, monkeypatch):

@@ -26,15 +26,16 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
     (for data too large to hold twice in memory, e.g. ``numpy.savez`` of big arrays). As a
     plain ``open(path, "w")`` would, it writes through a symbolic link and keeps an
     existing file's mode. A path that is there but is not a regular file (a FIFO, which
-    waits for its reader as a plain open does; a device), or one under ``/dev`` or
-    ``/proc`` (``/dev/stdout`` redirected to a log, which a rename would replace), is
-    appended to instead."""
+    waits for its reader as a plain open does; a device), one under ``/proc``, or the name
+    of an open descriptor (``/dev/stdout`` redirected to a log, which a rename would
+    replace), is appended to instead. A regular file elsewhere under ``/dev``
+    (``/dev/shm``, a memory disk) is replaced as any other."""
     try:
         kind = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         kind = None
     special = kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind)
-    if special or (kind is not None and os.path.abspath(path).startswith(("/dev/", "/proc/"))):
+    if special or (kind is not None and (os.path.abspath(path).startswith("/proc/") or _names_a_descriptor(path))):
         with open(path, "ab") as file:  # "wb" would truncate a log that standard output is redirected to
             write(file)
         return
@@ -61,6 +62,20 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
             os.unlink(temporary)
         raise
     _sync_directory(directory)  # the rename itself survives a power cut
+
+
+def _names_a_descriptor(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names an open file descriptor (``/dev/stdout``, ``/dev/fd/N``,
+    ``/proc/PID/fd/N``), itself or through symbolic links: the file it stands for stats as
+    a regular file when standard output is redirected to one."""
+    name = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        if re.fullmatch(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/[^/]+/fd/\d+", name):
+            return True
+        if not os.path.islink(name):
+            return False
+        name = os.path.normpath(os.path.join(os.path.dirname(name), os.readlink(name)))
+    return False
 
 
 def _sync_directory(directory: str) -> None:

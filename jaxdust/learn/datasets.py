@@ -35,6 +35,7 @@ import os
 import shlex
 import sys
 import zipfile
+import zlib
 from typing import NamedTuple
 
 import numpy as np
@@ -403,7 +404,10 @@ def _read_shard(directory: str, name: str, manifest: dict) -> tuple[dict[str, np
             data = handle.read()
         with np.load(io.BytesIO(data)) as arrays:
             shard = {field: arrays[field] for field in Dataset._fields}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+    # Bytes overwritten inside the compressed data fail in zlib (zlib.error is no OSError),
+    # a damaged method or flag in zipfile (NotImplementedError, RuntimeError).
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+            RuntimeError) as error:
         raise ValueError(f"shard {path} cannot be read ({type(error).__name__}: {error})") from None
     digest, expected = hashlib.sha256(data).hexdigest(), manifest.get("sha256", {}).get(str(name))
     if expected is not None and digest != expected:
