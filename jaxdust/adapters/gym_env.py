@@ -321,9 +321,10 @@ class DustVectorEnv(_Compiled, VectorEnv):
         """``seed``: one int ``s`` (game ``i`` gets ``s + i``, as in ``SyncVectorEnv``), or
         one non-negative int or None per game (a None game's board is drawn from the seeds
         given, so the same list gives the same boards; Nones alone are ``seed=None``);
-        ``options={"board": ...}`` starts every game from that board (as ``DustGymEnv.reset``); ``options={"reset_mask": m}`` (numpy bool
-        ``[N]``, as Gymnasium takes it) restarts only the games ``m`` selects, the others
-        going on as they were (``info``'s ``_action_mask`` and ``_clicks`` are ``m``)."""
+        ``options={"board": ...}`` starts every game from that board (as
+        ``DustGymEnv.reset``); ``options={"reset_mask": m}`` (numpy bool ``[N]``, as
+        Gymnasium takes it) restarts only the games ``m`` selects, the others going on as
+        they were (``info``'s ``_action_mask`` and ``_clicks`` are ``m``)."""
         options = _options(options, ("board", "reset_mask"))
         reset_mask = self._reset_mask(options.get("reset_mask"))
         if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == self.num_envs and all(s is None for s in seed):
