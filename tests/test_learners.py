@@ -563,6 +563,42 @@ def test_a_failed_save_is_one_line_and_keeps_the_earlier_checkpoints(tmp_path, m
         first.save(1, state, config)
 
 
+def test_a_save_killed_before_its_checksums_leaves_the_checkpoint_it_would_replace(tmp_path, monkeypatch, capsys):
+    """orbax removed the steps past ``max_to_keep`` inside its save, before the checksums
+    that finish the new one: a save stopped there left ``best/`` (one kept) with only an
+    unfinished checkpoint, and said the earlier ones were intact where none had been saved."""
+    state, config = {"w": jnp.arange(4.0)}, {"config": 1}
+    saved = checkpoint.Checkpoints(str(tmp_path / "best"), max_to_keep=1)
+    write_checksums = checkpoint._write_checksums
+
+    def killed(directory):  # as a SIGKILL there: the step is on disk, its checksums are not
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint, "_write_checksums", killed)
+    with pytest.raises(checkpoint.CheckpointError, match="none was saved there before it"):
+        saved.save(1, state, config)
+    monkeypatch.setattr(checkpoint, "_write_checksums", write_checksums)
+    saved.save(2, state, config)
+    assert saved.steps() == [2]  # the unfinished one goes with the rest
+    monkeypatch.setattr(checkpoint, "_write_checksums", killed)
+    with pytest.raises(checkpoint.CheckpointError, match="the earlier checkpoints there are intact"):
+        saved.save(3, {"w": jnp.arange(4.0) + 3}, config)
+    monkeypatch.setattr(checkpoint, "_write_checksums", write_checksums)
+    reader = checkpoint.Checkpoints.reader(str(tmp_path / "best"))
+    step, restored, damaged = reader.restore_newest(state, config)
+    assert (step, [error.step for error in damaged]) == (2, [3]) and float(restored["w"][0]) == 0.0
+
+    def refused(step):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(saved.manager, "delete", refused)
+    saved.save(4, state, config)  # saved and finished: the old ones only take space
+    assert "checkpoint 4 saved" in capsys.readouterr().err and saved.steps() == [2, 3, 4]
+    monkeypatch.undo()
+    saved.save(5, state, config)
+    assert saved.steps() == [5] and saved.verify(5, state, config) is None
+
+
 def test_a_full_disk_is_reported_once_not_by_every_writing_thread(tmp_path, monkeypatch, caplog):
     """orbax's threads log the failed write again (absl), its tasks as they are collected
     (asyncio), tensorstore's callbacks raise into the closed event loop: the save's one line

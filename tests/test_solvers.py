@@ -496,6 +496,24 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
     assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [(b, int(n)) for b, n in expected]
 
 
+def test_out_dev_stdout_redirected_to_a_log_is_written_to_never_resumed_from(tmp_path, boards_dir):
+    """/dev/stdout redirected to a regular file stats as that file: it was read back as a
+    run to resume (a second run into the same log printed nothing) and locked."""
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join((boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:3]) + "\n")
+    log = tmp_path / "log.jsonl"
+    command = [sys.executable, "-m", "jaxdust.solver", str(source), "--out", "/dev/stdout", "--jobs", "1"]
+    for _ in range(2):
+        with open(log, "ab") as handle:
+            subprocess.run(command, stdout=handle, stderr=subprocess.PIPE, check=True, timeout=600, cwd=ROOT)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["line"], r["optimal"]) for r in records] == [(3, True), (3, True)]
+    with open(log, "ab") as handle:
+        refused = subprocess.run([*command, "--board-file", str(tmp_path / "proven.txt")], stdout=handle,
+                                 stderr=subprocess.PIPE, text=True, timeout=600, cwd=ROOT)
+    assert refused.returncode == 2 and "/dev/stdout is a pipe, a device or a descriptor's name" in refused.stderr
+
+
 def test_cli_with_no_proof_to_write_says_so_under_the_name_it_was_started_as(tmp_path, boards_dir, monkeypatch):
     source = tmp_path / "hard.txt"
     source.write_text(jaxdust.board_to_text(jaxdust.read_board_file(boards_dir / "eval_8x6x5.txt")[0].board) + "\n")
@@ -671,7 +689,7 @@ def test_a_rerun_keeps_a_retrys_saved_proof_and_a_failed_retry_hides_no_result(t
     # A device or pipe as --out is written to, never read back: nothing there to resume or list.
     with pytest.raises(SystemExit):
         solve_main([str(source), "--out", "/dev/null", "--board-file", str(tmp_path / "proven.txt")])
-    assert "--board-file needs --out FILE, a regular file: /dev/null is a pipe or a device" in capsys.readouterr().err
+    assert "--board-file needs --out FILE, a regular file: /dev/null is a pipe, a device or a descriptor's name" in capsys.readouterr().err
     assert solve_main([str(source), "--out", "/dev/null", "--jobs", "1", "--node-limit", "100", "--lines", "3"]) == 0
 
 

@@ -258,9 +258,11 @@ def read_lines(path: str, what: str = "file") -> list[str]:
 
 
 def is_stream(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a pipe, a socket or a character device (a terminal, ``/dev/null``)."""
+    """Whether ``path`` is written to and never read back: a pipe, a socket, a character
+    device (a terminal, ``/dev/null``) or the name of a descriptor (``/dev/stdout``), even
+    one redirected to a regular file (a log holds what else was printed, not a run to resume)."""
     mode = os.stat(path).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode) or _names_a_descriptor(path)
 
 
 def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:

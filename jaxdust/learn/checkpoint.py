@@ -3,7 +3,8 @@
 A checkpoint holds the complete learner state (parameters, optimiser state, step, PRNG
 keys, environment states, replay buffer) and the run's config as JSON. orbax writes each
 step into a temporary directory and renames it when complete, so a process killed while
-saving leaves the earlier checkpoints as they were; ``max_to_keep`` bounds the disk used.
+saving leaves the earlier checkpoints as they were; ``max_to_keep`` bounds the disk used
+(the oldest are removed once the new one is finished).
 A save is finished when its checksums are written (orbax keeps none of array data); a
 checkpoint damaged afterwards (a file truncated, overwritten or deleted) is found by them,
 one without them (a process killed between orbax's rename and the checksums) counts as
@@ -259,10 +260,14 @@ class Checkpoints:
         _quiet_orbax_echoes()
         self.directory = os.path.abspath(directory)
         self.upgrade = upgrade or (lambda config: config)
+        self.max_to_keep = max_to_keep
         self.manager = ocp.CheckpointManager(
             self.directory,
+            # orbax would remove the old steps inside its save, before the new one's
+            # checksums: a process killed between the two would leave only an unfinished
+            # checkpoint. ``save`` removes them itself once the new one is finished.
             options=ocp.CheckpointManagerOptions(
-                max_to_keep=max_to_keep, create=create, enable_async_checkpointing=False
+                max_to_keep=None, create=create, enable_async_checkpointing=False
             ),
             # Handlers named up front, so that a new process can read a state's metadata
             # before it has saved or restored one.
@@ -293,7 +298,10 @@ class Checkpoints:
 
     def save(self, step: int, state: Any, config: dict) -> None:
         """Whole or not at all: Ctrl-C during a save stops the program after it. A save that
-        fails (a full disk) is a CheckpointError in one line; the earlier checkpoints stay."""
+        fails (a full disk) is a CheckpointError in one line; the earlier checkpoints stay.
+        Only once the new one is finished (its checksums written) are the steps past
+        ``max_to_keep`` removed."""
+        earlier = self.steps()
         with processes.interrupt_deferred(), _orbax_echoes_dropped():
             try:
                 self.manager.save(
@@ -308,9 +316,22 @@ class Checkpoints:
                     _write_checksums(self._path(step))
             except Exception as error:  # orbax wraps the OSError in several types
                 reason = "no space left on device" if NO_SPACE in str(error) else _brief(error)
-                kept = "the earlier checkpoints there are intact" if self.steps() else "none was saved there before it"
+                kept = "the earlier checkpoints there are intact" if earlier else "none was saved there before it"
                 raise CheckpointError(f"saving checkpoint {step} in {self.directory} failed ({reason}); {kept}: "
                                       "fix the cause (free space?) and resume") from error
+            self._remove_old_steps(step)
+
+    def _remove_old_steps(self, saved: int) -> None:
+        """The oldest steps past ``max_to_keep``, on every process (orbax deletes on its
+        primary one, then waits for the others). One that cannot be removed only takes disk
+        space: a warning, and the run goes on."""
+        for old in self.steps()[:-self.max_to_keep]:
+            try:
+                self.manager.delete(old)
+            except Exception as error:  # orbax wraps the OSError in several types
+                if jax.process_index() == 0:
+                    print(f"warning: checkpoint {saved} saved in {self.directory}, but removing the older checkpoint "
+                          f"{old} failed ({_brief(error)}); it stays there until removed", file=sys.stderr)
 
     def _path(self, step: int) -> str:
         return os.path.join(self.directory, str(step))

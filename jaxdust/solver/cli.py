@@ -11,8 +11,8 @@ other boards on those lines, or other rules: another file's results). The rules 
 ``--rules``, else the file's ``rules=NAME`` header (as ``--board-file`` writes it), else dust. A board that cannot be
 solved (malformed, too large) gets a line with its ``error`` and the others are still
 solved; the exit status is then 1 (2: the command line or the file cannot be used), and the
-next run tries it again. An ``--out`` that is a pipe or a device (``/dev/stdout``) is
-written to and never read back: nothing is resumed from it.
+next run tries it again. An ``--out`` that is a pipe, a device or ``/dev/stdout`` (even
+redirected to a file) is written to and never read back: nothing is resumed from it.
 
 ``--retry-unproven`` solves again, under the new limits, the boards whose every line in
 ``--out`` is unproven, and appends the new line (a board's last line that is no error is its
@@ -153,11 +153,12 @@ def main(argv=None) -> int:
             if other != "-" and _same_file(other, args.board_file):
                 flags.fail(parser, f"--board-file {args.board_file} is {flag}: give it another name")
     if args.out != "-" and os.path.exists(args.out) and is_stream(args.out):
-        # A pipe, a terminal or a device: written to, never read back (it holds no run to resume).
+        # A pipe, a terminal, a device or /dev/stdout: written to, never read back (no run to resume).
         for flag, given in (("--retry-unproven", args.retry_unproven), ("--checkpoint-dir", args.checkpoint_dir),
                             ("--board-file", args.board_file)):
             if given:
-                flags.fail(parser, f"{flag} needs --out FILE, a regular file: {args.out} is a pipe or a device")
+                flags.fail(parser, f"{flag} needs --out FILE, a regular file: {args.out} is a pipe, a device or "
+                                   "a descriptor's name")
     if args.retry_unproven and args.out == "-":
         flags.fail(parser, "--retry-unproven needs --out FILE")
     if args.checkpoint_dir and args.out == "-":  # a proof done behind a slower board, its file gone, not yet printed
