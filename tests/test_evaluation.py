@@ -884,6 +884,24 @@ def test_the_ranking_command_counts_the_boards_it_drew_with_those_that_gave_no_p
     assert capsys.readouterr().out == f"{out}: 1 labelled position from 2 boards (1 with any)\n"
 
 
+def test_the_ranking_command_to_dev_stdout_counts_what_it_wrote_beside_the_records(tmp_path):
+    """Redirected to a log, /dev/stdout is written to and never read back: the summary had
+    gone among the records and counted none of them ("0 labelled positions")."""
+    import subprocess
+    script = ("import sys; from jaxdust.evaluation import ranking; record = ranking.load()[0]; "
+              "ranking.board_records = lambda index, node_limit: [{**record, 'board_index': index}] * 2; "
+              "sys.exit(ranking.main(['--boards', '3', '--out', '/dev/stdout']))")
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"board_index": 7}\n')  # the log's own earlier lines are no run to resume
+    with open(log, "a") as stdout:
+        done = subprocess.run([sys.executable, "-c", script], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                              cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = log.read_text().splitlines()
+    assert [json.loads(line)["board_index"] for line in lines] == [7, 0, 0, 1, 1, 2, 2]
+    assert "/dev/stdout: 6 labelled positions from 3 boards\n" in done.stderr
+
+
 @pytest.mark.slow
 def test_the_ranking_command_says_what_it_wrote_and_resumes(tmp_path, capsys):
     """It worked for a minute and printed nothing; a rerun of finished boards adds none."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from jaxdust.core import files, flags, game, reference
 from jaxdust.core.boards import BOARDS_DIR, board_to_text, parse_board
-from jaxdust.core.files import recover_json_lines
+from jaxdust.core.files import is_stream, recover_json_lines
 from jaxdust.core.progress import progress_bar
 from jaxdust.search.heuristic import Scorer, heuristic_scorer
 from jaxdust.search.mcts import cluster_prior
@@ -258,17 +258,21 @@ def main(argv=None) -> int:
         flags.fail(parser, f"--out {args.out} was made under --node-limit {made}, and this call gives "
                            f"{args.node_limit}: give the same limit, or another --out")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    kept = list(previous)
     with open(args.out, "a") as out:
         for index in progress_bar(range(start, args.boards), initial=start, total=args.boards, unit="board"):
+            records = board_records(index, args.node_limit)
             # One write a board: a kill between two of its records would leave part of a
             # board, and the resume starts after the last board in the file.
-            out.write("".join(json.dumps(record) + "\n" for record in board_records(index, args.node_limit)))
+            out.write("".join(json.dumps(record) + "\n" for record in records))
             out.flush()
-    kept = recover_json_lines(args.out)
+            kept += records
     drawn = max(args.boards, start)  # the file may hold more boards than asked
     labelled = len({record["board_index"] for record in kept})  # a board none of whose positions proved writes none
+    # Written to a stream (--out /dev/stdout), the records are the output: the count goes beside them.
     print(f"{args.out}: {len(kept)} labelled position{'s' if len(kept) != 1 else ''} from {drawn} "
-          f"board{'s' if drawn != 1 else ''}" + (f" ({labelled} with any)" if labelled != drawn else ""))
+          f"board{'s' if drawn != 1 else ''}" + (f" ({labelled} with any)" if labelled != drawn else ""),
+          file=sys.stderr if is_stream(args.out) else sys.stdout)
     return 0
 
 
