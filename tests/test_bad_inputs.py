@@ -29,7 +29,7 @@ from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
 from jaxdust.learn import cli as train_cli
 from jaxdust.learn import agents, avi, datasets, dqn, imitation, networks, runs
 from jaxdust.learn.datasets import DatasetConfig
-from jaxdust.search import mcts
+from jaxdust.search import beam, mcts
 from jaxdust.search.points import points_beam_solutions
 from jaxdust.search.beam import lookahead_heuristic, lookahead_scorer
 from jaxdust.solver import cli as solver_cli
@@ -712,6 +712,13 @@ API_CASES = [
     (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=2, max_clicks=-1),
      "beam_search: max_clicks must be a positive integer, got -1"),
     (lambda: jaxdust.beam_search(jnp.ones((2, 2, 8, 6), jnp.int8), width=2), "[B, W, H]"),
+    (lambda: jaxdust.beam_search(jnp.ones((8, 6), jnp.int8), width=2, max_clicks=2**31),
+     r"beam_search: max_clicks must be below 2\^31, got 2147483648"),
+    (lambda: lookahead_scorer(beam.heuristic_scorer, chunk=0), "lookahead_scorer: chunk must be a positive integer, got 0"),
+    (lambda: beam.beam_solutions(np.ones((2, 4, 3), np.int8), 0), "beam_solutions: width must be a positive integer, got 0"),
+    (lambda: beam.beam_solutions(np.where(np.arange(8)[:, None, None] == 6, np.ones((4, 3), np.int8) * (np.arange(3) != 0),
+                                          np.ones((4, 3), np.int8)).astype(np.int8), 2, batch=4),
+     r"beam_solutions: board 6: cell \(0, 1\) floats"),
     (lambda: jaxdust.beam_search(np.ones((8, 6)), width=2), "must hold integers"),
     (lambda: jaxdust.beam_search(jnp.ones((8, 6)), width=2), "got dtype float32"),
     (lambda: jaxdust.beam_search(np.full((8, 6), 12), width=2), "holds 12"),

@@ -309,8 +309,10 @@ def test_a_run_loads_and_plays_alike_under_jax_enable_x64(whole_run):
 
 
 def test_a_run_killed_before_its_first_checkpoint_starts_over_cleanly(run, whole_run):
-    """Its log may hold lines of chunks never checkpointed: resuming redoes them once."""
+    """Its log may hold lines of chunks never checkpointed: resuming redoes them once.
+    (The folder checkpoints/ is made when the run starts, so it is there, empty.)"""
     shutil.rmtree(run / "checkpoints")
+    (run / "checkpoints").mkdir()
     shutil.rmtree(run / "best")
     os.remove(run / "summary.json")
     train(run, "--resume")
@@ -576,3 +578,40 @@ def test_evaluate_plays_the_selected_or_the_newest_checkpoint(run, tmp_path):
     assert set(report["agents"]) == set(agents.split(","))
     with pytest.raises(SystemExit):  # the suffix does not hide a missing run
         evaluate.main(["--random", "2", "--agents", f"policy:{tmp_path}/none@newest", "--out", str(tmp_path / "x")])
+
+
+@pytest.mark.parametrize("loss", ["checkpoints deleted", "checkpoints a file", "checkpoints emptied"])
+def test_resume_refuses_to_start_over_a_run_whose_checkpoints_are_gone(run, loss, capsys):
+    """It took them for a run killed before its first checkpoint, and emptied the log,
+    best/, best-argmax/ and summary.json of a finished run to train it again."""
+    shutil.rmtree(run / "checkpoints")
+    if loss == "checkpoints a file":
+        (run / "checkpoints").write_text("")
+    elif loss == "checkpoints emptied":  # the folder is kept: summary.json says it finished
+        (run / "checkpoints").mkdir()
+    before = {name: (run / name).read_bytes() for name in ("metrics.jsonl", "summary.json")}
+    with pytest.raises(SystemExit) as exit_info:
+        train(run, "--resume")
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    where = "holds no checkpoint" if loss == "checkpoints emptied" else "is gone"
+    assert f"its checkpoints/ folder {where}, yet it finished (summary.json): --resume would start it over" in line
+    assert {name: (run / name).read_bytes() for name in before} == before
+    assert [os.listdir(run / folder) for folder in runs.SELECTED_DIRS.values()] == [["4"], ["4"]]
+    os.remove(run / "summary.json")  # not finished, but logged: its checkpoints were deleted
+    if loss != "checkpoints emptied":
+        for _ in range(2):  # the first refusal leaves the run as it was: so does the second
+            with pytest.raises(SystemExit):
+                train(run, "--resume")
+            assert "its checkpoints/ folder is gone, yet metrics.jsonl logs its training" in capsys.readouterr().err
+        assert (run / "metrics.jsonl").read_bytes() == before["metrics.jsonl"]
+
+
+def test_a_config_saved_with_a_byte_order_mark_keeps_its_run_flags(run):
+    """An editor's byte-order mark made the run flags read as none: a resume evaluated on
+    the default --eval-boards and wrote them into config.json."""
+    path = run / "config.json"
+    flags = runs.read_run_flags(str(run))
+    assert flags and runs.saved_learner_name(str(run)) == "dqn"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert runs.read_run_flags(str(run)) == flags and runs.saved_learner_name(str(run)) == "dqn"

@@ -279,7 +279,9 @@ def test_a_network_trained_under_other_rules_is_refused_under_the_default_ones()
                  lambda: mcts.search(boards, evaluator, params, key, 4)):
         with pytest.raises(ValueError, match=r"trained under \(or plays\) the former rules, and rules='dust' was asked"):
             call()
-    assert model_rules(mcts.MCTSPolicy(evaluator)) == "former"
+    with pytest.raises(ValueError, match=r"MCTSPolicy: .* trained under \(or plays\) the former rules, and rules='dust'"):
+        mcts.MCTSPolicy(evaluator)  # it would plan the dust game and be played in Former's
+    assert model_rules(mcts.MCTSPolicy(evaluator, rules="former")) == "former"
     played = play_boards(boards, agents.ClusterArgmax(network), key, 12, params, rules="former")
     assert bool(jnp.all(played.cleared)) and all(map(_former_line_clears, boards, played.actions))
     # Under the rules it says, the beam and the search take it (the rules asked reach the check).
@@ -318,6 +320,32 @@ def test_a_lookahead_plays_its_own_rules_and_a_beam_under_others_refuses_it():
     assert model_rules(former) == "former"
     found = beam_search(boards, 2, rescorer=former, rules="former")
     assert all(map(_former_line_clears, boards, found.actions))
+
+
+def test_a_lookahead_says_its_base_networks_colours_and_an_mcts_policy_its_rules():
+    """Wrapped in a lookahead, a 3-colour network played 5-colour boards (the one-hot drops
+    colours 4 and 5) where alone it was refused; a Former MCTS policy played dust games."""
+    network = agents.QScorer(hidden=(8,), colors=3)
+    params = networks.QNetwork((8,), 3, False).init(jax.random.key(0), jnp.zeros((1, 8, 6), jnp.int8))
+    boards = game.random_boards(jax.random.key(1), 2, GameConfig(8, 6, 5))
+    assert model_colors(lookahead_scorer(network)) == 3
+    for kwargs in ({"scorer": lookahead_scorer(network)}, {"rescorer": lookahead_scorer(network)}):
+        with pytest.raises(ValueError, match="colour 5, but the network was built for 3 colours"):
+            beam_search(boards, 2, params=params, **kwargs)
+    former = mcts.MCTSPolicy(mcts.heuristic_evaluator_for("former"), 8, rules="former")
+    assert model_rules(former) == "former"
+    with pytest.raises(ValueError, match=r"trained under \(or plays\) the former rules, and rules='dust' was asked"):
+        play_boards(np.ones((3, 4, 3), np.int8), former, jax.random.key(0), 30)
+
+
+def test_a_lookahead_ranks_a_child_its_base_cannot_score_last_not_its_parent():
+    """One NaN among a position's children made the position's whole value NaN (ranked
+    last), though its other child clears the board in one more click."""
+    def base(boards, params=None):  # NaN for positions of exactly two cells
+        cells = jnp.sum(boards != 0, axis=(1, 2))
+        return jnp.where(cells == 2, jnp.nan, cells.astype(jnp.float32))
+    board = jnp.array([[[1, 1], [2, 0]]], jnp.int8)  # clicking the 2 leaves two cells (NaN), the 1s one cell
+    assert np.asarray(lookahead_scorer(base)(board)).tolist() == [2.0]
 
 
 def test_scorers_made_alike_are_equal_so_a_beam_compiles_once_for_them():

@@ -85,6 +85,21 @@ def test_a_run_whose_selections_agree_is_published_with_one_set_of_parameters(wh
     assert load_run(whole_dqn_run).checkpoint == load_run(str(whole_dqn_run)).checkpoint
 
 
+def test_a_run_with_no_selected_checkpoint_is_not_published(whole_dqn_run, networks, tmp_path):
+    """load_run plays the newest checkpoint where a run selected none (stopped before its
+    first evaluation, or its selections damaged): that was published as its selection."""
+    run = tmp_path / "run"
+    shutil.copytree(whole_dqn_run, run)
+    for folder in ("best", "best-argmax"):
+        shutil.rmtree(run / folder)
+        (run / folder).mkdir()
+    newest = load_run(str(run), newest=True).checkpoint
+    with pytest.raises(ValueError, match=f"holds no selected checkpoint by greedy or argmax play .* so the newest, "
+                                         f"{newest}, would be published"):
+        published.publish(str(run), "tiny", command="c", trained="t")
+    assert not os.path.exists(networks / "tiny")
+
+
 def test_republished_parameters_change_the_fingerprint(whole_dqn_run, run_of_two_selections, networks):
     """A kept result (the leaderboard's rows) stands only while its network does."""
     published.publish(str(whole_dqn_run), "tiny", command="c", trained="t")

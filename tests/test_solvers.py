@@ -1267,7 +1267,7 @@ def test_children_a_scorer_cannot_rank_are_ranked_last_not_lost(boards_dir):
     whole = beam.beam_search(boards, width=4, rescorer=beam.lookahead_heuristic)
     assert np.array_equal(lengths, whole.length) and np.array_equal(actions, whole.actions)
     sizes = []  # two boards are searched as a batch of two, not padded to default_batch's
-    beam.in_batches(lambda part: (sizes.append(part.shape[0]), part)[1], boards[:2], 4, None, None, "a test")
+    beam.in_batches(lambda part: (sizes.append(part.shape[0]), part)[1], boards[:2], 4, None, None, "a test", "dust")
     assert sizes == [2]
 
 

@@ -126,13 +126,14 @@ def require_settled(boards, rules: str = "dust", caller: str = "") -> None:
 
 
 def _wrapped_field(model, name: str, wanted):
-    """``model``'s own field ``name`` where ``wanted(value)``, or that of the network or
-    evaluator it wraps (``network``, ``evaluate``); None where none has one."""
+    """``model``'s own field ``name`` where ``wanted(value)``, or that of the network,
+    evaluator or scorer it wraps (``network``, ``evaluate``, a lookahead's ``base``); None
+    where none has one."""
     for _ in range(4):  # an MCTSPolicy wraps an evaluator that wraps a network
         value = getattr(model, name, None)
         if wanted(value):
             return value
-        model = getattr(model, "network", None) or getattr(model, "evaluate", None)
+        model = getattr(model, "network", None) or getattr(model, "evaluate", None) or getattr(model, "base", None)
         if model is None:
             return None
     return None
@@ -140,8 +141,8 @@ def _wrapped_field(model, name: str, wanted):
 
 def model_colors(model) -> int | None:
     """The colours a network-backed policy, scorer or evaluator was built for: its own
-    ``colors``, or that of the network or evaluator it wraps (``network``, ``evaluate``);
-    None for one that does not say (the hand-made ones play any colours)."""
+    ``colors``, or that of the network, evaluator or scorer it wraps (``network``,
+    ``evaluate``, ``base``); None for one that does not say (the hand-made ones play any colours)."""
     colors = _wrapped_field(model, "colors", game.is_integer)
     return None if colors is None else int(colors)
 

@@ -163,7 +163,8 @@ def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: s
     parameters differ) as ``@name``; ``command`` is the one that trained the run, ``trained`` what it
     ran on (jaxdust's version, the machine, the date). Returns the network's directory.
     ValueError for a name an agent list cannot hold, a source that is no run (or is a
-    published network), or an existing network unless ``replace``."""
+    published network) or has no selected checkpoint that can be read (a run stopped
+    before its first evaluation), or an existing network unless ``replace``."""
     from jaxdust import __version__
     from jaxdust.learn import runs  # runs loads published networks: imported here, not above
 
@@ -176,6 +177,15 @@ def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: s
     if is_published(run_dir):
         raise ValueError(f"{run_dir} is a published network already: publish the run it was made from")
     played = {measure: runs.load_run(run_dir, by=measure) for measure in PARAMS}
+    # load_run plays the newest checkpoint where no selection can be read: no run should
+    # ship that as what it selected.
+    unselected = {measure: agent.checkpoint for measure, agent in played.items()
+                  if agent.checkpoint.split(os.sep)[0] not in runs.SELECTED_DIRS.values()}
+    if unselected:
+        raise ValueError(f"{run_dir} holds no selected checkpoint by {' or '.join(unselected)} play that can be read "
+                         f"(its {' and '.join(runs.SELECTED_DIRS.values())} folders are empty or damaged, so the "
+                         f"newest, {', '.join(sorted(set(unselected.values())))}, would be published): train it on "
+                         "with --resume to its next evaluation, or publish a finished run")
     with open(os.path.join(run_dir, CONFIG), encoding="utf-8-sig") as handle:
         saved_config = json.load(handle)
     contents = {CONFIG: files.json_bytes(saved_config)}

@@ -230,7 +230,7 @@ def _saved_json(directory: str) -> dict:
     """A run directory's config.json as saved; {} where there is none to read (no run
     there, or not one: ``Run`` and ``read_run_config`` name the problem)."""
     try:
-        with open(os.path.join(directory, "config.json")) as handle:
+        with open(os.path.join(directory, "config.json"), encoding="utf-8-sig") as handle:  # as read_run_config
             saved = json.load(handle)
     except (OSError, ValueError):
         return {}
@@ -716,6 +716,10 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     before any file is written for settings the learner cannot run with."""
     if args.resume and os.path.exists(os.path.join(args.run_dir, "config.json")):
         _require_learner(args.run_dir, learner)  # before its run flags are compared, which it would explain
+    if (args.resume and os.path.exists(os.path.join(args.run_dir, "config.json"))
+            and not os.path.isdir(os.path.join(args.run_dir, "checkpoints"))):
+        # Before Run makes the folder again, so that a second --resume is refused too.
+        _refuse_to_start_over(args.run_dir, gone=True)
     run_flags = settle_run_flags(learner, args)
     devices, device_warning = _devices_kept(args)
     if devices is not None:
@@ -752,11 +756,29 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             raise RunError(f"no checkpoint {args.resume_step} in {run.checkpoints.directory}; there are none "
                            "(leave --resume-step out to start the run over)")
         elif args.resume:  # killed before its first checkpoint: what it logged is redone
+            _refuse_to_start_over(run.directory, gone=False)
             run.start_over()
     except BaseException:
         run.close()
         raise
     return run, trainer, done, state
+
+
+def _refuse_to_start_over(directory: str, gone: bool) -> None:
+    """RunError where a run with no checkpoint to resume from shows it had saved some: it
+    finished (``summary.json``), or its ``checkpoints/`` folder is ``gone`` (deleted to free
+    space, left out of a copy) while its log says it trained. ``--resume`` would take it for
+    a run killed before its first checkpoint, empty its log and its selected checkpoints
+    (``best/``, ``best-argmax/``) and train it again."""
+    log = os.path.join(directory, "metrics.jsonl")
+    why = ("it finished (summary.json)" if os.path.exists(os.path.join(directory, "summary.json"))
+           else "metrics.jsonl logs its training" if gone and os.path.isfile(log) and os.path.getsize(log) > 0
+           else None)
+    if why is not None:
+        where = "its checkpoints/ folder is gone" if gone else "its checkpoints/ folder holds no checkpoint"
+        raise RunError(f"{directory}: {where}, yet {why}: --resume would start it over, deleting its log and its "
+                       f"selected checkpoints ({', '.join(SELECTED_DIRS.values())}). Play it as it is, train anew in "
+                       f"another --run-dir, or remove {directory} to start over there")
 
 
 def _finished(learner: learners.Learner, config, args, run: Run, done: int, state) -> dict | None:

@@ -157,7 +157,10 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
     says ``rules`` in turn, so a beam under other rules refuses it as a rescorer. Two calls
     with equal arguments give equal scorers, so a beam compiled for one serves the other;
     ``base`` must be hashable (a module-level function or a frozen dataclass), as a beam's
-    ``scorer`` must: TypeError otherwise."""
+    ``scorer`` must: TypeError otherwise; ValueError for a ``chunk`` that is not a positive
+    integer (at 0 it would make no child and score every board last)."""
+    if not game.is_integer(chunk) or chunk < 1:
+        raise ValueError(f"lookahead_scorer: chunk must be a positive integer, got {chunk!r}")
     require_model_rules(base, rules, "lookahead_scorer")
     try:
         hash(base)
@@ -165,7 +168,7 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
         raise TypeError(f"lookahead_scorer: the base scorer must be hashable, as the beam's static "
                         f"arguments are (a module-level function or a frozen dataclass), got "
                         f"{type(base).__name__}") from None
-    return LookaheadScorer(base, chunk, rules)
+    return LookaheadScorer(base, int(chunk), rules)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +187,8 @@ class LookaheadScorer:
         alive = ~jax.vmap(game.is_done)(boards)
 
         def visit(best, start, children, parent, action, valid):
-            scores = _one_per_board(self.base(children, params), children, "lookahead's base scorer")
+            # A child the base cannot score (NaN) ranks last among its siblings, not the parent.
+            scores = _rankable(self.base(children, params), children, "lookahead's base scorer")
             values = jnp.where(jax.vmap(game.is_done)(children), 0.0, scores)
             return best.at[parent].min(jnp.where(valid, values, jnp.inf))
 
@@ -314,7 +318,7 @@ def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None
         is not finite, NaN or infinite, ranks after every finite one); a static
         argument, so pass a module-level function or one object reused across calls
         (default: the hand-made heuristic of ``rules``, ``heuristic.heuristic_for``).
-      max_clicks: give up after this many clicks (default: cells on the board).
+      max_clicks: give up after this many clicks, below 2^31 (default: cells on the board).
       params: the scorer's parameters (traced, so new weights need no recompilation).
       rescorer: a costlier scorer (e.g. ``lookahead_heuristic``) that reorders each
         board's ``shortlist * width`` best distinct children under ``scorer`` before
@@ -348,6 +352,8 @@ def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None
             continue
         if not game.is_integer(value) or value < 1:
             raise ValueError(f"beam_search: {name} must be a positive integer, got {value!r}")
+    if max_clicks is not None and max_clicks > game.INDEX_MAX:  # lengths are int32; actions [B, max_clicks]
+        raise ValueError(f"beam_search: max_clicks must be below 2^31, got {max_clicks!r}")
     width, chunk = int(width), int(chunk)
     shortlist = LOOKAHEAD_SHORTLIST if shortlist is None else int(shortlist)
     max_clicks = None if max_clicks is None else int(max_clicks)
@@ -501,23 +507,29 @@ def beam_solutions(boards, width: int, scorer: Scorer | None = None, params=None
     """
     found = in_batches(lambda part: beam_search(part, width=width, scorer=scorer, params=params, max_clicks=max_clicks,
                                                 rescorer=rescorer, rules=rules),
-                       boards, width, batch, progress, "beam search")
+                       boards, width, batch, progress, "beam_solutions", rules)
     return found.length, found.actions
 
 
-def in_batches(search, boards, width: int, batch: int | None, progress, what: str):
-    """``search(part)`` of ``boards`` (``[N, W, H]``), ``batch`` boards a call (default:
-    ``default_batch(width)``): the last batch is padded with empty boards (no click: their
-    lines end at once), so one compiled search serves all. ``progress(n)`` is called after
-    each. Returns the results (a NamedTuple of arrays ``[N, ...]``) as NumPy arrays;
-    ``what`` names the search in errors."""
-    if boards.ndim != 3:
-        raise ValueError(f"{what} takes boards [N, W, H], got shape {boards.shape}")
+def in_batches(search, boards, width: int, batch: int | None, progress, what: str, rules: str):
+    """``search(part)`` of ``boards`` (``[N, W, H]``, arrays or nested lists), ``batch``
+    boards a call (default: ``default_batch(width)``): the last batch is padded with empty
+    boards (no click: their lines end at once), so one compiled search serves all.
+    ``progress(n)`` is called after each. Returns the results (a NamedTuple of arrays
+    ``[N, ...]``) as NumPy arrays; ``what`` names the search in errors. Every board is
+    checked settled under ``rules`` before the first search, so that an error names the
+    board by its index in ``boards`` and comes before any work."""
+    boards = game.from_lists(boards)
+    if np.ndim(boards) != 3:
+        raise ValueError(f"{what} takes boards [N, W, H], got shape {np.shape(boards)}")
+    if not game.is_integer(width) or width < 1:  # before default_batch divides by it
+        raise ValueError(f"{what}: width must be a positive integer, got {width!r}")
     if batch is not None and (not game.is_integer(batch) or batch < 1):
         raise ValueError(f"{what}: batch must be a positive integer or None, got {batch!r}")
     total = boards.shape[0]
     if total == 0:
         raise ValueError(f"{what}: no boards (a batch of 0)")
+    require_settled(boards, rules, what)
     group = min(total, batch or default_batch(width))
     parts = []
     for start in range(0, total, group):

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import mctx
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_model_fits, require_settled
+from jaxdust.core.boards import require_model_fits, require_model_rules, require_settled
 from jaxdust.search.heuristic import RULE_FEATURE_WEIGHTS, Scorer, heuristic_for, heuristic_scorer
 
 Evaluator = Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]]
@@ -95,7 +95,8 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     Raises:
       ValueError: counts that are not positive integers, boards that are not a non-empty
         batch ``[N, W, H]`` of integers, not settled under ``rules`` (checked where they
-        are not traced), or of a size or colours the evaluator's network was not built for.
+        are not traced), or of colours the evaluator's network was not built for (a size it
+        was not built for fails in the network: ``load_run``'s commands check it first).
       TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
     _require_counts(simulations, considered)
@@ -163,7 +164,9 @@ def recurrent_fn(evaluate: Evaluator, rules: str = "dust"):
 class MCTSPolicy:
     """A ``jaxdust.core.play`` policy: the action of a ``search`` of ``simulations`` from
     the board under the click rule set ``rules`` (noise off). ``evaluate`` must be hashable
-    (a module-level function or a frozen dataclass)."""
+    (a module-level function or a frozen dataclass) and, where it says the rules it was
+    trained under, trained under ``rules`` (ValueError otherwise). The policy says
+    ``rules`` (``boards.model_rules``), so a game under others refuses it."""
 
     evaluate: Evaluator
     simulations: int = 64
@@ -173,6 +176,11 @@ class MCTSPolicy:
     def __post_init__(self):
         game.require_click_rules(self.rules, "mcts")
         _require_counts(self.simulations, self.considered)
+        require_model_rules(self.evaluate, self.rules, "MCTSPolicy")  # it would plan one game and play another
+
+    @property
+    def trained_rules(self) -> str:  # read by boards.model_rules: a game under other rules is refused
+        return self.rules
 
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
         return search(board[None], self.evaluate, params, key, self.simulations, self.considered,

@@ -140,10 +140,8 @@ def points_beam_solutions(boards, width: int, rules: str = "samegame", batch: in
     (default: ``beam.default_batch``), so memory stays bounded however many boards; the last
     batch is padded with empty boards, so one compiled search serves all. ``progress(n)``
     is called after each batch. Returns the ``PointsResult`` as NumPy arrays."""
-    if not game.is_integer(width) or width < 1:  # before default_batch divides by it
-        raise ValueError(f"points_beam: width must be a positive integer, got {width!r}")
-    return in_batches(lambda part: points_beam(part, width=width, rules=rules), game.from_lists(boards), width,
-                      batch, progress, "points_beam_solutions")
+    return in_batches(lambda part: points_beam(part, width=width, rules=rules), boards, width, batch, progress,
+                      "points_beam_solutions", rules)
 
 
 @functools.partial(jax.jit, static_argnames=("width", "rules", "chunk"))
