@@ -716,10 +716,9 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
     before any file is written for settings the learner cannot run with."""
     if args.resume and os.path.exists(os.path.join(args.run_dir, "config.json")):
         _require_learner(args.run_dir, learner)  # before its run flags are compared, which it would explain
-    if (args.resume and os.path.exists(os.path.join(args.run_dir, "config.json"))
-            and not os.path.isdir(os.path.join(args.run_dir, "checkpoints"))):
-        # Before Run makes the folder again, so that a second --resume is refused too.
-        _refuse_to_start_over(args.run_dir, gone=True)
+        if not os.path.isdir(os.path.join(args.run_dir, "checkpoints")):
+            # Before Run makes the folder again, so that a second --resume is refused too.
+            _refuse_to_start_over(args.run_dir, gone=True)
     run_flags = settle_run_flags(learner, args)
     devices, device_warning = _devices_kept(args)
     if devices is not None:
