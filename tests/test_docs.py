@@ -1,9 +1,10 @@
 """The docs site builds offline with no warning (mkdocs build --strict: every page in the
 nav, every link and anchor found), its API pages come from the docstrings, and its results
-page holds the tables the README points to."""
+page holds the tables the README points to; the pages' Python examples run as written."""
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -49,3 +50,35 @@ def test_results_page_has_the_tables(site):
 
 def test_rules_page_includes_rules_md(site):
     assert "The family: other rule sets on the same boards" in (site / "rules" / "index.html").read_text()
+
+
+
+PYTHON_BLOCK = r"```python\n(.*?)```"
+
+
+def _examples(page: str) -> list[str]:
+    return re.findall(PYTHON_BLOCK, (ROOT / "docs" / page).read_text(), re.S)
+
+
+# Names a page's example leaves to the reader, given so the example can run as written.
+READER_DEFINES = {"benchmark.md": "import jaxdust\n"
+                                  "def my_solver(boards):\n"
+                                  "    return [jaxdust.beam_search(board, width=8).actions for board in boards]\n"}
+# A page whose only example is the README's first, which tests/test_readme.py runs, is not run again.
+README_API_EXAMPLE = re.findall(PYTHON_BLOCK, (ROOT / "README.md").read_text(), re.S)[:1]
+EXAMPLE_PAGES = sorted(page.name for page in (ROOT / "docs").glob("*.md")
+                       if _examples(page.name) not in ([], README_API_EXAMPLE))
+
+
+def test_every_page_with_python_examples_is_run():
+    # A page given a new example is run by the test below without a change here.
+    assert {"benchmark.md", "environments.md", "solvers.md"} <= set(EXAMPLE_PAGES)
+
+
+@pytest.mark.parametrize("page", EXAMPLE_PAGES)
+def test_a_page_s_python_examples_run_in_order(page, tmp_path):
+    code = READER_DEFINES.get(page, "") + "\n".join(_examples(page))  # later blocks use earlier blocks' names
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    if page == "benchmark.md":  # score prints each row: the agent's name and its set
+        assert "| mine |" in result.stdout and "| beam:64 |" in result.stdout, result.stdout

@@ -1,7 +1,7 @@
 """The fewest-clicks benchmark: versioned board sets with proven optima, and one scorer.
 
     from jaxdust.evaluation import benchmark
-    benchmark.score("beam:64", "8x6x5")             # any agent evaluate.py knows; prints the row
+    benchmark.score("beam:64", "6x6x5")             # any agent evaluate.py knows; prints the row
     benchmark.score(my_solver, "6x6x5", name="mine")  # or your function: boards -> clicks
 
 A set is a file ``data/boards/fewest_clicks_v<version>_<W>x<H>x<C>.txt``: each line is a
