@@ -8,5 +8,7 @@ top level.
 
 from jaxdust.evaluation.cli import main, run
 
+__all__ = ["main", "run"]  # main(argv) returns the report: `import evaluate` in tests and notebooks
+
 if __name__ == "__main__":
     run()

@@ -6,7 +6,7 @@ installed package (``jaxdust-leaderboard``); this file is its entry point beside
 benchmarks.
 """
 
-from jaxdust.evaluation.leaderboard import main, run
+from jaxdust.evaluation.leaderboard import run
 
 if __name__ == "__main__":
     run()

@@ -171,6 +171,30 @@ def test_a_set_of_former_boards_is_scored_under_the_former_rules():
         benchmark.BoardSet("points", boards, optima, optima, rules="samegame")
 
 
+def test_a_board_set_checks_its_lengths_when_made_not_after_the_agent_played():
+    """A set made in Python with lists of lengths scores like one of arrays (a list failed
+    in ``score`` with a TypeError once the agent had played); lengths that are not one
+    whole click count per board, a bound above the best, or boards not [N, W, H] are
+    refused where the set is made."""
+    loaded = benchmark.load_set("6x6x5", limit=3)
+    from_lists = benchmark.BoardSet("lists", loaded.boards.tolist(), [int(b) for b in loaded.best],
+                                    [float(b) for b in loaded.lower])
+    assert from_lists.lower.dtype.kind == "i" and from_lists.boards.shape == loaded.boards.shape
+    scored = [(row.mean_clicks, row.optimal, row.gap, row.cleared)
+              for row in (benchmark.score("largest", board_set, show=False) for board_set in (from_lists, loaded))]
+    assert scored[0] == scored[1]
+    best, lower = list(loaded.best), list(loaded.lower)
+    for boards, best_, lower_, words in (
+            (loaded.boards, best[:2], lower, "best: one click count .* per board, 3 in all; got int64 \\(2,\\)"),
+            (loaded.boards, best, [0.5] + lower[1:], "lower: one click count"),
+            (loaded.boards, best, [-1] + lower[1:], "lower: one click count"),
+            (loaded.boards, best, [best[0] + 1] + lower[1:], "lower bound above its fewest clicks found, on board 0"),
+            (loaded.boards[0], best[:1], lower[:1], "boards: integers \\[N, W, H\\]"),
+            (loaded.boards.astype(float), best, lower, "boards: integers")):
+        with pytest.raises(ValueError, match=words):
+            benchmark.BoardSet("bad", boards, best_, lower_)
+
+
 def test_a_solver_cannot_change_the_boards_it_is_scored_on():
     """The solver gets a copy; its lines are replayed on the set's own boards, which are
     read-only. Rewriting its input into easier boards, then solving those, scores as the
@@ -459,6 +483,27 @@ def test_leaderboard_size_of_points_rules_ranks_its_defaults_by_points(tmp_path,
     assert played == [(entry, "samegame", (2, 5, 5)) for entry in leaderboard.FAMILY_ENTRIES["points"].split(",")]
     assert report["measure"] == "points"
     assert [row["mean"] for row in report["rows"]] == [50.0, 40.0, 30.0, 20.0, 10.0]  # highest first
+
+
+def test_leaderboard_defaults_leave_out_the_searches_a_size_is_too_large_for(tmp_path, monkeypatch):
+    """A points size past the JAX beam's hash tables (4096 cells) drops beam:16 from the
+    defaults instead of playing the agents before it and failing on it; 64 x 64 keeps it,
+    and the numba searches of the points rules play any size."""
+    monkeypatch.chdir(tmp_path)
+    played = []
+
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+        played.append(entry)
+        count = len(boards)
+        return {"points": np.zeros(count), "clicks": np.ones(count), "cells_left": np.ones(count),
+                "cleared": np.zeros(count, bool)}
+
+    monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
+    leaderboard.main(["--size", "clickomania:65x64x2", "--boards", "1"])
+    assert played == ["random", "largest", "cpu-beam:256", "nmcs:1"]
+    played.clear()
+    leaderboard.main(["--size", "clickomania:64x64x2", "--boards", "1"])
+    assert played == ["random", "largest", "beam:16", "cpu-beam:256", "nmcs:1"]
 
 
 def test_an_id_and_size_of_its_rules_and_size_share_their_kept_rows(tmp_path, monkeypatch):

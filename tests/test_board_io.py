@@ -297,6 +297,11 @@ def test_a_header_after_the_first_board_cannot_change_the_files_rules_or_colours
             "of rules=former colors=3:",
         f"# width=4 height=3 colors=3\n{board}\n# width=4 height=3 colours=4\n{board}\n":
             "boards.txt:3: colors=4 after the first board, in a file of rules=dust colors=3:",
+        # Not a number of colours: refused as before the first board, not passed over.
+        f"# width=4 height=3 colors=3\n{board}\n# width=4 height=3 colors=three\n{board}\n":
+            "boards.txt:3: header colors=three: a whole number of colours 1..",
+        f"# width=4 height=3 colors=3\n{board}\n# colors=0\n{board}\n":
+            "boards.txt:3: header colors=0: a whole number of colours 1..",
     }
     for text, message in refusals.items():
         path.write_text(text)

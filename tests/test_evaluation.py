@@ -290,6 +290,17 @@ def test_a_search_too_large_for_memory_is_refused_before_any_agent_plays(monkeyp
                            max_clicks=30)
 
 
+def test_the_jax_beam_past_its_hash_tables_is_refused_before_any_agent_plays():
+    """Under the points rules the JAX beam keeps positions in hash tables of 4096 cells: a
+    larger board is refused by require_playable (as the numba bitboards' 64 cells are), not
+    by the search after the agents listed before it had played."""
+    registry.require_playable(["largest", "beam:4"], "samegame", 64, 64, 3)
+    registry.require_playable(["beam:4"], "dust", 65, 64, 3)  # the click rules' beam has no such tables
+    for rules in ("samegame", "clickomania"):
+        with pytest.raises(ValueError, match=f"'beam' plays boards of at most 4096 cells under the {rules} rules"):
+            registry.require_playable(["largest", "beam:4"], rules, 65, 64, 3)
+
+
 def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, boards_dir, capsys):
     """``--max-clicks``: a search's longer line is not cleared, like a policy stopped at the
     cap, and a board not cleared counts at the cap in the mean (no agent gains by failing)."""
@@ -309,7 +320,8 @@ def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, bo
     # The cap is below some optima: said, since a game stopped there reads as shorter.
     above = sum(value > cap for value in optimum)
     assert f"note: --max-clicks {cap} is below {above} boards' optimum (up to {max(optimum)})" in printed.err
-    assert report["reference"] == "best" and report["reference_proven_optimal"]
+    assert report["reference"] == "best" and report["reference_proven_optimal"] and report["max_clicks"] == cap
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["max_clicks"] == cap
     played = registry.run_agent("cpu-beam:64", jnp.stack([r.board for r in jaxdust.read_board_file(board_file)]),
                                 key=jax.random.key(0), max_clicks=36)
     capped = np.minimum(played["clicks"], cap)
@@ -321,6 +333,7 @@ def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, bo
     against = evaluate.main(["--boards", str(board_file), "--agents", "largest,cpu-beam:64", "--reference", "largest",
                              "--jobs", "1", "--out", str(tmp_path / "against")])
     assert against["reference"] == "largest" and not against["reference_proven_optimal"]
+    assert against["max_clicks"] == 8 * 4  # the default cap: a click a cell
     # Named as --agents spells it, or otherwise: the same agent.
     spelled = evaluate.main(["--random", "3", "--size", "5x4x3", "--agents", "largest,cpu-beam:8", "--reference",
                              "cpu-beam:008", "--jobs", "1", "--out", str(tmp_path / "spelled")])

@@ -1639,6 +1639,9 @@ def test_a_run_folders_data_set_is_told_apart_in_train_flags():
     by_hand = dataclasses.replace(asked, labeller="exact", shard_size=50)
     assert learners._run_data_differences(by_hand, asked) == \
         "labeller exact, not beam; shard_size 50, not 1000 (not made by train.py: pass it with --data instead)"
+    # Seeded 0 (python -m jaxdust.learn.datasets' default): no --seed makes it; --seed -1 is no answer.
+    assert learners._run_data_differences(dataclasses.replace(asked, seed=0), asked) == \
+        "seed 0, not 6 (not made by train.py: pass it with --data instead)"
 
 
 def test_resuming_with_other_settings_names_them(tmp_path):

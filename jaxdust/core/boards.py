@@ -468,11 +468,12 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
     without a source) for a bad header, and for one after the first board that would be
     read as changing the file's rules or raising its colour cap (``declared_rules``,
     ``declared_colours``: they hold for the whole file): a ``rules=`` other than the file's,
-    a ``colors=`` above its cap, or in a file of other rules than the dust game's a header
-    with ``colors=`` and no ``rules=`` (a dust file's, as the project writes them, pasted
-    after another game's boards). Also a ValueError for a board whose shape nothing gives,
-    so that it is read at ``DEFAULT_SHAPE``, after a comment whose prose names another shape
-    of as many cells (``# width: 6, height: 8``, ``# 6x8 boards``), which sets nothing."""
+    a ``colors=`` above its cap or not a number of colours, or in a file of other rules than
+    the dust game's a header with ``colors=`` and no ``rules=`` (a dust file's, as the
+    project writes them, pasted after another game's boards). Also a ValueError for a board
+    whose shape nothing gives, so that it is read at ``DEFAULT_SHAPE``, after a comment whose
+    prose names another shape of as many cells (``# width: 6, height: 8``, ``# 6x8 boards``),
+    which sets nothing."""
     header: tuple[int | None, int | None] = (None, None)
     rules, cap, boards_began = None, None, False
     prose = None  # (line number, shape) of the last comment naming a shape in prose
@@ -495,6 +496,11 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
             if not boards_began:
                 rules, cap = rules or said_rules, cap if cap is not None else said_cap
                 continue
+            said_colours = fields.get("colors")
+            if said_colours is not None and (said_cap is None or not 1 <= said_cap <= game.MAX_COLORS):
+                # as declared_colours refuses it before the first board, where it reads the cap
+                raise ValueError(f"{_where(source, number)}: header colors={said_colours}: a whole number of colours "
+                                 f"1..{game.MAX_COLORS}")
             file_rules = rules or "dust"
             if said_rules is None and said_cap is not None and file_rules != "dust":
                 problem = "a header with colors= and no rules= (a dust file's)"

@@ -83,8 +83,18 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         with _sigint_handler(signal.SIG_IGN):
             futures = start() if _on_main_thread() else _on_launcher_thread(start)
         futures += [executor.submit(function, item) for item in remaining]
-        for future in (futures if in_order else concurrent.futures.as_completed(futures)):
-            yield future.result()
+        # Each result is let go once passed on (a future keeps it): a million of them are
+        # not all held until the end.
+        pending = collections.deque(futures)
+        del futures
+        if in_order:
+            while pending:
+                yield pending.popleft().result()
+        else:
+            completed = concurrent.futures.as_completed(pending)  # keeps them in a set of its own, let go as it yields
+            del pending
+            for future in completed:
+                yield future.result()
         finished = True
     except BrokenProcessPool as error:
         if error.__cause__ is not None:  # alive, but what it sent back (a result, an error) could not be read here

@@ -53,8 +53,10 @@ def make(env_id: str, **overrides: Any) -> DustEnv:
     built-in ones are, keeps that rule for the board given).
 
     Raises:
-      ValueError: for an unknown id (the message lists the known ones), a bad override, or
-        a ``game`` of other rules than the id's.
+      ValueError: for an unknown id (the message lists the known ones), an unknown field, an
+        override out of range (``max_clicks=0``), or a ``game`` of other rules than the id's.
+      TypeError: for an override of the wrong type (``max_clicks="5"``, ``game="6x6x5"``),
+        as ``DustEnv`` itself raises.
     """
     if not isinstance(env_id, str) or env_id not in _REGISTRY:
         raise ValueError(f"unknown environment {env_id!r}; registered: {', '.join(registered())}")

@@ -38,7 +38,8 @@ Solver = Callable[[np.ndarray], Sequence[Sequence[tuple[int, int]]]]
 class BoardSet:
     """A benchmark set: boards int8 ``[N, W, H]``, ``best`` [N] (fewest clicks found) and
     ``lower`` [N] (proven lower bound; equal to ``best`` where that is optimal), all under
-    ``rules`` (a fewest-clicks rule set)."""
+    ``rules`` (a fewest-clicks rule set). Lists are taken; ValueError where the lengths are
+    not whole click counts, one per board, with ``lower <= best``."""
 
     name: str  # e.g. "8x6x5 v1"
     boards: np.ndarray
@@ -47,13 +48,35 @@ class BoardSet:
     rules: str = "dust"
 
     def __post_init__(self):
+        """ValueError for what would otherwise fail in ``score`` after the agent had played."""
         if self.rules not in game.CLICK_RULES:  # lengths to compare: the fewest-clicks rules
             raise ValueError(f"a benchmark set's lengths are fewest clicks, under the {', '.join(game.CLICK_RULES)} "
                              f"rules, not {self.rules!r}")
+        boards = np.asarray(self.boards)
+        if boards.ndim != 3 or not len(boards) or boards.dtype.kind not in "iu":
+            raise ValueError(f"a benchmark set's boards: integers [N, W, H] with N >= 1, got {boards.dtype} "
+                             f"{boards.shape}")
+        object.__setattr__(self, "boards", boards)
+        for field in ("best", "lower"):
+            object.__setattr__(self, field, _lengths(field, getattr(self, field), len(boards)))
+        if np.any(self.lower > self.best):
+            raise ValueError(f"a benchmark set's lower bound above its fewest clicks found, on board "
+                             f"{int(np.argmax(self.lower > self.best))}")
 
     @property
     def proven(self) -> np.ndarray:
         return self.best == self.lower
+
+
+def _lengths(field: str, values, boards: int) -> np.ndarray:
+    """``values`` as an integer array of one length per board, or ValueError."""
+    array = np.asarray(values)
+    if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+        array = array.astype(np.int64)  # 11.0 is a length; 11.5 is not
+    if array.shape != (boards,) or array.dtype.kind not in "iu" or np.any(array < 0):
+        raise ValueError(f"a benchmark set's {field}: one click count (an integer >= 0) per board, {boards} in "
+                         f"all; got {array.dtype} {array.shape}")
+    return array
 
 
 def set_path(size: str, version: int = VERSION) -> str:
@@ -303,12 +326,10 @@ def write_set(size: str, boards: np.ndarray, best, lower, source: str, version: 
     path = set_path(size, version)
     if os.path.exists(path):
         raise ValueError(f"{path} is published; make version {version + 1} instead")
-    best, lower = np.asarray(best), np.asarray(lower)
-    if np.any(lower > best):
-        raise ValueError("a lower bound above the fewest clicks found")
+    checked = BoardSet(size, boards, best, lower, rules)  # a fewest-clicks rule set, lengths per board, or ValueError
+    boards, best, lower = checked.boards, checked.best, checked.lower
     _, width, height = boards.shape
     colors = int(np.max(boards))
-    BoardSet(size, boards, best, lower, rules)  # a fewest-clicks rule set, or ValueError
     rules_field = "" if rules == "dust" else f" rules={rules}"  # load_set reads it back (declared_rules)
     lines = [f"# width={width} height={height} colors={colors}{rules_field}; cells listed x-major: "
              f"cell (x,y) is character x*{height}+y, y=0 bottom row",

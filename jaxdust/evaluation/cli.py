@@ -420,7 +420,7 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
                                                None if reference == "best" else cleared[reference])
                 figures.append(_write_figure(args.out, f"joint-{names[name]}.png", figure))
         report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
-                  "jaxdust": __version__, "seed": args.seed,
+                  "jaxdust": __version__, "seed": args.seed, "max_clicks": max_clicks,  # boards not cleared count at it
                   "reference": reference, "reference_proven_optimal": proven and reference == "best", "agents": results,
                   "figures": sorted(set(figures))}
         _finish(args.out, earlier, report)

@@ -28,7 +28,7 @@ from jaxdust.learn import published
 from jaxdust.learn.runs import fingerprint, load_run, read_run_config, selected_by
 from jaxdust.search.beam import CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, require_children_indexable
 from jaxdust.search.heuristic import heuristic_for
-from jaxdust.search.points import points_beam_solutions
+from jaxdust.search.points import MAX_CELLS as POINTS_BEAM_CELLS, points_beam_solutions
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for, tree_bytes
 from jaxdust.solver.api import solve
 from jaxdust.solver.bitboard import MAX_CELLS
@@ -161,6 +161,9 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
         if rules in agent.bitboard_rules and cells > MAX_CELLS:
             raise ValueError(f"agent {agent.name!r} plays boards of at most {MAX_CELLS} cells under the {rules} "
                              f"rules (numba bitboards), not {width}x{height}")
+        if agent.name == "beam" and rules not in game.CLICK_RULES and cells > POINTS_BEAM_CELLS:
+            raise ValueError(f"agent 'beam' plays boards of at most {POINTS_BEAM_CELLS} cells under the {rules} "
+                             f"rules (its hash tables), not {width}x{height}")
         if agent.name in ("beam", "value"):  # a width too wide for one board's children, refused before play
             require_children_indexable(name, 1, settings if agent.name == "beam" else settings[1], cells, CHUNK)
         if agent.name == "cpu-beam":  # one board's search in each process

@@ -343,15 +343,24 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
     if json.dumps(manifest) != before:  # after the checks: a refused resume changes nothing
         files.atomic_write_json(manifest_path, manifest)
 
+    del lines
+    for index in [i for i in records if i < written * config.shard_size]:  # in a shard already
+        del records[index]
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
+    labelled = 0  # the boards below it are labelled (in records, or in a written shard)
 
     def write_ready_shards():
-        nonlocal written
+        # Called once a board: the scan resumes where it stopped, so a shard of n boards
+        # costs n checks in all, not n^2 / 2.
+        nonlocal written, labelled
         while written < num_shards:
-            indices = range(written * config.shard_size, min((written + 1) * config.shard_size, config.boards))
-            if any(i not in records for i in indices):
+            start, end = written * config.shard_size, min((written + 1) * config.shard_size, config.boards)
+            labelled = max(labelled, start)
+            while labelled < end and labelled in records:
+                labelled += 1
+            if labelled < end:
                 return
-            data = _shard_bytes(config, [records[i] for i in indices], seen)
+            data = _shard_bytes(config, [records.pop(i) for i in range(start, end)], seen)  # written: let go
             files.atomic_write_bytes(_shard_path(directory, written), data)
             name = os.path.basename(_shard_path(directory, written))
             manifest["shards"].append(name)

@@ -210,11 +210,13 @@ def _run_data_config(config: imitation.ImitationConfig, args) -> DatasetConfig:
 
 def _run_data_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
     """How a run folder's data set differs from the one ``train.py`` asks for, in its flags."""
+    flagged: list[tuple[str, Callable[[int], str]]] = [("boards", str), ("beam_width", str)]
+    if 1 <= made.seed <= flags.MAX_SEED + 1:  # seeded by a --seed (seed 0, the data command's default, by none)
+        flagged.append(("seed", lambda seed: str(seed - 1)))
     parts = [f"{_RUN_DATA_FLAGS[field]} {shown(getattr(made, field))}, not {shown(getattr(asked, field))}"
-             for field, shown in (("boards", str), ("beam_width", str), ("seed", lambda seed: str(seed - 1)))
-             if getattr(made, field) != getattr(asked, field)]
+             for field, shown in flagged if getattr(made, field) != getattr(asked, field)]
     parts += configs.board_differences(made.game, asked.game)
-    unset = {field: getattr(asked, field) for field in ("boards", "beam_width", "seed", "game")}
+    unset = {field: getattr(asked, field) for field in [field for field, _ in flagged] + ["game"]}
     others = configs.differences(configs.to_json(dataclasses.replace(made, **unset)), configs.to_json(asked))
     if others:  # settings train.py has no flag for: the set was not made by train.py
         parts.append(f"{others} (not made by train.py: pass it with --data instead)")
