@@ -6,7 +6,9 @@ installed package (``jaxdust-leaderboard``); this file is its entry point beside
 benchmarks.
 """
 
-from jaxdust.evaluation.leaderboard import run
+from jaxdust.evaluation.leaderboard import main, run
+
+__all__ = ["main", "run"]  # main(argv) returns the report, as evaluate.main does
 
 if __name__ == "__main__":
     run()

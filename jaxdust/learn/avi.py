@@ -218,8 +218,9 @@ def select_beam(values: jax.Array, hashes: jax.Array, explore: jax.Array, key: j
         with equal values are kept once.
       explore: bool, pick among the distinct children at random instead of the best.
 
-    Returns int32 ``[width]`` candidate indices, best first; when fewer than ``width``
-    distinct children exist, the first repeats (a duplicate only costs a slot).
+    Returns int32 ``[width]`` candidate indices, best first (in random order when
+    exploring); when fewer than ``width`` distinct children exist, the first repeats (a
+    duplicate only costs a slot).
     """
     order, distinct = sort_distinct(values, hashes)
     noise = jax.random.uniform(key, distinct.shape, jnp.float32)
