@@ -81,7 +81,7 @@ class AVIConfig:
     final_lr_fraction: float = 0.05  # the rate at the end, as a share of learning_rate
     target_period: int = 25  # updates between target-network copies
     epsilon_max: float = 0.3  # board i of B picks at random with probability epsilon_max * i / B
-    random_share: float = 0.1  # share of boards that always pick at random
+    random_share: float = 0.1  # the first ceil(random_share * B) boards always pick at random
     huber_delta: float = 1.0  # clicks; the value loss is quadratic below, linear above
     cell_head: bool = True  # a per-cell policy term shared by all cells (networks.ValuePolicyNetwork)
     cell_rounds: int = 4  # rounds of the cell head's messages between neighbours and within clusters
