@@ -328,6 +328,8 @@ def test_gymnasium_envs_compile_once_per_configuration_and_seed_as_sync_vector_e
     sync = gymnasium.vector.SyncVectorEnv([lambda: DustGymEnv("Dust-6x6x5-v0")] * 3)
     np.testing.assert_array_equal(envs.reset(seed=7)[0], sync.reset(seed=7)[0])
     np.testing.assert_array_equal(envs.reset(seed=7)[0][1], first.reset(seed=8)[0])
+    # A 0-d array is one seed, as np.int64(7) is (it failed in len()).
+    np.testing.assert_array_equal(envs.reset(seed=np.array(7))[0], sync.reset(seed=7)[0])
     frames = envs.render()
     assert isinstance(frames, tuple) and len(frames) == 3 and envs.metadata["render_fps"] == 2
     # DustEnv fields through gymnasium.make and make_vec

@@ -23,6 +23,7 @@ import evaluate
 import jaxdust
 from jaxdust.core import boards as board_io
 from jaxdust.core import configs, files, flags, render
+from jaxdust.core import play
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
@@ -865,6 +866,14 @@ API_CASES = [
     (lambda: render.game_gif([[[1, 2], [3, 0]]], milliseconds=-5), "milliseconds must be a positive integer"),
     (lambda: render.game_gif([[[1, 2], [3, 0]]], milliseconds=10), "milliseconds must be at least 20"),
     (lambda: render.game_gif([[[1, 2], [3, 0]], [[1, 2, 3]]]), "the boards are of several shapes"),
+    # The last frame shows twice as long, in the GIF format's 16-bit hundredths (PIL's OverflowError before).
+    (lambda: render.game_gif([[[1, 2], [3, 0]]], milliseconds=327_680), "milliseconds must be at most 327679"),
+    (lambda: jaxdust.DustEnv(jaxdust.GameConfig(4, 3, 3)).observe(np.ones((5, 3), np.int8)),
+     r"env.observe: a board of shape \(5, 3\), this env plays \(4, 3\)"),
+    (lambda: play.play_in_chunks(jnp.ones((2, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9, 0),
+     "chunk must be a positive integer .* got 0"),
+    (lambda: play.play_in_chunks(jnp.ones((2, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9, 2.5),
+     "chunk must be a positive integer .* got 2.5"),
     (lambda: render.board_svg([[1, 2], [3, 0]], highlight=np.full((2, 2), 0.2)), "highlight is a bool mask"),
     (lambda: render.BoardView([[1, 2], [3, 0]], highlight=np.array([[0, 2], [1, 0]])), "highlight is a bool mask"),
     (lambda: render.board_rgb(np.zeros((0, 6), np.int8)), r"the board is empty, shape \(0, 6\)"),

@@ -64,6 +64,28 @@ def test_click_cap_stops_policies_that_never_finish(eval_set):
     np.testing.assert_array_equal(played.clicks, [30, 30, 30, 30])
 
 
+def sometimes_off_the_board(key, board, params):
+    """Half the time -1 (off the board), else the first occupied cell."""
+    first = jnp.argmax(board.reshape(-1) != 0).astype(jnp.int32)
+    return jnp.where(jax.random.bernoulli(key, 0.5), jnp.int32(-1), first)
+
+
+def test_a_policys_clicks_off_the_board_are_logged_as_such_not_as_the_lines_end(eval_set):
+    """A policy's -1 was logged as -1, the mark after a line's end, so ``score`` dropped the
+    rest of the line; off the board is logged as ``W * H``, one value, whatever the policy gave."""
+    boards = eval_set[0][:6]
+    cells = boards.shape[1] * boards.shape[2]
+    played = play.play_boards(boards, sometimes_off_the_board, jax.random.key(0), 200)
+    assert bool(played.cleared.all())
+    for clicks, actions, board in zip(np.asarray(played.clicks), np.asarray(played.actions), np.asarray(boards)):
+        line = actions[:clicks]
+        assert (actions[clicks:] == -1).all() and (line >= 0).all() and (line == cells).any()
+        on_board = line[line < cells]
+        assert jaxdust.score(board, on_board) == len(on_board)  # the clicks that hit the board clear it
+        with pytest.raises(ValueError, match="outside"):
+            jaxdust.score(board, line, wasted=True)
+
+
 @pytest.mark.parametrize("policy", [baselines.largest_cluster, baselines.random_legal])
 def test_chunked_play_equals_one_batch_even_for_random_policies(eval_set, policy):
     """Each board plays with its own key, so ``--chunk`` (how many boards at a time) moves

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 import jaxdust
-from jaxdust.core import render
+from jaxdust.core import registry, render
 
 BOARD = "335122421413111551154255131234544142315221411124"  # 8x6
 
@@ -30,6 +30,16 @@ def test_make_builds_the_named_board_size_and_steps_it():
     assert jaxdust.make("Dust-8x6x5-v0", game=jaxdust.GameConfig(3, 3, 2)).max_clicks == 36
     assert jaxdust.make("Dust-8x6x5-v0", game=jaxdust.GameConfig(3, 3, 2), max_clicks=5).max_clicks == 5
     assert jaxdust.make("Dust-8x6x5-v0").max_clicks == 192
+
+
+def test_an_id_that_is_not_a_string_is_refused_where_it_is_registered():
+    """``make`` takes strings only: a tuple id could never be made, and its name broke the
+    listing in ``make``'s error for every unknown id after it."""
+    with pytest.raises(TypeError, match=r"register needs a string id, got tuple \('Mine', 4\)"):
+        registry.register(("Mine", 4), jaxdust.DustEnv(game=jaxdust.GameConfig(4, 4, 3)))
+    assert ("Mine", 4) not in registry.registered()
+    with pytest.raises(ValueError, match="unknown environment 'Dust-8x6x5-v1'; registered: "):
+        jaxdust.make("Dust-8x6x5-v1")
 
 
 def test_an_id_of_another_cap_keeps_it_for_another_board(monkeypatch):
@@ -136,6 +146,13 @@ def test_a_solved_game_becomes_a_gif_of_every_position():
         gif.seek(index)
         np.testing.assert_array_equal(np.asarray(gif.convert("RGB")),
                                       jaxdust.board_rgb(boards[index], clusters[index], cell_size=8))
+    # The longest delay the GIF format holds: the last frame's 2 x 327,679 ms is 65,535 hundredths.
+    slow = Image.open(io.BytesIO(jaxdust.game_gif(boards[:2], milliseconds=327_679)))
+    durations = []
+    for index in range(2):
+        slow.seek(index)
+        durations.append(slow.info["duration"])
+    assert durations == [327_670, 655_350]
 
 
 def test_positions_refuse_a_wasted_click_or_mark_where_it_went():

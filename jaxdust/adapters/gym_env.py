@@ -327,6 +327,8 @@ class DustVectorEnv(_Compiled, VectorEnv):
         they were (``info``'s ``_action_mask`` and ``_clicks`` are ``m``)."""
         options = _options(options, ("board", "reset_mask"))
         reset_mask = self._reset_mask(options.get("reset_mask"))
+        if isinstance(seed, np.ndarray) and seed.ndim == 0:  # np.array(5): one seed, as np.int64(5)
+            seed = seed.item()
         if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == self.num_envs and all(s is None for s in seed):
             seed = None  # what SyncVectorEnv makes of seed=None: the env's generator goes on
         if seed is None:

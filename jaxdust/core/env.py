@@ -190,7 +190,12 @@ class DustEnv:
         )
 
     def observe(self, board: jax.Array) -> Observation:
+        """The ``Observation`` of one board int ``[W, H]`` of this env's size (ValueError
+        for another: its observation would not fit ``observation_spec()``)."""
         board = game.from_lists(board)  # int8, as reset makes it (lists, numpy, another dtype)
+        if np.shape(board) != (self.game.width, self.game.height):
+            raise ValueError(f"env.observe: a board of shape {np.shape(board)}, this env plays "
+                             f"{(self.game.width, self.game.height)} [width, height]")
         return Observation(
             board=board,
             one_hot=game.one_hot(board, self.game.colors),

@@ -26,7 +26,8 @@ class PlayResult(NamedTuple):
     clicks made (wasted ones included; ``BeamResult.length`` counts the same); ``cleared``
     bool ``[N]``, emptied within the click cap; ``actions`` int32 ``[N, max_clicks]``, the
     flat actions ``x * height + y`` taken, -1 after the game ended (``score(...,
-    wasted=True)`` takes them); ``points`` int32 ``[N]``, SameGame's points of the line
+    wasted=True)`` takes them; a policy's action off the board, played as a click that
+    removes nothing, is logged as ``W * H``, which ``score`` refuses); ``points`` int32 ``[N]``, SameGame's points of the line
     (``(n - 2)^2`` a group, +1000 if cleared); ``cells_left`` int32 ``[N]``, occupied cells
     at the end."""
 
@@ -102,7 +103,7 @@ def _checked(boards, policy: Policy, max_clicks, rules: str) -> jax.Array:
 def _play_boards(boards: jax.Array, policy: Policy, board_keys: jax.Array, max_clicks: int,
                  params, rules: str) -> PlayResult:
     """``play_boards``, its arguments checked; ``board_keys`` ``[N]``: each board's own."""
-    num_boards = boards.shape[0]
+    num_boards, cells = boards.shape[0], boards.shape[1] * boards.shape[2]
     over = jax.vmap(lambda board: game.is_over(board, rules))
 
     def unfinished(carry: _PlayCarry) -> jax.Array:
@@ -111,6 +112,8 @@ def _play_boards(boards: jax.Array, policy: Policy, board_keys: jax.Array, max_c
     def one_click(carry: _PlayCarry) -> _PlayCarry:
         click_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(board_keys, carry.step)
         actions = _actions(jax.vmap(policy, in_axes=(0, 0, None))(click_keys, carry.boards, params), num_boards)
+        # Off the board (a negative action too) is one value, never -1: -1 marks a line's end.
+        actions = jnp.where((actions < 0) | (actions >= cells), cells, actions)
         playing = ~over(carry.boards)
         after, removed = jax.vmap(lambda board, action: game.click_action(board, action, rules))(carry.boards, actions)
         return _PlayCarry(
@@ -152,8 +155,10 @@ def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chun
     ``play_boards(boards, ..., key)`` gives it, whatever ``chunk``. ``progress(n)`` is
     called per chunk."""
     boards = jnp.asarray(_checked(boards, policy, max_clicks, rules), game.BOARD_DTYPE)
+    if not game.is_integer(chunk) or chunk < 1:
+        raise ValueError(f"play_in_chunks: chunk must be a positive integer (boards played at a time), got {chunk!r}")
     total = boards.shape[0]
-    chunk = max(1, min(chunk, total))
+    chunk = min(int(chunk), total)
     board_keys = game.indexed_keys(key, total)
     parts = []
     for start in range(0, total, chunk):

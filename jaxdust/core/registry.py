@@ -26,7 +26,10 @@ _REGISTRY: dict[str, DustEnv] = {}
 
 
 def register(env_id: str, env: DustEnv) -> None:
-    """Add ``env`` under ``env_id``; ValueError if the id is taken by another env."""
+    """Add ``env`` under ``env_id``; ValueError if the id is taken by another env,
+    TypeError for an id that is not a string (``make`` takes strings only)."""
+    if not isinstance(env_id, str):
+        raise TypeError(f"register needs a string id, got {type(env_id).__name__} {env_id!r}")
     if not isinstance(env, DustEnv):
         raise TypeError(f"register needs a DustEnv, got {type(env).__name__}")
     if _REGISTRY.get(env_id, env) != env:

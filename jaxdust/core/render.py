@@ -147,6 +147,9 @@ def board_rgb(board: game.BoardLike, highlight: game.BoardLike | None = None, ce
     return image
 
 
+MAX_GIF_DELAY = 2**16 - 1  # hundredths of a second: the GIF format's 16-bit field
+
+
 def game_gif(boards: game.BoardLike, highlights: Sequence[game.BoardLike | None] | None = None,
              cell_size: int = 24, milliseconds: int = 500) -> bytes:
     """A GIF of positions ``boards`` (a sequence of ``[W, H]`` boards of one shape, e.g.
@@ -173,6 +176,9 @@ def game_gif(boards: game.BoardLike, highlights: Sequence[game.BoardLike | None]
         raise ValueError(f"game_gif: the boards are of several shapes, {sorted(shapes)}: one game's positions share one")
     if milliseconds < 20:  # the GIF format's hundredths; browsers take delays under 2 as 10
         raise ValueError(f"milliseconds must be at least 20 (GIF delays are hundredths of a second), got {milliseconds}")
+    if 2 * milliseconds // 10 > MAX_GIF_DELAY:  # the last frame shows for twice as long
+        raise ValueError(f"milliseconds must be at most {(MAX_GIF_DELAY * 10 + 9) // 2} (the last frame shows twice "
+                         f"as long, and a GIF delay is at most {MAX_GIF_DELAY} hundredths of a second), got {milliseconds}")
     frames = [Image.fromarray(board_rgb(b, h, cell_size)) for b, h in zip(boards, highlights)]
     durations = [milliseconds] * (len(frames) - 1) + [2 * milliseconds]
     buffer = io.BytesIO()
