@@ -842,6 +842,12 @@ API_CASES = [
     (lambda: jaxdust.beam_search(np.ones((1, 4, 3), np.int8), 4, rescorer=LOOKAHEAD_OF_ONE_NUMBER),
      r"the lookahead's base scorer returns one score per board.*got shape \(\)"),
     (lambda: jaxdust.points_beam(jnp.zeros((0, 4, 3), jnp.int8), 4), "no boards"),
+    # The wrong kind of rules is named before the boards are checked settled under them (a
+    # dust board is unsettled under SameGame, whose contraction the error then advised).
+    (lambda: beam.beam_solutions(np.array([[[0, 0], [1, 0], [2, 1], [3, 0]]], np.int8), 2, rules="samegame"),
+     "^beam_solutions plays the fewest-clicks rules"),
+    (lambda: points_beam_solutions(np.array([[[1, 1], [2, 0], [0, 0], [0, 0]]], np.int8), 2, rules="dust"),
+     "^points_beam_solutions plays the points and cells-left rules"),
     (lambda: play_boards(jnp.zeros((0, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9), "no boards"),
     (lambda: jaxdust.make("Dust-6x6x5-v0", auto_reset="false"), "auto_reset must be True or False"),
     (lambda: jaxdust.beam_search(np.array([[0, 1], [2, 2]], np.int8), 2), r"^beam_search: cell \(0, 1\) floats above"),

@@ -505,6 +505,7 @@ def beam_solutions(boards, width: int, scorer: Scorer | None = None, params=None
 
     Returns NumPy ``(lengths [N], actions [N, max_clicks])`` as in ``BeamResult``.
     """
+    game.require_click_rules(rules, "beam_solutions")  # before the boards are checked settled under them
     found = in_batches(lambda part: beam_search(part, width=width, scorer=scorer, params=params, max_clicks=max_clicks,
                                                 rescorer=rescorer, rules=rules),
                        boards, width, batch, progress, "beam_solutions", rules)

@@ -112,10 +112,7 @@ def points_beam(boards: game.BoardLike, width: int = 16, rules: str = "samegame"
     Boards must be settled under ``rules`` (ValueError naming the first that is not, for
     boards given outside a trace).
     """
-    found = game.rules_of(rules)
-    if found.objective == "clicks":
-        raise ValueError(f"points_beam plays the points and cells-left rules, got {rules!r}; "
-                         "fewest clicks: jaxdust.beam_search")
+    _require_points_rules(rules, "points_beam")
     boards = game.from_lists(boards)
     if boards.ndim not in (2, 3):
         raise ValueError(f"points_beam takes boards [B, W, H] or one board [W, H], got shape {boards.shape}")
@@ -140,8 +137,16 @@ def points_beam_solutions(boards, width: int, rules: str = "samegame", batch: in
     (default: ``beam.default_batch``), so memory stays bounded however many boards; the last
     batch is padded with empty boards, so one compiled search serves all. ``progress(n)``
     is called after each batch. Returns the ``PointsResult`` as NumPy arrays."""
+    _require_points_rules(rules, "points_beam_solutions")  # before the boards are checked settled under them
     return in_batches(lambda part: points_beam(part, width=width, rules=rules), boards, width, batch, progress,
                       "points_beam_solutions", rules)
+
+
+def _require_points_rules(rules: str, what: str) -> None:
+    """ValueError unless ``rules`` names a points or cells-left rule set."""
+    if game.rules_of(rules).objective == "clicks":
+        raise ValueError(f"{what} plays the points and cells-left rules, got {rules!r}; "
+                         "fewest clicks: jaxdust.beam_search")
 
 
 @functools.partial(jax.jit, static_argnames=("width", "rules", "chunk"))
