@@ -22,8 +22,7 @@ from hypothesis import strategies as st
 import evaluate
 import jaxdust
 from jaxdust.core import boards as board_io
-from jaxdust.core import configs, files, flags, render
-from jaxdust.core import play
+from jaxdust.core import configs, files, flags, play, render
 from jaxdust.core.play import play_boards
 from jaxdust.evaluation import baselines
 from jaxdust.evaluation import benchmark, leaderboard, ranking, registry

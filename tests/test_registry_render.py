@@ -43,8 +43,6 @@ def test_an_id_that_is_not_a_string_is_refused_where_it_is_registered():
 
 
 def test_an_id_of_another_cap_keeps_it_for_another_board(monkeypatch):
-    from jaxdust.core import registry
-
     monkeypatch.setitem(registry._REGISTRY, "Uncapped-v0", jaxdust.DustEnv(max_clicks=None))
     monkeypatch.setitem(registry._REGISTRY, "Ten-v0", jaxdust.DustEnv(max_clicks=10))
     small = jaxdust.GameConfig(3, 3, 2)

@@ -193,9 +193,7 @@ class DustEnv:
         """The ``Observation`` of one board int ``[W, H]`` of this env's size (ValueError
         for another: its observation would not fit ``observation_spec()``)."""
         board = game.from_lists(board)  # int8, as reset makes it (lists, numpy, another dtype)
-        if np.shape(board) != (self.game.width, self.game.height):
-            raise ValueError(f"env.observe: a board of shape {np.shape(board)}, this env plays "
-                             f"{(self.game.width, self.game.height)} [width, height]")
+        self._require_board_shape(np.shape(board), "env.observe: a board")
         return Observation(
             board=board,
             one_hot=game.one_hot(board, self.game.colors),
@@ -228,9 +226,7 @@ class DustEnv:
         if isinstance(board, str):  # RULES.md's text form, as the Gymnasium adapter takes it
             board = parse_board(board, self.game.width, self.game.height, self.game.rules)
         board = jnp.asarray(board)
-        shape = (self.game.width, self.game.height)
-        if board.shape != shape:
-            raise ValueError(f"board of shape {board.shape}, this env plays {shape} [width, height]")
+        self._require_board_shape(board.shape, "board")
         if not game.holds_integers(board.dtype):
             raise TypeError(f"board must hold integers (colours 0..{self.game.colors}), got dtype {board.dtype}")
         if not isinstance(board, jax.core.Tracer):
@@ -242,6 +238,12 @@ class DustEnv:
                                  f"{self.game.colors}")
             require_settled(cells, self.game.rules)
         return board.astype(game.BOARD_DTYPE)
+
+    def _require_board_shape(self, shape: tuple[int, ...], what: str) -> None:
+        """ValueError for one board of another shape than this env's ``[W, H]``."""
+        if tuple(shape) != (self.game.width, self.game.height):
+            raise ValueError(f"{what} of shape {tuple(shape)}, this env plays "
+                             f"{(self.game.width, self.game.height)} [width, height]")
 
     def reset(self, key: jax.Array, board: jax.Array | None = None) -> tuple[State, TimeStep]:
         """The first state (``init``: a random board from ``key``, or ``board``) and its

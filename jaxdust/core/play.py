@@ -27,9 +27,9 @@ class PlayResult(NamedTuple):
     bool ``[N]``, emptied within the click cap; ``actions`` int32 ``[N, max_clicks]``, the
     flat actions ``x * height + y`` taken, -1 after the game ended (``score(...,
     wasted=True)`` takes them; a policy's action off the board, played as a click that
-    removes nothing, is logged as ``W * H``, which ``score`` refuses); ``points`` int32 ``[N]``, SameGame's points of the line
-    (``(n - 2)^2`` a group, +1000 if cleared); ``cells_left`` int32 ``[N]``, occupied cells
-    at the end."""
+    removes nothing, is logged as ``W * H``, which ``score`` refuses); ``points`` int32
+    ``[N]``, SameGame's points of the line (``(n - 2)^2`` a group, +1000 if cleared);
+    ``cells_left`` int32 ``[N]``, occupied cells at the end."""
 
     clicks: jax.Array
     cleared: jax.Array
