@@ -742,8 +742,10 @@ API_CASES = [
     (lambda: jaxdust.one_hot(np.array([[0, -1]]), 2), r"one_hot: the board holds -1; colours are 0 \(empty\) to 2"),
     # A seed where a key belongs, or a batch of keys where one does.
     (lambda: jaxdust.random_board(0, jaxdust.GameConfig(8, 6, 5)), "random_board: key must be one jax.random.key"),
+    (lambda: jaxdust.random_boards(0, 3), "random_boards: key must be one jax.random.key"),
     (lambda: jaxdust.random_board(jax.random.split(jax.random.key(0), 3)), r"got an array of dtype key<fry> and shape \(3,\)"),
-    (lambda: jaxdust.DustEnv().reset(0), "DustEnv.init: key must be one jax.random.key"),
+    (lambda: jaxdust.DustEnv().reset(0), "DustEnv.reset: key must be one jax.random.key"),
+    (lambda: jaxdust.DustEnv().init(0), "DustEnv.init: key must be one jax.random.key"),
     (lambda: jaxdust.play_boards(jnp.ones((1, 4, 3), jnp.int8), baselines.random_legal, 0, 10), "play_boards: key must"),
     (lambda: jaxdust.one_hot(jnp.ones((4, 3), jnp.int8), 0), "one_hot: colors must be an integer in 1..9, got 0"),
     (lambda: jaxdust.one_hot(jnp.ones((4, 3), jnp.int8), 5.0), "one_hot: colors must be an integer in 1..9"),
@@ -809,6 +811,8 @@ API_CASES = [
                          jax.random.key(0), 4, considered=0), "considered must be a positive integer, got 0"),
     (lambda: solver_points.beam([[1, 1], [2, 2]], 8, rules="former"), "points searches play the points"),
     (lambda: solver_points.nmcs([[1, 1], [2, 2]], level=0), "level must be 1 or 2"),
+    # numpy's own MemoryError, or "array is too big", or an OverflowError naming nothing
+    (lambda: solver_points.beam([[1, 1], [2, 2]], 2**63), "a points beam of width 9223372036854775808 on 4 cells: about"),
     (lambda: registry.run_agent("largest", np.array([[[257, 1, 1], [1, 2, 2]]]), key=jax.random.key(0),
                                 max_clicks=20), "a board array holds 257"),  # it played as colour 1
     (lambda: registry.run_agent("mcts-heuristic:4", jnp.array([[[10, 1, 1], [1, 2, 2]]]), key=jax.random.key(0),

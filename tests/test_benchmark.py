@@ -174,8 +174,8 @@ def test_a_set_of_former_boards_is_scored_under_the_former_rules():
 def test_a_board_set_checks_its_lengths_when_made_not_after_the_agent_played():
     """A set made in Python with lists of lengths scores like one of arrays (a list failed
     in ``score`` with a TypeError once the agent had played); lengths that are not one
-    whole click count per board, a bound above the best, or boards not [N, W, H] are
-    refused where the set is made."""
+    whole click count per board, a bound above the best, boards not [N, W, H], colours
+    past 9 or boards the rules never make are refused where the set is made."""
     loaded = benchmark.load_set("6x6x5", limit=3)
     from_lists = benchmark.BoardSet("lists", loaded.boards.tolist(), [int(b) for b in loaded.best],
                                     [float(b) for b in loaded.lower])
@@ -190,7 +190,11 @@ def test_a_board_set_checks_its_lengths_when_made_not_after_the_agent_played():
             (loaded.boards, best, [-1] + lower[1:], "lower: one click count"),
             (loaded.boards, best, [best[0] + 1] + lower[1:], "lower bound above its fewest clicks found, on board 0"),
             (loaded.boards[0], best[:1], lower[:1], "boards: integers \\[N, W, H\\]"),
-            (loaded.boards.astype(float), best, lower, "boards: integers")):
+            (loaded.boards.astype(float), best, lower, "boards: integers"),
+            (np.where(np.arange(3)[:, None, None] == 1, 12, loaded.boards), best, lower,
+             "a board of the benchmark set holds 12; colours are 0 \\(empty\\) to 9"),
+            (loaded.boards * (np.arange(6)[None, None, :] != 0), best, lower,
+             "a benchmark set: board 0: cell \\(0, 1\\) floats above an empty cell")):
         with pytest.raises(ValueError, match=words):
             benchmark.BoardSet("bad", boards, best_, lower_)
 
@@ -272,6 +276,8 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     assert [row["agent"] for row in report["rows"]] == ["numba beam, tuned heuristic + lookahead, width 20",
                                                         "largest cluster first"]  # fewest clicks first
     assert report["rows"][0]["mean_clicks"] <= report["rows"][1]["mean_clicks"]
+    assert report["played"] == {"largest cluster first": {"entry": "largest"},
+                                "numba beam, tuned heuristic + lookahead, width 20": {"entry": "cpu-beam:20"}}
     cached = tmp_path / "leaderboard/8x4x5-v1-5-seed0/largest.json"  # beside --out
     row = json.loads(cached.read_text())
     cached.write_text(json.dumps({**row, "mean_clicks": 99.0}))  # a kept row is not measured again
@@ -1242,3 +1248,25 @@ def test_the_learners_benchmark_says_the_heuristics_mcts_plays_a_uniform_prior(m
                                           "references": {"hand-made heuristic": {}, "largest cluster first": {}}})
     assert list(rows) == ["avi (1.5 min)", "hand-made heuristic (for mcts a uniform prior over cells)",
                           "largest cluster first"]
+
+
+def test_a_leaderboard_report_names_the_run_and_entry_behind_each_row(tmp_path, monkeypatch):
+    """A row's label ("imi, its policy alone ...") does not say which network played it:
+    the report names each row's entry and its run's fingerprint."""
+    from jaxdust.learn.runs import fingerprint
+
+    monkeypatch.chdir(tmp_path)
+
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+        count = len(boards)
+        return {"points": np.zeros(count), "clicks": np.ones(count), "cells_left": np.zeros(count),
+                "cleared": np.ones(count, bool)}
+
+    monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
+    report = leaderboard.main(["--size", "8x6x5", "--boards", "2", "--entries", "largest",
+                               "--runs", "imi=@imitation-8x6x5"])
+    played = report["played"]
+    assert played["largest"] == {"entry": "largest"}
+    assert played["imi, greedy on its value (width 1)"] == {"entry": "value:@imitation-8x6x5:1",
+                                                            "run_fingerprint": fingerprint("@imitation-8x6x5")}
+    assert {row["agent"] for row in report["rows"]} == set(played)

@@ -228,8 +228,9 @@ def test_a_plain_board_file_with_prose_in_its_header_plays_with_no_note(tmp_path
 
 
 def test_a_board_files_numbers_that_cannot_be_true_are_refused_or_named(tmp_path, boards_dir, capsys):
-    """A negative length, one board given two proven optima, an unknown rule set and a board
-    with no optimum in a file of optima are refused naming the file; an agent that clears a
+    """A negative length, one board given two proven optima, an unknown rule set, a board
+    with no optimum in a file of optima, an optimum of 0 clicks for a full board and a lower
+    bound above the fewest clicks are refused naming the file; an agent that clears a
     board below its proven optimum is reported, since the file's optimum is then wrong."""
     lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:4]
     board, optimum = lines[2].split()
@@ -237,7 +238,11 @@ def test_a_board_files_numbers_that_cannot_be_true_are_refused_or_named(tmp_path
              (lines[:2] + [f"{board} {optimum}", f"{board} {int(optimum) + 1}"],
               f"its board's proven optimum is {int(optimum) + 1}, line 3's (the same board) {optimum}"),
              ([lines[0].replace("colors=5", "colors=5 rules=bogus")] + lines[1:], "bogus.txt:1: unknown rules 'bogus'"),
-             (lines[:3] + [lines[3].split()[0]], "bad-3.txt:4: no optimum after the board, in a file of proven optima")]
+             (lines[:3] + [lines[3].split()[0]], "bad-3.txt:4: no optimum after the board, in a file of proven optima"),
+             (lines[:2] + [f"{board} 0"], "bad-4.txt:3: 0 clicks for a board that is not empty"),
+             (["# width=8 height=4", "# columns: board, fewest clicks found, proven lower bound (equal: the optimum)",
+               f"{board} {optimum} {int(optimum) + 2}"],
+              f"bad-5.txt:3: its proven lower bound {int(optimum) + 2} is above its fewest clicks found {optimum}")]
     for index, (text, words) in enumerate(cases):
         path = tmp_path / ("bogus.txt" if index == 2 else f"bad-{index}.txt")
         path.write_text("\n".join(text) + "\n")
@@ -343,7 +348,9 @@ def test_the_click_cap_holds_for_every_agent_and_counts_in_the_mean(tmp_path, bo
     above = sum(value > cap for value in optimum)
     assert f"note: --max-clicks {cap} is below {above} boards' optimum (up to {max(optimum)})" in printed.err
     assert report["reference"] == "best" and report["reference_proven_optimal"] and report["max_clicks"] == cap
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["max_clicks"] == cap
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["max_clicks"] == cap and summary["best_mean"] == pytest.approx(np.mean(optimum))
+    assert summary["measured_on"]["cpu"] and summary["measured_on"]["jaxdust"] == jaxdust.__version__
     played = registry.run_agent("cpu-beam:64", jnp.stack([r.board for r in jaxdust.read_board_file(board_file)]),
                                 key=jax.random.key(0), max_clicks=36)
     capped = np.minimum(played["clicks"], cap)
@@ -444,7 +451,7 @@ def test_a_board_file_is_played_under_the_rules_its_header_declares(tmp_path, bo
     points = tmp_path / "samegame.txt"  # a points game's file: played to its end, measured in points
     points.write_text(path.read_text().replace("rules=former", "rules=samegame"))
     report = evaluate.main(["--boards", str(points), "--agents", "largest", "--out", str(tmp_path / "p")])
-    assert report["rules"] == "samegame" and report["measure"] == "points"
+    assert report["rules"] == "samegame" and report["measure"] == "points" and report["measured_on"]["cores"] >= 1
     assert report["agents"]["largest"]["mean"] == pytest.approx(np.mean(np.asarray(registry.run_agent(
         "largest", jnp.asarray(boards), key=jax.random.key(0), max_clicks=30, rules="samegame")["points"])))
     assert "the lengths in " in capsys.readouterr().err

@@ -227,10 +227,25 @@ def test_random_boards_begin_alike_for_any_count_in_either_threefry_mode(partiti
     assert game.random_boards(key, 0, config).shape == (0, 5, 4)
 
 
+def test_boards_drawn_outside_jit_are_one_program_each(compile_log):
+    """Op by op, a board cost ~1 ms to draw on a CPU; each draw is one program, compiled once
+    per configuration (an odd size, new to this process) and count."""
+    key, config = jax.random.key(6), game.GameConfig(3, 7, 6, "former")
+    for draw in (lambda: game.random_board(key, config), lambda: game.random_boards(key, 5, config)):
+        _, compiled = compile_log(draw)
+        assert sum(message.startswith("Compiling ") for message in compiled) <= 1
+        _, compiled = compile_log(draw)
+        assert not compiled
+    np.testing.assert_array_equal(game.random_boards(key, 5, config)[2],
+                                  jax.jit(lambda k: game.random_board(k, config))(jax.random.fold_in(key, 2)))
+
+
 @pytest.mark.parametrize("count", [-1, 2.0, True, 2**31])
 def test_indexed_keys_refuse_a_count_that_is_no_size(count):
     with pytest.raises(ValueError, match="count must be an integer"):
         game.indexed_keys(jax.random.key(0), count)
+    with pytest.raises(ValueError, match="count must be an integer"):
+        game.random_boards(jax.random.key(0), count)
     with pytest.raises(TypeError, match="GameConfig"):
         game.random_boards(jax.random.key(0), 3, (5, 4, 3))
 

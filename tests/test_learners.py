@@ -1158,6 +1158,26 @@ def test_a_run_that_never_finished_a_step_gives_way_to_a_new_start(tmp_path):
         runs._check_run_directory(str(tmp_path / "run"), learner, other, resume=True)
 
 
+def test_a_new_run_starts_only_where_nothing_else_is(tmp_path):
+    """A new run in a folder of other files (a data set, --run-dir .) trained there and
+    scattered its files among them; the lock and an imitation run's own data set (left by a
+    start that failed) are its own."""
+    imitation_learner, avi_learner = learners.get("imitation"), learners.get("avi")
+    folder = tmp_path / "mine"
+    (folder / "plots").mkdir(parents=True)
+    for name in ("notes.txt", "boards.txt", "zeta.csv"):
+        (folder / name).touch()
+    with pytest.raises(runs.RunError, match=re.escape(f"{folder} holds other files (boards.txt, notes.txt, plots, "
+                                                      "...) and no run, which a new run would mix with")):
+        runs._check_run_directory(str(folder), avi_learner, avi.AVIConfig(), resume=False)
+    own = tmp_path / "own"
+    (own / "data").mkdir(parents=True)
+    (own / runs.LOCK_FILE).touch()
+    runs._check_run_directory(str(own), imitation_learner, imitation.ImitationConfig(), resume=False)
+    with pytest.raises(runs.RunError, match=r"holds other files \(data\)"):
+        runs._check_run_directory(str(own), avi_learner, avi.AVIConfig(), resume=False)
+
+
 def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path):
     size = game.GameConfig(4, 3, 3)
     made = DatasetConfig(size, boards=2, seed=1, labeller="beam", beam_width=2, shard_size=2)
@@ -1167,7 +1187,10 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
     args, kept = _settled(tmp_path / "new", "--data", str(tmp_path / "data"))
     assert kept["data_settings"] == configs.to_json(made)
     _write_run(tmp_path / "run", **kept)
-    assert _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "copy"))[0].data == str(tmp_path / "copy")
+    args, resumed = _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "copy"))
+    # Trained on the copy this once; config.json keeps the run's own while it is there (a
+    # deleted copy left every later resume refused).
+    assert (args.data, resumed["data"]) == (str(tmp_path / "copy"), str(tmp_path / "data"))
     # --data-jobs makes a run's own data set: resuming one trained on --data, it would do nothing.
     args, _ = _settled(tmp_path / "run", "--resume", "--data-jobs", "2")
     with pytest.raises(ValueError, match=re.escape(f"--data-jobs makes a data set; the run trains on {tmp_path / 'data'}")):
@@ -1175,8 +1198,8 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
     with pytest.raises(runs.RunError, match="is not the run's own"):
         _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "other"))
     shutil.rmtree(tmp_path / "data")  # moved away: a copy is still known by the settings kept
-    assert _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "copy"))[1]["data_settings"] == \
-        kept["data_settings"]
+    resumed = _settled(tmp_path / "run", "--resume", "--data", str(tmp_path / "copy"))[1]
+    assert (resumed["data_settings"], resumed["data"]) == (kept["data_settings"], str(tmp_path / "copy"))
     args, _ = _settled(tmp_path / "run", "--resume")
     # Gone: passed by the check (a finished run needs no data), refused by the trainer.
     learners.get("imitation").check(imitation.ImitationConfig(game=size), args)
@@ -1191,7 +1214,8 @@ def test_a_resumed_runs_data_may_be_a_copy_made_with_the_same_settings(tmp_path)
     # A run that made its own (RUN_DIR/data, no settings kept): a copy of it is its data too.
     _write_run(tmp_path / "own", **{**kept, "data": None, "data_settings": None})
     shutil.copytree(tmp_path / "copy", tmp_path / "own" / "data")
-    assert _settled(tmp_path / "own", "--resume", "--data", str(tmp_path / "copy"))[0].data == str(tmp_path / "copy")
+    args, resumed = _settled(tmp_path / "own", "--resume", "--data", str(tmp_path / "copy"))
+    assert (args.data, resumed["data"]) == (str(tmp_path / "copy"), None)  # still its own, RUN_DIR/data
     with pytest.raises(runs.RunError, match=re.escape(f"is not the run's own ({tmp_path / 'own' / 'data'}, which it "
                                                       "made, in")):
         _settled(tmp_path / "own", "--resume", "--data", str(tmp_path / "other"))

@@ -801,7 +801,8 @@ def _edited_checkpoint(source, target, meta=None, **arrays):
 def test_a_checkpoint_of_an_older_format_or_with_impossible_contents_is_refused(tmp_path):
     """Checkpoints before 0.2.31 may hold unsound table entries (a wrong optimum, proven);
     tables of the wrong shape crashed the process in numba (2 slots: a segmentation fault);
-    an edited bound or best line was reported as a proof."""
+    an edited bound or best line was reported as a proof (a line of 3 clicks proven
+    optimal for an 11-click board)."""
     text, width, height = CHECKPOINTED["dust"]
     board = np.asarray(jaxdust.parse_board(text, width, height))
     path = tmp_path / "proof.npz"
@@ -819,7 +820,15 @@ def test_a_checkpoint_of_an_older_format_or_with_impossible_contents_is_refused(
               f"(bound {saved['best_length'] + 1} and best length {saved['best_length']} on"),
              ({"best_length": saved["best_length"] - 1}, {}, f"a best length of {saved['best_length'] - 1} with"),
              ({"best_clicks": [[99, 0]] * saved["best_length"]}, {}, "a click off the board"),
-             ({"nodes": -3}, {}, "a count that is not a whole number")]
+             ({"nodes": -3}, {}, "a count that is not a whole number"),
+             # What solve never saves: a finished proof, a line that does not clear, odd fields.
+             ({"bound": 3, "best_length": 3, "budget": 0, "partial": 0, "best_clicks": [[0, 0]] * 3}, {},
+              "(bound 3 and best length 3 on"),
+             ({"bound": 2, "best_length": 3, "budget": 0, "partial": 0, "best_clicks": [[0, 0]] * 3}, {},
+              "(its best line of 3 clicks does not clear the board)"),
+             ({"seconds": "abc"}, {}, "('abc' seconds)"),
+             ({"seconds": float("nan")}, {}, "(nan seconds)"),
+             ({"widened": 2}, {}, "(widened 2)")]
     for index, (meta, arrays, message) in enumerate(cases):
         edited = tmp_path / f"edited-{index}.npz"
         _edited_checkpoint(path, edited, meta, **arrays)
@@ -1725,3 +1734,24 @@ def test_moves_the_solver_takes_to_commute_do_commute():
                         assert any(m == arrival for m, _ in cluster_list(first, geometry)), "the arrival stays a cluster"
                         np.testing.assert_array_equal(remove(first, arrival, geometry), remove(node, move, geometry))
     assert checked > 100
+
+
+def test_numpy_integers_size_tables_and_beams_as_python_ones():
+    """``1 << np.int8(12)`` is 0: such a table was empty and the solve read and wrote past
+    it (a segmentation fault); twice an int8 beam of 100 is -56, which failed the widened
+    beam on this board (node-limited, so the same choices on any machine)."""
+    table = api.TranspositionTable(np.int8(12), np.int8(13))
+    assert (table.entries.size, table.halves.size, table.max_bits) == (4096, 2048, 13)
+    table.reserve(10**6)
+    assert table.entries.size == 2**13
+    board = jaxdust.parse_board("515334113512421124152334541413513154315531441525")
+    expected = solve(board, beam_width=100, node_limit=3_000_000)
+    found = solve(board, beam_width=np.int8(100), node_limit=3_000_000)
+    assert (found.clicks, found.lower_bound) == (expected.clicks, expected.lower_bound)
+
+
+def test_the_depth_first_search_takes_a_node_limit_past_int64_as_no_limit():
+    """As ``solve`` does: numba's int64 refused 2^63 with an OverflowError naming nothing."""
+    board = jaxdust.parse_board("123312231132", 4, 3)
+    clicks = solve_dfs(board, None, node_limit=2**63)
+    assert clicks == solve_dfs(board, None) and not np.any(jaxdust.replay(board, clicks)[0])

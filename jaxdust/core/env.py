@@ -1,9 +1,9 @@
 """The dust game and its family as a reinforcement-learning environment (Jumanji-style,
 fully jittable). The rule set is the config's (``GameConfig.rules``, RULES.md).
 
-``DustEnv`` is a frozen dataclass: hashable, so ``env.step`` (jitted already, and fast when
-called one step at a time) and ``jax.jit(env.step)`` compile once per configuration, and
-``jax.vmap(env.step)`` steps thousands of games in lockstep.
+``DustEnv`` is a frozen dataclass: hashable, so ``env.reset`` and ``env.step`` (jitted
+already, and fast when called one at a time) and ``jax.jit(env.step)`` compile once per
+configuration, and ``jax.vmap(env.step)`` steps thousands of games in lockstep.
 
 - **Observation** ``Observation``: ``board`` int8 ``[W, H]``; ``one_hot`` float32
   ``[W, H, colors + 1]`` (channel 0 marks empty cells); ``action_mask`` bool ``[W * H]``,
@@ -214,13 +214,13 @@ class DustEnv:
           ValueError: a board of another shape, a colour outside 0..colors, or an unsettled board.
           TypeError: a board that is not of integers, or ``key`` not one random key.
         """
-        game.require_key(key, f"{type(self).__name__}.init")
-        board_key, key = jax.random.split(key)
-        if board is None:
-            board = game.random_board(board_key, self.game)
-        else:
+        return self._first(key, board, "init")[0]
+
+    def _first(self, key: jax.Array, board, method: str) -> tuple[State, TimeStep]:
+        game.require_key(key, f"{type(self).__name__}.{method}")
+        if board is not None:
             board = self._checked_board(board)
-        return State(board=board, clicks=jnp.int32(0), key=key)
+        return _first_step(self)(key, board)
 
     def _checked_board(self, board) -> jax.Array:
         if isinstance(board, str):  # RULES.md's text form, as the Gymnasium adapter takes it
@@ -250,15 +250,7 @@ class DustEnv:
         ``FIRST`` timestep. Under the points rules a board can be dealt with no group to
         remove (common on small boards of many colours: a quarter of 3x3x9 ones): its
         action mask is all False, and the first step ends the game (``LAST``, reward 0)."""
-        state = self.init(key, board)
-        timestep = TimeStep(
-            step_type=jnp.int8(StepType.FIRST),
-            reward=jnp.float32(0.0),
-            discount=jnp.float32(1.0),
-            observation=self.observe(state.board),
-            extras={"removed": jnp.int32(0), "clicks": state.clicks, "next_board": state.board},
-        )
-        return state, timestep
+        return self._first(key, board, "reset")
 
     def step(self, state: State, action: jax.Array) -> tuple[State, TimeStep]:
         """One click. Under ``jax.vmap`` the whole batch is stepped at once by ``step_batch``.
@@ -390,6 +382,28 @@ def _per_game(flags: jax.Array, like: jax.Array) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=64)  # bounded: a process sweeping many configurations keeps the newest
+def _first_step(env: DustEnv):
+    """``env.reset`` after its checks, jitted so that a reset called outside ``jit`` runs as
+    one program (eagerly, op by op, it cost ~12 steps on a CPU). ``key`` is split first:
+    one half draws the board (when none is given), the other is kept in the state."""
+
+    def first(key: jax.Array, board: jax.Array | None) -> tuple[State, TimeStep]:
+        board_key, key = jax.random.split(key)
+        if board is None:
+            board = game.random_board(board_key, env.game)
+        state = State(board=board, clicks=jnp.int32(0), key=key)
+        return state, TimeStep(
+            step_type=jnp.int8(StepType.FIRST),
+            reward=jnp.float32(0.0),
+            discount=jnp.float32(1.0),
+            observation=env.observe(state.board),
+            extras={"removed": jnp.int32(0), "clicks": state.clicks, "next_board": state.board},
+        )
+
+    return jax.jit(first)
+
+
+@functools.lru_cache(maxsize=64)
 def _batched_step(env: DustEnv):
     """``env.step`` as a jitted ``custom_vmap``: alone it is a batch of one; under ``vmap``
     the whole batch goes to ``env.step_batch`` (unmapped arguments broadcast). Jitted so

@@ -38,8 +38,10 @@ Solver = Callable[[np.ndarray], Sequence[Sequence[tuple[int, int]]]]
 class BoardSet:
     """A benchmark set: boards int8 ``[N, W, H]``, ``best`` [N] (fewest clicks found) and
     ``lower`` [N] (proven lower bound; equal to ``best`` where that is optimal), all under
-    ``rules`` (a fewest-clicks rule set). Lists are taken; ValueError where the lengths are
-    not whole click counts, one per board, with ``lower <= best``."""
+    ``rules`` (a fewest-clicks rule set). Lists are taken; ValueError where the boards hold
+    colours outside 0..``MAX_COLORS`` or are not settled under ``rules``
+    (``UnsettledBoardError``), or the lengths are not whole click counts, one per board,
+    with ``lower <= best``."""
 
     name: str  # e.g. "8x6x5 v1"
     boards: np.ndarray
@@ -56,6 +58,8 @@ class BoardSet:
         if boards.ndim != 3 or not len(boards) or boards.dtype.kind not in "iu":
             raise ValueError(f"a benchmark set's boards: integers [N, W, H] with N >= 1, got {boards.dtype} "
                              f"{boards.shape}")
+        game.check_colours(boards, "a board of the benchmark set")
+        board_io.require_settled(boards, self.rules, "a benchmark set")
         object.__setattr__(self, "boards", boards)
         for field in ("best", "lower"):
             object.__setattr__(self, field, _lengths(field, getattr(self, field), len(boards)))

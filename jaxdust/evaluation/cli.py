@@ -153,6 +153,10 @@ def load_board_set(args) -> LoadedBoards:
         print(f"note: {args.boards}:{missing.line} gives no length after its board where other lines do, so the "
               "boards are compared with no reference lengths", file=sys.stderr)
     if columns == "fewest_clicks":  # every line holds both numbers (refused above otherwise)
+        above = next((r for r in records if r.values[1] > r.values[0]), None)
+        if above is not None:
+            raise ValueError(f"{args.boards}:{above.line}: its proven lower bound {above.values[1]} is above its "
+                             f"fewest clicks found {above.values[0]}")
         best = np.array([r.values[0] for r in records])
         proven = all(r.values[0] == r.values[1] for r in records)
     elif columns == "optima":  # every line holds its optimum (refused above otherwise)
@@ -178,6 +182,10 @@ def load_board_set(args) -> LoadedBoards:
         raise ValueError(f"{args.boards}:{record.line}: {int(best.max())} clicks for a board of {width * height} "
                          f"cells: a line's last number is its board's length in clicks, and no game takes more "
                          f"clicks than cells")
+    if best is not None and rules in game.CLICK_RULES:
+        none = next((r for r, length in zip(records, best) if length == 0 and np.any(r.board)), None)
+        if none is not None:
+            raise ValueError(f"{args.boards}:{none.line}: 0 clicks for a board that is not empty")
     flags.note_short_limit(args.limit, len(records), _shown_path(args.boards))
     described = f"{len(records)} board{'s' if len(records) != 1 else ''} from {_shown_path(args.boards)}"
     cut = args.limit is not None and len(records) == args.limit  # fewer: the file held no more
@@ -420,9 +428,11 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
                                                None if reference == "best" else cleared[reference])
                 figures.append(_write_figure(args.out, f"joint-{names[name]}.png", figure))
         report = {"boards": description, "rules": rules, "measure": "clicks", "backend": jax.default_backend(),
+                  "measured_on": machine.measured_on(__version__),  # seconds_per_board is this machine's
                   "jaxdust": __version__, "seed": args.seed, "max_clicks": max_clicks,  # boards not cleared count at it
-                  "reference": reference, "reference_proven_optimal": proven and reference == "best", "agents": results,
-                  "figures": sorted(set(figures))}
+                  "reference": reference, "reference_proven_optimal": proven and reference == "best",
+                  "best_mean": None if best is None else float(np.mean(best)),  # the file's lengths (the table's row)
+                  "agents": results, "figures": sorted(set(figures))}
         _finish(args.out, earlier, report)
     finally:
         print(table)
@@ -650,7 +660,7 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
                                                       f"{measure.replace('_', ' ')} "
                                                       f"({'higher' if measure == 'points' else 'lower'} is better)"))
         report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
-                  "jaxdust": __version__, "seed": args.seed,
+                  "measured_on": machine.measured_on(__version__), "jaxdust": __version__, "seed": args.seed,
                   "agents": results, "figures": sorted({*figures, figure})}
         _finish(args.out, earlier, report)
     finally:

@@ -232,10 +232,19 @@ def main(argv=None) -> dict:
     report = {"benchmark": "leaderboard", "set": board_set.name, "boards": len(board_set.boards),
               "optimum_mean": float(board_set.best.mean()), "hardware": hardware,
               "measured_on": machine.measured_on(__version__), "seed": args.seed, "jaxdust": __version__,
-              "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused}
+              "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused,
+              "played": played_by(entries, sources), "solver_log": args.solver_log}
     files.atomic_write_json(out, report)
     print(f"wrote {out}")
     return report
+
+
+def played_by(entries: list[tuple[str, str]], sources: dict[str, str]) -> dict[str, dict]:
+    """Each row's label with the entry that played it (``evaluate.py``'s name for the
+    agent, a run's path in it) and, for a learner's run, the run's ``fingerprint``: what
+    made each row of a report, which a label alone does not say."""
+    return {label: {"entry": entry, **({"run_fingerprint": sources[entry]} if entry in sources else {})}
+            for entry, label in entries}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -405,7 +414,8 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
     report = {"benchmark": "leaderboard", "env": env_id, "size": config.size_spec, "boards": args.boards,
               "seed": args.seed, "measure": measure, "hardware": hardware,
               "measured_on": machine.measured_on(__version__), "jaxdust": __version__,
-              "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused}
+              "rows": [dataclasses.asdict(scored) for scored in rows], "kept": reused,
+              "played": played_by(entries, sources)}
     files.atomic_write_json(out, report)
     print(f"wrote {out}")
     return report

@@ -208,6 +208,9 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
                                f"({configs.differences(now, recorded)}): give --data a copy made with the "
                                f"run's, or use another --run-dir")
             kept[name + SETTINGS] = recorded or now
+            if name in saved and saved[name] != kept[name] and \
+                    _data_settings(saved[name] or os.path.join(args.run_dir, name)) is not None:
+                kept[name] = saved[name]  # a copy given for this resume only: the run's own is still there
     return kept
 
 
@@ -589,7 +592,7 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
     _require_files(directory)
     if not os.path.exists(os.path.join(directory, "config.json")):
         # What a run writes beside config.json:
-        written = ("checkpoints", *SELECTED_DIRS.values(), "metrics.jsonl", "summary.json")
+        written = ("checkpoints", *SELECTED_DIRS.values(), "metrics.jsonl", "summary.json", TENSORBOARD_DIR)
         left = [name for name in written if os.path.isfile(os.path.join(directory, name))
                 or _listdir(os.path.join(directory, name))]
         if left:
@@ -598,6 +601,13 @@ def _check_run_directory(directory: str, learner: learners.Learner, config, resu
                            "them away")
         if resume:
             raise RunError(f"nothing to resume in {directory}: without --resume a new run starts there")
+        # The lock, temporaries and hidden files aside, and a data set a failed start of this
+        # learner made there (RUN_DIR/data, which the retry reuses); an empty run folder stays.
+        own = set(learner.run_flags) & set(DIRECTORY_FLAGS) | {"checkpoints", *SELECTED_DIRS.values()}
+        others = sorted(name for name in _listdir(directory) if not name.startswith(".") and name not in own)
+        if others:
+            raise RunError(f"{directory} holds other files ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}"
+                           ") and no run, which a new run would mix with: give a new or empty --run-dir")
         return
     if not resume:
         if never_began(directory):  # its start failed (an error, XLA's abort, out of memory): begin again

@@ -91,7 +91,8 @@ class TranspositionTable:
             if value is not None and (not is_integer(value) or value not in TABLE_BITS):
                 raise ValueError(f"a table has 2^9 to 2^36 entries (512 GB): {name} must be an integer in 9..36, "
                                  f"got {value!r}")
-        self.max_bits = max(bits, max_bits or bits)
+        bits = int(bits)  # a numpy int8's 1 << 12 is 0: an empty table numba would index past
+        self.max_bits = max(bits, int(max_bits or bits))
         self.entries = np.zeros(1 << bits, np.uint64)  # see jaxdust.solver.table
         self.halves = np.zeros(1 << (bits - 1), np.uint64)
         self.holds: tuple[int, int, str] | None = None  # (width, height, rules) of the solves whose facts it holds
@@ -101,7 +102,7 @@ class TranspositionTable:
         """A table holding these arrays (e.g. a saved proof's, ``jaxdust.solver.progress``)."""
         table = cls.__new__(cls)
         table.entries, table.halves = entries, halves
-        table.max_bits = max(table.bits, max_bits or table.bits)
+        table.max_bits = max(table.bits, int(max_bits or table.bits))
         table.holds = None
         return table
 
@@ -313,8 +314,8 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
     scratch = halves.make_scratch(colors, width, height)
     half_positions = scratch[-1]  # the half-game searches' counter, over the whole proof
     half_limit = 0 if node_limit is None else min(HALF_POSITIONS_PER_POSITION * node_limit, COUNT_MAX)
-    if beam_width is None:
-        beam_width = default_beam_width(width * height)
+    # numpy integers pass check_limits; as int8 twice 100 overflowed in the widened beam.
+    beam_width = default_beam_width(width * height) if beam_width is None else int(beam_width)
     earlier_seconds = 0.0  # of the calls before this one, for a resumed proof
     in_progress = partial = 0  # a resumed search: its budget and the positions it has generated
     widened = False

@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxdust.core.boards import board_array
 from jaxdust.solver import bitboard
-from jaxdust.solver.api import board_colours, check_limits, loading_notice
+from jaxdust.solver.api import COUNT_MAX, board_colours, check_limits, loading_notice
 from jaxdust.solver.bitboard import clusters, count_colours, now, popcount, remove_in_place
 
 ROOT_PLIES = 6
@@ -130,7 +130,7 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
     geometry = bitboard.make_geometry(width, height)
     deadline = bitboard.deadline(time_limit, time.perf_counter())
     path = np.zeros(width * height, np.uint64)
-    length, _ = depth_first_search(planes, geometry, int(node_limit or 0), deadline, path)
+    length, _ = depth_first_search(planes, geometry, min(int(node_limit or 0), COUNT_MAX), deadline, path)
     if length < 0:
         raise TimeoutError("the depth-first search found no solution within its limits")
     return bitboard.path_clicks(path, length, height)

@@ -26,6 +26,7 @@ import numpy as np
 
 from jaxdust.core.boards import board_array
 from jaxdust.core.game import CLEAR_BONUS, is_integer, rules_of
+from jaxdust.core.machine import require_memory
 from jaxdust.solver.api import loading_notice
 
 _SIDEWAYS = {"none": 0, "centre": 1, "left": 2}
@@ -428,6 +429,9 @@ def beam(board, width: int = 64, rules: str = "samegame") -> PointsLine:
     if not is_integer(width) or width < 1:
         raise ValueError(f"width must be a positive integer, got {width!r}")
     width = int(width)
+    _rules_codes(rules)  # the rules named before the board is read under them
+    cells = np.size(board_array(board, rules))
+    require_memory(f"a points beam of width {width} on {cells} cells", beam_bytes(width, cells))
 
     def search(grid, min_group, sideways, objective, line):
         return beam_points(grid, min_group, sideways, objective, width, line)[1]

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import zipfile
 
 import numpy as np
 
+from jaxdust.core import boards as board_io
 from jaxdust.core.files import atomic_write
 
 # 2 from 0.2.31: format-1 files may come from versions whose tables held unsound entries
@@ -103,6 +105,8 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
         raise ValueError(f"checkpoint {os.fspath(path)} holds the proof of another board or rule set "
                          f"({saved_rules}); remove it or give another path")
     problem = _inconsistency(progress, *board.shape)
+    if not problem and progress.best_clicks and np.any(board_io.replay(board, progress.best_clicks, rules, True)[0]):
+        problem = f"its best line of {len(progress.best_clicks)} clicks does not clear the board"
     if problem:  # the search would index the tables out of bounds, or report it as proven
         raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({problem})")
     return progress
@@ -121,8 +125,13 @@ def _inconsistency(progress: Progress, width: int, height: int) -> str | None:
               progress.half_positions)
     if not all(isinstance(count, int) and not isinstance(count, bool) and count >= 0 for count in counts):
         return "a count that is not a whole number >= 0"
-    if progress.bound > progress.best_length or progress.best_length > cells + 1:
+    if progress.bound >= progress.best_length or progress.best_length > cells + 1:  # solve saves no finished proof
         return f"bound {progress.bound} and best length {progress.best_length} on {cells} cells"
+    seconds = progress.seconds
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
+        return f"{seconds!r} seconds"
+    if not isinstance(progress.widened, bool):
+        return f"widened {progress.widened!r}"
     if len(progress.best_clicks) != (0 if progress.best_length == cells + 1 else progress.best_length):
         return f"a best length of {progress.best_length} with {len(progress.best_clicks)} clicks"
     if not all(len(click) == 2 and all(isinstance(v, int) for v in click) and 0 <= click[0] < width
