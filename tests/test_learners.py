@@ -1170,6 +1170,9 @@ def test_a_new_run_starts_only_where_nothing_else_is(tmp_path):
     with pytest.raises(runs.RunError, match=re.escape(f"{folder} holds other files (boards.txt, notes.txt, plots, "
                                                       "...) and no run, which a new run would mix with")):
         runs._check_run_directory(str(folder), avi_learner, avi.AVIConfig(), resume=False)
+    with pytest.raises(runs.RunError, match="and no run, which a new run would mix with"):
+        runs.Run(str(folder), avi_learner, avi.AVIConfig(), resume=False)
+    assert sorted(os.listdir(folder)) == ["boards.txt", "notes.txt", "plots", "zeta.csv"]  # no lock left behind
     own = tmp_path / "own"
     (own / "data").mkdir(parents=True)
     (own / runs.LOCK_FILE).touch()

@@ -343,8 +343,9 @@ class Run:
         # stay out of it, so checkpoints of runs from before they were kept still restore.
         self.saved = {"learner": learner.name, "config": configs.to_json(config)}
         summary_writer = _tensorboard_writer_class() if tensorboard else None  # before any file is written
-        if (resume and not os.path.exists(os.path.join(directory, "config.json"))) or published.is_published(directory):
-            # Refuses before the lock makes a folder, or a file among a published network's.
+        if not os.path.exists(os.path.join(directory, "config.json")) or published.is_published(directory):
+            # Refuses before the lock makes a folder, or a file among a published network's or
+            # another command's files.
             _check_run_directory(directory, learner, config, resume)
         # Several processes (train.py --distributed) share the directory: process 0 holds
         # its lock, all of them look before process 0 writes, and only it writes the files
