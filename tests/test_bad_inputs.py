@@ -809,6 +809,13 @@ API_CASES = [
     (lambda: mcts.MCTSPolicy(mcts.heuristic_evaluator_for("dust"), 0), "simulations must be a positive integer, got 0"),
     (lambda: mcts.search(jnp.ones((1, 4, 3), jnp.int8), mcts.heuristic_evaluator_for("dust"), None,
                          jax.random.key(0), 4, considered=0), "considered must be a positive integer, got 0"),
+    # NaN noise played whichever action came first; a string failed inside mctx.
+    (lambda: mcts.search(jnp.ones((1, 4, 3), jnp.int8), mcts.heuristic_evaluator_for("dust"), None,
+                         jax.random.key(0), 4, gumbel_scale=float("nan")), "gumbel_scale must be a finite number >= 0"),
+    (lambda: mcts.search(jnp.ones((1, 4, 3), jnp.int8), mcts.heuristic_evaluator_for("dust"), None,
+                         jax.random.key(0), 4, gumbel_scale="x"), "gumbel_scale must be a finite number >= 0, got 'x'"),
+    # The dust game's estimate was returned for the points rules, whose values are no clicks.
+    (lambda: mcts.heuristic_evaluator_for("samegame"), "the mcts heuristic"),
     (lambda: solver_points.beam([[1, 1], [2, 2]], 8, rules="former"), "points searches play the points"),
     (lambda: solver_points.nmcs([[1, 1], [2, 2]], level=0), "level must be 1 or 2"),
     # numpy's own MemoryError, or "array is too big", or an OverflowError naming nothing

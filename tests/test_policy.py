@@ -409,3 +409,14 @@ def test_agents_policy_value_and_mcts_through_evaluate(tmp_path, capsys, whole_d
     with pytest.raises(ValueError, match="no policy and value"):
         registry.run_agent(f"mcts:{whole_dqn_run}", random_boards(2, GameConfig(), 0), key=jax.random.key(0),
                            max_clicks=48)
+
+
+def test_considering_more_actions_than_cells_is_the_same_search():
+    """Sequential Halving considers at most the legal actions; a larger count only grew
+    mctx's table of visits, built in Python before the search (minutes at 10^5)."""
+    boards = game.random_boards(jax.random.key(2), 3, GameConfig(4, 3, 3))
+    evaluate, key = mcts.heuristic_evaluator_for("dust"), jax.random.key(7)
+    expected = mcts.search(boards, evaluate, None, key, 8, considered=12, gumbel_scale=1.0)
+    found = mcts.search(boards, evaluate, None, key, 8, considered=10**6, gumbel_scale=1.0)
+    np.testing.assert_array_equal(found.action, expected.action)
+    np.testing.assert_array_equal(found.action_weights, expected.action_weights)

@@ -16,6 +16,8 @@ same click), and a cluster's prior is the summed probability of its cells.
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from typing import Any, Callable
 
 import jax
@@ -73,6 +75,7 @@ _RULE_EVALUATORS = {rules: _evaluator(heuristic_for(rules)) for rules in RULE_FE
 def heuristic_evaluator_for(rules: str = "dust") -> Evaluator:
     """``heuristic_evaluator`` with the hand-made estimate of ``rules`` (``heuristic.heuristic_for``)."""
     heuristic_for(rules)  # an unknown name fails here
+    game.require_click_rules(rules, "the mcts heuristic")  # the points rules' estimate is no click count
     return _RULE_EVALUATORS.get(rules, heuristic_evaluator)
 
 
@@ -93,13 +96,17 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     float32 ``[N, W * H]``, the improved policy (a training target).
 
     Raises:
-      ValueError: counts that are not positive integers, boards that are not a non-empty
+      ValueError: counts that are not positive integers, a ``gumbel_scale`` that is not a
+        finite number >= 0, boards that are not a non-empty
         batch ``[N, W, H]`` of integers, not settled under ``rules`` (checked where they
         are not traced), or of colours the evaluator's network was not built for (a size it
         was not built for fails in the network: ``load_run``'s commands check it first).
       TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
     _require_counts(simulations, considered)
+    if isinstance(gumbel_scale, bool) or not isinstance(gumbel_scale, numbers.Real) or \
+            not 0 <= gumbel_scale < math.inf:  # NaN noise made every action's score NaN
+        raise ValueError(f"mcts: gumbel_scale must be a finite number >= 0, got {gumbel_scale!r}")
     game.require_key(key, "mcts.search")
     boards = game.from_lists(boards)
     if boards.ndim != 3:
@@ -111,6 +118,9 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     game.require_click_rules(rules, "mcts")
     require_settled(boards, rules, "mcts.search")  # a position the rules never make plays otherwise
     require_model_fits(boards, evaluate, rules, "mcts")
+    # No board has more actions than cells, so a larger count is the same search; mctx builds
+    # a table of (considered + 1) x simulations visits in Python first (minutes at 10^5).
+    considered = min(int(considered), boards.shape[1] * boards.shape[2])
     value, prior, legal = _evaluated(evaluate, params, boards)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=boards)
     return mctx.gumbel_muzero_policy(params, key, root, recurrent_fn(evaluate, rules), simulations, invalid_actions=~legal,
