@@ -816,7 +816,7 @@ API_CASES = [
                          jax.random.key(0), 4, gumbel_scale="x"), "gumbel_scale must be a finite number >= 0, got 'x'"),
     # The dust game's estimate was returned for the points rules, whose values are no clicks.
     (lambda: mcts.heuristic_evaluator_for("samegame"), "the mcts heuristic"),
-    (lambda: solver_points.beam([[1, 1], [2, 2]], 8, rules="former"), "points searches play the points"),
+    (lambda: solver_points.beam([[1, 1], [2, 2]], 8, rules="former"), "jaxdust.solver.points.beam plays the points"),
     (lambda: solver_points.nmcs([[1, 1], [2, 2]], level=0), "level must be 1 or 2"),
     # numpy's own MemoryError, or "array is too big", or an OverflowError naming nothing
     (lambda: solver_points.beam([[1, 1], [2, 2]], 2**63), "a points beam of width 9223372036854775808 on 4 cells: about"),
@@ -1029,6 +1029,25 @@ def test_a_beam_without_a_rescorer_takes_no_shortlist():
     board = jaxdust.random_board(jax.random.key(3), jaxdust.GameConfig(4, 3, 3))
     assert int(jaxdust.beam_search(board, width=2, shortlist=None).length) == int(
         jaxdust.beam_search(board, width=2).length)
+
+
+def test_a_jax_beam_too_large_for_memory_is_refused_before_it_compiles(monkeypatch):
+    # XLA failed after compiling, "Out of memory allocating 56400034976 bytes", for width
+    # 2 * 10^7 on an 8x6 board with 23.5 GiB; the refusal takes the memory the machine says.
+    from jaxdust.core import machine
+    from jaxdust.evaluation import registry
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 2**30)
+    monkeypatch.setattr(machine, "device_memory_bytes", lambda: None)
+    board = jnp.ones((8, 6), jnp.int8)
+    with pytest.raises(ValueError, match=r"^beam_search: 1 board x width 1,000,000 on 48 cells: about 2\.5 GiB of memory, "
+                                         r"more than this machine's 1\.0 GiB$"):
+        jaxdust.beam_search(board, 10**6)
+    with pytest.raises(ValueError, match=r"^points_beam: 2 boards x width 1,000,000 on 48 cells: about 4\.6 GiB"):
+        jaxdust.points_beam(jnp.ones((2, 8, 6), jnp.int8), 10**6, rules="clickomania")
+    for rules in ("dust", "samegame"):
+        with pytest.raises(ValueError, match=r"^beam:1000000: 1 board x width 1,000,000 on 48 cells"):
+            registry.require_playable(["beam:1000000"], rules, 8, 6)
+    assert int(jaxdust.beam_search(board, 1000).length) == 1  # a width that fits searches
 
 
 def test_the_errors_documented_as_one_type_are_of_that_type():

@@ -293,7 +293,8 @@ def test_points_searches_on_research_boards_are_seeded_and_beat_greedy():
 
 @pytest.mark.parametrize("call,message", [
     (lambda b: points.beam(b, 0), "width must be a positive integer"),
-    (lambda b: points.beam(b, 8, "dust"), "points searches play the points and cells-left rules"),
+    (lambda b: points.beam(b, 8, "dust"), "jaxdust.solver.points.beam plays the points and cells-left rules"),
+    (lambda b: points.nmcs(b, 1, "former"), "jaxdust.solver.points.nmcs plays the points and cells-left rules"),
     (lambda b: points.nmcs(b, 3), "level must be 1 or 2"),
     (lambda b: points.nmcs(b, True), "level must be 1 or 2"),
     (lambda b: points.beam(b, 8.0), "width must be a positive integer"),

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -420,3 +421,29 @@ def test_considering_more_actions_than_cells_is_the_same_search():
     found = mcts.search(boards, evaluate, None, key, 8, considered=10**6, gumbel_scale=1.0)
     np.testing.assert_array_equal(found.action, expected.action)
     np.testing.assert_array_equal(found.action_weights, expected.action_weights)
+
+
+def test_a_search_outside_jit_is_one_program_equal_to_a_jitted_one(compile_log):
+    """Outside jit mctx ran op by op, traced again every call (seconds a call where the
+    compiled search takes milliseconds). The search compiles once per evaluator, counts and
+    rules, the noise's scale traced, and gives what a search inside the user's jit gives;
+    an evaluator that cannot be hashed still searches, as it did."""
+    boards = game.random_boards(jax.random.key(4), 2, GameConfig(5, 3, 3, "former"))
+    evaluate = mcts.heuristic_evaluator_for("former")
+    compile_log(lambda: mcts.search(boards, evaluate, None, jax.random.key(0), 6, 5, 1.0, "former"))
+    for seed, scale in ((1, 1.0), (2, 0.5)):
+        key = jax.random.key(seed)
+        found, compiled = compile_log(lambda: mcts.search(boards, evaluate, None, key, 6, 5, scale, "former"))
+        assert not compiled
+        expected = jax.jit(lambda b, k: mcts.search(b, evaluate, None, k, 6, 5, scale, "former"))(boards, key)
+        chex.assert_trees_all_equal(found, expected)
+
+    class Unhashable:
+        __hash__ = None
+
+        def __call__(self, positions, params):
+            return evaluate(positions, params)
+
+    unhashed = mcts.search(boards, Unhashable(), None, key, 6, 5, scale, "former")
+    np.testing.assert_array_equal(unhashed.action, found.action)
+    chex.assert_trees_all_close(unhashed.action_weights, found.action_weights, atol=1e-6)  # op by op: other rounding

@@ -81,6 +81,8 @@ def rules_of(name: str) -> Rules:
 # The rule sets whose every group may be removed and whose goal is fewest clicks: the exact
 # solver and the fewest-clicks beam play these (SameGame's points: jaxdust.points_beam).
 CLICK_RULES = tuple(name for name, rules in RULES.items() if rules.objective == "clicks" and rules.min_group == 1)
+# The rule sets scored by points or cells left: the points beams and NMCS play these.
+POINTS_RULES = tuple(name for name, rules in RULES.items() if rules.objective != "clicks")
 
 
 def mirror_symmetric(rules: str, width: int) -> bool:
@@ -99,6 +101,14 @@ def require_click_rules(rules: str, what: str) -> None:
     if rules not in CLICK_RULES:
         raise ValueError(f"{what} plays the fewest-clicks rules ({', '.join(CLICK_RULES)}), got {rules!r}; "
                          "for points and cells left use jaxdust.points_beam or jaxdust.solver.points")
+
+
+def require_points_rules(rules: str, what: str) -> None:
+    """ValueError unless ``rules`` names a rule set of ``POINTS_RULES``; ``what`` names the caller."""
+    rules_of(rules)
+    if rules not in POINTS_RULES:
+        raise ValueError(f"{what} plays the points and cells-left rules ({', '.join(POINTS_RULES)}), got {rules!r}; "
+                         "for fewest clicks use jaxdust.solve or jaxdust.beam_search")
 
 
 def is_integer(value) -> TypeGuard[int | np.integer]:

@@ -26,9 +26,10 @@ from jaxdust.core.processes import ordered_map
 from jaxdust.evaluation import baselines
 from jaxdust.learn import published
 from jaxdust.learn.runs import fingerprint, load_run, read_run_config, selected_by
-from jaxdust.search.beam import CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, require_children_indexable
+from jaxdust.search.beam import (CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, child_bytes, require_beam_memory,
+                                 require_children_indexable)
 from jaxdust.search.heuristic import heuristic_for
-from jaxdust.search.points import MAX_CELLS as POINTS_BEAM_CELLS, points_beam_solutions
+from jaxdust.search.points import CHILD_BYTES as POINTS_CHILD_BYTES, MAX_CELLS as POINTS_BEAM_CELLS, points_beam_solutions
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for, tree_bytes
 from jaxdust.solver.api import solve
 from jaxdust.solver.bitboard import MAX_CELLS
@@ -165,7 +166,10 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
             raise ValueError(f"agent 'beam' plays boards of at most {POINTS_BEAM_CELLS} cells under the {rules} "
                              f"rules (its hash tables), not {width}x{height}")
         if agent.name in ("beam", "value"):  # a width too wide for one board's children, refused before play
-            require_children_indexable(name, 1, settings if agent.name == "beam" else settings[1], cells, CHUNK)
+            beam_width = settings if agent.name == "beam" else settings[1]
+            require_children_indexable(name, 1, beam_width, cells, CHUNK)
+            require_beam_memory(name, 1, beam_width, cells,
+                                child_bytes() if rules in game.CLICK_RULES else POINTS_CHILD_BYTES)
         if agent.name == "cpu-beam":  # one board's search in each process
             needed = (upper_bound.beam_bytes(settings, cells, colours or game.MAX_COLORS)
                       if rules in game.CLICK_RULES else points.beam_bytes(settings, cells))

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust.core import game
+from jaxdust.core import game, machine
 from jaxdust.core.boards import require_model_fits, require_model_rules, require_settled
 from jaxdust.search.heuristic import Scorer, heuristic_for, heuristic_scorer
 from jaxdust.search.keys import solver_key
@@ -140,6 +140,24 @@ def require_children_indexable(caller: str, count: int, width: int, cells: int, 
         raise ValueError(f"{caller}: {count} boards x width {width:,}{looked} x {cells} cells = {children:,} "
                          f"children a click ({slots:,} slots in whole chunks), beyond 2^31: lower the width or "
                          "search fewer boards at a time")
+
+
+def child_bytes(shortlist: int | None = None) -> int:
+    """About the memory ``beam_search`` holds per child a click (its score, key and origin,
+    and the kept lines), with a rescorer's ``shortlist``, if any. XLA's memory analysis of
+    the compiled search (CPU, jaxdust 0.2.65, widths 10^4-10^5, 6x5 to 10x10 boards)
+    measured 58-60 bytes a child, and 59, 72, 200 and 781 with a lookahead rescorer's
+    shortlist of 1, 4, 16 and 64; these are a little below, so that a refusal is never of
+    a search that fits."""
+    return 56 if shortlist is None else max(64, 12 * shortlist)
+
+
+def require_beam_memory(caller: str, count: int, width: int, cells: int, per_child: int) -> None:
+    """ValueError unless a beam over ``count`` boards of ``cells`` cells at ``width``,
+    ``per_child`` bytes a child, fits in the memory of JAX's device: it would otherwise
+    fail inside XLA after compiling, with a traceback."""
+    machine.require_memory(f"{caller}: {count} board{'s' if count > 1 else ''} x width {width:,} on {cells} cells",
+                           count * width * cells * per_child, device=True)
 
 
 def _labels(boards: jax.Array) -> jax.Array:
@@ -369,7 +387,9 @@ def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None
     one_board = len(shape) == 2
     batch = boards[None] if one_board else boards
     count, cells = batch.shape[0], shape[-2] * shape[-1]
-    require_children_indexable("beam_search", count, width, cells, chunk, shortlist if rescorer is not None else None)
+    listed = shortlist if rescorer is not None else None
+    require_children_indexable("beam_search", count, width, cells, chunk, listed)
+    require_beam_memory("beam_search", count, width, cells, child_bytes(listed))
     requested = max_clicks or cells
     found = _beam_search(batch, width, scorer, min(requested, cells), params, rescorer, shortlist, chunk, rules)
     if requested > cells:

@@ -21,7 +21,8 @@ import numpy as np
 
 from jaxdust.core import game
 from jaxdust.core.boards import require_settled
-from jaxdust.search.beam import CHUNK, child_capacity, for_each_child, in_batches, play_codes, require_children_indexable
+from jaxdust.search.beam import (CHUNK, child_capacity, for_each_child, in_batches, play_codes, require_beam_memory,
+                                 require_children_indexable)
 
 
 class PointsResult(NamedTuple):
@@ -67,6 +68,9 @@ def _estimate(boards: jax.Array, objective: str) -> jax.Array:
 
 
 MAX_CELLS = 4096  # boards of up to 64 x 64: the hash tables' size
+# Memory a child a click, a little below the 53 bytes XLA's memory analysis measured (CPU,
+# jaxdust 0.2.65, widths 10^4-10^5 on 8x6 and 15x15 boards): see beam.child_bytes.
+CHILD_BYTES = 52
 _HASH_TABLES = np.random.default_rng(20261125).integers(
     1, 2**32, size=(2, (game.MAX_COLORS + 1) * MAX_CELLS), dtype=np.uint32) | 1
 
@@ -112,7 +116,7 @@ def points_beam(boards: game.BoardLike, width: int = 16, rules: str = "samegame"
     Boards must be settled under ``rules`` (ValueError naming the first that is not, for
     boards given outside a trace).
     """
-    _require_points_rules(rules, "points_beam")
+    game.require_points_rules(rules, "points_beam")
     boards = game.from_lists(boards)
     if boards.ndim not in (2, 3):
         raise ValueError(f"points_beam takes boards [B, W, H] or one board [W, H], got shape {boards.shape}")
@@ -124,8 +128,9 @@ def points_beam(boards: game.BoardLike, width: int = 16, rules: str = "samegame"
     if not game.is_integer(chunk) or chunk < 1:
         raise ValueError(f"points_beam: chunk must be a positive integer, got {chunk!r}")
     require_settled(boards, rules, "points_beam")
-    require_children_indexable("points_beam", boards.shape[0] if boards.ndim == 3 else 1, int(width),
-                               boards.shape[-2] * boards.shape[-1], int(chunk))
+    count, cells = boards.shape[0] if boards.ndim == 3 else 1, boards.shape[-2] * boards.shape[-1]
+    require_children_indexable("points_beam", count, int(width), cells, int(chunk))
+    require_beam_memory("points_beam", count, int(width), cells, CHILD_BYTES)
     if boards.ndim == 2:
         return jax.tree.map(lambda batched: batched[0], _points_beam(boards[None], int(width), rules, int(chunk)))
     return _points_beam(boards, int(width), rules, int(chunk))
@@ -137,16 +142,9 @@ def points_beam_solutions(boards, width: int, rules: str = "samegame", batch: in
     (default: ``beam.default_batch``), so memory stays bounded however many boards; the last
     batch is padded with empty boards, so one compiled search serves all. ``progress(n)``
     is called after each batch. Returns the ``PointsResult`` as NumPy arrays."""
-    _require_points_rules(rules, "points_beam_solutions")  # before the boards are checked settled under them
+    game.require_points_rules(rules, "points_beam_solutions")  # before the boards are checked settled under them
     return in_batches(lambda part: points_beam(part, width=width, rules=rules), boards, width, batch, progress,
                       "points_beam_solutions", rules)
-
-
-def _require_points_rules(rules: str, what: str) -> None:
-    """ValueError unless ``rules`` names a points or cells-left rule set."""
-    if game.rules_of(rules).objective == "clicks":
-        raise ValueError(f"{what} plays the points and cells-left rules, got {rules!r}; "
-                         "fewest clicks: jaxdust.beam_search")
 
 
 @functools.partial(jax.jit, static_argnames=("width", "rules", "chunk"))

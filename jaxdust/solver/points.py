@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from jaxdust.core.boards import board_array
-from jaxdust.core.game import CLEAR_BONUS, is_integer, rules_of
+from jaxdust.core.game import CLEAR_BONUS, is_integer, require_points_rules, rules_of
 from jaxdust.core.machine import require_memory
 from jaxdust.solver.api import loading_notice
 
@@ -368,9 +368,6 @@ class PointsLine:
 
 def _rules_codes(rules: str) -> tuple[int, int, int]:
     found = rules_of(rules)
-    if found.objective == "clicks":
-        raise ValueError(f"points searches play the points and cells-left rules (samegame, clickomania), "
-                         f"got {rules!r}; fewest clicks: jaxdust.solve or jaxdust.beam_search")
     return found.min_group, _SIDEWAYS[found.sideways], _OBJECTIVE[found.objective]
 
 
@@ -393,15 +390,15 @@ def _result(board: np.ndarray, cells: np.ndarray, rules: str, start: float) -> P
 _LOADED: set[str] = set()  # the searches compiled (or loaded from numba's cache) in this process
 
 
-def _run(board, rules: str, search, name: str, kept: bool = True) -> PointsLine:
-    """``search(grid, min_group, sideways, objective, line) -> length`` on ``board`` (parsed
-    under ``rules``), timed, its line checked and scored by ``_result``. The search ``name``
-    first plays a 2x2 board once a process, so ``seconds`` counts searching, not compiling
+def _run(board: np.ndarray, rules: str, search, name: str, kept: bool = True) -> PointsLine:
+    """``search(grid, min_group, sideways, objective, line) -> length`` on ``board`` (as
+    ``board_array`` returns it under ``rules``), timed, its line checked and scored by
+    ``_result``. The search ``name`` first plays a 2x2 board once a process, so ``seconds`` counts searching, not compiling
     (as ``Solution.seconds`` does); ``kept``: numba's cache keeps the search's code."""
     codes = _rules_codes(rules)
     # A fresh writable C array: numba compiles another program for a read-only one (a
     # JAX array's numpy view), which the 2x2 board below would not have compiled.
-    cells = np.array(board_array(board, rules), np.int8, order="C")
+    cells = np.array(board, np.int8, order="C")
 
     def played(grid: np.ndarray) -> PointsLine:
         start = time.perf_counter()
@@ -429,19 +426,20 @@ def beam(board, width: int = 64, rules: str = "samegame") -> PointsLine:
     if not is_integer(width) or width < 1:
         raise ValueError(f"width must be a positive integer, got {width!r}")
     width = int(width)
-    _rules_codes(rules)  # the rules named before the board is read under them
-    cells = np.size(board_array(board, rules))
-    require_memory(f"a points beam of width {width} on {cells} cells", beam_bytes(width, cells))
+    require_points_rules(rules, "jaxdust.solver.points.beam")  # before the board is read under them
+    grid = board_array(board, rules)
+    require_memory(f"a points beam of width {width} on {grid.size} cells", beam_bytes(width, grid.size))
 
     def search(grid, min_group, sideways, objective, line):
         return beam_points(grid, min_group, sideways, objective, width, line)[1]
 
-    return _run(board, rules, search, "points beam")
+    return _run(grid, rules, search, "points beam")
 
 
 def nmcs(board, level: int = 1, rules: str = "samegame", seed: int = 0) -> PointsLine:
     """Nested Monte Carlo search at ``level`` 1 or 2 for ``board`` under ``rules``; the
     playouts draw from numba's generator seeded with ``seed``."""
+    require_points_rules(rules, "jaxdust.solver.points.nmcs")
     if not is_integer(level) or level not in (1, 2):  # True == 1
         raise ValueError(f"level must be 1 or 2, got {level!r}")
     if not is_integer(seed) or not 0 <= seed < 2**32:
@@ -452,4 +450,4 @@ def nmcs(board, level: int = 1, rules: str = "samegame", seed: int = 0) -> Point
         _seed(seed)
         return _LEVELS[int(level)](grid, 0, min_group, sideways, objective, _scratch(grid.size), line)[1]
 
-    return _run(board, rules, search, f"level-{int(level)} NMCS", kept=False)  # closures: not cached
+    return _run(board_array(board, rules), rules, search, f"level-{int(level)} NMCS", kept=False)  # closures: not cached
