@@ -22,10 +22,13 @@ import argparse
 import os
 import time
 
-# One XLA host device per core, so a CPU run can use them all; GPUs are unaffected.
+# One XLA host device per core this process may run on (its affinity, as
+# machine.cpu_cores: that module cannot be imported before JAX), so a CPU run can use them
+# all and a pinned one runs no two devices on a core; GPUs are unaffected.
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={os.cpu_count()}"
+        os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={_CORES}"
     ).strip()
 
 import jax  # noqa: E402
@@ -197,7 +200,7 @@ def main(argv=None) -> dict:
         "device_kind": device.device_kind,
         "device_count": len(all_devices),
         "cpu": machine.cpu_name(),
-        "cpu_count": os.cpu_count(),
+        "cpu_count": machine.cpu_cores(),
         "jax_version": jax.__version__,
         "numpy_reference_clicks_per_second": reference_rate,
         "results": rows,
@@ -206,7 +209,7 @@ def main(argv=None) -> dict:
     report["best"] = {k: best[k] for k in ("games", "devices", "clicks_per_second", "speedup_vs_numpy")}
 
     print(f"\nRandom legal play on {config.width}x{config.height}, {config.colors} colours; "
-          f"backend {report['backend']} ({device.device_kind}), {os.cpu_count()} CPU cores")
+          f"backend {report['backend']} ({device.device_kind}), {machine.cpu_cores()} CPU cores")
     print(f"NumPy reference (plain loops, 1 core): {reference_rate:,.0f} clicks/s\n")
     print("| games | devices | clicks/s | x NumPy | ms per step |")
     print("|---:|---:|---:|---:|---:|")

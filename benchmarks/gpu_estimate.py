@@ -1,6 +1,6 @@
 """Estimated GPU figures from XLA's own cost analysis, for when no GPU is at hand.
 
-    python benchmarks/gpu_estimate.py            # H100 figures: 3.35 TB/s, 60 TFLOP/s fp32, 80 GB
+    python benchmarks/gpu_estimate.py            # H100 SXM figures: 3.35 TB/s, 67 TFLOP/s fp32, 80 GB
 
 For three programs (a batched environment step with random legal clicks and auto-reset,
 one expansion of a width-2000 beam on one board, one update of the default value learner
@@ -40,7 +40,8 @@ from jaxdust.core.env import tree_bytes
 from jaxdust.search import beam, keys
 from jaxdust.search.heuristic import heuristic_scorer
 
-GPU = {"name": "H100 (80 GB)", "bandwidth": 3.35e12, "flops": 60e12, "memory": 80e9}
+# An H100 SXM5's datasheet: 3.35 TB/s of HBM3, 67 TFLOP/s fp32 without tensor cores, 80 GB.
+GPU = {"name": "H100 SXM (80 GB)", "bandwidth": 3.35e12, "flops": 67e12, "memory": 80e9}
 
 
 @contextlib.contextmanager

@@ -296,7 +296,9 @@ def step_beam(out: str, sizes: Sizes) -> dict:
     report["boards"] = len(boards)
     for width, batches in sizes.beam_batches.items():
         numba_name = f"numba, width {width}"
-        if numba_name not in report["rows"]:
+        # A ratio compares two times of one host: numba's measured elsewhere (a pack unpacked
+        # on another machine) is measured again, and each row keeps the time it was compared with.
+        if report["rows"].get(numba_name, {}).get("host") != machine.cpu_description():
             lengths, seconds = beam_benchmark.run_numba(boards, width, heuristic.HEURISTIC_WEIGHTS)
             report["rows"][numba_name] = {"width": width, "mean": float(lengths.mean()), "seconds_per_board": seconds,
                                           "lengths": lengths.tolist(), **_measured_by()}
@@ -318,7 +320,7 @@ def step_beam(out: str, sizes: Sizes) -> dict:
                 continue
             report["rows"][name] = {
                 "width": width, "batch": batch, "mean": float(lengths.mean()), "seconds_per_board": seconds,
-                "time_vs_numba": seconds / numba["seconds_per_board"],
+                "time_vs_numba": seconds / numba["seconds_per_board"], "numba_seconds_per_board": numba["seconds_per_board"],
                 "boards_equal_to_numba": int(np.sum(lengths == np.array(numba["lengths"]))), **_measured_by()}
             print(f"  {name}: {seconds:.3f} s per board, {report['rows'][name]['boards_equal_to_numba']} "
                   f"of {len(boards)} equal to numba", flush=True)
@@ -368,7 +370,7 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
     start = time.perf_counter()
     cli.main(argv)
     lines = files.recover_json_lines(os.path.join(run_dir, "metrics.jsonl"))
-    report["pieces"].append({"piece": done + 1, "device": jax.devices()[0].device_kind,
+    report["pieces"].append({"piece": done + 1, "device": jax.devices()[0].device_kind, "piece_minutes": piece_minutes,
                              "wall_seconds": time.perf_counter() - start,
                              "last_chunk": lines[-1]["chunk"], "run_seconds": lines[-1]["seconds"],
                              "updates_done": lines[-1]["chunk"] * report["chunk_updates"],
@@ -811,8 +813,13 @@ def main(argv=None) -> dict:
             flags.fail(parser, str(error))
         return {"files": written}
     sizes = SMOKE if args.smoke else Sizes()
-    if args.env_games:
-        sizes = dataclasses.replace(sizes, accelerator_games=tuple(args.env_games))
+    # The env sweep resumes batch by batch: a folder keeps the batches it was started with.
+    swept = _load(os.path.join(args.out, "env.json")).get("accelerator_games")
+    if swept and args.env_games and tuple(args.env_games) != tuple(swept):
+        flags.fail(parser, f"--env-games {','.join(map(str, args.env_games))}: the env sweep in {args.out} measures "
+                           f"{','.join(map(str, swept))} games; leave --env-games out, or measure into another --out")
+    if swept or args.env_games:
+        sizes = dataclasses.replace(sizes, accelerator_games=tuple(swept or args.env_games))
     if args.notebooks and args.step != "notebooks":
         parser.error("--notebooks goes with --step notebooks")
     if args.notebooks:

@@ -80,7 +80,7 @@ def main(argv=None) -> dict:
     report = {"benchmark": "samegame", "measured_on": machine.measured_on(jaxdust.__version__), "rules": rules,
               "objective": game.rules_of(rules).objective,
               "boards": args.boards, "size": [size.width, size.height, size.colors], "seed": args.seed,
-              "backend": jax.default_backend(), "cpu": machine.cpu_name(), "cpu_count": os.cpu_count(), "agents": {}}
+              "backend": jax.default_backend(), "cpu": machine.cpu_name(), "cpu_count": machine.cpu_cores(), "agents": {}}
     # agent -> each board's measure (points, or cells left under clickomania), for the NMCS-2 subset's row
     per_board = {}
     measure = "cells_left" if report["objective"] == "cells_left" else "points"

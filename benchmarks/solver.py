@@ -96,7 +96,7 @@ def main(argv=None) -> dict:
         flags.fail(parser, f"--boards-8x6 {args.boards_8x6}: the evaluation set holds {held}")
 
     report = {"benchmark": "solver", "measured_on": machine.measured_on(jaxdust.__version__), "cpu": machine.cpu_name(),
-              "cpu_count": os.cpu_count(), "jobs": args.jobs, "time_limit": args.time_limit,
+              "cpu_count": machine.cpu_cores(), "jobs": args.jobs, "time_limit": args.time_limit,
               "reference_limit": args.reference_limit, "sets": {}}
 
     def kept():

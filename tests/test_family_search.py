@@ -645,3 +645,17 @@ def test_the_jax_and_numba_points_beams_find_the_same_lines():
             for board, length, actions in zip(boards, np.asarray(found.length), np.asarray(found.actions)):
                 clicks = [divmod(int(a), board.shape[1]) for a in actions[:length]]
                 assert clicks == points.beam(board, beam_width, rules).clicks, (rules, beam_width)
+
+
+def test_searching_in_batches_compiles_only_the_search(compile_log):
+    """A JAX array's batches were cut and padded on the device: a program for each new
+    offset and size, compiled while ``benchmarks/beam.py`` timed the search after warming
+    it up on the first batch. Only the search compiles, once, for boards of either kind."""
+    from jaxdust.search.points import points_beam_solutions
+
+    for solutions, rules in ((beam.beam_solutions, "former"), (points_beam_solutions, "clickomania")):
+        boards = jaxdust.random_boards(jax.random.key(6), 7, jaxdust.GameConfig(5, 3, 3, rules))
+        solutions(np.asarray(boards[:3]), 3, rules=rules, batch=3)  # compiles the search
+        for given in (np.asarray(boards), boards):
+            _, compiled = compile_log(lambda: solutions(given, 3, rules=rules, batch=3))
+            assert not [message for message in compiled if message.startswith("Compiling ")], compiled

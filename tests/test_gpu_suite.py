@@ -423,12 +423,16 @@ def test_bad_flags_are_refused_before_any_step(tmp_path):
              (["--pack", str(tmp_path / "out" / "a.tgz")], "is inside --out"),
              (["--out", str(tmp_path / "planned"), "--step", "eval", "--pieces", "2"],
               "the training run in " + str(tmp_path / "planned") + " was planned for 3 pieces"),
+             # The sweep resumed by position: 64,1024,4096 after 64,256 skipped 1024.
+             (["--out", str(tmp_path / "planned"), "--step", "eval", "--env-games", "64,1024,4096"],
+              "--env-games 64,1024,4096: the env sweep in " + str(tmp_path / "planned") + " measures 64,256 games"),
              # No GPU: a full call would measure the CPU, and train a piece of the GPU run on it.
              (["--step", "train"], "JAX sees no accelerator here, only the CPU: the suite measures a GPU"),
              (["--step", "all"], "--step eval, --step report, --pack and --unpack run anywhere"))
     (tmp_path / "planned").mkdir()
     (tmp_path / "planned" / "suite.json").write_text('{"smoke": false}')
     (tmp_path / "planned" / "train.json").write_text('{"planned_pieces": 3, "pieces": []}')
+    (tmp_path / "planned" / "env.json").write_text('{"accelerator": {}, "cpu": {}, "accelerator_games": [64, 256]}')
     # One process calls the suite's main with each (its import, JAX's among them, is most of a start).
     script = """
 import contextlib, io, json, sys, gpu_suite
@@ -587,3 +591,29 @@ def test_the_report_counts_one_size_and_names_both_sets_of_the_evaluation(tmp_pa
     assert "| Dust-6x6x5-v0 | 48 | 16 | 1,000,000 | 1 size measured |" in report
     assert ("avi trained 1.0 minutes (4 of 4 planned updates); mean clicks (on the proven boards also the share "
             "optimal; their mean optimum 11.74; eval.json's ms_per_board include compiling):") in report
+
+
+def test_the_beams_ratio_compares_two_times_of_one_host(tmp_path):
+    """A numba row measured on another machine (a pack unpacked elsewhere) was divided into
+    this host's JAX times; it is measured again here, and each JAX row keeps the numba time
+    its ratio used."""
+    script = f"""
+import json, os, gpu_suite
+out = {str(tmp_path / "suite")!r}
+os.makedirs(out)
+gpu_suite.claim_folder(out, smoke=True)
+elsewhere = {{"width": 4, "mean": 1.0, "seconds_per_board": 1e9, "lengths": [1, 1, 1, 1],
+              **gpu_suite._measured_by(), "host": "another CPU, 64 cores"}}
+gpu_suite.files.atomic_write_json(os.path.join(out, "beam.json"), {{"rows": {{"numba, width 4": elsewhere}}}})
+print(json.dumps(gpu_suite.step_beam(out, gpu_suite.SMOKE)["rows"]))
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.path.join(ROOT, "benchmarks")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = json.loads(result.stdout.splitlines()[-1])
+    numba = rows.pop("numba, width 4")
+    assert numba["host"] == machine.cpu_description() and numba["seconds_per_board"] < 1e9
+    assert sorted(rows) == ["jax, width 4, 2 boards per search", "jax, width 4, 4 boards per search"]
+    for row in rows.values():
+        assert row["numba_seconds_per_board"] == numba["seconds_per_board"]
+        assert row["time_vs_numba"] == row["seconds_per_board"] / numba["seconds_per_board"]

@@ -551,14 +551,17 @@ def in_batches(search, boards, width: int, batch: int | None, progress, what: st
     if total == 0:
         raise ValueError(f"{what}: no boards (a batch of 0)")
     require_settled(boards, rules, what)
+    # Cut and padded on the host: a JAX array's slices and padding compiled a program for
+    # each new offset and size, so the first call over many boards compiled as it searched.
+    boards = np.asarray(boards)
     group = min(total, batch or default_batch(width))
     parts = []
     for start in range(0, total, group):
-        part = jnp.asarray(boards[start : start + group])
+        part = boards[start : start + group]
         real = part.shape[0]
         if real < group:
-            part = jnp.concatenate([part, jnp.zeros((group - real, *part.shape[1:]), part.dtype)])
-        parts.append(jax.tree.map(lambda field: np.asarray(field)[:real], search(part)))
+            part = np.concatenate([part, np.zeros((group - real, *part.shape[1:]), part.dtype)])
+        parts.append(jax.tree.map(lambda field: np.asarray(field)[:real], search(jnp.asarray(part))))
         if progress is not None:
             progress(real)
     return jax.tree.map(lambda *fields: np.concatenate(fields), *parts)
