@@ -255,6 +255,29 @@ def test_a_network_refuses_boards_of_more_colours_than_it_was_built_for():
     assert searched.shape == (3,) and bool(jnp.all(searched >= 0))
 
 
+def test_a_run_refuses_boards_of_another_size_than_it_was_trained_on():
+    """A run's agents say the size they were trained on: another size failed inside flax
+    (6x6 for 8x6), and the same cells transposed (6x8) played on, the cells fed to the
+    network in the wrong places. Refused for play, the beam and the search, under jit too
+    (a shape is known while tracing); the trained size plays."""
+    from jaxdust.learn.runs import load_run
+
+    run, key = load_run("@avi-8x6x5"), jax.random.key(0)
+    assert run.policy.trained_size == run.scorer.trained_size == run.evaluator.trained_size == (8, 6)
+    for width, height in ((6, 8), (6, 6)):
+        boards = game.random_boards(jax.random.key(1), 2, GameConfig(width, height, 5))
+        for call in (lambda: play_boards(boards, run.policy, key, 48, params=run.params),
+                     lambda: play_boards(boards, mcts.MCTSPolicy(run.evaluator, 4), key, 48, params=run.params),
+                     lambda: beam_search(boards, 2, scorer=run.scorer, params=run.params),
+                     lambda: beam_search(boards, 2, rescorer=lookahead_scorer(run.scorer), params=run.params),
+                     lambda: jax.jit(lambda b: mcts.search(b, run.evaluator, run.params, key, 4).action)(boards)):
+            with pytest.raises(ValueError, match=f"the boards are {width}x{height}, but the network was trained on "
+                                                 "8x6 boards"):
+                call()
+    boards = game.random_boards(jax.random.key(1), 2, GameConfig(8, 6, 5))
+    assert bool(jnp.all(beam_search(boards, 2, scorer=run.scorer, params=run.params).length > 0))
+
+
 def _former_line_clears(board, actions) -> bool:
     """Whether flat actions (``-1`` after the end) clear ``board`` under the plain-Python
     oracle's Former rules, every click removing a cluster."""

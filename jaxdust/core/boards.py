@@ -172,11 +172,19 @@ def require_model_rules(model, rules: str, caller: str) -> None:
 
 def require_model_fits(boards, model, rules: str, caller: str) -> None:
     """ValueError where ``model``'s network was built for other boards than ``boards``:
-    colours above its ``model_colors`` (it one-hots such a colour as no colour at all and
+    another width and height than its ``trained_size`` (where it says one), colours above
+    its ``model_colors`` (it one-hots such a colour as no colour at all and
     plays on without a word), or ``rules`` other than its ``model_rules`` (a Former network
     played under the dust game's default rules gives plausible numbers of the wrong game).
     Boards traced under ``jit`` pass the colour check, as in ``require_settled``."""
     require_model_rules(model, rules, caller)
+    size = _wrapped_field(model, "trained_size", lambda value: isinstance(value, tuple) and len(value) == 2)
+    shape = tuple(np.shape(boards)[-2:])  # known under jit too
+    if size is not None and shape != tuple(size):
+        # A board of another shape failed inside flax, and one of the same cells transposed
+        # (6x8 for 8x6) played on, its cells fed to the network in the wrong places.
+        raise ValueError(f"{caller}: the boards are {shape[0]}x{shape[1]}, but the network was trained on "
+                         f"{size[0]}x{size[1]} boards (play it on boards of the size and colours it was trained on)")
     colors = model_colors(model)
     if colors is None or isinstance(boards, jax.core.Tracer) or not np.size(boards):
         return

@@ -1,8 +1,9 @@
 """Trained networks as policies (for ``jaxdust.core.play``) and scorers (for
 ``jaxdust.search.beam``). Each is a small frozen dataclass, hashable, so it can be a static
 argument; the parameters travel separately as ``params``. Each may say the rules its
-network was trained under (``trained_rules``, as ``load_run``'s do): ``play_boards`` and
-the searches then refuse other rules (``jaxdust.core.boards.model_rules``)."""
+network was trained under (``trained_rules``, as ``load_run``'s do) and the size of its
+boards (``trained_size``): ``play_boards`` and the searches then refuse other rules and
+sizes (``jaxdust.core.boards.require_model_fits``)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class Trained:
     """What every agent may say of its network beside its own fields."""
 
     trained_rules: str | None = dataclasses.field(default=None, kw_only=True)  # None: not said
+    trained_size: tuple[int, int] | None = dataclasses.field(default=None, kw_only=True)  # (W, H); None: not said
 
     def _inputs(self, boards, params, dims: int) -> jax.Array:
         """``boards`` as an array of ``dims`` dimensions (one board ``[W, H]`` for a policy,

@@ -70,6 +70,12 @@ def get(name: str) -> Learner:
     return LEARNERS[name]
 
 
+def _trained_on(config) -> dict:
+    """What a run's agents say of the boards its network was trained on: the rules and the
+    size (``boards.require_model_fits`` refuses others)."""
+    return {"trained_rules": config.game.rules, "trained_size": (config.game.width, config.game.height)}
+
+
 def _require_split(mesh, count: int, what: str) -> None:
     """ValueError unless ``count`` (``what`` names it as the flags do) divides over the mesh's
     devices, which each hold an equal share of what it counts."""
@@ -127,9 +133,9 @@ register(Learner(
     total=lambda config: _chunks(config.total_updates, config.chunk_updates),
     template=lambda config: avi.make_avi(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
-    policy=lambda config: agents.ClusterArgmax(config.network, trained_rules=config.game.rules),
-    scorer=lambda config: agents.ValueHeadScorer(config.network, trained_rules=config.game.rules),
-    evaluator=lambda config: agents.NetworkEvaluator(config.network, trained_rules=config.game.rules),
+    policy=lambda config: agents.ClusterArgmax(config.network, **_trained_on(config)),
+    scorer=lambda config: agents.ValueHeadScorer(config.network, **_trained_on(config)),
+    evaluator=lambda config: agents.NetworkEvaluator(config.network, **_trained_on(config)),
 ))
 
 
@@ -167,9 +173,9 @@ register(Learner(
     template=lambda config: dqn.make_dqn(config)[0](jax.random.key(0)),
     params=lambda runner: runner.train.params,
     policy=lambda config: agents.QGreedy(tuple(config.hidden), config.game.colors, config.features,
-                                         trained_rules=config.game.rules),
+                                         **_trained_on(config)),
     scorer=lambda config: agents.QScorer(tuple(config.hidden), config.game.colors, config.features, config.rewards,
-                                          config.gamma, trained_rules=config.game.rules),
+                                          config.gamma, **_trained_on(config)),
 ))
 
 
@@ -283,7 +289,7 @@ def _imitation_trainer(config: imitation.ImitationConfig, args, mesh) -> Trainer
 def _imitation_agent(config: imitation.ImitationConfig, cell_head: type, mlp: type):
     """The agent of an imitation run's architecture: ``avi``'s for the cell-head network."""
     agent = cell_head if config.architecture == "cell-head" else mlp
-    return agent(config.network, trained_rules=config.game.rules)
+    return agent(config.network, **_trained_on(config))
 
 
 register(Learner(

@@ -89,7 +89,9 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
       evaluate: the evaluator (module docstring); ``params`` are passed to it.
       simulations: simulations per board (static).
       considered: actions Sequential Halving starts from at the root (static).
-      gumbel_scale: 0 plays deterministically (evaluation); 1 is mctx's default noise.
+      gumbel_scale: 0 plays deterministically (evaluation); 1 is mctx's default noise,
+        drawn for the whole batch from ``key``: a board searched in another batch (or
+        alone) with the same key gets other noise.
       rules: the click rule set the search plans with (static).
 
     Returns mctx's ``PolicyOutput``: ``action`` int32 ``[N]`` and ``action_weights``
@@ -99,8 +101,8 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
       ValueError: counts that are not positive integers, a ``gumbel_scale`` that is not a
         finite number >= 0, boards that are not a non-empty
         batch ``[N, W, H]`` of integers, not settled under ``rules`` (checked where they
-        are not traced), or of colours the evaluator's network was not built for (a size it
-        was not built for fails in the network: ``load_run``'s commands check it first).
+        are not traced), or of a size or colours the evaluator's network was not built for
+        (where it says them, as ``load_run``'s agents do).
       TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
     _require_counts(simulations, considered)
