@@ -36,7 +36,8 @@ Where JAX sees only the CPU, a call without --smoke is refused, but for --step e
 (a trained run played there, its rows marked so), --step report, --pack and --unpack: it
 would measure the wrong machine.
 
-Results are written atomically after every row, so a killed step keeps what it measured.
+Results are written atomically after every row, so a killed step keeps what it measured
+(an env batch whose call was killed is measured once more, then counted as failed).
 ``--out`` holds one kind of run: ``suite.json`` says whether it is a ``--smoke`` one, and a
 call of the other kind is refused (a smoke run's seconds-long results would pass for the
 real ones). Each result names the device and host that measured it, and the report marks
@@ -226,22 +227,32 @@ def _commit() -> str | None:
         return None
 
 
+KILLED_ATTEMPTS = 2  # calls killed while measuring a batch before it counts as failed
+
+
 def _sweep(env_id: str, devices: list, games: tuple[int, ...], clicks: int, max_steps: int | None, repeats: int,
            entry: dict, save) -> None:
     """``env_throughput.measure`` at each batch size into ``entry["rows"]``, saved after every
     row. The sweep stops at the first batch that fails (out of memory, or anything else,
-    whose error is kept); a batch left ``pending`` by a killed call counts as failed (one
-    stopped by Ctrl-C is not left pending)."""
+    whose error is kept); a batch left ``pending`` by a killed call is measured once more
+    (the device's time limit kills a call, whichever batch it is on), and counts as failed
+    when that call is killed too (one stopped by Ctrl-C is not left pending)."""
     env = jaxdust.make(env_id, auto_reset=True)
     rows = entry["rows"]
-    if rows and (rows[-1].get("pending") or "error" in rows[-1]):
-        rows[-1].pop("pending", None)
-        rows[-1].setdefault("error", "the call measuring it was killed")
+    attempts = 0
+    if rows and rows[-1].get("pending"):
+        attempts = rows[-1].get("attempts", 1)
+        if attempts < KILLED_ATTEMPTS:
+            rows.pop()
+        else:
+            rows[-1] = {"games": rows[-1]["games"], "error": f"the {attempts} calls measuring it were killed"}
+    if rows and "error" in rows[-1]:
         save()
         return
     for count in games[len(rows):]:
         layout = devices if count % len(devices) == 0 else devices[:1]
-        rows.append({"games": count, "pending": True})
+        rows.append({"games": count, "pending": True, "attempts": attempts + 1})
+        attempts = 0
         save()
         try:
             with jax.default_device(layout[0]):
@@ -572,7 +583,7 @@ def step_report(out: str, sizes: Sizes) -> dict:
             if last.get("out_of_memory"):
                 ended = f"{last['games']:,} games: out of memory"
             elif "error" in last or last.get("pending"):
-                ended = f"{last['games']:,} games: {last.get('error', 'the call measuring it was killed')}"
+                ended = f"{last['games']:,} games: {last.get('error', 'a call measuring it was killed')}"
             else:
                 ended = f"{len(measured)} size{'' if len(measured) == 1 else 's'} measured"
             lines.append(f"| {env_id}{_elsewhere(entry, device, target)} | {entry['bytes_per_game']} | "
