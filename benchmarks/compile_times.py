@@ -62,7 +62,7 @@ def positions():  # 8,192 positions 5 random clicks in
     return jax.block_until_ready(jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(0), 8192)))
 
 def evaluation(count):
-    return jnp.stack([r.board for r in jaxdust.read_board_file(sys.argv[3], limit=count)])
+    return jnp.asarray(np.stack([r.board for r in jaxdust.read_board_file(sys.argv[3], limit=count)]))
 
 def avi_chunk(**small):
     config = avi.AVIConfig(total_updates=100, chunk_updates=10, **small)

@@ -291,7 +291,8 @@ def step_env(out: str, sizes: Sizes) -> dict:
                 "bytes_per_game": jaxdust.make(env_id).state_bytes(), "rows": [],
                 "device_kind": devices[0].device_kind, "devices": len(devices),
                 **_measured_by(devices[0].device_kind)})
-            done = entry["rows"] and ("error" in entry["rows"][-1] or len(entry["rows"]) == len(games))
+            last = entry["rows"][-1] if entry["rows"] else {}
+            done = bool(last) and not last.get("pending") and ("error" in last or len(entry["rows"]) == len(games))
             if not done:
                 _sweep(env_id, devices, games, clicks, max_steps, sizes.repeats, entry,
                        lambda: files.atomic_write_json(path, report))

@@ -280,6 +280,7 @@ FILE_CASES = [
     ("train", ["--distributed", "--coordinator", "notahost"], ["--coordinator", "must be HOST:PORT", "'notahost'"]),
     ("train", ["--distributed", "--coordinator", "localhost:abc"], ["--coordinator", "port in 1..65535"]),
     ("train", ["--distributed", "--coordinator", "::1"], ["--coordinator", "an IPv6 host in brackets"]),
+    ("train", ["--distributed", "--coordinator", "[]:80"], ["--coordinator", "an IPv6 host in brackets"]),
     ("train", ["dqn", "--num-processes", "2", "--process-id", "1"],
      ["--num-processes, --process-id work only with --distributed"]),
     ("train", ["--run-dir", "{board file}"], ["--run-dir", "is a file"]),
@@ -642,7 +643,8 @@ def test_agent_specs_parse_or_name_the_problem(text):
 @settings(max_examples=300)
 @given(data=st.one_of(st.binary(max_size=120),
                       st.lists(st.sampled_from([b'{"a": 1}\n', b'{"b": [2]}\n', b'{"c"', b'{"d": 4}', b"notes",
-                                                b"\n", b"[1]\n", b"7\n", b"\xff"]), max_size=6).map(b"".join)))
+                                                b"\n", b"[1]\n", b"7\n", b"\xff", b"\x00\x00", b" \r\n"]),
+                               max_size=6).map(b"".join)))
 def test_json_lines_recover_or_refuse_without_losing_data(data, tmp_path_factory):
     path = tmp_path_factory.mktemp("lines") / "log.jsonl"
     path.write_bytes(data)
@@ -656,11 +658,24 @@ def test_json_lines_recover_or_refuse_without_losing_data(data, tmp_path_factory
         assert isinstance(json.loads(data.splitlines()[-1]), dict)
     else:
         torn = data[len(kept):]
-        assert data.startswith(kept) and (kept == data or (torn.startswith(b"{") and b"\n" not in torn))
+        assert data.startswith(kept) and (kept == data or (torn.startswith(b"{") and b"\n" not in torn)
+                                          or not torn.strip(b" \t\r\n\x00"))  # a tail of blanks or zero bytes
         if torn:
             with pytest.raises(ValueError):
                 json.loads(torn)
     assert len(records) == kept.count(b"\n") and kept[-1:] in (b"", b"\n")
+
+
+def test_a_json_lines_tail_of_blanks_or_zero_bytes_is_cut_as_a_torn_line(tmp_path):
+    """What a power cut after an append can leave (zero bytes), or ``echo >> log`` (a blank
+    line), was refused as "not a file this program wrote", so the run could not resume."""
+    path = tmp_path / "log.jsonl"
+    for tail in (b"\n", b"\x00\x00\x00\x00", b"  \r\n\n"):
+        path.write_bytes(b'{"a": 1}\n' + tail)
+        assert files.recover_json_lines(path) == [{"a": 1}] and path.read_bytes() == b'{"a": 1}\n'
+    path.write_bytes(b'{"a": 1}\n\n{"b": 2}\n')  # a blank line between records is no tail
+    with pytest.raises(ValueError, match=":2 is not a JSON record"):
+        files.recover_json_lines(path)
 
 
 def test_json_lines_of_a_stream_are_none_and_not_waited_for(tmp_path):
@@ -890,6 +905,9 @@ API_CASES = [
      "chunk must be a positive integer .* got 0"),
     (lambda: play.play_in_chunks(jnp.ones((2, 4, 3), jnp.int8), baselines.largest_cluster, jax.random.key(0), 9, 2.5),
      "chunk must be a positive integer .* got 2.5"),
+    # It was named "indexed_keys", a function the caller never called.
+    (lambda: play.play_in_chunks(jnp.ones((2, 4, 3), jnp.int8), baselines.largest_cluster, 5, 9, 2),
+     "^play_in_chunks: key must be one jax.random.key"),
     (lambda: render.board_svg([[1, 2], [3, 0]], highlight=np.full((2, 2), 0.2)), "highlight is a bool mask"),
     (lambda: render.BoardView([[1, 2], [3, 0]], highlight=np.array([[0, 2], [1, 0]])), "highlight is a bool mask"),
     (lambda: render.board_rgb(np.zeros((0, 6), np.int8)), r"the board is empty, shape \(0, 6\)"),
@@ -1048,6 +1066,11 @@ def test_a_jax_beam_too_large_for_memory_is_refused_before_it_compiles(monkeypat
         with pytest.raises(ValueError, match=r"^beam:1000000: 1 board x width 1,000,000 on 48 cells"):
             registry.require_playable(["beam:1000000"], rules, 8, 6)
     assert int(jaxdust.beam_search(board, 1000).length) == 1  # a width that fits searches
+    # An accelerator that does not say its memory is not held to the machine's.
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    machine.require_memory("a search", 2**40, device=True)
+    with pytest.raises(ValueError, match="more than this machine's 1.0 GiB"):
+        machine.require_memory("a search", 2**40)
 
 
 def test_the_errors_documented_as_one_type_are_of_that_type():

@@ -87,15 +87,22 @@ def test_a_policys_clicks_off_the_board_are_logged_as_such_not_as_the_lines_end(
 
 
 @pytest.mark.parametrize("policy", [baselines.largest_cluster, baselines.random_legal])
-def test_chunked_play_equals_one_batch_even_for_random_policies(eval_set, policy):
+def test_chunked_play_equals_one_batch_even_for_random_policies(eval_set, policy, compile_log):
     """Each board plays with its own key, so ``--chunk`` (how many boards at a time) moves
-    no result; it did for random agents, whose keys were drawn per chunk."""
+    no result; it did for random agents, whose keys were drawn per chunk. A second call
+    with other boards compiles nothing: the chunks were cut, padded and joined on the
+    device, a program for each new size (17 for 39 boards at chunk 8)."""
     boards = eval_set[0][:50]
     whole = play.play_boards(boards, policy, jax.random.key(0), 48)
     for chunk in (16, 7):
         chunked = play.play_in_chunks(boards, policy, jax.random.key(0), 48, chunk)
         np.testing.assert_array_equal(whole.clicks, chunked.clicks)
         np.testing.assert_array_equal(whole.actions, chunked.actions)
+    others = np.asarray(eval_set[0])[50:89]
+    play.play_in_chunks(others, policy, jax.random.key(2), 48, 16)  # the keys of 39 boards
+    for chunk in (16, 7):
+        _, compiled = compile_log(lambda: play.play_in_chunks(others, policy, jax.random.key(3), 48, chunk))
+        assert not [message for message in compiled if message.startswith("Compiling ")], compiled
     assert not np.array_equal(whole.actions, play.play_boards(boards, policy, jax.random.key(1), 48).actions) \
         or policy is baselines.largest_cluster  # the key matters to a random policy
 

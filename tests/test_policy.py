@@ -276,6 +276,9 @@ def test_a_run_refuses_boards_of_another_size_than_it_was_trained_on():
                 call()
     boards = game.random_boards(jax.random.key(1), 2, GameConfig(8, 6, 5))
     assert bool(jnp.all(beam_search(boards, 2, scorer=run.scorer, params=run.params).length > 0))
+    for size in ([8, 6], (8,), (8, 0)):
+        with pytest.raises(ValueError, match=r"ValueHeadScorer: trained_size must be a \(width, height\) tuple"):
+            agents.ValueHeadScorer(run.scorer.network, trained_size=size)
 
 
 def _former_line_clears(board, actions) -> bool:
@@ -467,6 +470,11 @@ def test_a_search_outside_jit_is_one_program_equal_to_a_jitted_one(compile_log):
         def __call__(self, positions, params):
             return evaluate(positions, params)
 
+    # Inside the caller's jit the search is traced where it is called: an evaluator made for
+    # that trace (avi's lambda) leaves nothing in the compiled searches' cache.
+    kept = mcts._compiled.cache_info().currsize
+    jax.jit(lambda b: mcts.search(b, lambda p, q: evaluate(p, q), None, key, 6, 5, rules="former").action)(boards)
+    assert mcts._compiled.cache_info().currsize == kept
     unhashed = mcts.search(boards, Unhashable(), None, key, 6, 5, scale, "former")
     np.testing.assert_array_equal(unhashed.action, found.action)
     chex.assert_trees_all_close(unhashed.action_weights, found.action_weights, atol=1e-6)  # op by op: other rounding

@@ -269,7 +269,8 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
     """The records (JSON objects, one per line) of a file written by appending, *repairing
     the file* (unless ``repair`` is False: e.g. a second process that only reads): a torn
     last line (a process killed mid-write: the start of an object, no newline at its end)
-    is cut off it, so appending can continue cleanly; a whole object without its newline
+    is cut off it, so appending can continue cleanly, as is a tail of blank lines or zero
+    bytes after the last record; a whole object without its newline
     (no prefix of an object parses but the object itself) is kept and the newline added.
     A missing file reads as no records, and so does, to a writer's resume (``repair``), a
     pipe, a terminal or a device (``/dev/stdout``): it holds nothing to resume, and reading
@@ -292,6 +293,8 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
             record = None
         if not line.endswith(b"\n") and line.startswith(b"{") and not isinstance(record, dict):
             break  # torn
+        if record is None and not b"".join(lines[number - 1:]).strip(b" \t\r\n\x00"):
+            break  # a tail of blanks or zero bytes, as a power cut after an append can leave
         if not isinstance(record, dict):
             raise ValueError(f"{path}:{number} is not a JSON record; is it a file this program "
                              "wrote? (nothing was changed)")

@@ -209,7 +209,7 @@ def host_port(text: str) -> str:
     host, colon, port = text.rpartition(":")
     bracketed = host.startswith("[") and host.endswith("]") and len(host) > 2
     if (not colon or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536
-            or (":" in host and not bracketed)):
+            or ((":" in host or host.startswith("[")) and not bracketed)):
         raise argparse.ArgumentTypeError(f"must be HOST:PORT with a port in 1..65535 (an IPv6 host in brackets, "
                                          f"[::1]:1234), got {text!r}")
     return text

@@ -154,20 +154,24 @@ def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chun
     search policy (MCTS) pays for every padded board. Each board plays with the key
     ``play_boards(boards, ..., key)`` gives it, whatever ``chunk``. ``progress(n)`` is
     called per chunk."""
-    boards = jnp.asarray(_checked(boards, policy, max_clicks, rules), game.BOARD_DTYPE)
+    # Cut, padded and joined on the host (boards, keys' data, results): on the device each
+    # new size of slice, padding and join compiled a program on the first call.
+    game.require_key(key, "play_in_chunks")
+    boards = np.asarray(_checked(boards, policy, max_clicks, rules), np.int8)
     if not game.is_integer(chunk) or chunk < 1:
         raise ValueError(f"play_in_chunks: chunk must be a positive integer (boards played at a time), got {chunk!r}")
     total = boards.shape[0]
     chunk = min(int(chunk), total)
-    board_keys = game.indexed_keys(key, total)
+    key_data = np.asarray(jax.random.key_data(game.indexed_keys(key, total)))
     parts = []
     for start in range(0, total, chunk):
-        part, part_keys = boards[start : start + chunk], board_keys[start : start + chunk]
+        part, part_keys = boards[start : start + chunk], key_data[start : start + chunk]
         padding = chunk - part.shape[0]
-        part = jnp.concatenate([part, jnp.zeros((padding, *part.shape[1:]), part.dtype)])
-        part_keys = jnp.concatenate([part_keys, board_keys[:padding]])  # the padded boards end at once
-        result = _play_boards(part, policy, part_keys, int(max_clicks), params, rules)
-        parts.append(jax.tree.map(lambda leaf: leaf[: chunk - padding], result))
+        part = np.concatenate([part, np.zeros((padding, *part.shape[1:]), part.dtype)])
+        part_keys = np.concatenate([part_keys, key_data[:padding]])  # the padded boards end at once
+        part_keys = jax.random.wrap_key_data(part_keys, impl=jax.random.key_impl(key))
+        result = _play_boards(jnp.asarray(part), policy, part_keys, int(max_clicks), params, rules)
+        parts.append(jax.tree.map(lambda leaf: np.asarray(leaf)[: chunk - padding], result))
         if progress is not None:
             progress(chunk - padding)
-    return jax.tree.map(lambda *leaves: jnp.concatenate(leaves), *parts)
+    return jax.tree.map(lambda *leaves: jnp.asarray(np.concatenate(leaves)), *parts)

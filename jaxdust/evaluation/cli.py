@@ -135,7 +135,7 @@ def load_board_set(args) -> LoadedBoards:
         (w, h), (ow, oh) = records[0].board.shape, other.board.shape
         raise ValueError(f"{args.boards}:{other.line}: a {ow}x{oh} board after {w}x{h} ones (line {records[0].line}); "
                          "evaluate.py plays one size at a time")
-    boards = jnp.stack([r.board for r in records])
+    boards = jnp.asarray(np.stack([r.board for r in records]))  # jnp.stack compiled an N-way join
     width, height = boards.shape[1:]
     if args.env is not None and (width, height) != (args.env.width, args.env.height):  # before any note
         raise ValueError(f"{played_as} plays {args.env.width}x{args.env.height} boards; {args.boards} holds "

@@ -100,7 +100,7 @@ def policy_scores(records: list[dict], evaluator, params, width: int = 8, height
     """Each record's children scored by minus the log-probability a policy gives their
     cluster (lower is better, as ``ranking_metrics`` wants). ``evaluator(boards, params)``
     returns clicks left and click logits ``[N, W * H]`` (``jaxdust.search.mcts``)."""
-    boards = jnp.stack([parse_board(record["board"], width, height) for record in records])
+    boards = jnp.asarray(np.stack([parse_board(record["board"], width, height) for record in records]))
     _, logits = jax.jit(evaluator)(boards, params)
     log_probs = np.asarray(cluster_prior(boards, logits)[0])  # the records' actions are clusters' first cells
     return [-log_probs[i][record["actions"]] for i, record in enumerate(records)]

@@ -169,7 +169,7 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
             beam_width = settings if agent.name == "beam" else settings[1]
             require_children_indexable(name, 1, beam_width, cells, CHUNK)
             require_beam_memory(name, 1, beam_width, cells,
-                                child_bytes() if rules in game.CLICK_RULES else POINTS_CHILD_BYTES)
+                                child_bytes(cells, cells) if rules in game.CLICK_RULES else POINTS_CHILD_BYTES)
         if agent.name == "cpu-beam":  # one board's search in each process
             needed = (upper_bound.beam_bytes(settings, cells, colours or game.MAX_COLORS)
                       if rules in game.CLICK_RULES else points.beam_bytes(settings, cells))

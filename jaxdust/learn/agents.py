@@ -26,6 +26,14 @@ class Trained:
     trained_rules: str | None = dataclasses.field(default=None, kw_only=True)  # None: not said
     trained_size: tuple[int, int] | None = dataclasses.field(default=None, kw_only=True)  # (W, H); None: not said
 
+    def __post_init__(self):
+        size = self.trained_size
+        if size is not None and not (isinstance(size, tuple) and len(size) == 2
+                                     and all(game.is_integer(n) and n >= 1 for n in size)):
+            # A list was skipped by the size check and made the agent unhashable (no static argument).
+            raise ValueError(f"{type(self).__name__}: trained_size must be a (width, height) tuple of positive "
+                             f"integers or None, got {size!r}")
+
     def _inputs(self, boards, params, dims: int) -> jax.Array:
         """``boards`` as an array of ``dims`` dimensions (one board ``[W, H]`` for a policy,
         ``[N, W, H]`` for a scorer or evaluator); ValueError, checked as a call is traced,

@@ -142,14 +142,15 @@ def require_children_indexable(caller: str, count: int, width: int, cells: int, 
                          "search fewer boards at a time")
 
 
-def child_bytes(shortlist: int | None = None) -> int:
-    """About the memory ``beam_search`` holds per child a click (its score, key and origin,
-    and the kept lines), with a rescorer's ``shortlist``, if any. XLA's memory analysis of
-    the compiled search (CPU, jaxdust 0.2.65, widths 10^4-10^5, 6x5 to 10x10 boards)
-    measured 58-60 bytes a child, and 59, 72, 200 and 781 with a lookahead rescorer's
-    shortlist of 1, 4, 16 and 64; these are a little below, so that a refusal is never of
-    a search that fits."""
-    return 56 if shortlist is None else max(64, 12 * shortlist)
+def child_bytes(cells: int, max_clicks: int, shortlist: int | None = None) -> int:
+    """About the memory ``beam_search`` holds per child a click on boards of ``cells``
+    cells searched to ``max_clicks`` (its score, key and origin, and the kept lines, a
+    parent and a move per click), with a rescorer's ``shortlist``, if any. XLA's memory
+    analysis of the compiled search (CPU, jaxdust 0.2.65, widths 10^4-10^5, 6x5 to 15x15
+    boards) measured 58-60 bytes a child to the cells' clicks, 51 to 3 clicks, and 59, 72,
+    200 and 781 with a lookahead rescorer's shortlist of 1, 4, 16 and 64; these are a
+    little below, so that a refusal is never of a search that fits."""
+    return 48 + 8 * max_clicks // cells if shortlist is None else max(64, 12 * shortlist)
 
 
 def require_beam_memory(caller: str, count: int, width: int, cells: int, per_child: int) -> None:
@@ -389,8 +390,8 @@ def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None
     count, cells = batch.shape[0], shape[-2] * shape[-1]
     listed = shortlist if rescorer is not None else None
     require_children_indexable("beam_search", count, width, cells, chunk, listed)
-    require_beam_memory("beam_search", count, width, cells, child_bytes(listed))
     requested = max_clicks or cells
+    require_beam_memory("beam_search", count, width, cells, child_bytes(cells, min(requested, cells), listed))
     found = _beam_search(batch, width, scorer, min(requested, cells), params, rescorer, shortlist, chunk, rules)
     if requested > cells:
         found = BeamResult(found.length, jnp.pad(found.actions, ((0, 0), (0, requested - cells)), constant_values=-1))

@@ -16,6 +16,7 @@ same click), and a cluster's prior is the summed probability of its cells.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 from typing import Any, Callable
@@ -123,13 +124,28 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
     # No board has more actions than cells, so a larger count is the same search; mctx builds
     # a table of (considered + 1) x simulations visits in Python first (minutes at 10^5).
     considered = min(int(considered), boards.shape[1] * boards.shape[2])
-    try:
-        hash(evaluate)
-    except TypeError:  # not a static argument of jit: run as it is, traced op by op
+    if isinstance(boards, jax.core.Tracer) or isinstance(key, jax.core.Tracer) or not _hashable(evaluate):
+        # Inside the caller's jit (or for an evaluator no cache can key): traced where called.
         return _search(boards, evaluate, params, key, int(simulations), considered, gumbel_scale, rules)
     # Outside jit mctx ran op by op, each call traced again: 3-15 s a call where the compiled
     # search took 2 ms (4 boards of 8x6, 16 simulations, 2-core AMD EPYC).
-    return _compiled_search(boards, evaluate, params, key, int(simulations), considered, gumbel_scale, rules)
+    return _compiled(evaluate, int(simulations), considered, rules)(boards, params, key, gumbel_scale)
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(evaluate: Evaluator, simulations: int, considered: int, rules: str):
+    """``_search`` compiled for one evaluator, counts and rules. A few are kept: an evaluator
+    made anew for each call (a lambda) compiles each time, and what it holds is let go."""
+    return jax.jit(lambda boards, params, key, gumbel_scale: _search(boards, evaluate, params, key, simulations,
+                                                                     considered, gumbel_scale, rules))
 
 
 def _search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simulations: int, considered: int,
@@ -140,8 +156,6 @@ def _search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simu
     return mctx.gumbel_muzero_policy(params, key, root, recurrent_fn(evaluate, rules), simulations, invalid_actions=~legal,
                                      max_num_considered_actions=considered, gumbel_scale=gumbel_scale)
 
-
-_compiled_search = jax.jit(_search, static_argnames=("evaluate", "simulations", "considered", "rules"))
 
 
 def tree_bytes(boards: int, simulations: int, cells: int) -> int:
