@@ -53,11 +53,13 @@ def require_memory(what: str, needed: int, device: bool = False) -> None:
     ask for more fails in numpy or XLA with a traceback, after the agents before it have
     played. An accelerator that does not say its memory is not checked (the machine's
     memory is no measure of it)."""
-    import jax
+    accelerator = None
+    if device:
+        import jax
 
-    accelerator = device_memory_bytes() if device else None
-    if device and accelerator is None and jax.default_backend() != "cpu":
-        return
+        accelerator = device_memory_bytes()
+        if accelerator is None and jax.default_backend() != "cpu":
+            return
     memory = accelerator if accelerator is not None else memory_bytes()
     if memory is not None and needed > memory:
         where = "its device's" if accelerator is not None else "this machine's"

@@ -553,7 +553,7 @@ def in_batches(search, boards, width: int, batch: int | None, progress, what: st
         raise ValueError(f"{what}: no boards (a batch of 0)")
     require_settled(boards, rules, what)
     # Cut and padded on the host: a JAX array's slices and padding compiled a program for
-    # each new offset and size, so the first call over many boards compiled as it searched.
+    # each new size, so the first call over many boards compiled as it searched.
     boards = np.asarray(boards)
     group = min(total, batch or default_batch(width))
     parts = []

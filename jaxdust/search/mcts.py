@@ -157,7 +157,6 @@ def _search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simu
                                      max_num_considered_actions=considered, gumbel_scale=gumbel_scale)
 
 
-
 def tree_bytes(boards: int, simulations: int, cells: int) -> int:
     """The size of mctx's search tree for ``boards`` boards of ``cells`` cells: a node per
     simulation and the root, each with its board, five scalars and six 4-byte entries per

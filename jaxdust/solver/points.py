@@ -393,8 +393,9 @@ _LOADED: set[str] = set()  # the searches compiled (or loaded from numba's cache
 def _run(board: np.ndarray, rules: str, search, name: str, kept: bool = True) -> PointsLine:
     """``search(grid, min_group, sideways, objective, line) -> length`` on ``board`` (as
     ``board_array`` returns it under ``rules``), timed, its line checked and scored by
-    ``_result``. The search ``name`` first plays a 2x2 board once a process, so ``seconds`` counts searching, not compiling
-    (as ``Solution.seconds`` does); ``kept``: numba's cache keeps the search's code."""
+    ``_result``. The search ``name`` first plays a 2x2 board once a process, so ``seconds``
+    counts searching, not compiling (as ``Solution.seconds`` does); ``kept``: numba's cache
+    keeps the search's code."""
     codes = _rules_codes(rules)
     # A fresh writable C array: numba compiles another program for a read-only one (a
     # JAX array's numpy view), which the 2x2 board below would not have compiled.
