@@ -83,6 +83,13 @@ def test_expand_reports_children_beyond_its_slots():
     assert int(np.isfinite(np.asarray(expansion.values)).sum()) == 10
 
 
+@pytest.mark.parametrize("rules", ["samegame", "clickomania"])
+def test_expand_refuses_rules_whose_lone_cells_are_no_click(rules):
+    """Under the points rules a lone cell is no move; expand made it a child all the same."""
+    with pytest.raises(ValueError, match="expand plays the fewest-clicks rules"):
+        expand(random_boards(2, GameConfig(), seed=0), slots=10, value_fn=occupied_cells, rules=rules)
+
+
 SMALL = GameConfig(4, 3, 3)
 
 

@@ -305,8 +305,8 @@ FILE_CASES = [
     ("train", ["--hidden", "wide"], ["--hidden", "'wide'"]),
     ("train", ["--hidden", "512,99999999999"], ["--hidden", "each must be below 2^31"]),  # XLA aborted
     # The default settings on large boards overflowed int32 in the first update (a traceback).
-    ("train", ["--size", "100x100x5"], ["--size/--env 100x100: with these --num-envs and --child-share, 3,200,000 "
-                                        "children an update make 32,003,200,000 cells, more than 2^31"]),
+    ("train", ["--size", "100x100x5"], ["--size/--env 100x100: with these --num-envs and --child-share, an update's "
+                                        "3,200,000 children hold 32,003,200,000 cells, more than 2^31"]),
     ("train", ["dqn", "--backup", "full", "--size", "100x100x5"],
      ["--size/--env 100x100: with these --batch-size and --child-share"]),
     ("train", ["--size", "3x3x99"], ["--size", "colors must be in 1..9"]),

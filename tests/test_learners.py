@@ -91,6 +91,9 @@ def test_conv_torso_starts_at_the_estimate_and_sees_where_cells_are():
     # Position planes: column 0 and 7 are equally far from the centre, in opposite halves.
     assert planes[0, 0, 0, 9] == planes[0, 7, 0, 9] == 0.4375 and planes[0, 3, 0, 9] == 0.0625
     assert planes[0, 0, 0, 10] == 1 and planes[0, 7, 0, 10] == 0 and np.isclose(planes[0, 2, 5, 11], 5 / 6)
+    # A colour the network has no plane for was all zeros, read as an empty cell.
+    with pytest.raises(ValueError, match="one_hot: the board holds colour 6, above colors=5"):
+        networks.encode(boards.at[0, 0, 0].set(6), 5)
 
 
 @pytest.mark.slow
@@ -1734,3 +1737,21 @@ def test_the_hint_after_training_names_boards_of_the_runs_size():
     assert _evaluation_boards_flags(jaxdust.GameConfig(7, 9, 4, "former")) == " --env Former-7x9x4-v0"
     assert _evaluation_boards_flags(jaxdust.GameConfig(5, 4, 3)) == " --random 100 --size 5x4x3"
     assert _evaluation_boards_flags(jaxdust.GameConfig(5, 4, 3, "former")) == " --random 100 --size former:5x4x3"
+
+
+def test_checkpoints_keep_a_keys_own_algorithm_and_refuse_what_they_cannot_keep(tmp_path):
+    """An "rbg" key came back through the default algorithm (a TypeError: 4 words where 2
+    were expected); max_to_keep=0 kept every checkpoint ([:-0] is empty); saving a step
+    again failed inside orbax and said "free space?"."""
+    state = {"key": jax.random.key(3, impl="rbg"), "w": jnp.arange(4.0)}
+    saved = checkpoint.Checkpoints(str(tmp_path / "rbg"))
+    saved.save(1, state, {"config": 1})
+    step, restored = saved.restore(state, {"config": 1})
+    assert jax.random.key_impl(restored["key"]) == jax.random.key_impl(state["key"])
+    np.testing.assert_array_equal(jax.random.key_data(restored["key"]), jax.random.key_data(state["key"]))
+    with pytest.raises(checkpoint.CheckpointError, match="checkpoint 1 exists in .*: a step is saved once"):
+        saved.save(1, state, {"config": 1})
+    for bad in (0, -1, None, 1.5):
+        with pytest.raises(ValueError, match="max_to_keep must be a positive integer"):
+            checkpoint.Checkpoints(str(tmp_path / "bad"), max_to_keep=bad)
+    assert not os.path.exists(tmp_path / "bad")

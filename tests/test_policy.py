@@ -270,15 +270,27 @@ def test_a_run_refuses_boards_of_another_size_than_it_was_trained_on():
                      lambda: play_boards(boards, mcts.MCTSPolicy(run.evaluator, 4), key, 48, params=run.params),
                      lambda: beam_search(boards, 2, scorer=run.scorer, params=run.params),
                      lambda: beam_search(boards, 2, rescorer=lookahead_scorer(run.scorer), params=run.params),
-                     lambda: jax.jit(lambda b: mcts.search(b, run.evaluator, run.params, key, 4).action)(boards)):
+                     lambda: jax.jit(lambda b: mcts.search(b, run.evaluator, run.params, key, 4).action)(boards),
+                     # the agents called directly, as their docstrings allow
+                     lambda: run.policy(key, boards[0], run.params), lambda: run.scorer(boards, run.params),
+                     lambda: jax.jit(run.evaluator)(boards, run.params)):
             with pytest.raises(ValueError, match=f"the boards are {width}x{height}, but the network was trained on "
                                                  "8x6 boards"):
                 call()
     boards = game.random_boards(jax.random.key(1), 2, GameConfig(8, 6, 5))
     assert bool(jnp.all(beam_search(boards, 2, scorer=run.scorer, params=run.params).length > 0))
+    with pytest.raises(ValueError, match="ValueHeadScorer: the boards hold colour 7, but the network was built "
+                                         "for 5 colours"):
+        run.scorer(boards.at[0, 0, 0].set(7), run.params)  # a colour it would one-hot as blank
     for size in ([8, 6], (8,), (8, 0)):
         with pytest.raises(ValueError, match=r"ValueHeadScorer: trained_size must be a \(width, height\) tuple"):
             agents.ValueHeadScorer(run.scorer.network, trained_size=size)
+    with pytest.raises(ValueError, match="unknown rules 'dsut'"):
+        agents.ValueHeadScorer(run.scorer.network, trained_rules="dsut")
+    with pytest.raises(TypeError, match="rules must be a str"):
+        agents.ValueHeadScorer(run.scorer.network, trained_rules=["dust"])
+    with pytest.raises(TypeError, match="QGreedy: its fields must be hashable"):
+        agents.QGreedy(hidden=[8], colors=5)
 
 
 def _former_line_clears(board, actions) -> bool:

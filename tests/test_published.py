@@ -72,7 +72,7 @@ def test_a_published_run_plays_as_the_run_does(run_of_two_selections, networks):
     played = registry.run_agent("policy:@tiny", boards[:2], key=jax.random.key(0), max_clicks=48)["played"]
     assert played["run"] == "@tiny" and played["checkpoint"] == published.PARAMS["argmax"]
     assert played["fingerprint"] == fingerprint(directory) == fingerprint("@tiny") != fingerprint(run_dir)
-    by_folder = registry.run_agent(f"value:{directory}@newest", boards[:2], key=jax.random.key(0), max_clicks=48)
+    by_folder = registry.run_agent(f"value:{directory}", boards[:2], key=jax.random.key(0), max_clicks=48)
     assert by_folder["played"]["run"] == directory  # named as given: a folder, not @NAME
     assert by_folder["played"]["checkpoint"] == published.PARAMS["greedy"]
 
@@ -110,6 +110,38 @@ def test_republished_parameters_change_the_fingerprint(whole_dqn_run, run_of_two
     published.publish(str(run_of_two_selections), "tiny", command="c", trained="t", replace=True)
     assert fingerprint("@tiny") != before and published.names() == ["tiny"]
     assert sorted(os.listdir(networks)) == ["tiny"]  # nothing left of the replaced one
+
+
+def test_a_published_network_has_no_newest_checkpoint_to_play():
+    """@NAME@newest played the selected checkpoint without a word, as if it were the newest."""
+    with pytest.raises(RunError, match="is a published network: it keeps the checkpoints its run selected, "
+                                       "no newest one"):
+        load_run("@avi-8x6x5", newest=True)
+    with pytest.raises(ValueError, match="no newest one"):
+        registry.parse_agent_list("policy:@avi-8x6x5@newest")
+    assert registry.parse_agent_list("policy:@avi-8x6x5") == ["policy:@avi-8x6x5"]
+
+
+def test_a_replace_that_fails_half_way_keeps_the_replaced_network(tmp_path, monkeypatch):
+    """The old network is renamed aside before the new one is renamed in: a failure (a full
+    disk, Ctrl-C) between the two renames puts it back rather than leaving it hidden."""
+    directory = str(tmp_path / "networks" / "tiny")
+    published.write(directory, {"params.msgpack": b"old"}, {"command": "c"})
+    renames = []
+
+    def failing_second_rename(source, target):
+        renames.append(source)
+        if len(renames) == 2:
+            raise OSError(28, "No space left on device")
+        return real_rename(source, target)
+
+    real_rename = os.rename
+    monkeypatch.setattr(published.os, "rename", failing_second_rename)
+    with pytest.raises(OSError, match="No space"):
+        published.write(directory, {"params.msgpack": b"new"}, {"command": "c"}, replace=True)
+    monkeypatch.undo()
+    assert (tmp_path / "networks" / "tiny" / "params.msgpack").read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path / "networks")) == ["tiny"]  # no staging or aside folder left
 
 
 def test_published_names_play_where_a_run_directory_does(whole_dqn_run, networks, tmp_path, monkeypatch, capsys):
@@ -167,6 +199,13 @@ def test_a_damaged_or_unknown_published_network_is_refused_in_one_line(whole_dqn
     # The config's own sha256 is checked: an edit would play the parameters under other rules.
     assert "config.json is damaged" in damaged("rules", lambda folder: (folder / "config.json").write_text(
         (folder / "config.json").read_text().replace('"dust"', '"former"')))
+    # A file gone, or a selection the network does not publish: one line, not an OSError or KeyError.
+    assert re.search(r"params.msgpack cannot be read \(No such file or directory\); reinstall jaxdust",
+                     damaged("gone", lambda folder: (folder / published.PARAMS["greedy"]).unlink()))
+    assert "config.json cannot be read" in damaged("noconfig", lambda folder: (folder / "config.json").unlink())
+    assert published.selection(str(networks / "tiny"), "argmax") == "greedy"  # one checkpoint selected by both
+    with pytest.raises(ValueError, match="publishes no params-argmax.msgpack"):
+        published.read_params(str(networks / "tiny"), None, "argmax")
     assert re.search(r"published.json is damaged \(Expecting", damaged(
         "json", lambda folder: (folder / published.RECORD).write_text("{oops")))
     for name, change in (("nosha", lambda record: record.pop("sha256")),

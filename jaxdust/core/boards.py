@@ -171,13 +171,19 @@ def require_model_rules(model, rules: str, caller: str) -> None:
 
 
 def require_model_fits(boards, model, rules: str, caller: str) -> None:
-    """ValueError where ``model``'s network was built for other boards than ``boards``:
-    another width and height than its ``trained_size`` (where it says one), colours above
-    its ``model_colors`` (it one-hots such a colour as no colour at all and
-    plays on without a word), or ``rules`` other than its ``model_rules`` (a Former network
-    played under the dust game's default rules gives plausible numbers of the wrong game).
-    Boards traced under ``jit`` pass the colour check, as in ``require_settled``."""
+    """ValueError where ``model``'s network was built for other boards than ``boards``
+    (``require_model_shape``) or other rules than ``rules`` (``require_model_rules``: a
+    Former network played under the dust game's default rules gives plausible numbers of
+    the wrong game)."""
     require_model_rules(model, rules, caller)
+    require_model_shape(boards, model, caller)
+
+
+def require_model_shape(boards, model, caller: str) -> None:
+    """ValueError where ``boards`` (``[..., W, H]``) are of another width and height than
+    ``model``'s ``trained_size`` (where it says one) or hold colours above its
+    ``model_colors`` (it one-hots such a colour as no colour at all and plays on without a
+    word). Boards traced under ``jit`` pass the colour check, as in ``require_settled``."""
     size = _wrapped_field(model, "trained_size", lambda value: isinstance(value, tuple) and len(value) == 2)
     shape = tuple(np.shape(boards)[-2:])  # known under jit too
     if size is not None and shape != tuple(size):

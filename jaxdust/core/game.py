@@ -976,7 +976,7 @@ def is_done(board: jax.Array) -> jax.Array:
 
 
 def one_hot(board: BoardLike, colors: int, dtype: jax.typing.DTypeLike = jnp.float32) -> jax.Array:
-    """One-hot planes ``[W, H, colors + 1]`` of ``dtype``, channel 0 marking empty cells.
+    """One-hot planes ``[..., W, H, colors + 1]`` of ``dtype``, channel 0 marking empty cells.
 
     Raises:
       ValueError: ``colors`` not an integer in 1..MAX_COLORS, a ``board`` not of integers,

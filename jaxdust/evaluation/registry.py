@@ -485,7 +485,10 @@ def _level(text: str) -> int:
 def _run_directory(text: str) -> str:
     """``RUN`` or ``RUN@newest`` (RUN a directory or ``@NAME``), checked before any agent
     plays, so a typo does not waste the agents before it."""
-    read_run_config(_named_run(text)[0])  # RunError, a ValueError (an unknown @NAME named as such)
+    named, newest = _named_run(text)
+    read_run_config(named)  # RunError, a ValueError (an unknown @NAME named as such)
+    if newest:
+        selected_by(published.resolve(named), newest=True)  # RunError for a published network
     return text
 
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
+from jaxdust.core.boards import require_model_shape
 from jaxdust.core.env import Rewards
 from jaxdust.learn import networks
 from jaxdust.search.mcts import cluster_prior
@@ -33,12 +34,20 @@ class Trained:
             # A list was skipped by the size check and made the agent unhashable (no static argument).
             raise ValueError(f"{type(self).__name__}: trained_size must be a (width, height) tuple of positive "
                              f"integers or None, got {size!r}")
+        if self.trained_rules is not None:
+            game.rules_of(self.trained_rules)  # TypeError or ValueError naming the known rules
+        try:
+            hash(self)
+        except TypeError as error:  # a list among the fields (hidden=[8]): no static argument
+            raise TypeError(f"{type(self).__name__}: its fields must be hashable (tuples, not lists): {error}") from None
 
     def _inputs(self, boards, params, dims: int) -> jax.Array:
         """``boards`` as an array of ``dims`` dimensions (one board ``[W, H]`` for a policy,
         ``[N, W, H]`` for a scorer or evaluator); ValueError, checked as a call is traced,
         for parameters left out (``params=None`` is the default of ``play_boards`` and the
-        searches, where an untrained agent needs none) or boards of another rank."""
+        searches, where an untrained agent needs none), boards of another rank, or boards
+        of another size or more colours than the network's (``require_model_shape``: an
+        agent called directly is held to them as ``play_boards`` holds it)."""
         name = type(self).__name__
         if params is None:
             raise ValueError(f"{name} plays a trained network: pass its parameters too (params=agent.params, "
@@ -47,6 +56,7 @@ class Trained:
         if boards.ndim != dims:
             wanted = "one board [W, H]" if dims == 2 else "boards [N, W, H]"
             raise ValueError(f"{name} takes {wanted}, got an array of shape {tuple(boards.shape)}")
+        require_model_shape(boards, self, name)
         return boards
 
 

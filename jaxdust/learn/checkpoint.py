@@ -30,7 +30,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from jaxdust.core import files, processes
+from jaxdust.core import files, game, processes
 
 
 class CheckpointError(RuntimeError):
@@ -146,7 +146,9 @@ def _keys_to_data(tree):
 
 
 def _data_to_keys(tree, like):
-    return jax.tree.map(lambda leaf, ref: jax.random.wrap_key_data(leaf) if _is_key(ref) else leaf, tree, like)
+    # The key's own algorithm: the default one would read an "rbg" key's 4 words as no key.
+    return jax.tree.map(lambda leaf, ref: jax.random.wrap_key_data(leaf, dtype=ref.dtype) if _is_key(ref) else leaf,
+                        tree, like)
 
 
 NO_SPACE = "No space left on device"
@@ -257,6 +259,8 @@ class Checkpoints:
 
     def __init__(self, directory: str, max_to_keep: int = 3, upgrade: Callable[[dict], dict] | None = None,
                  create: bool = True):
+        if not (game.is_integer(max_to_keep) and max_to_keep >= 1):  # 0 kept every one ([:-0] is empty)
+            raise ValueError(f"Checkpoints: max_to_keep must be a positive integer, got {max_to_keep!r}")
         _quiet_orbax_echoes()
         self.directory = os.path.abspath(directory)
         self.upgrade = upgrade or (lambda config: config)
@@ -302,6 +306,8 @@ class Checkpoints:
         Only once the new one is finished (its checksums written) are the steps past
         ``max_to_keep`` removed."""
         earlier = self.steps()
+        if step in earlier:  # orbax's refusal would have read as a failed save ("free space?")
+            raise CheckpointError(f"checkpoint {step} exists in {self.directory}: a step is saved once")
         with processes.interrupt_deferred(), _orbax_echoes_dropped():
             try:
                 self.manager.save(
@@ -342,8 +348,8 @@ class Checkpoints:
         Raises:
           CheckpointError: with a one-line reason when there is none or it was made with
             another config or state layout (MismatchedCheckpoint); UnreadableCheckpoint
-            when it cannot be read, naming the other checkpoints that can (each read to
-            know), followed by ``hint`` if there are any.
+            when it cannot be read, naming the other checkpoints that can (each checked
+            by ``verify``, not restored), followed by ``hint`` if there are any.
         """
         steps = self.steps()
         if not steps:

@@ -35,8 +35,10 @@ def expand(boards: jax.Array, slots: int, value_fn, rules: str = "dust") -> Expa
       rules: the click rule set the children are made by (``game.CLICK_RULES``).
 
     Returns an ``Expansion``: child values are 0 for a cleared board and inf at cells that
-    are not a cluster's first cell and for children beyond ``slots``.
+    are not a cluster's first cell and for children beyond ``slots``. ValueError for rules
+    of the points game (every cluster is a click here, a lone cell too).
     """
+    game.require_click_rules(rules, "expand")
     count_boards, width, height = boards.shape
     cells = width * height
     labels = jax.vmap(game.cluster_labels)(boards).reshape(count_boards, cells)
@@ -68,8 +70,8 @@ def require_indexable(slots: int, size: game.GameConfig, settings: str) -> None:
     boards ask for billions of cells on large ones."""
     cells = slots * (size.num_cells + 1)
     if cells >= 2**31:
-        raise configs.FieldError("game", f"{size.width}x{size.height}: with these {settings}, {slots:,} children "
-                                         f"an update make {cells:,} cells, more than 2^31; lower them or play "
+        raise configs.FieldError("game", f"{size.width}x{size.height}: with these {settings}, an update's "
+                                         f"{slots:,} children hold {cells:,} cells, more than 2^31; lower them or play "
                                          f"smaller boards")
 
 

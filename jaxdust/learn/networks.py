@@ -34,8 +34,9 @@ PRESETS = {
 
 
 def encode(boards: jax.Array, colors: int) -> jax.Array:
-    """int8 boards ``[..., W, H]`` -> float32 ``[..., W * H * (colors + 1)]``."""
-    planes = jax.nn.one_hot(boards, colors + 1, dtype=jnp.float32)
+    """int8 boards ``[..., W, H]`` -> float32 ``[..., W * H * (colors + 1)]`` (``game.one_hot``:
+    ValueError for a concrete board holding a colour above ``colors``)."""
+    planes = game.one_hot(boards, colors)
     return planes.reshape(*boards.shape[:-2], -1)
 
 
@@ -174,7 +175,7 @@ def board_planes(boards: jax.Array, colors: int, features: bool = True, per_cell
     position = jnp.stack(jnp.broadcast_arrays(
         jnp.abs(x - 0.5)[:, None], (x < 0.5).astype(jnp.float32)[:, None], y[None, :], x[:, None]), -1)
     position = jnp.broadcast_to(position, (*batch, width, height, 4))
-    return jnp.concatenate([jax.nn.one_hot(boards, colors + 1, dtype=jnp.float32), per_cell, position], -1)
+    return jnp.concatenate([game.one_hot(boards, colors), per_cell, position], -1)
 
 
 class ValuePolicyNetwork(_Network):

@@ -37,6 +37,7 @@ CONFIG = "config.json"
 # The parameters each measure of play selects (runs.Selection), as load_run's ``by`` names it.
 PARAMS = {"greedy": "params.msgpack", "argmax": "params-argmax.msgpack"}
 # Names an agent list can hold: no ":" (value:@NAME:8), "," (lists), "@" (@newest) or "/".
+REPAIR = "reinstall jaxdust (its own networks) or publish the network again (--replace)"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _CHECKPOINT = re.compile(r"[\w.-]+/\d+\Z")  # best/30, best-argmax/40, checkpoints/12
 
@@ -103,15 +104,12 @@ def read_params(directory: str, like: Any, measure: str = "greedy") -> tuple[Any
     and their file's name.
 
     Raises:
-      ValueError: a file differs from its published sha256 (its config.json too), or the
-        parameters are not shaped as ``like``'s.
+      ValueError: a file is missing or differs from its published sha256 (its config.json
+        too; ``verified_bytes``), or the parameters are not shaped as ``like``'s.
     """
     saved = record(directory)
-    for name in (CONFIG, PARAMS[measure]):
-        with open(os.path.join(directory, name), "rb") as handle:
-            data = handle.read()
-        if hashlib.sha256(data).hexdigest() != saved["sha256"][name]:
-            raise ValueError(f"{os.path.join(directory, name)} is damaged: its sha256 is not the published one")
+    verified_bytes(directory, CONFIG)  # the parameters are read as that config's network
+    data = verified_bytes(directory, PARAMS[measure])
     try:
         params = serialization.from_bytes(like, data)
     except ValueError:  # a key missing
@@ -121,6 +119,23 @@ def read_params(directory: str, like: Any, measure: str = "greedy") -> tuple[Any
                          "another version of jaxdust?)")
     step = int(saved["checkpoints"][measure].rpartition("/")[2])
     return jax.tree.map(jax.numpy.asarray, params), step, PARAMS[measure]
+
+
+def verified_bytes(directory: str, name: str) -> bytes:
+    """The published network's file ``name`` as it was published: ValueError in one line
+    where it is not among the network's files, cannot be read, or differs from its sha256."""
+    digest = record(directory)["sha256"].get(name)
+    path = os.path.join(directory, name)
+    if digest is None:
+        raise ValueError(f"{directory} publishes no {name} (published.json names no sha256 of it)")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise ValueError(f"{path} cannot be read ({error.strerror or error}); {REPAIR}") from None
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise ValueError(f"{path} is damaged: its sha256 is not the published one; {REPAIR}")
+    return data
 
 
 def _layout(tree: Any) -> list[tuple[str, tuple[int, ...], str]]:
@@ -139,22 +154,27 @@ def write(directory: str, contents: dict[str, bytes], provenance: dict, replace:
     # Built beside it and renamed in, so no reader sees a network in part (a replaced one is
     # renamed aside first: gone for that moment, never mixed).
     staging = tempfile.mkdtemp(prefix=files.TEMPORARY_PREFIX, dir=parent)
+    old = None
     try:
         os.chmod(staging, 0o755)  # mkdtemp's folder is its owner's only; a package's data is everyone's
         for name, data in contents.items():
             files.atomic_write_bytes(os.path.join(staging, name), data)
         digests = {name: hashlib.sha256(data).hexdigest() for name, data in contents.items()}
         files.atomic_write_json(os.path.join(staging, RECORD), {**provenance, "sha256": digests})
-        old = None
         if os.path.exists(directory):
             old = tempfile.mkdtemp(prefix=files.TEMPORARY_PREFIX, dir=parent)
             os.rename(directory, os.path.join(old, "network"))
         os.rename(staging, directory)
-        if old is not None:
-            shutil.rmtree(old)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        # A swap that fails half way puts the replaced network back: it is never lost.
+        if old is not None and not os.path.exists(directory):
+            os.rename(os.path.join(old, "network"), directory)
+        for left in (staging, old):
+            if left is not None:
+                shutil.rmtree(left, ignore_errors=True)
         raise
+    if old is not None:
+        shutil.rmtree(old)
 
 
 def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: str | None = None,

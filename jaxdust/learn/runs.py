@@ -116,17 +116,23 @@ def read_run_config(directory: str | os.PathLike) -> tuple[learners.Learner, Any
     network's); RunError naming the problem."""
     directory = _resolved(directory)
     path = os.path.join(directory, "config.json")
-    if not os.path.exists(path):  # a typo, or a run not trained yet
-        why = ("no config.json" if os.path.isdir(directory)
-               else "it is a file" if os.path.exists(directory) else "no such directory")
-        raise RunError(f"{directory} is not a train.py run directory ({why})")
-    _require_files(directory)
-    try:
-        with open(path, encoding="utf-8-sig") as handle:  # a byte-order mark: an editor saved it
-            saved = json.load(handle)
-    except (OSError, ValueError) as error:
-        raise RunError(f"{path} is damaged ({error}); every checkpoint keeps the run's config, "
-                       "but a new run directory is the simple way on") from None
+    if published.is_published(directory):  # its config is checked against its sha256 first
+        try:
+            saved = json.loads(published.verified_bytes(directory, published.CONFIG))
+        except ValueError as error:
+            raise RunError(str(error)) from None
+    else:
+        if not os.path.exists(path):  # a typo, or a run not trained yet
+            why = ("no config.json" if os.path.isdir(directory)
+                   else "it is a file" if os.path.exists(directory) else "no such directory")
+            raise RunError(f"{directory} is not a train.py run directory ({why})")
+        _require_files(directory)
+        try:
+            with open(path, encoding="utf-8-sig") as handle:  # a byte-order mark: an editor saved it
+                saved = json.load(handle)
+        except (OSError, ValueError) as error:
+            raise RunError(f"{path} is damaged ({error}); every checkpoint keeps the run's config, "
+                           "but a new run directory is the simple way on") from None
     try:
         learner = learners.get(saved["learner"])
         return learner, configs.from_json(learner.config_class, saved["config"])
@@ -1007,6 +1013,9 @@ def selected_by(directory: str | os.PathLike, newest: bool = False, by: str = "g
         raise ValueError(f"load_run: by is one of {', '.join(MEASURES)}, not {by!r}")
     directory = published.resolve(directory, strict=False)
     if published.is_published(directory):  # it holds the selected checkpoints only
+        if newest:
+            raise RunError(f"{directory} is a published network: it keeps the checkpoints its run selected, "
+                           "no newest one (play it without @newest, or the run it was published from)")
         try:
             return published.selection(directory, by)
         except (OSError, ValueError) as error:
@@ -1032,7 +1041,8 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
     is read.
 
     ``"@NAME"`` loads the network published as NAME (``jaxdust.learn.published``): the
-    checkpoint its run selected ``by`` the measure (it holds no newest one).
+    checkpoint its run selected ``by`` the measure (it holds no newest one: ``newest`` is
+    refused).
 
     Raises:
       RunError: one line naming the problem (no run there, no checkpoint, none that can
