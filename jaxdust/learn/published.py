@@ -37,7 +37,7 @@ CONFIG = "config.json"
 # The parameters each measure of play selects (runs.Selection), as load_run's ``by`` names it.
 PARAMS = {"greedy": "params.msgpack", "argmax": "params-argmax.msgpack"}
 # Names an agent list can hold: no ":" (value:@NAME:8), "," (lists), "@" (@newest) or "/".
-REPAIR = "reinstall jaxdust (its own networks) or publish the network again (--replace)"
+REPAIR = "reinstall jaxdust for the networks it ships, or publish yours again (--replace)"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _CHECKPOINT = re.compile(r"[\w.-]+/\d+\Z")  # best/30, best-argmax/40, checkpoints/12
 
