@@ -76,12 +76,15 @@ def summarise(log_path: str, top: int) -> str:
     by_test = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0])
     by_program = collections.defaultdict(lambda: [0.0, 0.0, 0])
     with open(log_path) as log:
-        for line in log:
+        for number, line in enumerate(log, 1):
             fields = line.rstrip("\n").split("\t")
             if len(fields) != 6:
                 continue
             _, event, seconds, program, script, test = fields
-            seconds = float(seconds)
+            try:
+                seconds = float(seconds)
+            except ValueError:
+                raise ValueError(f"{log_path}:{number} is no line of this profiler's log (seconds {seconds!r})") from None
             where = test or f"({script}, outside a test)"
             if event == COMPILE:
                 by_test[where][0] += seconds
@@ -120,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         if not args.log or not os.path.isfile(args.log):
             parser.error("give a command after --, or --log with an existing log to summarise")
-        print(summarise(args.log, args.top))
+        try:
+            print(summarise(args.log, args.top))
+        except ValueError as error:
+            flags.fail(parser, str(error))
         return 0
     if shutil.which(command[0]) is None:
         parser.error(f"command not found: {command[0]}")

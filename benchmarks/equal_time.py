@@ -36,14 +36,14 @@ import time
 import jax
 import numpy as np
 
-from jaxdust import __version__
+from jaxdust import __version__, read_board_file
 from jaxdust.core import configs, files, flags, machine
 from jaxdust.evaluation import plots
 from jaxdust.learn import learners
 from jaxdust.search.heuristic import heuristic_scorer
 from jaxdust.search.mcts import heuristic_evaluator
 
-from learners import CAP, MCTS_SIMULATIONS, board_sets, play_set  # benchmarks/learners.py
+from learners import CAP, MCTS_SIMULATIONS, PROVEN_FILE, board_sets, play_set  # benchmarks/learners.py
 
 VARIANTS = {  # name -> (learner, settings changed from its default config, what it is)
     "mlp": ("avi", {}, "value iteration and its search's policy, MLP 256x256, rule features, heuristic prior, "
@@ -234,9 +234,10 @@ def reference_play(path: str, sets: dict, settings: dict, hardware: dict) -> dic
 
 def main(argv=None):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", choices=sorted(SETS), default="networks")
-    parser.add_argument("--variants", type=flags.names(VARIANTS, "variants"), default=None, help=f"comma-separated, from {', '.join(VARIANTS)} "
-                                                          "(default: the --set)")
+    chosen = parser.add_mutually_exclusive_group()  # a --set beside --variants was ignored
+    chosen.add_argument("--set", choices=sorted(SETS), default=None, help="a named set of variants (default networks)")
+    chosen.add_argument("--variants", type=flags.names(VARIANTS, "variants"), default=None,
+                        help=f"comma-separated, from {', '.join(VARIANTS)} (default: the --set)")
     parser.add_argument("--minutes", type=flags.positive_float, default=8.0, help="training wall time per variant")
     parser.add_argument("--points", type=flags.positive_int, default=4, help="evaluations along each run")
     parser.add_argument("--boards", type=flags.positive_int, default=1000, help="fresh random boards at the end")
@@ -245,7 +246,10 @@ def main(argv=None):
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out-dir", type=flags.output_dir, default="results/equal_time")
     args = parser.parse_args(argv)
-    names = args.variants or SETS[args.set]
+    names = args.variants or SETS[args.set or "networks"]
+    proven = len(read_board_file(PROVEN_FILE))
+    if args.proven_boards and args.proven_boards > proven:  # it played them all and recorded the number asked
+        flags.fail(parser, f"--proven-boards {args.proven_boards}: {PROVEN_FILE} holds {proven}")
 
     sets = board_sets(args.boards, args.seed, args.proven_boards)
     hardware = {"cpu": machine.cpu_name(), "cores": machine.cpu_cores(),
@@ -277,7 +281,7 @@ def main(argv=None):
     heuristic = reference_play(os.path.join(args.out_dir, "heuristic.json"), sets,
                                {k: settings[k] for k in ("seed", "boards", "proven_boards", "jaxdust")}, hardware)
     print_table(results, args.minutes, heuristic)
-    label = "+".join(args.variants) if args.variants else args.set
+    label = "+".join(args.variants) if args.variants else args.set or "networks"
     for figure_name, field, ylabel in (("clicks", "mean", "mean clicks"), ("optimal", "optimal", "share optimal")):
         curves = {name: {play: (np.array([point["seconds"] for point in result["curve"]]),
                                 np.array([point["proven"][key][field] for point in result["curve"]]))

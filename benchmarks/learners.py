@@ -56,7 +56,7 @@ def board_sets(fresh: int, seed: int, proven: int | None = None) -> dict:
     all) with their proven optima."""
     records = read_board_file(PROVEN_FILE, limit=proven)
     return {"fresh": (fresh_boards(fresh, seed=10_000 + seed), None),
-            "proven": (jax.numpy.stack([r.board for r in records]), np.array([r.values[-1] for r in records]))}
+            "proven": (jax.numpy.asarray(np.stack([r.board for r in records])), np.array([r.values[-1] for r in records]))}
 
 
 def play_set(boards, optimum, cap, policy=None, scorer=None, params=None, widths=WIDTHS, evaluator=None,
@@ -150,9 +150,21 @@ def learner_flags(args, learner: str, run_dir: str | None = None) -> list[str]:
     return [*(["--run-dir", run_dir] if run_dir else []), "--seed", str(args.seed), *extra]
 
 
+# What this command decides for each run: given again in --LEARNER-flags, argparse let the
+# later value win, so a run trained elsewhere (or with another seed) than the table read.
+OWNED_FLAGS = ("--run-dir", "--seed", "--resume", "--resume-step")
+
+
 def flags_config(parser, args, learner: str):
     """The config ``train.py LEARNER`` starts a new run of this call with; flags it refuses
-    fail this command naming ``--LEARNER-flags`` (train.py's own line named only train.py)."""
+    fail this command naming ``--LEARNER-flags`` (train.py's own line named only train.py),
+    as do the flags this command sets itself (``OWNED_FLAGS``, or an abbreviation of one)."""
+    for token in getattr(args, f"{learner}_flags").split():
+        name = token.partition("=")[0]
+        owned = [flag for flag in OWNED_FLAGS if len(name) > 2 and flag.startswith(name)]
+        if token.startswith("--") and owned:
+            flags.fail(parser, f"--{learner}-flags: {name} is set by this command (--runs-dir, --seed); leave it "
+                               "out of the learner's flags")
     refusal = io.StringIO()
     try:
         with contextlib.redirect_stderr(refusal):

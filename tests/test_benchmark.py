@@ -882,6 +882,12 @@ def test_a_soak_that_killed_nothing_does_not_pass(monkeypatch):
      "--dqn-flags train on 6x4x4 boards under the dust rules; this benchmark plays 8x6x5 dust boards"),
     ("learners", ["--avi-flags", "--bogus 3"], "--avi-flags: unrecognized arguments: --bogus 3 (see train.py avi --help)"),
     ("learners", ["--dqn-flags", "--total-steps -3"], "--dqn-flags: --total-steps must be > 0, got -3"),
+    # The command's own flags: argparse let the later value win, training elsewhere than it read.
+    ("learners", ["--avi-flags", "--run-dir elsewhere"], "--avi-flags: --run-dir is set by this command"),
+    ("learners", ["--imitation-flags=--seed=7"], "--imitation-flags: --seed is set by this command"),
+    ("learners", ["--avi-flags", "--run-d x"], "--avi-flags: --run-d is set by this command"),  # an abbreviation
+    ("equal_time", ["--set", "policy", "--variants", "mlp"], "argument --variants: not allowed with argument --set"),
+    ("equal_time", ["--proven-boards", "500"], "--proven-boards 500: "),  # played 100, recorded 500
     ("former_solvers", [], "the following arguments are required: --tommyod"),  # not its default --boards missing
     ("equal_time", ["--variants", "mlp,huge"], "--variants: unknown variants huge; known: mlp"),
     ("compare_solvers", ["no-such-revision", "WORKTREE"], "argument old: 'no-such-revision' is not a commit"),
@@ -913,6 +919,17 @@ def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, 
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert words.format(**paths) in err and not os.listdir(tmp_path)
+
+
+def test_the_compile_profile_names_a_log_line_it_cannot_read(tmp_path, monkeypatch, capsys):
+    """A log line whose seconds are no number (another file, a hand edit) was a traceback."""
+    log = tmp_path / "bad.tsv"
+    log.write_text("1\t/jax/core/compile/backend_compile_duration\tabc\tjit(f)\tx.py\t\n")
+    with pytest.raises(SystemExit) as exit_info:
+        _benchmark("compile_profile", monkeypatch).main(["--log", str(log)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{log}:1 is no line of this profiler's log (seconds 'abc')" in err
 
 
 def test_the_equal_time_benchmark_says_in_one_line_when_its_minutes_are_too_few(tmp_path, monkeypatch, capsys):
