@@ -108,8 +108,8 @@ def read_params(directory: str, like: Any, measure: str = "greedy") -> tuple[Any
         too; ``verified_bytes``), or the parameters are not shaped as ``like``'s.
     """
     saved = record(directory)
-    verified_bytes(directory, CONFIG)  # the parameters are read as that config's network
-    data = verified_bytes(directory, PARAMS[measure])
+    verified_bytes(directory, CONFIG, saved)  # the parameters are read as that config's network
+    data = verified_bytes(directory, PARAMS[measure], saved)
     try:
         params = serialization.from_bytes(like, data)
     except ValueError:  # a key missing
@@ -121,10 +121,11 @@ def read_params(directory: str, like: Any, measure: str = "greedy") -> tuple[Any
     return jax.tree.map(jax.numpy.asarray, params), step, PARAMS[measure]
 
 
-def verified_bytes(directory: str, name: str) -> bytes:
+def verified_bytes(directory: str, name: str, saved: dict | None = None) -> bytes:
     """The published network's file ``name`` as it was published: ValueError in one line
-    where it is not among the network's files, cannot be read, or differs from its sha256."""
-    digest = record(directory)["sha256"].get(name)
+    where it is not among the network's files, cannot be read, or differs from its sha256.
+    ``saved``: its ``record``, where the caller has read it already."""
+    digest = (saved or record(directory))["sha256"].get(name)
     path = os.path.join(directory, name)
     if digest is None:
         raise ValueError(f"{directory} publishes no {name} (published.json names no sha256 of it)")
