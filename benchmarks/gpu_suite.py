@@ -541,6 +541,17 @@ def _command(parts: dict, smoke: bool) -> str:
     return " ".join(words)
 
 
+def _records_by_step(parts: dict) -> dict[str, list[dict]]:
+    """Each step's result records, each of which may name the version and date that made it."""
+    return {
+        "env": [entry for table in ("accelerator", "cpu") for entry in parts["env"].get(table, {}).values()],
+        "beam": list(parts["beam"].get("rows", {}).values()),
+        "training pieces": parts["train"].get("pieces", []),
+        "eval": [parts["eval"]] if parts["eval"] else [],
+        "notebooks": list(parts["notebooks"].get("rows", {}).values()),
+    }
+
+
 def _versions(parts: dict) -> str:
     """The jaxdust versions (and commits) behind the steps' results, for the measured-on
     line: one where every result has the same, else each step's."""
@@ -549,18 +560,22 @@ def _versions(parts: dict) -> str:
             return "a version not recorded"
         return f"jaxdust {record['jaxdust']}" + (f" (commit {record['commit']})" if record.get("commit") else "")
 
-    by_step = {
-        "env": [entry for table in ("accelerator", "cpu") for entry in parts["env"].get(table, {}).values()],
-        "beam": list(parts["beam"].get("rows", {}).values()),
-        "training pieces": parts["train"].get("pieces", []),
-        "eval": [parts["eval"]] if parts["eval"] else [],
-        "notebooks": list(parts["notebooks"].get("rows", {}).values()),
-    }
-    names = {step: list(dict.fromkeys(map(named, records))) for step, records in by_step.items() if records}
+    names = {step: list(dict.fromkeys(map(named, records)))
+             for step, records in _records_by_step(parts).items() if records}
     everywhere = {name for step_names in names.values() for name in step_names}
     if len(everywhere) <= 1:
         return next(iter(everywhere), named(parts["device"]))
     return "; ".join(f"{step}: {' and '.join(step_names)}" for step, step_names in names.items())
+
+
+def _dates(parts: dict) -> str:
+    """The day, or first and last days, of the device step and of every result that records
+    one: a run resumed on later machines was not all measured on the device step's day."""
+    days = sorted({record["date"] for records in _records_by_step(parts).values() for record in records
+                   if record.get("date")} | ({parts["device"]["date"]} if parts["device"].get("date") else set()))
+    if not days:
+        return "date not recorded"
+    return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
 
 
 def step_report(out: str, sizes: Sizes) -> dict:
@@ -570,7 +585,7 @@ def step_report(out: str, sizes: Sizes) -> dict:
     smoke = _load(os.path.join(out, "suite.json")).get("smoke", False)
     lines = [f"Measured with `{_command(parts, smoke)}` on {device.get('device_kind')} "
              f"({device.get('backend')}, {device.get('platform_version')}), jax {device.get('jax')}, "
-             f"{device.get('cpu_cores')} CPU cores, {_versions(parts)}, {device.get('date')}.", ""]
+             f"{device.get('cpu_cores')} CPU cores, {_versions(parts)}, {_dates(parts)}.", ""]
     for target in ("accelerator", "cpu"):
         table = parts["env"].get(target)
         if not table:

@@ -585,14 +585,16 @@ print(json.dumps({{"done": done, "last_chunk": train["pieces"][-1]["last_chunk"]
 
 def test_the_report_counts_one_size_and_names_both_sets_of_the_evaluation(tmp_path, monkeypatch):
     """It said "1 sizes measured", and "proven boards: mean clicks (share optimal)" above a
-    table with fresh rows, with nothing on eval.json's ms_per_board including compiling."""
+    table with fresh rows, with nothing on eval.json's ms_per_board including compiling.
+    Its measured-on line gave the device step's day alone for a run resumed days later."""
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=1")
     monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
     import gpu_suite
 
-    parts = {"device": {"device_kind": "cpu"}, "beam": {}, "notebooks": {},
+    parts = {"device": {"device_kind": "cpu", "date": "2026-11-27"}, "beam": {}, "notebooks": {},
              "env": {"cpu": {"Dust-6x6x5-v0": {"bytes_per_game": 48, "rows": [{"games": 16, "clicks_per_second": 1e6}]}}},
-             "train": {"learner": "avi", "total_updates": 4, "pieces": [{"run_seconds": 60.0, "updates_done": 4}]},
+             "train": {"learner": "avi", "total_updates": 4,
+                       "pieces": [{"run_seconds": 60.0, "updates_done": 4, "date": "2026-12-04"}]},
              "eval": {"proven_optimum_mean": 11.74, "rows": {"trained": {
                  "fresh": {"argmax": {"mean": 14.0, "ms_per_board": 5.0}},
                  "proven": {"argmax": {"mean": 13.0, "optimal": 0.25, "ms_per_board": 5.0}}}}}}
@@ -600,8 +602,9 @@ def test_the_report_counts_one_size_and_names_both_sets_of_the_evaluation(tmp_pa
         files.atomic_write_json(str(tmp_path / f"{name}.json"), part)
     gpu_suite.step_report(str(tmp_path), gpu_suite.SMOKE)
     report = (tmp_path / "report.md").read_text()
+    assert report.splitlines()[0].endswith(", 2026-11-27 to 2026-12-04.")
     assert "| Dust-6x6x5-v0 | 48 | 16 | 1,000,000 | 1 size measured |" in report
-    assert ("avi trained 1.0 minutes (4 of 4 planned updates); mean clicks (on the proven boards also the share "
+    assert ("avi trained 1.0 minutes (4 of 4 planned updates, its pieces dated 2026-12-04); mean clicks (on the proven boards also the share "
             "optimal; their mean optimum 11.74; eval.json's ms_per_board include compiling):") in report
 
 
