@@ -236,6 +236,28 @@ def test_a_shard_of_other_bytes_than_its_manifest_records_is_refused_and_made_ag
     assert directory_bytes(directory) == directory_bytes(small_set[0])
 
 
+def test_a_manifest_of_another_format_or_listing_foreign_shards_is_refused(tmp_path, small_set):
+    """A manifest's format was never read (a set of a future format loaded as this one), and
+    its shard names were joined to the directory as they stood: a hand-edited
+    ``../other/shard-00000.npz`` without a recorded sha256 was read, and hashed, as this set's."""
+    directory = tmp_path / "set"
+    shutil.copytree(small_set[0], directory)
+    saved = json.loads((directory / "manifest.json").read_text())
+    (directory / "manifest.json").write_text(json.dumps(saved | {"format": 99}))
+    for read in (load_dataset, lambda path: make_dataset(path, SMALL, progress=False)):
+        with pytest.raises(ValueError, match=r"manifest.json is of data-set format 99; this jaxdust reads format 1$"):
+            read(str(directory))
+    foreign = f"../{Path(small_set[0]).name}/shard-00000.npz"
+    shards = [foreign, *saved["shards"][1:]]
+    digests = {name: digest for name, digest in saved["sha256"].items() if name != "shard-00000.npz"}
+    (directory / "manifest.json").write_text(json.dumps(saved | {"shards": shards, "sha256": digests}))
+    for read in (load_dataset, lambda path: make_dataset(path, SMALL, progress=False)):
+        with pytest.raises(ValueError, match=r"lists shard '\.\./.*shard-00000.npz' at place 0, where "
+                                             r"'shard-00000.npz' belongs; was it edited by hand\?$"):
+            read(str(directory))
+    assert json.loads((directory / "manifest.json").read_text())["shards"][0] == foreign  # refused: unchanged
+
+
 def test_a_journal_record_that_does_not_replay_is_named_not_trusted(tmp_path, small_set):
     """A resumed set replays the journal's records of the shards it has still to write
     before they become samples: a line edited by hand (clicks that stop early, a click on
@@ -650,3 +672,39 @@ def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do
     shutil.copytree(tmp_path / "copy", run / "data")
     monkeypatch.undo()  # make_dataset finds the copy finished
     assert train_main([*argv, "--resume", "--resume-step", "20"])["learner"] == "imitation"
+
+
+def test_the_manifest_is_rewritten_a_few_times_a_doubling_and_an_interrupted_set_resumes_whole(tmp_path, monkeypatch):
+    """The manifest (every shard's name and sha256) was rewritten after each shard: the
+    square of the shard count in all, hours at the 10^5 shards that --boards allows. It is
+    written about MANIFEST_EVERY times each time the shards double; shards written since
+    are made again from the journal, so an interrupted set still ends as an uninterrupted one."""
+    config = DatasetConfig(GameConfig(3, 3, 2), boards=200, seed=3, labeller="beam", beam_width=1, shard_size=1)
+    make_dataset(str(tmp_path / "whole"), config, jobs=1, progress=False)
+    writes, shards = [], []
+    write_json, write_bytes = files.atomic_write_json, files.atomic_write_bytes
+
+    def counted_json(path, value, *args, **kwargs):
+        if os.path.basename(path) == "manifest.json":
+            writes.append(len(value["shards"]))
+        return write_json(path, value, *args, **kwargs)
+
+    def stopping_bytes(path, data, *args, **kwargs):
+        shards.extend([path] if os.path.basename(path).startswith("shard-") else [])
+        if len(shards) == 150:
+            raise KeyboardInterrupt
+        return write_bytes(path, data, *args, **kwargs)
+
+    monkeypatch.setattr(files, "atomic_write_json", counted_json)
+    monkeypatch.setattr(files, "atomic_write_bytes", stopping_bytes)
+    with pytest.raises(KeyboardInterrupt):
+        make_dataset(str(tmp_path / "cut"), config, jobs=1, progress=False)
+    listed = json.loads((tmp_path / "cut" / "manifest.json").read_text())["shards"]
+    assert 128 <= len(listed) < 149 and writes[-1] == len(listed)  # the last 149 - len(listed) shards unlisted
+    monkeypatch.setattr(files, "atomic_write_bytes", write_bytes)
+    writes.clear()
+    make_dataset(str(tmp_path / "cut"), config, jobs=1, progress=False)
+    assert directory_bytes(tmp_path / "cut") == directory_bytes(tmp_path / "whole")
+    writes.clear()
+    make_dataset(str(tmp_path / "fresh"), config, jobs=1, progress=False)
+    assert writes[0] == 0 and writes[-1] == 200 and len(writes) < 80  # 200 + 1 before

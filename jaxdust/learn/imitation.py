@@ -173,11 +173,16 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
     if data.boards.size and int(data.boards.max()) > size.colors:
         raise ValueError(f"the data holds colour {int(data.boards.max())}, the config plays {size.colors} colours")
     train, validation = split_dataset(data, config)
+    boards = len(np.unique(data.board_id))
+    if train.boards.shape[0] == 0:  # no batch size helps
+        raise TooFewPositions(f"the data set's training split is empty: each of the {boards} boards with positions "
+                              f"left after removing repeats is held out for validation (at least one, and a share "
+                              f"of {config.validation_share:g}): make more boards or lower --validation-share")
     if train.boards.shape[0] < config.batch_size:
         raise TooFewPositions(f"the data set's training split holds {train.boards.shape[0]} positions, fewer "
-                              f"than batch_size {config.batch_size} (of its {len(np.unique(data.board_id))} boards, "
-                              f"at least one and a share of {config.validation_share:g} are held out for "
-                              f"validation): make more boards or lower --batch-size")
+                              f"than batch_size {config.batch_size} (of its {boards} boards with positions left "
+                              f"after removing repeats, at least one and a share of {config.validation_share:g} are "
+                              f"held out for validation): make more boards or lower --batch-size")
     if mesh is not None and config.batch_size % mesh.size:
         raise ValueError(f"--batch-size {config.batch_size} must divide over {mesh.size} devices")
 
