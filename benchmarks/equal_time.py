@@ -246,7 +246,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out-dir", type=flags.output_dir, default="results/equal_time")
     args = parser.parse_args(argv)
-    names = args.variants or SETS[args.set or "networks"]
+    set_name = args.set or "networks"  # no argparse default: one equal to it would pass beside --variants
+    names = args.variants or SETS[set_name]
     proven = len(read_board_file(PROVEN_FILE))
     if args.proven_boards and args.proven_boards > proven:  # it played them all and recorded the number asked
         flags.fail(parser, f"--proven-boards {args.proven_boards}: {PROVEN_FILE} holds {proven}")
@@ -281,7 +282,7 @@ def main(argv=None):
     heuristic = reference_play(os.path.join(args.out_dir, "heuristic.json"), sets,
                                {k: settings[k] for k in ("seed", "boards", "proven_boards", "jaxdust")}, hardware)
     print_table(results, args.minutes, heuristic)
-    label = "+".join(args.variants) if args.variants else args.set or "networks"
+    label = "+".join(args.variants) if args.variants else set_name
     for figure_name, field, ylabel in (("clicks", "mean", "mean clicks"), ("optimal", "optimal", "share optimal")):
         curves = {name: {play: (np.array([point["seconds"] for point in result["curve"]]),
                                 np.array([point["proven"][key][field] for point in result["curve"]]))

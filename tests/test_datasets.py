@@ -690,7 +690,8 @@ def test_the_manifest_is_rewritten_a_few_times_a_doubling_and_an_interrupted_set
         return write_json(path, value, *args, **kwargs)
 
     def stopping_bytes(path, data, *args, **kwargs):
-        shards.extend([path] if os.path.basename(path).startswith("shard-") else [])
+        if os.path.basename(path).startswith("shard-"):  # atomic_write_json writes through it too
+            shards.append(path)
         if len(shards) == 150:
             raise KeyboardInterrupt
         return write_bytes(path, data, *args, **kwargs)

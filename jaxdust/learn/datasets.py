@@ -236,8 +236,12 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buffer.getvalue()
 
 
+def _shard_name(shard: int) -> str:
+    return f"shard-{shard:05d}.npz"
+
+
 def _shard_path(directory: str, shard: int) -> str:
-    return os.path.join(directory, f"shard-{shard:05d}.npz")
+    return os.path.join(directory, _shard_name(shard))
 
 
 def _label_job(job):
@@ -363,7 +367,7 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
                 return
             data = _shard_bytes(config, [records.pop(i) for i in range(start, end)], seen)  # written: let go
             files.atomic_write_bytes(_shard_path(directory, written), data)
-            name = os.path.basename(_shard_path(directory, written))
+            name = _shard_name(written)
             manifest["shards"].append(name)
             manifest["sha256"][name] = hashlib.sha256(data).hexdigest()
             written += 1
@@ -409,9 +413,9 @@ def _manifest(directory: str) -> dict:
         raise ValueError(f"{path} is of data-set format {manifest['format']!r}; this jaxdust reads format "
                          f"{FORMAT_VERSION}")
     for index, name in enumerate(manifest["shards"]):  # joined to the directory: nothing else may be read
-        if name != os.path.basename(_shard_path(directory, index)):
-            raise ValueError(f"{path} lists shard {name!r} at place {index}, where "
-                             f"{os.path.basename(_shard_path(directory, index))!r} belongs; was it edited by hand?")
+        if name != _shard_name(index):
+            raise ValueError(f"{path} lists shard {name!r} at place {index}, where {_shard_name(index)!r} belongs; "
+                             "was it edited by hand?")
     return manifest
 
 
