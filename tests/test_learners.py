@@ -365,6 +365,20 @@ def test_imitation_splits_by_board_and_mirrors(beam_data):
         imitation.make_imitation(config, one_board)
 
 
+def test_imitation_refuses_data_of_another_size_colours_or_negative_cells(beam_data):
+    config = imitation.ImitationConfig(hidden=(32,), validation_share=0.2)
+    transposed = beam_data._replace(boards=np.swapaxes(np.asarray(beam_data.boards), 1, 2))
+    with pytest.raises(ValueError, match="the data holds 6x8 boards, the config plays 8x6"):
+        imitation.make_imitation(config, transposed)
+    boards = np.array(beam_data.boards)
+    boards[3, 0, 0] = config.game.colors + 1
+    with pytest.raises(ValueError, match=f"the data holds colour {config.game.colors + 1}, the config plays"):
+        imitation.make_imitation(config, beam_data._replace(boards=boards))
+    boards[3, 0, 0] = -1
+    with pytest.raises(ValueError, match="the data holds cell value -1; cells are 0 \\(empty\\) to 5"):
+        imitation.make_imitation(config, beam_data._replace(boards=boards))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("architecture, small", [("cell-head", {"cell_rounds": 1, "cell_width": 16}), ("mlp", {})])
 def test_imitation_loss_falls_and_its_clicks_agree_more(beam_data, architecture, small):

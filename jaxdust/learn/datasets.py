@@ -50,7 +50,7 @@ from jaxdust.solver.upper_bound import beam_clicks
 
 FORMAT_VERSION = 1
 MANIFEST_EVERY = 16  # the manifest is rewritten about this many times each time its shards double
-MAX_BOARDS = 10_000_000  # a month of exact labels on one core; the list of boards to do is kept in memory
+MAX_BOARDS = 10_000_000  # a month of exact labels on one core; the boards to do and the duplicate filter stay in memory
 MAX_BEAM_WIDTH = 65_536
 
 

@@ -162,8 +162,9 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
     parameters replicated; the gradient mean becomes an all-reduce (data parallelism).
 
     Raises:
-      ValueError: for data of another board size or more colours than ``config.game``
-        (``data`` does not say its rules: ``dataset_config`` of its directory does).
+      ValueError: for data of another board size, more colours than ``config.game`` or
+        negative cells (``data`` does not say its rules: ``dataset_config`` of its
+        directory does).
       TooFewPositions: a training split smaller than a batch.
     """
     size = config.game
@@ -172,6 +173,9 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
                          f"{size.width}x{size.height}")
     if data.boards.size and int(data.boards.max()) > size.colors:
         raise ValueError(f"the data holds colour {int(data.boards.max())}, the config plays {size.colors} colours")
+    if data.boards.size and int(data.boards.min()) < 0:  # one-hot as no colour: a blank the network would learn
+        raise ValueError(f"the data holds cell value {int(data.boards.min())}; cells are 0 (empty) to "
+                         f"{size.colors}")
     train, validation = split_dataset(data, config)
     boards = len(np.unique(data.board_id))
     if train.boards.shape[0] == 0:  # no batch size helps
