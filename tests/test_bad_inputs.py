@@ -289,6 +289,12 @@ FILE_CASES = [
     # Found at the first write: a traceback, and the leaderboard's after playing every row.
     ("train", ["--run-dir", "{folder}/" + "w" * 256], ["--run-dir", "256 bytes long, more than the"]),
     ("leaderboard", ["--out", "{folder}/" + "w" * 256 + "/lb.json"], ["--out", "256 bytes long"]),
+    # Both played every row first: the rows' folder took the report's name (an IsADirectoryError
+    # at the end), or went to /dev/leaderboard beside a pipe (refused where stdout was a file).
+    ("leaderboard", ["--limit", "1", "--entries", "largest", "--out", "{folder}/leaderboard"],
+     ["--out", "is the folder the report's rows are kept in", "leaderboard.json"]),
+    ("leaderboard", ["--limit", "1", "--entries", "largest", "--out", "/dev/null"],
+     ["--out /dev/null is a pipe, a device or a descriptor"]),
     ("solver-file", ["{board file}", "--out", "w" * 300], ["--out", "300 bytes long"]),
     ("train", ["--run-dir", ""], ["--run-dir", "empty path"]),  # not the default runs/avi-0
     ("train", ["imitation", "--data", "{folder}", "--data-boards", "5"],
@@ -714,6 +720,7 @@ TINY_POLICY, TINY_SCORER = agents.ClusterArgmax(TINY_NETWORK), agents.ValueHeadS
 API_CASES = [
     (lambda: jaxdust.solve("1" * 48, time_limit=0), "time_limit must be a positive number of seconds or None, got 0$"),
     (lambda: jaxdust.solve("1" * 48, time_limit=float("inf")), "time_limit must be a positive number .* got inf"),
+    (lambda: jaxdust.solve("1" * 48, time_limit=10**400), "time_limit must be a positive number .* got 1000"),
     (lambda: jaxdust.solve("1" * 48, node_limit=0), "node_limit must be a positive integer or None, got 0"),
     (lambda: jaxdust.solve("1" * 48, node_limit=2.5), "node_limit must be a positive integer .* got 2.5"),
     (lambda: jaxdust.solve("1" * 48, colors=10), r"colors must be an integer in 1\.\.9 or None, got 10"),

@@ -1267,7 +1267,7 @@ def test_the_learners_benchmark_says_the_heuristics_mcts_plays_a_uniform_prior(m
                           "largest cluster first"]
 
 
-def test_a_leaderboard_report_names_the_run_and_entry_behind_each_row(tmp_path, monkeypatch):
+def test_a_leaderboard_report_names_the_run_and_entry_behind_each_row(tmp_path, monkeypatch, capsys):
     """A row's label ("imi, its policy alone ...") does not say which network played it:
     the report names each row's entry and its run's fingerprint."""
     from jaxdust.learn.runs import fingerprint
@@ -1287,3 +1287,9 @@ def test_a_leaderboard_report_names_the_run_and_entry_behind_each_row(tmp_path, 
     assert played["imi, greedy on its value (width 1)"] == {"entry": "value:@imitation-8x6x5:1",
                                                             "run_fingerprint": fingerprint("@imitation-8x6x5")}
     assert {row["agent"] for row in report["rows"]} == set(played)
+    assert "note: --seed" not in capsys.readouterr().err
+    # Seed 2026's boards are those a run's checkpoints were picked on: said, as evaluate.py says it.
+    leaderboard.main(["--size", "8x6x5", "--boards", "2", "--seed", "2026", "--runs", "imi=@imitation-8x6x5"])
+    assert "note: --seed 2026 draws, first, the boards train.py evaluates a run on" in capsys.readouterr().err
+    leaderboard.main(["--size", "8x6x5", "--boards", "2", "--seed", "2026", "--entries", "largest"])
+    assert "note: --seed" not in capsys.readouterr().err  # no run played

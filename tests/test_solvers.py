@@ -596,6 +596,7 @@ def _wasted_last(record: dict) -> dict:
     (lambda r: {**r, "clicks": [1, 2]}, "its result cannot be read"),  # numbers, not pairs: a TypeError
     (lambda r: {k: v for k, v in r.items() if k != "lower_bound"}, "its result cannot be read"),
     (lambda r: {k: v for k, v in r.items() if k != "length"}, "its result cannot be read"),  # was a KeyError
+    (lambda r: {**r, "length": float("inf")}, "its result cannot be read"),  # Infinity: was an OverflowError
 ])
 def test_cli_refuses_to_resume_a_result_line_edited_by_hand(tmp_path, boards_dir, capsys, edit, words):
     """A result line was taken as it stood: one edited to a shorter length was skipped on
@@ -621,6 +622,21 @@ def test_cli_refuses_to_resume_a_result_line_edited_by_hand(tmp_path, boards_dir
                         "--board-file", str(proven_file)])
         assert f"--out's result for line {records[0]['line']}: its" in str(exit_info.value.code)
         assert "edited by hand" in str(exit_info.value.code) and not proven_file.exists()
+
+
+def test_board_file_keeps_the_declared_colours_and_reads_back_for_an_empty_board(tmp_path):
+    """Its header's colors= was the proven boards' largest digit: a cap lowered without a
+    word, and colors=0 (which no reader takes) for a file of empty boards."""
+    source, out, proven_file = tmp_path / "boards.txt", tmp_path / "out.jsonl", tmp_path / "proven.txt"
+    source.write_text("# width=2 height=2 colors=4\n1122\n")
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)]) == 0
+    assert proven_file.read_text().startswith("# width=2 height=2 colors=4;")
+    source.write_text("# width=2 height=2\n0000\n")
+    out.unlink()
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)]) == 0
+    assert proven_file.read_text().startswith("# width=2 height=2 colors=1;")
+    [record] = jaxdust.read_board_file(proven_file)
+    assert not record.board.any() and record.values[-1] == 0
 
 
 def test_cli_retries_only_the_unproven_boards_and_their_last_line_counts(tmp_path, boards_dir):
@@ -1072,6 +1088,17 @@ def test_a_time_limit_holds_back_the_widened_beam_that_would_not_fit_in_it(board
     for board in boards:
         solve(board, time_limit=90.0, node_limit=2_000_000)  # 10 x 10 s would not fit
     assert len(widths) == len(boards)
+
+
+def test_a_time_limit_narrows_a_wide_first_beam_to_one_position():
+    """The first beam read no clock: at width 65,536 on this 7x9x4 Former board a 0.2 s
+    limit took 5.5 s, the whole beam; it now goes on at width 1 once the limit is past
+    (0.3-0.5 s), and still returns a solution."""
+    board = np.random.default_rng(3).integers(1, 5, size=(7, 9)).astype(np.int8)
+    found = solve(board, time_limit=0.2, rules="former", beam_width=65536)
+    assert found.seconds < 1.5, found.seconds
+    final, clicks = jaxdust.replay(board, found.clicks, "former")
+    assert bool(jaxdust.is_done(final)) and clicks == found.length == len(found.clicks)
 
 
 def test_a_finished_pool_leaves_no_process_behind_and_starts_no_more_than_its_items():
@@ -1618,8 +1645,9 @@ def test_a_click_on_the_top_cell_of_a_64_cell_board_comes_back():
 
 def test_numpy_scalars_are_limits_as_python_numbers_are():
     board = np.ones((4, 3), np.int8)
-    for limit in (np.float32(5.0), np.int64(5), np.float64(0.5)):
+    for limit in (np.float16(5.0), np.float32(5.0), np.int64(5), np.float64(0.5)):  # float16: a numba error
         assert solve(board, time_limit=limit).length == 1
+        assert len(solve_dfs(board, time_limit=limit)) == 1
     assert solve(board, node_limit=np.int64(10)).optimal
     text, width, height = CHECKPOINTED["dust"]  # a proof of ~80,000 positions
     hard = np.asarray(jaxdust.parse_board(text, width, height))

@@ -85,7 +85,6 @@ from jaxdust.core.progress import progress_bar
 from jaxdust.core.registry import CLICKS_PER_CELL
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
-from jaxdust.learn.runs import EVALUATION_SEED
 
 
 class LoadedBoards(NamedTuple):
@@ -296,10 +295,8 @@ def main(argv=None) -> dict:
         agents = registry.parse_agent_list(args.agents, rules)
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
-    if args.random and args.seed == EVALUATION_SEED and any(registry.run_of(agent) for agent in agents):
-        print(f"note: --seed {EVALUATION_SEED} draws, first, the boards train.py evaluates a run on as it trains "
-              f"and picks its best/ and best-argmax/ checkpoints by: for boards no run was selected on, give another --seed",
-              file=sys.stderr)
+    if args.random:
+        registry.note_selection_boards(args.seed, agents)
     _, width, height = boards.shape
     try:
         registry.require_playable(agents, rules, width, height, int(boards.max()) if boards.size else 0,

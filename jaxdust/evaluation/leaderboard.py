@@ -270,7 +270,15 @@ class FamilyRow:
 
 def _require_report_or_nothing(parser, out: str) -> None:
     """Refuse an ``--out`` that is a regular file other than a leaderboard's report (a board
-    file, another command's JSON): the report would replace it, after all the play."""
+    file, another command's JSON): the report would replace it, after all the play. Refuse
+    a pipe, a device or ``/dev/stdout`` (the rows are kept in a folder beside the report)
+    and a report named as that folder, before any play."""
+    if os.path.abspath(out) == os.path.abspath(_rows_dir(out)):
+        parser.error(f"--out {out} is the folder the report's rows are kept in ({_rows_dir(out)}, beside the "
+                     f"report): give the report another name, such as {out}.json")
+    if os.path.exists(out) and files.is_stream(out):
+        parser.error(f"--out {out} is a pipe, a device or a descriptor: the leaderboard keeps its rows in a folder "
+                     f"beside its report, so give it a file")
     if not os.path.isfile(out):
         return
     try:
@@ -383,6 +391,7 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
     (seed ``args.seed``), best first by ``measure``; rows kept beside the report, as ``main``
     keeps them. ``env_id``: the id, or the size as ``--size`` writes it."""
     boards = game.random_boards(jax.random.key(args.seed), args.boards, config)
+    registry.note_selection_boards(args.seed, [entry for entry, _ in entries])
     # A size's files apart from the --set of its name (leaderboard-8x6x5.json) and from ids.
     size_stem = f"size-{config.size_spec.replace(':', '-')}"
     out = args.out or os.path.join("results", f"leaderboard-{env_id if args.env is not None else size_stem}.json")

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import math
 import os
+import sys
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -25,7 +26,7 @@ from jaxdust.core.play import play_in_chunks
 from jaxdust.core.processes import ordered_map
 from jaxdust.evaluation import baselines
 from jaxdust.learn import published
-from jaxdust.learn.runs import fingerprint, load_run, read_run_config, selected_by
+from jaxdust.learn.runs import EVALUATION_SEED, fingerprint, load_run, read_run_config, selected_by
 from jaxdust.search.beam import (CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, child_bytes, require_beam_memory,
                                  require_children_indexable)
 from jaxdust.search.heuristic import heuristic_for
@@ -135,6 +136,16 @@ def run_of(text: str) -> str | None:
     """The run directory an agent entry plays (``policy:RUN``, ``value:RUN@newest:8``, ...), or None."""
     run = _run_of(*parse_agent(text))
     return None if run is None else split_run(run)[0]
+
+
+def note_selection_boards(seed: int, agents) -> None:
+    """Say on stderr where random boards of ``seed`` are the ones a run's checkpoints were
+    selected on (``runs.EVALUATION_SEED``) and ``agents`` play a run: its figures there
+    flatter it."""
+    if seed == EVALUATION_SEED and any(run_of(agent) for agent in agents):
+        print(f"note: --seed {EVALUATION_SEED} draws, first, the boards train.py evaluates a run on as it trains "
+              f"and picks its best/ and best-argmax/ checkpoints by: for boards no run was selected on, give another "
+              f"--seed", file=sys.stderr)
 
 
 def _require_rules(agent: Agent, rules: str) -> None:

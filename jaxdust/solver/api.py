@@ -178,8 +178,8 @@ def _compile_searches() -> None:
     geometry = bitboard.make_geometry(2, 2)
     path = np.zeros(4, np.uint64)
     ida.lower_bound(planes, geometry)
-    beam_upper_bound(planes, geometry, 1, HEURISTIC_WEIGHTS, path)
-    beam_upper_bound(planes, geometry, 1, HEURISTIC_WEIGHTS, path, LOOKAHEAD_SHORTLIST)
+    beam_upper_bound(planes, geometry, 1, HEURISTIC_WEIGHTS, path, LOOKAHEAD_SHORTLIST)  # beam_clicks'
+    beam_upper_bound(planes, geometry, 1, HEURISTIC_WEIGHTS, path, LOOKAHEAD_SHORTLIST, 1.0)  # solve's: a deadline
     table = TranspositionTable(9)
     ida.bounded_search(planes, geometry, 3, table.entries, table.halves, halves.make_scratch(2, 2, 2),
                          0.0, path, True, 0, 0)  # every argument given: the signature solve calls
@@ -200,11 +200,18 @@ def _stored(table: TranspositionTable) -> tuple[int, int]:
     return int(table.entries.sum(dtype=np.uint64)), int(table.halves.sum(dtype=np.uint64))
 
 
+def _finite(number) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an int past float's range
+        return False
+
+
 def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_positions=1) -> None:
     """ValueError naming the first of ``solve``'s (or ``solve_dfs``'s) limits that is not
     what it takes."""
     if time_limit is not None and (isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, numbers.Real)
-                                   or not math.isfinite(time_limit) or time_limit <= 0):
+                                   or not _finite(time_limit) or time_limit <= 0):
         raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
     if node_limit is not None and (not is_integer(node_limit) or node_limit < 1):
         raise ValueError(f"node_limit must be a positive integer or None, got {node_limit!r}")
@@ -271,6 +278,7 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
         before it finds a solution.
     """
     check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions)
+    time_limit = None if time_limit is None else float(time_limit)  # a NumPy scalar's type: another compile
     if table is not None and not isinstance(table, TranspositionTable):
         raise TypeError(f"table must be a TranspositionTable or None, got {type(table).__name__}")
     if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
@@ -327,7 +335,7 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
         half_positions[0] = resumed.half_positions
     else:
         if beam_width > 0:
-            best_length = beam_upper_bound(planes, geometry, beam_width, weights, path)
+            best_length = beam_upper_bound(planes, geometry, beam_width, weights, path, 0, deadline)
             best_clicks = bitboard.path_clicks(path, best_length, height)
             first_beam_seconds = time.perf_counter() - start
         else:
@@ -369,7 +377,7 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
                 # proof without a search that must find it (or searching the skipped budget).
                 widened = True
                 length = beam_upper_bound(planes, geometry, 2 * beam_width, weights, path,
-                                           LOOKAHEAD_SHORTLIST)
+                                           LOOKAHEAD_SHORTLIST, deadline)
                 if length < best_length:
                     best_length, best_clicks = length, bitboard.path_clicks(path, length, height)
                 continue  # decide again, counting the beam's time against the limit

@@ -136,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint-dir", type=flags.output_dir,
                         help="each board in progress saves its proof here (its tables: up to 2^--table-bits x 12 "
                              "bytes) every --checkpoint-positions positions, so a killed run resumes it where "
-                             "it was saved; a board's file is removed once its proof ends (needs --out FILE)")
+                             "it was saved; a board's file is removed once its line is written, proven or stopped "
+                             "by a limit (needs --out FILE)")
     parser.add_argument("--checkpoint-positions", type=flags.positive_int,
                         help=f"positions between saves (default {CHECKPOINT_POSITIONS:.0e}, minutes on 7x9 boards); each "
                              "save writes the whole table, so well under ~1e6 the saves take longer than the search")
@@ -256,7 +257,7 @@ def main(argv=None) -> int:
           + ("" if args.out == "-" else f"; lines in {args.out}"), file=sys.stderr)
     if args.board_file:
         write_proven(recover_json_lines(args.out, repair=False), every_board, args.board_file, args.rules,
-                     parser.prog, checked={job[0] for job in jobs})
+                     parser.prog, checked={job[0] for job in jobs}, colors=colours)
     return 1 if errors else 0
 
 
@@ -372,7 +373,7 @@ def _unsound(record: dict, width: int | None, height: int | None, rules: str) ->
         length, bound = int(record["length"]), int(record["lower_bound"])
         board = parse_board(record["board"], width, height, rules)
         final, played = replay(board, [tuple(click) for click in record["clicks"]], rules, wasted=True)
-    except (KeyError, TypeError, ValueError) as error:  # no such field, not a list of pairs, off the board
+    except (KeyError, TypeError, ValueError, OverflowError) as error:  # no such field, not pairs, off the board, inf
         return f"its result cannot be read ({type(error).__name__}: {error})"
     if not bool(is_done(final)) or played != length:
         outcome = "do not clear the board" if not bool(is_done(final)) else f"take {played}"
@@ -406,12 +407,14 @@ def _solved_shape(record: dict, shape: tuple, rules: str) -> bool:
 
 
 def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -m jaxdust.solver",
-                 checked=frozenset()) -> None:
+                 checked=frozenset(), colors: int | None = None) -> None:
     """The boards of ``jobs`` whose record proves them optimal, in input order, as a board file.
     A record counts for its line only where it holds that line's board under ``rules`` (an
     ``--out`` checked for the lines solved now may hold other lines of another file); one
     of a line not in ``checked`` (the lines the resume checked or solved) is replayed first
-    (``_unsound``). ``prog``: the command, as its errors name it."""
+    (``_unsound``). ``prog``: the command, as its errors name it. ``colors``: the input's
+    declared ``colors=``, kept in the header; else the proven boards' largest colour (at
+    least 1, which the header takes)."""
     shapes = {number: (width, height) for number, _, width, height in jobs}
     texts = {number: text for number, text, _, _ in jobs}
     proven = sorted({r["line"]: r for r in records
@@ -428,7 +431,7 @@ def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -
         if problem:
             raise SystemExit(f"{prog}: error: --out's result for line {record['line']}: {problem}; was it edited "
                              f"by hand? mend or delete that line (--board-file not written)")
-    colors = max(int(c) for r in proven for c in r["board"])
+    colors = colors or max(1, max(int(c) for r in proven for c in r["board"]))
     rules_field = "" if rules == "dust" else f" rules={rules}"  # boards.declared_rules reads it
     header = (f"# width={width} height={height} colors={colors}{rules_field}; cells listed x-major: cell (x,y) is character "
               f"x*{height}+y, y=0 bottom row\n# board optimal_clicks (proven by python -m jaxdust.solver"

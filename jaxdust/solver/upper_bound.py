@@ -17,6 +17,7 @@ from jaxdust.solver.bitboard import (
     clusters,
     count_colours,
     make_geometry,
+    now,
     path_clicks,
     popcount,
     remove_in_place,
@@ -81,7 +82,7 @@ def _lookahead_score(child, geometry, weights, masks, colours, group_start, scra
 
 
 @numba.njit(cache=True)
-def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
+def beam_upper_bound(root, geometry, width, weights, path, shortlist=0, deadline=0.0):
     """A quick upper bound: keep the ``width`` best distinct positions per click, scored
     by ``weights`` over FEATURES (``heuristic.heuristic_weights``: a sixth weight adds the
     rule feature). Writes the clicks' cluster masks into ``path`` and
@@ -90,6 +91,10 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
     ``shortlist > 0`` rescores the ``shortlist * width`` best children with a one-click
     lookahead (``_lookahead_score``) before keeping ``width``: about 3x the time of the
     plain search at ``shortlist=4``, and shorter solutions (see benchmarks/beam.py).
+
+    ``deadline > 0``: the ``bitboard.now()`` past which the rest is played at width 1 (a
+    solution still, in moments: a wide beam took minutes past ``solve``'s time limit); the
+    clock is read once a click, where a Ctrl-C is met too. 0: no clock read.
     """
     num_colours = root.shape[0]
     max_depth = geometry.width * geometry.height
@@ -114,8 +119,13 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
     grandchild = np.empty(num_colours, np.uint64)
     features = np.empty(weights.shape[0], np.float64)
     for depth in range(max_depth):
+        if deadline > 0.0 and width > 1 and now() > deadline:
+            width = alive = 1  # the best position kept (the first) goes on alone
         count = 0
         for i in range(alive):
+            if deadline > 0.0 and width > 1 and i % 1024 == 1023 and now() > deadline:
+                width = 1  # a wide click's children take seconds: those of the first parents do
+                break
             moves_here = clusters(states[i], geometry, masks, colours, group_start)
             for j in range(moves_here):
                 child = candidates[count]
@@ -139,10 +149,16 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0):
         for k in range(1, count):
             distinct[k] = keys[by_key[k]] != keys[by_key[k - 1]]
         order = by_key[distinct]
+        scored = 0
         for position in order:
+            if deadline > 0.0 and width > 1 and scored % 1024 == 1023 and now() > deadline:
+                width = 1  # the most of a wide click's time: the best of those scored goes on
+                break
             board_features(candidates[position], geometry, scratch_masks, scratch_colours, group_start, features)
             _rule_feature(candidates[position], geometry, weights, features)
             scores[position] = _score(weights, features)
+            scored += 1
+        order = order[:scored]
         order = order[np.argsort(scores[order], kind="mergesort")]
         if shortlist > 0:
             order = order[: shortlist * width]
