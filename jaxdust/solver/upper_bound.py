@@ -93,8 +93,9 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0, deadline
     plain search at ``shortlist=4``, and shorter solutions (see benchmarks/beam.py).
 
     ``deadline > 0``: the ``bitboard.now()`` past which the rest is played at width 1 (a
-    solution still, in moments: a wide beam took minutes past ``solve``'s time limit); the
-    clock is read once a click, where a Ctrl-C is met too. 0: no clock read.
+    solution still, in moments: unbounded, a 0.2 s limit took 5.5 s at width 65,536 on a
+    7x9x4 Former board); the clock is read once a click and every 1,024 parents expanded or
+    positions scored, where a Ctrl-C is met too. 0: no clock read.
     """
     num_colours = root.shape[0]
     max_depth = geometry.width * geometry.height
