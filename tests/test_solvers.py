@@ -597,6 +597,8 @@ def _wasted_last(record: dict) -> dict:
     (lambda r: {k: v for k, v in r.items() if k != "lower_bound"}, "its result cannot be read"),
     (lambda r: {k: v for k, v in r.items() if k != "length"}, "its result cannot be read"),  # was a KeyError
     (lambda r: {**r, "length": float("inf")}, "its result cannot be read"),  # Infinity: was an OverflowError
+    (lambda r: {**r, "length": r["length"] + 0.5}, "its result cannot be read"),  # was read as its whole part
+    (lambda r: {**r, "lower_bound": str(r["lower_bound"])}, "its result cannot be read"),
 ])
 def test_cli_refuses_to_resume_a_result_line_edited_by_hand(tmp_path, boards_dir, capsys, edit, words):
     """A result line was taken as it stood: one edited to a shorter length was skipped on

@@ -169,8 +169,8 @@ def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chun
         padding = chunk - part.shape[0]
         part = np.concatenate([part, np.zeros((padding, *part.shape[1:]), part.dtype)])
         part_keys = np.concatenate([part_keys, key_data[:padding]])  # the padded boards end at once
-        part_keys = jax.random.wrap_key_data(jnp.asarray(part_keys), impl=jax.random.key_impl(key))
-        result = _play_boards(jnp.asarray(part), policy, part_keys, int(max_clicks), params, rules)
+        keys = jax.random.wrap_key_data(jnp.asarray(part_keys), impl=jax.random.key_impl(key))
+        result = _play_boards(jnp.asarray(part), policy, keys, int(max_clicks), params, rules)
         parts.append(jax.tree.map(lambda leaf: np.asarray(leaf)[: chunk - padding], result))
         if progress is not None:
             progress(chunk - padding)

@@ -207,9 +207,10 @@ def _finite(number) -> bool:
         return False
 
 
-def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_positions=1) -> None:
+def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_positions=1) -> float | None:
     """ValueError naming the first of ``solve``'s (or ``solve_dfs``'s) limits that is not
-    what it takes."""
+    what it takes; else ``time_limit`` as a Python float (a NumPy scalar's type would
+    compile another search) or None."""
     if time_limit is not None and (isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, numbers.Real)
                                    or not _finite(time_limit) or time_limit <= 0):
         raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
@@ -221,6 +222,7 @@ def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_pos
         raise ValueError(f"colors must be an integer in 1..{MAX_COLORS} or None, got {colors!r}")
     if beam_width is not None and (not is_integer(beam_width) or not 0 <= beam_width <= MAX_BEAM_WIDTH):
         raise ValueError(f"beam_width must be an integer in 0..{MAX_BEAM_WIDTH} or None, got {beam_width!r}")
+    return None if time_limit is None else float(time_limit)
 
 
 @bitboard.interrupts_as_such
@@ -277,8 +279,7 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
       TimeoutError: with ``beam_width=0`` (no first answer) when the limit ends the search
         before it finds a solution.
     """
-    check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions)
-    time_limit = None if time_limit is None else float(time_limit)  # a NumPy scalar's type: another compile
+    time_limit = check_limits(time_limit, node_limit, colors, beam_width, checkpoint_positions)
     if table is not None and not isinstance(table, TranspositionTable):
         raise TypeError(f"table must be a TranspositionTable or None, got {type(table).__name__}")
     if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):

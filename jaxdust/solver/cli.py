@@ -60,7 +60,7 @@ from jaxdust.core.files import (atomic_write_bytes, is_stream, lock_directory, o
 from jaxdust.solver import compiled
 from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TABLE_BITS,
                                 TranspositionTable, initial_table_bits, solve)
-from jaxdust.core.game import CLICK_RULES, is_done
+from jaxdust.core.game import CLICK_RULES, is_done, is_integer
 from jaxdust.core.progress import progress_bar
 
 
@@ -370,7 +370,9 @@ def _unsound(record: dict, width: int | None, height: int | None, rules: str) ->
     solver writes only such lines; one edited by hand would be skipped on resume and listed
     by ``--board-file`` as proven."""
     try:
-        length, bound = int(record["length"]), int(record["lower_bound"])
+        length, bound = record["length"], record["lower_bound"]
+        if not (is_integer(length) and is_integer(bound)):  # int() would read 2.5 as 2
+            raise TypeError(f"its length {length!r} and lower bound {bound!r} are not both integers")
         board = parse_board(record["board"], width, height, rules)
         final, played = replay(board, [tuple(click) for click in record["clicks"]], rules, wasted=True)
     except (KeyError, TypeError, ValueError, OverflowError) as error:  # no such field, not pairs, off the board, inf

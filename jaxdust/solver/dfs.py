@@ -120,8 +120,7 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
     Raises ``TimeoutError`` if no solution was found at all (only with tiny limits), and
     ValueError for a limit or ``colors`` it cannot take, as ``solve`` does.
     """
-    check_limits(time_limit, node_limit, colors)
-    time_limit = None if time_limit is None else float(time_limit)  # as solve: one compiled type
+    time_limit = check_limits(time_limit, node_limit, colors)
     _load_compiled_code()  # before the clock starts: a cold cache's compiling would eat the limit
     cells = board_array(board)
     width, height = cells.shape

@@ -82,6 +82,12 @@ def _lookahead_score(child, geometry, weights, masks, colours, group_start, scra
 
 
 @numba.njit(cache=True)
+def _past_deadline(deadline, width):
+    """Whether a beam ``width`` wide should narrow to one: its ``deadline`` (0: none) has passed."""
+    return deadline > 0.0 and width > 1 and now() > deadline
+
+
+@numba.njit(cache=True)
 def beam_upper_bound(root, geometry, width, weights, path, shortlist=0, deadline=0.0):
     """A quick upper bound: keep the ``width`` best distinct positions per click, scored
     by ``weights`` over FEATURES (``heuristic.heuristic_weights``: a sixth weight adds the
@@ -120,11 +126,11 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0, deadline
     grandchild = np.empty(num_colours, np.uint64)
     features = np.empty(weights.shape[0], np.float64)
     for depth in range(max_depth):
-        if deadline > 0.0 and width > 1 and now() > deadline:
+        if _past_deadline(deadline, width):
             width = alive = 1  # the best position kept (the first) goes on alone
         count = 0
         for i in range(alive):
-            if deadline > 0.0 and width > 1 and i % 1024 == 1023 and now() > deadline:
+            if i % 1024 == 1023 and _past_deadline(deadline, width):
                 width = 1  # a wide click's children take seconds: those of the first parents do
                 break
             moves_here = clusters(states[i], geometry, masks, colours, group_start)
@@ -152,7 +158,7 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0, deadline
         order = by_key[distinct]
         scored = 0
         for position in order:
-            if deadline > 0.0 and width > 1 and scored % 1024 == 1023 and now() > deadline:
+            if scored % 1024 == 1023 and _past_deadline(deadline, width):
                 width = 1  # the most of a wide click's time: the best of those scored goes on
                 break
             board_features(candidates[position], geometry, scratch_masks, scratch_colours, group_start, features)
