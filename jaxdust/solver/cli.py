@@ -375,7 +375,7 @@ def _unsound(record: dict, width: int | None, height: int | None, rules: str) ->
             raise TypeError(f"its length {length!r} and lower bound {bound!r} are not both integers")
         board = parse_board(record["board"], width, height, rules)
         final, played = replay(board, [tuple(click) for click in record["clicks"]], rules, wasted=True)
-    except (KeyError, TypeError, ValueError, OverflowError) as error:  # no such field, not pairs, off the board, inf
+    except (KeyError, TypeError, ValueError, OverflowError) as error:  # no such field, not integers or pairs, off the board
         return f"its result cannot be read ({type(error).__name__}: {error})"
     if not bool(is_done(final)) or played != length:
         outcome = "do not clear the board" if not bool(is_done(final)) else f"take {played}"
