@@ -1293,3 +1293,16 @@ def test_a_leaderboard_report_names_the_run_and_entry_behind_each_row(tmp_path, 
     assert "note: --seed 2026 draws, first, the boards train.py evaluates a run on" in capsys.readouterr().err
     leaderboard.main(["--size", "8x6x5", "--boards", "2", "--seed", "2026", "--entries", "largest"])
     assert "note: --seed" not in capsys.readouterr().err  # no run played
+
+
+def test_the_duplicate_filter_benchmark_compares_equal_choices_by_their_memory(tmp_path, monkeypatch, capsys):
+    """``benchmarks/dataset_filter.py``: both filters keep the same positions (on boards small
+    enough to repeat), and the packed one holds fewer bytes a position than the set."""
+    out = tmp_path / "filter.json"
+    _benchmark("dataset_filter", monkeypatch).main(["--positions", "3000", "--batch", "70", "--size", "4x2x3",
+                                                    "--out", str(out)])
+    report = json.loads(out.read_text())
+    packed, plain = report["results"]["PositionFilter"], report["results"]["set of bytes"]
+    assert packed["kept"] == plain["kept"] < 3000 and report["size"] == "4x2x3"
+    assert packed["bytes"] < plain["bytes"] / 3
+    assert "| PositionFilter | " in capsys.readouterr().out

@@ -508,6 +508,32 @@ def test_mirror_images_are_one_sample_only_where_they_play_alike():
         assert (len(train.boards), len(validation.boards)) == (6 if mirrored else 3, 1)
 
 
+@pytest.mark.parametrize("game", [GameConfig(4, 3, 2), GameConfig(3, 3, 2), GameConfig(3, 2, 9, "former"),
+                                  GameConfig(8, 6, 5)], ids=lambda game: game.size_spec)
+def test_the_position_filter_keeps_what_a_set_of_canonical_keys_keeps_in_a_few_bytes_a_position(game):
+    """The data-set maker's filter against the plain one it replaced (a Python set of
+    ``canonical_key`` bytes, 115 bytes a position), in batches of every size from none up,
+    on boards small enough to repeat, with their mirror images mixed in."""
+    rng = np.random.default_rng(game.num_cells)
+    seen, reference, kept = datasets.PositionFilter(game), set(), 0
+    colours = rng.integers(0, game.colors + 1, size=(5_000, game.width, game.height)).astype(np.int8)
+    colours[::3] = colours[1::3][:len(colours[::3])][:, ::-1]  # mirror images of boards nearby
+    batches = np.split(colours, np.cumsum(rng.integers(0, 200, size=60)))
+    for batch in batches:
+        expected = []
+        for board in batch:
+            key = datasets.canonical_key(board, game.mirror_symmetric)
+            expected.append(key not in reference)
+            reference.add(key)
+        fresh = seen.new(batch)
+        assert fresh.dtype == bool and fresh.tolist() == expected
+        kept += int(fresh.sum())
+    assert len(seen) == len(reference) == kept and kept < len(colours)
+    assert seen.nbytes == kept * -(-game.num_cells * int(game.colors).bit_length() // 8)  # packed, not a byte a cell
+    assert len(seen.runs) <= np.log2(kept) + 1
+    assert not seen.new(colours).any()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux's")
 @pytest.mark.parametrize("thread", [False, True], ids=["main-thread", "other-thread"])
 def test_workers_die_with_a_parent_killed_outright(thread, tmp_path):
