@@ -30,7 +30,9 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
     """``map(function, items)`` over ``jobs`` processes, yielding each result in the items'
     order as soon as it and those before it are done (``jobs <= 1``: in this process).
 
-    The processes are spawned, not forked, so they inherit no JAX threads. A process that
+    The processes are spawned, not forked, so they inherit no JAX threads. ``items`` is read
+    as the work goes, ``IN_FLIGHT_PER_JOB`` items a process ahead of the results that have
+    ended (results that end before an earlier one are held until it ends). A process that
     dies (killed, out of memory) raises ``WorkerDied``: ``multiprocessing.Pool`` would wait
     for its result forever.
 
@@ -51,6 +53,9 @@ def completed_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
     return _pool_map(function, items, jobs, in_order=False)
 
 
+IN_FLIGHT_PER_JOB = 8  # items handed to the pool a process: a queue for each, not every item at once
+
+
 def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) -> Iterator:
     if jobs <= 1:
         yield from map(function, items)
@@ -64,6 +69,23 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         jobs = min(jobs, len(items))
     executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                                       initializer=_worker_setup, initargs=(os.getpid(),))
+    # Items are handed out as results come back, a few a process ahead: a pool given every
+    # item at once holds ~2 KB a pending item (20 GB for 10^7 boards) and hands out a million
+    # for a minute before the first result is passed on.
+    window = jobs * IN_FLIGHT_PER_JOB
+    places: dict = {}  # each future handed out and not yet passed on -> its item's place among the items
+    done: queue.SimpleQueue = queue.SimpleQueue()  # futures as they end (put there by the pool's thread)
+    handed_out = running = 0  # running: handed out, not yet ended
+
+    def hand_out() -> None:
+        nonlocal handed_out, running
+        for item in itertools.islice(remaining, max(window - running, 0)):
+            future = executor.submit(function, item)
+            places[future] = handed_out
+            handed_out += 1
+            running += 1
+            future.add_done_callback(done.put)
+
     finished = False
     try:
         # The workers start (seconds of imports) with Ctrl-C ignored from birth (an ignored
@@ -71,30 +93,33 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         # where no handler can be set, the launcher thread's signal mask blocks it): the
         # parent alone takes it, not each worker with a traceback. They are all started
         # first, as the executor does for forked workers; the items are then handed out with
-        # Ctrl-C live (a million of them take tens of seconds).
-        def start() -> list:
+        # Ctrl-C live.
+        def start() -> None:
             launch = getattr(executor, "_launch_processes", None)  # noqa: SLF001
             if launch is not None:
                 launch()
-                return []
-            # a Python without it: each of the first `jobs` items starts a worker
-            return [executor.submit(function, item) for item in itertools.islice(remaining, jobs)]
+            else:  # a Python without it: each of the first items starts a worker
+                hand_out()
 
         with _sigint_handler(signal.SIG_IGN):
-            futures = start() if _on_main_thread() else _on_launcher_thread(start)
-        futures += [executor.submit(function, item) for item in remaining]
-        # Each result is let go once passed on (a future keeps it): a million of them are
-        # not all held until the end.
-        pending = collections.deque(futures)
-        del futures
-        if in_order:
-            while pending:
-                yield pending.popleft().result()
-        else:
-            completed = concurrent.futures.as_completed(pending)  # keeps them in a set of its own, let go as it yields
-            del pending
-            for future in completed:
+            start() if _on_main_thread() else _on_launcher_thread(start)
+        hand_out()
+        ended: dict = {}  # in order: the futures that ended before one handed out earlier, by place
+        next_place = 0
+        while places:
+            future = done.get()
+            running -= 1
+            hand_out()  # before the result is passed on: the workers stay busy meanwhile
+            if not in_order:
+                del places[future]
                 yield future.result()
+                continue
+            ended[places[future]] = future
+            while next_place in ended:
+                future = ended.pop(next_place)
+                del places[future]
+                next_place += 1
+                yield future.result()  # each let go once passed on
         finished = True
     except BrokenProcessPool as error:
         if error.__cause__ is not None:  # alive, but what it sent back (a result, an error) could not be read here

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -305,11 +306,6 @@ def _shard_path(directory: str, shard: int) -> str:
     return os.path.join(directory, _shard_name(shard))
 
 
-def _label_job(job):
-    config, index = job
-    return label_board(config, index)
-
-
 class OtherSettings(ValueError):
     """A data set's directory holds one made with other settings (``differences`` names them)."""
 
@@ -448,7 +444,7 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         file=sys.stderr, enabled=progress,
     ) as bar:
         # In board order, so the journal is the same whatever --jobs (and after a resume).
-        for record in ordered_map(_label_job, [(config, i) for i in todo], jobs):
+        for record in ordered_map(functools.partial(label_board, config), todo, jobs):
             journal.write(json.dumps(record) + "\n")
             journal.flush()
             os.fsync(journal.fileno())
