@@ -86,6 +86,23 @@ def test_bitboard_clicks_match_reference(size):
             board, transitions = board_after, transitions + 1
 
 
+def test_bitboards_hold_every_cell_and_refuse_a_colour_past_their_planes():
+    """``to_planes`` put a negative colour in a plane counted from the end, without a word."""
+    rng = np.random.default_rng(5)
+    for width, height, colors in ((8, 8, 9), (1, 1, 1), (3, 5, 2)):
+        board = rng.integers(0, colors + 1, size=(width, height)).astype(np.int8)
+        board[-1, -1] = colors  # the top bit of a 64-cell board: 2^63
+        planes = bitboard.to_planes(board, colors)
+        assert planes.dtype == np.uint64 and planes.shape == (colors,)
+        assert [int(plane) for plane in planes] == [sum(1 << int(cell) for cell in np.flatnonzero(board.reshape(-1) == c))
+                                                    for c in range(1, colors + 1)]
+        assert bitboard.to_board(planes, width, height).dtype == np.int8
+        np.testing.assert_array_equal(bitboard.to_board(planes, width, height), board)
+    for colour in (-1, 3):
+        with pytest.raises(ValueError, match=f"a board of colours 0 to 2 holds {colour}"):
+            bitboard.to_planes(np.array([[1, colour], [2, 0]]), 2)
+
+
 def test_an_install_numba_cannot_cache_beside_still_imports_and_caches_in_the_temporary_folder(tmp_path):
     """A read-only install run where the home folder is not writable either: numba found no
     place for its cache and ``import jaxdust`` failed. Here numba's locators are cut to the

@@ -74,26 +74,25 @@ def make_geometry(width: int, height: int, rules: str = "dust") -> Geometry:
 
 
 def to_planes(board: np.ndarray, colors: int) -> np.ndarray:
-    """int board ``[W, H]`` -> uint64 ``[colors]``; ValueError past ``MAX_CELLS`` cells."""
+    """int board ``[W, H]`` of colours 0 (empty) to ``colors`` -> uint64 ``[colors]``;
+    ValueError past ``MAX_CELLS`` cells or for a colour outside that range."""
     board = np.asarray(board)
     if board.size > MAX_CELLS:
         raise ValueError(f"bitboards hold at most {MAX_CELLS} cells, got {'x'.join(map(str, board.shape))}")
     flat = board.reshape(-1)
-    planes = np.zeros(colors, np.uint64)
-    for index, value in enumerate(flat):
-        if value:
-            planes[value - 1] |= U64(1 << index)
-    return planes
+    if flat.size and (flat.min() < 0 or flat.max() > colors):
+        raise ValueError(f"a board of colours 0 to {colors} holds {flat.min() if flat.min() < 0 else flat.max()}")
+    cells = np.left_shift(ONE, np.arange(flat.size, dtype=np.uint64))
+    of_colour = flat[None, :] == np.arange(1, colors + 1)[:, None]
+    return np.bitwise_or.reduce(np.where(of_colour, cells[None, :], ZERO), axis=1)
 
 
 def to_board(planes: np.ndarray, width: int, height: int) -> np.ndarray:
-    """uint64 ``[colors]`` -> int8 board ``[W, H]``."""
-    board = np.zeros(width * height, np.int8)
-    for colour, plane in enumerate(planes):
-        for index in range(width * height):
-            if (int(plane) >> index) & 1:
-                board[index] = colour + 1
-    return board.reshape(width, height)
+    """uint64 ``[colors]`` -> int8 board ``[W, H]`` (a cell in two planes takes the later's colour)."""
+    planes = np.asarray(planes, np.uint64)
+    bits = (planes[:, None] >> np.arange(width * height, dtype=np.uint64)) & ONE
+    colours = np.arange(1, len(planes) + 1, dtype=np.int8)[:, None]
+    return np.max(bits.astype(np.int8) * colours, axis=0, initial=0).reshape(width, height)
 
 
 def path_clicks(path: np.ndarray, length: int, height: int) -> list[tuple[int, int]]:
