@@ -179,7 +179,7 @@ def _click(planes: np.ndarray, geometry: bitboard.Geometry, board: np.ndarray, x
     width, height = board.shape
     cluster = np.uint64(bitboard.flood(np.uint64(1 << (x * height + y)), planes[board[x, y] - 1], geometry))
     bitboard.remove_in_place(planes, cluster, geometry)
-    return bitboard.to_board(planes, width, height), bitboard.to_board(cluster[None], width, height) != 0
+    return bitboard.to_board(planes, width, height), bitboard.to_board(np.array([cluster]), width, height) != 0
 
 
 def _beam_labels(config: DatasetConfig, board: np.ndarray) -> dict:
