@@ -18,7 +18,8 @@ node budgets and a fresh table per board. It appends each solved board to
 resumes losing only the boards in flight, and ends with the same files as an
 uninterrupted one. Positions equal up to the mirror image are kept once (the first in
 board order) where the two play alike (``game.mirror_symmetric``: not the dust game at odd
-widths); elsewhere equal positions are.
+widths); elsewhere equal positions are. The filter that finds them holds every position
+kept in memory, packed (18 bytes a position on 8x6x5 boards: ~2 GB for 10^7 boards).
 
     python -m jaxdust.learn.datasets --out results/sets/demo --boards 200
     python -m jaxdust.learn.datasets --out results/sets/former --env Former-7x9x4-v0 --labeller beam
