@@ -532,6 +532,10 @@ def test_the_position_filter_keeps_what_a_set_of_canonical_keys_keeps_in_a_few_b
     assert seen.nbytes == kept * -(-game.num_cells * int(game.colors).bit_length() // 8)  # packed, not a byte a cell
     assert len(seen.runs) <= np.log2(kept) + 1
     assert not seen.new(colours).any()
+    shrinking = datasets.PositionFilter(game)  # batches of ever fewer new positions merge too
+    for start in range(0, 45):
+        shrinking.new(colours[start * 45 - start * (start - 1) // 2:][:45 - start])
+    assert len(shrinking.runs) <= np.log2(len(shrinking)) + 1
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux's")

@@ -1023,6 +1023,29 @@ def test_a_workers_error_comes_back_as_itself_or_named_not_as_a_death():
     assert error.value.field == "node_limit"
     with pytest.raises(WorkerDied, match="a worker's result could not be passed back: .*missing 1 required"):
         list(ordered_map(workers.raise_an_unpicklable_error, [0], 2))
+    # With items left to hand out (more than the pool is given at once), as well.
+    with pytest.raises(WorkerDied, match="a worker's result could not be passed back: .*missing 1 required"):
+        list(ordered_map(workers.raise_an_unpicklable_error, [0] * 40, 2))
+
+
+def test_results_that_ended_before_a_worker_died_are_passed_on_before_its_death():
+    """The next item handed to a pool broken by a death was refused at once: the results
+    that had ended meanwhile, waiting to be passed on, were lost (the solver's command keeps
+    each proof that ends)."""
+    import time
+
+    for spread in (ordered_map, completed_map):
+        results = []
+        with pytest.raises(WorkerDied, match="a worker process died"):
+            for result in spread(workers.square_or_die_late_on_three, range(1, 100), 2):
+                results.append(result)
+                if len(results) == 1:
+                    time.sleep(3.0)  # the other items end, and item 3's worker dies, meanwhile
+        assert 9 not in results
+        if spread is ordered_map:
+            assert results == [1, 4]
+        else:
+            assert {1, 4, 16} <= set(results)
 
 
 def test_work_in_processes_can_come_back_as_it_ends():

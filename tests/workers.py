@@ -13,6 +13,14 @@ def square_or_die_on_three(item: int) -> int:
     return item * item
 
 
+def square_or_die_late_on_three(item: int) -> int:
+    """``square_or_die_on_three``, dying a second after item 3 is taken: the items before it
+    have ended by then."""
+    if item == 3:
+        time.sleep(1.0)
+    return square_or_die_on_three(item)
+
+
 def touch(path: str) -> str:
     """Make the file ``path`` (a sign to the test that this item is done)."""
     open(path, "w").close()

@@ -76,11 +76,18 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
     places: dict = {}  # each future handed out and not yet passed on -> its item's place among the items
     done: queue.SimpleQueue = queue.SimpleQueue()  # futures as they end (put there by the pool's thread)
     handed_out = running = 0  # running: handed out, not yet ended
+    refused: list[BrokenProcessPool] = []
 
     def hand_out() -> None:
         nonlocal handed_out, running
-        for item in itertools.islice(remaining, max(window - running, 0)):
-            future = executor.submit(function, item)
+        for item in itertools.islice(remaining, 0 if refused else max(window - running, 0)):
+            try:
+                future = executor.submit(function, item)
+            except BrokenProcessPool as error:
+                # A worker died and the pool takes no more: what ended before is still passed
+                # on, and the futures it failed then raise with their cause.
+                refused.append(error)
+                return
             places[future] = handed_out
             handed_out += 1
             running += 1
@@ -120,6 +127,8 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
                 del places[future]
                 next_place += 1
                 yield future.result()  # each let go once passed on
+        if refused:  # every future had ended well, but items were left
+            raise refused[0]
         finished = True
     except BrokenProcessPool as error:
         if error.__cause__ is not None:  # alive, but what it sent back (a result, an error) could not be read here

@@ -112,16 +112,16 @@ class PositionFilter:
     where ``game.mirror_symmetric``) the first is new, and every later one is not.
 
     A position is held as its cells packed to the bits its colours need (18 bytes on 8x6x5
-    boards), in sorted runs of about doubling length, looked up by bisection: some 20 to 40
-    bytes a position where a Python set of ``canonical_key`` bytes takes 115, with no chance
-    of a false match.
+    boards, twice that for a moment while runs merge; a Python set of ``canonical_key``
+    bytes takes 115), in sorted runs each over twice as long as the next, looked up by
+    bisection: exact, with no chance of a false match.
     """
 
     def __init__(self, game: GameConfig):
         self.width, self.height = game.width, game.height
         self.bits = int(game.colors).bit_length()
         self.mirror = game.mirror_symmetric
-        self.runs: list[np.ndarray] = []  # sorted, unique keys; lengths roughly halving along the list
+        self.runs: list[np.ndarray] = []  # sorted, unique keys; each run over twice as long as the next
 
     def __len__(self) -> int:
         return sum(len(run) for run in self.runs)
@@ -162,9 +162,10 @@ class PositionFilter:
         fresh = np.zeros(len(every_key), bool)
         fresh[first[unseen]] = True
         run = keys[unseen]
-        # Merged while a run is no shorter than the one before it, so there are about
-        # log2(positions / batch) runs to look in, and each key is merged as often.
-        while self.runs and len(self.runs[-1]) <= len(run):
+        # Merged while the run before is not over twice as long, so there are at most
+        # log2(positions) runs to look in, however the batches' sizes go, and each key is
+        # merged about as often.
+        while self.runs and len(self.runs[-1]) <= 2 * len(run):
             run = np.concatenate([self.runs.pop(), run])
             run.sort(kind="stable")  # two sorted halves: timsort merges them in one pass
         if len(run):
