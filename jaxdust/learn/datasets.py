@@ -201,8 +201,8 @@ def label_board(config: DatasetConfig, index: int) -> dict:
                      rules=config.game.rules)
 
     position = source_board(config, index)
-    planes, geometry = bitboard.to_planes(position, config.game.colors), bitboard.make_geometry(
-        config.game.width, config.game.height, config.game.rules)
+    planes = bitboard.to_planes(position, config.game.colors)
+    geometry = bitboard.make_geometry(config.game.width, config.game.height, config.game.rules)
     result = search(position)
     clicks, lower_bounds = list(result.clicks), [result.lower_bound]
     tail_proven = result.optimal
