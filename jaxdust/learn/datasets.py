@@ -276,8 +276,6 @@ def _shard_bytes(config: DatasetConfig, records: list[dict], seen: PositionFilte
     rows = [(board, mask, cost, proven, record["index"], step)
             for record in records for board, mask, cost, proven, step in samples_of(config, record)]
     width, height = config.game.width, config.game.height
-    fresh = seen.new(np.array([row[0] for row in rows], np.int8).reshape(-1, width, height))
-    rows = [row for row, keep in zip(rows, fresh) if keep]
     arrays = {
         "boards": np.array([r[0] for r in rows], np.int8).reshape(-1, width, height),
         "clicked": np.array([r[1] for r in rows], bool).reshape(-1, width, height),
@@ -286,7 +284,8 @@ def _shard_bytes(config: DatasetConfig, records: list[dict], seen: PositionFilte
         "board_id": np.array([r[4] for r in rows], np.int32),
         "step": np.array([r[5] for r in rows], np.int16),
     }
-    return _npz_bytes(arrays)
+    fresh = seen.new(arrays["boards"])
+    return _npz_bytes({name: array[fresh] for name, array in arrays.items()})
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
