@@ -15,6 +15,48 @@ pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leav
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+DOC_TEXTS = {path.relative_to(ROOT).as_posix(): path.read_text()
+             for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]}
+
+
+def _resolves(name: str) -> bool:
+    """Whether ``name`` (``jaxdust.module.attribute``) is there once its longest module
+    prefix is imported."""
+    import importlib
+
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:end]))
+        except ModuleNotFoundError:
+            continue
+        for part in parts[end:]:
+            if not hasattr(target, part):
+                return False
+            target = getattr(target, part)
+        return True
+    return False
+
+
+def test_every_name_the_docs_give_exists():
+    names = {(page, name) for page, text in DOC_TEXTS.items()
+             for name in re.findall(r"`(jaxdust(?:\.[A-Za-z_]\w*)+)", text)}
+    assert len(names) > 30
+    assert [f"{page}: {name}" for page, name in sorted(names) if not _resolves(name)] == []
+
+
+def test_the_calls_in_the_docs_tables_work_after_import_jaxdust():
+    # A table row puts jaxdust.solve(...) beside jaxdust.solver.points.beam(...): one import for both.
+    calls = sorted({name for text in DOC_TEXTS.values() for row in re.findall(r"^\|.*", text, re.M)
+                    for name in re.findall(r"`(jaxdust(?:\.[A-Za-z_]\w*)+)\(", row)})
+    assert "jaxdust.solver.points.nmcs" in calls
+    script = ("import functools, sys, jaxdust\n"
+              "for name in sys.argv[1:]:\n"
+              "    functools.reduce(getattr, name.split('.')[1:], jaxdust)\n")
+    result = subprocess.run([sys.executable, "-c", script, *calls], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> pathlib.Path:
     site_dir = tmp_path_factory.mktemp("site")

@@ -25,7 +25,7 @@ from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
 from jaxdust.learn.datasets import Dataset, DatasetConfig, load_dataset, make_dataset
 from tests import family_reference as fr
-from tests.conftest import WHOLE_DQN, host_devices_flags, run_log
+from tests.conftest import TINY_DQN, WHOLE_DQN, host_devices_flags, run_log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(num_envs=32, chunk_iterations=10, hidden=(32,), buffer_size=1024, batch_size=32,
@@ -984,6 +984,21 @@ print(json.dumps({"devices": len(jax.devices()), "spec": str(b.replay.boards.sha
     assert report["diff"] < 1e-5 and report["boards_equal"] and report["minibatch_split"]
     assert abs(report["loss"][0] - report["loss"][1]) < 1e-5
     assert report["avi_diff"] < 1e-4  # and the boards in play are the same
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, counter, total", [
+    (["avi", "--size", "4x3x3", "--hidden", "16", "--num-envs", "16", "--beam-width", "2", "--buffer-lines", "16",
+      "--total-updates", "12", "--chunk-updates", "5"], "updates", 12),
+    ([*TINY_DQN, "--total-steps", str(32 * 25)], "env_steps", 32 * 25),  # chunks of 10, 10 and 5 iterations
+])
+def test_a_shorter_last_chunk_trains_on_several_devices(tmp_path, flags, counter, total):
+    # A sharded jit takes no keyword arguments: the last chunk's length must reach it otherwise.
+    result = subprocess.run([sys.executable, "train.py", *flags, "--devices", "2", "--run-dir", str(tmp_path / "run")],
+                            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "XLA_FLAGS": host_devices_flags(2)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    chunks = [line for line in run_log(tmp_path / "run") if counter in line]
+    assert [line["chunk"] for line in chunks][-1] == 3 and chunks[-1][counter] == total
 
 
 @pytest.mark.slow

@@ -308,7 +308,8 @@ def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
 
 def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
     """``init(key) -> Runner`` and ``run_chunk(runner, length=config.chunk_updates) ->
-    (Runner, ChunkMetrics)``, jitted (``length`` is static: a run's last chunk may be shorter)."""
+    (Runner, ChunkMetrics)``, jitted (``length`` is static: a run's last chunk may be shorter;
+    with a ``mesh`` pass it positionally, as jit with shardings takes no keywords)."""
     network = config.network
     size = config.game
     count, cells, slots = config.num_envs, size.num_cells, config.child_slots

@@ -375,7 +375,8 @@ def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
 
 def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
     """``init(key) -> Runner`` and ``run_chunk(runner, length=config.chunk_iterations) ->
-    (Runner, ChunkMetrics)``, both jitted (``length`` is static: a run's last chunk may be shorter).
+    (Runner, ChunkMetrics)``, both jitted (``length`` is static: a run's last chunk may be shorter;
+    with a ``mesh`` pass it positionally, as jit with shardings takes no keywords).
 
     With a ``mesh`` (axis ``data``), games, replay and each minibatch are split over its
     devices and the parameters replicated; XLA inserts the gradient all-reduce (data

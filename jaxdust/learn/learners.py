@@ -93,8 +93,9 @@ def _lockstep_trainer(make, config, mesh, iterations: int, chunk: int, counters)
     def step(runner, index):
         length = min(chunk, iterations - (index - 1) * chunk)
         # Full chunks call it as everyone does: jit traces run_chunk(runner) and
-        # run_chunk(runner, length=chunk) apart, and would compile the same program twice.
-        runner, metrics = run_chunk(runner) if length == chunk else run_chunk(runner, length=length)
+        # run_chunk(runner, chunk) apart, and would compile the same program twice. The
+        # length goes positionally: jit with in_shardings (several devices) takes no keywords.
+        runner, metrics = run_chunk(runner) if length == chunk else run_chunk(runner, length)
         return runner, {**counters(runner), **{k: float(v) for k, v in metrics._asdict().items()}}
 
     return Trainer(init, step, _chunks(iterations, chunk), counters)

@@ -12,5 +12,6 @@ cache_dir.ensure_writable()  # before the first cache=True function is defined
 
 from jaxdust.solver.api import Solution, TranspositionTable, solve  # noqa: E402
 from jaxdust.solver.dfs import solve_dfs  # noqa: E402
+from jaxdust.solver import points  # noqa: E402  (the docs call jaxdust.solver.points.beam after import jaxdust)
 
-__all__ = ["Solution", "TranspositionTable", "solve", "solve_dfs"]
+__all__ = ["Solution", "TranspositionTable", "points", "solve", "solve_dfs"]
