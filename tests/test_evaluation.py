@@ -407,6 +407,18 @@ def test_plots_count_unfinished_games_as_neither_equal_nor_shorter_and_bin_whole
         assert png[:4] == b"\x89PNG"
 
 
+def test_the_points_figure_gives_the_means_as_the_table_does(monkeypatch):
+    # Cells left are few: the table's 0.47 and 0.50 were both "mean 0.5" in the legend.
+    from jaxdust.evaluation import plots
+    legends = []
+    monkeypatch.setattr(plots, "_png", lambda figure: legends.append(
+        [text.get_text() for text in figure.axes[0].get_legend().get_texts()]) or b"")
+    values = {"a": np.array([0] * 53 + [1] * 47), "b": np.array([0, 1])}
+    for measure in evaluate_cli.MEAN_DIGITS:
+        plots.value_histograms(values, "t", measure, digits=evaluate_cli.MEAN_DIGITS[measure])
+    assert legends == [["a (mean 0.5)", "b (mean 0.5)"], ["a (mean 0.47)", "b (mean 0.50)"]]
+
+
 def test_a_board_file_without_a_header_is_read_at_the_size_env_names(tmp_path, capsys):
     """36 digits were refused as not 8x6, with a hint naming flags evaluate.py has not;
     --env names the size, and a header, where there is one, still says what its boards are."""
@@ -931,6 +943,21 @@ def test_the_ranking_command_counts_the_boards_it_drew_with_those_that_gave_no_p
     out = tmp_path / "ranking.jsonl"
     assert ranking.main(["--boards", "2", "--out", str(out)]) == 0
     assert capsys.readouterr().out == f"{out}: 1 labelled position from 2 boards (1 with any)\n"
+
+
+def test_the_ranking_command_refuses_an_out_another_run_is_writing(tmp_path, capsys, monkeypatch):
+    """Two runs on one file each started after its last board and wrote the same boards twice."""
+    from jaxdust.core import files
+    record = ranking.load()[0]
+    monkeypatch.setattr(ranking, "board_records", lambda index, node_limit: [{**record, "board_index": index}])
+    out = tmp_path / "ranking.jsonl"
+    with files.open_to_append_alone(out):  # the other run
+        with pytest.raises(SystemExit) as stop:
+            ranking.main(["--boards", "2", "--out", str(out)])
+        assert stop.value.code == 2 and "another ranking run is writing --out" in capsys.readouterr().err
+        assert out.read_text() == ""
+    assert ranking.main(["--boards", "2", "--out", str(out)]) == 0  # let go: this one writes
+    assert [json.loads(line)["board_index"] for line in out.read_text().splitlines()] == [0, 1]
 
 
 def test_the_ranking_command_to_dev_stdout_counts_what_it_wrote_beside_the_records(tmp_path):

@@ -1136,6 +1136,18 @@ def _settled(run_dir, *flags):
     return args, runs.settle_run_flags(learners.get("imitation"), args)
 
 
+def test_resuming_a_run_trained_on_data_refuses_the_flags_that_make_data(tmp_path, capsys):
+    """Its config.json keeps the making flags' defaults beside --data: --data-boards 200 was
+    refused as "not the run's own (30000)", a number no data set of the run had, and 30000
+    taken without a word."""
+    _write_run(tmp_path / "run", data=str(tmp_path / "data"), data_boards=30_000, data_beam_width=32)
+    for flag, value in (("--data-boards", "200"), ("--data-boards", "30000"), ("--data-beam-width", "32")):
+        with pytest.raises(SystemExit):
+            cli.main(["imitation", "--run-dir", str(tmp_path / "run"), "--resume", flag, value])
+        assert capsys.readouterr().err.strip().endswith(
+            f"with --data none is made (the run trains on {tmp_path / 'data'})")
+
+
 @pytest.mark.parametrize("learner", ["avi", "dqn", "imitation"])
 def test_a_new_runs_config_is_read_from_flags_without_a_run_directory(learner):
     """What the GPU suite and the learners benchmark call: it once read a run directory the

@@ -1056,6 +1056,25 @@ def test_work_in_processes_can_come_back_as_it_ends():
     assert list(completed_map(abs, [-2, 1], 1)) == [2, 1]  # one job: in this process, in order
 
 
+def test_board_file_of_a_file_of_two_sizes_lists_the_size_solved(tmp_path, boards_dir):
+    """--lines picks one size of a file of several for --board-file, as its refusal says;
+    the boards of the other size proven by an earlier run into the same --out once made the
+    board file two sizes, refused after the solving."""
+    small = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[2].split()[0]
+    square = (boards_dir / "optimal_6x6x5.txt").read_text().splitlines()[2].split()[0]
+    source = tmp_path / "boards.txt"
+    source.write_text(f"# width=6 height=6 colors=5\n{square}\n# width=8 height=4 colors=5\n{small}\n")
+    out, proven_file = tmp_path / "solutions.jsonl", tmp_path / "proven.txt"
+    assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--lines", "2"]) == 0
+    for line, board, size in ((4, small, (8, 4)), (2, square, (6, 6))):
+        assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--lines", str(line),
+                           "--board-file", str(proven_file)]) == 0
+        [record] = jaxdust.read_board_file(proven_file)
+        assert jaxdust.board_to_text(record.board) == board and record.board.shape == size
+    with pytest.raises(SystemExit):  # both sizes at once are still refused, before any solving
+        solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)])
+
+
 def test_cli_retries_keep_what_earlier_lines_proved_and_the_board_file_lists_every_line(tmp_path, boards_dir, capsys,
                                                                                       monkeypatch):
     """A retry under weaker limits keeps the board's shorter solution and higher bound (both

@@ -655,7 +655,8 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
         figure = _write_figure(args.out, f"{measure.replace('_', '-')}.png",
                                plots.value_histograms(per_board, f"{description}, {rules} rules",
                                                       f"{measure.replace('_', ' ')} "
-                                                      f"({'higher' if measure == 'points' else 'lower'} is better)"))
+                                                      f"({'higher' if measure == 'points' else 'lower'} is better)",
+                                                      digits=MEAN_DIGITS[measure]))
         report = {"boards": description, "rules": rules, "measure": measure, "backend": jax.default_backend(),
                   "measured_on": machine.measured_on(__version__), "jaxdust": __version__, "seed": args.seed,
                   "agents": results, "figures": sorted({*figures, figure})}
@@ -667,6 +668,9 @@ def points_report(parser, args, agents: list[str], boards, description: str, rul
     return report
 
 
+MEAN_DIGITS = {"points": 1, "cells_left": 2}  # cells left are few: 0.47 and 0.50 are not both 0.5
+
+
 def points_table(results: dict, measure: str, rules: str) -> str:
     """The points report's table: a row per agent (``results``: each one's mean, se,
     median, std, share cleared and seconds per board) of ``measure``, ``points`` or
@@ -675,7 +679,7 @@ def points_table(results: dict, measure: str, rules: str) -> str:
     lines = [f"\n{measure.replace('_', ' ')} per board under the {rules} rules "
              f"({'higher' if measure == 'points' else 'lower'} is better)",
              f"{'agent':<{label}} {'mean':>8} {'se':>6} {'median':>8} {'std':>7} {'cleared':>8} {'ms/board':>9}"]
-    digits = 1 if measure == "points" else 2  # cells left are few: 0.47 and 0.50 are not both 0.5
+    digits = MEAN_DIGITS[measure]
     for name, row in results.items():
         lines.append(f"{name:<{label}} {row['mean']:>8.{digits}f} {_spread(row['se'], 6, digits)} "
                      f"{row['median']:>8.1f} {_spread(row['std'], 7, digits)} {row['cleared']:>8.1%} "

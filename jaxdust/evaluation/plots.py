@@ -46,14 +46,15 @@ def _integer_bins(values: np.ndarray, most: int = 40) -> np.ndarray:
     return np.arange(low, high + width + 1, width) - 0.5
 
 
-def value_histograms(values: dict[str, np.ndarray], title: str, measure: str) -> bytes:
+def value_histograms(values: dict[str, np.ndarray], title: str, measure: str, digits: int = 1) -> bytes:
     """Overlaid histograms of a per-board measure (e.g. points), one outline per agent,
-    in bins of whole numbers."""
+    in bins of whole numbers; the legend gives each mean to ``digits`` decimals (as the
+    table beside it does)."""
     figure, axis = _subplots((7, 4))
     bins = _integer_bins(np.concatenate([np.asarray(v, float) for v in values.values()]))
     for (name, per_board), colour in zip(values.items(), _colours(len(values))):
         axis.hist(per_board, bins=bins, histtype="step", linewidth=2, color=colour,
-                  label=f"{name} (mean {np.mean(per_board):.1f})")
+                  label=f"{name} (mean {np.mean(per_board):.{digits}f})")
     for line in (axis.xaxis, axis.yaxis):  # whole numbers on both: values and counts of boards
         line.set_major_locator(MaxNLocator(integer=True))
     axis.set_xlabel(measure)

@@ -239,6 +239,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    # Two runs on one file would each start after its last board and write the same boards.
+    out = files.open_to_append_alone(args.out)
+    if out is None:
+        flags.fail(parser, f"another ranking run is writing --out {args.out}: let it finish (or stop it; a run "
+                           "resumes), or give this one another --out")
+    with out:
+        return _extend(parser, args, out)
+
+
+def _extend(parser, args, out) -> int:
+    """``main`` with ``--out`` held: the boards after the last one in it, each written whole."""
     try:
         previous = recover_json_lines(args.out)
         done = {r["board_index"] for r in previous}
@@ -257,16 +269,14 @@ def main(argv=None) -> int:
         made = ", ".join(map(str, sorted(limits - {None})))
         flags.fail(parser, f"--out {args.out} was made under --node-limit {made}, and this call gives "
                            f"{args.node_limit}: give the same limit, or another --out")
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     kept = list(previous)
-    with open(args.out, "a") as out:
-        for index in progress_bar(range(start, args.boards), initial=start, total=args.boards, unit="board"):
-            records = board_records(index, args.node_limit)
-            # One write a board: a kill between two of its records would leave part of a
-            # board, and the resume starts after the last board in the file.
-            out.write("".join(json.dumps(record) + "\n" for record in records))
-            out.flush()
-            kept += records
+    for index in progress_bar(range(start, args.boards), initial=start, total=args.boards, unit="board"):
+        records = board_records(index, args.node_limit)
+        # One write a board: a kill between two of its records would leave part of a
+        # board, and the resume starts after the last board in the file.
+        out.write("".join(json.dumps(record) + "\n" for record in records))
+        out.flush()
+        kept += records
     drawn = max(args.boards, start)  # the file may hold more boards than asked
     labelled = len({record["board_index"] for record in kept})  # a board none of whose positions proved writes none
     # Written to a stream (--out /dev/stdout), the records are the output: the count goes beside them.

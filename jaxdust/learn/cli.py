@@ -167,16 +167,18 @@ def main(argv=None) -> dict:
                                "--num-processes and --process-id, or run under a cluster JAX detects)")
     if args.devices is not None and args.devices > jax.local_device_count():
         flags.fail(learner_parser, f"--devices {args.devices}: only {jax.local_device_count()} local device(s)")
-    if getattr(args, "data", None) and any(getattr(args, name) is not None
-                                           for name in ("data_boards", "data_beam_width", "data_jobs")):
-        flags.fail(learner_parser, "--data-boards, --data-beam-width and --data-jobs make a data set; with --data "
-                   "none is made")
     seed = runs.RUN_FLAGS["seed"] if args.seed is None else args.seed
     if args.run_dir is None:  # checked as a given --run-dir is
         try:
             args.run_dir = flags.output_dir(os.path.join("runs", f"{args.learner}-{seed}"))
         except argparse.ArgumentTypeError as error:
             flags.fail(learner_parser, f"--run-dir (default): {error}")
+    # A resumed run started with --data keeps it in its config.json (with the making flags'
+    # defaults beside it, which describe no data set).
+    data = getattr(args, "data", None) or (args.resume and runs.read_run_flags(args.run_dir).get("data"))
+    if data and any(getattr(args, name) is not None for name in ("data_boards", "data_beam_width", "data_jobs")):
+        flags.fail(learner_parser, "--data-boards, --data-beam-width and --data-jobs make a data set; with --data "
+                   f"none is made{'' if args.data else f' (the run trains on {data})'}")
     try:
         config = configs.from_flags(args, runs.base_config(learner, args))
     except (ValueError, TypeError) as error:  # runs.RunError is a ValueError

@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "--retry-unproven: retry one board at other settings; or split a set between "
                              "machines)")
     parser.add_argument("--board-file", type=flags.output_file,
-                        help="also write the boards proven optimal and their optimum here (needs --out FILE)")
+                        help="also write the boards proven optimal and their optimum here (needs --out FILE): the file's "
+                             "proven boards of the size solved (--lines picks one size of a file of several)")
     parser.add_argument("--checkpoint-dir", type=flags.output_dir,
                         help="each board in progress saves its proof here (its tables: up to 2^--table-bits x 12 "
                              "bytes) every --checkpoint-positions positions, so a killed run resumes it where "
@@ -192,6 +193,10 @@ def main(argv=None) -> int:
         if args.board_file and len(shapes) > 1 and all(None not in shape for shape in shapes):
             raise ValueError(f"--board-file needs boards of one size, and the boards to solve are "
                              f"{', '.join(f'{w}x{h}' for w, h in sorted(shapes))} (--lines picks those of one)")
+        if len(shapes) == 1 and None not in next(iter(shapes)):
+            # Of a file of several sizes, the board file lists the proven boards of the size
+            # solved now: those of the others, proven by earlier runs, would make two sizes.
+            every_board = [job for job in every_board if (job[2], job[3]) in shapes]
     except ValueError as error:
         flags.fail(parser, str(error))
     if not jobs:
