@@ -925,6 +925,13 @@ API_CASES = [
     (lambda: jaxdust.click(jnp.ones((2, 4, 3), jnp.int8), 0, 0), r"click takes one board \[W, H\], got shape \(2, 4, 3\)"),
     (lambda: jaxdust.click(jnp.ones((0, 0), jnp.int8), 0, 0), r"click takes one board \[W, H\], got shape \(0, 0\)"),
     (lambda: jaxdust.cluster_sizes(jnp.ones((2, 4, 3), jnp.int8)), r"cluster_sizes takes one board .*jax.vmap"),
+    # Boards with no cells failed inside JAX (an index out of bounds, stacking nothing) or returned nothing.
+    *((lambda function=function, shape=shape: function(np.zeros(shape, np.int8)),
+       re.escape(f"{function.__name__} takes a board [W, H] (or boards [W, H, ...]) of at least one cell, got shape "
+                 f"{shape}"))
+      for function in (jaxdust.is_done, jaxdust.is_over, jaxdust.apply_gravity, jaxdust.settle)
+      for shape in ((0, 6), (8, 0), (8, 0, 3))),
+    (lambda: jaxdust.is_over(np.zeros((0, 6), np.int8), "samegame"), r"is_over takes a board .* got shape \(0, 6\)"),
     (lambda: _env_step(3.7), "env.step: the action must be an integer"),
     (lambda: _env_step([1, 2]), r"env.step takes one state and one action .* action \(2,\)"),
     (lambda: _env_step(1, batched=True), r"got board \(2, 4, 3\).*jax.vmap\(env.step\)"),
@@ -980,7 +987,8 @@ API_CASES = [
     (lambda: mcts.search(np.array([[[0, 1, 0], [1, 1, 1]]], np.int8), mcts.heuristic_evaluator, None,
                          jax.random.key(0), 4), r"^mcts.search: board 0: cell \(0, 1\) floats above an empty cell"),
     *((lambda function=function: function(jnp.array([1, 0, 2, 0], jnp.int8)),
-       f"{function.__name__} takes a board \\[W, H\\] \\(or boards \\[W, H, ...\\]\\), got shape \\(4,\\)")
+       re.escape(f"{function.__name__} takes a board [W, H] (or boards [W, H, ...]) of at least one cell, got shape "
+                 "(4,)"))
       for function in (jaxdust.settle, jaxdust.apply_gravity, jaxdust.is_over)),
     # A trained network's agent called without its parameters (play_boards' default).
     (lambda: play_boards(np.ones((1, 4, 3), np.int8), TINY_POLICY, jax.random.key(0), 4),

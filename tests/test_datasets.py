@@ -117,6 +117,9 @@ def test_settings_must_match_an_existing_run(small_set, tmp_path):
         (tmp_path / "evaluated" / name).write_text("")
     with pytest.raises(ValueError, match=r"evaluated holds other files \(a, b, c, \.\.\.\) and no data set"):
         make_dataset(str(tmp_path / "evaluated"), SMALL, progress=False)
+    (tmp_path / "a-file").write_text("")  # FileExistsError, from taking the lock
+    with pytest.raises(ValueError, match="a-file is a file, not a folder"):
+        make_dataset(str(tmp_path / "a-file"), SMALL, progress=False)
     (tmp_path / "locked").mkdir()  # a first start killed after taking its lock: the set may start there
     (tmp_path / "locked" / files.LOCK_FILE).write_text("")
     datasets._require_no_other_files(str(tmp_path / "locked"))
@@ -140,6 +143,10 @@ def test_the_data_set_command_goes_on_with_a_set_it_did_not_make(small_set, tmp_
     with pytest.raises(SystemExit):  # other settings that matter still do
         datasets.main([*shlex.split(command)[3:], "--seed", "8"])
     assert "(--seed 7, not 8): go on with it by " in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the beam's flags were named as "--node-limit 20000, not 300000"
+        datasets.main([*shlex.split(command)[3:7], "--size", "6x4x4", "--seed", "7", "--labeller", "beam",
+                       "--shard-size", "5"])
+    assert "(--labeller exact, not beam): go on with it by " in capsys.readouterr().err
     manifest["config"]["game"]["rules"] = "samegame"
     (directory / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(SystemExit):
@@ -149,6 +156,62 @@ def test_the_data_set_command_goes_on_with_a_set_it_did_not_make(small_set, tmp_
             "fewest clicks") in err
     assert "Traceback" not in err
     assert shlex.split(datasets.dataset_command("-odd dir", SMALL))[3] == "--out=-odd dir"
+
+
+def test_the_journal_reaches_the_disk_before_each_shard_not_after_each_board(tmp_path, monkeypatch):
+    """An fsync a board bounded how fast many processes could label; a shard's boards must
+    still be on the disk in the journal before the shard (a resume skips a shard's boards)."""
+    config = DatasetConfig(GameConfig(4, 3, 3), boards=40, labeller="beam", beam_width=2, shard_size=10)
+    directory = tmp_path / "set"
+    journal_synced, shards = [], []
+    fsync, write_shard = os.fsync, files.atomic_write_bytes
+
+    def journal_size():
+        return os.path.getsize(directory / "journal.jsonl")
+
+    def watched_fsync(fd):
+        if (directory / "journal.jsonl").exists() and os.fstat(fd).st_ino == os.stat(directory / "journal.jsonl").st_ino:
+            journal_synced.append(journal_size())
+        fsync(fd)
+
+    def watched_write(path, data):
+        if path.endswith(".npz"):
+            shards.append(journal_size())
+        write_shard(path, data)
+
+    monkeypatch.setattr(os, "fsync", watched_fsync)
+    monkeypatch.setattr(files, "atomic_write_bytes", watched_write)
+    monkeypatch.setattr(datasets, "SYNC_SECONDS", 1e9)
+    make_dataset(str(directory), config, progress=False)
+    assert len(shards) == 4 and journal_synced == [*shards, shards[-1]]  # before each shard, and at the end
+
+
+def test_a_resume_and_the_summary_hold_no_journal_and_no_samples(tmp_path):
+    """At the 10^7 boards a set may have, the journal as records took ~20 GB on a resume and
+    the closing line's samples ~13 GB: both now read a line or a shard at a time."""
+    import tracemalloc
+    config = DatasetConfig(GameConfig(6, 4, 3), boards=2000, labeller="beam", beam_width=2, shard_size=100)
+    directory = str(tmp_path / "set")
+    make_dataset(directory, config, progress=False)
+    tracemalloc.start()
+    try:
+        make_dataset(directory, config, progress=False)  # finished: reads it all, labels nothing
+        resumed = tracemalloc.get_traced_memory()[1] / config.boards
+        tracemalloc.reset_peak()
+        line = datasets.summary(directory, config)
+        summed = tracemalloc.get_traced_memory()[1] / config.boards
+    finally:
+        tracemalloc.stop()
+    assert resumed < 400 and summed < 400, (resumed, summed)  # were 1,300 and 1,400 bytes a board
+    data = load_dataset(directory)
+    lengths = [len(record["clicks"]) for record in files.recover_json_lines(Path(directory) / "journal.jsonl")]
+    assert line == (f"{directory}: {len(data.boards)} samples from 2000 boards, {data.proven.mean():.1%} with proven "
+                    f"cost-to-go, mean solution {np.mean(lengths):.2f} clicks")
+    os.remove(Path(directory) / "journal.jsonl")  # lost: counted from each board's first sample
+    _, first = np.unique(data.board_id, return_index=True)
+    assert datasets.summary(directory, config).endswith(
+        f"mean solution {np.mean(data.step[first] + data.cost_to_go[first].astype(int)):.2f} clicks"
+        + ("" if len(first) == 2000 else f" (over the {len(first)} boards with samples)"))
 
 
 def test_the_command_takes_the_seed_train_py_gives_its_largest_seeds_set(tmp_path):

@@ -37,6 +37,15 @@ def test_reset_gives_first_step_and_matching_specs():
     assert not np.array_equal(state.board, other.board)
 
 
+def test_a_board_in_the_other_byte_order_is_taken_as_the_game_functions_take_it():
+    # As np.fromfile(path, ">i4") reads one: JAX takes no such array, so it failed inside JAX.
+    swapped = np.asarray(SMALL).astype(">i4")
+    state, timestep = SMALL_ENV.reset(jax.random.key(0), swapped)
+    np.testing.assert_array_equal(state.board, SMALL)
+    np.testing.assert_array_equal(timestep.observation.one_hot, ref.one_hot(SMALL, 3))
+    np.testing.assert_array_equal(jaxdust.one_hot(swapped, 3), ref.one_hot(SMALL, 3))
+
+
 def test_rewards_discounts_and_step_types():
     state, _ = SMALL_ENV.reset(jax.random.key(0), board=SMALL)
     state, ts = SMALL_ENV.step(state, action(0, 1))  # empty cell

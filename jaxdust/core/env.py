@@ -225,7 +225,7 @@ class DustEnv:
     def _checked_board(self, board) -> jax.Array:
         if isinstance(board, str):  # RULES.md's text form, as the Gymnasium adapter takes it
             board = parse_board(board, self.game.width, self.game.height, self.game.rules)
-        board = jnp.asarray(board)
+        board = jnp.asarray(game.native_byte_order(board))
         self._require_board_shape(board.shape, "board")
         if not game.holds_integers(board.dtype):
             raise TypeError(f"board must hold integers (colours 0..{self.game.colors}), got dtype {board.dtype}")

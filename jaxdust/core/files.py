@@ -10,7 +10,7 @@ import re
 import stat
 import sys
 import tempfile
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO, Callable, Iterator
 
 
 TEMPORARY_PREFIX = ".tmp-"
@@ -280,31 +280,46 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
       ValueError: when any other line is not a JSON object (the file was not written by
         appending records, e.g. a board file given as ``--out``); nothing is cut.
     """
-    records: list[dict] = []
-    keep = 0
+    return list(iter_json_lines(path, repair))
+
+
+_BLANK = b" \t\r\n\x00"
+
+
+def iter_json_lines(path: str | os.PathLike, repair: bool = True) -> Iterator[dict]:
+    """``recover_json_lines`` one record at a time, for files too large to hold as records
+    (a data set's journal of 10^7 boards); the repair is made once the last record has been
+    read, so a caller that stops early changes nothing."""
     if not os.path.exists(path) or (repair and is_stream(path)):
-        return records
+        return
+    keep, last = 0, b""
     with open(path, "rb") as handle:
-        lines = handle.readlines()
-    for number, line in enumerate(lines, start=1):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if not line.endswith(b"\n") and line.startswith(b"{") and not isinstance(record, dict):
-            break  # torn
-        if record is None and not b"".join(lines[number - 1:]).strip(b" \t\r\n\x00"):
-            break  # a tail of blanks or zero bytes, as a power cut after an append can leave
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}:{number} is not a JSON record; is it a file this program "
-                             "wrote? (nothing was changed)")
-        records.append(record)
-        keep += len(line)
-    size = sum(len(line) for line in lines)
+        for number, line in enumerate(handle, start=1):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if not line.endswith(b"\n") and line.startswith(b"{") and not isinstance(record, dict):
+                break  # torn
+            if record is None and _blank_from_here(line, handle):
+                break  # a tail of blanks or zero bytes, as a power cut after an append can leave
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}:{number} is not a JSON record; is it a file this program "
+                                 "wrote? (nothing was changed)")
+            yield record
+            keep += len(line)
+            last = line
+        size = os.fstat(handle.fileno()).st_size  # a regular file's: a stream is repaired in no case
     if repair and keep < size:
         with open(path, "r+b") as handle:
             handle.truncate(keep)
-    elif repair and lines and not lines[-1].endswith(b"\n"):  # a whole last record: appending goes on a new line
+    elif repair and last and not last.endswith(b"\n"):  # a whole last record: appending goes on a new line
         with open(path, "ab") as handle:
             handle.write(b"\n")
-    return records
+
+
+def _blank_from_here(line: bytes, handle: BinaryIO) -> bool:
+    """Whether ``line`` and the rest of ``handle`` are blanks and zero bytes (read in pieces)."""
+    if line.strip(_BLANK):
+        return False
+    return not any(piece.strip(_BLANK) for piece in iter(lambda: handle.read(1 << 20), b""))

@@ -501,9 +501,9 @@ def public(function=None, *, indices: tuple[str, ...] = (), one_board: bool = Fa
         if one_board and (np.ndim(board) != 2 or 0 in np.shape(board)):
             raise ValueError(f"{function.__name__} takes one board [W, H], got shape {np.shape(board)}; "
                              f"for a batch, jax.vmap({function.__name__})")
-        if np.ndim(board) < 2:  # a row or a column is a board of width or height 1: [1, H] or [W, 1]
-            raise ValueError(f"{function.__name__} takes a board [W, H] (or boards [W, H, ...]), got shape "
-                             f"{np.shape(board)}")
+        if np.ndim(board) < 2 or 0 in np.shape(board)[:2]:  # a row or a column is a board of width or height 1
+            raise ValueError(f"{function.__name__} takes a board [W, H] (or boards [W, H, ...]) of at least one "
+                             f"cell, got shape {np.shape(board)}")
         if indices:
             bound = signature.bind(board, *args, **kwargs)
             for name in indices:
@@ -993,4 +993,12 @@ def one_hot(board: BoardLike, colors: int, dtype: jax.typing.DTypeLike = jnp.flo
             raise ValueError(f"one_hot: the board holds colour {int(np.max(board))}, above colors={colors}")
         if int(np.min(board)) < 0:
             raise ValueError(f"one_hot: the board holds {int(np.min(board))}; colours are 0 (empty) to {colors}")
-    return jax.nn.one_hot(board, colors + 1, dtype=dtype)
+    return jax.nn.one_hot(native_byte_order(board), colors + 1, dtype=dtype)
+
+
+def native_byte_order(cells):
+    """``cells`` as they are, or a NumPy array in the other byte order (as
+    ``np.fromfile(path, ">i4")`` reads one) in this machine's: JAX takes no such array."""
+    if isinstance(cells, np.ndarray) and not cells.dtype.isnative:
+        return cells.astype(cells.dtype.newbyteorder("="))
+    return cells

@@ -52,7 +52,7 @@ class Trained:
         if params is None:
             raise ValueError(f"{name} plays a trained network: pass its parameters too (params=agent.params, "
                              "where agent = load_run(...))")
-        boards = jnp.asarray(boards)
+        boards = jnp.asarray(game.native_byte_order(boards))
         if boards.ndim != dims:
             wanted = "one board [W, H]" if dims == 2 else "boards [N, W, H]"
             raise ValueError(f"{name} takes {wanted}, got an array of shape {tuple(boards.shape)}")

@@ -15,8 +15,8 @@ proven optimal. Two labellers:
 A run is deterministic for its settings: boards come from ``(seed, index)``, searches use
 node budgets and a fresh table per board. It appends each solved board to
 ``journal.jsonl`` and writes a shard once all of its boards are in, so a killed run
-resumes losing only the boards in flight, and ends with the same files as an
-uninterrupted one. Positions equal up to the mirror image are kept once (the first in
+resumes losing only the boards in flight (after a power cut, those of the last second
+too), and ends with the same files as an uninterrupted one. Positions equal up to the mirror image are kept once (the first in
 board order) where the two play alike (``game.mirror_symmetric``: not the dust game at odd
 widths); elsewhere equal positions are. The filter that finds them holds every position
 kept in memory, packed (18 bytes a position on 8x6x5 boards: ~2 GB for 10^7 boards).
@@ -36,6 +36,7 @@ import json
 import os
 import shlex
 import sys
+import time
 import zipfile
 import zlib
 from typing import NamedTuple
@@ -54,6 +55,7 @@ FORMAT_VERSION = 1
 MANIFEST_EVERY = 16  # the manifest is rewritten about this many times each time its shards double
 MAX_BOARDS = 10_000_000  # a month of exact labels on one core; the boards to do and the duplicate filter stay in memory
 MAX_BEAM_WIDTH = 65_536
+SYNC_SECONDS = 1.0  # the journal's lines reach the disk this often (a power cut loses those since)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,17 +275,17 @@ def samples_of(config: DatasetConfig, record: dict) -> list[tuple]:
 
 
 def _shard_bytes(config: DatasetConfig, records: list[dict], seen: PositionFilter) -> bytes:
-    rows = [(board, mask, cost, proven, record["index"], step)
-            for record in records for board, mask, cost, proven, step in samples_of(config, record)]
-    width, height = config.game.width, config.game.height
-    arrays = {
-        "boards": np.array([r[0] for r in rows], np.int8).reshape(-1, width, height),
-        "clicked": np.array([r[1] for r in rows], bool).reshape(-1, width, height),
-        "cost_to_go": np.array([r[2] for r in rows], np.int16),
-        "proven": np.array([r[3] for r in rows], bool),
-        "board_id": np.array([r[4] for r in rows], np.int32),
-        "step": np.array([r[5] for r in rows], np.int16),
-    }
+    # A record's samples become arrays at once: a shard's positions held as Python tuples of
+    # small arrays took ~2 KB each (26 KB a board of 8x6x5), 20 times their bytes.
+    columns: dict[str, list[np.ndarray]] = {field: [] for field in Dataset._fields}
+    for record in records:
+        boards, clicked, cost_to_go, proven, step = zip(*samples_of(config, record))
+        for field, values, dtype in (("boards", boards, np.int8), ("clicked", clicked, bool),
+                                     ("cost_to_go", cost_to_go, np.int16), ("proven", proven, bool),
+                                     ("step", step, np.int16)):
+            columns[field].append(np.array(values, dtype))
+        columns["board_id"].append(np.full(len(boards), record["index"], np.int32))
+    arrays = {field: np.concatenate(parts) for field, parts in columns.items()}  # a board has a click at least
     fresh = seen.new(arrays["boards"])
     return _npz_bytes({name: array[fresh] for name, array in arrays.items()})
 
@@ -328,9 +330,12 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
 
     Raises:
       OtherSettings: ``directory`` holds a data set made with other settings (naming them).
-      ValueError: a journal without its manifest (whose settings are then unknown), other
-        files and no data set in ``directory``, or another process making a data set there.
+      ValueError: ``directory`` a file, a journal without its manifest (whose settings are
+        then unknown), other files and no data set in ``directory``, or another process
+        making a data set there.
     """
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise ValueError(f"{directory} is a file, not a folder: give a new or empty folder")
     _require_no_other_files(directory)  # before the lock, which would leave its file there
     # One writer: a second would delete its temporaries. The wait outlasts another process's
     # look at the lock (files.held_by_another), not a writer.
@@ -379,12 +384,6 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         files.atomic_write_json(manifest_path, manifest)
 
     files.remove_leftover_temporaries(directory)  # this run's to write now (its settings matched)
-    records, lines = {}, {}
-    for line, record in enumerate(files.recover_json_lines(journal_path), start=1):
-        problem = record_problem(config, record)
-        if problem:
-            raise _edited(journal_path, line, problem)
-        records[record["index"]], lines[record["index"]] = record, line
     num_shards = -(-config.boards // config.shard_size)
     seen = PositionFilter(config.game)
     before = json.dumps(manifest)
@@ -399,22 +398,26 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         seen.new(arrays["boards"])
     manifest["sha256"] = digests
     written = len(manifest["shards"])
-    for index in range(written * config.shard_size, config.boards):  # what becomes samples: replayed first
-        if index in records:
+    # Streamed, holding only the boards no shard holds yet: at 10^7 boards the whole
+    # journal as records would take ~20 GB. Those kept become samples, so they are replayed.
+    records = {}
+    for line, record in enumerate(files.iter_json_lines(journal_path), start=1):
+        problem = record_problem(config, record)
+        if problem:
+            raise _edited(journal_path, line, problem)
+        if record["index"] >= written * config.shard_size:
             try:
-                samples_of(config, records[index])
+                samples_of(config, record)
             except ValueError as error:
-                raise _edited(journal_path, lines[index], str(error)) from None
+                raise _edited(journal_path, line, str(error)) from None
+            records[record["index"]] = record
     if json.dumps(manifest) != before:  # after the checks: a refused resume changes nothing
         files.atomic_write_json(manifest_path, manifest)
 
-    del lines
-    for index in [i for i in records if i < written * config.shard_size]:  # in a shard already
-        del records[index]
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
     labelled = 0  # the boards below it are labelled (in records, or in a written shard)
 
-    def write_ready_shards():
+    def write_ready_shards(before_writing=lambda: None):
         # Called once a board: the scan resumes where it stopped, so a shard of n boards
         # costs n checks in all, not n^2 / 2.
         nonlocal written, labelled
@@ -425,6 +428,7 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
                 labelled += 1
             if labelled < end:
                 return
+            before_writing()
             data = _shard_bytes(config, [records.pop(i) for i in range(start, end)], seen)  # written: let go
             files.atomic_write_bytes(_shard_path(directory, written), data)
             name = _shard_name(written)
@@ -446,14 +450,26 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         total=config.boards, initial=config.boards - len(todo), unit="board",
         file=sys.stderr, enabled=progress,
     ) as bar:
+        synced = time.monotonic()
+
+        def sync():  # the lines of a shard's boards are on the disk before the shard
+            nonlocal synced
+            os.fsync(journal.fileno())
+            synced = time.monotonic()
+
         # In board order, so the journal is the same whatever --jobs (and after a resume).
         for record in ordered_map(functools.partial(label_board, config), todo, jobs):
             journal.write(json.dumps(record) + "\n")
-            journal.flush()
-            os.fsync(journal.fileno())
+            journal.flush()  # a killed process loses no line the system has
+            # On the disk a second at most after. An fsync a board took 0.3 ms, a fifth of a
+            # board's width-4 beam labels on one core, in the one process that writes however
+            # many label.
+            if time.monotonic() - synced >= SYNC_SECONDS:
+                sync()
             records[record["index"]] = record
             bar.update()
-            write_ready_shards()
+            write_ready_shards(sync)
+        sync()
     return manifest
 
 
@@ -588,12 +604,40 @@ def load_dataset(directory: str, finished: bool = False) -> Dataset:
     return Dataset(**{field: np.concatenate([p[field] for p in parts]) for field in Dataset._fields})
 
 
+def summary(directory: str, config: DatasetConfig) -> str:
+    """One line on a data set's written shards: samples, the share proven, the mean
+    solution. Read a shard and a journal line at a time: a set of 10^7 boards would take
+    ~13 GB as samples and ~20 GB more as journal records."""
+    manifest = _manifest(directory)
+    samples = proven = 0
+    first_lengths = []  # a board's step + cost-to-go at its first sample, in case the journal is lost
+    for name in manifest["shards"]:
+        shard, _ = _read_shard(directory, name, manifest)
+        samples, proven = samples + len(shard["boards"]), proven + int(shard["proven"].sum())
+        _, first = np.unique(shard["board_id"], return_index=True)  # a board's samples are in one shard
+        first_lengths.append(shard["step"][first].astype(np.int64) + shard["cost_to_go"][first])
+    # Every board's solution, from the journal: a start position kept once under the mirror
+    # filter would leave its twin's out of the samples.
+    boards = clicks = 0
+    for record in files.iter_json_lines(os.path.join(directory, "journal.jsonl"), repair=False):
+        boards, clicks = boards + 1, clicks + len(record["clicks"])
+    counted = ""
+    if boards != config.boards:  # the journal was lost (the shards were still whole): from the samples
+        lengths = np.concatenate(first_lengths) if first_lengths else np.zeros(0, np.int64)
+        boards, clicks = len(lengths), int(lengths.sum())
+        counted = f" (over the {boards} boards with samples)" if boards != config.boards else ""
+    return (f"{directory}: {samples} samples from {config.boards} boards, {proven / max(samples, 1):.1%} with proven "
+            f"cost-to-go, mean solution {clicks / max(boards, 1):.2f} clicks{counted}")
+
+
 def _flag_differences(made: DatasetConfig, asked: DatasetConfig) -> str:
     """How a data set's settings differ from those asked for, each named by the flag that
     sets it (``--boards 5, not 40; --size former:6x6x4, not 8x6x5``)."""
-    bearing = _bearing(configs.to_json(made))
+    # A search limit of a labeller one of them does not use is not named (--labeller is).
+    bearing, asked_bearing = _bearing(configs.to_json(made)), _bearing(configs.to_json(asked))
     parts = [f"--{field.name.replace('_', '-')} {getattr(made, field.name)}, not {getattr(asked, field.name)}"
-             for field in dataclasses.fields(DatasetConfig) if field.name in bearing and field.name != "game"
+             for field in dataclasses.fields(DatasetConfig)
+             if field.name in bearing and field.name in asked_bearing and field.name != "game"
              and getattr(made, field.name) != getattr(asked, field.name)]
     return "; ".join(parts + configs.board_differences(made.game, asked.game))
 
@@ -621,7 +665,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--beam-width", type=flags.positive_int, default=None,
                         help=f"beam: positions kept per click (default {defaults.beam_width})")
     parser.add_argument("--shard-size", type=flags.positive_int, default=defaults.shard_size,
-                        help="boards per file (default %(default)s)")
+                        help="boards per file (default %(default)s; each is made in memory, ~10 KB a board of "
+                             "8x6x5)")
     parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(),
                         help="processes (default: the cores this process may use, %(default)s here)")
     return parser
@@ -650,18 +695,7 @@ def main(argv=None) -> int:
         print(f"{parser.prog}: error: {error}; the same command goes on from the boards labelled so far",
               file=sys.stderr)
         return 1
-    data = load_dataset(args.out)
-    # Every board's solution, from the journal: a start position kept once under the mirror
-    # filter would leave its twin's out of the samples.
-    journal = files.recover_json_lines(os.path.join(args.out, "journal.jsonl"), repair=False)  # no longer locked
-    solutions = [len(record["clicks"]) for record in journal]
-    counted = ""
-    if len(solutions) != config.boards:  # the journal was lost (the shards were still whole): from the samples
-        _, first = np.unique(data.board_id, return_index=True)
-        solutions = data.step[first].astype(np.int64) + data.cost_to_go[first]
-        counted = f" (over the {len(first)} boards with samples)" if len(first) != config.boards else ""
-    print(f"{args.out}: {len(data.boards)} samples from {config.boards} boards, "
-          f"{data.proven.mean():.1%} with proven cost-to-go, mean solution {np.mean(solutions):.2f} clicks{counted}")
+    print(summary(args.out, config))
     return 0
 
 
