@@ -163,20 +163,23 @@ def test_the_journal_reaches_the_disk_before_each_shard_not_after_each_board(tmp
     still be on the disk in the journal before the shard (a resume skips a shard's boards)."""
     config = DatasetConfig(GameConfig(4, 3, 3), boards=40, labeller="beam", beam_width=2, shard_size=10)
     directory = tmp_path / "set"
-    journal_synced, shards = [], []
+    journal_synced, shards, events = [], [], []
     fsync, write_shard = os.fsync, files.atomic_write_bytes
 
     def journal_size():
         return os.path.getsize(directory / "journal.jsonl")
 
     def watched_fsync(fd):
-        if (directory / "journal.jsonl").exists() and os.fstat(fd).st_ino == os.stat(directory / "journal.jsonl").st_ino:
+        journal = directory / "journal.jsonl"
+        if journal.exists() and os.fstat(fd).st_ino == os.stat(journal).st_ino:
             journal_synced.append(journal_size())
+            events.append("journal synced")
         fsync(fd)
 
     def watched_write(path, data):
         if path.endswith(".npz"):
             shards.append(journal_size())
+            events.append("shard")
         write_shard(path, data)
 
     monkeypatch.setattr(os, "fsync", watched_fsync)
@@ -184,6 +187,33 @@ def test_the_journal_reaches_the_disk_before_each_shard_not_after_each_board(tmp
     monkeypatch.setattr(datasets, "SYNC_SECONDS", 1e9)
     make_dataset(str(directory), config, progress=False)
     assert len(shards) == 4 and journal_synced == [*shards, shards[-1]]  # before each shard, and at the end
+    # A resume whose journal holds the boards of shards not written yet (a killed run's
+    # lines, maybe still only in the system's memory) syncs it before it writes them.
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["shards"] = manifest["shards"][:2]
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    events.clear()
+    make_dataset(str(directory), config, progress=False)
+    assert events[:2] == ["journal synced", "shard"] and events.count("shard") == 2
+
+
+def test_a_later_journal_line_of_a_board_replaces_an_earlier_one_that_does_not_replay(tmp_path):
+    config = DatasetConfig(GameConfig(4, 3, 3), boards=6, labeller="beam", beam_width=2, shard_size=3)
+    whole, doubled = tmp_path / "whole", tmp_path / "doubled"
+    make_dataset(str(whole), config, progress=False)
+    shutil.copytree(whole, doubled)
+    for name in ("shard-00001.npz", "manifest.json"):  # the second shard still to write
+        os.remove(doubled / name)
+    manifest = json.loads((whole / "manifest.json").read_text())
+    manifest["shards"] = manifest["shards"][:1]
+    manifest["sha256"] = {name: manifest["sha256"][name] for name in manifest["shards"]}
+    (doubled / "manifest.json").write_text(json.dumps(manifest))
+    lines = (whole / "journal.jsonl").read_text().splitlines(keepends=True)
+    broken = json.loads(lines[4])
+    broken["clicks"], broken["proven"] = broken["clicks"][:-1], broken["proven"][:-1]  # stops short of clearing
+    (doubled / "journal.jsonl").write_text("".join([*lines[:4], json.dumps(broken) + "\n", *lines[4:]]))
+    make_dataset(str(doubled), config, progress=False)  # refused as "journal.jsonl:5 does not replay"
+    assert (doubled / "shard-00001.npz").read_bytes() == (whole / "shard-00001.npz").read_bytes()
 
 
 def test_a_resume_and_the_summary_hold_no_journal_and_no_samples(tmp_path):

@@ -292,25 +292,25 @@ def iter_json_lines(path: str | os.PathLike, repair: bool = True) -> Iterator[di
     read, so a caller that stops early changes nothing."""
     if not os.path.exists(path) or (repair and is_stream(path)):
         return
-    keep, last = 0, b""
+    keep, last, cut = 0, b"", False
     with open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             try:
                 record = json.loads(line)
             except ValueError:
                 record = None
-            if not line.endswith(b"\n") and line.startswith(b"{") and not isinstance(record, dict):
-                break  # torn
-            if record is None and _blank_from_here(line, handle):
-                break  # a tail of blanks or zero bytes, as a power cut after an append can leave
+            # torn, or a tail of blanks or zero bytes, as a power cut after an append can leave
+            cut = (not line.endswith(b"\n") and line.startswith(b"{") and not isinstance(record, dict)
+                   or record is None and _blank_from_here(line, handle))
+            if cut:
+                break
             if not isinstance(record, dict):
                 raise ValueError(f"{path}:{number} is not a JSON record; is it a file this program "
                                  "wrote? (nothing was changed)")
             yield record
             keep += len(line)
             last = line
-        size = os.fstat(handle.fileno()).st_size  # a regular file's: a stream is repaired in no case
-    if repair and keep < size:
+    if repair and cut:  # (not a size read now: a line another process appended since is no tail)
         with open(path, "r+b") as handle:
             handle.truncate(keep)
     elif repair and last and not last.endswith(b"\n"):  # a whole last record: appending goes on a new line

@@ -16,10 +16,11 @@ A run is deterministic for its settings: boards come from ``(seed, index)``, sea
 node budgets and a fresh table per board. It appends each solved board to
 ``journal.jsonl`` and writes a shard once all of its boards are in, so a killed run
 resumes losing only the boards in flight (after a power cut, those of the last second
-too), and ends with the same files as an uninterrupted one. Positions equal up to the mirror image are kept once (the first in
-board order) where the two play alike (``game.mirror_symmetric``: not the dust game at odd
-widths); elsewhere equal positions are. The filter that finds them holds every position
-kept in memory, packed (18 bytes a position on 8x6x5 boards: ~2 GB for 10^7 boards).
+too), and ends with the same files as an uninterrupted one. Positions equal up to the
+mirror image are kept once (the first in board order) where the two play alike
+(``game.mirror_symmetric``: not the dust game at odd widths); elsewhere equal positions
+are. The filter that finds them holds every position kept in memory, packed (18 bytes a
+position on 8x6x5 boards: ~2 GB for 10^7 boards).
 
     python -m jaxdust.learn.datasets --out results/sets/demo --boards 200
     python -m jaxdust.learn.datasets --out results/sets/former --env Former-7x9x4-v0 --labeller beam
@@ -400,24 +401,26 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
     written = len(manifest["shards"])
     # Streamed, holding only the boards no shard holds yet: at 10^7 boards the whole
     # journal as records would take ~20 GB. Those kept become samples, so they are replayed.
-    records = {}
+    records, lines = {}, {}
     for line, record in enumerate(files.iter_json_lines(journal_path), start=1):
         problem = record_problem(config, record)
         if problem:
             raise _edited(journal_path, line, problem)
         if record["index"] >= written * config.shard_size:
-            try:
-                samples_of(config, record)
-            except ValueError as error:
-                raise _edited(journal_path, line, str(error)) from None
-            records[record["index"]] = record
+            records[record["index"]], lines[record["index"]] = record, line  # a later line of a board wins
+    for index, record in records.items():
+        try:
+            samples_of(config, record)
+        except ValueError as error:
+            raise _edited(journal_path, lines[index], str(error)) from None
+    del lines
     if json.dumps(manifest) != before:  # after the checks: a refused resume changes nothing
         files.atomic_write_json(manifest_path, manifest)
 
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
     labelled = 0  # the boards below it are labelled (in records, or in a written shard)
 
-    def write_ready_shards(before_writing=lambda: None):
+    def write_ready_shards(before_writing):
         # Called once a board: the scan resumes where it stopped, so a shard of n boards
         # costs n checks in all, not n^2 / 2.
         nonlocal written, labelled
@@ -441,7 +444,8 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
             if written == num_shards or written % max(1, written // MANIFEST_EVERY) == 0:
                 files.atomic_write_json(manifest_path, manifest)
 
-    write_ready_shards()
+    # The journal's lines of a killed run may not be on the disk yet; a shard made of them must not be first.
+    write_ready_shards(functools.partial(_sync_file, journal_path))
     if todo and announce:
         print(announce, file=sys.stderr)
     if todo and jobs > 1:
@@ -471,6 +475,12 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
             write_ready_shards(sync)
         sync()
     return manifest
+
+
+def _sync_file(path: str) -> None:
+    """Put what the system holds of ``path`` on the disk."""
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
 
 
 def _manifest(directory: str) -> dict:
