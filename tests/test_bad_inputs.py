@@ -714,6 +714,13 @@ def scores_one_number(boards, params):  # broadcast, it would rank every child a
 LOOKAHEAD_OF_ONE_NUMBER = lookahead_scorer(scores_one_number)
 
 
+class _UnhashableEvaluator:
+    __hash__ = None
+
+    def __call__(self, boards, params):
+        return mcts.heuristic_evaluator_for("dust")(boards, params)
+
+
 TINY_NETWORK = networks.ValuePolicyNetwork((8,), 3)
 TINY_POLICY, TINY_SCORER = agents.ClusterArgmax(TINY_NETWORK), agents.ValueHeadScorer(TINY_NETWORK)
 
@@ -829,6 +836,8 @@ API_CASES = [
     (lambda: jaxdust.play_boards(np.ones((2, 4, 3), np.int8), lambda key, board, params: jnp.zeros(2, jnp.int32),
                                  jax.random.key(0), 4), r"got int32 of shape \(2,\) per board"),
     (lambda: mcts.MCTSPolicy(mcts.heuristic_evaluator_for("dust"), 0), "simulations must be a positive integer, got 0"),
+    # It failed at play, in JAX's "Non-hashable static arguments are not supported" and its traceback.
+    (lambda: mcts.MCTSPolicy(_UnhashableEvaluator()), "MCTSPolicy: evaluate must be hashable"),
     (lambda: mcts.search(jnp.ones((1, 4, 3), jnp.int8), mcts.heuristic_evaluator_for("dust"), None,
                          jax.random.key(0), 4, considered=0), "considered must be a positive integer, got 0"),
     # NaN noise played whichever action came first; a string failed inside mctx.

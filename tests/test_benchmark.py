@@ -1306,3 +1306,21 @@ def test_the_duplicate_filter_benchmark_compares_equal_choices_by_their_memory(t
     assert packed["kept"] == plain["kept"] < 3000 and report["size"] == "4x2x3"
     assert packed["bytes"] < plain["bytes"] / 3
     assert "| PositionFilter | " in capsys.readouterr().out
+
+
+def test_the_data_set_maker_benchmark_syncs_the_journal_by_the_second_and_streams_a_resume(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """``benchmarks/dataset_maker.py``: the three ways of syncing the journal write the same
+    shards (the benchmark checks), the maker's way syncs far less than once a board, and a
+    board more costs a resume and the closing line less than holding its journal records."""
+    out = tmp_path / "maker.json"
+    _benchmark("dataset_maker", monkeypatch).main(["--boards", "120", "--size", "4x3x3", "--shard-size", "40",
+                                                   "--beam-width", "2", "--rounds", "1", "--out", str(out)])
+    report = json.loads(out.read_text())
+    syncs = {way: row["fsyncs"] for way, row in report["time"].items()}
+    assert syncs["every board"] >= 120 > 4 * syncs["as made"] and syncs["never"] == 0
+    more = {name: row["a board more"] for name, row in report["memory_peak_bytes"].items()}
+    assert max(more["resume"], more["closing line"]) < more["journal's records held"] / 2
+    shard = report["one_shard_bytes_a_board"]
+    assert shard["peak making it"] > shard["its arrays"] > 0
+    assert "| every board | " in capsys.readouterr().out

@@ -315,11 +315,11 @@ def test_a_search_too_large_for_memory_is_refused_before_any_agent_plays(monkeyp
             (["largest", "cpu-beam:1000000"], "dust", {}, "cpu-beam:1000000 on 1 6x5 board at a time: about 4.3 GiB"),
             (["cpu-beam:50000"], "dust", {"boards": 16, "jobs": 16}, "on 16 6x5 boards at a time: about 3.4 GiB"),
             (["cpu-beam:10000000"], "samegame", {}, "cpu-beam:10000000 on 1 6x5 board at a time: about"),
-            (["mcts-heuristic:20000"], "dust", {"boards": 300}, "for 256 6x5 boards at a time: about 3.7 GiB")):
+            (["mcts-heuristic:20000"], "dust", {"boards": 300}, "searches of 256 6x5 boards at a time: about 3.7 GiB")):
         with pytest.raises(ValueError, match=words + ".* more than this machine's 1.0 GiB"):
             registry.require_playable(names, rules, 6, 5, 4, **at_once)
     registry.require_playable(["cpu-beam:50000", "mcts-heuristic:20000"], "dust", 6, 5, 4)  # one at a time fits
-    with pytest.raises(ValueError, match="for 256 6x5 boards at a time"):  # run_agent's chunk, as it plays
+    with pytest.raises(ValueError, match="searches of 256 6x5 boards at a time"):  # run_agent's chunk, as it plays
         registry.run_agent("mcts-heuristic:20000", np.ones((300, 6, 5), np.int8), key=jax.random.key(0),
                            max_clicks=30)
 

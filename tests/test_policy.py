@@ -490,3 +490,32 @@ def test_a_search_outside_jit_is_one_program_equal_to_a_jitted_one(compile_log):
     unhashed = mcts.search(boards, Unhashable(), None, key, 6, 5, scale, "former")
     np.testing.assert_array_equal(unhashed.action, found.action)
     chex.assert_trees_all_close(unhashed.action_weights, found.action_weights, atol=1e-6)  # op by op: other rounding
+
+
+def test_the_noise_scale_may_be_a_jax_number_or_traced():
+    """``gumbel_scale`` as a JAX scalar, or traced in the caller's jit (the search passes it
+    into its program traced), was refused as "not a finite number >= 0"."""
+    boards = game.random_boards(jax.random.key(5), 3, SMALL)
+    evaluate, key = mcts.heuristic_evaluator_for("dust"), jax.random.key(3)
+    expected = mcts.search(boards, evaluate, None, key, 6, 4, 0.5)
+    for scale in (jnp.float32(0.5), np.float32(0.5), jnp.array(0.5)):
+        chex.assert_trees_all_equal(mcts.search(boards, evaluate, None, key, 6, 4, scale), expected)
+    traced = jax.jit(lambda b, k, s: mcts.search(b, evaluate, None, k, 6, 4, s))(boards, key, 0.5)
+    np.testing.assert_array_equal(traced.action, expected.action)
+    chex.assert_trees_all_close(traced.action_weights, expected.action_weights, atol=1e-6)
+    for bad in (jnp.float32(np.nan), jnp.float32(-1), jnp.ones(2), jnp.array(True)):
+        with pytest.raises(ValueError, match="gumbel_scale must be a finite number >= 0"):
+            mcts.search(boards, evaluate, None, key, 6, 4, bad)
+    with pytest.raises(ValueError, match="gumbel_scale must be a number, got a traced bool"):
+        jax.jit(lambda s: mcts.search(boards, evaluate, None, key, 6, 4, s))(True)
+
+
+def test_the_memory_a_search_asks_for_covers_its_program():
+    """The agents' memory check counted the search trees only; the cluster prior compares
+    every cell with every other, which on 20x20 boards is eight times the trees."""
+    boards, simulations, width, height = 64, 8, 20, 20
+    program = mcts._compiled(mcts.heuristic_evaluator_for("dust"), simulations, 16, "dust").lower(
+        jax.ShapeDtypeStruct((boards, width, height), jnp.int8), None, jax.random.key(0), 0.0).compile()
+    used = program.memory_analysis()
+    used = used.temp_size_in_bytes + used.argument_size_in_bytes + used.output_size_in_bytes
+    assert used <= mcts.search_bytes(boards, simulations, width * height) <= 2 * used

@@ -31,7 +31,7 @@ from jaxdust.search.beam import (CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, chi
                                  require_children_indexable)
 from jaxdust.search.heuristic import heuristic_for
 from jaxdust.search.points import CHILD_BYTES as POINTS_CHILD_BYTES, MAX_CELLS as POINTS_BEAM_CELLS, points_beam_solutions
-from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for, tree_bytes
+from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for, search_bytes
 from jaxdust.solver.api import solve
 from jaxdust.solver.bitboard import MAX_CELLS
 from jaxdust.solver import points, upper_bound
@@ -188,8 +188,8 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
                                    f"a time", processes * needed)
         if agent.name in ("mcts", "mcts-heuristic"):
             simulations = settings[1] if agent.name == "mcts" else settings
-            machine.require_memory(f"{name}'s search trees for {boards_at_once} {width}x{height} boards at a time",
-                                   tree_bytes(boards_at_once, simulations, cells), device=True)
+            machine.require_memory(f"{name}'s searches of {boards_at_once} {width}x{height} boards at a time",
+                                   search_bytes(boards_at_once, simulations, cells), device=True)
         run = _run_of(agent, settings)
         if run is not None:
             learner, config = read_run_config(split_run(run)[0])

@@ -24,6 +24,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import mctx
+import numpy as np
 
 from jaxdust.core import game
 from jaxdust.core.boards import require_model_fits, require_model_rules, require_settled
@@ -107,9 +108,7 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
       TypeError: ``key`` not one random key (``jax.random.key(seed)``).
     """
     _require_counts(simulations, considered)
-    if isinstance(gumbel_scale, bool) or not isinstance(gumbel_scale, numbers.Real) or \
-            not 0 <= gumbel_scale < math.inf:  # NaN noise made every action's score NaN
-        raise ValueError(f"mcts: gumbel_scale must be a finite number >= 0, got {gumbel_scale!r}")
+    _require_gumbel_scale(gumbel_scale)
     game.require_key(key, "mcts.search")
     boards = game.from_lists(boards)
     if boards.ndim != 3:
@@ -157,11 +156,30 @@ def _search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simu
                                      max_num_considered_actions=considered, gumbel_scale=gumbel_scale)
 
 
-def tree_bytes(boards: int, simulations: int, cells: int) -> int:
-    """The size of mctx's search tree for ``boards`` boards of ``cells`` cells: a node per
-    simulation and the root, each with its board, five scalars and six 4-byte entries per
-    action (a cell)."""
-    return boards * (simulations + 1) * (cells + 5 * 4 + 6 * 4 * cells)
+def search_bytes(boards: int, simulations: int, cells: int) -> int:
+    """About the memory a search of ``boards`` boards of ``cells`` cells takes: mctx's tree
+    (a node per simulation and the root, each with its board, five scalars and six 4-byte
+    entries per action, a cell) and the cluster prior of a batch of positions, which pairs
+    every cell with every other (a float32 and a bool each: ``cluster_log_probs``). A
+    network evaluator's own activations are not counted."""
+    return boards * ((simulations + 1) * (cells + 5 * 4 + 6 * 4 * cells) + 5 * cells * cells)
+
+
+def _require_gumbel_scale(scale) -> None:
+    """ValueError unless ``scale`` is a finite number >= 0: a Python, numpy or JAX scalar,
+    or traced (a real scalar, its value unknown here)."""
+    if isinstance(scale, jax.core.Tracer):
+        if jnp.shape(scale) != () or not jnp.issubdtype(scale.dtype, jnp.floating) and \
+                not jnp.issubdtype(scale.dtype, jnp.integer):
+            raise ValueError(f"mcts: gumbel_scale must be a number, got a traced {scale.dtype} of shape "
+                             f"{jnp.shape(scale)}")
+        return
+    if isinstance(scale, (np.ndarray, np.generic, jax.Array)) and np.shape(scale) == () and \
+            scale.dtype != bool:
+        scale = scale.item()
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or \
+            not 0 <= scale < math.inf:  # NaN noise made every action's score NaN
+        raise ValueError(f"mcts: gumbel_scale must be a finite number >= 0, got {scale!r}")
 
 
 def _require_counts(simulations, considered) -> None:
@@ -214,6 +232,9 @@ class MCTSPolicy:
     rules: str = "dust"
 
     def __post_init__(self):
+        if not _hashable(self.evaluate):  # a static argument of the play loop's jit, which fails far from here
+            raise TypeError(f"MCTSPolicy: evaluate must be hashable (a module-level function or a frozen "
+                            f"dataclass), got {type(self.evaluate).__name__}")
         game.require_click_rules(self.rules, "mcts")
         _require_counts(self.simulations, self.considered)
         require_model_rules(self.evaluate, self.rules, "MCTSPolicy")  # it would plan one game and play another
