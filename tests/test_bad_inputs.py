@@ -162,6 +162,9 @@ FILE_CASES = [
      ["--board-file", "boards.txt is the board file: give it another name"]),
     ("solver-file", ["{board file}", "--out", "{missing}", "--board-file", "{missing}"],
      ["--board-file", "missing.txt is --out: give it another name"]),
+    # Any file was replaced by the boards proven: a published set, an evaluation's report.
+    ("solver-file", ["{board file}", "--out", "{missing}", "--board-file", "{two sizes}"],
+     ["--board-file", "sizes.txt holds something other than the proven boards this command writes", "another name"]),
     ("solver-file", ["{board file}", "--retry-unproven"], ["--retry-unproven needs --out"]),
     ("solver-file", ["{board file}", "--width", "4"],
      ["boards.txt:2: its header reads the boards at 8x4, --width/--height at 4x4"]),

@@ -921,7 +921,14 @@ def test_resume_starts_from_the_runs_own_settings(tmp_path):
         return runs.base_config(learner, cli.build_parser().parse_args(["avi", "--run-dir", str(tmp_path), *flags]))
 
     assert base("--resume") == saved
+    # A run from before 0.2.74 does not say its preset: one given is its settings, as for a new run.
     assert base("--resume", "--preset", "default") == base() == avi.AVIConfig()
+    with open(tmp_path / "config.json", "w") as handle:
+        json.dump({"learner": "avi", "config": configs.to_json(saved), "run": {"preset": "default"}}, handle)
+    assert base("--resume", "--preset", "default") == saved  # its own: the flags given change the saved settings
+    with pytest.raises(runs.RunError, match=re.escape(f"--preset original is not the run's own (default, in {tmp_path}/"
+                                                      "config.json): leave --preset out")):
+        base("--resume", "--preset", "original")
     dqn_run = learners.get("dqn")
     assert runs.base_config(dqn_run, types.SimpleNamespace(run_dir=str(tmp_path), resume=True, preset=None)) == \
         dqn_run.presets["default"]  # another learner's run: Run refuses it as other settings
@@ -1116,10 +1123,13 @@ def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_dqn_run):
     assert re.search(r"has trained \d+\.\d minutes already, past --minutes 1e-05 \(the run's time in all\): "
                      r"nothing done", again.stdout), again.stdout
     assert (tmp_path / "run" / "metrics.jsonl").read_text() == log
-    # No flag but the run directory: its settings and its run flags (WHOLE_DQN's
+    # No flag but the run directory (and its own preset, which was refused unless every flag
+    # the run began with came again): its settings and its run flags (WHOLE_DQN's
     # --eval-boards 16 --eval-every 2, not the defaults) come from its config.json.
-    subprocess.run([sys.executable, "train.py", "dqn", "--run-dir", str(tmp_path / "run"), "--resume"],
-                   capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.load(open(tmp_path / "run" / "config.json"))["run"]["preset"] == "default"
+    resumed = subprocess.run([sys.executable, "train.py", "dqn", "--run-dir", str(tmp_path / "run"), "--resume",
+                              "--preset", "default"], capture_output=True, text=True, cwd=ROOT)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert run_log(tmp_path / "run") == run_log(whole_dqn_run)
     assert json.load(open(tmp_path / "run" / "summary.json"))["eval_boards"] == 16
 

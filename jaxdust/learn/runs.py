@@ -151,13 +151,28 @@ def _resolved(directory: str | os.PathLike) -> str:
 
 def base_config(learner: learners.Learner, args):
     """The config ``train.py``'s flags change: ``--preset`` (``default`` when none is
-    given), or with ``--resume`` and no ``--preset`` the run's own saved settings, so that
-    a run resumes as it was started even where this version's defaults differ."""
-    if args.resume and args.preset is None and os.path.exists(os.path.join(args.run_dir, "config.json")):
+    given), or with ``--resume`` the run's own saved settings, so that a run resumes as it
+    was started even where this version's defaults differ. A ``--preset`` given with
+    ``--resume`` must be the run's own (RunError); a run from before jaxdust 0.2.74 does not
+    say its preset, so one given is then its settings, as for a new run."""
+    if args.resume and os.path.exists(os.path.join(args.run_dir, "config.json")):
         saved_learner, saved = read_run_config(args.run_dir)
-        if saved_learner is learner:
+        own = read_run_flags(args.run_dir).get("preset")
+        if saved_learner is learner and args.preset is not None and own is not None and args.preset != own:
+            raise RunError(f"--preset {args.preset} is not the run's own ({own}, in "
+                           f"{os.path.join(args.run_dir, 'config.json')}): leave --preset out to resume the run as "
+                           "it was started, or use another --run-dir")
+        if saved_learner is learner and (args.preset is None or own is not None):
             return saved
     return learner.presets[args.preset or "default"]
+
+
+def _preset_kept(args) -> str | None:
+    """The preset a run began from, for its config.json: this start's, or a resumed run's
+    own (None for a run from before jaxdust 0.2.74, which did not keep it)."""
+    if not args.resume:
+        return args.preset or "default"
+    return read_run_flags(args.run_dir).get("preset")
 
 
 # Flags beyond the config that shape what a run computes (its seed; the boards, and the
@@ -706,8 +721,9 @@ def _devices_kept(args) -> tuple[int | None, str | None]:
     started = read_run_flags(args.run_dir).get("devices")
     if started is None or started == count:
         return started, None
-    return started, (f"warning: {args.run_dir} started on {started} devices and resumes on {count}: it goes on, but "
-                     "will not end as a run on one count does (--devices chooses how many of a machine's are used)")
+    return started, (f"warning: {args.run_dir} started on {started} device{'s' * (started != 1)} and resumes on "
+                     f"{count}: it goes on, but will not end as a run on one count does (--devices chooses how many "
+                     "of a machine's are used)")
 
 
 def _process_0_says(*flags: bool) -> tuple[bool, ...]:
@@ -738,8 +754,9 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             _refuse_to_start_over(args.run_dir, gone=True)
     run_flags = settle_run_flags(learner, args)
     devices, device_warning = _devices_kept(args)
-    if devices is not None:
-        run_flags["devices"] = devices
+    for name, kept in (("devices", devices), ("preset", _preset_kept(args))):
+        if kept is not None:
+            run_flags[name] = kept
     try:
         learner.check(config, args)
     except ValueError as error:

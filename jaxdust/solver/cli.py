@@ -132,8 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "--retry-unproven: retry one board at other settings; or split a set between "
                              "machines)")
     parser.add_argument("--board-file", type=flags.output_file,
-                        help="also write the boards proven optimal and their optimum here (needs --out FILE): the file's "
-                             "proven boards of the size solved (--lines picks one size of a file of several)")
+                        help="also write the boards proven optimal and their optimum here (needs --out FILE; it "
+                             "replaces a file of proven boards it wrote, and refuses any other): the file's proven "
+                             "boards of the size solved (--lines picks one size of a file of several)")
     parser.add_argument("--checkpoint-dir", type=flags.output_dir,
                         help="each board in progress saves its proof here (its tables: up to 2^--table-bits x 12 "
                              "bytes) every --checkpoint-positions positions, so a killed run resumes it where "
@@ -154,6 +155,10 @@ def main(argv=None) -> int:
         for flag, other in (("the board file", args.boards), ("--out", args.out)):
             if other != "-" and _same_file(other, args.board_file):
                 flags.fail(parser, f"--board-file {args.board_file} is {flag}: give it another name")
+        if not _written_as_proven_boards(args.board_file):
+            flags.fail(parser, f"--board-file {args.board_file} holds something other than the proven boards this "
+                               "command writes (its second line is not '" + PROVEN_HEADER + "'), which it would "
+                               "replace: give another name")
     if args.out != "-" and os.path.exists(args.out) and is_stream(args.out):
         # A pipe, a terminal, a device or /dev/stdout: written to, never read back (no run to resume).
         for flag, given in (("--retry-unproven", args.retry_unproven), ("--checkpoint-dir", args.checkpoint_dir),
@@ -328,6 +333,19 @@ def _pick_lines(jobs, ranges, source):
     return [job for job in jobs if any(low <= job[0] <= high for low, high in ranges)]
 
 
+PROVEN_HEADER = "# board optimal_clicks (proven by python -m jaxdust.solver"  # write_proven's second line
+
+
+def _written_as_proven_boards(path: str) -> bool:
+    """Whether ``path`` is no regular file (missing, or a device the write names), an empty
+    one or a board file ``write_proven`` wrote (which a run may replace)."""
+    if not os.path.isfile(path):  # a FIFO would block a read
+        return True
+    with open(path, "rb") as handle:
+        head = handle.read(4096).split(b"\n")
+    return head == [b""] or (len(head) > 1 and head[1].startswith(PROVEN_HEADER.encode()))
+
+
 def _same_file(a: str, b: str) -> bool:
     """One file under two names (links, or case on a case-insensitive disk), or one path."""
     if os.path.exists(a) and os.path.exists(b):
@@ -441,8 +459,7 @@ def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -
     colors = colors or max(1, max(int(c) for r in proven for c in r["board"]))
     rules_field = "" if rules == "dust" else f" rules={rules}"  # boards.declared_rules reads it
     header = (f"# width={width} height={height} colors={colors}{rules_field}; cells listed x-major: cell (x,y) is character "
-              f"x*{height}+y, y=0 bottom row\n# board optimal_clicks (proven by python -m jaxdust.solver"
-              f"{'' if rules == 'dust' else ' --rules ' + rules})\n")
+              f"x*{height}+y, y=0 bottom row\n{PROVEN_HEADER}{'' if rules == 'dust' else ' --rules ' + rules})\n")
     atomic_write_bytes(path, (header + "".join(f"{r['board']} {r['length']}\n" for r in proven)).encode())
 
 
