@@ -2,8 +2,10 @@
 
 Time: the same boards are labelled in the same run with the journal put on the disk (fsync)
 as the maker does (once ``datasets.SYNC_SECONDS`` and before each shard), after every board
-(the maker before 0.2.73: the reference), and never (the floor), in interleaved rounds; the
-fastest round of each is kept, and every way must write the same shards.
+(the maker before 0.2.73: the reference), and with no fsync at all (the floor: none of the
+journal's, the shards', the manifest's or the folder's), in interleaved rounds; the fastest
+round of each is kept, and every way must write the same shards. ``fsyncs`` counts them
+all, the shards' and the manifest's too.
 
 Memory: the peak of Python's traced allocations (``tracemalloc``, numpy's arrays included)
 in a resume of a finished set (``make_dataset`` again: it reads the shards and streams the

@@ -148,6 +148,13 @@ def test_solver_cli_proves_former_boards_into_a_board_file(tmp_path):
     lines = proven.read_text().splitlines()  # which evaluate.py reads as former's optima
     assert (board_io.declared_rules(lines), board_io.reference_columns(lines)) == ("former", "optima")
     assert [r.values[0] for r in jaxdust.read_board_file(proven, rules="former")] == [r["length"] for r in records]
+    # Run again, the command replaces the board file it wrote (any other file it refuses), as an empty one.
+    written = proven.read_bytes()
+    proven.write_text("")
+    for _ in range(2):
+        assert solve_main([str(source), "--rules", "former", "--width", "4", "--jobs", "1", "--out", str(out),
+                           "--board-file", str(proven)]) == 0
+        assert proven.read_bytes() == written
     with pytest.raises(SystemExit):
         solve_main([str(source), "--rules", "samegame", "--width", "4"])
 

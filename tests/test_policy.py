@@ -498,7 +498,7 @@ def test_the_noise_scale_may_be_a_jax_number_or_traced():
     boards = game.random_boards(jax.random.key(5), 3, SMALL)
     evaluate, key = mcts.heuristic_evaluator_for("dust"), jax.random.key(3)
     expected = mcts.search(boards, evaluate, None, key, 6, 4, 0.5)
-    for scale in (jnp.float32(0.5), np.float32(0.5), jnp.array(0.5)):
+    for scale in (jnp.float32(0.5), np.float32(0.5), np.array(0.5), jnp.array(0.5)):
         chex.assert_trees_all_equal(mcts.search(boards, evaluate, None, key, 6, 4, scale), expected)
     traced = jax.jit(lambda b, k, s: mcts.search(b, evaluate, None, k, 6, 4, s))(boards, key, 0.5)
     np.testing.assert_array_equal(traced.action, expected.action)

@@ -341,8 +341,11 @@ def _written_as_proven_boards(path: str) -> bool:
     one or a board file ``write_proven`` wrote (which a run may replace)."""
     if not os.path.isfile(path):  # a FIFO would block a read
         return True
-    with open(path, "rb") as handle:
-        head = handle.read(4096).split(b"\n")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096).split(b"\n")
+    except OSError:  # unreadable: the write says whether it can replace it
+        return True
     return head == [b""] or (len(head) > 1 and head[1].startswith(PROVEN_HEADER.encode()))
 
 
