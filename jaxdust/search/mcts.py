@@ -178,7 +178,7 @@ def _require_gumbel_scale(scale) -> None:
             scale.dtype != bool:
         scale = scale.item()
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or \
-            not 0 <= scale < math.inf:  # NaN noise made every action's score NaN
+            not 0 <= float(scale) < math.inf:  # NaN noise made every action's score NaN
         raise ValueError(f"mcts: gumbel_scale must be a finite number >= 0, got {scale!r}")
 
 
