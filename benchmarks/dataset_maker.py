@@ -107,10 +107,10 @@ def main(argv=None):
 
         # What a board more costs, from the peaks of the set and of one twice its size (the
         # same boards first): a shard read whole and the fixed costs are in both.
-        doubled = os.path.join(scratch, "doubled")
-        datasets.make_dataset(doubled, dataclasses.replace(config, boards=2 * args.boards), progress=False)
+        doubled, doubled_config = os.path.join(scratch, "doubled"), dataclasses.replace(config, boards=2 * args.boards)
+        datasets.make_dataset(doubled, doubled_config, progress=False)
         memory = {}
-        for directory, made_config in ((made, config), (doubled, dataclasses.replace(config, boards=2 * args.boards))):
+        for directory, made_config in ((made, config), (doubled, doubled_config)):
             journal = os.path.join(directory, "journal.jsonl")
             for name, work in (
                 ("resume", lambda: datasets.make_dataset(directory, made_config, progress=False)),

@@ -157,15 +157,16 @@ def base_config(learner: learners.Learner, args):
     say its preset, so one given is then its settings, as for a new run."""
     if args.resume and os.path.exists(os.path.join(args.run_dir, "config.json")):
         saved_learner, saved = read_run_config(args.run_dir)
-        own = read_run_flags(args.run_dir).get("preset")
-        if saved_learner is learner and args.preset is not None and own is not None and args.preset != own:
-            began = "; it never finished a step, so without --resume this preset starts there anew" if \
-                never_began(args.run_dir) else ""
-            raise RunError(f"--preset {args.preset} is not the run's own ({own}, in "
-                           f"{os.path.join(args.run_dir, 'config.json')}): leave --preset out to resume the run as "
-                           f"it was started, or use another --run-dir{began}")
-        if saved_learner is learner and (args.preset is None or own is not None):
-            return saved
+        if saved_learner is learner:
+            own = read_run_flags(args.run_dir).get("preset")
+            if args.preset is None or args.preset == own:
+                return saved
+            if own is not None:
+                began = "; it never finished a step, so without --resume this preset starts there anew" if \
+                    never_began(args.run_dir) else ""
+                raise RunError(f"--preset {args.preset} is not the run's own ({own}, in "
+                               f"{os.path.join(args.run_dir, 'config.json')}): leave --preset out to resume the run "
+                               f"as it was started, or use another --run-dir{began}")
     return learner.presets[args.preset or "default"]
 
 
