@@ -341,6 +341,24 @@ def test_checkpoints_follow_the_clock_unless_counted(whole_run, tmp_path):
         assert_same_end(tmp_path / seconds, whole_run)
 
 
+def test_a_resume_saves_as_often_as_the_run_did_unless_told(run, whole_run):
+    """The run saves every chunk (--checkpoint-every 1); a resume given no cadence saved by
+    the clock (30 s) and kept only its end. One given replaces the run's own."""
+    counted = TRAIN_ARGS.index("--checkpoint-every")
+    uncounted = TRAIN_ARGS[:counted] + TRAIN_ARGS[counted + 2:]
+
+    def resume_from_2(*extra):
+        cli.main([*uncounted, "--run-dir", str(run), "--resume", "--resume-step", "2", *extra])
+        assert_same_end(run, whole_run)
+        return sorted(os.listdir(run / "checkpoints")), json.loads((run / "config.json").read_text())["run"]
+
+    checkpoints, kept = resume_from_2()
+    assert checkpoints == ["2", "3", "4"] and kept["checkpoint_every"] == 1 and "checkpoint_seconds" not in kept
+    checkpoints, kept = resume_from_2("--checkpoint-seconds", "3600")
+    assert checkpoints == ["2", "4"] and kept["checkpoint_seconds"] == 3600 and "checkpoint_every" not in kept
+    assert resume_from_2()[0] == ["2", "4"]
+
+
 def test_a_run_directory_takes_one_training_process_at_a_time(run, capsys):
     held = filelock.FileLock(str(run / runs.LOCK_FILE))
     with held:  # as another process training there
@@ -459,8 +477,8 @@ def test_a_resume_on_another_device_count_says_so_and_keeps_the_starting_one(run
     train(run, "--resume", "--resume-step", "3")
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warnings == [f"warning: {run} started on {jax.device_count() + 1} devices and resumes on "
-                        f"{jax.device_count()}: it goes on, but will not end as a run on one count does "
-                        "(--devices chooses how many of a machine's are used)"]
+                        f"{jax.device_count()} (all this machine has): it goes on, but will not end as a run "
+                        "on one count does"]
     assert json.loads((run / "config.json").read_text())["run"]["devices"] == jax.device_count() + 1
 
 

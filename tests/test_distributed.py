@@ -104,6 +104,15 @@ def test_train_py_in_two_processes_equals_one_process_with_two_devices(tmp_path)
     assert moved == {str(tmp_path / "distributed" / "checkpoints" / "3.damaged")}
     assert run_record(tmp_path / "distributed") == run_record(tmp_path / "two-devices")
 
+    # Resumed with no --devices where there are more: on its own two, so it ends as it did
+    # (all four split its games otherwise, and it warned so).
+    whole = run_record(tmp_path / "two-devices")
+    [resumed] = [start([*AVI, "--run-dir", str(tmp_path / "two-devices"), "--resume", "--resume-step", "2"], devices=4)]
+    stdout, stderr = resumed.communicate(timeout=TIMEOUT)
+    assert resumed.returncode == 0, stderr[-3000:]
+    assert [line for line in stderr.splitlines() if line.startswith("warning:")] == []
+    assert run_record(tmp_path / "two-devices") == whole
+
 
 # ---------------------------------------------------------------------------------------
 # DQN's sharded replay, at the learner level (cheaper than a second train.py run)

@@ -85,14 +85,18 @@ def build_parser() -> TrainParser:
         sub.add_argument("--eval-every", type=flags.positive_int, default=None,
                          help=f"chunks between evaluations (default {runs.RUN_FLAGS['eval_every']})")
         sub.add_argument("--checkpoint-every", type=flags.positive_int, default=None,
-                         help="chunks between checkpoints (default: by the clock, see --checkpoint-seconds)")
+                         help="chunks between checkpoints (default: by the clock, see --checkpoint-seconds; "
+                              "with --resume, the run's own cadence)")
         sub.add_argument("--checkpoint-seconds", type=flags.positive_float, default=None,
-                         help=f"training seconds between checkpoints (default {runs.CHECKPOINT_SECONDS:g}); a run "
-                              "also saves at its end and when --minutes stops it")
+                         help=f"training seconds between checkpoints (default {runs.CHECKPOINT_SECONDS:g}; with "
+                              "--resume, the run's own cadence); a run also saves at its end and when --minutes "
+                              "stops it")
         sub.add_argument("--tensorboard", action="store_true",
                          help="also write metrics.jsonl's scalars for TensorBoard, into RUN_DIR/tensorboard "
                               '(pip install -e ".[tensorboard]" in a checkout)')
-        sub.add_argument("--devices", type=flags.positive_int, default=None, help="local devices to use (default all)")
+        sub.add_argument("--devices", type=flags.positive_int, default=None,
+                         help="local devices to use (default all; with --resume, the run's own count where there "
+                              "are as many)")
         sub.add_argument("--distributed", action="store_true",
                          help="one of several processes (hosts) training together: jax.distributed.initialize() "
                               "first, with the three flags below; any left out JAX detects (SLURM, Open MPI, ...; "

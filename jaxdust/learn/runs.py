@@ -717,16 +717,37 @@ def _devices_kept(args) -> tuple[int | None, str | None]:
     """The devices a run started on, for its config.json (this start's count, or a resumed
     run's own: None for a run from before jaxdust 0.2.38, which did not keep it), and for a
     resume on another count a warning that it will not end as the uninterrupted run would:
-    the games and minibatches split otherwise, and sums over them round otherwise."""
+    the games and minibatches split otherwise, and sums over them round otherwise.
+
+    A resume given no ``--devices`` takes the run's own count where every process has its
+    share of it (sets ``args.devices``), else all the devices there are."""
+    started = read_run_flags(args.run_dir).get("devices") if args.resume else None
+    given = args.devices
+    if started is not None and given is None:
+        share, rest = divmod(started, jax.process_count())
+        if not rest and 0 < share <= jax.local_device_count():
+            args.devices = share
     count = len(_chosen_devices(args.devices))
     if not args.resume:
         return count, None
-    started = read_run_flags(args.run_dir).get("devices")
     if started is None or started == count:
         return started, None
+    how = f"--devices {given}" if given is not None else "all this machine has"
     return started, (f"warning: {args.run_dir} started on {started} device{'s' * (started != 1)} and resumes on "
-                     f"{count}: it goes on, but will not end as a run on one count does (--devices chooses how many "
-                     "of a machine's are used)")
+                     f"{count} ({how}): it goes on, but will not end as a run on one count does")
+
+
+def _cadence_kept(args) -> dict:
+    """How often a run saves, for its config.json: this start's ``--checkpoint-every`` or
+    ``--checkpoint-seconds``, or on a resume given neither the run's own (set in ``args``).
+    The cadence never changes what a run learns, so a resume may change it."""
+    if args.resume and args.checkpoint_every is None and args.checkpoint_seconds is None:
+        saved = read_run_flags(args.run_dir)
+        every, seconds = saved.get("checkpoint_every"), saved.get("checkpoint_seconds")
+        # A value edited by hand into something else is left out: the clock's default saves.
+        args.checkpoint_every = every if type(every) is int and every > 0 else None
+        args.checkpoint_seconds = seconds if type(seconds) in (int, float) and seconds > 0 else None
+    return {"checkpoint_every": args.checkpoint_every, "checkpoint_seconds": args.checkpoint_seconds}
 
 
 def _process_0_says(*flags: bool) -> tuple[bool, ...]:
@@ -757,7 +778,7 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             _refuse_to_start_over(args.run_dir, gone=True)
     run_flags = settle_run_flags(learner, args)
     devices, device_warning = _devices_kept(args)
-    for name, kept in (("devices", devices), ("preset", _preset_kept(args))):
+    for name, kept in (("devices", devices), ("preset", _preset_kept(args)), *_cadence_kept(args).items()):
         if kept is not None:
             run_flags[name] = kept
     try:
