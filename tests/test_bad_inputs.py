@@ -841,6 +841,13 @@ API_CASES = [
     (lambda: mcts.MCTSPolicy(mcts.heuristic_evaluator_for("dust"), 0), "simulations must be a positive integer, got 0"),
     # It failed at play, in JAX's "Non-hashable static arguments are not supported" and its traceback.
     (lambda: mcts.MCTSPolicy(_UnhashableEvaluator()), "MCTSPolicy: evaluate must be hashable"),
+    # These three failed in JAX's "Non-hashable static arguments are not supported", naming no argument.
+    (lambda: jaxdust.beam_search(np.ones((4, 3), np.int8), 2, _UnhashableEvaluator()),
+     r"beam_search: scorer must be hashable, .* got _UnhashableEvaluator"),
+    (lambda: jaxdust.beam_search(np.ones((4, 3), np.int8), 2, rescorer=_UnhashableEvaluator()),
+     "beam_search: rescorer must be hashable"),
+    (lambda: jaxdust.play_boards(np.ones((2, 4, 3), np.int8), _UnhashableEvaluator(), jax.random.key(0), 4),
+     "play_boards: policy must be hashable"),
     (lambda: mcts.search(jnp.ones((1, 4, 3), jnp.int8), mcts.heuristic_evaluator_for("dust"), None,
                          jax.random.key(0), 4, considered=0), "considered must be a positive integer, got 0"),
     # NaN noise played whichever action came first; a string failed inside mctx.

@@ -170,6 +170,17 @@ def require_model_rules(model, rules: str, caller: str) -> None:
                          f"rules, and rules={rules!r} was asked (pass rules={trained!r})")
 
 
+def require_hashable(model, name: str, caller: str) -> None:
+    """TypeError where ``model`` cannot be hashed: it is a static argument of a compiled
+    program, and JAX's own error ("Non-hashable static arguments") names neither the
+    argument nor what to give instead."""
+    try:
+        hash(model)
+    except TypeError:
+        raise TypeError(f"{caller}: {name} must be hashable, as a compiled program's static arguments are (a "
+                        f"module-level function or a frozen dataclass), got {type(model).__name__}") from None
+
+
 def require_model_fits(boards, model, rules: str, caller: str) -> None:
     """ValueError where ``model``'s network was built for other boards than ``boards``
     (``require_model_shape``) or other rules than ``rules`` (``require_model_rules``: a

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_model_fits, require_settled
+from jaxdust.core.boards import require_hashable, require_model_fits, require_settled
 from jaxdust.core.flags import INT32_LIMIT
 
 Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, params) -> action
@@ -73,7 +73,8 @@ def play_boards(boards: game.BoardLike, policy: Policy, key: jax.Array, max_clic
         they are not traced), a ``max_clicks`` that is not a positive
         integer below 2^31, unknown rules, or ``rules`` other than those the policy's
         network says it was trained under (``boards.model_rules``).
-      TypeError: ``key`` not one random key (``jax.random.key(seed)``), or (while tracing)
+      TypeError: ``key`` not one random key (``jax.random.key(seed)``), a policy that cannot
+        be hashed, or (while tracing)
         a policy that does not return one integer action per board.
     """
     boards = _checked(boards, policy, max_clicks, rules)
@@ -96,6 +97,7 @@ def _checked(boards, policy: Policy, max_clicks, rules: str) -> jax.Array:
     game.require_cells(boards.shape[1], boards.shape[2], rules)  # points past int32 would wrap
     require_settled(boards, rules, "play_boards")  # a position the rules never make plays otherwise
     require_model_fits(boards, policy, rules, "play_boards")
+    require_hashable(policy, "policy", "play_boards")
     return boards
 
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game, machine
-from jaxdust.core.boards import require_model_fits, require_model_rules, require_settled
+from jaxdust.core.boards import require_hashable, require_model_fits, require_model_rules, require_settled
 from jaxdust.search.heuristic import Scorer, heuristic_for, heuristic_scorer
 from jaxdust.search.keys import solver_key
 from jaxdust.search.selection import first_trues, smallest_columns
@@ -181,12 +181,7 @@ def lookahead_scorer(base: Scorer, chunk: int = CHUNK, rules: str = "dust") -> S
     if not game.is_integer(chunk) or chunk < 1:
         raise ValueError(f"lookahead_scorer: chunk must be a positive integer, got {chunk!r}")
     require_model_rules(base, rules, "lookahead_scorer")
-    try:
-        hash(base)
-    except TypeError:
-        raise TypeError(f"lookahead_scorer: the base scorer must be hashable, as the beam's static "
-                        f"arguments are (a module-level function or a frozen dataclass), got "
-                        f"{type(base).__name__}") from None
+    require_hashable(base, "the base scorer", "lookahead_scorer")
     return LookaheadScorer(base, int(chunk), rules)
 
 
@@ -356,7 +351,8 @@ def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None
         ``jit`` they are not looked at), a size that is not a positive integer, rules
         that are not a fewest-clicks rule set, or other rules than those a network scorer
         says it was trained under (``boards.model_rules``).
-      TypeError: a scorer or rescorer whose scores are not one number per board ``[M]``.
+      TypeError: a scorer or rescorer that is not a function, cannot be hashed (it is a
+        static argument), or whose scores are not one number per board ``[M]``.
     """
     boards = game.from_lists(boards)
     shape = np.shape(boards)
@@ -382,6 +378,8 @@ def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None
             raise TypeError(f"beam_search: {name} must be a function of (boards, params), got {model!r}"
                             + ("; the rule set is given as rules=" if isinstance(model, str) else ""))
     scorer = heuristic_for(rules) if scorer is None else scorer
+    for name, model in (("scorer", scorer), ("rescorer", rescorer)):
+        require_hashable(model, name, "beam_search")
     require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
     for model in (scorer, rescorer):
         require_model_fits(boards, model, rules, "beam_search")

@@ -27,7 +27,7 @@ import mctx
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_model_fits, require_model_rules, require_settled
+from jaxdust.core.boards import require_hashable, require_model_fits, require_model_rules, require_settled
 from jaxdust.search.heuristic import RULE_FEATURE_WEIGHTS, Scorer, heuristic_for, heuristic_scorer
 
 Evaluator = Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]]
@@ -232,9 +232,7 @@ class MCTSPolicy:
     rules: str = "dust"
 
     def __post_init__(self):
-        if not _hashable(self.evaluate):  # a static argument of the play loop's jit, which fails far from here
-            raise TypeError(f"MCTSPolicy: evaluate must be hashable (a module-level function or a frozen "
-                            f"dataclass), got {type(self.evaluate).__name__}")
+        require_hashable(self.evaluate, "evaluate", "MCTSPolicy")  # the play loop's jit fails far from here
         game.require_click_rules(self.rules, "mcts")
         _require_counts(self.simulations, self.considered)
         require_model_rules(self.evaluate, self.rules, "MCTSPolicy")  # it would plan one game and play another
