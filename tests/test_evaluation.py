@@ -291,12 +291,21 @@ def test_an_evaluation_does_not_take_over_another_commands_folder(tmp_path, caps
     other = tmp_path / "other"
     other.mkdir()
     (other / "summary.json").write_text('{"benchmark": "beam"}')
-    for out, words in ((run, "as a train.py run directory does"), (other, "summary.json is not an evaluation's")):
+    # A data set's folder took the evaluation's files beside its shards.
+    data_sets = {name: tmp_path / name for name in ("made", "in-progress")}
+    (data_sets["made"] / "manifest.json").parent.mkdir()
+    (data_sets["made"] / "manifest.json").write_text("{}")
+    data_sets["in-progress"].mkdir()
+    (data_sets["in-progress"] / "journal.jsonl").write_text("")
+    for out, words in ((run, "as a train.py run directory does"), (other, "summary.json is not an evaluation's"),
+                       (data_sets["made"], "it holds a data set (manifest.json)"),
+                       (data_sets["in-progress"], "it holds a data set (journal.jsonl)")):
         with pytest.raises(SystemExit):
             evaluate.main(["--random", "2", "--size", "6x5x4", "--agents", "largest", "--out", str(out)])
         assert words in capsys.readouterr().err
     assert (run / "summary.json").read_text() == '{"argmax_clicks": 9.3}' and sorted(os.listdir(run)) == [
         "config.json", "summary.json"]
+    assert [sorted(os.listdir(folder)) for folder in data_sets.values()] == [["manifest.json"], ["journal.jsonl"]]
     # An evaluation's own folder is taken again, as before.
     evaluate.main(["--random", "2", "--size", "6x5x4", "--agents", "largest", "--out", str(tmp_path / "ev")])
     evaluate.main(["--random", "2", "--size", "6x5x4", "--agents", "random", "--out", str(tmp_path / "ev")])

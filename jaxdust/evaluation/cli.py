@@ -40,8 +40,8 @@ written last and lists the figures (``figures``); those an earlier evaluation in
 ``.figures-pending.json`` lists both (the earlier summary is removed before ``boards.csv`` or
 a figure it lists is written again): a run stopped half-way leaves no summary beside another
 run's table or figures, and the next run removes the figures it had written. A folder of
-another command's (a train.py run's ``config.json``, or a ``summary.json`` that is no
-evaluation's) is refused.
+another command's (a train.py run's ``config.json``, a data set's, or a ``summary.json``
+that is no evaluation's) is refused.
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column
@@ -85,6 +85,7 @@ from jaxdust.core.progress import progress_bar
 from jaxdust.core.registry import CLICKS_PER_CELL
 from jaxdust.core.render import game_gif
 from jaxdust.evaluation import benchmark, plots, registry, stats
+from jaxdust.learn.datasets import MARKER_FILES
 
 
 class LoadedBoards(NamedTuple):
@@ -572,6 +573,9 @@ def _other_commands_folder(out: str) -> str | None:
     (a train.py run's, or one whose summary.json is not an evaluation's); None if it is not."""
     if os.path.isfile(os.path.join(out, "config.json")):
         return "it holds a config.json, as a train.py run directory does (its summary.json is the run's)"
+    for name in MARKER_FILES:
+        if os.path.isfile(os.path.join(out, name)):
+            return f"it holds a data set ({name}), whose shards an evaluation's files would mix with"
     path = os.path.join(out, "summary.json")
     try:
         with open(path) as handle:

@@ -350,6 +350,10 @@ def make_dataset(directory: str, config: DatasetConfig, jobs: int = 1, progress:
         lock.release()
 
 
+# A data set's folder holds one of these, finished or being made.
+MARKER_FILES = ("manifest.json", "journal.jsonl")
+
+
 def _require_no_other_files(directory: str) -> None:
     """ValueError where ``directory`` holds files but no data set: another command's output
     (evaluate.py's), which the set's files would mix with."""
@@ -357,7 +361,7 @@ def _require_no_other_files(directory: str) -> None:
     # A first manifest's temporary file, left by a run killed while writing it: this
     # module's own, removed under the lock (remove_leftover_temporaries), not another's.
     names = {name for name in names if not (name.startswith(files.TEMPORARY_PREFIX) and name.endswith("manifest.json"))}
-    if names and not names & {"manifest.json", "journal.jsonl"}:
+    if names and not names & set(MARKER_FILES):
         others = sorted(names)
         raise ValueError(f"{directory} holds other files ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}) "
                          "and no data set: give a new or empty folder")
