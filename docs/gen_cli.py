@@ -26,7 +26,9 @@ from jaxdust.core.files import atomic_write_bytes  # noqa: E402
 
 PAGE = ROOT / "docs" / "cli.md"
 COMMAND = "python docs/gen_cli.py"
-MODULES = ("jaxdust.learn.datasets", "jaxdust.evaluation.ranking", "jaxdust.learn.published")  # commands no script installs
+from jaxdust.__main__ import COMMANDS  # noqa: E402
+
+MODULES = tuple(module for command, module, _ in COMMANDS if command is None)  # commands no script installs
 WIDTH = 100  # argparse wraps to the terminal's width: the page's is fixed
 # What a help text says of the machine it runs on, as the page shows it.
 CORES = "N"
