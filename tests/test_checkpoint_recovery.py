@@ -357,6 +357,11 @@ def test_a_resume_saves_as_often_as_the_run_did_unless_told(run, whole_run):
     checkpoints, kept = resume_from_2("--checkpoint-seconds", "3600")
     assert checkpoints == ["2", "4"] and kept["checkpoint_seconds"] == 3600 and "checkpoint_every" not in kept
     assert resume_from_2()[0] == ["2", "4"]
+    # A cadence edited by hand into no count (true read as 1 would save every chunk) saves by the clock.
+    config = json.loads((run / "config.json").read_text())
+    config["run"] = {**config["run"], "checkpoint_every": True, "checkpoint_seconds": "1e-9"}
+    (run / "config.json").write_text(json.dumps(config))
+    assert resume_from_2()[0] == ["2", "4"]
 
 
 def test_a_run_directory_takes_one_training_process_at_a_time(run, capsys):

@@ -745,8 +745,9 @@ def _cadence_kept(args) -> dict:
         saved = read_run_flags(args.run_dir)
         every, seconds = saved.get("checkpoint_every"), saved.get("checkpoint_seconds")
         # A value edited by hand into something else is left out: the clock's default saves.
-        args.checkpoint_every = every if type(every) is int and every > 0 else None
-        args.checkpoint_seconds = seconds if type(seconds) in (int, float) and seconds > 0 else None
+        args.checkpoint_every = every if game.is_integer(every) and every > 0 else None
+        args.checkpoint_seconds = seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) \
+            and 0 < seconds < math.inf else None
     return {"checkpoint_every": args.checkpoint_every, "checkpoint_seconds": args.checkpoint_seconds}
 
 
