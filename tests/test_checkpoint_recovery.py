@@ -352,6 +352,14 @@ def test_a_resume_saves_as_often_as_the_run_did_unless_told(run, whole_run):
         assert_same_end(run, whole_run)
         return sorted(os.listdir(run / "checkpoints")), json.loads((run / "config.json").read_text())["run"]
 
+    # A finished run resumed under another cadence trains nothing and keeps its fingerprint
+    # (the leaderboard measured its rows again).
+    before = runs.fingerprint(run)
+    cli.main([*uncounted, "--run-dir", str(run), "--resume", "--checkpoint-seconds", "60"])
+    assert json.loads((run / "config.json").read_text())["run"]["checkpoint_seconds"] == 60
+    assert runs.fingerprint(run) == before
+    checkpoints, kept = resume_from_2("--checkpoint-every", "1")
+    assert checkpoints == ["2", "3", "4"] and kept["checkpoint_every"] == 1 and "checkpoint_seconds" not in kept
     checkpoints, kept = resume_from_2()
     assert checkpoints == ["2", "3", "4"] and kept["checkpoint_every"] == 1 and "checkpoint_seconds" not in kept
     checkpoints, kept = resume_from_2("--checkpoint-seconds", "3600")
@@ -482,9 +490,14 @@ def test_a_resume_on_another_device_count_says_so_and_keeps_the_starting_one(run
     train(run, "--resume", "--resume-step", "3")
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warnings == [f"warning: {run} started on {jax.device_count() + 1} devices and resumes on "
-                        f"{jax.device_count()} (all this machine has): it goes on, but will not end as a run "
+                        f"{jax.device_count()} (all there are): it goes on, but will not end as a run "
                         "on one count does"]
     assert json.loads((run / "config.json").read_text())["run"]["devices"] == jax.device_count() + 1
+    # A count edited by hand into no count is none kept (divmod failed on "2" in a traceback).
+    config["run"]["devices"] = "2"
+    (run / "config.json").write_text(json.dumps(config))
+    train(run, "--resume", "--resume-step", "3")
+    assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
 
 
 @pytest.mark.parametrize("name", ["config.json", "metrics.jsonl"])

@@ -176,9 +176,10 @@ def require_hashable(model, name: str, caller: str) -> None:
     argument nor what to give instead."""
     try:
         hash(model)
-    except TypeError:
+    except TypeError as error:  # "unhashable type: 'numpy.ndarray'" where a frozen dataclass holds an array
         raise TypeError(f"{caller}: {name} must be hashable, as a compiled program's static arguments are (a "
-                        f"module-level function or a frozen dataclass), got {type(model).__name__}") from None
+                        f"module-level function or a frozen dataclass of hashable fields), got "
+                        f"{type(model).__name__} ({error})") from None
 
 
 def require_model_fits(boards, model, rules: str, caller: str) -> None:

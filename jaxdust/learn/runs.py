@@ -721,7 +721,9 @@ def _devices_kept(args) -> tuple[int | None, str | None]:
 
     A resume given no ``--devices`` takes the run's own count where every process has its
     share of it (sets ``args.devices``), else all the devices there are."""
-    started = read_run_flags(args.run_dir).get("devices") if args.resume else None
+    kept = read_run_flags(args.run_dir).get("devices") if args.resume else None
+    # None where none is kept (or it was edited by hand into no count).
+    started = int(kept) if game.is_integer(kept) and kept > 0 else None
     given = args.devices
     if started is not None and given is None:
         share, rest = divmod(started, jax.process_count())
@@ -732,9 +734,14 @@ def _devices_kept(args) -> tuple[int | None, str | None]:
         return count, None
     if started is None or started == count:
         return started, None
-    how = f"--devices {given}" if given is not None else "all this machine has"
+    how = f"--devices {given}" if given is not None else "all there are"
     return started, (f"warning: {args.run_dir} started on {started} device{'s' * (started != 1)} and resumes on "
                      f"{count} ({how}): it goes on, but will not end as a run on one count does")
+
+
+# How often a run saves: kept in config.json's "run" so that a resume saves as the run did,
+# but not in its fingerprint (a resume may change it, and it never changes what is learned).
+CADENCE_FLAGS = ("checkpoint_every", "checkpoint_seconds")
 
 
 def _cadence_kept(args) -> dict:
@@ -742,13 +749,24 @@ def _cadence_kept(args) -> dict:
     ``--checkpoint-seconds``, or on a resume given neither the run's own (set in ``args``).
     The cadence never changes what a run learns, so a resume may change it."""
     if args.resume and args.checkpoint_every is None and args.checkpoint_seconds is None:
-        saved = read_run_flags(args.run_dir)
-        every, seconds = saved.get("checkpoint_every"), saved.get("checkpoint_seconds")
+        every, seconds = (read_run_flags(args.run_dir).get(name) for name in CADENCE_FLAGS)
         # A value edited by hand into something else is left out: the clock's default saves.
         args.checkpoint_every = every if game.is_integer(every) and every > 0 else None
         args.checkpoint_seconds = seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) \
             and 0 < seconds < math.inf else None
-    return {"checkpoint_every": args.checkpoint_every, "checkpoint_seconds": args.checkpoint_seconds}
+    return {name: getattr(args, name) for name in CADENCE_FLAGS}
+
+
+def _without_cadence(config_json: bytes) -> bytes:
+    """A config.json's bytes as written without the cadence it keeps (``CADENCE_FLAGS``)."""
+    try:
+        saved = json.loads(config_json)
+    except ValueError:
+        return config_json
+    run = saved.get("run") if isinstance(saved, dict) else None
+    if not isinstance(run, dict) or not run.keys() & set(CADENCE_FLAGS):
+        return config_json
+    return files.json_bytes({**saved, "run": {name: value for name, value in run.items() if name not in CADENCE_FLAGS}})
 
 
 def _process_0_says(*flags: bool) -> tuple[bool, ...]:
@@ -1020,9 +1038,9 @@ SELECTED_DIRS = {"greedy": BEST_DIR, "argmax": "best-argmax"}
 
 
 def fingerprint(directory: str | os.PathLike) -> str:
-    """A digest of what ``load_run`` may read from a run directory: its ``config.json`` and
-    the step names and checksums of every checkpoint (``best/``, ``best-argmax/`` and
-    ``checkpoints/``). A result measured on a run keeps it, so training the run again (or
+    """A digest of what ``load_run`` may read from a run directory: its ``config.json`` (but
+    the checkpoint cadence, which a resume may change) and the step names and checksums of
+    every checkpoint (``best/``, ``best-argmax/`` and ``checkpoints/``). A result measured on a run keeps it, so training the run again (or
     more) shows as a change; an empty string where there is no run. A published network's
     (``@NAME`` too) is of its ``published.json``, which holds the sha256 of its other files."""
     digest = hashlib.sha256()
@@ -1039,7 +1057,7 @@ def fingerprint(directory: str | os.PathLike) -> str:
             digest.update(f"{folder}/{name}\0".encode())
             if os.path.exists(path):
                 with open(path, "rb") as handle:
-                    digest.update(handle.read())
+                    digest.update(handle.read() if folder else _without_cadence(handle.read()))
     return digest.hexdigest() if os.path.exists(os.path.join(directory, "config.json")) else ""
 
 
