@@ -264,7 +264,16 @@ def test_published_sets_are_never_rewritten(tmp_path, monkeypatch):
         benchmark.write_set("8x4x5", source, [9, 9, 10], [9, 9, 10], "test")
     with pytest.raises(ValueError, match="lower bound above"):
         benchmark.write_set("8x4x5", source, [9, 9, 10], [9, 10, 10], "test", version=2)
+    # A name that says another size was published and read back under it.
+    with pytest.raises(ValueError, match="the set's name '6x6x5' says 6x6 boards of at most 5 colours; these are 8x4"):
+        benchmark.write_set("6x6x5", source, [9, 9, 10], [9, 9, 10], "test", version=3)
     assert os.path.exists(path) and not os.path.exists(benchmark.set_path("8x4x5", 2))
+
+
+def test_a_time_per_board_keeps_two_digits():
+    """The fastest agents (largest cluster first: ~0.1 ms a board) printed "0 ms"."""
+    assert [benchmark.timing(s) for s in (0.00002, 0.0002, 0.004, 0.05, 2.0)] == [
+        "0.02 ms", "0.20 ms", "4.0 ms", "50 ms", "2.0 s"]
 
 
 @pytest.mark.slow
@@ -364,6 +373,8 @@ def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch,
     (row,) = report["rows"]
     assert row["agent"] == "exact solver (proven optimal: 100.0%)"
     assert (row["mean_clicks"], row["optimal"], row["cleared"]) == (pytest.approx(board_set.best.mean()), 1.0, 1.0)
+    # The table's note said the row's time included compiling: it is the log's own seconds.
+    assert "the exact solver's row: --solver-log's own solve seconds" in capsys.readouterr().out
 
     records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
     records[1]["clicks"] = records[1]["clicks"][:1]  # still claims the optimum
@@ -510,6 +521,40 @@ def test_leaderboard_defaults_leave_out_the_searches_a_size_is_too_large_for(tmp
     played.clear()
     leaderboard.main(["--size", "clickomania:64x64x2", "--boards", "1"])
     assert played == ["random", "largest", "beam:16", "cpu-beam:256", "nmcs:1"]
+
+
+def test_leaderboard_defaults_leave_out_a_search_that_fits_one_process_but_not_jobs(tmp_path, monkeypatch, capsys):
+    """The defaults were checked at one board and one process, then every entry at --jobs:
+    where one numba beam fits the memory but --jobs of them do not, the command with no
+    --entries was refused, naming cpu-beam:256, which nobody asked for."""
+    from jaxdust.solver import points as points_search
+
+    monkeypatch.chdir(tmp_path)
+    played = []
+
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+        played.append(entry)
+        count = len(boards)
+        return {"points": np.zeros(count), "clicks": np.ones(count), "cells_left": np.ones(count),
+                "cleared": np.zeros(count, bool)}
+
+    monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
+    one_beam = points_search.beam_bytes(256, 15 * 15)
+    monkeypatch.setattr(leaderboard.registry.machine, "memory_bytes", lambda: int(1.5 * one_beam))
+    leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--jobs", "2"])
+    assert "cpu-beam:256" not in played and played[:2] == ["random", "largest"]
+    played.clear()
+    leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--jobs", "1"])
+    assert "cpu-beam:256" in played
+    # A rows folder that cannot be made is refused before any play (it failed in a
+    # traceback once the first agent had played).
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / "leaderboard").write_text("")  # where the rows folder beside the report goes
+    played.clear()
+    with pytest.raises(SystemExit):
+        leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--entries", "largest",
+                          "--out", str(tmp_path / "ro" / "report.json")])
+    assert played == [] and "which cannot be made" in capsys.readouterr().err
 
 
 def test_an_id_and_size_of_its_rules_and_size_share_their_kept_rows(tmp_path, monkeypatch):

@@ -146,7 +146,12 @@ def with_error(value: float, error: float, spec: str) -> str:
 
 
 def timing(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+    """A time per board as the tables print it, with two significant digits or more (the
+    fastest agents took well under a millisecond a board, printed as "0 ms")."""
+    milliseconds = seconds * 1000
+    if seconds >= 1:
+        return f"{seconds:.1f} s"
+    return f"{milliseconds:.{2 if milliseconds < 1 else 1 if milliseconds < 10 else 0}f} ms"
 
 
 def row(agent: str, board_set: BoardSet, clicks, cleared, seconds: float) -> Row:
@@ -334,6 +339,11 @@ def write_set(size: str, boards: np.ndarray, best, lower, source: str, version: 
     boards, best, lower = checked.boards, checked.best, checked.lower
     _, width, height = boards.shape
     colors = int(np.max(boards))
+    # The name leads with the size ("8x6x5", "5x5x3_former"), which the benchmark's users read.
+    named = board_io.parse_size(size.partition("_")[0], rules)
+    if (named.width, named.height) != (width, height) or colors > named.colors:
+        raise ValueError(f"write_set: the set's name {size!r} says {named.width}x{named.height} boards of at most "
+                         f"{named.colors} colours; these are {width}x{height} with {colors}")
     rules_field = "" if rules == "dust" else f" rules={rules}"  # load_set reads it back (declared_rules)
     lines = [f"# width={width} height={height} colors={colors}{rules_field}; cells listed x-major: "
              f"cell (x,y) is character x*{height}+y, y=0 bottom row",

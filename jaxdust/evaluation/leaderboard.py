@@ -120,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "with --env or --size by the rules' measure: "
                              + "; ".join(f"{measure.replace('_', ' ')}: {entries}"
                                          for measure, entries in FAMILY_ENTRIES.items())
-                             + ", less cpu-beam where the fewest-clicks boards exceed its 64 cells)")
+                             + "; less those the boards or this machine's memory rule out: cpu-beam past its "
+                               "64 cells, and any at --jobs that would not fit)")
     parser.add_argument("--runs", default="", help="LABEL=RUN_DIR,... learner runs (four or five rows each)")
     parser.add_argument("--solver-log", type=flags.input_file, default=None,
                         help="JSON lines of python -m jaxdust.solver --time-limit 300 on the set's boards")
@@ -159,7 +160,8 @@ def main(argv=None) -> dict:
     if args.entries is None:
         args.entries = DEFAULT_ENTRIES if config is None else FAMILY_ENTRIES[measure]
         if config is not None:  # the defaults that fit the id's boards (the numba beam's bitboards hold 64 cells)
-            args.entries = ",".join(entry for entry in args.entries.split(",") if _fits(entry, config))
+            args.entries = ",".join(entry for entry in args.entries.split(",")
+                                    if _fits(entry, config, args.boards, args.jobs))
 
     board_set = None
     if config is None:  # its boards' size is what the runs must fit
@@ -214,6 +216,7 @@ def main(argv=None) -> dict:
     _require_report_or_nothing(parser, out)
     cache = os.path.join(_rows_dir(out), board_set.name.replace(" ", "-") + f"-{len(board_set.boards)}"
                          f"-seed{args.seed}")
+    _make_rows_folder(parser, cache)
     rows, reused = _kept_or_measured(
         parser, args.fresh, entries, cache, sources, benchmark.Row,
         lambda kept: (kept.set, kept.boards) == (board_set.name, len(board_set.boards)),
@@ -228,6 +231,8 @@ def main(argv=None) -> dict:
     for scored in rows:
         print(scored.markdown())
     print(TIMING_NOTE)
+    if solver is not None:
+        print("(the exact solver's row: --solver-log's own solve seconds a board, one core each, no compiling)")
     _say_reused(reused, cache)
     report = {"benchmark": "leaderboard", "set": board_set.name, "boards": len(board_set.boards),
               "optimum_mean": float(board_set.best.mean()), "hardware": hardware,
@@ -289,6 +294,16 @@ def _require_report_or_nothing(parser, out: str) -> None:
     if not (isinstance(saved, dict) and saved.get("benchmark") == "leaderboard"):
         parser.error(f"--out {out} holds something other than a leaderboard's report, which would replace it: "
                      "give the report another name (or remove the file)")
+
+
+def _make_rows_folder(parser, cache: str) -> None:
+    """Make the folder the rows are kept in before any play: one that cannot be made (a
+    file in its place, no permission) failed in a traceback once the first agent had played."""
+    try:
+        os.makedirs(cache, exist_ok=True)
+    except OSError as error:
+        parser.error(f"--out: the rows are kept in {cache}, which cannot be made ({error.strerror or error}): "
+                     "give the report another folder")
 
 
 def run_sources(entries: list[str]) -> dict[str, str]:
@@ -377,9 +392,12 @@ def _say_reused(labels: list[str], cache: str) -> None:
               "them again)")
 
 
-def _fits(entry: str, config) -> bool:
+def _fits(entry: str, config, boards: int, jobs: int) -> bool:
+    """Whether ``entry`` plays ``boards`` of ``config`` on ``jobs`` processes, as ``main``
+    checks every entry before the first plays."""
     try:
-        registry.require_playable([entry], config.rules, config.width, config.height, config.colors)
+        registry.require_playable([entry], config.rules, config.width, config.height, config.colors,
+                                  boards=boards, jobs=jobs)
     except ValueError:
         return False
     return True
@@ -398,6 +416,7 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
     _require_report_or_nothing(parser, out)
     # Kept by rules and size, not by name: an id and --size of its size play the same boards.
     cache = os.path.join(_rows_dir(out), f"{size_stem}-{args.boards}-seed{args.seed}")
+    _make_rows_folder(parser, cache)
 
     def measure_row(entry: str, label: str) -> FamilyRow:
         start = time.perf_counter()
