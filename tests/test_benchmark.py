@@ -502,11 +502,9 @@ def test_leaderboard_size_of_points_rules_ranks_its_defaults_by_points(tmp_path,
     assert [row["mean"] for row in report["rows"]] == [50.0, 40.0, 30.0, 20.0, 10.0]  # highest first
 
 
-def test_leaderboard_defaults_leave_out_the_searches_a_size_is_too_large_for(tmp_path, monkeypatch):
-    """A points size past the JAX beam's hash tables (4096 cells) drops beam:16 from the
-    defaults instead of playing the agents before it and failing on it; 64 x 64 keeps it,
-    and the numba searches of the points rules play any size."""
-    monkeypatch.chdir(tmp_path)
+def _entries_played(monkeypatch) -> list[str]:
+    """The entries the leaderboard plays from here on, in order (none is played: each
+    scores no point, one click and one cell left on every board)."""
     played = []
 
     def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
@@ -516,6 +514,15 @@ def test_leaderboard_defaults_leave_out_the_searches_a_size_is_too_large_for(tmp
                 "cleared": np.zeros(count, bool)}
 
     monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
+    return played
+
+
+def test_leaderboard_defaults_leave_out_the_searches_a_size_is_too_large_for(tmp_path, monkeypatch):
+    """A points size past the JAX beam's hash tables (4096 cells) drops beam:16 from the
+    defaults instead of playing the agents before it and failing on it; 64 x 64 keeps it,
+    and the numba searches of the points rules play any size."""
+    monkeypatch.chdir(tmp_path)
+    played = _entries_played(monkeypatch)
     leaderboard.main(["--size", "clickomania:65x64x2", "--boards", "1"])
     assert played == ["random", "largest", "cpu-beam:256", "nmcs:1"]
     played.clear()
@@ -530,15 +537,7 @@ def test_leaderboard_defaults_leave_out_a_search_that_fits_one_process_but_not_j
     from jaxdust.solver import points as points_search
 
     monkeypatch.chdir(tmp_path)
-    played = []
-
-    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
-        played.append(entry)
-        count = len(boards)
-        return {"points": np.zeros(count), "clicks": np.ones(count), "cells_left": np.ones(count),
-                "cleared": np.zeros(count, bool)}
-
-    monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
+    played = _entries_played(monkeypatch)
     one_beam = points_search.beam_bytes(256, 15 * 15)
     monkeypatch.setattr(leaderboard.registry.machine, "memory_bytes", lambda: int(1.5 * one_beam))
     leaderboard.main(["--env", "SameGame-15x15x5-v0", "--boards", "2", "--jobs", "2"])
