@@ -500,8 +500,9 @@ def test_ctrl_c_ends_a_command_with_one_line_and_status_130(command, monkeypatch
 def test_an_envs_default_leaderboard_leaves_out_the_searches_its_boards_are_too_large_for():
     for env_id, kept in [("Dust-10x10x5-v0", False), ("Former-7x9x4-v0", True), ("SameGame-15x15x5-v0", True)]:
         config = jaxdust.make(env_id).game
-        assert leaderboard._fits("cpu-beam:2000", config) is kept, env_id  # SameGame's is not on bitboards
-        assert leaderboard._fits("beam:64", config) and leaderboard._fits("largest", config)
+        fits = functools.partial(leaderboard._fits, config=config, boards=1, jobs=1)
+        assert fits("cpu-beam:2000") is kept, env_id  # SameGame's is not on bitboards
+        assert fits("beam:64") and fits("largest")
 
 
 def test_the_solver_resumes_only_its_own_boards_and_rules(tmp_path, capsys):
