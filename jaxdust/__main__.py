@@ -19,6 +19,9 @@ COMMANDS = (
     (None, "jaxdust.learn.published", "publish a run's selected checkpoints as @NAME (a maintainer's tool)"),
 )
 
+# The scripts a checkout has for the commands it uses most.
+CHECKOUT_SCRIPTS = {"jaxdust.learn.cli": "train.py", "jaxdust.evaluation.cli": "evaluate.py"}
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
@@ -28,10 +31,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"jaxdust {__version__}" if argv == ["--version"] else _overview())
     return 0
-
-
-# The scripts a checkout has for the commands it uses most.
-CHECKOUT_SCRIPTS = {"jaxdust.learn.cli": "train.py", "jaxdust.evaluation.cli": "evaluate.py"}
 
 
 def _overview() -> str:

@@ -170,12 +170,13 @@ def base_config(learner: learners.Learner, args):
     return learner.presets[args.preset or "default"]
 
 
-def _preset_kept(args) -> str | None:
+def _preset_kept(args, saved: dict) -> str | None:
     """The preset a run began from, for its config.json: this start's, or a resumed run's
-    own (None for a run from before jaxdust 0.2.74, which did not keep it)."""
+    own from its run flags ``saved`` (None for a run from before jaxdust 0.2.74, which did
+    not keep it)."""
     if not args.resume:
         return args.preset or "default"
-    return read_run_flags(args.run_dir).get("preset")
+    return saved.get("preset")
 
 
 # Flags beyond the config that shape what a run computes (its seed; the boards, and the
@@ -713,15 +714,15 @@ def _chosen_devices(devices: int | None) -> list:
     return [d for p in range(jax.process_count()) for d in jax.local_devices(p)[:devices or None]]
 
 
-def _devices_kept(args) -> tuple[int | None, str | None]:
+def _devices_kept(args, saved: dict) -> tuple[int | None, str | None]:
     """The devices a run started on, for its config.json (this start's count, or a resumed
-    run's own: None for a run from before jaxdust 0.2.38, which did not keep it), and for a
+    run's own from its run flags ``saved``: None for a run from before jaxdust 0.2.38, which did not keep it), and for a
     resume on another count a warning that it will not end as the uninterrupted run would:
     the games and minibatches split otherwise, and sums over them round otherwise.
 
     A resume given no ``--devices`` takes the run's own count where every process has its
     share of it (sets ``args.devices``), else all the devices there are."""
-    kept = read_run_flags(args.run_dir).get("devices") if args.resume else None
+    kept = saved.get("devices") if args.resume else None
     # None where none is kept (or it was edited by hand into no count).
     started = int(kept) if game.is_integer(kept) and kept > 0 else None
     given = args.devices
@@ -744,12 +745,13 @@ def _devices_kept(args) -> tuple[int | None, str | None]:
 CADENCE_FLAGS = ("checkpoint_every", "checkpoint_seconds")
 
 
-def _cadence_kept(args) -> dict:
+def _cadence_kept(args, saved: dict) -> dict:
     """How often a run saves, for its config.json: this start's ``--checkpoint-every`` or
-    ``--checkpoint-seconds``, or on a resume given neither the run's own (set in ``args``).
+    ``--checkpoint-seconds``, or on a resume given neither the run's own from its run flags
+    ``saved`` (set in ``args``).
     The cadence never changes what a run learns, so a resume may change it."""
     if args.resume and args.checkpoint_every is None and args.checkpoint_seconds is None:
-        every, seconds = (read_run_flags(args.run_dir).get(name) for name in CADENCE_FLAGS)
+        every, seconds = (saved.get(name) for name in CADENCE_FLAGS)
         # A value edited by hand into something else is left out: the clock's default saves.
         args.checkpoint_every = every if game.is_integer(every) and every > 0 else None
         args.checkpoint_seconds = seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) \
@@ -795,9 +797,11 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
         if not os.path.isdir(os.path.join(args.run_dir, "checkpoints")):
             # Before Run makes the folder again, so that a second --resume is refused too.
             _refuse_to_start_over(args.run_dir, gone=True)
+    saved = read_run_flags(args.run_dir) if args.resume else {}
     run_flags = settle_run_flags(learner, args)
-    devices, device_warning = _devices_kept(args)
-    for name, kept in (("devices", devices), ("preset", _preset_kept(args)), *_cadence_kept(args).items()):
+    devices, device_warning = _devices_kept(args, saved)
+    for name, kept in (("devices", devices), ("preset", _preset_kept(args, saved)),
+                       *_cadence_kept(args, saved).items()):
         if kept is not None:
             run_flags[name] = kept
     try:
@@ -1040,8 +1044,8 @@ SELECTED_DIRS = {"greedy": BEST_DIR, "argmax": "best-argmax"}
 def fingerprint(directory: str | os.PathLike) -> str:
     """A digest of what ``load_run`` may read from a run directory: its ``config.json`` (but
     the checkpoint cadence, which a resume may change) and the step names and checksums of
-    every checkpoint (``best/``, ``best-argmax/`` and ``checkpoints/``). A result measured on a run keeps it, so training the run again (or
-    more) shows as a change; an empty string where there is no run. A published network's
+    every checkpoint (``best/``, ``best-argmax/`` and ``checkpoints/``). A result measured
+    on a run keeps it, so training the run again (or more) shows as a change; an empty string where there is no run. A published network's
     (``@NAME`` too) is of its ``published.json``, which holds the sha256 of its other files."""
     digest = hashlib.sha256()
     directory = published.resolve(directory, strict=False)

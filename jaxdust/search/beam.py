@@ -377,9 +377,8 @@ def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None
         if model is not None and not callable(model):  # beam_search(boards, 8, "former"): rules= is a keyword
             raise TypeError(f"beam_search: {name} must be a function of (boards, params), got {model!r}"
                             + ("; the rule set is given as rules=" if isinstance(model, str) else ""))
-    scorer = heuristic_for(rules) if scorer is None else scorer
-    for name, model in (("scorer", scorer), ("rescorer", rescorer)):
         require_hashable(model, name, "beam_search")
+    scorer = heuristic_for(rules) if scorer is None else scorer
     require_settled(boards, rules, "beam_search")  # a position the rules never make plays otherwise
     for model in (scorer, rescorer):
         require_model_fits(boards, model, rules, "beam_search")
