@@ -154,7 +154,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--rounds", type=flags.positive_int, default=None, help="rounds (default 1 without --minutes)")
     parser.add_argument("--kills", type=flags.positive_int, default=3, help="kills per run before it may finish")
     parser.add_argument("--seed", type=flags.seed, default=0)
-    parser.add_argument("--out", type=flags.output_file, default="results/soak.json")
+    parser.add_argument("--out", type=flags.report_file, default="results/soak.json")
     args = parser.parse_args(argv)
     pieces = [p.strip() for p in args.pieces.split(",")]
     unknown = [p for p in pieces if p not in PIECES]

@@ -125,7 +125,11 @@ def bad_files(tmp_path):
         "no newline": tmp_path / "notes.txt",
         "other records": tmp_path / "metrics.jsonl",
         "two sizes": tmp_path / "sizes.txt",
+        "other proven": tmp_path / "proven-6x6.txt",
     }
+    # The proven boards of another set, as the solver's --board-file writes them.
+    paths["other proven"].write_text("# width=6 height=6 colors=2; cells listed x-major\n# board optimal_clicks "
+                                     f"(proven by python -m jaxdust.solver)\n{'12' * 18} 9\n")
     paths["two sizes"].write_text(f"# width=8 height=4\n{board}\n# width=4 height=2\n{board[:8]}\n")
     paths["no newline"].write_text("my notes, no newline")
     paths["other records"].write_text('{"chunk": 1, "loss": 0.5}\n')
@@ -165,6 +169,10 @@ FILE_CASES = [
     # Any file was replaced by the boards proven: a published set, an evaluation's report.
     ("solver-file", ["{board file}", "--out", "{missing}", "--board-file", "{two sizes}"],
      ["--board-file", "sizes.txt holds something other than the proven boards this command writes", "another name"]),
+    # ... and so was a file of another set's proven boards (the shipped 8x6 set, by a 6x6 run)
+    ("solver-file", ["{board file}", "--out", "{missing}", "--board-file", "{other proven}"],
+     ["--board-file", "proven-6x6.txt holds proven boards that are not among those of", "boards.txt",
+      "(the first on its line 3)", "would lose them: give another name (or remove the file)"]),
     ("solver-file", ["{board file}", "--retry-unproven"], ["--retry-unproven needs --out"]),
     ("solver-file", ["{board file}", "--width", "4"],
      ["boards.txt:2: its header reads the boards at 8x4, --width/--height at 4x4"]),

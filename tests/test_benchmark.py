@@ -15,7 +15,7 @@ import pytest
 
 import jaxdust
 from jaxdust.core import boards as board_io
-from jaxdust.core import configs, machine
+from jaxdust.core import configs, flags, machine
 from jaxdust.evaluation import benchmark, leaderboard, registry
 from jaxdust.learn import avi, cli, runs
 
@@ -403,7 +403,11 @@ def test_the_solver_logs_row_is_replayed_like_every_other(tmp_path, monkeypatch,
                           ({"seconds": "0.5"}, "its seconds are not a time"),
                           ({"optimal": "false"}, "its optimal is not true or false"),
                           ({"length": "9"}, "its length is not a whole number"),
-                          ({"board": [1, 2]}, "its board is not text"), ({"clicks": None}, "its clicks")):
+                          ({"board": [1, 2]}, "its board is not text"), ({"clicks": None}, "its clicks"),
+                          # read as another shape, a hand-edited "8" said "at 8x4, not 8x4"
+                          ({"width": "8"}, "its width is not a whole number"),
+                          ({"height": 4.5}, "its height is not a whole number"),
+                          ({"rules": 3}, "its rules are not text")):
         (tmp_path / "edited.jsonl").write_text("".join(json.dumps(record | (change if record["line"] == 2 else {}))
                                                        + "\n" for record in records))
         with pytest.raises(SystemExit):
@@ -655,6 +659,15 @@ def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_pat
         assert leaderboard._kept_row(path, benchmark.Row) is None, damaged
         warned = f"warning: kept row {path} cannot be read" in capsys.readouterr().err
         assert warned == (damaged != '{"agent": "largest"}'), damaged  # that one has no version: another's
+    # A folder in a row's place: the row is measured and shown, not kept; it stopped the
+    # command in a traceback once the agent had played.
+    os.remove(path)
+    os.mkdir(path)
+    assert leaderboard._kept_row(path, benchmark.Row) is None
+    leaderboard._keep_row(path, row)
+    err = capsys.readouterr().err
+    assert f"warning: kept row {path} cannot be read" in err
+    assert f"warning: the row of avi, greedy cannot be kept in {path} (" in err and os.path.isdir(path)
     # Every entry that plays the run carries it, from --runs or named in --entries.
     entries = [f"policy:{run}", f"value:{run}:8", "largest", f"mcts:{run}:64", f"value:{run}"]
     assert leaderboard.run_sources(entries) == {entry: runs.fingerprint(str(run)) for entry in entries if entry != "largest"}
@@ -963,6 +976,37 @@ def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, 
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert words.format(**paths) in err and not os.listdir(tmp_path)
+
+
+REPORTING_BENCHMARKS = ["beam", "compare_solvers", "compile_times", "dataset_filter", "dataset_maker", "env_throughput",
+                        "gpu_estimate", "learners", "ranking", "samegame", "soak", "solver", "solver_soundness",
+                        "tune_heuristic"]
+
+
+def test_every_benchmark_with_a_json_report_names_its_out_flag_here():
+    """A new benchmark whose --out is a JSON report joins the list the next test checks."""
+    found = sorted(os.path.splitext(name)[0] for name in os.listdir(os.path.join(ROOT, "benchmarks"))
+                   if name.endswith(".py") and "flags.report_file" in open(os.path.join(ROOT, "benchmarks", name)).read())
+    assert found == sorted(REPORTING_BENCHMARKS)
+
+
+@pytest.mark.parametrize("script", REPORTING_BENCHMARKS)
+def test_a_benchmarks_report_replaces_only_an_earlier_report(script, tmp_path, monkeypatch, capsys):
+    """``--out`` over any file replaced it with the report once the work was done: a
+    script, a text file (samegame.py and env_throughput.py, in a review of 0.2.75)."""
+    main = _benchmark(script, monkeypatch).main
+    monkeypatch.chdir(tmp_path)
+    script_file = tmp_path / "notes.py"
+    script_file.write_text("print('mine')\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--out", str(script_file)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"--out: {script_file} holds something other than a benchmark's JSON report" in err
+    assert script_file.read_text() == "print('mine')\n" and os.listdir(tmp_path) == ["notes.py"]
+    for earlier in ({"benchmark": script, "rows": []}, {"measured_on": "a machine"}):  # soak's has no name
+        script_file.write_text(json.dumps(earlier))
+        assert flags.report_file(str(script_file)) == str(script_file)
 
 
 def test_the_compile_profile_names_a_log_line_it_cannot_read(tmp_path, monkeypatch, capsys):

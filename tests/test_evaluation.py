@@ -829,6 +829,14 @@ def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
     (tmp_path / "avi-10").mkdir()  # "avi-10:30@newest" is still that run, not avi-10 at width "30@newest"
     (tmp_path / "avi-10" / "config.json").write_text((timed / "config.json").read_text())
     assert registry.parse_agent(f"value:{timed}@newest")[1] == (f"{timed}@newest", 1)
+    # A step after the @ read as a run of that name: "is not a train.py run directory".
+    for text in (f"policy:{timed}@5", f"value:{timed}@best:8"):
+        tail = text.split("@")[1].split(":")[0]
+        with pytest.raises(ValueError, match=re.escape(f"as {timed}@newest, at its newest; @{tail} is neither")):
+            registry.parse_agent(text)
+    (tmp_path / "avi-10:30@5").mkdir()  # a run of that very name plays
+    (tmp_path / "avi-10:30@5" / "config.json").write_text((timed / "config.json").read_text())
+    assert registry.parse_agent(f"value:{timed}@5")[1] == (f"{timed}@5", 1)
 
 
 def test_ranking_metrics_by_hand():

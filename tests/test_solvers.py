@@ -27,6 +27,7 @@ from jaxdust.solver.api import TranspositionTable, solve
 from jaxdust.solver import cli as solver_cli
 from jaxdust.solver.cli import main as solve_main
 from jaxdust.core import files, game
+from jaxdust.core.boards import board_lines
 from jaxdust.core import reference as ref
 from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
 from tests import workers
@@ -513,6 +514,19 @@ def test_cli_solves_each_line_names_bad_ones_and_resumes(tmp_path, boards_dir, c
     assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [(b, int(n)) for b, n in expected]
 
 
+def test_board_file_rewrites_proven_boards_of_its_own_boards_only(boards_dir):
+    """The documented command rewrites the shipped 8x6 set from the eval file's first
+    boards; the same run given the 6x6 set would lose it (it was replaced, silently)."""
+    lines = (boards_dir / "eval_8x6x5.txt").read_text().splitlines()[:102]
+    jobs = [(number, fields[0], width, height) for number, fields, width, height in board_lines(lines)]
+    solver_cli._require_own_proven_boards(str(boards_dir / "optimal_8x6x5.txt"), jobs, "dust", "standard input")
+    with pytest.raises(ValueError, match="optimal_6x6x5.txt holds proven boards that are not among those of "
+                                         r"standard input under rules dust \(the first on its line 3\)"):
+        solver_cli._require_own_proven_boards(str(boards_dir / "optimal_6x6x5.txt"), jobs, "dust", "standard input")
+    with pytest.raises(ValueError, match="optimal_8x6x5.txt holds proven boards .* under rules former"):
+        solver_cli._require_own_proven_boards(str(boards_dir / "optimal_8x6x5.txt"), jobs, "former", "standard input")
+
+
 def test_out_dev_stdout_redirected_to_a_log_is_written_to_never_resumed_from(tmp_path, boards_dir):
     """/dev/stdout redirected to a regular file stats as that file: it was read back as a
     run to resume (a second run into the same log printed nothing) and locked."""
@@ -652,6 +666,9 @@ def test_board_file_keeps_the_declared_colours_and_reads_back_for_an_empty_board
     assert proven_file.read_text().startswith("# width=2 height=2 colors=4;")
     source.write_text("# width=2 height=2\n0000\n")
     out.unlink()
+    with pytest.raises(SystemExit):  # other boards than the file's: the proven 1122 would be lost
+        solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)])
+    proven_file.unlink()
     assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)]) == 0
     assert proven_file.read_text().startswith("# width=2 height=2 colors=1;")
     [record] = jaxdust.read_board_file(proven_file)
@@ -1109,10 +1126,14 @@ def test_cli_retries_keep_what_earlier_lines_proved_and_the_board_file_lists_eve
     assert [(jaxdust.board_to_text(r.board), r.values[-1]) for r in written] == [
         (line.split()[0], int(line.split()[1])) for line in (lines[2], lines[4], lines[5])]
     # The same --out given another file: its lines there hold other boards, which the board
-    # file of this one does not list.
+    # file of this one does not list (nor replaces the first file's proven boards).
     other_lines = (boards_dir / "optimal_8x4x5.txt").read_text().splitlines()
     other = tmp_path / "other-boards.txt"
     other.write_text("\n".join(other_lines[:2] + other_lines[6:12]) + "\n")
+    with pytest.raises(SystemExit):
+        solve_main([str(other), "--out", str(out), "--jobs", "1", "--lines", "7", "--board-file", str(proven_file)])
+    assert "proven.txt holds proven boards that are not among those of" in capsys.readouterr().err
+    proven_file = tmp_path / "other-proven.txt"
     assert solve_main([str(other), "--out", str(out), "--jobs", "1", "--lines", "7",
                        "--board-file", str(proven_file)]) == 0
     assert [jaxdust.board_to_text(r.board) for r in jaxdust.read_board_file(proven_file)] == [

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import warnings
+import sys
 from collections.abc import Mapping
 
 import jax
@@ -52,7 +52,8 @@ def enable() -> str | None:
         if not os.access(directory, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write into {directory}")
     except OSError as error:
-        warnings.warn(f"no XLA compilation cache ({error}); set {VARIABLE} to a folder, or to off", stacklevel=2)
+        # One plain line, as the commands' other warnings are (Python's would name this file).
+        print(f"warning: no XLA compilation cache ({error}); set {VARIABLE} to a folder, or to off", file=sys.stderr)
         return None
     jax.config.update("jax_compilation_cache_dir", directory)
     # JAX's default is no limit; a limit needs filelock (a dependency, absent only from an

@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import errno
 import io
+import json
 import math
 import os
 import re
@@ -257,6 +258,24 @@ def input_dir(text: str) -> str:
 def output_file_or_stdout(text: str) -> str:
     """``-`` (standard output) or an ``output_file``."""
     return text if text == "-" else output_file(text)
+
+
+def report_file(text: str) -> str:
+    """An ``output_file`` for a benchmark's JSON report. A file already there must be such a
+    report (a JSON object naming ``benchmark`` or ``measured_on``), which a rerun replaces:
+    any other (a script, the notes of a run) is refused rather than lost."""
+    path = output_file(text)
+    if not os.path.isfile(path):
+        return path
+    try:
+        with open(path, encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except (OSError, ValueError):
+        saved = None
+    if not (isinstance(saved, dict) and ("benchmark" in saved or "measured_on" in saved)):
+        raise argparse.ArgumentTypeError(f"{text} holds something other than a benchmark's JSON report, which "
+                                         "would replace it: give another name (or remove the file)")
+    return path
 
 
 def output_file(text: str) -> str:

@@ -321,6 +321,10 @@ def _solver_record_problem(record: dict) -> str | None:
                            ("its line is not a whole number", not whole(record.get("line"))),
                            ("its clicks are not a list", not isinstance(record.get("clicks"), list)),
                            ("its optimal is not true or false", not isinstance(record.get("optimal"), bool)),
+                           # absent from the lines of older versions, which were all of the set's own shape
+                           ("its width is not a whole number", "width" in record and not whole(record["width"])),
+                           ("its height is not a whole number", "height" in record and not whole(record["height"])),
+                           ("its rules are not text", "rules" in record and not isinstance(record["rules"], str)),
                            ("its seconds are not a time", isinstance(seconds, bool)
                             or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"))):
         if wrong:

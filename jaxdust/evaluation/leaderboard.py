@@ -327,7 +327,13 @@ def _rows_dir(out: str) -> str:
 
 
 def _keep_row(path: str, row, source: str | None = None) -> None:
-    files.atomic_write_json(path, {**dataclasses.asdict(row), "jaxdust": __version__, "run": source})
+    """Keep ``row`` at ``path`` for later calls; one that cannot be kept (a folder in its
+    place) is said and left out, as the row itself is measured and reported all the same."""
+    try:
+        files.atomic_write_json(path, {**dataclasses.asdict(row), "jaxdust": __version__, "run": source})
+    except OSError as error:
+        print(f"warning: the row of {row.agent} cannot be kept in {path} ({error.strerror or error}); a later call "
+              "measures it again", file=sys.stderr)
 
 
 def _kept_row(path: str, row_type, source: str | None = None):

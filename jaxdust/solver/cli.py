@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "machines)")
     parser.add_argument("--board-file", type=flags.output_file,
                         help="also write the boards proven optimal and their optimum here (needs --out FILE; it "
-                             "replaces a file of proven boards it wrote, and refuses any other): the file's proven "
+                             "replaces a file of proven boards it wrote of the same boards, and refuses any other): the file's proven "
                              "boards of the size solved (--lines picks one size of a file of several)")
     parser.add_argument("--checkpoint-dir", type=flags.output_dir,
                         help="each board in progress saves its proof here (its tables: up to 2^--table-bits x 12 "
@@ -191,6 +191,8 @@ def main(argv=None) -> int:
         if jobs and jobs[0][1].startswith("{"):  # a JSON-lines file (this command's --out, a ranking set)
             raise ValueError(f"{source}:{jobs[0][0]} is a JSON record, not a board: {source} looks like JSON lines "
                              "(a solver log?), and the solver reads board files (RULES.md text form)")
+        if args.board_file:  # of any size in the file: --lines may pick another one now
+            _require_own_proven_boards(args.board_file, jobs, args.rules, source)
         every_board = jobs  # --board-file lists the whole file's proven boards, whichever --lines
         if args.lines is not None:
             jobs = _pick_lines(jobs, args.lines, source)
@@ -432,6 +434,29 @@ def _solved_shape(record: dict, shape: tuple, rules: str) -> bool:
     """Whether ``record`` solved its board at the shape the file reads it at now (records
     written before 0.2.23 carry no shape: taken as read)."""
     return "width" not in record or _shape_read(record["board"], *shape, rules) == (record["width"], record["height"])
+
+
+def _require_own_proven_boards(path: str, jobs, rules: str, source: str) -> None:
+    """ValueError where the proven boards already in ``path`` are not all among ``jobs``
+    (this run's boards) under ``rules``: rewritten, the file would lose them (another set's
+    proven boards, as the shipped ones, given to a run of other boards)."""
+    if not os.path.isfile(path):
+        return
+    try:
+        lines = read_lines(path, "board file")
+        kept_rules = declared_rules(lines, path)
+        kept = list(board_lines(lines, None, None, path))
+    except (ValueError, OSError):  # not readable as a board file: the header check said what it may replace
+        return
+    shapes: dict[str, set] = {}
+    for _, text, width, height in jobs:
+        shapes.setdefault(text, set()).add((width, height))
+    for number, fields, width, height in kept:  # a shape unknown on either side is taken as the same
+        among = any(None in (width, w) or (w, h) == (width, height) for w, h in shapes.get(fields[0], ()))
+        if kept_rules != rules or not among:
+            raise ValueError(f"--board-file {path} holds proven boards that are not among those of {source} "
+                             f"under rules {rules} (the first on its line {number}); this run would lose them: "
+                             "give another name (or remove the file)")
 
 
 def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -m jaxdust.solver",
