@@ -79,7 +79,7 @@ def main(argv=None):
     parser.add_argument("--only", default="", help="run only the rows whose name contains this")
     parser.add_argument("--batch", type=flags.positive_int, default=None,
                         help="boards per JAX search (default: beam.default_batch)")
-    parser.add_argument("--out", type=flags.report_file, default="results/beam.json")
+    parser.add_argument("--out", type=flags.report_file("beam"), default="results/beam.json")
     args = parser.parse_args(argv)
 
     records = jaxdust.read_board_file(os.path.join(ROOT, "data/boards/eval_8x6x5.txt"))

@@ -148,7 +148,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--rounds", type=flags.positive_int, default=2)
     parser.add_argument("--time-limit", type=flags.positive_float, default=600.0, help="seconds per proof")
     parser.add_argument("--cpu", type=flags.cpu, default=0, help="core to pin the proofs to (taskset)")
-    parser.add_argument("--out", type=flags.report_file, default="results/compare_solvers.json")
+    parser.add_argument("--out", type=flags.report_file("compare_solvers"), default="results/compare_solvers.json")
     args = parser.parse_args(argv)
 
     with open(BOARDS) as handle:

@@ -123,7 +123,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--rounds", type=flags.positive_int, default=2)
     parser.add_argument("--programs", type=flags.names(PROGRAMS, "programs"), default=list(PROGRAMS),
                         help=f"comma-separated, of {', '.join(PROGRAMS)}")
-    parser.add_argument("--out", type=flags.report_file, default="results/compile_times.json")
+    parser.add_argument("--out", type=flags.report_file("compile_times"), default="results/compile_times.json")
     args = parser.parse_args(argv)
 
     best = {program: [{"first_call_cpu_s": np.inf, "warm_ms": np.inf} for _ in range(2)] for program in args.programs}

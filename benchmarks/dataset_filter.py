@@ -69,7 +69,7 @@ def main(argv=None):
                         help="the positions' game, as WxHxC or RULES:WxHxC (default 8x6x5)")
     parser.add_argument("--batch", type=flags.positive_int, default=600, help="positions a call (a shard's)")
     parser.add_argument("--seed", type=flags.non_negative_int, default=0)
-    parser.add_argument("--out", type=flags.report_file, default="results/dataset_filter.json")
+    parser.add_argument("--out", type=flags.report_file("dataset_filter"), default="results/dataset_filter.json")
     args = parser.parse_args(argv)
     game = args.size
 

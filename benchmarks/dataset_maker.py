@@ -84,7 +84,7 @@ def main(argv=None):
     parser.add_argument("--shard-size", type=flags.positive_int, default=1000, help="boards a shard (default 1000)")
     parser.add_argument("--rounds", type=flags.positive_int, default=2, help="timed rounds of each way (default 2)")
     parser.add_argument("--seed", type=flags.non_negative_int, default=0)
-    parser.add_argument("--out", type=flags.report_file, default="results/dataset_maker.json")
+    parser.add_argument("--out", type=flags.report_file("dataset_maker"), default="results/dataset_maker.json")
     args = parser.parse_args(argv)
     config = datasets.DatasetConfig(args.size, boards=args.boards, seed=args.seed, labeller="beam",
                                     beam_width=args.beam_width, shard_size=args.shard_size)

@@ -167,7 +167,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--id-games", type=flags.positive_int, default=16384,
                         help="games per batch in the per-id table")
     parser.add_argument("--seed", type=flags.seed, default=0)
-    parser.add_argument("--out", type=flags.report_file, default="results/env_throughput.json")
+    parser.add_argument("--out", type=flags.report_file("env_throughput"), default="results/env_throughput.json")
     args = parser.parse_args(argv)
 
     config = game.GameConfig()

@@ -238,7 +238,7 @@ def main(argv=None) -> dict:
                         help="also the update of these avi variants of benchmarks/equal_time.py, comma-separated "
                              "(e.g. wide,deep,cell-wide,many-boards: its --set scale)")
     parser.add_argument("--seed", type=flags.seed, default=0)
-    parser.add_argument("--out", type=flags.report_file, default="results/gpu_estimate.json")
+    parser.add_argument("--out", type=flags.report_file("gpu_estimate"), default="results/gpu_estimate.json")
     args = parser.parse_args(argv)
 
     rows = []

@@ -188,7 +188,7 @@ def main(argv=None):
     parser.add_argument("--avi-flags", default="", help="extra train.py flags for avi, e.g. '--total-updates 9000'")
     parser.add_argument("--dqn-flags", default="", help="extra train.py flags for dqn, e.g. '--total-steps 100000'")
     parser.add_argument("--imitation-flags", default="", help="extra train.py flags for imitation")
-    parser.add_argument("--out", type=flags.report_file, default="results/learners.json")
+    parser.add_argument("--out", type=flags.report_file("learners"), default="results/learners.json")
     args = parser.parse_args(argv)
 
     for learner in args.learners:  # every learner's size, before hours of training the first

@@ -39,7 +39,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--newest", action="store_true",
                         help="each run's newest checkpoint, not best/ (selected by greedy play; the policy is "
                              "ranked from it too, one network for every ranking)")
-    parser.add_argument("--out", type=flags.report_file, default="results/ranking.json")
+    parser.add_argument("--out", type=flags.report_file("ranking"), default="results/ranking.json")
     args = parser.parse_args(argv)
 
     if args.set == "-":

@@ -61,7 +61,7 @@ def main(argv=None) -> dict:
                         help="boards NMCS level 2 plays (the first N of --boards; default 2, or --boards where "
                              "fewer; about a minute each on one core)")
     parser.add_argument("--jobs", type=flags.positive_int, default=1, help="processes for NMCS level 2")
-    parser.add_argument("--out", type=flags.report_file, default="results/samegame.json")
+    parser.add_argument("--out", type=flags.report_file("samegame"), default="results/samegame.json")
     args = parser.parse_args(argv)
     if args.nmcs2_boards is None:
         args.nmcs2_boards = min(2, args.boards)

@@ -6,8 +6,8 @@ checked against uninterrupted runs.
 
 Pieces: ``train`` (a small DQN run, restarted with ``--resume``), ``datasets`` (an exact-
 labelled data set, resumed by rerunning), ``solve`` (``python -m jaxdust.solver --out``,
-resumed by rerunning) and ``evaluate`` (no resume: rerun from scratch; what a killed run
-left must be whole files or none). Each piece runs once uninterrupted for its reference and
+resumed by rerunning) and ``evaluate`` (resumed by rerunning: the agents it had finished
+are kept; what a killed run left must be whole files or none). Each piece runs once uninterrupted for its reference and
 duration; each round then starts it in a fresh directory and kills it ``--kills`` times,
 each after a random delay (from ``--seed``) of up to 80% of its reference duration,
 restarting it after each kill (a run that finishes first is started over), and finally lets
@@ -95,6 +95,9 @@ def evaluate_result(out: str):
 def evaluate_leftovers_whole(out: str) -> bool:
     """A killed evaluate.py leaves each output whole or absent (atomic writes)."""
     ends = {"summary.json": b"}\n", "lengths.png": b"IEND\xaeB`\x82"}
+    kept = os.path.join(out, "played-so-far")
+    ends.update({os.path.join(kept, name): b"}\n" for name in (os.listdir(kept) if os.path.isdir(kept) else [])
+                 if not name.startswith(files.TEMPORARY_PREFIX)})  # a write cut short, never read
     for name, end in ends.items():
         path = os.path.join(out, name)
         if os.path.exists(path) and not _bytes(path).endswith(end):
@@ -154,7 +157,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--rounds", type=flags.positive_int, default=None, help="rounds (default 1 without --minutes)")
     parser.add_argument("--kills", type=flags.positive_int, default=3, help="kills per run before it may finish")
     parser.add_argument("--seed", type=flags.seed, default=0)
-    parser.add_argument("--out", type=flags.report_file, default="results/soak.json")
+    parser.add_argument("--out", type=flags.report_file("soak"), default="results/soak.json")
     args = parser.parse_args(argv)
     pieces = [p.strip() for p in args.pieces.split(",")]
     unknown = [p for p in pieces if p not in PIECES]

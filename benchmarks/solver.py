@@ -89,7 +89,7 @@ def main(argv=None) -> dict:
                         help="boards per set run by the reference (0: none, no speedup column)")
     parser.add_argument("--reference-limit", type=flags.positive_float, default=60.0, help="seconds per board for the reference")
     parser.add_argument("--jobs", type=flags.positive_int, default=1, help="boards solved at once, one core each")
-    parser.add_argument("--out", type=flags.report_file, default="results/solver.json")
+    parser.add_argument("--out", type=flags.report_file("solver"), default="results/solver.json")
     args = parser.parse_args(argv)
     held = len(jaxdust.read_board_file(os.path.join(ROOT, SETS["8x6"][0])))
     if args.boards_8x6 > held:

@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     parser.add_argument("--boards", type=flags.positive_int, default=None,
                         help=f"boards per size (default {BOARDS['default']} up to 25 cells, else {BOARDS['large']})")
     parser.add_argument("--seed", type=flags.non_negative_int, default=0, help="size i draws its boards with seed + i")
-    parser.add_argument("--out", type=flags.report_file, default="results/solver_soundness.json")
+    parser.add_argument("--out", type=flags.report_file("solver_soundness"), default="results/solver_soundness.json")
     args = parser.parse_args(argv)
 
     report = {"benchmark": "solver_soundness", "measured_on": machine.measured_on(jaxdust.__version__),

@@ -117,7 +117,7 @@ def main(argv=None):
     parser.add_argument("--rules", choices=("dust", "former"), default="dust", help="rule set to tune (default dust)")
     parser.add_argument("--width", type=flags.positive_int, default=150, help="beam width while tuning")
     parser.add_argument("--check-width", type=flags.positive_int, default=2000, help="beam width on held-out boards")
-    parser.add_argument("--out", type=flags.report_file, default=None,
+    parser.add_argument("--out", type=flags.report_file("tune_heuristic"), default=None,
                         help="JSON report (default results/tune_heuristic.json, or tune_heuristic_former.json)")
     args = parser.parse_args(argv)
     report = {"benchmark": "tune_heuristic", "measured_on": machine.measured_on(jaxdust.__version__),

@@ -172,7 +172,7 @@ FILE_CASES = [
     # ... and so was a file of another set's proven boards (the shipped 8x6 set, by a 6x6 run)
     ("solver-file", ["{board file}", "--out", "{missing}", "--board-file", "{other proven}"],
      ["--board-file", "proven-6x6.txt holds proven boards that are not among those of", "boards.txt",
-      "(the first on its line 3)", "would lose them: give another name (or remove the file)"]),
+      "the first on its line 3)", "would lose them: give another name (or remove the file)"]),
     ("solver-file", ["{board file}", "--retry-unproven"], ["--retry-unproven needs --out"]),
     ("solver-file", ["{board file}", "--width", "4"],
      ["boards.txt:2: its header reads the boards at 8x4, --width/--height at 4x4"]),

@@ -984,29 +984,36 @@ REPORTING_BENCHMARKS = ["beam", "compare_solvers", "compile_times", "dataset_fil
 
 
 def test_every_benchmark_with_a_json_report_names_its_out_flag_here():
-    """A new benchmark whose --out is a JSON report joins the list the next test checks."""
-    found = sorted(os.path.splitext(name)[0] for name in os.listdir(os.path.join(ROOT, "benchmarks"))
-                   if name.endswith(".py") and "flags.report_file" in open(os.path.join(ROOT, "benchmarks", name)).read())
-    assert found == sorted(REPORTING_BENCHMARKS)
+    """A new benchmark whose --out is a JSON report joins the list the next test checks,
+    its --out checked against its own name (the one its report gives as "benchmark")."""
+    found = {}
+    for name in os.listdir(os.path.join(ROOT, "benchmarks")):
+        text = open(os.path.join(ROOT, "benchmarks", name)).read() if name.endswith(".py") else ""
+        if "flags.report_file" in text:
+            found[os.path.splitext(name)[0]] = text
+    assert sorted(found) == sorted(REPORTING_BENCHMARKS)
+    for script, text in found.items():
+        assert f'type=flags.report_file("{script}")' in text and f'"benchmark": "{script}"' in text, script
 
 
 @pytest.mark.parametrize("script", REPORTING_BENCHMARKS)
 def test_a_benchmarks_report_replaces_only_an_earlier_report(script, tmp_path, monkeypatch, capsys):
     """``--out`` over any file replaced it with the report once the work was done: a
-    script, a text file (samegame.py and env_throughput.py, in a review of 0.2.75)."""
+    script, a text file (samegame.py and env_throughput.py, in a review of 0.2.75), or
+    another benchmark's report (a leaderboard's, hours of play)."""
     main = _benchmark(script, monkeypatch).main
     monkeypatch.chdir(tmp_path)
-    script_file = tmp_path / "notes.py"
-    script_file.write_text("print('mine')\n")
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--out", str(script_file)])
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
-    assert f"--out: {script_file} holds something other than a benchmark's JSON report" in err
-    assert script_file.read_text() == "print('mine')\n" and os.listdir(tmp_path) == ["notes.py"]
-    for earlier in ({"benchmark": script, "rows": []}, {"measured_on": "a machine"}):  # soak's has no name
-        script_file.write_text(json.dumps(earlier))
-        assert flags.report_file(str(script_file)) == str(script_file)
+    mine = tmp_path / "notes.py"
+    for content in ("print('mine')\n", json.dumps({"benchmark": "leaderboard", "rows": []})):
+        mine.write_text(content)
+        with pytest.raises(SystemExit) as exit_info:
+            main(["--out", str(mine)])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"--out: {mine} holds something other than an earlier {script} report" in err
+        assert mine.read_text() == content and os.listdir(tmp_path) == ["notes.py"]
+    mine.write_text(json.dumps({"benchmark": script}))
+    assert flags.report_file(script)(str(mine)) == str(mine)
 
 
 def test_the_compile_profile_names_a_log_line_it_cannot_read(tmp_path, monkeypatch, capsys):

@@ -281,6 +281,45 @@ def test_a_column_that_is_no_length_is_refused_before_play(tmp_path, boards_dir,
     assert "--reference best: --random's boards have no reference lengths" in capsys.readouterr().err
 
 
+def test_an_interrupted_evaluation_plays_only_the_agents_it_had_not_finished(tmp_path, monkeypatch, capsys):
+    """A Ctrl-C lost every agent played (an hour's solver:N on the whole set). Each
+    finished agent's play is kept until the report is written; the rerun plays the rest and
+    writes what an uninterrupted run writes, and a rerun with other boards plays them all."""
+    argv = ["--random", "6", "--size", "6x5x4", "--agents", "largest,random,beam:4", "--animate", "1"]
+    whole = evaluate.main([*argv, "--out", str(tmp_path / "whole")])
+    played, interrupt = [], ["random"]
+    real = registry.run_agent
+
+    def counted(name, *args, **kwargs):
+        if name in interrupt:
+            interrupt.remove(name)
+            raise KeyboardInterrupt
+        played.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(registry, "run_agent", counted)
+    out = tmp_path / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.main([*argv, "--out", str(out)])
+    assert played == ["largest"] and os.listdir(out / evaluate_cli.PLAYED) == ["largest.json"]
+    report = evaluate.main([*argv, "--out", str(out)])
+    assert played == ["largest", "random", "beam:4"]
+    assert "(played before the interruption, kept in" in capsys.readouterr().out
+    for name in ("largest", "random", "beam:4"):
+        mine, uninterrupted = report["agents"][name], whole["agents"][name]
+        assert {k: v for k, v in mine.items() if k != "seconds_per_board"} == \
+            {k: v for k, v in uninterrupted.items() if k != "seconds_per_board"}
+    assert sorted(os.listdir(out)) == sorted(os.listdir(tmp_path / "whole"))  # the kept play is gone with the report
+    assert (out / "boards.csv").read_text() == (tmp_path / "whole" / "boards.csv").read_text()
+    # Kept play describes its boards, seed and settings: other boards play every agent again.
+    interrupt.append("beam:4")
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.main([*argv, "--out", str(out)])
+    del played[:]
+    evaluate.main([*argv, "--seed", "1", "--out", str(out)])
+    assert played == ["largest", "random", "beam:4"]
+
+
 def test_an_evaluation_does_not_take_over_another_commands_folder(tmp_path, capsys):
     """``--out RUN_DIR`` removed the run's summary.json and wrote the evaluation's in its
     place (train.py --resume then printed it as the run's)."""
@@ -834,6 +873,10 @@ def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
         tail = text.split("@")[1].split(":")[0]
         with pytest.raises(ValueError, match=re.escape(f"as {timed}@newest, at its newest; @{tail} is neither")):
             registry.parse_agent(text)
+    published_folder = os.path.join(os.path.dirname(jaxdust.__file__), "data", "networks", "avi-8x6x5")
+    with pytest.raises(ValueError, match="is played at its selected checkpoint; @5 is neither") as refused:
+        registry.parse_agent(f"policy:{published_folder}@5")  # a published network has no newest to offer
+    assert "@newest" not in str(refused.value)
     (tmp_path / "avi-10:30@5").mkdir()  # a run of that very name plays
     (tmp_path / "avi-10:30@5" / "config.json").write_text((timed / "config.json").read_text())
     assert registry.parse_agent(f"value:{timed}@5")[1] == (f"{timed}@5", 1)

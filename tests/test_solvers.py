@@ -521,10 +521,30 @@ def test_board_file_rewrites_proven_boards_of_its_own_boards_only(boards_dir):
     jobs = [(number, fields[0], width, height) for number, fields, width, height in board_lines(lines)]
     solver_cli._require_own_proven_boards(str(boards_dir / "optimal_8x6x5.txt"), jobs, "dust", "standard input")
     with pytest.raises(ValueError, match="optimal_6x6x5.txt holds proven boards that are not among those of "
-                                         r"standard input under rules dust \(the first on its line 3\)"):
+                                         r"standard input solved now \(under rules dust, at their size; the first on its line 3\)"):
         solver_cli._require_own_proven_boards(str(boards_dir / "optimal_6x6x5.txt"), jobs, "dust", "standard input")
-    with pytest.raises(ValueError, match="optimal_8x6x5.txt holds proven boards .* under rules former"):
+    with pytest.raises(ValueError, match="optimal_8x6x5.txt holds proven boards .*under rules former"):
         solver_cli._require_own_proven_boards(str(boards_dir / "optimal_8x6x5.txt"), jobs, "former", "standard input")
+
+
+def test_board_file_is_not_written_without_the_boards_it_lists(tmp_path, boards_dir):
+    """A new --out, or limits that stopped a proof, proved fewer of the input's boards than
+    the board file listed: it was rewritten with those only."""
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join((boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:4]) + "\n")
+    proven_file = tmp_path / "proven.txt"
+    assert solve_main([str(source), "--out", str(tmp_path / "a.jsonl"), "--jobs", "1",
+                       "--board-file", str(proven_file)]) == 0
+    listed = proven_file.read_text()
+    assert len(jaxdust.read_board_file(proven_file)) == 2
+    with pytest.raises(SystemExit, match=r"--board-file .*proven.txt lists 1 proven board that --out does not "
+                                         r"prove \(the first on its line 4\), which it would lose: not written"):
+        solve_main([str(source), "--out", str(tmp_path / "b.jsonl"), "--jobs", "1", "--lines", "3",
+                    "--board-file", str(proven_file)])
+    assert proven_file.read_text() == listed
+    assert solve_main([str(source), "--out", str(tmp_path / "a.jsonl"), "--jobs", "1", "--lines", "3",
+                       "--board-file", str(proven_file)]) == 0  # the log that proved them: listed again
+    assert proven_file.read_text() == listed
 
 
 def test_out_dev_stdout_redirected_to_a_log_is_written_to_never_resumed_from(tmp_path, boards_dir):
@@ -1073,7 +1093,7 @@ def test_work_in_processes_can_come_back_as_it_ends():
     assert list(completed_map(abs, [-2, 1], 1)) == [2, 1]  # one job: in this process, in order
 
 
-def test_board_file_of_a_file_of_two_sizes_lists_the_size_solved(tmp_path, boards_dir):
+def test_board_file_of_a_file_of_two_sizes_lists_the_size_solved(tmp_path, boards_dir, capsys):
     """--lines picks one size of a file of several for --board-file, as its refusal says;
     the boards of the other size proven by an earlier run into the same --out once made the
     board file two sizes, refused after the solving."""
@@ -1084,10 +1104,16 @@ def test_board_file_of_a_file_of_two_sizes_lists_the_size_solved(tmp_path, board
     out, proven_file = tmp_path / "solutions.jsonl", tmp_path / "proven.txt"
     assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--lines", "2"]) == 0
     for line, board, size in ((4, small, (8, 4)), (2, square, (6, 6))):
+        proven_file = tmp_path / f"proven-{line}.txt"
         assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--lines", str(line),
                            "--board-file", str(proven_file)]) == 0
         [record] = jaxdust.read_board_file(proven_file)
         assert jaxdust.board_to_text(record.board) == board and record.board.shape == size
+    # The other size's file given to this size: it would lose the 8x4 board proven there.
+    with pytest.raises(SystemExit):
+        solve_main([str(source), "--out", str(out), "--jobs", "1", "--lines", "2",
+                    "--board-file", str(tmp_path / "proven-4.txt")])
+    assert "proven-4.txt holds proven boards that are not among those of" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # both sizes at once are still refused, before any solving
         solve_main([str(source), "--out", str(out), "--jobs", "1", "--board-file", str(proven_file)])
 

@@ -260,22 +260,26 @@ def output_file_or_stdout(text: str) -> str:
     return text if text == "-" else output_file(text)
 
 
-def report_file(text: str) -> str:
-    """An ``output_file`` for a benchmark's JSON report. A file already there must be such a
-    report (a JSON object naming ``benchmark`` or ``measured_on``), which a rerun replaces:
-    any other (a script, the notes of a run) is refused rather than lost."""
-    path = output_file(text)
-    if not os.path.isfile(path):
+def report_file(benchmark: str) -> Callable[[str], str]:
+    """The ``--out`` type of benchmark ``benchmark``'s JSON report: an ``output_file``
+    that, where a file is already there, must be an earlier report of the same benchmark
+    (its ``"benchmark"``), which a rerun replaces; any other file (a script, another
+    command's report that took hours) is refused rather than lost."""
+    def checked(text: str) -> str:
+        path = output_file(text)
+        if not os.path.isfile(path):
+            return path
+        try:
+            with open(path, encoding="utf-8") as handle:
+                saved = json.load(handle)
+        except (OSError, ValueError):
+            saved = None
+        if not (isinstance(saved, dict) and saved.get("benchmark") == benchmark):
+            raise argparse.ArgumentTypeError(f"{text} holds something other than an earlier {benchmark} report, "
+                                             "which would replace it: give another name (or remove the file)")
         return path
-    try:
-        with open(path, encoding="utf-8") as handle:
-            saved = json.load(handle)
-    except (OSError, ValueError):
-        saved = None
-    if not (isinstance(saved, dict) and ("benchmark" in saved or "measured_on" in saved)):
-        raise argparse.ArgumentTypeError(f"{text} holds something other than a benchmark's JSON report, which "
-                                         "would replace it: give another name (or remove the file)")
-    return path
+
+    return checked
 
 
 def output_file(text: str) -> str:

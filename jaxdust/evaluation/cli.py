@@ -41,7 +41,10 @@ written last and lists the figures (``figures``); those an earlier evaluation in
 a figure it lists is written again): a run stopped half-way leaves no summary beside another
 run's table or figures, and the next run removes the figures it had written. A folder of
 another command's (a train.py run's ``config.json``, a data set's, or a ``summary.json``
-that is no evaluation's) is refused.
+that is no evaluation's) is refused. Each agent's play is kept in ``played-so-far/`` as it
+finishes, until the summary is written: the same command run again after a Ctrl-C plays
+only the agents not finished (kept play of other boards, settings, a run trained since or
+another version of jaxdust is played again).
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column
@@ -66,9 +69,11 @@ import argparse
 import contextlib
 import csv
 import fnmatch
+import hashlib
 import io
 import json
 import os
+import shutil
 import sys
 import time
 from typing import NamedTuple
@@ -489,22 +494,76 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
     the GIFs' file names (``earlier``: the earlier runs' figures, listed as pending first)."""
     if earlier:  # listed where this run's figures will be until its summary lists them
         _note_pending(args.out, earlier)
-    played, figures, names = {}, [], file_names(agents)
+    played, figures, names, kept = {}, [], file_names(agents), []
+    digest = hashlib.sha256(np.asarray(boards, np.int8).tobytes() + str(np.shape(boards)).encode()).hexdigest()
     with progress_bar(total=len(boards) * len(agents), unit="game") as bar:  # a game: one agent on one board
         for name in agents:
             bar.set_description(name)
-            start = time.perf_counter()
-            try:
-                run = registry.run_agent(name, boards, key=registry.agent_key(args.seed), max_clicks=max_clicks,
-                                         chunk=args.chunk, jobs=args.jobs, progress=bar.update,
-                                         solutions=args.animate, rules=rules)
-            except ValueError as error:
-                flags.fail(parser, f"agent {name}: {error}")
-            played[name] = {**run, "seconds_per_board": (time.perf_counter() - start) / len(boards)}
+            path = os.path.join(args.out, PLAYED, names[name] + ".json")
+            identity = _play_identity(args, name, digest, rules, max_clicks)
+            run = _kept_play(path, identity)
+            if run is not None:
+                kept.append(name)
+                bar.update(len(boards))
+            else:
+                start = time.perf_counter()
+                try:
+                    run = registry.run_agent(name, boards, key=registry.agent_key(args.seed), max_clicks=max_clicks,
+                                             chunk=args.chunk, jobs=args.jobs, progress=bar.update,
+                                             solutions=args.animate, rules=rules)
+                except ValueError as error:
+                    flags.fail(parser, f"agent {name}: {error}")
+                run = {**run, "seconds_per_board": (time.perf_counter() - start) / len(boards)}
+                files.atomic_write_json(path, {"identity": identity, "play": _as_json(run)})
+            played[name] = run
             figures += write_gifs(args.out, names[name], boards, run["solutions"], rules, run["cleared"], max_clicks)
         if len(agents) > 1:  # the finished bar counts every agent's games, not the last one's
             bar.set_description(f"{len(agents)} agents")
+    if kept:
+        print(f"(played before the interruption, kept in {os.path.join(args.out, PLAYED)}: {', '.join(kept)}; "
+              "their times are that run's)")
     return played, figures
+
+
+PLAYED = "played-so-far"  # each agent's play until the report is written: a rerun after a Ctrl-C plays the rest
+
+
+def _play_identity(args, name: str, boards_digest: str, rules: str, max_clicks: int) -> dict:
+    """What an agent's kept play must match to stand for playing it again: the boards, the
+    agent however spelled (a run's fingerprint: trained since, it plays otherwise), the
+    settings that change its games and this version of jaxdust."""
+    run = registry.run_of(name)
+    return {"jaxdust": __version__, "agent": registry.agent_identity(name), "boards": boards_digest, "rules": rules,
+            "run": None if run is None else registry.fingerprint(run), "seed": args.seed, "max_clicks": max_clicks,
+            "chunk": args.chunk, "solutions": args.animate}
+
+
+def _as_json(run: dict) -> dict:
+    """``registry.run_agent``'s result in JSON: each array with its dtype, to be read back as it was."""
+    def plain(value):
+        if isinstance(value, np.ndarray):
+            return {"array": value.tolist(), "dtype": value.dtype.str}
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, (list, tuple)):
+            return [plain(item) for item in value]
+        return {key: plain(item) for key, item in value.items()} if isinstance(value, dict) else value
+
+    return {key: plain(value) for key, value in run.items()}
+
+
+def _kept_play(path: str, identity: dict) -> dict | None:
+    """The play kept at ``path`` where it was made as ``identity`` says, else None."""
+    try:
+        with open(path) as handle:
+            saved = json.load(handle)
+        if saved["identity"] != identity:
+            return None
+        return {key: np.asarray(value["array"], np.dtype(value["dtype"]))
+                if isinstance(value, dict) and set(value) == {"array", "dtype"} else value
+                for key, value in saved["play"].items()}
+    except (OSError, ValueError, TypeError, KeyError):  # none, or not this command's: played again
+        return None
 
 
 def write_board_table(out: str, boards, measure: str, columns: dict[str, np.ndarray],
@@ -601,10 +660,11 @@ def _remove_if_present(path: str) -> None:
 
 def _finish(out: str, earlier: list[str], report: dict) -> None:
     """Remove the earlier figures this run did not write again, write the summary that
-    lists its own, then forget the pending list."""
+    lists its own, then forget the pending list and the agents' kept play."""
     _remove_earlier_figures(out, earlier, report["figures"])
     files.atomic_write_json(os.path.join(out, "summary.json"), report)
     _remove_if_present(os.path.join(out, PENDING))
+    shutil.rmtree(os.path.join(out, PLAYED), ignore_errors=True)
 
 
 def _remove_earlier_figures(out: str, earlier: list[str], written: list[str]) -> None:
@@ -698,7 +758,7 @@ def run() -> None:
     XLA keeps the programs it compiles on disk between runs (``jaxdust.core.compile_cache``).
     """
     compile_cache.enable()
-    flags.run_command(main, "no output was left half-written; run the command again")
+    flags.run_command(main, "no output was left half-written; the same command plays only the agents not finished")
 
 
 if __name__ == "__main__":  # python -m jaxdust.evaluation.cli

@@ -499,8 +499,8 @@ def _run_directory(text: str) -> str:
     named, newest = _named_run(text)
     head, at, tail = named.rpartition("@")
     if at and head and not os.path.exists(named) and os.path.isfile(os.path.join(head, "config.json")):
-        raise ValueError(f"{text}: a run is played at its selected checkpoint or, as {head}{NEWEST}, at its newest; "
-                         f"@{tail} is neither")
+        newest = "" if published.is_published(head) else f" or, as {head}{NEWEST}, at its newest"
+        raise ValueError(f"{text}: a run is played at its selected checkpoint{newest}; @{tail} is neither")
     read_run_config(named)  # RunError, a ValueError (an unknown @NAME named as such)
     if newest:
         selected_by(published.resolve(named), newest=True)  # RunError for a published network

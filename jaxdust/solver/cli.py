@@ -133,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "machines)")
     parser.add_argument("--board-file", type=flags.output_file,
                         help="also write the boards proven optimal and their optimum here (needs --out FILE; it "
-                             "replaces a file of proven boards it wrote of the same boards, and refuses any other): the file's proven "
+                             "replaces a file of proven boards it wrote, and refuses one listing boards it would not: another "
+                             "set's or size's, or boards --out does not prove; and any other file): the file's proven "
                              "boards of the size solved (--lines picks one size of a file of several)")
     parser.add_argument("--checkpoint-dir", type=flags.output_dir,
                         help="each board in progress saves its proof here (its tables: up to 2^--table-bits x 12 "
@@ -191,8 +192,6 @@ def main(argv=None) -> int:
         if jobs and jobs[0][1].startswith("{"):  # a JSON-lines file (this command's --out, a ranking set)
             raise ValueError(f"{source}:{jobs[0][0]} is a JSON record, not a board: {source} looks like JSON lines "
                              "(a solver log?), and the solver reads board files (RULES.md text form)")
-        if args.board_file:  # of any size in the file: --lines may pick another one now
-            _require_own_proven_boards(args.board_file, jobs, args.rules, source)
         every_board = jobs  # --board-file lists the whole file's proven boards, whichever --lines
         if args.lines is not None:
             jobs = _pick_lines(jobs, args.lines, source)
@@ -204,6 +203,8 @@ def main(argv=None) -> int:
             # Of a file of several sizes, the board file lists the proven boards of the size
             # solved now: those of the others, proven by earlier runs, would make two sizes.
             every_board = [job for job in every_board if (job[2], job[3]) in shapes]
+        if args.board_file:  # before any solving: the proven boards of another set or size
+            _require_own_proven_boards(args.board_file, every_board, args.rules, source)
     except ValueError as error:
         flags.fail(parser, str(error))
     if not jobs:
@@ -436,18 +437,24 @@ def _solved_shape(record: dict, shape: tuple, rules: str) -> bool:
     return "width" not in record or _shape_read(record["board"], *shape, rules) == (record["width"], record["height"])
 
 
-def _require_own_proven_boards(path: str, jobs, rules: str, source: str) -> None:
-    """ValueError where the proven boards already in ``path`` are not all among ``jobs``
-    (this run's boards) under ``rules``: rewritten, the file would lose them (another set's
-    proven boards, as the shipped ones, given to a run of other boards)."""
+def _kept_proven_boards(path: str) -> tuple[str | None, list]:
+    """The rules and the ``board_lines`` of the proven boards file ``path`` holds (none where
+    it holds none, or cannot be read as a board file: the header check says what it may
+    replace)."""
     if not os.path.isfile(path):
-        return
+        return None, []
     try:
         lines = read_lines(path, "board file")
-        kept_rules = declared_rules(lines, path)
-        kept = list(board_lines(lines, None, None, path))
-    except (ValueError, OSError):  # not readable as a board file: the header check said what it may replace
-        return
+        return declared_rules(lines, path), list(board_lines(lines, None, None, path))
+    except (ValueError, OSError):
+        return None, []
+
+
+def _require_own_proven_boards(path: str, jobs, rules: str, source: str) -> None:
+    """ValueError where the proven boards already in ``path`` are not all among ``jobs``
+    (the boards the file lists now) under ``rules``: rewritten, the file would lose them
+    (another set's proven boards, as the shipped ones, given to a run of other boards)."""
+    kept_rules, kept = _kept_proven_boards(path)
     shapes: dict[str, set] = {}
     for _, text, width, height in jobs:
         shapes.setdefault(text, set()).add((width, height))
@@ -455,8 +462,8 @@ def _require_own_proven_boards(path: str, jobs, rules: str, source: str) -> None
         among = any(None in (width, w) or (w, h) == (width, height) for w, h in shapes.get(fields[0], ()))
         if kept_rules != rules or not among:
             raise ValueError(f"--board-file {path} holds proven boards that are not among those of {source} "
-                             f"under rules {rules} (the first on its line {number}); this run would lose them: "
-                             "give another name (or remove the file)")
+                             f"solved now (under rules {rules}, at their size; the first on its line {number}): "
+                             "this run would lose them: give another name (or remove the file)")
 
 
 def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -m jaxdust.solver",
@@ -484,6 +491,13 @@ def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -
         if problem:
             raise SystemExit(f"{prog}: error: --out's result for line {record['line']}: {problem}; was it edited "
                              f"by hand? mend or delete that line (--board-file not written)")
+    # Boards of the file's that --out does not prove (a new --out, limits that stopped a proof).
+    lost = [number for number, fields, _, _ in _kept_proven_boards(path)[1]
+            if fields[0] not in {r["board"] for r in proven}]
+    if lost:
+        raise SystemExit(f"{prog}: error: --board-file {path} lists {len(lost)} proven board{'s' if len(lost) > 1 else ''} "
+                         f"that --out does not prove (the first on its line {lost[0]}), which it would lose: not "
+                         "written; give --out the log that proved them, or another --board-file")
     colors = colors or max(1, max(int(c) for r in proven for c in r["board"]))
     rules_field = "" if rules == "dust" else f" rules={rules}"  # boards.declared_rules reads it
     header = (f"# width={width} height={height} colors={colors}{rules_field}; cells listed x-major: cell (x,y) is character "
