@@ -817,10 +817,17 @@ def test_a_killed_proof_resumes_to_the_uninterrupted_result(tmp_path, monkeypatc
     saved = progress.load(path, board, rules)
     assert saved.budget and saved.nodes + saved.partial >= 3 * 5000  # mid-search, three slices in
     assert saved.half_positions > 0  # the half-game searches' count, which a node limit caps, goes on from here
+    # A save killed while writing left its temporary file, as large as the table, for good;
+    # the resume removes its own (another file's, here "the-killed.npz"'s, is not its own).
+    leftover, other = tmp_path / f"{files.TEMPORARY_PREFIX}a1b2c3d4killed.npz", \
+        tmp_path / f"{files.TEMPORARY_PREFIX}a1b2c3d4the-killed.npz"
+    leftover.write_bytes(b"cut")
+    other.write_bytes(b"in use")
     resumed = solve(board, rules=rules, checkpoint=path, checkpoint_positions=5000)
     assert (resumed.clicks, resumed.length, resumed.lower_bound, resumed.nodes) == (
         whole.clicks, whole.length, whole.lower_bound, whole.nodes)
     assert resumed.optimal and not path.exists()
+    assert not leftover.exists() and other.exists()
 
     # A limit stops the proof and saves it; larger limits go on from there.
     limited = solve(board, rules=rules, checkpoint=path, checkpoint_positions=5000, node_limit=plain.nodes // 3)

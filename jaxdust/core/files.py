@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -42,10 +43,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
     path = os.path.realpath(os.fspath(path))
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    # The name's last 64 bytes only: a temporary name must fit the same 255 bytes as the
-    # file's own (a cut through a character decodes as surrogates, which encode back).
-    suffix = os.fsdecode(os.fsencode(os.path.basename(path))[-64:])
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=TEMPORARY_PREFIX, suffix=suffix)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=TEMPORARY_PREFIX, suffix=_temporary_suffix(path))
     try:
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)
@@ -160,6 +158,28 @@ def open_to_append_alone(path: str | os.PathLike):
         handle.close()
         return None
     return handle
+
+
+def _temporary_suffix(path: str) -> str:
+    """The end of ``atomic_write``'s temporary names for ``path``: the name's last 64 bytes
+    only, as a temporary name must fit the same 255 bytes as the file's own (a cut through a
+    character decodes as surrogates, which encode back)."""
+    return os.fsdecode(os.fsencode(os.path.basename(path))[-64:])
+
+
+def remove_leftover_temporaries_of(path: str | os.PathLike) -> None:
+    """Delete the temporary files that ``atomic_write`` of ``path`` left, killed while
+    writing: those of this one file (the folder may hold other writers'). Call it only where
+    this process is the file's one writer."""
+    path = os.path.realpath(os.fspath(path))
+    directory, suffix = os.path.dirname(path), _temporary_suffix(path)
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(directory):
+            # mkstemp's names: the prefix, 8 random characters, the suffix
+            if name.startswith(TEMPORARY_PREFIX) and name.endswith(suffix) and \
+                    len(name) == len(TEMPORARY_PREFIX) + 8 + len(suffix):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(directory, name))
 
 
 def remove_leftover_temporaries(directory: str | os.PathLike) -> None:

@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from jaxdust.core import files
 from jaxdust.core.boards import board_array
 from jaxdust.core.game import MAX_COLORS, BoardLike, is_integer, require_click_rules
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
@@ -309,6 +310,8 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
 
     geometry = bitboard.make_geometry(width, height, rules)
     planes = bitboard.to_planes(cells, colors)
+    if checkpoint is not None:  # a save killed while writing left a temporary file as large as the table
+        files.remove_leftover_temporaries_of(checkpoint)
     resumed = progress.load(checkpoint, cells, rules) if checkpoint is not None else None
     if resumed is not None:
         table = TranspositionTable.of(resumed.entries, resumed.halves,
