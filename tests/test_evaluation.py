@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import sys
 
 import jax
@@ -318,6 +319,35 @@ def test_an_interrupted_evaluation_plays_only_the_agents_it_had_not_finished(tmp
     del played[:]
     evaluate.main([*argv, "--seed", "1", "--out", str(out)])
     assert played == ["largest", "random", "beam:4"]
+
+
+def test_kept_play_is_an_agents_however_spelled_and_a_run_gone_since_is_one_line(tmp_path, monkeypatch, capsys):
+    played, real = [], registry.run_agent
+    run = shutil.copytree(os.path.join(os.path.dirname(jaxdust.__file__), "data", "networks", "avi-8x6x5"),
+                          tmp_path / "run")
+
+    def counted(name, *args, **kwargs):
+        played.append(name)
+        if name == "random":
+            raise KeyboardInterrupt
+        if name == "largest" and os.path.isdir(tmp_path / "gone"):
+            shutil.rmtree(tmp_path / "gone")  # the run of the next agent, after its check
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(registry, "run_agent", counted)
+    argv = ["--random", "3", "--out", str(tmp_path / "out")]
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.main([*argv, "--agents", "largest,beam:4,random"])
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.main([*argv, "--agents", "beam:04,largest,random"])  # the same agents, spelled and listed otherwise
+    assert played == ["largest", "beam:4", "random", "random"]
+    # A run removed between the agents' check and its play: a RunError's traceback.
+    shutil.copytree(run, tmp_path / "gone")
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main([*argv, "--seed", "1", "--agents", f"largest,policy:{tmp_path / 'gone'}"])
+    assert exit_info.value.code == 2
+    assert f"agent policy:{tmp_path / 'gone'}: {tmp_path / 'gone'} is not a train.py run directory" in \
+        capsys.readouterr().err
 
 
 def test_an_evaluation_does_not_take_over_another_commands_folder(tmp_path, capsys):

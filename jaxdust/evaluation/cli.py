@@ -43,8 +43,8 @@ run's table or figures, and the next run removes the figures it had written. A f
 another command's (a train.py run's ``config.json``, a data set's, or a ``summary.json``
 that is no evaluation's) is refused. Each agent's play is kept in ``played-so-far/`` as it
 finishes, until the summary is written: the same command run again after a Ctrl-C plays
-only the agents not finished (kept play of other boards, settings, a run trained since or
-another version of jaxdust is played again).
+only the agents not finished (kept play of other boards, settings, a run trained since,
+another version of jaxdust or JAX, or another device is played again).
 
 The board set is a file in the ``data/boards`` format or ``--random N`` boards drawn from
 ``--seed``. A file's comments say what its numbers are: a file of proven optima (column
@@ -499,22 +499,22 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
     with progress_bar(total=len(boards) * len(agents), unit="game") as bar:  # a game: one agent on one board
         for name in agents:
             bar.set_description(name)
-            path = os.path.join(args.out, PLAYED, names[name] + ".json")
-            identity = _play_identity(args, name, digest, rules, max_clicks)
-            run = _kept_play(path, identity)
-            if run is not None:
-                kept.append(name)
-                bar.update(len(boards))
-            else:
-                start = time.perf_counter()
-                try:
+            try:  # a run removed or damaged since the agents were checked: a RunError, a ValueError
+                path = os.path.join(args.out, PLAYED, registry.agent_file(name))
+                identity = _play_identity(args, name, digest, rules, max_clicks)
+                run = _kept_play(path, identity)
+                if run is not None:
+                    kept.append(name)
+                    bar.update(len(boards))
+                else:
+                    start = time.perf_counter()
                     run = registry.run_agent(name, boards, key=registry.agent_key(args.seed), max_clicks=max_clicks,
                                              chunk=args.chunk, jobs=args.jobs, progress=bar.update,
                                              solutions=args.animate, rules=rules)
-                except ValueError as error:
-                    flags.fail(parser, f"agent {name}: {error}")
-                run = {**run, "seconds_per_board": (time.perf_counter() - start) / len(boards)}
-                files.atomic_write_json(path, {"identity": identity, "play": _as_json(run)})
+                    run = {**run, "seconds_per_board": (time.perf_counter() - start) / len(boards)}
+                    files.atomic_write_json(path, {"identity": identity, "play": _as_json(run)})
+            except ValueError as error:
+                flags.fail(parser, f"agent {name}: {error}")
             played[name] = run
             figures += write_gifs(args.out, names[name], boards, run["solutions"], rules, run["cleared"], max_clicks)
         if len(agents) > 1:  # the finished bar counts every agent's games, not the last one's
@@ -533,9 +533,13 @@ def _play_identity(args, name: str, boards_digest: str, rules: str, max_clicks: 
     agent however spelled (a run's fingerprint: trained since, it plays otherwise), the
     settings that change its games and this version of jaxdust."""
     run = registry.run_of(name)
-    return {"jaxdust": __version__, "agent": registry.agent_identity(name), "boards": boards_digest, "rules": rules,
-            "run": None if run is None else registry.fingerprint(run), "seed": args.seed, "max_clicks": max_clicks,
-            "chunk": args.chunk, "solutions": args.animate}
+    # JAX's version, device and modes: its random streams (threefry's partitionable mode) and
+    # rounding (a GPU, 64-bit floats) can play the same agent otherwise.
+    modes = {"jax": jax.__version__, "backend": jax.default_backend(),
+             **{flag: bool(getattr(jax.config, flag)) for flag in ("jax_threefry_partitionable", "jax_enable_x64")}}
+    return {"jaxdust": __version__, **modes, "agent": registry.agent_identity(name), "boards": boards_digest,
+            "rules": rules, "run": None if run is None else registry.fingerprint(run), "seed": args.seed,
+            "max_clicks": max_clicks, "chunk": args.chunk, "solutions": args.animate}
 
 
 def _as_json(run: dict) -> dict:

@@ -36,7 +36,6 @@ import json
 import os
 import sys
 import time
-import urllib.parse
 from typing import Callable
 
 import jax
@@ -315,10 +314,8 @@ def run_sources(entries: list[str]) -> dict[str, str]:
 
 
 def _row_path(cache: str, entry: str) -> str:
-    """The file that keeps ``entry``'s row in ``cache``, whatever its spelling (``beam:08``
-    and ``beam:8`` share one; a long run path shortened)."""
-    identity = registry.agent_identity(entry)
-    return os.path.join(cache, files.short_file_name(urllib.parse.quote(identity, safe="")) + ".json")
+    """The file that keeps ``entry``'s row in ``cache``, whatever its spelling."""
+    return os.path.join(cache, registry.agent_file(entry))
 
 
 def _rows_dir(out: str) -> str:

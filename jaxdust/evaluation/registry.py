@@ -13,13 +13,14 @@ import functools
 import math
 import os
 import sys
+import urllib.parse
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust.core import game, machine
+from jaxdust.core import files, game, machine
 from jaxdust.core.flags import INT32_LIMIT
 from jaxdust.core.boards import positions
 from jaxdust.core.play import play_in_chunks
@@ -272,6 +273,13 @@ def agent_identity(text: str) -> str:
     return agent.name if settings is None else f"{agent.name}:{settings!r}"
 
 
+def agent_file(text: str) -> str:
+    """The name of the file that keeps an agent entry's results (a leaderboard's row, an
+    evaluation's play), whatever its spelling: ``beam:08`` and ``beam:8`` share one; a long
+    run path is shortened."""
+    return files.short_file_name(urllib.parse.quote(agent_identity(text), safe="")) + ".json"
+
+
 def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int = PLAY_CHUNK,
               jobs: int = 1, progress=None, solutions: int = 0, rules: str = "dust") -> dict:
     """Play or solve every board with agent ``text`` under ``rules``.
@@ -499,8 +507,8 @@ def _run_directory(text: str) -> str:
     named, newest = _named_run(text)
     head, at, tail = named.rpartition("@")
     if at and head and not os.path.exists(named) and os.path.isfile(os.path.join(head, "config.json")):
-        newest = "" if published.is_published(head) else f" or, as {head}{NEWEST}, at its newest"
-        raise ValueError(f"{text}: a run is played at its selected checkpoint{newest}; @{tail} is neither")
+        or_newest = "" if published.is_published(head) else f" or, as {head}{NEWEST}, at its newest"
+        raise ValueError(f"{text}: a run is played at its selected checkpoint{or_newest}; @{tail} is neither")
     read_run_config(named)  # RunError, a ValueError (an unknown @NAME named as such)
     if newest:
         selected_by(published.resolve(named), newest=True)  # RunError for a published network
