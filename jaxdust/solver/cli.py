@@ -459,7 +459,8 @@ def _require_own_proven_boards(path: str, jobs, rules: str, source: str) -> None
     for _, text, width, height in jobs:
         shapes.setdefault(text, set()).add((width, height))
     for number, fields, width, height in kept:  # a shape unknown on either side is taken as the same
-        among = any(None in (width, w) or (w, h) == (width, height) for w, h in shapes.get(fields[0], ()))
+        among = any(all(None in pair or pair[0] == pair[1] for pair in ((width, w), (height, h)))
+                    for w, h in shapes.get(fields[0], ()))
         if kept_rules != rules or not among:
             raise ValueError(f"--board-file {path} holds proven boards that are not among those of {source} "
                              f"solved now (under rules {rules}, at their size; the first on its line {number}): "
