@@ -179,6 +179,27 @@ def flags_config(parser, args, learner: str):
         flags.fail(parser, f"--{learner}-flags: {message} (see train.py {learner} --help)")
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def require_figure_file(parser, figure_path: str, out: str) -> None:
+    """Refuse, before hours of training, a figure path that the report would overwrite
+    (``--out x.png``) or that holds something other than an image (an earlier run's
+    learning curves are replaced)."""
+    if os.path.abspath(figure_path) == os.path.abspath(out):
+        parser.error(f"--out: {out} is the name of the report's figure (<out>.png): give the report a .json name")
+    if not os.path.exists(figure_path):
+        return
+    try:
+        with open(figure_path, "rb") as handle:
+            is_png = handle.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE
+    except OSError:
+        is_png = False
+    if not is_png:
+        parser.error(f"--out: the learning curves go to {figure_path}, which holds something other than a PNG image "
+                     "and would be replaced: give the report another name (or remove the file)")
+
+
 def main(argv=None):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--learners", type=flags.names(("avi", "dqn", "imitation"), "learners"), default="avi,dqn,imitation")
@@ -190,6 +211,8 @@ def main(argv=None):
     parser.add_argument("--imitation-flags", default="", help="extra train.py flags for imitation")
     parser.add_argument("--out", type=flags.report_file("learners"), default="results/learners.json")
     args = parser.parse_args(argv)
+    figure_path = os.path.splitext(args.out)[0] + ".png"
+    require_figure_file(parser, figure_path, args.out)
 
     for learner in args.learners:  # every learner's size, before hours of training the first
         size = flags_config(parser, args, learner).game
@@ -248,7 +271,7 @@ def main(argv=None):
     figure = plots.learning_curves(
         curves, references, f"greedy and argmax play on train.py's {'/'.join(map(str, evaluation_boards))} "
                             f"evaluation boards ({report['cpu_count']}-core CPU)")
-    files.atomic_write_bytes(os.path.splitext(args.out)[0] + ".png", figure)
+    files.atomic_write_bytes(figure_path, figure)
     files.atomic_write_json(args.out, report)
 
     rows = table_rows(report)
@@ -261,7 +284,7 @@ def main(argv=None):
     print_table(f"The same on the {len(sets['proven'][1])} proven boards of {os.path.basename(PROVEN_FILE)}: mean clicks (share optimal); "
                 f"mean optimum {np.mean(sets['proven'][1]):.2f}",
                 {name: row["proven"] for name, row in rows.items() if "proven" in row}, proven=True)
-    print(f"\nwrote {args.out} and {os.path.splitext(args.out)[0]}.png")
+    print(f"\nwrote {args.out} and {figure_path}")
     return report
 
 

@@ -16,7 +16,7 @@ import pytest
 import jaxdust
 from jaxdust.core import boards as board_io
 from jaxdust.core import configs, flags, machine
-from jaxdust.evaluation import benchmark, leaderboard, registry
+from jaxdust.evaluation import benchmark, leaderboard, plots, registry
 from jaxdust.learn import avi, cli, runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -1014,6 +1014,32 @@ def test_a_benchmarks_report_replaces_only_an_earlier_report(script, tmp_path, m
         assert mine.read_text() == content and os.listdir(tmp_path) == ["notes.py"]
     mine.write_text(json.dumps({"benchmark": script}))
     assert flags.report_file(script)(str(mine)) == str(mine)
+
+
+def test_the_learners_benchmarks_figure_replaces_only_a_figure(tmp_path, monkeypatch, capsys):
+    """learners.py wrote its learning curves to ``<out>.png`` over whatever was there, hours
+    of training later; ``--out x.png`` wrote the figure, then the report over it."""
+    learners_benchmark = _benchmark("learners", monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "report.png").write_text("my notes\n")
+    for out, words in (("report.json", "go to report.png, which holds something other than a PNG image"),
+                       ("figure.png", "figure.png is the name of the report's figure")):
+        with pytest.raises(SystemExit) as exit_info:
+            learners_benchmark.main(["--learners", "avi", "--out", out])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+        assert words in err
+    assert sorted(os.listdir(tmp_path)) == ["report.png"] and (tmp_path / "report.png").read_text() == "my notes\n"
+
+    class Checked(Exception):
+        pass
+
+    def past_the_checks(*args):
+        raise Checked
+    monkeypatch.setattr(learners_benchmark, "board_sets", past_the_checks)
+    (tmp_path / "report.png").write_bytes(plots.learning_curves({"avi": ([1.0, 2.0], [14.0, 13.0])}, {}, "curves"))
+    with pytest.raises(Checked):  # an earlier run's figure is replaced
+        learners_benchmark.main(["--learners", "avi", "--out", "report.json"])
 
 
 def test_the_compile_profile_names_a_log_line_it_cannot_read(tmp_path, monkeypatch, capsys):

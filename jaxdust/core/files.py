@@ -172,14 +172,10 @@ def remove_leftover_temporaries_of(path: str | os.PathLike) -> None:
     writing: those of this one file (the folder may hold other writers'). Call it only where
     this process is the file's one writer."""
     path = os.path.realpath(os.fspath(path))
-    directory, suffix = os.path.dirname(path), _temporary_suffix(path)
-    with contextlib.suppress(FileNotFoundError):
-        for name in os.listdir(directory):
-            # mkstemp's names: the prefix, 8 random characters, the suffix
-            if name.startswith(TEMPORARY_PREFIX) and name.endswith(suffix) and \
-                    len(name) == len(TEMPORARY_PREFIX) + 8 + len(suffix):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(directory, name))
+    suffix = _temporary_suffix(path)
+    # mkstemp's names: the prefix, 8 random characters, the suffix
+    _remove_temporaries(os.path.dirname(path), lambda name: name.endswith(suffix) and
+                        len(name) == len(TEMPORARY_PREFIX) + 8 + len(suffix))
 
 
 def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
@@ -188,12 +184,16 @@ def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
     Call it only where this process is the one writer of ``directory`` (a resumed run),
     since another writer's temporary file is in use.
     """
-    for name in os.listdir(directory):
-        if name.startswith(TEMPORARY_PREFIX):
-            try:
-                os.unlink(os.path.join(directory, name))
-            except FileNotFoundError:
-                pass
+    _remove_temporaries(os.fspath(directory), lambda name: True)
+
+
+def _remove_temporaries(directory: str, chosen: Callable[[str], bool]) -> None:
+    """Unlink the ``atomic_write`` temporaries in ``directory`` whose names ``chosen`` keeps."""
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(directory):
+            if name.startswith(TEMPORARY_PREFIX) and chosen(name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(directory, name))
 
 
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:

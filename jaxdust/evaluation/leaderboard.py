@@ -283,16 +283,10 @@ def _require_report_or_nothing(parser, out: str) -> None:
     if os.path.exists(out) and files.is_stream(out):
         parser.error(f"--out {out} is a pipe, a device or a descriptor: the leaderboard keeps its rows in a folder "
                      f"beside its report, so give it a file")
-    if not os.path.isfile(out):
-        return
     try:
-        with open(out, encoding="utf-8") as handle:
-            saved = json.load(handle)
-    except (OSError, ValueError):
-        saved = None
-    if not (isinstance(saved, dict) and saved.get("benchmark") == "leaderboard"):
-        parser.error(f"--out {out} holds something other than a leaderboard's report, which would replace it: "
-                     "give the report another name (or remove the file)")
+        flags.report_file("leaderboard")(out)
+    except argparse.ArgumentTypeError as error:
+        parser.error(f"--out: {error}")
 
 
 def _make_rows_folder(parser, cache: str) -> None:

@@ -310,9 +310,10 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
 
     geometry = bitboard.make_geometry(width, height, rules)
     planes = bitboard.to_planes(cells, colors)
+    resumed = None
     if checkpoint is not None:  # a save killed while writing left a temporary file as large as the table
         files.remove_leftover_temporaries_of(checkpoint)
-    resumed = progress.load(checkpoint, cells, rules) if checkpoint is not None else None
+        resumed = progress.load(checkpoint, cells, rules)
     if resumed is not None:
         table = TranspositionTable.of(resumed.entries, resumed.halves,
                                       table.max_bits if table is not None else MAX_TABLE_BITS)
