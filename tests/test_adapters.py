@@ -161,6 +161,34 @@ def test_gymnasium_envs_refuse_actions_outside_their_space(action):
     vector.step(np.array([0, 47]))
 
 
+def test_gymnasium_envs_name_a_bad_action_in_one_line():
+    """A vector env's refusal printed every action (7 to 1000 games: several lines), and an
+    integer beyond int64 was called "not an integer"."""
+    vector = DustVectorEnv(64)
+    vector.reset(seed=0)
+    actions = np.zeros(64, np.int64)
+    actions[[5, 9]] = 48
+    with pytest.raises(ValueError) as refused:
+        vector.step(actions)
+    assert str(refused.value) == "game 5's action 48 (and 1 more) is outside Discrete(48): cells are 0..47"
+    with pytest.raises(ValueError) as refused:
+        vector.step(np.full(64, 0.5))
+    assert str(refused.value) == "actions must be integers in Discrete(48), got an array of float64"
+    env = DustGymEnv()
+    env.reset(seed=0)
+    for action in (2**70, -2**70):
+        with pytest.raises(ValueError) as refused:
+            env.step(action)
+        assert str(refused.value) == f"action {action} is outside Discrete(48): cells are 0..47"
+
+
+def test_gymnasium_envs_without_a_render_mode_warn_as_gymnasiums_own():
+    for env in (DustGymEnv(), DustVectorEnv(2)):
+        env.reset(seed=0)
+        with pytest.warns(UserWarning, match="no render_mode"):
+            assert env.render() is None
+
+
 @pytest.mark.parametrize("actions", [[[0], [47]], [[0, 47]], 0])
 def test_the_vector_env_takes_its_action_space_shape_only(actions):
     """``(num_envs,)``, as ``SyncVectorEnv`` of the single envs (which take a scalar each)."""

@@ -102,14 +102,26 @@ def _board_space(env: DustEnv) -> spaces.Box:
     return spaces.Box(0, env.game.colors, (env.game.width, env.game.height), np.int8)
 
 
+NO_RENDER_MODE = ("render() was called with no render_mode: make the env with one, e.g. "
+                  "gymnasium.make(\"jaxdust/Dust-8x6x5-v0\", render_mode=\"rgb_array\")")
+
+
 def _checked_actions(actions, count: int) -> np.ndarray:
     """``actions`` as int32, or ValueError for any that is not an integer in ``[0, count)``
     (the JAX env itself turns those into no-ops under ``jit``)."""
     array = np.asarray(actions)
-    if not np.issubdtype(array.dtype, np.integer):
-        raise ValueError(f"actions must be integers in Discrete({count}), got {actions!r}")
-    if np.any((array < 0) | (array >= count)):
-        raise ValueError(f"action {actions!r} is outside Discrete({count}): cells are 0..{count - 1}")
+    # Python ints beyond int64 make an array of objects: out of range, not "not integers"
+    python_ints = array.dtype == object and all(type(item) is int for item in array.flat)
+    if not (python_ints or np.issubdtype(array.dtype, np.integer)):
+        got = f"an array of {array.dtype}" if array.ndim else repr(actions)
+        raise ValueError(f"actions must be integers in Discrete({count}), got {got}")
+    outside = np.flatnonzero([not 0 <= item < count for item in array.flat])
+    if outside.size and array.ndim == 0:  # the single env's one action
+        raise ValueError(f"action {array.flat[0]} is outside Discrete({count}): cells are 0..{count - 1}")
+    if outside.size:  # a vector env's: one named, as thousands of games would print on many lines
+        more = f" (and {outside.size - 1} more)" if outside.size > 1 else ""
+        raise ValueError(f"game {outside[0]}'s action {array.flat[outside[0]]}{more} is outside Discrete({count}): "
+                         f"cells are 0..{count - 1}")
     return array.astype(np.int32)
 
 
@@ -272,6 +284,8 @@ class DustGymEnv(_Compiled, gymnasium.Env):
                 last and not cleared, self._info(timestep))
 
     def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn(NO_RENDER_MODE)
         if self.render_mode is None or self._state is None:
             return None
         return _rendered(self.env, self.render_mode, self._state)
@@ -437,6 +451,8 @@ class DustVectorEnv(_Compiled, VectorEnv):
         return np.array(board), np.array(reward, np.float64), terminated, truncated, info  # SyncVectorEnv's dtype
 
     def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn(NO_RENDER_MODE)
         if self.render_mode is None or self._state is None:
             return None
         return tuple(_rendered(self.env, self.render_mode, jax.tree.map(lambda leaf: leaf[i], self._state))

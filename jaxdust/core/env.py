@@ -12,7 +12,9 @@ configuration, and ``jax.vmap(env.step)`` steps thousands of games in lockstep.
 - **Action** int32 scalar in ``[0, W * H)``: click cell ``(a // H, a % H)``. An action
   outside that range never raises (``env.step`` is jitted, called eagerly or not, and so is
   the Jumanji adapter's): it removes nothing, counts as a click and is rewarded as a click
-  that removes nothing (the Gymnasium adapter refuses such actions).
+  that removes nothing (the Gymnasium adapter refuses such actions). Under a ``jax.jit`` or
+  ``jax.vmap`` of your own, with 64-bit mode off, JAX narrows a NumPy int64 action to int32
+  before the env sees it, so one beyond int32 wraps round (``2**32`` clicks cell 0).
 - **Reward** float32, by the rules' objective. Fewest clicks (``dust``, ``former``):
   ``rewards.clear`` (+10) for the click that empties the board, ``rewards.empty_click``
   (-10) for a click that removes nothing (a no-op), ``rewards.click`` (-1) for any other

@@ -525,7 +525,9 @@ def index_argument(value, what: str):
     tracer of an integer dtype (narrower ones widened, wider ones clipped), a Python or
     numpy integer (or array of them); one beyond int32 is clipped to -1 or ``INDEX_MAX``
     (still off the board, where a click removes nothing) rather than wrapped round onto a
-    cell. ValueError naming ``what`` for a float or bool (3.7 would click 3)."""
+    cell. ValueError naming ``what`` for a float or bool (3.7 would click 3). Inside a
+    ``jit`` or ``vmap`` of the caller's with 64-bit mode off, JAX has already narrowed a
+    NumPy int64 argument to int32, wrapping one beyond int32 round, before this sees it."""
     if isinstance(value, jax.Array):  # tracers included: only the dtype is known
         if not holds_integers(value.dtype):
             raise ValueError(f"{what} must be an integer, got dtype {value.dtype}")
