@@ -357,9 +357,10 @@ def step_train(out: str, sizes: Sizes, pieces: int, piece_minutes: float) -> dic
             calibration_start = time.perf_counter()
             per_update = equal_time.seconds_per_unit(learner, config, seed=0)
             calibration = time.perf_counter() - calibration_start
-            # The first piece gives the calibration its time; evaluations and checkpoints take
-            # about a tenth of the rest.
-            total = max(config.chunk_updates, int(0.9 * (60 * pieces * piece_minutes - calibration) / per_update))
+            # The first piece gives the calibration its time; evaluations, checkpoints and each
+            # resumed piece's compile take the rest of an allowance: 0.9 sized the H200's run of
+            # 0.2.16 (3 x 8.5 minutes) at 900 chunks, where its first two pieces made 291 and 294.
+            total = max(config.chunk_updates, int(0.85 * (60 * pieces * piece_minutes - calibration) / per_update))
         total -= total % config.chunk_updates
         report.update({"learner": learner.name, "seconds_per_update": per_update, "total_updates": total,
                        "chunk_updates": config.chunk_updates, "calibration_seconds": calibration,
@@ -493,6 +494,9 @@ def step_notebooks(out: str, sizes: Sizes) -> dict:
     notebook_path = pending[0]
     name = _stem(notebook_path)
     notebook = nbformat.read(notebook_path, as_version=4)
+    for cell in notebook.cells:  # stored with a CPU's run: a cell a failure stops before must not show it
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     client = NotebookClient(notebook, timeout=sizes.notebook_cell_seconds, kernel_name="python3",
                             resources={"metadata": {"path": os.path.dirname(os.path.abspath(notebook_path))}})
     start = time.perf_counter()
@@ -865,6 +869,8 @@ def main(argv=None) -> dict:
         flags.fail(parser, "JAX sees no accelerator here, only the CPU: the suite measures a GPU. Install "
                            "jaxdust[cuda] on a GPU machine (docs/gpu.md), or pass --smoke for toy sizes on a CPU; "
                            "--step eval, --step report, --pack and --unpack run anywhere")
+    if args.step == "report" and not os.path.exists(os.path.join(args.out, "device.json")):
+        flags.fail(parser, f"--step report: {args.out} holds no measurements to report: run a step first")
     os.makedirs(args.out, exist_ok=True)
     try:
         claim_folder(args.out, args.smoke)

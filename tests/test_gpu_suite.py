@@ -241,6 +241,11 @@ def test_notebooks_step_runs_one_notebook_per_call_and_keeps_a_failure(tmp_path)
     good = write_notebook(tmp_path / "good.ipynb", 'import jax\nprint("JAX", jax.__version__, "on", jax.devices())',
                           "print('four', 2 + 2)")
     bad = write_notebook(tmp_path / "bad.ipynb", 'raise ValueError("planted failure")', 'print("never")')
+    stored = nbformat.read(bad, as_version=4)  # stored with an earlier run's outputs, as the repository's are
+    for count, cell in enumerate(stored.cells, 1):
+        cell.execution_count = count
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"an earlier run's cell {count}\n")]
+    nbformat.write(stored, bad)
     out = tmp_path / "out"
     argv = ("--step", "notebooks", "--notebooks", f"{good},{bad}")
     run_suite(out, *argv)
@@ -254,6 +259,8 @@ def test_notebooks_step_runs_one_notebook_per_call_and_keeps_a_failure(tmp_path)
     bad_row = load(out, "notebooks")["rows"]["bad"]
     assert (bad_row["cells_run"], bad_row["cells"]) == (1, 2) and bad_row["kernel"] is None
     assert bad_row["error"] == "CellExecutionError: ValueError: planted failure"  # no terminal colours
+    executed = nbformat.read(out / "notebooks" / "bad.ipynb", as_version=4)  # what ran, not what was stored
+    assert "an earlier run's" not in str(executed) and executed.cells[1].execution_count is None
     before = (out / "notebooks.json").read_text()
     run_suite(out, *argv)  # each has run: nothing more
     assert (out / "notebooks.json").read_text() == before
@@ -440,7 +447,9 @@ def test_bad_flags_are_refused_before_any_step(tmp_path):
               "--env-games 64,1024,4096: the env sweep in " + str(tmp_path / "planned") + " measures 64,256 games"),
              # No GPU: a full call would measure the CPU, and train a piece of the GPU run on it.
              (["--step", "train"], "JAX sees no accelerator here, only the CPU: the suite measures a GPU"),
-             (["--step", "all"], "--step eval, --step report, --pack and --unpack run anywhere"))
+             (["--step", "all"], "--step eval, --step report, --pack and --unpack run anywhere"),
+             # The report's line read "on None (None, None)".
+             (["--step", "report"], "holds no measurements to report: run a step first"))
     (tmp_path / "planned").mkdir()
     (tmp_path / "planned" / "suite.json").write_text('{"smoke": false}')
     (tmp_path / "planned" / "train.json").write_text('{"planned_pieces": 3, "pieces": []}')

@@ -57,6 +57,45 @@ def test_the_install_cell_says_when_a_gpu_answers_but_jax_runs_on_the_cpu(tmp_pa
         assert (note in ran.stdout) == noted, ran.stdout
 
 
+# Run before the install cell: jaxdust has no distribution (a checkout on PYTHONPATH, as
+# gpu_suite.py's notebooks step has on a GPU machine), and pip is recorded, not run.
+NO_DISTRIBUTION = """
+import importlib.metadata, subprocess
+_version, _run = importlib.metadata.version, subprocess.run
+def _no_jaxdust(name):
+    if name == "jaxdust":
+        raise importlib.metadata.PackageNotFoundError(name)
+    return _version(name)
+def _recorded(command, *args, **kwargs):
+    if "pip" in command:
+        print("PIP", " ".join(command))
+        return subprocess.CompletedProcess(command, 0, "", "")
+    return _run(command, *args, **kwargs)
+importlib.metadata.version, subprocess.run = _no_jaxdust, _recorded
+"""
+
+
+def test_the_install_cell_installs_only_where_jaxdust_does_not_import(tmp_path):
+    """A checkout on PYTHONPATH (no distribution) asked pip for jaxdust from GitHub, which a
+    machine without the internet cannot reach: every notebook failed in its first cell. A
+    clone's folder beside the notebook (no code: a namespace) still installs."""
+    import os
+    import subprocess
+    import sys
+
+    cell = nbformat.read(NOTEBOOKS[0], as_version=4).cells[1].source
+    checkout = str(pathlib.Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": checkout}
+    (tmp_path / "beside").mkdir()
+    (tmp_path / "beside" / "jaxdust").mkdir()  # a clone's folder, as in Colab's /content
+    for folder, installs in ((tmp_path, False), (tmp_path / "beside", True)):
+        env["PYTHONPATH"] = checkout if not installs else ""
+        ran = subprocess.run([sys.executable, "-c", NO_DISTRIBUTION + cell], capture_output=True, text=True,
+                             env=env, cwd=folder, timeout=300)
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        assert ("PIP" in ran.stdout and "jaxdust @ git+https://" in ran.stdout) == installs, ran.stdout
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path):
     notebook = nbformat.read(path, as_version=4)
