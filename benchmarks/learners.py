@@ -190,6 +190,9 @@ def require_figure_file(parser, figure_path: str, out: str) -> None:
         parser.error(f"--out: {out} is the name of the report's figure (<out>.png): give the report a .json name")
     if not os.path.exists(figure_path):
         return
+    if not os.path.isfile(figure_path):  # a folder, or a FIFO the check itself would wait on
+        parser.error(f"--out: the learning curves go to {figure_path}, which is not a file: give the report "
+                     "another name")
     try:
         with open(figure_path, "rb") as handle:
             is_png = handle.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE

@@ -174,12 +174,17 @@ def test_gymnasium_envs_name_a_bad_action_in_one_line():
     with pytest.raises(ValueError) as refused:
         vector.step(np.full(64, 0.5))
     assert str(refused.value) == "actions must be integers in Discrete(48), got an array of float64"
+    with pytest.raises(ValueError) as refused:  # the shape first: no game 2 (or 3, a flat index) to name
+        vector.step(np.r_[actions, 60])
+    assert str(refused.value) == "64 actions per step, shaped (64,), got 65"
     env = DustGymEnv()
     env.reset(seed=0)
     for action in (2**70, -2**70):
         with pytest.raises(ValueError) as refused:
             env.step(action)
         assert str(refused.value) == f"action {action} is outside Discrete(48): cells are 0..47"
+    with pytest.raises(ValueError, match=r"one action per step \(a scalar\), got an array of shape \(1,\)"):
+        env.step([60])
 
 
 def test_gymnasium_envs_without_a_render_mode_warn_as_gymnasiums_own():

@@ -1030,6 +1030,11 @@ def test_the_learners_benchmarks_figure_replaces_only_a_figure(tmp_path, monkeyp
         assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
         assert words in err
     assert sorted(os.listdir(tmp_path)) == ["report.png"] and (tmp_path / "report.png").read_text() == "my notes\n"
+    os.mkfifo(tmp_path / "piped.png")  # opened to be read, it waited for a writer for good
+    with pytest.raises(SystemExit):
+        learners_benchmark.main(["--learners", "avi", "--out", "piped.json"])
+    assert "the learning curves go to piped.png, which is not a file" in capsys.readouterr().err
+    os.unlink(tmp_path / "piped.png")
 
     class Checked(Exception):
         pass

@@ -57,43 +57,52 @@ def test_the_install_cell_says_when_a_gpu_answers_but_jax_runs_on_the_cpu(tmp_pa
         assert (note in ran.stdout) == noted, ran.stdout
 
 
-# Run before the install cell: jaxdust has no distribution (a checkout on PYTHONPATH, as
-# gpu_suite.py's notebooks step has on a GPU machine), and pip is recorded, not run.
-NO_DISTRIBUTION = """
-import importlib.metadata, subprocess
-_version, _run = importlib.metadata.version, subprocess.run
-def _no_jaxdust(name):
-    if name == "jaxdust":
-        raise importlib.metadata.PackageNotFoundError(name)
-    return _version(name)
+# Run before the install cell: jaxdust is found only in the working folder and on
+# PYTHONPATH, as where no jaxdust is installed (whatever way this one was), and pip is
+# recorded, not run.
+NOT_INSTALLED = """
+import importlib.machinery, os, subprocess, sys
+class _OnlyBesideOrOnPythonpath:
+    def find_spec(self, name, path=None, target=None):
+        if name != "jaxdust":
+            return None
+        allowed = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        spec = importlib.machinery.PathFinder.find_spec(name, allowed)
+        if spec is None:
+            raise ModuleNotFoundError("No module named 'jaxdust'", name=name)
+        return spec
+sys.meta_path.insert(0, _OnlyBesideOrOnPythonpath())
+_run = subprocess.run
 def _recorded(command, *args, **kwargs):
     if "pip" in command:
         print("PIP", " ".join(command))
         return subprocess.CompletedProcess(command, 0, "", "")
     return _run(command, *args, **kwargs)
-importlib.metadata.version, subprocess.run = _no_jaxdust, _recorded
+subprocess.run = _recorded
 """
 
 
 def test_the_install_cell_installs_only_where_jaxdust_does_not_import(tmp_path):
     """A checkout on PYTHONPATH (no distribution) asked pip for jaxdust from GitHub, which a
-    machine without the internet cannot reach: every notebook failed in its first cell. A
-    clone's folder beside the notebook (no code: a namespace) still installs."""
+    machine without the internet cannot reach: every notebook failed in its first cell.
+    Where jaxdust does not import it installs: nowhere to be found, a clone's folder beside
+    the notebook (no code: a namespace), a clone's root without jaxdust's dependencies."""
     import os
     import subprocess
     import sys
 
     cell = nbformat.read(NOTEBOOKS[0], as_version=4).cells[1].source
     checkout = str(pathlib.Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": checkout}
-    (tmp_path / "beside").mkdir()
-    (tmp_path / "beside" / "jaxdust").mkdir()  # a clone's folder, as in Colab's /content
-    for folder, installs in ((tmp_path, False), (tmp_path / "beside", True)):
-        env["PYTHONPATH"] = checkout if not installs else ""
-        ran = subprocess.run([sys.executable, "-c", NO_DISTRIBUTION + cell], capture_output=True, text=True,
-                             env=env, cwd=folder, timeout=300)
+    for folder in ("empty", "beside/jaxdust", "root/jaxdust"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "root" / "jaxdust" / "__init__.py").write_text("import no_such_dependency_of_jaxdust\n")
+    for folder, pythonpath, installs in (("empty", checkout, False), ("empty", "", True), ("beside", "", True),
+                                         ("root", "", True)):
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": pythonpath}
+        ran = subprocess.run([sys.executable, "-c", NOT_INSTALLED + cell], capture_output=True, text=True,
+                             env=env, cwd=tmp_path / folder, timeout=300)
         assert ran.returncode == 0, ran.stderr[-2000:]
-        assert ("PIP" in ran.stdout and "jaxdust @ git+https://" in ran.stdout) == installs, ran.stdout
+        assert ("PIP" in ran.stdout and "jaxdust @ git+https://" in ran.stdout) == installs, (folder, ran.stdout)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

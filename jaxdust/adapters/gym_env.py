@@ -103,24 +103,33 @@ def _board_space(env: DustEnv) -> spaces.Box:
 
 
 NO_RENDER_MODE = ("render() was called with no render_mode: make the env with one, e.g. "
-                  "gymnasium.make(\"jaxdust/Dust-8x6x5-v0\", render_mode=\"rgb_array\")")
+                  "render_mode=\"rgb_array\" or \"ansi\"")
 
 
-def _checked_actions(actions, count: int) -> np.ndarray:
-    """``actions`` as int32, or ValueError for any that is not an integer in ``[0, count)``
-    (the JAX env itself turns those into no-ops under ``jit``)."""
+def _checked_actions(actions, count: int, num_envs: int | None = None) -> np.ndarray:
+    """``actions`` as int32: a scalar (``num_envs`` None, the single env) or ``[num_envs]``
+    (a vector env). ValueError, in one line, for another shape or any action that is not an
+    integer in ``[0, count)`` (the JAX env itself turns those into no-ops under ``jit``)."""
     array = np.asarray(actions)
     # Python ints beyond int64 make an array of objects: out of range, not "not integers"
     python_ints = array.dtype == object and all(type(item) is int for item in array.flat)
     if not (python_ints or np.issubdtype(array.dtype, np.integer)):
         got = f"an array of {array.dtype}" if array.ndim else repr(actions)
         raise ValueError(f"actions must be integers in Discrete({count}), got {got}")
-    outside = np.flatnonzero([not 0 <= item < count for item in array.flat])
-    if outside.size and array.ndim == 0:  # the single env's one action
+    if num_envs is None and array.shape:
+        raise ValueError(f"one action per step (a scalar), got an array of shape {array.shape}")
+    if num_envs is not None and array.shape != (num_envs,):  # the action space's shape, as SyncVectorEnv's
+        got = f"{array.size}" if array.ndim == 1 else f"an array of shape {array.shape}"
+        raise ValueError(f"{num_envs} actions per step, shaped ({num_envs},), got {got}")
+    if python_ints:
+        outside = np.flatnonzero([not 0 <= item < count for item in array.flat])
+    else:
+        outside = np.flatnonzero((array < 0) | (array >= count))
+    if outside.size and num_envs is None:
         raise ValueError(f"action {array.flat[0]} is outside Discrete({count}): cells are 0..{count - 1}")
-    if outside.size:  # a vector env's: one named, as thousands of games would print on many lines
+    if outside.size:  # one named: thousands of games' actions would print over many lines
         more = f" (and {outside.size - 1} more)" if outside.size > 1 else ""
-        raise ValueError(f"game {outside[0]}'s action {array.flat[outside[0]]}{more} is outside Discrete({count}): "
+        raise ValueError(f"game {outside[0]}'s action {array[outside[0]]}{more} is outside Discrete({count}): "
                          f"cells are 0..{count - 1}")
     return array.astype(np.int32)
 
@@ -275,8 +284,6 @@ class DustGymEnv(_Compiled, gymnasium.Env):
         if self._ended:  # a finished game's discount is 0: a truncated one would read as terminated
             raise RuntimeError("the episode has ended (terminated or truncated): call reset() before step()")
         action = _checked_actions(action, self.env.game.num_cells)
-        if action.shape:
-            raise ValueError(f"one action per step (a scalar), got an array of shape {action.shape}")
         self._state, timestep = self._jit_step(self._state, jnp.int32(action))
         last, cleared = bool(timestep.step_type == 2), bool(timestep.discount == 0)
         self._ended = last
@@ -414,10 +421,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
     def step(self, actions):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        actions = _checked_actions(actions, self.env.game.num_cells)
-        if actions.shape != (self.num_envs,):  # the action space's shape, as the single env takes a scalar only
-            got = f"{actions.size}" if actions.ndim == 1 else f"an array of shape {actions.shape}"
-            raise ValueError(f"{self.num_envs} actions per step, shaped ({self.num_envs},), got {got}")
+        actions = _checked_actions(actions, self.env.game.num_cells, self.num_envs)
         actions = jnp.asarray(actions)
         if self.autoreset_mode == AutoresetMode.DISABLED and self._restart.any():
             raise RuntimeError(f"games {np.flatnonzero(self._restart).tolist()} have ended: restart them with "
