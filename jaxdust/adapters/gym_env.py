@@ -106,6 +106,14 @@ NO_RENDER_MODE = ("render() was called with no render_mode: make the env with on
                   "render_mode=\"rgb_array\" or \"ansi\"")
 
 
+def _can_render(env: DustGymEnv | DustVectorEnv) -> bool:
+    """Whether either adapter has a render mode and a game to render; without a mode it warns,
+    as Gymnasium's own envs do."""
+    if env.render_mode is None:
+        gymnasium.logger.warn(NO_RENDER_MODE)
+    return env.render_mode is not None and env._state is not None
+
+
 def _checked_actions(actions, count: int, num_envs: int | None = None) -> np.ndarray:
     """``actions`` as int32: a scalar (``num_envs`` None, the single env) or ``[num_envs]``
     (a vector env). ValueError, in one line, for another shape or any action that is not an
@@ -291,9 +299,7 @@ class DustGymEnv(_Compiled, gymnasium.Env):
                 last and not cleared, self._info(timestep))
 
     def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn(NO_RENDER_MODE)
-        if self.render_mode is None or self._state is None:
+        if not _can_render(self):
             return None
         return _rendered(self.env, self.render_mode, self._state)
 
@@ -455,9 +461,7 @@ class DustVectorEnv(_Compiled, VectorEnv):
         return np.array(board), np.array(reward, np.float64), terminated, truncated, info  # SyncVectorEnv's dtype
 
     def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn(NO_RENDER_MODE)
-        if self.render_mode is None or self._state is None:
+        if not _can_render(self):
             return None
         return tuple(_rendered(self.env, self.render_mode, jax.tree.map(lambda leaf: leaf[i], self._state))
                      for i in range(self.num_envs))
