@@ -10,6 +10,7 @@ import sys
 import types
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -978,7 +979,7 @@ def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, 
     assert words.format(**paths) in err and not os.listdir(tmp_path)
 
 
-REPORTING_BENCHMARKS = ["beam", "compare_solvers", "compile_times", "dataset_filter", "dataset_maker", "env_throughput",
+REPORTING_BENCHMARKS = ["beam", "cluster_pooling", "compare_solvers", "compile_times", "dataset_filter", "dataset_maker", "env_throughput",
                         "gpu_estimate", "learners", "ranking", "samegame", "soak", "solver", "solver_soundness",
                         "tune_heuristic"]
 
@@ -1432,6 +1433,29 @@ def test_the_duplicate_filter_benchmark_compares_equal_choices_by_their_memory(t
     assert packed["kept"] == plain["kept"] < 3000 and report["size"] == "4x2x3"
     assert packed["bytes"] < plain["bytes"] / 3
     assert "| PositionFilter | " in capsys.readouterr().out
+
+
+def test_the_cluster_pooling_benchmark_times_both_poolings_and_refuses_one_that_differs(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """``benchmarks/cluster_pooling.py``: a row per size and batch with both poolings'
+    times, their differences within float32 rounding; a pooling that differs (each cell
+    alone, not its cluster) ends the benchmark before a report is written."""
+    out = tmp_path / "pooling.json"
+    pooling = _benchmark("cluster_pooling", monkeypatch)
+    argv = ["--sizes", "4x3x3,5x4x2", "--batches", "8", "--repeats", "3", "--seconds", "0.01", "--out", str(out)]
+    pooling.main(argv)
+    rows = json.loads(out.read_text())["results"]
+    assert [(row["size"], row["batch"]) for row in rows] == [("4x3x3", 8), ("5x4x2", 8)]
+    assert all(row["pairwise"] > 0 and row["per cluster"] > 0 and row["gradient_difference"] < 1e-4 for row in rows)
+    assert "| 5x4x2 | 8 | " in capsys.readouterr().out
+    out.unlink()
+
+    def each_cell_alone(logits, labels):
+        return jnp.where(labels >= 0, jax.nn.log_softmax(jnp.where(labels >= 0, logits, -1e9), axis=-1), -jnp.inf)
+    monkeypatch.setattr(pooling.mcts, "cluster_log_probs", each_cell_alone)
+    with pytest.raises(SystemExit, match="the poolings differ on 4x3x3 boards"):
+        pooling.main(argv)
+    assert not out.exists()
 
 
 def test_the_data_set_maker_benchmark_syncs_the_journal_by_the_second_and_streams_a_resume(tmp_path, monkeypatch,

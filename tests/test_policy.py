@@ -54,6 +54,35 @@ def test_cluster_log_probs_sum_the_cells_of_each_cluster():
         np.testing.assert_allclose(row[label >= 0], row[label[label >= 0]], rtol=1e-6)  # shared by the cluster
 
 
+def test_cluster_log_probs_equal_a_float64_reference_far_below_float32s_range():
+    """Pooled per cluster in one pass over the cells (was: every cell against every other):
+    batch axes, a board with no cell, clusters of probability e^-300 (finite log, not
+    -inf) and gradients that stay finite, also where labels broadcast against the logits."""
+    rng = np.random.default_rng(7)
+    boards = np.array(random_boards(6, GameConfig(), seed=9))
+    boards[5] = 0
+    labels = np.asarray(jax.vmap(game.cluster_labels)(jnp.asarray(boards))).reshape(2, 3, 48)
+    logits = rng.normal(size=(2, 3, 48)) * np.where(rng.random((2, 3, 48)) < 0.3, 150.0, 1.0)
+    got = np.asarray(mcts.cluster_log_probs(jnp.asarray(logits, jnp.float32), jnp.asarray(labels)), np.float64)
+    for index in np.ndindex(2, 3):
+        label, logit = labels[index], logits[index]
+        occupied = label >= 0
+        assert np.all(got[index][~occupied] == -np.inf)
+        if not occupied.any():
+            continue
+        log_cells = logit[occupied] - np.logaddexp.reduce(logit[occupied])
+        for cluster in np.unique(label[occupied]):
+            expected = np.logaddexp.reduce(log_cells[label[occupied] == cluster])
+            np.testing.assert_allclose(got[index][label == cluster], expected, rtol=1e-5, atol=1e-4)
+    assert got[occupied_any := labels >= 0].min() < -250  # a cluster far below float32's smallest probability
+    assert np.isfinite(got[occupied_any]).all()
+    gradient = jax.grad(lambda x: jnp.sum(jnp.where(labels >= 0, mcts.cluster_log_probs(x, jnp.asarray(labels)), 0.0)))(
+        jnp.asarray(logits, jnp.float32))
+    assert np.isfinite(np.asarray(gradient)).all()
+    one_board = mcts.cluster_log_probs(jnp.asarray(logits[0], jnp.float32), jnp.asarray(labels[0, 0]))
+    np.testing.assert_allclose(one_board[0], got[0, 0], rtol=1e-6)
+
+
 def test_the_imitation_prior_ranks_clusters_as_its_argmax_does_whatever_their_size():
     """Its per-cell logits each say "this cell's cluster is the click": summed over a
     cluster's cells they weighed a cluster of 6 at a sigmoid of 0.27 above a single cell at
@@ -510,10 +539,11 @@ def test_the_noise_scale_may_be_a_jax_number_or_traced():
         jax.jit(lambda s: mcts.search(boards, evaluate, None, key, 6, 4, s))(True)
 
 
-def test_the_memory_a_search_asks_for_covers_its_program():
-    """The agents' memory check counted the search trees only; the cluster prior compares
-    every cell with every other, which on 20x20 boards is eight times the trees."""
-    boards, simulations, width, height = 64, 8, 20, 20
+@pytest.mark.parametrize("boards,simulations,width,height", [(64, 8, 20, 20), (64, 1, 8, 6), (16, 64, 8, 6)])
+def test_the_memory_a_search_asks_for_covers_its_program(boards, simulations, width, height):
+    """The agents' memory check counted the search trees only, then a cluster prior that
+    compared every cell with every other (eight times the trees on 20x20 boards, till it
+    pooled each cluster in one pass): the estimate stays within twice what XLA allots."""
     program = mcts._compiled(mcts.heuristic_evaluator_for("dust"), simulations, 16, "dust").lower(
         jax.ShapeDtypeStruct((boards, width, height), jnp.int8), None, jax.random.key(0), 0.0).compile()
     used = program.memory_analysis()
