@@ -66,16 +66,16 @@ def test_cluster_log_probs_equal_a_float64_reference_far_below_float32s_range():
     got = np.asarray(mcts.cluster_log_probs(jnp.asarray(logits, jnp.float32), jnp.asarray(labels)), np.float64)
     for index in np.ndindex(2, 3):
         label, logit = labels[index], logits[index]
-        occupied = label >= 0
-        assert np.all(got[index][~occupied] == -np.inf)
-        if not occupied.any():
+        on_board = label >= 0
+        assert np.all(got[index][~on_board] == -np.inf)
+        if not on_board.any():
             continue
-        log_cells = logit[occupied] - np.logaddexp.reduce(logit[occupied])
-        for cluster in np.unique(label[occupied]):
-            expected = np.logaddexp.reduce(log_cells[label[occupied] == cluster])
+        log_cells = logit[on_board] - np.logaddexp.reduce(logit[on_board])
+        for cluster in np.unique(label[on_board]):
+            expected = np.logaddexp.reduce(log_cells[label[on_board] == cluster])
             np.testing.assert_allclose(got[index][label == cluster], expected, rtol=1e-5, atol=1e-4)
-    assert got[occupied_any := labels >= 0].min() < -250  # a cluster far below float32's smallest probability
-    assert np.isfinite(got[occupied_any]).all()
+    occupied = labels >= 0
+    assert got[occupied].min() < -250 and np.isfinite(got[occupied]).all()  # far below float32's smallest probability
     gradient = jax.grad(lambda x: jnp.sum(jnp.where(labels >= 0, mcts.cluster_log_probs(x, jnp.asarray(labels)), 0.0)))(
         jnp.asarray(logits, jnp.float32))
     assert np.isfinite(np.asarray(gradient)).all()

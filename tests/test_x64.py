@@ -116,3 +116,12 @@ def test_nmcs_draws_the_seed_the_default_mode_draws():
         played = registry.run_agent("nmcs:1", boards, key=registry.agent_key(0), max_clicks=30, rules="samegame")
         return {name: played[name] for name in ("clicks", "points", "cells_left")}
     in_both_modes(play)
+
+
+def test_the_cluster_pooling_keeps_float32():
+    """``cluster_log_probs`` pools each cluster in arrays it makes itself, float64 under
+    x64 without a dtype: the policy's log-probabilities, and with them a learner's loss."""
+    labels = jnp.asarray(jax.vmap(jaxdust.cluster_labels)(jnp.asarray(BOARDS)).reshape(len(BOARDS), -1))
+    logits = jnp.asarray(np.random.default_rng(0).normal(size=labels.shape).astype(np.float32))
+    pooled = in_both_modes(lambda: mcts.cluster_log_probs(logits, labels))
+    assert pooled.dtype == np.float32 and np.isfinite(pooled[np.asarray(labels) >= 0]).all()

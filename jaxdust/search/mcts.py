@@ -55,8 +55,8 @@ def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
     segments = jnp.where(occupied, labels, cells).reshape(-1, cells)
 
     def pool(segment: jax.Array, log_cell: jax.Array) -> jax.Array:
-        top = jax.lax.stop_gradient(jnp.full(cells + 1, -jnp.inf).at[segment].max(log_cell))[segment]
-        return jnp.log(jnp.zeros(cells + 1).at[segment].add(jnp.exp(log_cell - top))[segment]) + top
+        top = jax.lax.stop_gradient(jnp.full(cells + 1, -jnp.inf, log_cell.dtype).at[segment].max(log_cell))[segment]
+        return jnp.log(jnp.zeros(cells + 1, log_cell.dtype).at[segment].add(jnp.exp(log_cell - top))[segment]) + top
 
     pooled = jax.vmap(pool)(segments, log_cells.reshape(-1, cells)).reshape(labels.shape)
     return jnp.where(occupied, pooled, -jnp.inf)
