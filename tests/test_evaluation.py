@@ -393,7 +393,7 @@ def test_a_search_too_large_for_memory_is_refused_before_any_agent_plays(monkeyp
             (["largest", "cpu-beam:1000000"], "dust", {}, "cpu-beam:1000000 on 1 6x5 board at a time: about 4.3 GiB"),
             (["cpu-beam:50000"], "dust", {"boards": 16, "jobs": 16}, "on 16 6x5 boards at a time: about 3.4 GiB"),
             (["cpu-beam:10000000"], "samegame", {}, "cpu-beam:10000000 on 1 6x5 board at a time: about"),
-            (["mcts-heuristic:20000"], "dust", {"boards": 300}, "searches of 256 6x5 boards at a time: about 4.8 GiB")):
+            (["mcts-heuristic:20000"], "dust", {"boards": 300}, "searches of 256 6x5 boards at a time: about 5.0 GiB")):
         with pytest.raises(ValueError, match=words + ".* more than this machine's 1.0 GiB"):
             registry.require_playable(names, rules, 6, 5, 4, **at_once)
     registry.require_playable(["cpu-beam:50000", "mcts-heuristic:20000"], "dust", 6, 5, 4)  # one at a time fits

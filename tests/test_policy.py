@@ -539,7 +539,8 @@ def test_the_noise_scale_may_be_a_jax_number_or_traced():
         jax.jit(lambda s: mcts.search(boards, evaluate, None, key, 6, 4, s))(True)
 
 
-@pytest.mark.parametrize("boards,simulations,width,height", [(64, 8, 20, 20), (64, 1, 8, 6), (16, 64, 8, 6)])
+@pytest.mark.parametrize("boards,simulations,width,height", [(64, 8, 20, 20), (64, 1, 8, 6), (16, 64, 8, 6),
+                                                            (16, 2000, 8, 6), (4, 1000, 20, 20)])
 def test_the_memory_a_search_asks_for_covers_its_program(boards, simulations, width, height):
     """The agents' memory check counted the search trees only, then a cluster prior that
     compared every cell with every other (eight times the trees on 20x20 boards, till it
