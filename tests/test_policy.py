@@ -83,6 +83,18 @@ def test_cluster_log_probs_equal_a_float64_reference_far_below_float32s_range():
     np.testing.assert_allclose(one_board[0], got[0, 0], rtol=1e-6)
 
 
+def test_cluster_log_probs_of_a_cluster_masked_to_minus_infinity_and_of_int8_labels():
+    """A cluster whose cells all have -inf logits (an evaluator's own mask) pooled to NaN,
+    and mctx then searched on a NaN prior; int8 labels could not index 128 cells."""
+    log_probs = mcts.cluster_log_probs(jnp.array([0.0, 0.0, -jnp.inf, 1.0]), jnp.array([0, 0, 2, 3]))
+    expected = [np.log(2 / (2 + np.e))] * 2 + [-np.inf, np.log(np.e / (2 + np.e))]
+    np.testing.assert_allclose(np.asarray(log_probs), expected, rtol=1e-6)
+    labels = np.where(np.arange(130) < 128, np.arange(130) // 2 * 2, -1)  # pairs of cells, the last two empty
+    pooled = mcts.cluster_log_probs(jnp.zeros(130), jnp.asarray(labels, jnp.int8))
+    np.testing.assert_allclose(np.exp(np.asarray(pooled[:128])), 2 / 128, rtol=1e-5)
+    assert np.all(np.asarray(pooled[128:]) == -np.inf)
+
+
 def test_the_imitation_prior_ranks_clusters_as_its_argmax_does_whatever_their_size():
     """Its per-cell logits each say "this cell's cluster is the click": summed over a
     cluster's cells they weighed a cluster of 6 at a sigmoid of 0.27 above a single cell at

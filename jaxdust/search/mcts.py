@@ -52,10 +52,12 @@ def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
     # in the cells, where comparing every cell with every other was quadratic (30-60x
     # slower on 16x16 boards: benchmarks/cluster_pooling.py). Empty cells pool in an extra
     # segment that is never read.
-    segments = jnp.where(occupied, labels, cells).reshape(-1, cells)
+    segments = jnp.where(occupied, labels.astype(jnp.int32), cells).reshape(-1, cells)  # int8 cannot count to 128
 
     def pool(segment: jax.Array, log_cell: jax.Array) -> jax.Array:
-        top = jax.lax.stop_gradient(jnp.full(cells + 1, -jnp.inf, log_cell.dtype).at[segment].max(log_cell))[segment]
+        top = jnp.full(cells + 1, -jnp.inf, log_cell.dtype).at[segment].max(log_cell)
+        # A cluster of -inf logits only (an evaluator's mask) pools to -inf, not -inf - -inf.
+        top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, 0.0))[segment]
         return jnp.log(jnp.zeros(cells + 1, log_cell.dtype).at[segment].add(jnp.exp(log_cell - top))[segment]) + top
 
     pooled = jax.vmap(pool)(segments, log_cells.reshape(-1, cells)).reshape(labels.shape)
