@@ -402,6 +402,19 @@ def test_a_search_too_large_for_memory_is_refused_before_any_agent_plays(monkeyp
                            max_clicks=30)
 
 
+def test_random_boards_past_memory_are_refused_in_one_line_naming_the_flag(tmp_path, capsys, monkeypatch):
+    """``--random 10**9`` made XLA abort the process while drawing the boards."""
+    from jaxdust.core import machine
+
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 2**30)
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main(["--random", "10000000", "--agents", "largest", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert re.search(r"--random 10000000: 10,000,000 random 8x6x5 boards: about [\d.]+ GiB of memory, more than "
+                     r"this machine's 1\.0 GiB", err), err
+
+
 def test_the_jax_beam_past_its_hash_tables_is_refused_before_any_agent_plays():
     """Under the points rules the JAX beam keeps positions in hash tables of 4096 cells: a
     larger board is refused by require_playable (as the numba bitboards' 64 cells are), not

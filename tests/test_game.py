@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxdust
-from jaxdust.core import game
+from jaxdust.core import game, machine
 from jaxdust.core import reference as ref
 
 
@@ -225,6 +225,22 @@ def test_random_boards_begin_alike_for_any_count_in_either_threefry_mode(partiti
         split_boards = jax.vmap(lambda k: game.random_board(k, config))(jax.random.split(key, 40))
         np.testing.assert_array_equal(many, split_boards)
     assert game.random_boards(key, 0, config).shape == (0, 5, 4)
+
+
+def test_random_boards_ask_for_their_memory_first(monkeypatch):
+    """10^9 8x6 boards (43 GiB) made XLA abort the process, with no Python error: a count
+    that cannot fit is refused before drawing. What is asked covers XLA's allotment for the
+    draw and a NumPy copy of the boards, at most twice that."""
+    for config in (game.GameConfig(8, 6, 5), game.GameConfig(3, 3, 2), game.GameConfig(16, 16, 5, "samegame")):
+        analysis = game._draw_boards.lower(jax.random.key(0), 1000, config).compile().memory_analysis()
+        allotted = analysis.temp_size_in_bytes + analysis.output_size_in_bytes + analysis.argument_size_in_bytes
+        asked = game.random_boards_bytes(1000, config)
+        assert allotted + 1000 * config.num_cells <= asked <= 2 * allotted, (config, allotted, asked)
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 2**30)
+    with pytest.raises(ValueError, match=r"^10,000,000 random 8x6x5 boards: about 5\.\d GiB of memory, more than this "
+                                         r"machine's 1\.0 GiB$"):
+        game.random_boards(jax.random.key(0), 10**7, game.GameConfig(8, 6, 5))
+    assert game.random_boards(jax.random.key(0), 1000, game.GameConfig(8, 6, 5)).shape == (1000, 8, 6)
 
 
 def test_boards_drawn_outside_jit_are_one_program_each(compile_log):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jaxdust
-from jaxdust.core import configs, game, play
+from jaxdust.core import configs, game, machine, play
 from jaxdust.evaluation import baselines, registry
 from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
@@ -1652,6 +1652,41 @@ def test_a_run_out_of_memory_stops_in_one_line_naming_the_flags_that_size_it(tmp
         cli.main([*argv, "--run-dir", str(tmp_path / "c"), "--eval-every", "1"])
     assert ("out of memory in an evaluation on 5x4x3 boards (RESOURCE_EXHAUSTED: Out of memory allocating "
             "29035504064 bytes): lower --eval-boards (now 4)") in capsys.readouterr().err
+
+
+def test_an_evaluation_larger_than_memory_is_refused_before_the_run_begins(tmp_path, capsys, monkeypatch):
+    """``--eval-boards 10**9`` made XLA abort the process: the evaluation's boards and the
+    clicks it keeps of them are checked against the machine's memory before any file is
+    written, in one line naming the flag."""
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 2**30)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["avi", "--size", "5x4x3", "--hidden", "16", "--num-envs", "32", "--chunk-updates", "5",
+                  "--total-updates", "5", "--eval-boards", "10000000", "--run-dir", str(tmp_path / "a")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert re.search(r"--eval-boards 10000000 \(.+\): about [\d.]+ GiB of memory, more than this machine's "
+                     r"1\.0 GiB", err), err
+    assert not (tmp_path / "a").exists()
+
+
+def test_an_evaluation_plays_argmax_in_chunks_as_it_would_all_at_once(monkeypatch):
+    """Argmax play of every board in one program took ~200 KB a board of 8x6 (the cell
+    head's messages): 120,000 --eval-boards were killed by the kernel after training. It
+    plays ``play.DEFAULT_CHUNK`` boards at a time, each board as it plays among all."""
+    config = avi.AVIConfig(game=game.GameConfig(5, 4, 3), hidden=(16,), num_envs=32, cell_width=8)
+    learner = learners.get("avi")
+    params = learner.params(learner.template(config))
+    boards = runs.evaluation_boards(config.game, 10)
+    sizes = []
+    real = play._play_boards
+    monkeypatch.setattr(play, "_play_boards", lambda part, *rest: sizes.append(part.shape[0]) or real(part, *rest))
+    whole = runs.argmax_lengths(boards, learner.policy(config), params, 80)
+    assert sizes == [10]
+    monkeypatch.setattr(play, "DEFAULT_CHUNK", 4)
+    chunked = runs.argmax_lengths(boards, learner.policy(config), params, 80)
+    assert sizes == [10, 4, 4, 4]
+    np.testing.assert_array_equal(chunked, whole)
+    assert len(set(whole.tolist())) > 1  # boards that play alike would hide a mix-up
 
 
 def test_the_out_of_memory_line_leaves_out_the_settings_another_turns_off(tmp_path):

@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxdust.core import machine
+
 BOARD_DTYPE = jnp.int8
 MAX_COLORS = 9
 BoardLike = jax.Array | np.ndarray | Sequence[Any]
@@ -262,12 +264,23 @@ def indexed_keys(key: jax.Array, count: int) -> jax.Array:
 def random_boards(key: jax.Array, count: int, config: GameConfig = GameConfig()) -> jax.Array:
     """``count`` random boards, int8 ``[count, width, height]``: board ``i`` is
     ``random_board(indexed_keys(key, count)[i], config)``, so a longer set begins with a
-    shorter one of the same key."""
+    shorter one of the same key. ValueError for a count whose draw would not fit in the
+    machine's (or the accelerator's) memory (``random_boards_bytes``)."""
     if not isinstance(config, GameConfig):
         raise TypeError(f"random_boards takes a GameConfig (e.g. GameConfig(8, 6, 5)), got {config!r}")
     require_key(key, "random_boards")
     _require_count(count)
+    # XLA aborts the process, with no Python error, where a draw cannot be allotted.
+    machine.require_memory(f"{int(count):,} random {config.size_spec} boards", random_boards_bytes(count, config),
+                           device=True)
     return _draw_boards(key, int(count), config)
+
+
+def random_boards_bytes(count: int, config: GameConfig) -> int:
+    """Memory ``random_boards(key, count, config)`` asks for: XLA's allotment for the draw
+    (about 9 bytes a cell and 30 a board from 3x3 to 16x16 boards) and a NumPy copy of the
+    boards."""
+    return int(count) * (10 * config.num_cells + 64)
 
 
 @functools.partial(jax.jit, static_argnames=("count", "config"))

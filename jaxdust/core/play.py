@@ -149,6 +149,11 @@ def _actions(actions: jax.Array, num_boards: int) -> jax.Array:
     return actions.astype(jnp.int32)
 
 
+# Boards played at a time where a caller does not say (evaluate.py's --chunk, a run's
+# evaluations): argmax play of 8x6 boards holds ~200 KB a board (the cell head's messages).
+DEFAULT_CHUNK = 256
+
+
 def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chunk: int,
                    progress=None, params=None, rules: str = "dust") -> PlayResult:
     """``play_boards`` over ``chunk`` boards at a time (one compilation: the last chunk is

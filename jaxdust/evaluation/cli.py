@@ -83,7 +83,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust import __version__
-from jaxdust.core import compile_cache, configs, files, flags, game, machine
+from jaxdust.core import compile_cache, configs, files, flags, game, machine, play
 from jaxdust.core.boards import (UnsettledBoardError, board_to_text, declared_rules, positions, read_board_lines,
                                  reference_columns)
 from jaxdust.core.progress import progress_bar
@@ -114,7 +114,10 @@ def load_board_set(args) -> LoadedBoards:
     ``--env`` of another) are no reference: they are left out, and stderr says so.
     """
     if args.random:
-        boards = game.random_boards(jax.random.key(args.seed), args.random, args.size)[: args.limit]
+        try:
+            boards = game.random_boards(jax.random.key(args.seed), args.random, args.size)[: args.limit]
+        except ValueError as error:  # more than memory holds
+            raise ValueError(f"--random {args.random}: {error}") from None
         flags.note_short_limit(args.limit, len(boards), f"--random {args.random}")
         described = f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})"
         return LoadedBoards(boards, None, False, described, args.size.rules)
@@ -254,9 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-clicks", type=flags.count, default=None,
                         help="click cap under the fewest-clicks rules (default: cells on the board; at most "
                              f"{CLICKS_PER_CELL} a cell)")
-    parser.add_argument("--chunk", type=flags.count, default=256,
-                        help="boards played at once by the policies and MCTS agents (default 256; the beams "
-                             "batch their own children)")
+    parser.add_argument("--chunk", type=flags.count, default=play.DEFAULT_CHUNK,
+                        help=f"boards played at once by the policies and MCTS agents (default {play.DEFAULT_CHUNK}; "
+                             "the beams batch their own children)")
     parser.add_argument("--reference", default=None,
                         help="agent to compare against, or 'best' for the board file's lengths (default: 'best' "
                              "where the file gives lengths, else the last of --agents)")
