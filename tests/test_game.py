@@ -228,7 +228,7 @@ def test_random_boards_begin_alike_for_any_count_in_either_threefry_mode(partiti
 
 
 def test_random_boards_ask_for_their_memory_first(monkeypatch):
-    """10^9 8x6 boards (43 GiB) made XLA abort the process, with no Python error: a count
+    """10^9 8x6 boards (45 GiB) made XLA abort the process, with no Python error: a count
     that cannot fit is refused before drawing. What is asked covers XLA's allotment for the
     draw and a NumPy copy of the boards, at most twice that."""
     for config in (game.GameConfig(8, 6, 5), game.GameConfig(3, 3, 2), game.GameConfig(16, 16, 5, "samegame")):

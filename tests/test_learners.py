@@ -1682,9 +1682,12 @@ def test_an_evaluation_plays_argmax_in_chunks_as_it_would_all_at_once(monkeypatc
     monkeypatch.setattr(play, "_play_boards", lambda part, *rest: sizes.append(part.shape[0]) or real(part, *rest))
     whole = runs.argmax_lengths(boards, learner.policy(config), params, 80)
     assert sizes == [10]
+    played = play.play_boards(boards, learner.policy(config), jax.random.key(0), 80, params)  # how it played before
+    np.testing.assert_array_equal(whole, np.where(played.cleared, played.clicks, 80))
+    sizes.clear()
     monkeypatch.setattr(play, "DEFAULT_CHUNK", 4)
     chunked = runs.argmax_lengths(boards, learner.policy(config), params, 80)
-    assert sizes == [10, 4, 4, 4]
+    assert sizes == [4, 4, 4]
     np.testing.assert_array_equal(chunked, whole)
     assert len(set(whole.tolist())) > 1  # boards that play alike would hide a mix-up
 
