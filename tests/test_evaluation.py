@@ -402,8 +402,9 @@ def test_a_search_too_large_for_memory_is_refused_before_any_agent_plays(monkeyp
                            max_clicks=30)
 
 
-def test_random_boards_past_memory_are_refused_in_one_line_naming_the_flag(tmp_path, capsys, monkeypatch):
-    """``--random 10**9`` made XLA abort the process while drawing the boards."""
+def test_boards_or_clicks_past_memory_are_refused_in_one_line_naming_the_flag(tmp_path, capsys, monkeypatch):
+    """``--random 10**9`` made XLA abort the process while drawing the boards; the clicks of
+    every agent's games, kept for the report, are checked before any agent plays."""
     from jaxdust.core import machine
 
     monkeypatch.setattr(machine, "memory_bytes", lambda: 2**30)
@@ -413,6 +414,17 @@ def test_random_boards_past_memory_are_refused_in_one_line_naming_the_flag(tmp_p
     assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert re.search(r"--random 10000000: 10,000,000 random 8x6x5 boards: about [\d.]+ GiB of memory, more than "
                      r"this machine's 1\.0 GiB", err), err
+    # Boards that fit, whose games' clicks (kept for every agent) do not (cli.kept_bytes).
+    monkeypatch.setattr(machine, "memory_bytes", lambda: 2**30 + 2**29)
+    report = evaluate.main(["--random", "1000000", "--limit", "8", "--agents", "largest", "--out", str(tmp_path / "few")])
+    assert report["boards"].startswith("8 random 8x6x5 boards")
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main(["--random", "1000000", "--agents", "largest,random", "--max-clicks", "192", "--out",
+                       str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert re.search(r"--agents: 2 agents' clicks on 1,000,000 boards \(up to 192 a game\): about [\d.]+ GiB of "
+                     r"memory, more than this machine's 1\.5 GiB; play fewer boards or agents", err), err
 
 
 def test_the_jax_beam_past_its_hash_tables_is_refused_before_any_agent_plays():
