@@ -95,6 +95,22 @@ def test_cluster_log_probs_of_a_cluster_masked_to_minus_infinity_and_of_int8_lab
     assert np.all(np.asarray(pooled[128:]) == -np.inf)
 
 
+def test_cluster_log_probs_of_masked_or_far_shifted_logits_keep_finite_gradients_and_empty_cells_out():
+    """A cluster of -inf logits gave every other cluster a NaN gradient (``log(0)``'s infinite
+    slope times a zero cotangent); logits far below -1e9 on every occupied cell lost the
+    softmax to the empty cells, which were masked to -1e9 (a shift of all logits must not
+    change the policy)."""
+    labels = jnp.array([0, 0, 2, -1])
+    grads = jax.grad(lambda logits: mcts.cluster_log_probs(logits, labels)[2])(jnp.array([-jnp.inf, -jnp.inf, 0.0, 9.0]))
+    np.testing.assert_allclose(np.asarray(grads), [0.0, 0.0, 0.0, 0.0], atol=1e-6)  # the only cluster left: p = 1
+    grads = jax.grad(lambda logits: mcts.cluster_log_probs(logits, jnp.array([0, 0, 2, 3]))[2])(
+        jnp.array([-jnp.inf, -jnp.inf, 0.0, 0.0]))
+    np.testing.assert_allclose(np.asarray(grads), [0.0, 0.0, 0.5, -0.5], atol=1e-6)
+    for shift in (-2e9, -1e9 - 50, 1e9):
+        log_probs = mcts.cluster_log_probs(jnp.array([shift, shift, 0.0]), jnp.array([0, 1, -1]))
+        np.testing.assert_allclose(np.asarray(log_probs), [np.log(0.5), np.log(0.5), -np.inf], rtol=1e-6)
+
+
 def test_the_imitation_prior_ranks_clusters_as_its_argmax_does_whatever_their_size():
     """Its per-cell logits each say "this cell's cluster is the click": summed over a
     cluster's cells they weighed a cluster of 6 at a sigmoid of 0.27 above a single cell at

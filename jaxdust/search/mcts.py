@@ -46,7 +46,12 @@ def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
     """
     labels, logits = jnp.broadcast_arrays(labels, logits)
     occupied = labels >= 0
-    log_cells = jax.nn.log_softmax(jnp.where(occupied, logits, _MASKED), axis=-1)
+    # Shifted so that the largest occupied logit is 0 (the same numbers log_softmax makes
+    # of usual logits): empty cells at _MASKED then stay out of the softmax whatever the
+    # logits' level (at -2e9 they took it all).
+    level = jnp.max(jnp.where(occupied & jnp.isfinite(logits), logits, -jnp.inf), axis=-1, keepdims=True)
+    level = jax.lax.stop_gradient(jnp.where(jnp.isfinite(level), level, 0.0))
+    log_cells = jax.nn.log_softmax(jnp.where(occupied, logits - level, _MASKED), axis=-1)
     cells = labels.shape[-1]
     # A cluster's id is one of its cells' indices, so a segment per index pools it: linear
     # in the cells, where comparing every cell with every other was quadratic (30-60x
@@ -58,7 +63,10 @@ def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
         top = jnp.full(cells + 1, -jnp.inf, log_cell.dtype).at[segment].max(log_cell)
         # A cluster of -inf logits only (an evaluator's mask) pools to -inf, not -inf - -inf.
         top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, 0.0))[segment]
-        return jnp.log(jnp.zeros(cells + 1, log_cell.dtype).at[segment].add(jnp.exp(log_cell - top))[segment]) + top
+        total = jnp.zeros(cells + 1, log_cell.dtype).at[segment].add(jnp.exp(log_cell - top))[segment]
+        # Such a cluster sums to 0: its log, taken of 1 instead, would pass a NaN gradient
+        # (log's infinite slope times a zero) to every cell.
+        return jnp.where(total > 0, jnp.log(jnp.where(total > 0, total, 1.0)) + top, -jnp.inf)
 
     pooled = jax.vmap(pool)(segments, log_cells.reshape(-1, cells)).reshape(labels.shape)
     return jnp.where(occupied, pooled, -jnp.inf)
