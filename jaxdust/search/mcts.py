@@ -49,7 +49,7 @@ def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
     # Shifted so that the largest occupied logit is 0 (the same numbers log_softmax makes
     # of usual logits): empty cells at _MASKED then stay out of the softmax whatever the
     # logits' level (at -2e9 they took it all).
-    level = jnp.max(jnp.where(occupied & jnp.isfinite(logits), logits, -jnp.inf), axis=-1, keepdims=True)
+    level = jnp.max(jnp.where(occupied, logits, -jnp.inf), axis=-1, keepdims=True)
     level = jax.lax.stop_gradient(jnp.where(jnp.isfinite(level), level, 0.0))
     log_cells = jax.nn.log_softmax(jnp.where(occupied, logits - level, _MASKED), axis=-1)
     cells = labels.shape[-1]
