@@ -471,6 +471,9 @@ def test_a_resumed_runs_progress_bar_shows_its_last_evaluation_from_the_start(ru
         def set_postfix(self, **values):
             shown.append(values)
 
+        def set_postfix_str(self, text):  # an evaluation's progress
+            shown.append(text)
+
         def update(self):
             shown.append("step")
 

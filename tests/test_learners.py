@@ -2,6 +2,7 @@
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxdust
-from jaxdust.core import configs, game, machine, play
+from jaxdust.core import configs, game, machine, play, progress
 from jaxdust.evaluation import baselines, registry
 from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
@@ -1646,8 +1647,8 @@ def test_a_run_out_of_memory_stops_in_one_line_naming_the_flags_that_size_it(tmp
         cli.main([*argv, "--run-dir", str(tmp_path / "b")])
     failures.clear()
     evaluations = iter([jax.errors.JaxRuntimeError(exhausted)])
-    monkeypatch.setattr(runs, "progress_evaluation", lambda *args: lambda state: (_ for _ in ()).throw(
-        next(evaluations)))
+    monkeypatch.setattr(runs, "progress_evaluation",
+                        lambda *args: lambda state, progress=None: (_ for _ in ()).throw(next(evaluations)))
     with pytest.raises(SystemExit):
         cli.main([*argv, "--run-dir", str(tmp_path / "c"), "--eval-every", "1"])
     assert ("out of memory in an evaluation on 5x4x3 boards (RESOURCE_EXHAUSTED: Out of memory allocating "
@@ -1690,6 +1691,22 @@ def test_an_evaluation_plays_argmax_in_chunks_as_it_would_all_at_once(monkeypatc
     assert sizes == [4, 4, 4]
     np.testing.assert_array_equal(chunked, whole)
     assert len(set(whole.tolist())) > 1  # boards that play alike would hide a mix-up
+
+
+def test_a_runs_bar_shows_how_far_each_evaluation_has_played(tmp_path, capsys, monkeypatch):
+    """120,000 --eval-boards played ~16 minutes with nothing printed: the training's bar shows
+    the share of the evaluation's games played (argmax, then greedy, on each board) in place
+    of the last evaluation's figures, which come back once it ends."""
+    monkeypatch.setattr(progress, "LOG_SECONDS", 0.0)  # a log's line at every redraw
+    monkeypatch.setattr(play, "DEFAULT_CHUNK", 2)  # argmax: 4 chunks of the 8 boards; greedy: 1 batch
+    cli.main(["avi", "--size", "5x4x3", "--hidden", "16", "--num-envs", "32", "--chunk-updates", "1",
+              "--total-updates", "2", "--eval-every", "1", "--eval-boards", "8", "--run-dir", str(tmp_path / "a")])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("avi:")]
+    shown = [re.search(r"evaluating (\d+)%|greedy=", line) for line in lines]
+    steps = [int(found[1]) if found and found[1] else "figures" for found in shown if found]
+    evaluation = [12, 25, 37, 50, 100, "figures"]  # 2, 4, 6, 8 and 16 of 16 games; then its means
+    assert [step for step, _ in itertools.groupby(steps)] == evaluation * 2, lines
+    assert "greedy=" in lines[-1] and "2/2" in lines[-1], lines
 
 
 def test_the_out_of_memory_line_leaves_out_the_settings_another_turns_off(tmp_path):

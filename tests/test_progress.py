@@ -53,3 +53,14 @@ def test_a_terminal_ipython_is_no_notebook(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=TerminalInteractiveShell))
     assert not in_notebook()
+
+
+def test_a_log_with_no_interval_gets_every_redraw(monkeypatch, capsys):
+    """With no delay tqdm draws within its ``__init__``, before the log's bar has its times."""
+    monkeypatch.setattr(progress, "LOG_SECONDS", 0.0)
+    with progress_bar(total=2, unit="board", desc="work") as bar:
+        bar.update()
+        bar.set_postfix_str("half")
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split("|")[0] for line in lines] == ["work:   0%", "work:  50%", "work:  50%", "work:  50%"], lines
+    assert lines[2].endswith("half]"), lines

@@ -37,11 +37,13 @@ class _Lines:
 
 class _LogBar(tqdm):
     """A bar written to a log: besides updates, ``set_postfix`` and ``set_description``
-    redraw (at once on a terminal), so every redraw waits its turn here."""
+    redraw (at once on a terminal), so every redraw waits its turn here. With no delay, tqdm
+    draws the bar within its ``__init__``, before it has set the times read here."""
 
     def refresh(self, *args, **kwargs):
         now = self._time()
-        if now - self.start_t < self.delay or now - self.last_print_t < self.mininterval:
+        begun = hasattr(self, "start_t")
+        if begun and (now - self.start_t < self.delay or now - self.last_print_t < self.mininterval):
             return
         super().refresh(*args, **kwargs)
         self.last_print_t = now

@@ -60,18 +60,18 @@ def evaluation_bytes(size: game.GameConfig, count: int) -> int:
     return int(count) * (40 * size.num_cells + 64)
 
 
-def argmax_lengths(boards, policy, params, max_clicks: int, rules: str = "dust") -> np.ndarray:
+def argmax_lengths(boards, policy, params, max_clicks: int, rules: str = "dust", progress=None) -> np.ndarray:
     """Clicks of a policy on each board, int ``[N]`` (uncleared games count ``max_clicks``),
-    played ``play.DEFAULT_CHUNK`` boards at a time."""
-    played = play.play_in_chunks(boards, policy, jax.random.key(0), max_clicks, play.DEFAULT_CHUNK, params=params,
-                                 rules=rules)
+    played ``play.DEFAULT_CHUNK`` boards at a time; ``progress(n)`` after each chunk."""
+    played = play.play_in_chunks(boards, policy, jax.random.key(0), max_clicks, play.DEFAULT_CHUNK, progress,
+                                 params=params, rules=rules)
     return np.where(np.asarray(played.cleared), np.asarray(played.clicks), max_clicks)
 
 
-def greedy_lengths(boards, scorer, params, max_clicks: int, rules: str = "dust") -> np.ndarray:
+def greedy_lengths(boards, scorer, params, max_clicks: int, rules: str = "dust", progress=None) -> np.ndarray:
     """Clicks of greedy play on a scorer's value (a width-1 beam search) on each board,
-    int ``[N]`` (uncleared games count ``max_clicks``)."""
-    lengths = beam_lengths(boards, 1, scorer, params, max_clicks, rules=rules)
+    int ``[N]`` (uncleared games count ``max_clicks``); ``progress(n)`` after each batch."""
+    lengths = beam_lengths(boards, 1, scorer, params, max_clicks, progress=progress, rules=rules)
     return np.where(lengths < 0, max_clicks, lengths)
 
 
@@ -79,8 +79,10 @@ MEASURES = ("argmax", "greedy")  # the evaluations' measures of play, each selec
 
 
 def progress_evaluation(boards, learner: learners.Learner, config):
-    """``evaluate(state) -> {"argmax_clicks", "argmax_se", "greedy_clicks", "greedy_se"}`` on
-    ``boards`` (``_se``: the mean's standard error, which ``Run.keep_if_best`` reads). In a run
+    """``evaluate(state, progress=None) -> {"argmax_clicks", "argmax_se", "greedy_clicks",
+    "greedy_se"}`` on ``boards`` (``_se``: the mean's standard error, which ``Run.keep_if_best``
+    reads); ``progress(fraction)`` after each batch of play, with the share of this process's
+    games (argmax and greedy on each of its boards) played so far. In a run
     over several processes each plays its own share of the boards with its local copy of
     the (replicated) parameters, and the click totals are summed over the processes: each
     board is played once in all. The learners' policies and greedy play are deterministic,
@@ -91,7 +93,7 @@ def progress_evaluation(boards, learner: learners.Learner, config):
     count = boards.shape[0]
     share = np.array_split(np.asarray(boards), jax.process_count())[jax.process_index()]
 
-    def evaluate(state) -> dict:
+    def evaluate(state, progress=None) -> dict:
         params = learner.params(state)
         if jax.process_count() > 1:
             assert all(leaf.is_fully_replicated for leaf in jax.tree.leaves(params)), "parameters must be replicated"
@@ -100,7 +102,16 @@ def progress_evaluation(boards, learner: learners.Learner, config):
         # The squares (for the spreads) in float32, where they cannot overflow.
         totals, squares = np.zeros(2, np.int32), np.zeros(2, np.float32)
         if len(share):
-            played = argmax_lengths(share, policy, params, cap, rules), greedy_lengths(share, scorer, params, cap, rules)
+            played_games = 0
+
+            def played_more(games: int) -> None:
+                nonlocal played_games
+                played_games += games
+                if progress is not None:
+                    progress(played_games / (2 * len(share)))
+
+            played = (argmax_lengths(share, policy, params, cap, rules, played_more),
+                      greedy_lengths(share, scorer, params, cap, rules, played_more))
             totals[:] = [lengths.sum() for lengths in played]
             squares[:] = [np.sum(lengths.astype(np.float32) ** 2) for lengths in played]
         if jax.process_count() > 1:
@@ -884,8 +895,10 @@ def _finished(learner: learners.Learner, config, args, run: Run, done: int, stat
     missing = [selection for selection in run.selections if not selection.checkpoints.steps()]
     if summary is None or not missing:
         return summary
-    with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
-        evaluation = progress_evaluation(evaluation_boards(config.game, args.eval_boards), learner, config)(state)
+    evaluate = progress_evaluation(evaluation_boards(config.game, args.eval_boards), learner, config)
+    with _training_bar(learner, run, done, done, leave=False) as bar, \
+            _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
+        evaluation = evaluate(state, _evaluation_shown(bar))
     for selection in missing:
         selection.selects(evaluation)  # with none kept, this one is
         run.save(selection.checkpoints, done, state)
@@ -928,8 +941,7 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
     last_evaluation = None  # the loop always evaluates its final step; the summary reuses it
     interval = args.checkpoint_seconds or CHECKPOINT_SECONDS
     next_save = run.seconds() + interval
-    with progress_bar(total=trainer.total, initial=done, unit="chunk", desc=learner.name,
-                      enabled=run.primary) as bar:
+    with _training_bar(learner, run, trainer.total, done) as bar:
         if run.last_evaluation is not None:  # resumed: shown until the next evaluation
             _show_evaluation(bar, run.last_evaluation)
         for index in range(done + 1, trainer.total + 1):
@@ -940,7 +952,7 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
             record = {"chunk": index, **metrics}
             if index % args.eval_every == 0 or index == trainer.total:
                 with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
-                    last_evaluation = evaluate(state)
+                    last_evaluation = evaluate(state, _evaluation_shown(bar))
                 record.update(last_evaluation)
                 run.keep_if_best(index, state, last_evaluation)
             record["seconds"] = seconds = run.seconds()
@@ -959,10 +971,11 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                 print(f"stopped after {seconds / 60:.1f} minutes of training (--minutes {args.minutes:g}) at "
                       f"chunk {index}; continue with --resume")
                 return {}
-    if last_evaluation is None:  # resumed at its end, killed before its summary was written
-        with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
-            last_evaluation = evaluate(state)
-        run.keep_if_best(trainer.total, state, last_evaluation)
+        if last_evaluation is None:  # resumed at its end, killed before its summary was written
+            with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):
+                last_evaluation = evaluate(state, _evaluation_shown(bar))
+            run.keep_if_best(trainer.total, state, last_evaluation)
+            _show_evaluation(bar, last_evaluation)
     summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
                **trainer.info(state), **last_evaluation,
                **{key: value for selection in run.selections for key, value in selection.summary().items()}}
@@ -1028,8 +1041,28 @@ def _diverged_message(learner: learners.Learner, config, run: Run, index: int, d
             f"chunk is kept; {kept}, with a lower --learning-rate (now {config.learning_rate:g})")
 
 
+def _training_bar(learner: learners.Learner, run: Run, total: int, done: int, leave: bool = True):
+    """The bar of a run's chunks, drawn by its first process only."""
+    return progress_bar(total=total, initial=done, unit="chunk", desc=learner.name, enabled=run.primary, leave=leave)
+
+
 def _show_evaluation(bar, record: dict) -> None:
     bar.set_postfix(greedy=record["greedy_clicks"], argmax=record.get("argmax_clicks", float("nan")))
+
+
+def _evaluation_shown(bar):
+    """An evaluation's ``progress`` shown on ``bar`` in place of the last evaluation's
+    figures (which the caller shows again once it ends): many --eval-boards take minutes
+    to play, and the bar would stand still meanwhile."""
+    shown = -1
+
+    def progress(fraction: float) -> None:
+        nonlocal shown
+        if (percent := int(100 * fraction)) != shown:  # a redraw per percent at most
+            shown = percent
+            bar.set_postfix_str(f"evaluating {percent}%")
+
+    return progress
 
 
 # ---------------------------------------------------------------------------------------
