@@ -227,6 +227,29 @@ def test_random_boards_begin_alike_for_any_count_in_either_threefry_mode(partiti
     assert game.random_boards(key, 0, config).shape == (0, 5, 4)
 
 
+def test_the_random_boards_every_figure_was_measured_on_are_still_drawn():
+    """``evaluate.py --random N --seed S``, a run's evaluation boards and a data set's boards
+    come from JAX's and NumPy's random streams: a release of either that changed its stream
+    (JAX's threefry mode is one switch: its other mode draws other boards) would leave every
+    figure measured on them unreproducible, with nothing else failing."""
+    import hashlib
+
+    from jaxdust.core.boards import board_to_text
+    from jaxdust.learn import datasets, runs
+
+    def digest(boards) -> str:
+        return hashlib.sha256(np.asarray(boards, np.int8).tobytes()).hexdigest()[:16]
+
+    drawn = game.random_boards(jax.random.key(20000), 1000, game.GameConfig())  # evaluate.py --random 1000 --seed 20000
+    assert board_to_text(drawn[0]) == "434414323423242225342554313422125121525312213532"
+    assert digest(drawn) == "76c259856a58053c"
+    assert digest(runs.evaluation_boards(game.GameConfig(), 256)) == "0ccee91fd32a3251"
+    assert board_to_text(datasets.source_board(datasets.DatasetConfig(), 0)) == \
+        "543221111545345443352541253144511513123331111434"  # NumPy's default_rng((0, 0))
+    with jax.threefry_partitionable(False):
+        assert digest(game.random_boards(jax.random.key(20000), 1000, game.GameConfig())) != "76c259856a58053c"
+
+
 def test_random_boards_ask_for_their_memory_first(monkeypatch):
     """10^9 8x6 boards (45 GiB) made XLA abort the process, with no Python error: a count
     that cannot fit is refused before drawing. What is asked covers XLA's allotment for the
