@@ -73,7 +73,8 @@ def play_boards(boards: game.BoardLike, policy: Policy, key: jax.Array, max_clic
         they are not traced), a ``max_clicks`` that is not a positive
         integer below 2^31, unknown rules, or ``rules`` other than those the policy's
         network says it was trained under (``boards.model_rules``).
-      TypeError: ``key`` not one random key (``jax.random.key(seed)``), a policy that cannot
+      TypeError: ``key`` not one random key (``jax.random.key(seed)``, or a raw
+        ``jax.random.PRNGKey(seed)``), a policy that cannot
         be hashed, or (while tracing)
         a policy that does not return one integer action per board.
     """

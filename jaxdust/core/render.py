@@ -155,9 +155,11 @@ def game_gif(boards: game.BoardLike, highlights: Sequence[game.BoardLike | None]
     """A GIF of positions ``boards`` (a sequence of ``[W, H]`` boards of one shape, e.g.
     from ``jaxdust.positions``), each shown ``milliseconds``, the last twice as long;
     ``highlights`` (one bool ``[W, H]`` or None per board) marks the cluster clicked next.
-    GIF delays are whole hundredths of a second (``milliseconds`` is rounded down to
-    them), and two identical frames in a row (a click that changed nothing, made twice)
-    play as one frame for their summed time."""
+    GIF delays are whole hundredths of a second: two identical frames in a row (a click
+    that changed nothing, made twice) play as one frame for their summed time, and each
+    frame's time is then rounded down to hundredths. ValueError for ``milliseconds``
+    under 20 (browsers play a delay under two hundredths at ten) or one whose last frame
+    would pass the format's longest delay."""
     from PIL import Image  # matplotlib's own dependency: no extra install
 
     boards = list(boards)
