@@ -468,7 +468,7 @@ def test_a_resumed_runs_progress_bar_shows_its_last_evaluation_from_the_start(ru
     shown = []
 
     class Bar:
-        def set_postfix(self, **values):
+        def set_postfix(self, refresh=True, **values):
             shown.append(values)
 
         def set_postfix_str(self, text):  # an evaluation's progress
@@ -481,7 +481,8 @@ def test_a_resumed_runs_progress_bar_shows_its_last_evaluation_from_the_start(ru
     logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     [at_2] = [r for r in logged if r["chunk"] == 2]
     train(run, "--resume", "--resume-step", "2")  # step 3 does not evaluate
-    assert shown[0] == {"greedy": at_2["greedy_clicks"], "argmax": at_2["argmax_clicks"]} and shown[1] == "step"
+    assert shown[0] == {"greedy": f"{at_2['greedy_clicks']:.2f}", "argmax": f"{at_2['argmax_clicks']:.2f}"}
+    assert shown[1] == "step"
 
 
 def test_a_resume_on_another_device_count_says_so_and_keeps_the_starting_one(run, capsys):
@@ -619,11 +620,17 @@ def test_evaluate_plays_the_selected_or_the_newest_checkpoint(run, tmp_path):
         evaluate.main(["--random", "2", "--agents", f"policy:{tmp_path}/none@newest", "--out", str(tmp_path / "x")])
 
 
-@pytest.mark.parametrize("loss", ["checkpoints deleted", "checkpoints a file", "checkpoints emptied"])
+@pytest.mark.parametrize("loss", ["checkpoints deleted", "checkpoints a file", "checkpoints emptied", "checksums lost"])
 def test_resume_refuses_to_start_over_a_run_whose_checkpoints_are_gone(run, loss, capsys):
     """It took them for a run killed before its first checkpoint, and emptied the log,
-    best/, best-argmax/ and summary.json of a finished run to train it again."""
-    shutil.rmtree(run / "checkpoints")
+    best/, best-argmax/ and summary.json of a finished run to train it again. Checkpoints
+    without their checksums (a partial copy) read as saves a kill cut short: a finished
+    run's were set aside and its log and selections deleted before it was refused."""
+    if loss == "checksums lost":
+        for step in ("2", "3", "4"):
+            os.remove(run / "checkpoints" / step / checkpoint.CHECKSUMS)
+    else:
+        shutil.rmtree(run / "checkpoints")
     if loss == "checkpoints a file":
         (run / "checkpoints").write_text("")
     elif loss == "checkpoints emptied":  # the folder is kept: summary.json says it finished
@@ -633,12 +640,14 @@ def test_resume_refuses_to_start_over_a_run_whose_checkpoints_are_gone(run, loss
         train(run, "--resume")
     assert exit_info.value.code == 2
     [line] = capsys.readouterr().err.strip().splitlines()
-    where = "holds no checkpoint" if loss == "checkpoints emptied" else "is gone"
+    where = "holds no finished checkpoint" if loss in ("checkpoints emptied", "checksums lost") else "is gone"
     assert f"its checkpoints/ folder {where}, yet it finished (summary.json): --resume would start it over" in line
     assert {name: (run / name).read_bytes() for name in before} == before
     assert [os.listdir(run / folder) for folder in runs.SELECTED_DIRS.values()] == [["4"], ["4"]]
+    if loss == "checksums lost":
+        assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]
     os.remove(run / "summary.json")  # not finished, but logged: its checkpoints were deleted
-    if loss != "checkpoints emptied":
+    if loss not in ("checkpoints emptied", "checksums lost"):
         for _ in range(2):  # the first refusal leaves the run as it was: so does the second
             with pytest.raises(SystemExit):
                 train(run, "--resume")
@@ -654,3 +663,27 @@ def test_a_config_saved_with_a_byte_order_mark_keeps_its_run_flags(run):
     assert flags and runs.saved_learner_name(str(run)) == "dqn"
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     assert runs.read_run_flags(str(run)) == flags and runs.saved_learner_name(str(run)) == "dqn"
+
+
+def test_a_checkpoint_removed_by_a_process_killed_midway_leaves_no_part_of_it(tmp_path, monkeypatch):
+    """A kill while a selected checkpoint's files were being deleted (a newer one just saved)
+    left a step with files missing: the resume set it aside as damaged and dropped the
+    selection's bar, so the run selected other checkpoints than an uninterrupted one."""
+    directory = tmp_path / "best"
+    saved = checkpoint.Checkpoints(str(directory), max_to_keep=1)
+    state = {"w": np.arange(4096, dtype=np.float32), "b": np.ones(3, np.float32)}
+    saved.save(1, state, {"run": 1})
+
+    def killed_midway(path, *args, **kwargs):
+        files = sorted(os.path.join(root, name) for root, _, names in os.walk(path) for name in names)
+        os.remove(files[len(files) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shutil, "rmtree", killed_midway)
+    with pytest.raises(KeyboardInterrupt):
+        saved.save(2, state, {"run": 1})
+    monkeypatch.undo()
+    checkpoint.remove_unfinished_saves(str(directory))  # what the run's next start does
+    again = checkpoint.Checkpoints(str(directory), max_to_keep=1)
+    assert again.steps() == [2] and sorted(os.listdir(directory)) == ["2"]
+    again.verify(2, state, {"run": 1})

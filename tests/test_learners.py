@@ -1706,7 +1706,12 @@ def test_a_runs_bar_shows_how_far_each_evaluation_has_played(tmp_path, capsys, m
     steps = [int(found[1]) if found and found[1] else "figures" for found in shown if found]
     evaluation = [12, 25, 37, 50, 100, "figures"]  # 2, 4, 6, 8 and 16 of 16 games; then its means
     assert [step for step, _ in itertools.groupby(steps)] == evaluation * 2, lines
-    assert "greedy=" in lines[-1] and "2/2" in lines[-1], lines
+    # Each evaluation's means, to the hundredth, are drawn with its own chunk counted.
+    log = [json.loads(line) for line in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    for record in log:
+        means = f"argmax={record['argmax_clicks']:.2f}, greedy={record['greedy_clicks']:.2f}"
+        assert any(f"{record['chunk']}/2" in line and means in line for line in lines), (means, lines)
+    assert not any("0/2" in line and "greedy=" in line for line in lines), lines
 
 
 def test_the_out_of_memory_line_leaves_out_the_settings_another_turns_off(tmp_path):

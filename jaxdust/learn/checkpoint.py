@@ -333,8 +333,8 @@ class Checkpoints:
         space: a warning, and the run goes on."""
         for old in self.steps()[:-self.max_to_keep]:
             try:
-                self.manager.delete(old)
-            except Exception as error:  # orbax wraps the OSError in several types
+                self.delete(old)
+            except OSError as error:
                 if jax.process_index() == 0:
                     print(f"warning: checkpoint {saved} saved in {self.directory}, but removing the older checkpoint "
                           f"{old} failed ({_brief(error)}); it stays there until removed", file=sys.stderr)
@@ -477,21 +477,32 @@ class Checkpoints:
         return _data_to_keys(restored["state"], like)
 
     def delete(self, step: int) -> None:
-        self.manager.delete(step)
+        """Remove checkpoint ``step`` whole: renamed out of orbax's sight first, so that a
+        process killed while removing its files leaves no part of it to be read as a
+        damaged step (a selected one set aside as such lost the run its selection), only a
+        temporary folder, which the run's next start removes (``remove_unfinished_saves``)."""
+        doomed = self._moved(step, TEMPORARY + "-deleted", "delete")
+        if jax.process_index() == 0:
+            shutil.rmtree(doomed, ignore_errors=True)
 
     def set_aside(self, step: int) -> str:
         """Rename a damaged checkpoint out of orbax's sight (kept for inspection, and its
         step can be saved again); returns the new path."""
-        target, copy = self._path(step) + DAMAGED, 1
+        return self._moved(step, DAMAGED, "set_aside")
+
+    def _moved(self, step: int, suffix: str, why: str) -> str:
+        """Step ``step`` renamed to a free name ending ``suffix`` (``-2``, ``-3`` after it
+        where taken), which orbax does not list; returns the new path."""
+        target, copy = self._path(step) + suffix, 1
         while os.path.exists(target):
             copy += 1
-            target = f"{self._path(step)}{DAMAGED}-{copy}"
+            target = f"{self._path(step)}{suffix}-{copy}"
         if jax.process_count() > 1:  # every process has looked before process 0 renames: one name for all
-            ocp.multihost.sync_global_processes(f"jaxdust set_aside {step} looked")
+            ocp.multihost.sync_global_processes(f"jaxdust {why} {step} looked")
         if jax.process_index() == 0:
             os.rename(self._path(step), target)
         if jax.process_count() > 1:
-            ocp.multihost.sync_global_processes(f"jaxdust set_aside {step}")
+            ocp.multihost.sync_global_processes(f"jaxdust {why} {step}")
         self.manager.reload()  # it caches the steps; a stale one would refuse to save this step
         return target
 

@@ -468,7 +468,10 @@ class Run:
                 damaged = []
         except checkpoint.NoReadableCheckpoint as error:
             if step is None and all(d.reason.startswith(checkpoint.UNFINISHED) for d in error.damaged):
-                # Killed while saving its first checkpoint: as if killed before it.
+                # Killed while saving its first checkpoint: as if killed before it. A finished
+                # run cannot be killed so; its checksums were lost (a partial copy): refused
+                # before anything is moved or deleted.
+                _refuse_to_start_over(self.directory, gone=False)
                 for unfinished in error.damaged:
                     moved = self.checkpoints.set_aside(unfinished.step)
                     print(f"warning: {unfinished}; moved to {moved}, starting over", file=sys.stderr)
@@ -880,7 +883,7 @@ def _refuse_to_start_over(directory: str, gone: bool) -> None:
            else "metrics.jsonl logs its training" if gone and os.path.isfile(log) and os.path.getsize(log) > 0
            else None)
     if why is not None:
-        where = "its checkpoints/ folder is gone" if gone else "its checkpoints/ folder holds no checkpoint"
+        where = "its checkpoints/ folder is gone" if gone else "its checkpoints/ folder holds no finished checkpoint"
         raise RunError(f"{directory}: {where}, yet {why}: --resume would start it over, deleting its log and its "
                        f"selected checkpoints ({', '.join(SELECTED_DIRS.values())}). Play it as it is, train anew in "
                        f"another --run-dir, or remove {directory} to start over there")
@@ -964,7 +967,7 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                 run.save(run.checkpoints, index, state)
                 next_save = run.seconds() + interval
             if "greedy_clicks" in record:  # the last evaluation stays shown between evaluations
-                _show_evaluation(bar, record)
+                _show_evaluation(bar, record, refresh=False)  # drawn with its chunk's count, by update
             bar.update()
             flags.raise_if_interrupted()  # a Ctrl-C swallowed in a gc callback stops the run here
             if out_of_time:
@@ -1046,8 +1049,11 @@ def _training_bar(learner: learners.Learner, run: Run, total: int, done: int, le
     return progress_bar(total=total, initial=done, unit="chunk", desc=learner.name, enabled=run.primary, leave=leave)
 
 
-def _show_evaluation(bar, record: dict) -> None:
-    bar.set_postfix(greedy=record["greedy_clicks"], argmax=record.get("argmax_clicks", float("nan")))
+def _show_evaluation(bar, record: dict, refresh: bool = True) -> None:
+    """An evaluation's means on ``bar``, to the hundredth of a click (tqdm's own format keeps
+    three digits: 14.14 clicks showed as 14.1)."""
+    bar.set_postfix(greedy=f"{record['greedy_clicks']:.2f}", argmax=f"{record.get('argmax_clicks', float('nan')):.2f}",
+                    refresh=refresh)
 
 
 def _evaluation_shown(bar):
