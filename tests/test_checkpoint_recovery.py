@@ -468,6 +468,8 @@ def test_a_resumed_runs_progress_bar_shows_its_last_evaluation_from_the_start(ru
     shown = []
 
     class Bar:
+        postfix = ""  # tqdm's drawn postfix, which an evaluation's progress keeps
+
         def set_postfix(self, refresh=True, **values):
             shown.append(values)
 

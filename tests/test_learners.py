@@ -1702,16 +1702,19 @@ def test_a_runs_bar_shows_how_far_each_evaluation_has_played(tmp_path, capsys, m
     cli.main(["avi", "--size", "5x4x3", "--hidden", "16", "--num-envs", "32", "--chunk-updates", "1",
               "--total-updates", "2", "--eval-every", "1", "--eval-boards", "8", "--run-dir", str(tmp_path / "a")])
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("avi:")]
-    shown = [re.search(r"evaluating (\d+)%|greedy=", line) for line in lines]
-    steps = [int(found[1]) if found and found[1] else "figures" for found in shown if found]
+    shown = [(re.search(r"evaluating (\d+)%", line), "greedy=" in line) for line in lines]
+    steps = [int(found[1]) if found else "figures" for found, figures in shown if found or figures]
     evaluation = [12, 25, 37, 50, 100, "figures"]  # 2, 4, 6, 8 and 16 of 16 games; then its means
     assert [step for step, _ in itertools.groupby(steps)] == evaluation * 2, lines
-    # Each evaluation's means, to the hundredth, are drawn with its own chunk counted.
+    # Each evaluation's means, to the hundredth, are drawn with its own chunk counted, and
+    # stay beside the next evaluation's progress (a log's line a minute often falls there).
     log = [json.loads(line) for line in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    first = f"argmax={log[0]['argmax_clicks']:.2f}, greedy={log[0]['greedy_clicks']:.2f}"
     for record in log:
         means = f"argmax={record['argmax_clicks']:.2f}, greedy={record['greedy_clicks']:.2f}"
         assert any(f"{record['chunk']}/2" in line and means in line for line in lines), (means, lines)
     assert not any("0/2" in line and "greedy=" in line for line in lines), lines
+    assert any(line.endswith(f"{first}, evaluating 12%]") and "1/2" in line for line in lines), lines
 
 
 def test_the_out_of_memory_line_leaves_out_the_settings_another_turns_off(tmp_path):

@@ -1057,16 +1057,17 @@ def _show_evaluation(bar, record: dict, refresh: bool = True) -> None:
 
 
 def _evaluation_shown(bar):
-    """An evaluation's ``progress`` shown on ``bar`` in place of the last evaluation's
-    figures (which the caller shows again once it ends): many --eval-boards take minutes
-    to play, and the bar would stand still meanwhile."""
-    shown = -1
+    """An evaluation's ``progress`` shown on ``bar`` after the last evaluation's figures
+    (which the caller replaces once it ends): many --eval-boards take minutes to play, and
+    the bar would stand still meanwhile. The figures stay: a log's line a minute is often
+    drawn during an evaluation."""
+    shown, figures = -1, bar.postfix
 
     def progress(fraction: float) -> None:
         nonlocal shown
         if (percent := int(100 * fraction)) != shown:  # a redraw per percent at most
             shown = percent
-            bar.set_postfix_str(f"evaluating {percent}%")
+            bar.set_postfix_str(f"{figures}, evaluating {percent}%" if figures else f"evaluating {percent}%")
 
     return progress
 
