@@ -1715,6 +1715,8 @@ def test_a_runs_bar_shows_how_far_each_evaluation_has_played(tmp_path, capsys, m
         assert any(f"{record['chunk']}/2" in line and means in line for line in lines), (means, lines)
     assert not any("0/2" in line and "greedy=" in line for line in lines), lines
     assert any(line.endswith(f"{first}, evaluating 12%]") and "1/2" in line for line in lines), lines
+    with progress.progress_bar(total=2, enabled=False) as hidden:  # another process's bar: tqdm's disabled one
+        runs._evaluation_shown(hidden)(0.5)  # has no postfix
 
 
 def test_the_out_of_memory_line_leaves_out_the_settings_another_turns_off(tmp_path):

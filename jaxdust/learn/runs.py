@@ -1061,7 +1061,7 @@ def _evaluation_shown(bar):
     (which the caller replaces once it ends): many --eval-boards take minutes to play, and
     the bar would stand still meanwhile. The figures stay: a log's line a minute is often
     drawn during an evaluation."""
-    shown, figures = -1, bar.postfix
+    shown, figures = -1, getattr(bar, "postfix", None)  # a disabled tqdm (not process 0) has none
 
     def progress(fraction: float) -> None:
         nonlocal shown
