@@ -163,9 +163,12 @@ def step_device(out: str, sizes: Sizes, again: bool = False) -> dict:
     if os.path.exists(path) and not again:
         return _load(path)
     device = jax.devices()[0]
+    # What JAX's allocator may take (the env sweep's ceiling), not the device's memory: by
+    # default 75% of it (the H200's 140 GiB read 104.9).
     memory = (device.memory_stats() or {}).get("bytes_limit")
     report = {"backend": jax.default_backend(), "device_kind": device.device_kind,
-              "devices": [str(d) for d in jax.devices()], "memory_bytes": memory,
+              "devices": [str(d) for d in jax.devices()], "jax_memory_limit_bytes": memory,
+              "jax_memory_fraction": os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.75 (JAX's default)"),
               "platform_version": device.client.platform_version, "jax": jax.__version__,
               "jaxlib": importlib.metadata.version("jaxlib"),
               "cpu": machine.cpu_name(), "cpu_cores": machine.cpu_cores(), "cpu_description": machine.cpu_description(),
@@ -514,11 +517,11 @@ def step_notebooks(out: str, sizes: Sizes) -> dict:
         raise KeyboardInterrupt
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     printed = "".join(str(o.get("text", "")) for cell in code for o in cell.get("outputs", []))
+    kernel = next((line for line in printed.splitlines() if line.startswith("JAX ")), None)
     row = report["rows"][name] = {
         "seconds": time.perf_counter() - start, "cells": len(code),
         "cells_run": sum(cell.get("execution_count") is not None for cell in code),
-        "kernel": next((line for line in printed.splitlines() if line.startswith("JAX ")), None), "error": error,
-        **_measured_by()}
+        "kernel": kernel, "error": error or _kernel_off_the_device(kernel), **_measured_by()}
     os.makedirs(os.path.join(out, "notebooks"), exist_ok=True)
     files.atomic_write_bytes(os.path.join(out, "notebooks", os.path.basename(notebook_path)),
                              (nbformat.writes(notebook) + "\n").encode())
@@ -526,6 +529,15 @@ def step_notebooks(out: str, sizes: Sizes) -> dict:
     print(f"  {name}: {row['cells_run']} of {row['cells']} cells in {row['seconds']:.0f} s, "
           f"{row['error'] or 'no error'}", flush=True)
     return report
+
+
+def _kernel_off_the_device(kernel: str | None) -> str | None:
+    """An error where the suite runs on an accelerator but a notebook's kernel played on the
+    CPU (a CPU build of JAX in the kernel's environment: the notebook then picks its small
+    sizes and ends without an error, measuring nothing of the GPU); None otherwise."""
+    if jax.default_backend() == "cpu" or kernel is None or "CpuDevice" not in kernel:
+        return None
+    return f"its kernel ran on the CPU ({kernel}), not on the {jax.default_backend()}: install jaxdust[cuda] there"
 
 
 def _stem(path: str) -> str:
@@ -538,7 +550,11 @@ def _command(parts: dict, smoke: bool) -> str:
     words = ["python benchmarks/gpu_suite.py --step all" + (" --smoke" if smoke else "")]
     train = parts["train"]
     if "planned_pieces" in train and not smoke:
-        words.append(f"--pieces {train['planned_pieces']} --piece-minutes {train['piece_minutes']:g}")
+        # A later piece may be given other minutes than the first (NOTES' recipe: 9.1 for the last).
+        minutes = [piece.get("piece_minutes", train["piece_minutes"]) for piece in train.get("pieces", [])]
+        said = f"{train['piece_minutes']:g}" if len(set(minutes)) <= 1 else \
+            f"{', '.join(f'{m:g}' for m in minutes)} (piece by piece)"
+        words.append(f"--pieces {train['planned_pieces']} --piece-minutes {said}")
     games = parts["env"].get("accelerator_games")
     if games and tuple(games) != Sizes().accelerator_games:
         words.append("--env-games " + ",".join(map(str, games)))
@@ -621,6 +637,8 @@ def step_report(out: str, sizes: Sizes) -> dict:
                 lines.append(f"| {name}{where} | {row['mean']:.3f} | {row['seconds_per_board']:.4f} | "
                              f"{ratio} | {equal} |")
         lines.append("")
+    if parts["train"].get("pieces") and not parts["eval"].get("rows"):
+        lines += [_training_so_far(out, parts["train"]), ""]
     if parts["eval"].get("rows"):
         train = parts["train"]
         last = train["pieces"][-1] if train.get("pieces") else {}
@@ -663,6 +681,25 @@ def step_report(out: str, sizes: Sizes) -> dict:
     files.atomic_write_json(os.path.join(out, "report.json"), parts)
     print(text)
     return parts
+
+
+def _training_so_far(out: str, train: dict) -> str:
+    """Where the training run stands before it is evaluated (the table that says so after
+    needs ``--step eval``): its pieces recorded and its own log, which also holds the chunks
+    of a piece cut off before it was recorded (the next call resumes from them)."""
+    logged = [line for line in files.recover_json_lines(os.path.join(out, "run", "metrics.jsonl"), repair=False)
+              if "chunk" in line]
+    last = logged[-1] if logged else {"chunk": 0, "seconds": 0.0}
+    pieces = train["pieces"]
+    finished = os.path.exists(os.path.join(out, "run", "summary.json"))
+    cut_off = last["chunk"] > pieces[-1].get("last_chunk", 0)
+    return (f"{train.get('learner')} training: {len(pieces)} of {train.get('planned_pieces')} pieces "
+            + ("(the run finished)" if finished else "recorded")
+            + f", {last['chunk'] * train.get('chunk_updates', 0):,} of {train.get('total_updates', 0):,} planned updates "
+            f"in {last['seconds'] / 60:.1f} minutes of training"
+            + (f" (its log reaches chunk {last['chunk']}: a piece cut off after chunk {pieces[-1].get('last_chunk')})"
+               if cut_off else "")
+            + "; not evaluated yet (`--step eval` once every piece has run).")
 
 
 def _progress_curve(out: str, train: dict, device_kind: str | None) -> bytes | None:

@@ -641,3 +641,49 @@ print(json.dumps(gpu_suite.step_beam(out, gpu_suite.SMOKE)["rows"]))
     for row in rows.values():
         assert row["numba_seconds_per_board"] == numba["seconds_per_board"]
         assert row["time_vs_numba"] == row["seconds_per_board"] / numba["seconds_per_board"]
+
+
+def test_the_report_says_how_far_training_got_before_its_evaluation(tmp_path, monkeypatch):
+    """Before ``--step eval`` the report said nothing of the training run, however many of
+    its pieces had run or were cut off; and its command line gave the first piece's minutes
+    to every piece (NOTES' recipe gives the last one 9.1)."""
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=1")
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
+    import gpu_suite
+
+    train = {"learner": "avi", "total_updates": 9000, "chunk_updates": 1000, "planned_pieces": 3, "piece_minutes": 8.5,
+             "pieces": [{"piece": 1, "last_chunk": 3, "run_seconds": 60.0},
+                        {"piece": 2, "last_chunk": 5, "run_seconds": 120.0, "piece_minutes": 8.5}]}
+    parts = {"device": {"device_kind": "NVIDIA H200", "date": "2026-12-04"}, "env": {}, "beam": {}, "eval": {},
+             "notebooks": {}, "train": train}
+    for name, part in parts.items():
+        files.atomic_write_json(str(tmp_path / f"{name}.json"), part)
+    os.makedirs(tmp_path / "run")
+    log = "".join(json.dumps({"chunk": chunk, "seconds": 24.0 * chunk}) + "\n" for chunk in range(1, 7))
+    (tmp_path / "run" / "metrics.jsonl").write_text(log)  # chunk 6: a third piece cut off before it was recorded
+    gpu_suite.step_report(str(tmp_path), gpu_suite.SMOKE)
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("Measured with `python benchmarks/gpu_suite.py --step all --pieces 3 --piece-minutes 8.5` ")
+    assert ("avi training: 2 of 3 pieces recorded, 6,000 of 9,000 planned updates in 2.4 minutes of training (its log "
+            "reaches chunk 6: a piece cut off after chunk 5); not evaluated yet (`--step eval` once every piece has "
+            "run).") in report
+    train["pieces"].append({"piece": 3, "last_chunk": 6, "run_seconds": 144.0, "piece_minutes": 9.1})
+    files.atomic_write_json(str(tmp_path / "train.json"), train)
+    gpu_suite.step_report(str(tmp_path), gpu_suite.SMOKE)
+    report = (tmp_path / "report.md").read_text()
+    assert "--pieces 3 --piece-minutes 8.5, 8.5, 9.1 (piece by piece)` on NVIDIA H200" in report
+    assert "avi training: 3 of 3 pieces recorded, 6,000 of 9,000 planned updates in 2.4 minutes of training;" in report
+
+
+def test_a_notebook_kernel_on_the_cpu_is_an_error_on_a_gpu(monkeypatch):
+    """A CPU build of JAX in the notebooks' kernel on a GPU machine ran them at their small
+    sizes without an error: the row said "none" and measured nothing of the GPU."""
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
+    import gpu_suite
+
+    on_cpu, on_gpu = "JAX 0.11.2 on [CpuDevice(id=0)]", "JAX 0.11.2 on [CudaDevice(id=0)]"
+    assert gpu_suite._kernel_off_the_device(on_cpu) is None  # the suite itself on a CPU: the smoke run
+    monkeypatch.setattr(gpu_suite.jax, "default_backend", lambda: "gpu")
+    assert gpu_suite._kernel_off_the_device(on_gpu) is None and gpu_suite._kernel_off_the_device(None) is None
+    assert gpu_suite._kernel_off_the_device(on_cpu) == (
+        "its kernel ran on the CPU (JAX 0.11.2 on [CpuDevice(id=0)]), not on the gpu: install jaxdust[cuda] there")
