@@ -685,6 +685,47 @@ def test_reports_name_the_cpu_model_the_kernel_reports():
     assert machine.cpu_description() == f"{name}, {cores} core{'s' if cores > 1 else ''}"
 
 
+def _fake_cgroups(tmp_path, monkeypatch, membership: str, files: dict) -> None:
+    from jaxdust.core import machine
+
+    for name, text in files.items():
+        (tmp_path / "cg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "cg" / name).write_text(text)
+    (tmp_path / "membership").write_text(membership)
+    monkeypatch.setattr(machine, "CGROUP_ROOT", str(tmp_path / "cg"))
+    monkeypatch.setattr(machine, "MEMBERSHIP", str(tmp_path / "membership"))
+
+
+def test_cores_and_memory_follow_a_containers_cgroup_limits(tmp_path, monkeypatch):
+    """A container's CPU quota and memory limit are not in the affinity or the physical
+    memory: a 2-CPU container on a 64-core host defaulted to 64 worker processes."""
+    from jaxdust.core import machine
+
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    # cgroup v2 (Docker --cpus 0.5 --memory 1g): the limits in the container's own cgroup
+    _fake_cgroups(tmp_path / "v2", monkeypatch, "0::/\n", {
+        "cgroup.controllers": "cpu memory\n", "cpu.max": "50000 100000\n", "memory.max": f"{2**30}\n"})
+    assert machine.cgroup_cpu_limit() == 0.5 and machine.cpu_cores() == 1  # rounded up, never 0
+    assert machine.cgroup_memory_limit() == 2**30 and machine.memory_bytes() == min(physical, 2**30)
+    # v2 under systemd: the smallest limit on the way up holds; "max" is none
+    _fake_cgroups(tmp_path / "nested", monkeypatch, "0::/a/b\n", {
+        "cgroup.controllers": "", "a/cpu.max": "150000 100000\n", "a/b/cpu.max": "max 100000\n",
+        "a/b/memory.max": "max\n"})
+    assert machine.cgroup_cpu_limit() == 1.5 and machine.cpu_cores() == min(affinity, 2)
+    assert machine.cgroup_memory_limit() is None and machine.memory_bytes() == physical
+    # v1 without a cgroup namespace: the path is the host's, the mount point the container's
+    _fake_cgroups(tmp_path / "v1", monkeypatch, "4:memory:/docker/abc\n2:cpu,cpuacct:/docker/abc\n0::/\n", {
+        "cpu,cpuacct/cpu.cfs_quota_us": "300000\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+        "memory/memory.limit_in_bytes": f"{3 * 2**30}\n", "unified/cgroup.procs": ""})
+    assert machine.cgroup_cpu_limit() == 3.0 and machine.cgroup_memory_limit() == 3 * 2**30
+    _fake_cgroups(tmp_path / "v1-none", monkeypatch, "2:cpu,cpuacct:/\n", {
+        "cpu,cpuacct/cpu.cfs_quota_us": "-1\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"})
+    assert machine.cgroup_cpu_limit() is None and machine.cpu_cores() == affinity
+    monkeypatch.setattr(machine, "MEMBERSHIP", str(tmp_path / "absent"))  # no cgroups (not Linux)
+    assert machine.cgroup_cpu_limit() is None and machine.cgroup_memory_limit() is None
+
+
 def test_the_former_log_reports_each_boards_last_line_and_the_open_ones(tmp_path, monkeypatch):
     """``benchmarks/fewest_clicks_sets.py --former-log``: a retried board counts by its last
     line, a broken board is left out, and the open boards are listed with their bounds; a

@@ -21,8 +21,14 @@ def test_the_directory_follows_the_variable_then_the_user_cache(tmp_path):
     assert compile_cache.default_directory({"XDG_CACHE_HOME": str(tmp_path)}) == str(tmp_path / "jaxdust" / "xla")
     chosen = {"XDG_CACHE_HOME": str(tmp_path), compile_cache.VARIABLE: str(tmp_path / "mine")}
     assert compile_cache.default_directory(chosen) == str(tmp_path / "mine")
-    for off in ("off", "OFF", "0", ""):
+    for off in ("off", "OFF", "0", "", " no "):
         assert compile_cache.default_directory({compile_cache.VARIABLE: off}) is None
+    for on in ("on", "1", "TRUE", " yes "):  # made a folder named "1" where the command ran
+        assert compile_cache.default_directory({"XDG_CACHE_HOME": str(tmp_path), compile_cache.VARIABLE: on}) == \
+            str(tmp_path / "jaxdust" / "xla")
+    assert compile_cache.default_directory({compile_cache.VARIABLE: f" {tmp_path}\n"}) == str(tmp_path)
+    # A URL is JAX's to read (through etils), not a local folder "gs:/bucket/xla".
+    assert compile_cache.default_directory({compile_cache.VARIABLE: "gs://bucket/xla"}) == "gs://bucket/xla"
 
 
 def test_a_cache_folder_that_cannot_be_one_leaves_the_cache_off_with_one_warning(tmp_path, monkeypatch, capsys):
@@ -111,3 +117,10 @@ def test_a_program_half_saved_by_a_killed_process_is_dropped_so_the_cache_grows_
     assert "jit_old-cache" not in names and any(name.endswith("-cache") for name in names)
     assert {name.removesuffix("-cache") for name in names if name.endswith("-cache")} == \
         {name.removesuffix("-atime") for name in names if name.endswith("-atime")}
+    # Under a limit of the user's own (JAX's variable) the cache had stopped growing for good.
+    (tmp_path / "xla" / "jit_old-cache").write_bytes(b"prog")
+    result = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", script.replace("* 7", "* 9")],
+                            cwd=ROOT, env={**environment, "JAX_COMPILATION_CACHE_MAX_SIZE": str(10**9)},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "jit_old-cache" not in os.listdir(tmp_path / "xla")

@@ -47,6 +47,19 @@ def test_a_log_gets_a_line_a_while_and_nothing_from_short_work(monkeypatch, caps
         assert bar.disable
 
 
+def test_a_kernel_whose_shell_subclasses_jupyters_is_a_notebook(monkeypatch):
+    """Colab's shell is ``google.colab._shell.Shell(ZMQInteractiveShell)``: its bars were
+    written as a log's, a line a minute."""
+    class ZMQInteractiveShell:
+        pass
+
+    class Shell(ZMQInteractiveShell):
+        pass
+
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=Shell))
+    assert in_notebook()
+
+
 def test_a_terminal_ipython_is_no_notebook(monkeypatch):
     class TerminalInteractiveShell:
         pass

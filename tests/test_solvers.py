@@ -1298,6 +1298,18 @@ def test_ctrl_c_during_a_deferred_block_stops_the_program_after_it():
     assert steps == ["after the signal"] and signal.getsignal(signal.SIGINT) is handler
     with interrupt_deferred():  # no signal: nothing raised
         steps.append("quiet")
+    # Ignored (a job a script started with &): it raised once the block had caught it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with interrupt_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            steps.append("ignored")
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    except KeyboardInterrupt:
+        pytest.fail("a Ctrl-C that was ignored stopped the program after the block")
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert steps == ["after the signal", "quiet", "ignored"]
 
 
 def test_cli_stops_with_an_error_when_a_solver_process_dies_and_keeps_its_lines(tmp_path, boards_dir, monkeypatch,

@@ -10,7 +10,8 @@ imported: only the commands' entry points call ``enable``.
 Where the cache lives, first match wins:
 
 - JAX's own setting (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``), left as it is;
-- ``JAXDUST_COMPILE_CACHE``: a directory, or ``off`` for no cache;
+- ``JAXDUST_COMPILE_CACHE``: a directory (a URL such as ``gs://bucket/xla`` too, which JAX
+  reads through ``etils``), ``off`` for no cache, or ``on`` for the default below;
 - ``$XDG_CACHE_HOME/jaxdust/xla`` (``~/.cache/jaxdust/xla``), at most ``MAX_BYTES``, the
   least recently used programs evicted first.
 """
@@ -26,14 +27,19 @@ import jax
 
 VARIABLE = "JAXDUST_COMPILE_CACHE"
 OFF = ("off", "0", "no", "false", "")
+ON = ("on", "1", "yes", "true")  # the default folder (not a folder named "1" where the command starts)
 MAX_BYTES = 2 << 30  # a default beam or training program takes 0.1-1 MB
 
 
 def default_directory(environ: Mapping[str, str] = os.environ) -> str | None:
     """The cache directory ``enable`` picks when JAX has none (None: ``off``)."""
-    value = environ.get(VARIABLE)
-    if value is not None:  # a relative folder is taken from where the command starts
-        return None if value.strip().lower() in OFF else os.path.abspath(os.path.expanduser(value))
+    value = environ.get(VARIABLE, "on").strip()
+    if value.lower() in OFF:
+        return None
+    if _remote(value):
+        return value
+    if value.lower() not in ON:  # a relative folder is taken from where the command starts
+        return os.path.abspath(os.path.expanduser(value))
     base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "jaxdust", "xla")
 
@@ -48,9 +54,10 @@ def enable() -> str | None:
     if directory is None:
         return None
     try:  # a file there, or no right to write: JAX would warn at every compile
-        os.makedirs(directory, exist_ok=True)
-        if not os.access(directory, os.W_OK | os.X_OK):
-            raise PermissionError(f"cannot write into {directory}")
+        if not _remote(directory):
+            os.makedirs(directory, exist_ok=True)
+            if not os.access(directory, os.W_OK | os.X_OK):
+                raise PermissionError(f"cannot write into {directory}")
     except OSError as error:
         # One plain line, as the commands' other warnings are (Python's would name this file).
         print(f"warning: no XLA compilation cache ({error}); set {VARIABLE} to a folder, or to off", file=sys.stderr)
@@ -58,11 +65,17 @@ def enable() -> str | None:
     jax.config.update("jax_compilation_cache_dir", directory)
     # JAX's default is no limit; a limit needs filelock (a dependency, absent only from an
     # install without dependencies, where JAX would warn at every compile instead).
-    limit = jax.config.jax_compilation_cache_max_size  # type: ignore[attr-defined]
-    if limit < 0 and importlib.util.find_spec("filelock"):
+    has_filelock = importlib.util.find_spec("filelock") is not None
+    if jax.config.jax_compilation_cache_max_size < 0 and has_filelock:  # type: ignore[attr-defined]
         jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
+    # Any limit (the user's JAX_COMPILATION_CACHE_MAX_SIZE too) is where a half-saved entry blocks saving.
+    if jax.config.jax_compilation_cache_max_size != -1 and has_filelock and not _remote(directory):  # type: ignore[attr-defined]
         drop_unfinished_entries(directory)
     return directory
+
+
+def _remote(directory: str) -> bool:
+    return "://" in directory
 
 
 def drop_unfinished_entries(directory: str) -> list[str]:

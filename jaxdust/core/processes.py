@@ -171,7 +171,11 @@ def _sigint_handler(handler):
 def interrupt_deferred():
     """Ctrl-C within the block takes effect when it ends: for work that must not stop half
     done (a checkpoint's files: orbax's threads, stopped mid-write, fill the terminal with
-    tracebacks at exit)."""
+    tracebacks at exit). Where Ctrl-C is ignored (a job a script started with ``&``), it
+    stays so: the block does not make it count."""
+    if _on_main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        yield
+        return
     received = []
     with _sigint_handler(lambda number, frame: received.append(number)):
         yield

@@ -14,10 +14,11 @@ LOG_SECONDS = 60.0  # between two lines in a log, and before the first
 
 def in_notebook() -> bool:
     """Whether this process is a Jupyter kernel: its stderr is no terminal, but the
-    notebook redraws a bar's line in place."""
+    notebook redraws a bar's line in place. Colab's shell (and Sage's) is a subclass of
+    Jupyter's."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
-    return type(shell).__name__ == "ZMQInteractiveShell"
+    return any(cls.__name__ == "ZMQInteractiveShell" for cls in type(shell).__mro__)
 
 
 class _Lines:
