@@ -1317,6 +1317,29 @@ def test_solver_soundness_finds_no_fault_and_reports_one_planted(tmp_path, monke
     assert [f["solver"] - f["plain"] for f in faults] == [1, 1, 1]
     assert capsys.readouterr().out.count("FAULT dust board") == 3
 
+    # --paths: a node-limited call resumed from its checkpoint whose line stops short of the
+    # end, or whose bound passes the optimum, is a fault of that way; --holes draws boards
+    # with empty cells, settled, and single rows and one colour are sizes too.
+    def short_line_when_stopped(board, **options):
+        found = solve(board, **options)
+        if options.get("node_limit") and options["node_limit"] <= 32:
+            return dataclasses.replace(found, clicks=found.clicks[:-1])
+        if options.get("node_limit"):
+            return dataclasses.replace(found, lower_bound=found.length + 1)
+        return found
+
+    monkeypatch.setattr(soundness.jaxdust, "solve", short_line_when_stopped)
+    assert soundness.main(["--sizes", "6x4x4", "--boards", "2", "--paths", "--out", str(out)]) == 1
+    ways = [f["way"] for f in json.loads(out.read_text())["sizes"][0]["faults"]]
+    assert ways[:2] == ["resumed under node_limit 16", "resumed under node_limit 32"] and len(ways) > 2
+    assert "resumed under node_limit 64), plain IDA*" in capsys.readouterr().out
+    monkeypatch.setattr(soundness.jaxdust, "solve", solve)
+    assert soundness.main(["--sizes", "8x1x3,3x4x1,former:4x4x3", "--boards", "30", "--holes", "1", "--paths",
+                           "--out", str(out)]) == 0
+    report = json.loads(out.read_text())["sizes"]
+    assert all(r["faults"] == [] and r["holes"] == 1 and r["paths"] for r in report)
+    assert report[1]["max_optimum"] == 1 and report[0]["boards"] == 30
+
 
 def test_the_learners_benchmark_checks_every_learners_size_before_training_any(tmp_path, monkeypatch, capsys):
     learners_benchmark = _benchmark("learners", monkeypatch)
@@ -1405,7 +1428,7 @@ def test_short_seconds_print_with_their_decimals(tmp_path, monkeypatch, capsys):
     """solver_soundness.py printed 0.40 s as 0; compile_profile.py's summary said "XLA
     compiling 0 s" above tables that showed 0.1."""
     soundness = _benchmark("solver_soundness", monkeypatch)
-    monkeypatch.setattr(soundness, "check_size", lambda config, count, seed: {
+    monkeypatch.setattr(soundness, "check_size", lambda config, count, seed, **ways: {
         "rules": config.rules, "width": config.width, "height": config.height, "colors": config.colors,
         "boards": count, "seed": seed, "faults": [], "mean_optimum": 5.0, "max_optimum": 6, "positions": 10,
         "plain_positions": 20, "seconds": 0.4})

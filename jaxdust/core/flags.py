@@ -124,6 +124,14 @@ def finite_float(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    """A number in [0, 1]."""
+    value = finite_float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     value = integer(text)
     if value < 1:
