@@ -37,6 +37,7 @@ PROGRAMS = ("heuristic", "solver_key", "beam_w8_4", "beam_w64_64", "avi_chunk", 
 # entry points that every revision has.
 _MEASURE = """
 import json, sys, time
+import numpy as np
 sys.path.insert(0, sys.argv[1])
 import jax, jax.numpy as jnp
 import jaxdust

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import json
 import math
 import os
 import time
 
 import jax
+import numba
 import numpy as np
 
 from jaxdust import __version__, read_board_file
@@ -161,8 +163,10 @@ def measure(name: str, minutes: float, points: int, seed: int, sets: dict) -> di
 
 def other_machine(saved: dict, hardware: dict) -> str | None:
     """How the ``hardware`` a saved result records differs from this process's, or None: the
-    same kind of device, and on a CPU the same processor and cores."""
-    machine_keys = ("backend", "device_kind") + (("cpu", "cores") if hardware["backend"] == "cpu" else ())
+    same kind of device, on a CPU the same processor and cores, and the same jax, jaxlib and
+    numba."""
+    machine_keys = ("backend", "device_kind") + (("cpu", "cores") if hardware["backend"] == "cpu" else ()) \
+        + ("jax", "jaxlib", "numba")
     for key in machine_keys:
         was = saved.get("hardware", {}).get(key)
         if was != hardware[key]:
@@ -253,8 +257,11 @@ def main(argv=None):
         flags.fail(parser, f"--proven-boards {args.proven_boards}: {PROVEN_FILE} holds {proven}")
 
     sets = board_sets(args.boards, args.seed, args.proven_boards)
+    # The versions of what compiles and runs the programs too: minutes buy other training on
+    # another XLA or numba as on another machine.
     hardware = {"cpu": machine.cpu_name(), "cores": machine.cpu_cores(),
-                "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind}
+                "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
+                "jax": jax.__version__, "jaxlib": importlib.metadata.version("jaxlib"), "numba": numba.__version__}
     # The version too: another version's learners and beams may play otherwise (a kept result
     # would hide it, as kept leaderboard rows once hid a change of the beam's tie-break).
     settings = {"minutes": args.minutes, "seed": args.seed, "points": args.points, "boards": args.boards,

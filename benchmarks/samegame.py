@@ -85,11 +85,12 @@ def main(argv=None) -> dict:
     per_board = {}
     measure = "cells_left" if report["objective"] == "cells_left" else "points"
     agents = {"random legal": baselines.RandomLegal(rules), "largest group (UVa 758)": baselines.largest_group}
+    play_key = jax.random.key(1 + args.seed)  # the random agent's clicks follow --seed (seed 0's as they were)
     for name, policy in agents.items():
         # Compiled for this very batch first: another batch size is another program.
-        play_boards(boards, policy, jax.random.key(1), cap, rules=rules).points.block_until_ready()
+        play_boards(boards, policy, play_key, cap, rules=rules).points.block_until_ready()
         start = time.perf_counter()
-        played = jax.block_until_ready(play_boards(boards, policy, jax.random.key(1), cap, rules=rules))
+        played = jax.block_until_ready(play_boards(boards, policy, play_key, cap, rules=rules))
         seconds = time.perf_counter() - start
         per_board[name] = np.asarray(getattr(played, measure))
         record(report, args.out, name, np.asarray(played.points), np.asarray(played.cells_left), seconds)

@@ -672,8 +672,9 @@ def test_json_lines_recover_or_refuse_without_losing_data(data, tmp_path_factory
         assert path.read_bytes() == data  # refused: left as it was
         return
     kept = path.read_bytes()
-    if kept == data + b"\n":  # a whole last record, its newline added
-        assert isinstance(json.loads(data.splitlines()[-1]), dict)
+    if not data.startswith(kept):  # a whole last record, its newline added (where zero bytes or nothing were)
+        assert kept.endswith(b"\n") and data.startswith(kept[:-1]) and not data[len(kept) - 1:].strip(b" \t\r\n\x00")
+        assert isinstance(json.loads(kept.splitlines()[-1]), dict)
     else:
         torn = data[len(kept):]
         assert data.startswith(kept) and (kept == data or (torn.startswith(b"{") and b"\n" not in torn)
@@ -691,6 +692,11 @@ def test_a_json_lines_tail_of_blanks_or_zero_bytes_is_cut_as_a_torn_line(tmp_pat
     for tail in (b"\n", b"\x00\x00\x00\x00", b"  \r\n\n"):
         path.write_bytes(b'{"a": 1}\n' + tail)
         assert files.recover_json_lines(path) == [{"a": 1}] and path.read_bytes() == b'{"a": 1}\n'
+    path.write_bytes(b'{"a": 1}\n{"b": 2}\x00\x00')  # the record whole, its newline among the zero bytes
+    assert files.recover_json_lines(path) == [{"a": 1}, {"b": 2}] and path.read_bytes() == b'{"a": 1}\n{"b": 2}\n'
+    path.write_bytes(b'{"a": 1}\n{"b": 2}\x00\x00\n{"c": 3}\n')  # zero bytes before a record are no tail
+    with pytest.raises(ValueError, match=":2 is not a JSON record"):
+        files.recover_json_lines(path)
     path.write_bytes(b'{"a": 1}\n\n{"b": 2}\n')  # a blank line between records is no tail
     with pytest.raises(ValueError, match=":2 is not a JSON record"):
         files.recover_json_lines(path)

@@ -846,11 +846,11 @@ def test_compile_times_compares_two_revisions_program_by_program(tmp_path):
     is refused before any run."""
     out = tmp_path / "times.json"
     command = [sys.executable, "benchmarks/compile_times.py", "WORKTREE", "WORKTREE", "--rounds", "1",
-               "--programs", "solver_key,env_4096", "--out", str(out)]
+               "--programs", "solver_key,env_4096,beam_w8_4", "--out", str(out)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = json.loads(out.read_text())["rows"]
-    assert sorted(rows) == ["env_4096", "solver_key"]
+    assert sorted(rows) == ["beam_w8_4", "env_4096", "solver_key"]  # the beam reads the evaluation boards
     for row in rows.values():
         for side in ("old", "new"):
             assert row[side]["first_call_cpu_s"] > 0 and row[side]["warm_ms"] > 0
@@ -929,7 +929,8 @@ def test_equal_times_heuristic_reference_plays_with_the_runs_seed_and_is_kept_pe
     seeds = []
     monkeypatch.setattr(equal_time, "play_set", lambda *args, seed, **kwargs: seeds.append(seed) or {})
     path, sets = str(tmp_path / "reference.json"), {"proven": (None, None), "fresh": (None, None)}
-    cpu = {"cpu": "AMD EPYC", "cores": 2, "backend": "cpu", "device_kind": "cpu"}
+    cpu = {"cpu": "AMD EPYC", "cores": 2, "backend": "cpu", "device_kind": "cpu", "jax": "0.10.2", "jaxlib": "0.10.2",
+           "numba": "0.68.0"}
     equal_time.reference_play(path, sets, {"seed": 3}, cpu)
     assert seeds == [3, 3]
     saved = json.loads(open(path).read())
@@ -939,6 +940,8 @@ def test_equal_times_heuristic_reference_plays_with_the_runs_seed_and_is_kept_pe
     equal_time.reference_play(path, sets, {"seed": 3}, {**cpu, "cores": 1})
     assert seeds == [3, 3, 3, 3]
     assert "does not answer this call (measured with cores 2, this process has 1" in capsys.readouterr().out
+    equal_time.reference_play(path, sets, {"seed": 3}, {**cpu, "cores": 1, "jax": "0.12.0.1"})
+    assert seeds == [3, 3, 3, 3, 3, 3]  # another jax plays it again
 
 
 def _benchmark(name: str, monkeypatch):

@@ -320,6 +320,28 @@ def test_a_header_after_the_first_board_cannot_change_the_files_rules_or_colours
         assert len(jaxdust.read_board_file(path)) == text.count(board)
 
 
+def test_headers_before_the_first_board_cannot_contradict_each_other(tmp_path):
+    """The first rules= and colors= won without a word (a colour-3 board read under a later
+    colors=2), and two fields on one line went the other way, the last winning."""
+    path = tmp_path / "boards.txt"
+    board = "131222113332"
+    refusals = {
+        f"# width=4 height=3 colors=3\n# colors=2\n{board}\n":
+            "boards.txt:2: header colors=2, where an earlier header says colors=3: a file's rules and colour cap",
+        f"# width=4 height=3 rules=former\n# rules=samegame\n{board}\n":
+            "boards.txt:2: header rules=samegame, where an earlier header says rules=former",
+        f"# width=4 height=3 colors=3 colors=2\n{board}\n": "boards.txt:1: header 'width=4 height=3 colors=3 colors=2' sets colors "
+                                                         "twice, to 3 and 2",
+    }
+    for text, message in refusals.items():
+        path.write_text(text)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            jaxdust.read_board_file(path)
+    # Saying the same again, in any spelling, is no contradiction.
+    path.write_text(f"# width=4 height=3 rules=former colors=3 Rules=FORMER\n# colours=3 rules=Former\n{board}\n")
+    assert len(jaxdust.read_board_file(path)) == 1
+
+
 def test_the_solver_refuses_a_board_file_of_two_sizes_before_solving(tmp_path, capsys):
     """It solved every board, then said that --board-file needs boards of one size."""
     path = tmp_path / "boards.txt"

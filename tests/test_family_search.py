@@ -17,6 +17,7 @@ from tests import family_reference as fr
 import jaxdust
 from jaxdust.core import boards as board_io
 from jaxdust.core import files
+from jaxdust.evaluation import baselines
 from jaxdust.solver.api import TranspositionTable
 from jaxdust.core.play import play_boards
 from jaxdust.search import beam
@@ -611,6 +612,13 @@ def test_samegame_benchmark_plays_the_rules_of_env(tmp_path, monkeypatch, capsys
     row = rows["beam 1 (numba)"]
     assert (f"| beam 1 (numba) | 4 | {row['mean_cells_left']:.1f} | {100 * row['cleared']:.0f}% | "
             f"{row['mean_points']:.1f} |") in table
+    # --seed reaches the random agent's clicks as well as the boards (its key stayed 1).
+    seeded = samegame.main(["--env", "Clickomania-10x10x4-v0", "--boards", "4", "--beam-widths", "1", "--jax-widths",
+                            "1", "--nmcs2-boards", "0", "--seed", "1", "--out", str(tmp_path / "seed1.json")])
+    boards = jaxdust.random_boards(jax.random.key(1), 4, jaxdust.GameConfig(10, 10, 4, "clickomania"))
+    played = jaxdust.play_boards(boards, baselines.RandomLegal("clickomania"), jax.random.key(2), 100,
+                                 rules="clickomania")
+    assert seeded["agents"]["random legal"]["mean_cells_left"] == np.mean(np.asarray(played.cells_left))
 
 
 def test_samegame_benchmark_refuses_boards_its_jax_beam_cannot_take_before_playing(tmp_path, monkeypatch, capsys):

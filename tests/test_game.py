@@ -298,6 +298,11 @@ def test_random_legal_action_is_uniform_over_the_mask():
     assert counts[[0, 2, 5, 6]].sum() == 0
     np.testing.assert_allclose(counts[[1, 3, 4]] / 30000, 1 / 3, atol=0.015)
     assert int(game.random_legal_action(jax.random.key(0), jnp.zeros(6, bool))) == 6
+    # Past 2**16 legal cells the 16-bit draw wrapped: no cell after the 65,536th was ever drawn.
+    large = jnp.ones(2**17, bool).at[::4].set(False)  # 98,304 legal cells, half of them past the 2**16th cell
+    actions = np.asarray(jax.vmap(game.random_legal_action, (0, None))(jax.random.split(jax.random.key(0), 2000), large))
+    assert np.all(actions % 4 != 0) and 0.45 < np.mean(actions >= 2**16) < 0.55
+    assert int(game.random_legal_action(jax.random.key(0), jnp.zeros(2**17, bool))) == 2**17
 
 
 @pytest.mark.parametrize("size", [1, 6, 31, 32, 33, 48, 100, 225])

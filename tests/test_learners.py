@@ -17,10 +17,12 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 import jaxdust
 from jaxdust.core import configs, game, machine, play, progress
+from jaxdust.core.env import Rewards
 from jaxdust.evaluation import baselines, registry
 from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners, networks, runs
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_features
@@ -846,6 +848,9 @@ def test_an_mcts_teacher_run_from_before_line_target_share_still_reads():
     (lambda: dqn.DQNConfig(child_share=0.25), "child_share sizes the 'full' backup only"),
     (lambda: dqn.DQNConfig(random_moves_per_game=3.0), "random_moves_per_game is adaptive_epsilon's aim, and adaptive_epsilon is off"),
     (lambda: dqn.DQNConfig.original(epsilon_end=0.1), "epsilon_end shapes the scheduled epsilon, which adaptive"),
+    # Nested: masked clicks are never empty, and the reward was recorded as trained under.
+    (lambda: dqn.DQNConfig(rewards=Rewards(empty_click=-3.0)),
+     r"^rewards_empty_click is paid for an empty click, and mask_actions allows none \(got -3.0\)"),
 ])
 def test_a_setting_another_setting_turns_off_is_refused(make, words):
     """It was taken and recorded in config.json as if the run had trained under it."""
@@ -864,6 +869,30 @@ def test_a_run_saved_with_a_setting_turned_off_reads_it_at_its_default(config_cl
     read = configs.from_json(config_class, saved)
     assert read == config_class(**base)
     assert configs.from_json(config_class, configs.to_json(read)) == read
+
+
+def test_a_dqn_run_saved_with_an_empty_click_reward_it_never_paid_reads_it_at_its_default():
+    saved = configs.to_json(dqn.DQNConfig())
+    saved["rewards"]["empty_click"] = -3.0
+    assert configs.from_json(dqn.DQNConfig, saved) == dqn.DQNConfig()
+    unmasked = {**configs.to_json(dqn.DQNConfig.original()), "rewards": saved["rewards"]}  # paid there: kept
+    assert configs.from_json(dqn.DQNConfig, unmasked).rewards.empty_click == -3.0
+
+
+def test_dqns_learning_rate_decays_over_the_updates_it_makes(monkeypatch):
+    """The cosine ran over every iteration, but the updates begin at ``first_update`` and
+    optax counts only those: a run with a late start ended at ~10x its final rate."""
+    built = []
+    cosine = optax.cosine_decay_schedule
+    monkeypatch.setattr(dqn.optax, "cosine_decay_schedule", lambda *a, **k: built.append(cosine(*a, **k)) or built[-1])
+    config = dqn.DQNConfig(game=jaxdust.GameConfig(4, 3, 3), hidden=(16,), num_envs=16, total_steps=640, chunk_iterations=40,
+                           buffer_size=256, batch_size=16, learning_starts=256)
+    init, run_chunk = dqn.make_dqn(config)
+    runner, _ = run_chunk(init(jax.random.key(0)))
+    updates = int(runner.train.step)
+    assert updates == (config.iterations - config.first_update) * config.updates_per_step == 21
+    assert float(built[0](updates)) == pytest.approx(config.learning_rate * config.final_lr_fraction)
+    assert float(built[0](updates - 1)) > float(built[0](updates))
 
 
 def test_settings_turned_off_at_their_defaults_still_read():
@@ -1505,8 +1534,10 @@ def test_equal_time_calibrates_on_warm_chunks_long_enough_to_hide_each_call(monk
 def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
     equal_time = _equal_time_module()
     settings = {"minutes": 8.0, "seed": 0, "points": 4, "boards": 1000, "proven_boards": None, "jaxdust": "0.2.13"}
-    cpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "backend": "cpu", "device_kind": "cpu"}
-    gpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 16, "backend": "gpu", "device_kind": "NVIDIA H100 80GB HBM3"}
+    versions = {"jax": "0.10.2", "jaxlib": "0.10.2", "numba": "0.68.0"}
+    cpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "backend": "cpu", "device_kind": "cpu", **versions}
+    gpu = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 16, "backend": "gpu", "device_kind": "NVIDIA H100 80GB HBM3",
+           **versions}
     saved = {**settings, "changes": {"hidden": [1024, 1024]}, "hardware": gpu}
     assert equal_time.difference(saved, "wide", settings, gpu) is None
     assert equal_time.difference(saved, "wide", settings, {**gpu, "cpu": "AMD EPYC", "cores": 8}) is None  # the GPU trains
@@ -1528,6 +1559,11 @@ def test_equal_time_reuses_a_variant_only_from_the_same_settings_and_machine():
         "measured with cores 2, this process has 1 (a process pinned with taskset counts the cores it may use)")
     assert equal_time.difference(on_cpu, "wide", {**settings, "jaxdust": "0.2.14"}, cpu) == (
         "measured with jaxdust '0.2.13', not '0.2.14'")
+    # Minutes buy other training under another XLA or numba: a new jax was hidden by a kept run.
+    assert equal_time.difference(saved, "wide", settings, {**gpu, "jaxlib": "0.12.0.1"}) == (
+        "measured with jaxlib '0.10.2', this process has '0.12.0.1'")
+    assert equal_time.difference(on_cpu, "wide", settings, {**cpu, "numba": "0.69.0"}) == (
+        "measured with numba '0.68.0', this process has '0.69.0'")
 
 
 def test_a_loaded_imitation_runs_agents_value_boards_as_its_network_was_trained():

@@ -18,7 +18,7 @@ from jaxdust import solve
 from jaxdust.core import game
 from jaxdust.core import reference as ref
 from jaxdust.core.game import GameConfig
-from jaxdust.core.boards import model_colors, model_rules, require_model_fits
+from jaxdust.core.boards import model_colors, model_rules, parse_board, require_model_fits
 from jaxdust.core.play import play_boards, play_in_chunks
 from jaxdust.evaluation import baselines, ranking, registry
 from jaxdust.learn import agents, learners, networks
@@ -388,6 +388,40 @@ def test_a_network_trained_under_other_rules_is_refused_under_the_default_ones()
     assert mcts.search(boards, evaluator, params, key, 4, rules="former").action.shape == (2,)
     # A network that says "dust" may come from a run without the rule prior, of any rules.
     assert model_rules(agents.ValueHeadScorer(networks.ValuePolicyNetwork(hidden=(8,), colors=3))) is None
+
+
+def test_argmax_play_clicks_a_cluster_when_the_policys_logits_overflow():
+    """Every cluster's prior was -inf, below the -1e9 of the cells that are no cluster's
+    first: the plain argmax chose cell 0, empty on most positions, until the click cap."""
+    network = networks.ValuePolicyNetwork(hidden=(8,), colors=3)
+    board = parse_board("000000" "000000" "110000" "122300" "221300" "330000" "000000" "000000", 8, 6)
+    params = network.init(jax.random.key(1), board[None])
+    inner = dict(params["params"])
+    for layer in ("policy", "cell_logit"):  # finite parameters, logits of +inf
+        inner[layer] = {**inner[layer], "bias": jnp.full_like(inner[layer]["bias"], 3e38)}
+    overflowing = {"params": inner}
+    assert np.isinf(np.asarray(network.apply(overflowing, board[None])[1])).all()
+    action = int(agents.ClusterArgmax(network)(jax.random.key(0), board, overflowing))
+    assert board.reshape(-1)[action] != 0
+    played = play_boards(board[None], agents.ClusterArgmax(network), jax.random.key(0), 20, overflowing)
+    assert bool(played.cleared[0])
+
+
+def test_a_networks_agents_refuse_negative_cells_and_the_points_rules():
+    """A numpy board of negative colours was scored and played (taken as a JAX array, whose
+    int8 colours nothing checked), and a network's policy under the SameGame rules chose
+    lone cells, which remove nothing there, until the click cap."""
+    network = networks.ValuePolicyNetwork(hidden=(8,), colors=3)
+    boards = np.asarray(random_boards(2, GameConfig(4, 3, 3), 0))
+    params = network.init(jax.random.key(1), boards)
+    for call in (lambda: agents.ValueHeadScorer(network)(-boards, params),
+                 lambda: agents.ClusterArgmax(network)(jax.random.key(0), -boards[0], params)):
+        with pytest.raises(ValueError, match=r"the boards hold -3; a cell is 0 \(empty\) or a colour 1..3"):
+            call()
+    for rules in ("samegame", "clickomania"):
+        with pytest.raises(ValueError, match=r"play_boards with a network's policy \(ClusterArgmax\) plays the "
+                                             r"fewest-clicks rules \(dust, former\), got '" + rules):
+            play_boards(boards, agents.ClusterArgmax(network), jax.random.key(0), 12, params, rules=rules)
 
 
 @pytest.mark.parametrize("name", ["avi", "dqn", "imitation"])

@@ -151,6 +151,12 @@ def test_a_solved_game_becomes_a_gif_of_every_position():
         slow.seek(index)
         durations.append(slow.info["duration"])
     assert durations == [327_670, 655_350]
+    # Identical frames in a row play as one for their summed time, which must fit the field too.
+    still = [boards[-1]] * 3
+    with pytest.raises(ValueError, match="shows one unchanged position for 1200000 ms"):
+        jaxdust.game_gif(still, milliseconds=300_000)
+    merged = Image.open(io.BytesIO(jaxdust.game_gif(still, milliseconds=100_000)))
+    assert merged.n_frames == 1 and merged.info["duration"] == 400_000
 
 
 def test_positions_refuse_a_wasted_click_or_mark_where_it_went():

@@ -94,6 +94,18 @@ def test_play_boards_takes_a_users_int64_actions_without_a_warning():
     assert played.actions.dtype == np.int32 and np.all(played.cleared)
 
 
+def test_an_int64_action_beyond_int32_is_off_the_board_not_a_wrapped_cell():
+    """Cast first, 2**32 wrapped round to cell 0 and cleared a board the policy never clicked."""
+    with jax.enable_x64(True):
+        played = play.play_boards(BOARDS, lambda key, board, params: jnp.asarray(2**32, jnp.int64),
+                                  jax.random.key(0), 2)
+        below = play.play_boards(BOARDS, lambda key, board, params: jnp.asarray(-2**32 + 3, jnp.int64),
+                                  jax.random.key(0), 2)
+    for result in (played, below):
+        np.testing.assert_array_equal(result.actions, np.full((len(BOARDS), 2), CONFIG.num_cells))
+        np.testing.assert_array_equal(result.cells_left, np.sum(BOARDS != 0, axis=(1, 2)))
+
+
 def test_a_learners_network_and_its_policy():
     """An avi network (with a round of cell messages, whose parameters it declares itself)
     starts from the same float32 parameters, evaluates boards alike (the value and logits

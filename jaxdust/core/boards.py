@@ -195,7 +195,8 @@ def require_model_shape(boards, model, caller: str) -> None:
     """ValueError where ``boards`` (``[..., W, H]``) are of another width and height than
     ``model``'s ``trained_size`` (where it says one) or hold colours above its
     ``model_colors`` (it one-hots such a colour as no colour at all and plays on without a
-    word). Boards traced under ``jit`` pass the colour check, as in ``require_settled``."""
+    word), or below 0. Boards traced under ``jit`` pass the colour check, as in
+    ``require_settled``."""
     size = _wrapped_field(model, "trained_size", lambda value: isinstance(value, tuple) and len(value) == 2)
     shape = tuple(np.shape(boards)[-2:])  # known under jit too
     if size is not None and shape != tuple(size):
@@ -206,10 +207,13 @@ def require_model_shape(boards, model, caller: str) -> None:
     colors = model_colors(model)
     if colors is None or isinstance(boards, jax.core.Tracer) or not np.size(boards):
         return
-    most = int(np.max(np.asarray(boards)))
+    cells = np.asarray(boards)
+    most, least = int(np.max(cells)), int(np.min(cells))
     if most > colors:
         raise ValueError(f"{caller}: the boards hold colour {most}, but the network was built for {colors} colours "
                          f"(play it on boards of the size and colours it was trained on)")
+    if least < 0:  # the agents take a board as a JAX array, whose int8 colours nothing else checks
+        raise ValueError(f"{caller}: the boards hold {least}; a cell is 0 (empty) or a colour 1..{colors}")
 
 
 def parse_board(data: str | game.BoardLike, width: int | None = None, height: int | None = None,
@@ -395,13 +399,15 @@ def _header_fields(line: str) -> dict[str, str]:
     parts = text.split()
     if not parts or "=" not in parts[0]:
         return {}
-    fields = {}
+    fields: dict[str, str] = {}
     for name, _, value in (part.partition("=") for part in parts if "=" in part[1:]):
         name = _HEADER_SPELLINGS.get(name.lower(), name.lower())
         meant = difflib.get_close_matches(name, HEADER_FIELDS, n=1, cutoff=0.75)
         if name not in HEADER_FIELDS and meant:
             raise ValueError(f"header {line.strip()!r}: unknown field {name!r}; did you mean {meant[0]}=? "
                              f"(a header sets {', '.join(HEADER_FIELDS)})")
+        if name in HEADER_FIELDS and fields.get(name, value).lower() != value.lower():
+            raise ValueError(f"header {line.strip()!r} sets {name} twice, to {fields[name]} and {value}")
         fields[name] = value
     return fields
 
@@ -493,7 +499,8 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
     where neither says. ValueError ``"<source>:<line>: ..."`` (``"line <line>: ..."``
     without a source) for a bad header, and for one after the first board that would be
     read as changing the file's rules or raising its colour cap (``declared_rules``,
-    ``declared_colours``: they hold for the whole file): a ``rules=`` other than the file's,
+    ``declared_colours``: they hold for the whole file), or before it for one that
+    contradicts an earlier one: a ``rules=`` other than the file's,
     a ``colors=`` above its cap or not a number of colours, or in a file of other rules than
     the dust game's a header with ``colors=`` and no ``rules=`` (a dust file's, as the
     project writes them, pasted after another game's boards). Also a ValueError for a board
@@ -520,6 +527,11 @@ def board_lines(lines: Iterable[str], width: int | None = None, height: int | No
             said_rules = fields["rules"].lower() if "rules" in fields else None
             said_cap = int(fields["colors"]) if _is_whole(fields.get("colors", "")) else None
             if not boards_began:
+                for name, earlier, said in (("rules", rules, said_rules), ("colors", cap, said_cap)):
+                    if earlier is not None and said is not None and said != earlier:
+                        raise ValueError(f"{_where(source, number)}: header {name}={fields[name]}, where an earlier "
+                                         f"header says {name}={earlier}: a file's rules and colour cap hold for all "
+                                         "its boards")
                 rules, cap = rules or said_rules, cap if cap is not None else said_cap
                 continue
             said_colours = fields.get("colors")

@@ -131,10 +131,19 @@ def _defaults(config_class) -> dict:
     return defaults
 
 
+def _setting(holder, name: str):
+    """``holder``'s setting ``name``: a field, or a field of a nested config as
+    ``rewards.empty_click``."""
+    for part in name.split("."):
+        holder = getattr(holder, part)
+    return holder
+
+
 def _turned_off(config, config_class=None) -> list[tuple[str, str]]:
     """``(name, why)`` for each setting another setting of ``config`` turns off (the class's
-    ``UNUSED_WHERE``: ``(names, used(config), why)`` triples; ``config_class``: where
-    ``config`` is a view of a saved one's values)."""
+    ``UNUSED_WHERE``: ``(names, used(config), why)`` triples, a name a field or one of a
+    nested config's, ``rewards.empty_click``; ``config_class``: where ``config`` is a view of
+    a saved one's values)."""
     rules = getattr(config_class or type(config), "UNUSED_WHERE", ())
     return [(name, why) for names, used, why in rules if not used(config) for name in names]
 
@@ -151,11 +160,11 @@ def require_used_settings(config) -> None:
     saved before the field existed) passes."""
     turned_off = _turned_off(config)
     absent = getattr(type(config), "ABSENT_MEANS", {})
-    defaults = _defaults(type(config)) if turned_off else {}
+    defaults = types.SimpleNamespace(**_defaults(type(config))) if turned_off else None
     for name, why in turned_off:
-        value = getattr(config, name)
-        if value != defaults[name] and not (name in absent and value == absent[name]):
-            raise FieldError(name, f"{why} (got {value!r})")
+        value = _setting(config, name)
+        if value != _setting(defaults, name) and not (name in absent and value == absent[name]):
+            raise FieldError(name.replace(".", "_"), f"{why} (got {value!r})")  # the flag's name
 
 
 def _unused_settings_at_default(config_class, values: dict, saved) -> dict:
@@ -166,8 +175,13 @@ def _unused_settings_at_default(config_class, values: dict, saved) -> dict:
         return values
     defaults = _defaults(config_class)
     view = types.SimpleNamespace(**{**defaults, **values})
-    turned_off = {name for name, _ in _turned_off(view, config_class) if name in saved}
-    return {**values, **{name: defaults[name] for name in turned_off}}
+    read = dict(values)
+    for name, _ in _turned_off(view, config_class):
+        field, _, nested = name.partition(".")  # one level of nesting: rewards.empty_click
+        if field in saved:
+            read[field] = dataclasses.replace(read[field], **{nested: getattr(defaults[field], nested)}) if nested \
+                else defaults[field]
+    return read
 
 
 def require_game(game_config) -> None:

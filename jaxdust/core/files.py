@@ -291,7 +291,8 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
     last line (a process killed mid-write: the start of an object, no newline at its end)
     is cut off it, so appending can continue cleanly, as is a tail of blank lines or zero
     bytes after the last record; a whole object without its newline
-    (no prefix of an object parses but the object itself) is kept and the newline added.
+    (no prefix of an object parses but the object itself), or with zero bytes where its
+    newline was, is kept and the newline added.
     A missing file reads as no records, and so does, to a writer's resume (``repair``), a
     pipe, a terminal or a device (``/dev/stdout``): it holds nothing to resume, and reading
     it would wait for ever.
@@ -315,10 +316,14 @@ def iter_json_lines(path: str | os.PathLike, repair: bool = True) -> Iterator[di
     keep, last, cut = 0, b"", False
     with open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                record = None
+            record = _loads(line)
+            whole = line.rstrip(_BLANK)
+            if record is None and whole != line and isinstance(last_record := _loads(whole), dict) \
+                    and _blank_from_here(line[len(whole):], handle):
+                # a whole record whose newline a power cut left among the zero bytes after it
+                yield last_record
+                keep, last, cut = keep + len(whole), whole, True
+                break
             # torn, or a tail of blanks or zero bytes, as a power cut after an append can leave
             cut = (not line.endswith(b"\n") and line.startswith(b"{") and not isinstance(record, dict)
                    or record is None and _blank_from_here(line, handle))
@@ -333,9 +338,17 @@ def iter_json_lines(path: str | os.PathLike, repair: bool = True) -> Iterator[di
     if repair and cut:  # (not a size read now: a line another process appended since is no tail)
         with open(path, "r+b") as handle:
             handle.truncate(keep)
-    elif repair and last and not last.endswith(b"\n"):  # a whole last record: appending goes on a new line
+    if repair and last and not last.endswith(b"\n"):  # a whole last record: appending goes on a new line
         with open(path, "ab") as handle:
             handle.write(b"\n")
+
+
+def _loads(line: bytes) -> Any:
+    """A line's JSON value, or None where it does not parse."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 def _blank_from_here(line: bytes, handle: BinaryIO) -> bool:

@@ -294,7 +294,10 @@ def random_legal_action(key: jax.Array, action_mask: jax.Array) -> jax.Array:
     Returns ``N`` if the mask is all False.
     """
     count = jnp.sum(action_mask, dtype=jnp.int32)
-    k = uniform_below(random_halfwords(key, 1)[0], count)
+    if action_mask.shape[0] <= 2**16:
+        k = uniform_below(random_halfwords(key, 1)[0], count)
+    else:  # past uniform_below's 2**16 its product wraps, and no cell after the 65,536th was drawn
+        k = jax.random.randint(key, (), 0, jnp.maximum(count, 1), jnp.int32)
     return jnp.where(count == 0, action_mask.shape[0], kth_true(action_mask, k))
 
 

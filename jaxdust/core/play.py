@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdust.core import game
-from jaxdust.core.boards import require_hashable, require_model_fits, require_settled
+from jaxdust.core.boards import model_colors, require_hashable, require_model_fits, require_settled
 from jaxdust.core.flags import INT32_LIMIT
 
 Policy = Callable[[jax.Array, jax.Array, object], jax.Array]  # (key, board, params) -> action
@@ -58,7 +58,8 @@ def play_boards(boards: game.BoardLike, policy: Policy, key: jax.Array, max_clic
       key: PRNG key for stochastic policies; board ``i`` plays with
         ``game.indexed_keys(key, N)[i]`` (folded with the click's number), so it plays alike
         however ``play_in_chunks`` splits the ``N`` boards and among more boards after it;
-        moved to another index, it gets another key.
+        moved to another index, it gets another key. (With JAX's default threefry keys:
+        under ``rbg`` and ``unsafe_rbg`` keys a vmapped draw depends on the batch too.)
       max_clicks: the click cap; stops games that never finish (e.g. a policy that keeps
         clicking empty cells).
       params: the policy's parameters, passed to every call (traced, not baked in).
@@ -71,8 +72,10 @@ def play_boards(boards: game.BoardLike, policy: Policy, key: jax.Array, max_clic
         large for the rules' int32 figures (``game.require_cells``), not settled under
         ``rules`` or holding colours the policy's network was not built for (checked where
         they are not traced), a ``max_clicks`` that is not a positive
-        integer below 2^31, unknown rules, or ``rules`` other than those the policy's
-        network says it was trained under (``boards.model_rules``).
+        integer below 2^31, unknown rules, ``rules`` other than those the policy's
+        network says it was trained under (``boards.model_rules``), or a network's policy
+        under rules outside ``game.CLICK_RULES`` (it may choose a lone cell, which the
+        points rules do not remove).
       TypeError: ``key`` not one random key (``jax.random.key(seed)``, or a raw
         ``jax.random.PRNGKey(seed)``), a policy that cannot
         be hashed, or (while tracing)
@@ -98,6 +101,8 @@ def _checked(boards, policy: Policy, max_clicks, rules: str) -> jax.Array:
     game.require_cells(boards.shape[1], boards.shape[2], rules)  # points past int32 would wrap
     require_settled(boards, rules, "play_boards")  # a position the rules never make plays otherwise
     require_model_fits(boards, policy, rules, "play_boards")
+    if model_colors(policy) is not None:  # a network's cell or cluster may be a single cell, which removes nothing
+        game.require_click_rules(rules, f"play_boards with a network's policy ({type(policy).__name__})")
     require_hashable(policy, "policy", "play_boards")
     return boards
 
@@ -114,9 +119,7 @@ def _play_boards(boards: jax.Array, policy: Policy, board_keys: jax.Array, max_c
 
     def one_click(carry: _PlayCarry) -> _PlayCarry:
         click_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(board_keys, carry.step)
-        actions = _actions(jax.vmap(policy, in_axes=(0, 0, None))(click_keys, carry.boards, params), num_boards)
-        # Off the board (a negative action too) is one value, never -1: -1 marks a line's end.
-        actions = jnp.where((actions < 0) | (actions >= cells), cells, actions)
+        actions = _actions(jax.vmap(policy, in_axes=(0, 0, None))(click_keys, carry.boards, params), num_boards, cells)
         playing = ~over(carry.boards)
         after, removed = jax.vmap(lambda board, action: game.click_action(board, action, rules))(carry.boards, actions)
         return _PlayCarry(
@@ -140,14 +143,17 @@ def _play_boards(boards: jax.Array, policy: Policy, board_keys: jax.Array, max_c
     return PlayResult(end.clicks, cleared, end.actions, end.points + jnp.where(cleared, game.CLEAR_BONUS, 0), cells_left)
 
 
-def _actions(actions: jax.Array, num_boards: int) -> jax.Array:
-    """A policy's actions ``[N]`` as int32 (under x64 ``jnp.argmax`` gives int64, which the
-    int32 action log would take with JAX's warning); TypeError, while tracing, for a policy
-    that does not return one integer per board."""
+def _actions(actions: jax.Array, num_boards: int, cells: int) -> jax.Array:
+    """A policy's actions ``[N]`` as int32, every one off the board (a negative one too) as
+    ``cells``, never -1 (which marks a line's end); TypeError, while tracing, for a policy
+    that does not return one integer per board. Under x64 ``jnp.argmax`` gives int64: the
+    range is checked before the cast, which would wrap 2**32 round to cell 0."""
     if not jnp.issubdtype(actions.dtype, jnp.integer) or actions.shape != (num_boards,):
         raise TypeError(f"play_boards: a policy returns one integer action per board, "
                         f"got {actions.dtype} of shape {actions.shape[1:]} per board")
-    return actions.astype(jnp.int32)
+    if jnp.iinfo(actions.dtype).bits < 32:  # widened first: a uint8 cannot hold 256 cells to compare with
+        actions = actions.astype(jnp.int32)
+    return jnp.where((actions < 0) | (actions >= cells), cells, actions).astype(jnp.int32)
 
 
 # Boards played at a time where a caller does not say (evaluate.py's --chunk, a run's
@@ -160,8 +166,9 @@ def play_in_chunks(boards, policy: Policy, key: jax.Array, max_clicks: int, chun
     """``play_boards`` over ``chunk`` boards at a time (one compilation: the last chunk is
     padded with empty boards, which end at once), or all at once when there are fewer: a
     search policy (MCTS) pays for every padded board. Each board plays with the key
-    ``play_boards(boards, ..., key)`` gives it, whatever ``chunk``. ``progress(n)`` is
-    called per chunk."""
+    ``play_boards(boards, ..., key)`` gives it, whatever ``chunk`` (a stochastic policy
+    plays alike only with threefry keys: see ``play_boards``). ``progress(n)`` is called
+    per chunk."""
     # Cut, padded and joined on the host (boards, keys' data, results): on the device each
     # new size of slice, padding and join compiled a program on the first call.
     game.require_key(key, "play_in_chunks")

@@ -181,8 +181,22 @@ def game_gif(boards: game.BoardLike, highlights: Sequence[game.BoardLike | None]
     if 2 * milliseconds // 10 > MAX_GIF_DELAY:  # the last frame shows for twice as long
         raise ValueError(f"milliseconds must be at most {(MAX_GIF_DELAY * 10 + 9) // 2} (the last frame shows twice "
                          f"as long, and a GIF delay is at most {MAX_GIF_DELAY} hundredths of a second), got {milliseconds}")
-    frames = [Image.fromarray(board_rgb(b, h, cell_size)) for b, h in zip(boards, highlights)]
-    durations = [milliseconds] * (len(frames) - 1) + [2 * milliseconds]
+    pixels = [board_rgb(b, h, cell_size) for b, h in zip(boards, highlights)]
+    durations = [milliseconds] * (len(pixels) - 1) + [2 * milliseconds]
+    longest = _longest_shown(pixels, durations)
+    if longest // 10 > MAX_GIF_DELAY:  # Pillow merges identical frames in a row, summing their delays
+        raise ValueError(f"milliseconds={milliseconds} shows one unchanged position for {longest} ms (identical frames "
+                         f"in a row play as one), past a GIF delay's {MAX_GIF_DELAY} hundredths of a second")
+    frames = [Image.fromarray(p) for p in pixels]
     buffer = io.BytesIO()
     frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=durations, loop=0)
     return buffer.getvalue()
+
+
+def _longest_shown(pixels: list[np.ndarray], durations: list[int]) -> int:
+    """The longest summed duration (ms) of a run of identical frames in a row."""
+    longest = run = 0
+    for index, (frame, duration) in enumerate(zip(pixels, durations)):
+        run = run + duration if index and np.array_equal(frame, pixels[index - 1]) else duration
+        longest = max(longest, run)
+    return longest

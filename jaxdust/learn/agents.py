@@ -148,8 +148,10 @@ class ClusterArgmax(Trained):
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
         board = self._inputs(board, params, 2)
         _, logits = self.network.apply(params, board[None])
-        prior, _ = cluster_prior(board[None], logits)
-        return jnp.argmax(prior[0]).astype(jnp.int32)
+        prior, first = cluster_prior(board[None], logits)
+        # Masked, not a plain argmax: with logits that overflow every cluster's prior is -inf,
+        # below the placeholder of the cells that are no cluster's first (empty ones too).
+        return networks.masked_argmax(prior[0], first[0])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -85,6 +85,8 @@ class DQNConfig:
          "is adaptive_epsilon's aim, and adaptive_epsilon is off"),
         (("epsilon_end", "epsilon_fraction"), lambda config: not config.adaptive_epsilon,
          "shapes the scheduled epsilon, which adaptive_epsilon replaces"),
+        (("rewards.empty_click",), lambda config: not config.mask_actions,
+         "is paid for an empty click, and mask_actions allows none"),
     )
 
     def __post_init__(self):
@@ -384,8 +386,11 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
     """
     env = config.env
     network = config.network
+    # Over the updates made, which begin at first_update: optax counts only those, and a
+    # cosine over every iteration ended the run above final_lr_fraction.
     schedule = optax.cosine_decay_schedule(
-        config.learning_rate, max(1, config.iterations * config.updates_per_step), alpha=config.final_lr_fraction
+        config.learning_rate, max(1, (config.iterations - config.first_update) * config.updates_per_step),
+        alpha=config.final_lr_fraction,
     )
     optimizer = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(schedule))
 

@@ -165,7 +165,9 @@ class LinearScorer:
 
     def __call__(self, boards: jax.Array, params=None) -> jax.Array:
         steps = np.asarray(self.steps, np.float32)
-        total = batch_features(boards) @ steps[: len(FEATURES)]
+        # HIGHEST: a GPU may multiply float32 at TF32's 11 bits by default, which rounds a
+        # weight of thousands of steps, and the scores' exact ties with numba's would go.
+        total = jnp.dot(batch_features(boards), steps[: len(FEATURES)], precision=jax.lax.Precision.HIGHEST)
         if steps.shape[0] > len(FEATURES):
             total = total + extra_column_runs(boards) * steps[len(FEATURES)]
         return jnp.round(total) * np.float32(SCORE_STEP)
