@@ -338,7 +338,8 @@ def test_headers_before_the_first_board_cannot_contradict_each_other(tmp_path):
         with pytest.raises(ValueError, match=re.escape(message)):
             jaxdust.read_board_file(path)
     # Saying the same again, in any spelling, is no contradiction.
-    path.write_text(f"# width=4 height=3 rules=former colors=3 Rules=FORMER\n# colours=3 rules=Former\n{board}\n")
+    path.write_text(f"# width=4 height=3 rules=former colors=3 Rules=FORMER colours=03\n# colours=3 rules=Former\n"
+                    f"{board}\n")
     assert len(jaxdust.read_board_file(path)) == 1
 
 

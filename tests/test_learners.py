@@ -848,6 +848,8 @@ def test_an_mcts_teacher_run_from_before_line_target_share_still_reads():
     (lambda: dqn.DQNConfig(child_share=0.25), "child_share sizes the 'full' backup only"),
     (lambda: dqn.DQNConfig(random_moves_per_game=3.0), "random_moves_per_game is adaptive_epsilon's aim, and adaptive_epsilon is off"),
     (lambda: dqn.DQNConfig.original(epsilon_end=0.1), "epsilon_end shapes the scheduled epsilon, which adaptive"),
+    (lambda: imitation.ImitationConfig(game=jaxdust.GameConfig(5, 3, 3), mirror=False),
+     r"^mirror acts where a board and its mirror image play alike \(game.mirror_symmetric\), and these boards"),
     # Nested: masked clicks are never empty, and the reward was recorded as trained under.
     (lambda: dqn.DQNConfig(rewards=Rewards(empty_click=-3.0)),
      r"^rewards_empty_click is paid for an empty click, and mask_actions allows none \(got -3.0\)"),
@@ -861,7 +863,8 @@ def test_a_setting_another_setting_turns_off_is_refused(make, words):
 @pytest.mark.parametrize("config_class, base, setting", [
     (dqn.DQNConfig, {}, {"child_share": 0.25}), (dqn.DQNConfig, {}, {"random_moves_per_game": 3.0}),
     (dqn.DQNConfig, {"adaptive_epsilon": True}, {"epsilon_end": 0.1, "epsilon_fraction": 0.5}),
-    (avi.AVIConfig, {}, {"teacher_simulations": 32, "teacher_gumbel_scale": 0.5})])
+    (avi.AVIConfig, {}, {"teacher_simulations": 32, "teacher_gumbel_scale": 0.5}),
+    (imitation.ImitationConfig, {"game": jaxdust.GameConfig(5, 3, 3)}, {"mirror": False})])
 def test_a_run_saved_with_a_setting_turned_off_reads_it_at_its_default(config_class, base, setting):
     """Versions before 0.2.45 took these settings, which did nothing, and saved them in
     config.json: such a run still reads (to evaluate or resume it), as the run it was."""

@@ -406,10 +406,16 @@ def _header_fields(line: str) -> dict[str, str]:
         if name not in HEADER_FIELDS and meant:
             raise ValueError(f"header {line.strip()!r}: unknown field {name!r}; did you mean {meant[0]}=? "
                              f"(a header sets {', '.join(HEADER_FIELDS)})")
-        if name in HEADER_FIELDS and fields.get(name, value).lower() != value.lower():
+        if name in HEADER_FIELDS and _header_value(fields.get(name, value)) != _header_value(value):
             raise ValueError(f"header {line.strip()!r} sets {name} twice, to {fields[name]} and {value}")
         fields[name] = value
     return fields
+
+
+def _header_value(value: str) -> int | str:
+    """A header field's value as its readers compare it: a number as a number (``03`` is 3),
+    a name in any case."""
+    return int(value) if _is_whole(value) else value.lower()
 
 
 def _header_field(lines: Iterable[str], name: str, source: str | None = None) -> tuple[str | None, int | None]:

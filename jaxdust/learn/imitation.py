@@ -76,6 +76,8 @@ class ImitationConfig:
     UNUSED_WHERE: ClassVar[tuple] = (
         (("cell_rounds", "cell_width"), lambda config: config.architecture == "cell-head",
          "acts on the 'cell-head' architecture only"),
+        (("mirror",), lambda config: config.game.mirror_symmetric,
+         "acts where a board and its mirror image play alike (game.mirror_symmetric), and these boards do not"),
     )
 
     def __post_init__(self):
