@@ -1,15 +1,17 @@
 """Run every notebook here top to bottom and store it with its outputs, so that it reads
-(boards, curves, histograms) without being run. Its settings follow the machine (``SMALL``
-on a CPU, the full sizes on a GPU); the files a notebook writes go to a temporary folder,
-not into the checkout:
+(boards, curves, histograms) without being run. The stored copies are a CPU's run at the
+small settings (``SMALL``), which the tests compare with, so the kernel runs on the CPU
+also where a GPU answers (``benchmarks/gpu_suite.py --step notebooks`` runs them at a GPU's
+sizes); the files a notebook writes go to a temporary folder, not into the checkout. Each
+copy names the jaxdust version that made it (its metadata's ``jaxdust``), and the tests
+ask for this version's: run it again after a version change.
 
     python notebooks/execute.py            # all four, a few minutes on a CPU
     python notebooks/execute.py quickstart
-
-The tests execute them again and check that the stored copies were executed in order.
 """
 
 import argparse
+import os
 import pathlib
 import sys
 import tempfile
@@ -18,6 +20,7 @@ import nbformat
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import jaxdust
 from jaxdust.core.files import atomic_write_bytes
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -26,10 +29,12 @@ HERE = pathlib.Path(__file__).resolve().parent
 def execute(path: pathlib.Path) -> nbformat.NotebookNode:
     notebook = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="jaxdust-notebook-") as folder:
-        NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": folder}}).execute()
+        NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": folder}}).execute(
+            env={**os.environ, "JAX_PLATFORMS": "cpu"})
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = merged_streams(cell.outputs)
+    notebook.metadata["jaxdust"] = {"version": jaxdust.__version__}
     return notebook
 
 

@@ -41,7 +41,7 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # numba's cache, compiled once: on a fresh checkout every process that reached a search
-# before anything was cached compiled it again (~20 s each for the exact solver). The first
+# before anything was cached compiled it again (tens of seconds each for the exact solver). The first
 # process starts compiled.PARTS in the background, one process each (~30 s on a fresh
 # checkout where compile_all in one process takes ~50 s); each test process waits for them
 # after collecting, before its first test (xdist's workers inherit the variable). Letting a

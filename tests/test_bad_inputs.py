@@ -29,7 +29,7 @@ from jaxdust.evaluation import benchmark, leaderboard, ranking, registry
 from jaxdust.learn import cli as train_cli
 from jaxdust.learn import agents, avi, datasets, dqn, imitation, networks, runs
 from jaxdust.learn.datasets import DatasetConfig
-from jaxdust.search import beam, mcts
+from jaxdust.search import beam, mcts, selection
 from jaxdust.search.points import points_beam_solutions
 from jaxdust.search.beam import lookahead_heuristic, lookahead_scorer
 from jaxdust.solver import cli as solver_cli
@@ -194,6 +194,8 @@ FILE_CASES = [
     ("evaluate", ["--agents", ""], ["--agents", "no agent given"]),
     ("evaluate", ["--agents", ","], ["--agents", "no agent given"]),
     ("evaluate", ["--agents", "largest,,random"], ["--agents", "empty name"]),
+    # read as left out: compared with the board file's lengths, not refused
+    ("evaluate", ["--agents", "largest,random", "--reference", " "], ["--reference", "empty name"]),
     ("evaluate", ["--agents", "largest,largest"], ["largest given more than once"]),
     ("evaluate", ["--agents", "telepathy"], ["unknown agent 'telepathy'", "largest"]),
     ("evaluate", ["--agents", "largest:3"], ["'largest' takes no parameter"]),
@@ -531,8 +533,10 @@ def test_the_solver_resumes_only_its_own_boards_and_rules(tmp_path, capsys):
     assert "solved under --rules dust, not former" in line and not (tmp_path / "proven.txt").exists()
     line = refused("solver-file", [str(others), "--out", str(out)], capsys)
     assert "another board for line 2 (223322, the file has 232322)" in line
-    (tmp_path / "foreign.jsonl").write_text('{"line": "x"}\n')
+    foreign = b'{"line": "x"}\n{"length": 4, "bo'  # the torn last line was cut before the refusal
+    (tmp_path / "foreign.jsonl").write_bytes(foreign)
     assert "is not a solver result" in refused("solver-file", [str(boards), "--out", str(tmp_path / "foreign.jsonl")], capsys)
+    assert (tmp_path / "foreign.jsonl").read_bytes() == foreign
     assert out.read_bytes() == written
     declared = tmp_path / "former.txt"
     declared.write_text("# width=3 height=2 rules=former\n223322\n")
@@ -771,6 +775,15 @@ API_CASES = [
     (lambda: jaxdust.beam_search(np.full((8, 6), 12), width=2), "holds 12"),
     (lambda: jaxdust.solve("1212"), "give its width and height"),
     (lambda: upper_bound.beam_clicks(np.ones((9, 8), np.int8), 4, 1), "bitboards hold at most 64 cells, got 9x8"),
+    # Width 0 wrote the root into a beam of no rows: a segmentation fault.
+    (lambda: upper_bound.beam_clicks(np.eye(4, 3, dtype=np.int8) + 1, 0, 2), "width must be a positive integer, got 0"),
+    (lambda: upper_bound.beam_upper_bound(upper_bound.to_planes(np.eye(4, 3, dtype=np.int8) + 1, 2),
+                                          upper_bound.make_geometry(4, 3, "dust"), 0, upper_bound.heuristic_weights("dust"),
+                                          np.zeros(12, np.uint64)), "the width must be at least 1"),
+    (lambda: upper_bound.beam_clicks(np.eye(4, 3, dtype=np.int8) + 1, 2, 2, shortlist=-1),
+     "shortlist must be a non-negative integer, got -1"),
+    # Past the row's length the bisection never had enough: column 0, repeated.
+    (lambda: selection.smallest_columns(jnp.zeros((1, 3)), 5), "count must be between 1 and the row's 3 scores, got 5"),
     (lambda: solve_dfs(np.ones((9, 8), np.int8), time_limit=None, node_limit=10), "at most 64 cells"),
     (lambda: dqn.DQNConfig(buffer_size=4096), "learning_starts .8192. cannot exceed buffer_size .4096."),
     (lambda: dqn.DQNConfig(total_steps=10), r"total_steps \(10\) ends before the first update: learning_starts"),

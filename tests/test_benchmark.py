@@ -195,9 +195,14 @@ def test_a_board_set_checks_its_lengths_when_made_not_after_the_agent_played():
             (np.where(np.arange(3)[:, None, None] == 1, 12, loaded.boards), best, lower,
              "a board of the benchmark set holds 12; colours are 0 \\(empty\\) to 9"),
             (loaded.boards * (np.arange(6)[None, None, :] != 0), best, lower,
-             "a benchmark set: board 0: cell \\(0, 1\\) floats above an empty cell")):
+             "a benchmark set: board 0: cell \\(0, 1\\) floats above an empty cell"),
+            # taken, and every agent's row then read 0% optimal, or raised as if the solver were wrong
+            (loaded.boards, [0, 0, 0], [0, 0, 0], "0 clicks on a board with cells, on board 0"),
+            (loaded.boards, [999] * 3, [999] * 3, "more clicks than its cells, on board 0")):
         with pytest.raises(ValueError, match=words):
             benchmark.BoardSet("bad", boards, best_, lower_)
+    empty = benchmark.BoardSet("empty", np.zeros((1, 6, 6), np.int64), [0], [0])  # nothing to click
+    assert empty.boards.dtype == np.int8  # as score's docstring hands them to a callable: an int64 set gave int64
 
 
 def test_a_solver_cannot_change_the_boards_it_is_scored_on():
@@ -240,8 +245,10 @@ def test_named_agents_score_as_evaluate_plays_them(capsys):
 
 def test_a_length_below_a_proven_optimum_is_refused():
     board_set = benchmark.load_set("6x6x5", limit=3)
-    with pytest.raises(ValueError, match="below a proven lower bound"):
-        benchmark.row("liar", board_set, board_set.best - 1, np.ones(3, bool), 1.0)
+    lengths = board_set.best - np.array([0, 1, 1])
+    with pytest.raises(ValueError, match=f"liar: board 1 cleared in {lengths[1]} clicks, below the set's proven lower "
+                                         f"bound {board_set.lower[1]}: the set's bound, or the agent's line, is wrong"):
+        benchmark.row("liar", board_set, lengths, np.ones(3, bool), 1.0)
 
 
 def test_cpu_beam_agent_returns_replayable_solutions_no_shorter_than_the_optimum():
@@ -839,6 +846,20 @@ def test_compile_profile_counts_compiles_in_every_process_of_a_command(tmp_path)
 
 
 @pytest.mark.slow
+def test_the_numba_benchmark_compiles_into_an_empty_cache_then_only_loads(tmp_path):
+    """``benchmarks/numba_compile.py``, the source of the loading notices' seconds: the
+    first process compiles (numba's cache misses), the second on the cache it left
+    compiles nothing, so its time is a load's."""
+    out = tmp_path / "numba.json"
+    ran = subprocess.run([sys.executable, "benchmarks/numba_compile.py", "--searches", "dfs", "--out", str(out)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    row = json.loads(out.read_text())["results"]["dfs"]
+    assert row["compile"]["cache_misses"] > 0 and row["compile"]["cache_hits"] == 0
+    assert row["load"]["cache_misses"] == 0 and row["load"]["cache_hits"] >= 1  # callees come with their caller
+    assert "| dfs |" in ran.stdout
+
+
 def test_compile_times_compares_two_revisions_program_by_program(tmp_path):
     """``benchmarks/compile_times.py``: each revision's first call and warm calls of a
     program, in fresh processes (both sides here are the working tree: no timing is
@@ -1024,8 +1045,8 @@ def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, 
 
 
 REPORTING_BENCHMARKS = ["beam", "cluster_pooling", "compare_solvers", "compile_times", "dataset_filter", "dataset_maker",
-                        "env_throughput", "gpu_estimate", "learners", "ranking", "samegame", "soak", "solver",
-                        "solver_soundness", "tune_heuristic"]
+                        "env_throughput", "gpu_estimate", "learners", "numba_compile", "ranking", "samegame", "soak",
+                        "solver", "solver_soundness", "tune_heuristic"]
 
 
 def test_every_benchmark_with_a_json_report_names_its_out_flag_here():

@@ -795,6 +795,15 @@ def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do
     shutil.copytree(tmp_path / "copy", run / "data")
     monkeypatch.undo()  # make_dataset finds the copy finished
     assert train_main([*argv, "--resume", "--resume-step", "20"])["learner"] == "imitation"
+    # A resume that trains nothing, or is refused, rewrote config.json: a changed run to
+    # fingerprint (its kept results played again), a refused --checkpoint-every kept.
+    written = (run / "config.json").read_bytes()
+    for extra in (["--data", str(run / "data")], [], ["--resume-step", "99", "--checkpoint-every", "3"]):
+        try:
+            train_main(["imitation", "--run-dir", str(run), "--resume", *extra])
+        except SystemExit:
+            assert "no checkpoint 99" in capsys.readouterr().err
+        assert (run / "config.json").read_bytes() == written, extra
 
 
 def test_the_manifest_is_rewritten_a_few_times_a_doubling_and_an_interrupted_set_resumes_whole(tmp_path, monkeypatch):

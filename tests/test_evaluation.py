@@ -1,6 +1,7 @@
 """Baseline policies, batched play of board sets, summaries and the evaluate.py CLI."""
 
 import csv
+import io
 import json
 import os
 import re
@@ -159,7 +160,7 @@ def _reference(path, rules="dust"):
     return (None if best is None else best.tolist()), proven
 
 
-def test_a_board_files_reference_follows_its_columns(tmp_path, boards_dir, capsys):
+def test_a_board_files_reference_follows_its_columns(tmp_path, boards_dir, capsys, monkeypatch):
     """What a file's numbers are comes from its comments, never from the numbers: a
     fewest-clicks set's reference is its fewest clicks found (proven where every lower bound
     equals it); a file of largest-first and best-known columns is best known, even where the
@@ -180,6 +181,9 @@ def test_a_board_files_reference_follows_its_columns(tmp_path, boards_dir, capsy
     beam.write_text(beam.read_text().replace(f"{boards[1]} 13 13", boards[1]))  # one line with no length
     assert _reference(beam) == (None, False)
     assert "beam.txt:4 gives no length after its board where other lines do" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(beam.read_bytes())))
+    assert _reference("-") == (None, False)
+    assert "note: standard input:4 gives no length" in capsys.readouterr().err  # was "-:4"
     fewest.write_text(fewest.read_text().replace(" 9 8", " 9"))  # a lower bound missing
     with pytest.raises(ValueError, match=r"fewest.txt:5: a fewest-clicks set's line is the board, the fewest"):
         _reference(fewest)
@@ -520,6 +524,20 @@ def test_the_points_figure_gives_the_means_as_the_table_does(monkeypatch):
     for measure in evaluate_cli.MEAN_DIGITS:
         plots.value_histograms(values, "t", measure, digits=evaluate_cli.MEAN_DIGITS[measure])
     assert legends == [["a (mean 0.5)", "b (mean 0.5)"], ["a (mean 0.47)", "b (mean 0.50)"]]
+
+
+def test_an_agent_whose_lengths_equal_anothers_is_drawn_dashed_and_says_so(monkeypatch):
+    """A solver's outline lay exactly under the optimum's: in the legend, not in the picture."""
+    from jaxdust.evaluation import plots
+    drawn = []
+    monkeypatch.setattr(plots, "_png", lambda figure: drawn.append(figure.axes[0]) or b"")
+    plots.length_histograms({"optimal": np.array([10, 11, 11]), "beam": np.array([11, 11, 12]),
+                             "solver": np.array([11, 10, 11])}, "t", {"beam": 1})
+    axis = drawn[0]
+    assert [text.get_text() for text in axis.get_legend().get_texts()] == [
+        "optimal (mean 10.67)", "beam (mean 11.33; 1 not cleared, at the cap)",
+        "solver (mean 10.67; dashed: the same as optimal)"]
+    assert [patch.get_linestyle()[1] is None for patch in axis.patches] == [True, True, False]  # solid, solid, dashed
 
 
 def test_a_board_file_without_a_header_is_read_at_the_size_env_names(tmp_path, capsys):
@@ -948,6 +966,11 @@ def test_ranking_metrics_by_hand():
     assert m["pairwise"] == 2 / 5
     with pytest.raises(ValueError, match="no ranking records to score"):  # was a ZeroDivisionError
         ranking.ranking_metrics([], [])
+    # zip scored the first record alone and divided by both: top-1 0.5 of a perfect scorer
+    with pytest.raises(ValueError, match="1 score lists for 2 ranking records"):
+        ranking.ranking_metrics([np.array([3.0, 2.0, 4.0])], records, clicks_left=False)
+    with pytest.raises(ValueError, match="record 1 has 3 children and 2 scores"):
+        ranking.ranking_metrics([scores[0], np.array([0.5, 0.5])], records, clicks_left=False)
 
 
 def test_ranking_errors_and_biases_by_cells_left_by_hand():
@@ -1046,6 +1069,22 @@ def test_the_ranking_command_extends_a_set_only_under_its_own_node_limit(tmp_pat
         assert words in capsys.readouterr().err
     out.write_text(json.dumps(unnamed) + "\n")  # nothing to add: read as it is
     assert ranking.main(["--boards", "1", "--out", str(out)]) == 0
+
+
+@pytest.mark.parametrize("index", ["7", 0.5, -3, None])
+def test_the_ranking_command_refuses_another_programs_json_lines_whole(tmp_path, capsys, index):
+    """A board_index that is no count crashed the resume (a traceback), and the repair cut
+    another program's torn last line before the file was refused."""
+    out = tmp_path / "foreign.jsonl"
+    record = {**ranking.load()[0], "node_limit": 20000}
+    record = {key: value for key, value in record.items() if key != "board_index"} if index is None \
+        else {**record, "board_index": index}
+    foreign = (json.dumps(record) + "\n" + '{"length": 4, "bo').encode()
+    out.write_bytes(foreign)
+    with pytest.raises(SystemExit) as stop:
+        ranking.main(["--boards", "1", "--out", str(out), "--node-limit", "20000"])
+    assert stop.value.code == 2 and "is not a ranking file this program wrote" in capsys.readouterr().err
+    assert out.read_bytes() == foreign
 
 
 def test_the_ranking_command_counts_the_boards_it_drew_with_those_that_gave_no_position(tmp_path, capsys,

@@ -156,6 +156,23 @@ def test_an_existing_folder_that_takes_no_files_is_named_as_the_one_written_into
             raise AssertionError("a read-only folder was taken")
 
 
+def test_a_broken_symbolic_link_on_the_way_is_refused_where_it_is_given(tmp_path):
+    """Taken as a folder to make, then ``os.makedirs`` raised FileExistsError (a traceback)
+    once the flags were taken: ``train.py --run-dir``, ``evaluate.py --out``."""
+    import argparse
+
+    from jaxdust.core import flags
+
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "gone")
+    for check, path in ((flags.output_dir, dangling), (flags.output_dir, dangling / "run"),
+                        (flags.output_file, dangling / "x.json")):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"cannot create {path}: {dangling} is a broken "
+                                                              f"symbolic link \\(to {tmp_path / 'gone'}\\)"):
+            check(str(path))
+    assert flags.output_file(str(dangling)) == str(dangling)  # written through: the link's target is made
+
+
 def test_a_name_longer_than_the_filesystem_takes_is_refused_where_it_is_given(tmp_path, monkeypatch):
     """Refused before the work (the write would fail after it), also behind a ``..`` that
     abspath folds away, and not at all where the filesystem gives no limit."""

@@ -1223,6 +1223,10 @@ def test_a_resumed_run_takes_its_own_run_flags_and_refuses_others(tmp_path, monk
     _write_run(tmp_path / "own", **{**kept, "data": None})  # it made its data in RUN_DIR/data
     (tmp_path / "own" / "data").mkdir()
     assert _settled(tmp_path / "own", "--resume", "--data", str(tmp_path / "own" / "data"))[0].data
+    # Recorded by a resume that named its own folder, its data's settings were dropped by
+    # the next resume that did not: config.json, and the run's fingerprint, flipped.
+    _write_run(tmp_path / "own", **{**kept, "data": None, "data_settings": {"boards": 12}})
+    assert _settled(tmp_path / "own", "--resume")[1]["data_settings"] == {"boards": 12}
 
 
 def test_a_run_that_never_finished_a_step_gives_way_to_a_new_start(tmp_path):

@@ -7,6 +7,8 @@ import jax
 import nbformat
 import pytest
 
+import jaxdust
+
 from tests.conftest import notebook_runner
 
 pytestmark = pytest.mark.slow  # end-to-end: python -m pytest -m 'not slow' leaves it out
@@ -33,6 +35,10 @@ def test_stored_notebooks_are_executed_and_open_in_colab(path):
         assert not any("\r" in o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
     colab = f"https://colab.research.google.com/github/jaxdust/jaxdust/blob/main/notebooks/{path.name}"
     assert colab in notebook.cells[0].source
+    # printed_shape blanks the numbers, so stale seeded figures pass it: a version's copies are its own
+    made_by = notebook.metadata.get("jaxdust", {}).get("version")
+    assert made_by == jaxdust.__version__, (
+        f"{path.name} was stored by jaxdust {made_by}, this is {jaxdust.__version__}: run python notebooks/execute.py")
 
 
 def test_the_install_cell_says_when_a_gpu_answers_but_jax_runs_on_the_cpu(tmp_path):
@@ -127,6 +133,7 @@ def test_notebook_runs(path):
             f"{path.stem}")
     outputs = "".join(str(o.get("text", "")) for c in notebook.cells for o in c.get("outputs", []))
     assert "JAX" in outputs  # the install cell ran
+    assert f"jaxdust {jaxdust.__version__}, JAX {jax.__version__}, on " in outputs  # what its figures were measured on
     if path.stem == "solvers_evaluation":  # the evaluation shows its progress in a kernel
         assert "game/s]" in outputs or "s/game]" in outputs
 
@@ -135,10 +142,11 @@ def printed_shape(notebook) -> list:
     """Each code cell's stdout with its numbers and runs of spaces blanked (timings, and the
     columns they shift, vary by machine), and the kinds of its other outputs: what a stored
     copy must still show after a change to what the code prints. Stderr is left out (a
-    cold numba cache's note, progress bars), and so is the install cell's output (the JAX
-    build and devices it found, a note where a GPU answers but JAX runs on the CPU)."""
+    cold numba cache's note, progress bars), and so are the install cell's output (the JAX
+    build and devices it found, a note where a GPU answers but JAX runs on the CPU) and the
+    settings cell's (the machine's name)."""
     shape = []
-    for cell in [c for c in notebook.cells if c.cell_type == "code"][1:]:
+    for cell in [c for c in notebook.cells if c.cell_type == "code"][2:]:
         stdout = "".join(o["text"] for o in cell.get("outputs", []) if o.get("output_type") == "stream"
                          and o["name"] == "stdout")
         kinds = [o["output_type"] for o in cell.get("outputs", []) if o.get("output_type") != "stream"]

@@ -1370,6 +1370,16 @@ def test_original_depth_first_search_is_deterministic_with_a_node_budget(boards_
         assert bool(jaxdust.is_done(final))
 
 
+def test_the_depth_first_search_searches_as_many_positions_as_its_node_limit():
+    """It counted the limit's last position, then stopped before looking at it: one click on
+    one colour, its first position, took a limit of 2."""
+    assert solve_dfs(np.ones((2, 2), np.int8), time_limit=None, node_limit=1) == [(0, 0)]
+    from jaxdust.solver import dfs
+
+    planes = bitboard.to_planes(np.ones((2, 2), np.int8), 1)
+    assert dfs.depth_first_search(planes, bitboard.make_geometry(2, 2), 1, 0.0, np.zeros(4, np.uint64)) == (1, 1)
+
+
 @pytest.mark.parametrize("text, width, height", [("12", 2, 1), ("3412", 2, 2), ("613", 3, 1), ("121", 3, 1)])
 def test_the_depth_first_search_solves_boards_that_take_a_click_a_cell(text, width, height):
     """Its bound (colours left, plus one once a cell is empty) overshoots by a click: under a

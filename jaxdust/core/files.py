@@ -285,7 +285,8 @@ def is_stream(path: str | os.PathLike) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode) or _names_a_descriptor(path)
 
 
-def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
+def recover_json_lines(path: str | os.PathLike, repair: bool = True,
+                       check: Callable[[list], None] | None = None) -> list:
     """The records (JSON objects, one per line) of a file written by appending, *repairing
     the file* (unless ``repair`` is False: e.g. a second process that only reads): a torn
     last line (a process killed mid-write: the start of an object, no newline at its end)
@@ -297,10 +298,20 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True) -> list:
     pipe, a terminal or a device (``/dev/stdout``): it holds nothing to resume, and reading
     it would wait for ever.
 
+    ``check(records)`` is called before any repair and raises to refuse a file: a writer
+    asked to extend another program's JSON lines refuses it whole, where a repair would
+    first have cut its last line.
+
     Raises:
       ValueError: when any other line is not a JSON object (the file was not written by
         appending records, e.g. a board file given as ``--out``); nothing is cut.
     """
+    if check is not None:
+        # a writer's stream (``/dev/stdout``) holds nothing to resume, and reading it would wait
+        records = [] if repair and is_stream(path) else list(iter_json_lines(path, repair=False))
+        check(records)
+        if not repair:
+            return records
     return list(iter_json_lines(path, repair))
 
 

@@ -240,6 +240,14 @@ def cpu(text: str) -> int:
     return value
 
 
+def name(text: str) -> str:
+    """Any text but a blank one, which would read as the flag left out where its default is
+    taken with ``or`` (``evaluate.py --reference``)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty name")
+    return text
+
+
 def input_file(text: str) -> str:
     """An existing regular file, or ``-`` for standard input."""
     _not_empty(text)
@@ -327,6 +335,9 @@ def _creatable(text: str, folder: str, file: bool = False) -> str:
     way is longer than the filesystem allows."""
     parent = folder
     while not os.path.exists(folder):
+        if os.path.islink(folder):  # its name is taken: making the folder would fail after the flags were taken
+            raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} is a broken symbolic link "
+                                             f"(to {os.readlink(folder)})")
         folder = os.path.dirname(folder)
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} is a file")

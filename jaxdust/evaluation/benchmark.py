@@ -60,12 +60,18 @@ class BoardSet:
                              f"{boards.shape}")
         game.check_colours(boards, "a board of the benchmark set")
         board_io.require_settled(boards, self.rules, "a benchmark set")
-        object.__setattr__(self, "boards", boards)
+        object.__setattr__(self, "boards", boards.astype(np.int8))  # as every agent takes them: ``score`` says int8
         for field in ("best", "lower"):
             object.__setattr__(self, field, _lengths(field, getattr(self, field), len(boards)))
         if np.any(self.lower > self.best):
             raise ValueError(f"a benchmark set's lower bound above its fewest clicks found, on board "
                              f"{int(np.argmax(self.lower > self.best))}")
+        # A click removes a cell at least and leaves no board unchanged: evaluate.py refuses these lengths too.
+        cells = np.count_nonzero(boards.reshape(len(boards), -1), axis=1)
+        for wrong, words in ((self.best > cells, "more clicks than its cells"),
+                             ((self.best == 0) & (cells > 0), "0 clicks on a board with cells")):
+            if np.any(wrong):
+                raise ValueError(f"a benchmark set's fewest clicks found: {words}, on board {int(np.argmax(wrong))}")
 
     @property
     def proven(self) -> np.ndarray:
@@ -159,8 +165,12 @@ def row(agent: str, board_set: BoardSet, clicks, cleared, seconds: float) -> Row
     clicks, cleared = np.asarray(clicks), np.asarray(cleared, bool)
     count = clicks.shape[0]
     best, proven = board_set.best[:count], board_set.proven[:count]
-    if np.any(cleared & (clicks < board_set.lower[:count])):
-        raise ValueError(f"{agent}: a length below a proven lower bound; its solutions are wrong")
+    below = cleared & (clicks < board_set.lower[:count])
+    if np.any(below):
+        # score replays every line on the set's own boards: there, the set's bound is what is wrong
+        board = int(np.argmax(below))
+        raise ValueError(f"{agent}: board {board} cleared in {int(clicks[board])} clicks, below the set's proven "
+                         f"lower bound {int(board_set.lower[board])}: the set's bound, or the agent's line, is wrong")
     gaps = (clicks - best)[proven]
     return Row(agent, board_set.name, count, float(clicks.mean()),
                float(np.mean((clicks == best)[proven] & cleared[proven])) if proven.any() else float("nan"),

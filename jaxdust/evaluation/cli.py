@@ -129,6 +129,7 @@ def load_board_set(args) -> LoadedBoards:
         flags.note_short_limit(args.limit, len(boards), f"--random {args.random}")
         described = f"{len(boards)} random {args.size.size_text} boards (seed {args.seed})"
         return LoadedBoards(boards, None, False, described, args.size.rules)
+    boards_named = _named(args.boards)  # in messages
     played_as = getattr(args, "played_as", "--env")  # the flag that gave args.env: --env, or --size with a file
     lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
     named = declared_rules(lines, args.boards, default=None)
@@ -145,33 +146,33 @@ def load_board_set(args) -> LoadedBoards:
         raise UnsettledBoardError(f"{error}; the file's boards are {whose} and {played_as} plays {rules}") \
             from None
     if not records:
-        raise ValueError(f"no boards in {args.boards}")
+        raise ValueError(f"no boards in {boards_named}")
     other = next((r for r in records if r.board.shape != records[0].board.shape), None)
     if other is not None:
         (w, h), (ow, oh) = records[0].board.shape, other.board.shape
-        raise ValueError(f"{args.boards}:{other.line}: a {ow}x{oh} board after {w}x{h} ones (line {records[0].line}); "
+        raise ValueError(f"{boards_named}:{other.line}: a {ow}x{oh} board after {w}x{h} ones (line {records[0].line}); "
                          "evaluate.py plays one size at a time")
     boards = jnp.asarray(np.stack([r.board for r in records]))  # jnp.stack compiled an N-way join
     width, height = boards.shape[1:]
     if args.env is not None and (width, height) != (args.env.width, args.env.height):  # before any note
-        raise ValueError(f"{played_as} plays {args.env.width}x{args.env.height} boards; {args.boards} holds "
+        raise ValueError(f"{played_as} plays {args.env.width}x{args.env.height} boards; {boards_named} holds "
                          f"{width}x{height} ones")
     columns, best, proven = reference_columns(lines), None, False
     missing = next((r for r in records if not r.values), None)
     if columns == "optima" and missing is not None:  # else the set would lose its reference with no word
-        raise ValueError(f"{args.boards}:{missing.line}: no optimum after the board, in a file of proven optima "
+        raise ValueError(f"{boards_named}:{missing.line}: no optimum after the board, in a file of proven optima "
                          f"(its '# board optimal_clicks' comment)")
     short = next((r for r in records if len(r.values) < 2), None)
     if columns == "fewest_clicks" and short is not None:
-        raise ValueError(f"{args.boards}:{short.line}: a fewest-clicks set's line is the board, the fewest clicks "
+        raise ValueError(f"{boards_named}:{short.line}: a fewest-clicks set's line is the board, the fewest clicks "
                          "found and the proven lower bound (its column comment)")
     if columns == "best_known" and missing is not None and any(r.values for r in records):
-        print(f"note: {args.boards}:{missing.line} gives no length after its board where other lines do, so the "
+        print(f"note: {boards_named}:{missing.line} gives no length after its board where other lines do, so the "
               "boards are compared with no reference lengths", file=sys.stderr)
     if columns == "fewest_clicks":  # every line holds both numbers (refused above otherwise)
         above = next((r for r in records if r.values[1] > r.values[0]), None)
         if above is not None:
-            raise ValueError(f"{args.boards}:{above.line}: its proven lower bound {above.values[1]} is above its "
+            raise ValueError(f"{boards_named}:{above.line}: its proven lower bound {above.values[1]} is above its "
                              f"fewest clicks found {above.values[0]}")
         best = np.array([r.values[0] for r in records])
         proven = all(r.values[0] == r.values[1] for r in records)
@@ -185,27 +186,32 @@ def load_board_set(args) -> LoadedBoards:
         for record, optimum in zip(records, best):
             text = board_to_text(record.board)
             if optima.setdefault(text, (optimum, record.line))[0] != optimum:
-                raise ValueError(f"{args.boards}:{record.line}: its board's proven optimum is {optimum}, line "
+                raise ValueError(f"{boards_named}:{record.line}: its board's proven optimum is {optimum}, line "
                                  f"{optima[text][1]}'s (the same board) {optima[text][0]}")
     if best is not None and declared != rules:  # lengths of another game, played as --env says
-        print(f"note: {args.boards} gives lengths under the {declared} rules; these boards are "
+        print(f"note: {boards_named} gives lengths under the {declared} rules; these boards are "
               f"played under {rules}, so they are compared with no reference lengths", file=sys.stderr)
         best, proven = None, False
     if best is not None and rules in game.CLICK_RULES and best.max() > width * height:
         # A column that is no length (a seed, a time) would be played against and then drawn
         # with a bin per click up to it.
         record = records[int(np.argmax(best))]
-        raise ValueError(f"{args.boards}:{record.line}: {int(best.max())} clicks for a board of {width * height} "
+        raise ValueError(f"{boards_named}:{record.line}: {int(best.max())} clicks for a board of {width * height} "
                          f"cells: a line's last number is its board's length in clicks, and no game takes more "
                          f"clicks than cells")
     if best is not None and rules in game.CLICK_RULES:
         none = next((r for r, length in zip(records, best) if length == 0 and np.any(r.board)), None)
         if none is not None:
-            raise ValueError(f"{args.boards}:{none.line}: 0 clicks for a board that is not empty")
+            raise ValueError(f"{boards_named}:{none.line}: 0 clicks for a board that is not empty")
     flags.note_short_limit(args.limit, len(records), _shown_path(args.boards))
     described = f"{len(records)} board{'s' if len(records) != 1 else ''} from {_shown_path(args.boards)}"
     cut = args.limit is not None and len(records) == args.limit  # fewer: the file held no more
     return LoadedBoards(boards, best, proven, f"first {described}" if cut else described, rules)
+
+
+def _named(path: str) -> str:
+    """``--boards`` as a message names it: ``-`` is standard input."""
+    return "standard input" if path == "-" else path
 
 
 def _shown_path(path: str) -> str:
@@ -268,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--chunk", type=flags.count, default=play.DEFAULT_CHUNK,
                         help=f"boards played at once by the policies and MCTS agents (default {play.DEFAULT_CHUNK}; "
                              "the beams batch their own children)")
-    parser.add_argument("--reference", default=None,
+    parser.add_argument("--reference", type=flags.name, default=None,
                         help="agent to compare against, or 'best' for the board file's lengths (default: 'best' "
                              "where the file gives lengths, else the last of --agents)")
     parser.add_argument("--animate", type=flags.non_negative_int, default=0, metavar="N",
@@ -300,7 +306,7 @@ def main(argv=None) -> dict:
         flags.fail(parser, str(error))
     by_points = rules not in game.CLICK_RULES
     if by_points and best is not None:
-        print(f"note: the lengths in {args.boards} are not compared with: {rules} games are measured in "
+        print(f"note: the lengths in {_named(args.boards)} are not compared with: {rules} games are measured in "
               f"{game.rules_of(rules).objective.replace('_', ' ')}", file=sys.stderr)
     if by_points and (args.reference is not None or args.max_clicks is not None):
         flags.fail(parser, f"--{'reference' if args.reference is not None else 'max-clicks'}: only under the "
@@ -337,8 +343,8 @@ def main(argv=None) -> dict:
         if reference == "best" and args.random:
             flags.fail(parser, "--reference best: --random's boards have no reference lengths; name one of --agents")
         if reference == "best" and args.boards:
-            flags.fail(parser, f"--reference best: {args.boards} gives no reference lengths for these boards (a "
-                               f"number after each board, under the rules played); name one of --agents")
+            flags.fail(parser, f"--reference best: {_named(args.boards)} gives no reference lengths for these boards "
+                               "(a number after each board, under the rules played); name one of --agents")
         flags.fail(parser, f"--reference {reference!r} is neither one of --agents nor 'best' with a board file")
     other = _other_commands_folder(args.out)
     if other is not None:  # its summary.json would be removed before this report's is written
@@ -410,7 +416,7 @@ def clicks_report(parser, args, agents: list[str], boards, best, proven: bool, r
     if best is not None:
         for name in agents:
             _warn_if_contradicted(name, np.asarray(per_board[name]), cleared[name], played[name].get("proven"), best,
-                                  proven, args.boards, rules)
+                                  proven, _named(args.boards), rules)
     reference_lengths = best if reference == "best" else per_board[reference]
     reference_cleared = None if reference == "best" else cleared[reference]
     for name in agents:

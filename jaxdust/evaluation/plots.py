@@ -46,15 +46,26 @@ def _integer_bins(values: np.ndarray, most: int = 40) -> np.ndarray:
     return np.arange(low, high + width + 1, width) - 0.5
 
 
+def _outlines(axis, series: dict[str, np.ndarray], bins: np.ndarray, described) -> None:
+    """One step outline a series, labelled ``name (described(name, values))``; a series
+    whose counts equal an earlier one's is drawn dashed and says whose, as it would
+    otherwise hide under it (a solver's lengths under the proven optima)."""
+    drawn: dict[str, np.ndarray] = {}
+    for (name, values), colour in zip(series.items(), _colours(len(series))):
+        counts = np.histogram(values, bins)[0]
+        alike = next((other for other, seen in drawn.items() if np.array_equal(seen, counts)), None)
+        drawn[name] = counts
+        axis.hist(values, bins=bins, histtype="step", linewidth=2, color=colour, linestyle="--" if alike else "-",
+                  label=f"{name} ({described(name, values)}" + (f"; dashed: the same as {alike})" if alike else ")"))
+
+
 def value_histograms(values: dict[str, np.ndarray], title: str, measure: str, digits: int = 1) -> bytes:
     """Overlaid histograms of a per-board measure (e.g. points), one outline per agent,
     in bins of whole numbers; the legend gives each mean to ``digits`` decimals (as the
     table beside it does)."""
     figure, axis = _subplots((7, 4))
     bins = _integer_bins(np.concatenate([np.asarray(v, float) for v in values.values()]))
-    for (name, per_board), colour in zip(values.items(), _colours(len(values))):
-        axis.hist(per_board, bins=bins, histtype="step", linewidth=2, color=colour,
-                  label=f"{name} (mean {np.mean(per_board):.{digits}f})")
+    _outlines(axis, values, bins, lambda name, per_board: f"mean {np.mean(per_board):.{digits}f}")
     for line in (axis.xaxis, axis.yaxis):  # whole numbers on both: values and counts of boards
         line.set_major_locator(MaxNLocator(integer=True))
     axis.set_xlabel(measure)
@@ -73,10 +84,8 @@ def length_histograms(lengths: dict[str, np.ndarray], title: str,
     not_cleared = not_cleared or {}
     values = np.concatenate([np.asarray(v) for v in lengths.values()])
     bins = np.arange(values.min() - 0.5, values.max() + 1.5)
-    for (name, clicks), colour in zip(lengths.items(), _colours(len(lengths))):
-        stuck = not_cleared.get(name, 0)
-        axis.hist(clicks, bins=bins, histtype="step", linewidth=2, color=colour,
-                  label=f"{name} (mean {np.mean(clicks):.2f}" + (f"; {stuck} not cleared, at the cap)" if stuck else ")"))
+    _outlines(axis, lengths, bins, lambda name, clicks: f"mean {np.mean(clicks):.2f}" + (
+        f"; {not_cleared[name]} not cleared, at the cap" if not_cleared.get(name) else ""))
     for line in (axis.xaxis, axis.yaxis):  # whole numbers on both: clicks and counts of boards
         line.set_major_locator(MaxNLocator(integer=True))
     axis.set_xlabel("clicks to clear the board" + (" (a board not cleared: the click cap)" if any(not_cleared.values())

@@ -115,6 +115,12 @@ def ranking_metrics(scores: list[np.ndarray], records: list[dict], clicks_left: 
     the rest's misses the moves whose payoff comes later."""
     if not records:  # an empty ranking set (ranking.load reads one as no records)
         raise ValueError("no ranking records to score (is the ranking set empty?)")
+    if len(scores) != len(records):  # zip would score the first records and divide by all of them
+        raise ValueError(f"{len(scores)} score lists for {len(records)} ranking records: give one a record")
+    for index, (score, record) in enumerate(zip(scores, records)):
+        if np.shape(score) != (len(record["child_values"]),):
+            raise ValueError(f"record {index} has {len(record['child_values'])} children and {np.size(score)} "
+                             "scores: give one score a child")
     top1 = regret = ordered = pairs = 0.0
     errors: dict[tuple[int, int], list[tuple[float, bool]]] = {bucket: [] for bucket in CELL_BUCKETS}
     # (estimate - exact, child is optimal) by cells left
@@ -249,17 +255,29 @@ def main(argv=None) -> int:
         return _extend(parser, args, out)
 
 
+def _check_written_here(records: list) -> None:
+    """ValueError unless every record is one ``board_records`` writes: the resume counts
+    boards by their ``board_index`` and keeps one ``node_limit`` a file."""
+    for record in records:
+        if not isinstance(record, dict) or any(key not in record for key in (*RECORD_KEYS, "board_index")):
+            raise ValueError("not a ranking record")
+        if not game.is_integer(record["board_index"]) or record["board_index"] < 0:
+            raise ValueError("a board_index that is not a non-negative integer")
+        limit = record.get("node_limit")
+        if limit is not None and (not game.is_integer(limit) or limit < 1):
+            raise ValueError("a node_limit that is not a positive integer")
+
+
 def _extend(parser, args, out) -> int:
     """``main`` with ``--out`` held: the boards after the last one in it, each written whole."""
     try:
-        previous = recover_json_lines(args.out)
-        done = {r["board_index"] for r in previous}
-        # A child whose proof does not end within the limit is left out: one set, one limit.
-        limits = {r.get("node_limit") for r in previous}
-        if any(limit is not None and (not game.is_integer(limit) or limit < 1) for limit in limits):
-            raise ValueError("a node_limit that is not a positive integer")
-    except (ValueError, KeyError, TypeError, AttributeError):
+        # checked before the repair, which would first cut another program's torn last line
+        previous = recover_json_lines(args.out, check=_check_written_here)
+    except ValueError:
         flags.fail(parser, f"--out {args.out} is not a ranking file this program wrote")
+    done = {r["board_index"] for r in previous}
+    # A child whose proof does not end within the limit is left out: one set, one limit.
+    limits = {r.get("node_limit") for r in previous}
     start = max(done) + 1 if done else 0  # boards are written whole and in order
     if start < args.boards and None in limits:
         flags.fail(parser, f"--out {args.out} holds records that name no --node-limit (made before jaxdust 0.2.46), "

@@ -257,6 +257,8 @@ def settle_run_flags(learner: learners.Learner, args) -> dict:
             if name in saved and saved[name] != kept[name] and \
                     _data_settings(saved[name] or os.path.join(args.run_dir, name)) is not None:
                 kept[name] = saved[name]  # a copy given for this resume only: the run's own is still there
+        elif saved.get(name + SETTINGS):  # recorded by a resume that named the folder: kept, not dropped
+            kept[name + SETTINGS] = saved[name + SETTINGS]
     return kept
 
 
@@ -415,8 +417,9 @@ class Run:
                 files.remove_leftover_temporaries(directory)
                 for folder in ("checkpoints", *SELECTED_DIRS.values()):
                     checkpoint.remove_unfinished_saves(os.path.join(directory, folder))
-                files.atomic_write_json(os.path.join(directory, "config.json"),
-                                        {**self.saved, **({"run": run_flags} if run_flags else {})})
+            self.config_record = {**self.saved, **({"run": run_flags} if run_flags else {})}
+            if not resume:  # a resume's flags are kept once it is taken and trains: ``write_config``
+                self.write_config()
             self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"),
                                                       upgrade=upgrade(learner))
             # Models are selected on the evaluation boards (keep_if_best), by greedy play on the
@@ -443,6 +446,11 @@ class Run:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+
+    def write_config(self) -> None:
+        """Write ``config.json``: the learner, its config and the run flags this start took."""
+        if self.primary:
+            files.atomic_write_json(os.path.join(self.directory, "config.json"), self.config_record)
 
     def forget_config(self) -> None:
         """Remove the ``config.json`` this run wrote, so that the directory no longer holds
@@ -866,6 +874,11 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
         elif args.resume:  # killed before its first checkpoint: what it logged is redone
             _refuse_to_start_over(run.directory, gone=False)
             run.start_over()
+        if args.resume:
+            # Not before: a refused resume, or one that finds the run finished, would keep
+            # flags that trained nothing, and a changed config.json is a changed run
+            # (``fingerprint``), whose kept results are played again.
+            run.write_config()
     except BaseException:
         run.close()
         raise

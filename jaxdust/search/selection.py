@@ -59,6 +59,9 @@ def smallest_columns(scores: jax.Array, count: int) -> tuple[jax.Array, jax.Arra
     Args: scores float32 ``[B, R]`` without NaN, ``count <= R``.
     Returns int32 ``[B, count]`` and float32 ``[B, 1]``.
     """
+    if not 1 <= count <= scores.shape[-1]:  # past R the bisection never has enough: column 0, repeated
+        raise ValueError(f"smallest_columns: count must be between 1 and the row's {scores.shape[-1]} scores, "
+                         f"got {count}")
     keys = order_key(scores)
 
     def bisect(_, bounds):  # the count-th smallest key lies in [low, high]

@@ -140,7 +140,8 @@ def _grown(entries: np.ndarray, bits: int) -> np.ndarray:
 _compiled = False
 
 
-# A cold cache compiles for ~20 s (2-core CPU), silently unless someone is told why.
+# A cold cache compiles for 45 s on a 2-core Intel Xeon (benchmarks/numba_compile.py), silently
+# unless someone is told why.
 COMPILE_NOTICE_SECONDS = 2.0
 
 
@@ -169,7 +170,7 @@ def _load_compiled_code() -> None:
     global _compiled
     if _compiled:
         return
-    with loading_notice("the exact solver", "20-40 s"):
+    with loading_notice("the exact solver", "20-60 s"):
         _compile_searches()
     _compiled = True
 

@@ -217,8 +217,9 @@ def main(argv=None) -> int:
             flags.fail(parser, f"another solver run is writing --out {args.out}: let it finish (or stop it; "
                                f"a run resumes), or give this one another --out")
     try:
-        previous = recover_json_lines(args.out) if args.out != "-" else []
-        _check_resumable(previous, jobs, args.rules, args.out)
+        # checked before the repair, which would first cut another program's torn last line
+        previous = recover_json_lines(args.out, check=lambda records: _check_resumable(
+            records, jobs, args.rules, args.out)) if args.out != "-" else []
         last = _results(previous)
         done = {line for line, record in last.items()
                 if "error" not in record and (not args.retry_unproven or record.get("optimal"))}

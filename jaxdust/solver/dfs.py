@@ -88,13 +88,13 @@ def depth_first_search(root, geometry, node_limit, deadline, best_path):
         if index == move_count[depth]:
             depth -= 1
             continue
+        if nodes >= node_limit > 0:  # before the child is made: the limit's last position is searched
+            break
         next_move[depth] = index + 1
         child = boards[depth + 1]
         child[:] = boards[depth]
         remove_in_place(child, masks[depth, index], geometry)
         nodes += 1
-        if nodes >= node_limit > 0:
-            break
         if (nodes & 0x3FFF) == 0 and deadline > 0.0 and now() > deadline:
             break
         if count_colours(child) == 0:

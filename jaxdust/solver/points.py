@@ -407,7 +407,7 @@ def _run(board: np.ndarray, rules: str, search, name: str, kept: bool = True) ->
         return _result(grid, line[:search(grid, *codes, line)], rules, start)
 
     if name not in _LOADED:
-        with loading_notice(f"the {name} search", "5-15 s", kept):
+        with loading_notice(f"the {name} search", "5-20 s", kept):
             played(np.array([[1, 1], [2, 2]], np.int8))
         _LOADED.add(name)
     return played(cells)

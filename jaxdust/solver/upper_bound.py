@@ -12,6 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from jaxdust.core.game import is_integer
 from jaxdust.search.heuristic import FEATURES, SCORE_STEP, heuristic_weights
 from jaxdust.solver.bitboard import (
     clusters,
@@ -100,9 +101,12 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0, deadline
 
     ``deadline > 0``: the ``bitboard.now()`` past which the rest is played at width 1 (a
     solution still, in moments: unbounded, a 0.2 s limit took 5.5 s at width 65,536 on a
-    7x9x4 Former board); the clock is read once a click and every 1,024 parents expanded or
-    positions scored, where a Ctrl-C is met too. 0: no clock read.
+    7x9x4 Former board); the clock is read once a click and every 1,024 parents expanded,
+    positions scored or positions rescored by the lookahead, where a Ctrl-C is met too.
+    0: no clock read.
     """
+    if width < 1:  # no row to hold the root: writes past the arrays' ends
+        raise ValueError("beam_upper_bound: the width must be at least 1")
     num_colours = root.shape[0]
     max_depth = geometry.width * geometry.height
     capacity = width * 64
@@ -169,11 +173,17 @@ def beam_upper_bound(root, geometry, width, weights, path, shortlist=0, deadline
         order = order[np.argsort(scores[order], kind="mergesort")]
         if shortlist > 0:
             order = order[: shortlist * width]
+            rescored = 0
             for position in order:
+                if rescored % 1024 == 1023 and _past_deadline(deadline, width):
+                    width = 1  # a full shortlist takes seconds; lookahead scores rank only each other
+                    break
                 scores[position] = _lookahead_score(
                     candidates[position], geometry, weights, lookahead_masks, lookahead_colours,
                     group_start, scratch_masks, scratch_colours, features, grandchild,
                 )
+                rescored += 1
+            order = order[:rescored]
             order = order[np.argsort(scores[order], kind="mergesort")]
         kept = 0
         for position in order:
@@ -198,6 +208,10 @@ def beam_clicks(board: np.ndarray, width: int, colors: int, shortlist: int = 0,
                 rules: str = "dust") -> list[tuple[int, int]]:
     """The solution ``[(x, y), ...]`` that ``beam_upper_bound`` finds with the heuristic of
     ``rules`` for one int board ``[W, H]`` of ``colors`` colours (none for an empty board)."""
+    if not is_integer(width) or width < 1:
+        raise ValueError(f"beam_clicks: width must be a positive integer, got {width!r}")
+    if not is_integer(shortlist) or shortlist < 0:
+        raise ValueError(f"beam_clicks: shortlist must be a non-negative integer, got {shortlist!r}")
     if not np.any(board):
         return []
     board_width, height = board.shape
