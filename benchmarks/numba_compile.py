@@ -6,8 +6,9 @@ solver, the depth-first search, the points beam, nested Monte Carlo search) runs
 tiny board in a fresh process whose numba cache (``NUMBA_CACHE_DIR``) is an empty folder,
 then in another fresh process on that folder, in the same round. A round's searches share
 one folder, in the order below, as a session's commands would; the figure kept is a
-round's fastest. Each process also counts numba's cache misses (functions it compiled):
-a load that compiles has not loaded.
+round's fastest. Each process also counts numba's cache misses (cached functions it
+compiled): a load that compiles has not loaded. NMCS's levels are closures, which numba
+never caches: they compile in every process, uncounted.
 
     python benchmarks/numba_compile.py               # 1 round, about a minute on 2 cores
     python benchmarks/numba_compile.py --rounds 3 --searches solve,dfs

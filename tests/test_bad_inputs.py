@@ -194,7 +194,8 @@ FILE_CASES = [
     ("evaluate", ["--agents", ""], ["--agents", "no agent given"]),
     ("evaluate", ["--agents", ","], ["--agents", "no agent given"]),
     ("evaluate", ["--agents", "largest,,random"], ["--agents", "empty name"]),
-    # read as left out: compared with the board file's lengths, not refused
+    # '' was read as left out: compared with the board file's lengths, not refused
+    ("evaluate", ["--agents", "largest,random", "--reference", ""], ["--reference", "empty name"]),
     ("evaluate", ["--agents", "largest,random", "--reference", " "], ["--reference", "empty name"]),
     ("evaluate", ["--agents", "largest,largest"], ["largest given more than once"]),
     ("evaluate", ["--agents", "telepathy"], ["unknown agent 'telepathy'", "largest"]),

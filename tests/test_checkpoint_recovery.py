@@ -353,11 +353,11 @@ def test_a_resume_saves_as_often_as_the_run_did_unless_told(run, whole_run):
         return sorted(os.listdir(run / "checkpoints")), json.loads((run / "config.json").read_text())["run"]
 
     # A finished run resumed under another cadence trains nothing and keeps its fingerprint
-    # (the leaderboard measured its rows again).
-    before = runs.fingerprint(run)
+    # (the leaderboard measured its rows again), and its config.json as it was: a cadence
+    # that saved nothing is not the run's.
+    before, written = runs.fingerprint(run), (run / "config.json").read_bytes()
     cli.main([*uncounted, "--run-dir", str(run), "--resume", "--checkpoint-seconds", "60"])
-    assert json.loads((run / "config.json").read_text())["run"]["checkpoint_seconds"] == 60
-    assert runs.fingerprint(run) == before
+    assert (run / "config.json").read_bytes() == written and runs.fingerprint(run) == before
     checkpoints, kept = resume_from_2("--checkpoint-every", "1")
     assert checkpoints == ["2", "3", "4"] and kept["checkpoint_every"] == 1 and "checkpoint_seconds" not in kept
     checkpoints, kept = resume_from_2()
@@ -584,15 +584,15 @@ def test_a_run_killed_while_saving_its_first_checkpoint_starts_over(run, whole_r
 def test_a_start_that_fails_after_taking_the_lock_lets_go_of_it(run, monkeypatch):
     """As in a notebook, where the failed Run stays referenced by the traceback."""
     learner, config = runs.read_run_config(str(run))
-    real_write = runs.files.atomic_write_json
+    real_checkpoints = runs.checkpoint.Checkpoints
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(runs.files, "atomic_write_json", full_disk)
+    monkeypatch.setattr(runs.checkpoint, "Checkpoints", full_disk)  # after the lock, as making a folder would
     with pytest.raises(OSError) as failed:
         runs.Run(str(run), learner, config, resume=True)
-    monkeypatch.setattr(runs.files, "atomic_write_json", real_write)
+    monkeypatch.setattr(runs.checkpoint, "Checkpoints", real_checkpoints)
     again = runs.Run(str(run), learner, config, resume=True)  # not "another process is training"
     again.close()
     assert failed.value.errno == 28

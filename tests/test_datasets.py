@@ -798,7 +798,8 @@ def test_a_finished_imitation_run_resumed_without_its_data_set_has_nothing_to_do
     # A resume that trains nothing, or is refused, rewrote config.json: a changed run to
     # fingerprint (its kept results played again), a refused --checkpoint-every kept.
     written = (run / "config.json").read_bytes()
-    for extra in (["--data", str(run / "data")], [], ["--resume-step", "99", "--checkpoint-every", "3"]):
+    for extra in (["--data", str(run / "data")], [], ["--resume-step", "99", "--checkpoint-every", "3"],
+                  ["--resume-step", "20", "--checkpoint-every", "3"]):  # its last step: nothing to train either
         try:
             train_main(["imitation", "--run-dir", str(run), "--resume", *extra])
         except SystemExit:

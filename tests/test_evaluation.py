@@ -184,6 +184,9 @@ def test_a_board_files_reference_follows_its_columns(tmp_path, boards_dir, capsy
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(beam.read_bytes())))
     assert _reference("-") == (None, False)
     assert "note: standard input:4 gives no length" in capsys.readouterr().err  # was "-:4"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"# rules=bogus\n")))
+    with pytest.raises(ValueError, match="^standard input:1: unknown rules 'bogus'"):
+        _reference("-")
     fewest.write_text(fewest.read_text().replace(" 9 8", " 9"))  # a lower bound missing
     with pytest.raises(ValueError, match=r"fewest.txt:5: a fewest-clicks set's line is the board, the fewest"):
         _reference(fewest)
@@ -532,12 +535,14 @@ def test_an_agent_whose_lengths_equal_anothers_is_drawn_dashed_and_says_so(monke
     drawn = []
     monkeypatch.setattr(plots, "_png", lambda figure: drawn.append(figure.axes[0]) or b"")
     plots.length_histograms({"optimal": np.array([10, 11, 11]), "beam": np.array([11, 11, 12]),
-                             "solver": np.array([11, 10, 11])}, "t", {"beam": 1})
+                             "solver": np.array([11, 10, 11]), "dfs": np.array([11, 11, 10])}, "t", {"beam": 1})
     axis = drawn[0]
     assert [text.get_text() for text in axis.get_legend().get_texts()] == [
         "optimal (mean 10.67)", "beam (mean 11.33; 1 not cleared, at the cap)",
-        "solver (mean 10.67; dashed: the same as optimal)"]
-    assert [patch.get_linestyle()[1] is None for patch in axis.patches] == [True, True, False]  # solid, solid, dashed
+        "solver (mean 10.67; dashed: the same as optimal)", "dfs (mean 10.67; dashed: the same as optimal)"]
+    styles = [patch.get_linestyle() for patch in axis.patches]
+    assert [style[1] is None for style in styles] == [True, True, False, False]  # solid, solid, dashed, dashed
+    assert styles[2] != styles[3]  # one dash on the other would hide it again
 
 
 def test_a_board_file_without_a_header_is_read_at_the_size_env_names(tmp_path, capsys):

@@ -156,6 +156,26 @@ def test_an_existing_folder_that_takes_no_files_is_named_as_the_one_written_into
             raise AssertionError("a read-only folder was taken")
 
 
+def test_a_json_lines_check_sees_the_records_before_any_repair(tmp_path):
+    """``recover_json_lines(check=...)``: a refused file keeps its torn last line; a missing
+    file is no records, as without a check (os.stat raised FileNotFoundError)."""
+    from jaxdust.core import files
+
+    seen = []
+    assert files.recover_json_lines(tmp_path / "missing.jsonl", check=seen.append) == [] and seen == [[]]
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b'{"a": 1}\n{"a": 2')
+
+    def refuse(records):
+        seen.append(records)
+        raise ValueError("not mine")
+
+    with pytest.raises(ValueError, match="not mine"):
+        files.recover_json_lines(torn, check=refuse)
+    assert seen[-1] == [{"a": 1}] and torn.read_bytes() == b'{"a": 1}\n{"a": 2'
+    assert files.recover_json_lines(torn, check=seen.append) == [{"a": 1}] and torn.read_bytes() == b'{"a": 1}\n'
+
+
 def test_a_broken_symbolic_link_on_the_way_is_refused_where_it_is_given(tmp_path):
     """Taken as a folder to make, then ``os.makedirs`` raised FileExistsError (a traceback)
     once the flags were taken: ``train.py --run-dir``, ``evaluate.py --out``."""

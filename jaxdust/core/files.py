@@ -308,7 +308,8 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True,
     """
     if check is not None:
         # a writer's stream (``/dev/stdout``) holds nothing to resume, and reading it would wait
-        records = [] if repair and is_stream(path) else list(iter_json_lines(path, repair=False))
+        records = [] if repair and os.path.exists(path) and is_stream(path) else list(
+            iter_json_lines(path, repair=False))
         check(records)
         if not repair:
             return records

@@ -60,7 +60,10 @@ class BoardSet:
                              f"{boards.shape}")
         game.check_colours(boards, "a board of the benchmark set")
         board_io.require_settled(boards, self.rules, "a benchmark set")
-        object.__setattr__(self, "boards", boards.astype(np.int8))  # as every agent takes them: ``score`` says int8
+        as_played = boards.astype(np.int8, copy=False)  # as every agent takes them: ``score`` says int8
+        if not boards.flags.writeable:  # a loaded set's: no agent may rewrite the boards it is scored on
+            as_played.setflags(write=False)
+        object.__setattr__(self, "boards", as_played)
         for field in ("best", "lower"):
             object.__setattr__(self, field, _lengths(field, getattr(self, field), len(boards)))
         if np.any(self.lower > self.best):

@@ -132,12 +132,12 @@ def load_board_set(args) -> LoadedBoards:
     boards_named = _named(args.boards)  # in messages
     played_as = getattr(args, "played_as", "--env")  # the flag that gave args.env: --env, or --size with a file
     lines = files.read_lines(args.boards, "board file")  # once: it may be standard input
-    named = declared_rules(lines, args.boards, default=None)
+    named = declared_rules(lines, boards_named, default=None)
     declared = named or "dust"
     rules = declared if args.env is None else args.env.rules
     # ValueError naming file and line; boards settled under the rules played
     try:
-        records = read_board_lines(lines, args.boards, limit=args.limit, rules=rules,
+        records = read_board_lines(lines, boards_named, limit=args.limit, rules=rules,
                                    fallback=(None, None) if args.env is None else args.env.shape)  # a header wins
     except UnsettledBoardError as error:
         if declared == rules:

@@ -49,13 +49,16 @@ def _integer_bins(values: np.ndarray, most: int = 40) -> np.ndarray:
 def _outlines(axis, series: dict[str, np.ndarray], bins: np.ndarray, described) -> None:
     """One step outline a series, labelled ``name (described(name, values))``; a series
     whose counts equal an earlier one's is drawn dashed and says whose, as it would
-    otherwise hide under it (a solver's lengths under the proven optima)."""
+    otherwise hide under it (a solver's lengths under the proven optima): each such
+    series its own dashes, longer gaps the later, so a third shows beside a second."""
     drawn: dict[str, np.ndarray] = {}
     for (name, values), colour in zip(series.items(), _colours(len(series))):
         counts = np.histogram(values, bins)[0]
         alike = next((other for other, seen in drawn.items() if np.array_equal(seen, counts)), None)
+        dashed = sum(np.array_equal(seen, counts) for seen in drawn.values())  # earlier ones drawn alike
         drawn[name] = counts
-        axis.hist(values, bins=bins, histtype="step", linewidth=2, color=colour, linestyle="--" if alike else "-",
+        axis.hist(values, bins=bins, histtype="step", linewidth=2, color=colour,
+                  linestyle=(0, (4, 3 * dashed)) if alike else "-",
                   label=f"{name} ({described(name, values)}" + (f"; dashed: the same as {alike})" if alike else ")"))
 
 

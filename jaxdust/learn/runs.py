@@ -874,8 +874,9 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
         elif args.resume:  # killed before its first checkpoint: what it logged is redone
             _refuse_to_start_over(run.directory, gone=False)
             run.start_over()
-        if args.resume:
-            # Not before: a refused resume, or one that finds the run finished, would keep
+        if args.resume and done < total:
+            # Not before, nor at the end: a refused resume, or one that finds the run
+            # finished (at its end, or at ``--resume-step`` of its last step), would keep
             # flags that trained nothing, and a changed config.json is a changed run
             # (``fingerprint``), whose kept results are played again.
             run.write_config()

@@ -145,7 +145,7 @@ def _load_compiled_code() -> None:
     global _compiled
     if _compiled:
         return
-    with loading_notice("the depth-first search", "5-10 s"):
+    with loading_notice("the depth-first search", "5-15 s"):
         planes = bitboard.to_planes(np.array([[1, 2], [1, 2]], np.int8), 2)
         depth_first_search(planes, bitboard.make_geometry(2, 2), 10, 0.0, np.zeros(4, np.uint64))
     _compiled = True
