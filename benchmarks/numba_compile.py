@@ -10,7 +10,7 @@ round's fastest. Each process also counts numba's cache misses (cached functions
 compiled): a load that compiles has not loaded. NMCS's levels are closures, which numba
 never caches: they compile in every process, uncounted.
 
-    python benchmarks/numba_compile.py               # 1 round, about a minute on 2 cores
+    python benchmarks/numba_compile.py               # 1 round, about two minutes on 2 cores
     python benchmarks/numba_compile.py --rounds 3 --searches solve,dfs
 """
 
