@@ -306,24 +306,23 @@ def recover_json_lines(path: str | os.PathLike, repair: bool = True,
       ValueError: when any other line is not a JSON object (the file was not written by
         appending records, e.g. a board file given as ``--out``); nothing is cut.
     """
-    if check is not None:
-        # a writer's stream (``/dev/stdout``) holds nothing to resume, and reading it would wait
-        records = [] if repair and os.path.exists(path) and is_stream(path) else list(
-            iter_json_lines(path, repair=False))
-        check(records)
-        if not repair:
-            return records
-    return list(iter_json_lines(path, repair))
+    records: list = []
+    records.extend(iter_json_lines(path, repair, read=None if check is None else lambda: check(records)))
+    return records
 
 
 _BLANK = b" \t\r\n\x00"
 
 
-def iter_json_lines(path: str | os.PathLike, repair: bool = True) -> Iterator[dict]:
+def iter_json_lines(path: str | os.PathLike, repair: bool = True,
+                    read: Callable[[], None] | None = None) -> Iterator[dict]:
     """``recover_json_lines`` one record at a time, for files too large to hold as records
     (a data set's journal of 10^7 boards); the repair is made once the last record has been
-    read, so a caller that stops early changes nothing."""
+    read, so a caller that stops early changes nothing. ``read()`` is called then, before
+    the repair: where it raises, nothing is repaired."""
     if not os.path.exists(path) or (repair and is_stream(path)):
+        if read is not None:
+            read()
         return
     keep, last, cut = 0, b"", False
     with open(path, "rb") as handle:
@@ -347,6 +346,8 @@ def iter_json_lines(path: str | os.PathLike, repair: bool = True) -> Iterator[di
             yield record
             keep += len(line)
             last = line
+    if read is not None:
+        read()
     if repair and cut:  # (not a size read now: a line another process appended since is no tail)
         with open(path, "r+b") as handle:
             handle.truncate(keep)

@@ -243,8 +243,7 @@ def cpu(text: str) -> int:
 def name(text: str) -> str:
     """Any text but a blank one, which would read as the flag left out where its default is
     taken with ``or`` (``evaluate.py --reference``)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("empty name")
+    _not_empty(text, "name")
     return text
 
 
@@ -322,11 +321,11 @@ def output_dir(text: str) -> str:
     return _creatable(text, os.path.abspath(text))
 
 
-def _not_empty(text: str) -> None:
+def _not_empty(text: str, what: str = "path") -> None:
     # "" would read as the current folder, or as the flag left out where its default is
     # taken with `or` (train.py's --run-dir).
     if not text.strip():
-        raise argparse.ArgumentTypeError("empty path")
+        raise argparse.ArgumentTypeError(f"empty {what}")
 
 
 def _creatable(text: str, folder: str, file: bool = False) -> str:

@@ -219,7 +219,7 @@ def _shown_path(path: str) -> str:
     board set that ships with the package as ``jaxdust/data/...`` (wherever it is
     installed), else absolute."""
     if path == "-":
-        return "standard input"
+        return _named(path)
     relative = os.path.relpath(path)
     if not relative.startswith(os.pardir):
         return relative

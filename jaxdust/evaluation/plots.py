@@ -54,12 +54,11 @@ def _outlines(axis, series: dict[str, np.ndarray], bins: np.ndarray, described) 
     drawn: dict[str, np.ndarray] = {}
     for (name, values), colour in zip(series.items(), _colours(len(series))):
         counts = np.histogram(values, bins)[0]
-        alike = next((other for other, seen in drawn.items() if np.array_equal(seen, counts)), None)
-        dashed = sum(np.array_equal(seen, counts) for seen in drawn.values())  # earlier ones drawn alike
+        alike = [other for other, seen in drawn.items() if np.array_equal(seen, counts)]  # drawn before it
         drawn[name] = counts
         axis.hist(values, bins=bins, histtype="step", linewidth=2, color=colour,
-                  linestyle=(0, (4, 3 * dashed)) if alike else "-",
-                  label=f"{name} ({described(name, values)}" + (f"; dashed: the same as {alike})" if alike else ")"))
+                  linestyle=(0, (4, 3 * len(alike))) if alike else "-",
+                  label=f"{name} ({described(name, values)}" + (f"; dashed: the same as {alike[0]})" if alike else ")"))
 
 
 def value_histograms(values: dict[str, np.ndarray], title: str, measure: str, digits: int = 1) -> bytes:

@@ -54,6 +54,10 @@ def child_of(board: np.ndarray, action: int) -> np.ndarray:
 RECORD_KEYS = ("board", "actions", "child_values")
 
 
+def _is_record(record) -> bool:
+    return isinstance(record, dict) and all(key in record for key in RECORD_KEYS)
+
+
 def load(path: str = RANKING_FILE) -> list[dict]:
     """The records of a ranking set (JSON lines, as ``main`` writes them); ValueError naming
     the first line that is not one."""
@@ -65,7 +69,7 @@ def load(path: str = RANKING_FILE) -> list[dict]:
             except ValueError as error:  # its position counts within the line
                 torn = "; a torn last line?" if number == len(lines) and number > 1 else ""
                 raise ValueError(f"{path}:{number} is not JSON ({error}){torn}") from None
-            if not isinstance(record, dict) or any(key not in record for key in RECORD_KEYS):
+            if not _is_record(record):
                 raise ValueError(f"{path}:{number} is not a ranking record (it needs {', '.join(RECORD_KEYS)})")
             records.append(record)
     return records
@@ -259,7 +263,7 @@ def _check_written_here(records: list) -> None:
     """ValueError unless every record is one ``board_records`` writes: the resume counts
     boards by their ``board_index`` and keeps one ``node_limit`` a file."""
     for record in records:
-        if not isinstance(record, dict) or any(key not in record for key in (*RECORD_KEYS, "board_index")):
+        if not _is_record(record) or "board_index" not in record:
             raise ValueError("not a ranking record")
         if not game.is_integer(record["board_index"]) or record["board_index"] < 0:
             raise ValueError("a board_index that is not a non-negative integer")

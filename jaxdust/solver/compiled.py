@@ -2,9 +2,9 @@
 
 numba compiles a function on its first call and, with ``cache=True``, keeps the machine
 code beside the source for later processes. A cold cache costs tens of seconds per process
-(the exact solver alone 45 s on a 2-core Intel Xeon: benchmarks/numba_compile.py); processes started together before anything is
-cached each pay it. ``compile_all`` pays it once, so that a pool of workers, a test suite
-or a container image then only loads:
+(the exact solver alone 45 s on a 2-core Intel Xeon: benchmarks/numba_compile.py); processes
+started together before anything is cached each pay it. ``compile_all`` pays it once, so
+that a pool of workers, a test suite or a container image then only loads:
 
     python -c "from jaxdust.solver import compiled; compiled.compile_all()"
 
