@@ -253,7 +253,7 @@ def test_a_length_below_a_proven_optimum_is_refused():
 
 def test_cpu_beam_agent_returns_replayable_solutions_no_shorter_than_the_optimum():
     board_set = benchmark.load_set("6x6x5", limit=8)
-    found = registry.run_agent("cpu-beam:50", board_set.boards, key=None, max_clicks=36, solutions=8)
+    found = registry.run_agent("cpu-beam:50", board_set.boards, key=jax.random.key(0), max_clicks=36, solutions=8)
     for board, solution, clicks in zip(board_set.boards, found["solutions"], found["clicks"]):
         final, count = jaxdust.replay(board, solution)
         assert bool(jaxdust.is_done(final)) and count == clicks

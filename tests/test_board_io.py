@@ -314,10 +314,40 @@ def test_a_header_after_the_first_board_cannot_change_the_files_rules_or_colours
     # wrote, one after the other), or a new size alone, are what they always were.
     for text in (f"# width=4 height=3 colors=3 rules=former\n{board}\n# width=3 height=4 Rules=Former colors=03\n"
                  f"{board}\n# width=4 height=3\n{board}\n",
-                 f"# width=4 height=3 colors=3\n{board}\n# width=4 height=3 colors=2\n{board}\n",
+                 f"# width=4 height=3 colors=3\n{board}\n# width=4 height=3 colors=2\n{board.replace('3', '1')}\n",
                  f"# width=4 height=3\n{board}\n# width=4 height=3 colors=3\n{board}\n"):
         path.write_text(text)
-        assert len(jaxdust.read_board_file(path)) == text.count(board)
+        assert len(jaxdust.read_board_file(path)) == text.count("\n") // 2
+
+
+def test_a_lower_colour_cap_after_the_first_board_holds_for_the_boards_after_it(tmp_path, capsys):
+    """It was taken and never read: colour 5 passed under a later ``colors=3``."""
+    path = tmp_path / "boards.txt"
+    for text, line in [("# width=2 height=2 colors=5\n1111\n# width=2 height=2 colors=3\n1313\n1515\n", 5),
+                       ("# width=2 height=2\n1515\n# width=2 height=2 colors=3\n1515\n", 4),
+                       ("# width=2 height=2 colors=5\n1111\n# colors=3\n1313\n# colors=5\n1515\n# colors=4\n"
+                        "1515\n", 8)]:
+        path.write_text(text)
+        with pytest.raises(ValueError, match=re.escape(f"boards.txt:{line}: the board holds colour 5; the header says "
+                                                       "colors=")):
+            jaxdust.read_board_file(path)
+        solver_cli.main([str(path), "--jobs", "1", "--out", str(tmp_path / f"solved{line}.jsonl")])
+        errors = [json.loads(row) for row in (tmp_path / f"solved{line}.jsonl").read_text().splitlines()]
+        assert [row["line"] for row in errors if "error" in row] == [line]
+    capsys.readouterr()
+    path.write_text("# width=2 height=2 colors=5\n1111\n# colors=3\n1313\n# colors=5\n1515\n")
+    assert len(jaxdust.read_board_file(path)) == 3  # back at the file's cap
+
+
+def test_a_huge_number_after_a_board_and_a_bad_digit_after_spaces_are_named_where_they_are(tmp_path):
+    path = tmp_path / "boards.txt"
+    path.write_text("# width=2 height=2\n1111 " + "9" * 5000 + "\n")
+    with pytest.raises(ValueError, match=re.escape("boards.txt:2: field 2 has 5000 digits; the numbers after a board "
+                                                   "(lengths, scores) have 18 at most")):
+        jaxdust.read_board_file(path)
+    for text, place in (("   1x11", 4), ("\n\n11x1", 4), ("11x1", 2)):
+        with pytest.raises(ValueError, match=f"'x' at position {place};"):
+            jaxdust.parse_board(text, 2, 2)
 
 
 def test_headers_before_the_first_board_cannot_contradict_each_other(tmp_path):

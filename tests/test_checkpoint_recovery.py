@@ -315,6 +315,8 @@ def test_a_run_killed_before_its_first_checkpoint_starts_over_cleanly(run, whole
     (run / "checkpoints").mkdir()
     shutil.rmtree(run / "best")
     os.remove(run / "summary.json")
+    log = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text(log[0])  # killed in the save of chunk 1 (--checkpoint-every 1)
     train(run, "--resume")
     assert_same_end(run, whole_run)
 
@@ -568,6 +570,13 @@ def test_resume_removes_the_folders_of_saves_a_killed_process_left(run, whole_ru
     assert_same_end(run, whole_run)
 
 
+def _saved_every(run, every: int) -> None:
+    """Make ``run`` one that saved every ``every`` chunks (as its config.json says)."""
+    config = json.loads((run / "config.json").read_text())
+    config["run"]["checkpoint_every"] = every
+    (run / "config.json").write_text(json.dumps(config))
+
+
 def test_a_run_killed_while_saving_its_first_checkpoint_starts_over(run, whole_run, capsys):
     """Its only checkpoint has no checksums: as if killed before it."""
     for step in ("3", "4"):
@@ -575,6 +584,9 @@ def test_a_run_killed_while_saving_its_first_checkpoint_starts_over(run, whole_r
     shutil.rmtree(run / "best")
     os.remove(run / "summary.json")
     os.remove(run / "checkpoints" / "2" / checkpoint.CHECKSUMS)
+    log = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text("".join(log[:2]))  # killed in its save at chunk 2: nothing logged after
+    _saved_every(run, 2)  # chunk 2's its first save (the resume saves every chunk, as told)
     train(run, "--resume")
     [warning] = warnings(capsys.readouterr().err)
     assert "checkpoint 2 in" in warning and "its save did not finish" in warning and "starting over" in warning
@@ -648,13 +660,75 @@ def test_resume_refuses_to_start_over_a_run_whose_checkpoints_are_gone(run, loss
     assert [os.listdir(run / folder) for folder in runs.SELECTED_DIRS.values()] == [["4"], ["4"]]
     if loss == "checksums lost":
         assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]
-    os.remove(run / "summary.json")  # not finished, but logged: its checkpoints were deleted
-    if loss not in ("checkpoints emptied", "checksums lost"):
-        for _ in range(2):  # the first refusal leaves the run as it was: so does the second
-            with pytest.raises(SystemExit):
-                train(run, "--resume")
-            assert "its checkpoints/ folder is gone, yet metrics.jsonl logs its training" in capsys.readouterr().err
-        assert (run / "metrics.jsonl").read_bytes() == before["metrics.jsonl"]
+    os.remove(run / "summary.json")  # not finished, but its log (or its checkpoints) show saves
+    said = {"checkpoints emptied": "its checkpoints/ folder holds no finished checkpoint, yet metrics.jsonl logs "
+                                   "training after a checkpoint was saved",
+            "checksums lost": "its checkpoints 2, 3, 4 have no checksums.json, yet a kill leaves one such checkpoint "
+                              "at most"}.get(loss, "its checkpoints/ folder is gone, yet metrics.jsonl logs its training")
+    for _ in range(2):  # the first refusal leaves the run as it was: so does the second
+        with pytest.raises(SystemExit):
+            train(run, "--resume")
+        assert said in capsys.readouterr().err
+    assert (run / "metrics.jsonl").read_bytes() == before["metrics.jsonl"]
+    assert [os.listdir(run / folder) for folder in runs.SELECTED_DIRS.values()] == [["4"], ["4"]]
+    if loss == "checksums lost":
+        assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]
+
+
+def test_a_sole_checkpoint_without_checksums_is_refused_where_the_log_went_on_after_it(run, capsys):
+    """A partial copy that kept one checkpoint, without its checksums: the log shows its save
+    returned, so it is no save a kill cut short."""
+    for step in ("3", "4"):
+        shutil.rmtree(run / "checkpoints" / step)
+    os.remove(run / "summary.json")
+    os.remove(run / "checkpoints" / "2" / checkpoint.CHECKSUMS)
+    with pytest.raises(SystemExit):
+        train(run, "--resume")
+    assert "logs training after a checkpoint was saved" in capsys.readouterr().err
+    assert os.listdir(run / "checkpoints") == ["2"] and os.listdir(run / runs.BEST_DIR) == ["4"]
+    log = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text("".join(log[:2]))  # up to chunk 2, the save cut short: started over
+    _saved_every(run, 2)
+    train(run, "--resume")
+    assert "its save did not finish" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, seconds, shown", [
+    ({"checkpoint_every": 3}, [1, 2, 3], False),  # killed in the save of chunk 3, or before it
+    ({"checkpoint_every": 3}, [1, 2, 3, 4], True),
+    ({}, [5, 20, 34.9, 36], False),  # the first save is due 30 s after a clock that began before 5 s
+    ({}, [5, 20, 35, 36], True),
+    ({}, [5, 20, 35], False),  # the record of the chunk saved at 35 s is the last: killed in that save
+    ({"checkpoint_seconds": 10}, [5, 15, 16], True),
+    ({"checkpoint_seconds": 10}, [5, 14.9, 16], False),
+])
+def test_the_log_shows_a_save_by_the_cadence_the_run_saved_by(flags, seconds, shown):
+    log = [{"chunk": chunk, "seconds": float(at)} for chunk, at in enumerate(seconds, start=1)]
+    cadence = {"checkpoint_every": None, "checkpoint_seconds": None, **flags}
+    assert runs._logged_past_a_save(log, cadence, ()) is shown
+    assert runs._logged_past_a_save(log, cadence, (len(seconds) - 1,)) is True  # a record past an unfinished step
+    assert runs._logged_past_a_save(log, cadence, (len(seconds),)) is shown  # the step a later save's, or the first
+    if not flags:  # the default clock, which config.json keeps as no cadence at all
+        assert runs._logged_past_a_save(log, {}, ()) is shown
+
+
+def test_a_checkpoint_that_cannot_be_moved_aside_is_one_line_and_nothing_moves(run, monkeypatch, capsys):
+    """A read-only checkpoints/ folder: the resume that sets a damaged checkpoint aside, or
+    deletes those past --resume-step, said so in an OSError traceback."""
+    _truncate(run / "checkpoints" / "4")
+    os.remove(run / "summary.json")
+
+    def read_only(source, target):
+        raise OSError(30, "Read-only file system", source)
+
+    monkeypatch.setattr(checkpoint.os, "rename", read_only)
+    for extra, moved in (([], 4), (["--resume-step", "2"], 3)):
+        with pytest.raises(SystemExit) as exit_info:
+            train(run, "--resume", *extra)
+        assert exit_info.value.code == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert f"cannot move checkpoint {moved} in" in line and "(Read-only file system): make the folder writable" in line
+        assert sorted(os.listdir(run / "checkpoints")) == ["2", "3", "4"]
 
 
 def test_a_config_saved_with_a_byte_order_mark_keeps_its_run_flags(run):

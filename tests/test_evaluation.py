@@ -928,8 +928,10 @@ def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.json").write_text("{}")  # only its presence is read here
-    for text, message in [(f"value:{run}:abc", "value: width must be a positive integer, got 'abc'"),
+    for text, message in [(f"value:{run}:abc", "value: width must be a number, got 'abc'"),
                           (f"mcts:{run}:-1", "mcts: simulations must be a positive integer, got '-1'"),
+                          (f"mcts:{run}:2.5", "mcts: simulations must be a positive integer, got '2.5'"),
+                          (f"value:{run}:", "value: nothing after the run's ':' (its width)"),
                           (f"value:{run}x:8", "is not a train.py run directory")]:
         with pytest.raises(ValueError, match=re.escape(message)):
             registry.parse_agent(text)
@@ -941,6 +943,8 @@ def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
     (timed / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(avi.AVIConfig())}))
     assert registry.parse_agent(f"value:{timed}")[1] == (str(timed), 1)
     assert registry.parse_agent(f"value:{timed}:8")[1] == (str(timed), 8)
+    for number in ("1e3", "+1000", " 1000"):  # as beam:'s width is read; these were refused after a run
+        assert registry.parse_agent(f"value:{timed}:{number}")[1] == registry.parse_agent(f"value:{timed}:1000")[1]
     assert registry.parse_agent(f"value:{timed}@newest")[1] == (f"{timed}@newest", 1)
     assert registry.parse_agent(f"value:{timed}@newest:8")[1] == (f"{timed}@newest", 8)
     (tmp_path / "avi-10").mkdir()  # "avi-10:30@newest" is still that run, not avi-10 at width "30@newest"
@@ -1189,3 +1193,47 @@ def test_a_limit_beyond_the_boards_there_are_is_said(tmp_path, capsys):
         assert f"--limit 5 is more than the 3 boards of {source}; all are played" in capsys.readouterr().err
         evaluate.main([*flags, "--limit", "3", "--agents", "largest", "--out", str(tmp_path / "out")])
         assert "--limit" not in capsys.readouterr().err
+
+
+def test_run_agent_refuses_what_its_searches_took_without_a_word():
+    """The numba searches played a bad ``max_clicks`` (clicks of -1 or 2.5 came back), an
+    empty batch, a floating cell (a line ``replay`` refuses), and a traceback for ``jobs``
+    2.5 or a key 0 (a key is asked of every agent, as the signature says, not only of those
+    that draw); ``require_playable`` let an agent of other rules through."""
+    boards = jaxdust.random_boards(jax.random.key(3), 2, jaxdust.GameConfig(5, 4, 3))
+    floating = np.array([[[1, 0, 2], [1, 1, 2], [2, 2, 1], [1, 2, 2]]], np.int8)
+    for text, kwargs, message in [
+        ("cpu-beam:4", {"max_clicks": -1}, "max_clicks must be a positive integer below 2^31, got -1"),
+        ("solver:1", {"max_clicks": 2.5}, "max_clicks must be a positive integer below 2^31, got 2.5"),
+        ("beam:4", {"max_clicks": None}, "max_clicks must be a positive integer below 2^31, got None"),
+        ("dfs:10", {"jobs": 2.5}, "jobs must be a positive integer below 2^31, got 2.5"),
+        ("cpu-beam:4", {"jobs": 0}, "jobs must be a positive integer below 2^31, got 0"),
+        ("cpu-beam:4", {"boards": boards[:0]}, "run_agent takes boards [N, W, H], got shape (0, 5, 4)"),
+        ("cpu-beam:4", {"boards": floating}, "board 0: cell (0, 2) floats above an empty cell"),
+    ]:
+        given = {"boards": boards, "key": jax.random.key(0), "max_clicks": 20, **kwargs}
+        with pytest.raises(ValueError, match=re.escape(message)):
+            registry.run_agent(text, given.pop("boards"), **given)
+    with pytest.raises(TypeError, match="run_agent: key must be one jax.random.key"):
+        registry.run_agent("nmcs", boards, key=0, max_clicks=20, rules="samegame")
+    for name, rules in (("nmcs", "dust"), ("solver", "samegame"), ("mcts-heuristic", "clickomania")):
+        with pytest.raises(ValueError, match=f"agent '{name}' plays the .* rules, not '{rules}'"):
+            registry.require_playable([name], rules, 6, 6)
+
+
+def test_a_search_line_past_the_click_cap_proves_nothing():
+    """The solver said proven where its clicks were cut at ``max_clicks``."""
+    boards = jaxdust.random_boards(jax.random.key(1), 5, jaxdust.GameConfig(5, 4, 3))
+    optimal = registry.run_agent("solver:5", boards, key=jax.random.key(0), max_clicks=30, solutions=5)
+    assert optimal["proven"].all() and optimal["cleared"].all()
+    cap = int(optimal["clicks"].min())
+    assert (optimal["clicks"] > cap).any() and (optimal["clicks"] <= cap).any()  # both sides of the cap
+    for text in ("solver:5", "cpu-beam:8", "beam:8", "dfs:100000"):
+        played = registry.run_agent(text, boards, key=jax.random.key(0), max_clicks=cap, solutions=5)
+        for board, line, clicks, cleared in zip(boards, played["solutions"], played["clicks"], played["cleared"]):
+            assert clicks <= cap and cleared == (0 < len(line) <= cap)  # a line past the cap, or none
+            if line:
+                final, count = jaxdust.replay(board, line)
+                assert count == len(line) and not np.asarray(final).any()
+    cut = registry.run_agent("solver:5", boards, key=jax.random.key(0), max_clicks=cap)
+    assert list(cut["proven"]) == list(optimal["clicks"] <= cap)

@@ -514,3 +514,31 @@ def test_cluster_action_mask_under_samegame_leaves_out_single_cells():
     for rules in ("samegame", "clickomania"):
         np.testing.assert_array_equal(game.cluster_action_mask(board, rules), [[True, False], [False, False]])
     np.testing.assert_array_equal(game.cluster_action_mask(board, "dust"), [[True, True], [False, True]])
+
+
+def test_remove_and_contract_counts_the_cells_it_empties_and_takes_only_a_mask_of_bools():
+    """A mask over empty cells counted them as removed; a float mask's 0.5 emptied a cell and
+    counted none, an int's 2 counted it twice; a mask of another shape failed in broadcasting."""
+    board = np.array([[1, 0, 0], [1, 1, 0]], np.int8)
+    contracted, removed = game.remove_and_contract(board, np.ones((2, 3), bool))
+    assert int(removed) == 3 and not np.asarray(contracted).any()
+    contracted, removed = game.remove_and_contract(board, [[True, False, False], [False, False, True]])
+    assert int(removed) == 1 and np.asarray(contracted).tolist() == [[0, 0, 0], [1, 1, 0]]
+    boards = np.stack([board, board[::-1]], axis=-1)  # trailing batch axis, as the docstring says
+    _, removed = game.remove_and_contract(boards, boards == 1)
+    assert np.asarray(removed).tolist() == [3, 3]
+    for mask in (np.full((2, 3), 0.5), np.full((2, 3), 2), np.ones((3, 2), bool)):
+        with pytest.raises(ValueError, match=r"removed_mask must be bools of the board's shape \(2, 3\)"):
+            game.remove_and_contract(board, mask)
+
+
+def test_points_refuses_counts_that_are_not_integers_and_an_empty_list_board_is_named_as_such():
+    assert np.asarray(game.points(np.array([0, 1, 2, 3, 46342]))).tolist() == [0, 0, 0, 1, 46340 ** 2]
+    assert np.asarray(game.points([2, 3, 4])).tolist() == [0, 1, 4] and int(game.points(np.int64(5))) == 9
+    assert np.asarray(jax.vmap(game.points)(jnp.arange(4))).tolist() == [0, 0, 0, 1]
+    for count in (3.9, True, None, [2.0, 5.0], np.array([2.0, 5.0])):
+        with pytest.raises(ValueError, match="points: removed must be integer counts"):
+            game.points(count)
+    for empty in ([], [[]]):
+        with pytest.raises(ValueError, match=r"a board given as lists holds no cells \(shape"):
+            game.click(empty, 0, 0)

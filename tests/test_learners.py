@@ -580,8 +580,16 @@ def test_a_failed_save_is_one_line_and_keeps_the_earlier_checkpoints(tmp_path, m
     assert saved.steps() == [1] and saved.verify(1, state, config) is None
     first = checkpoint.Checkpoints(str(tmp_path / "new"))
     monkeypatch.setattr(first.manager, "save", full_disk)
-    with pytest.raises(checkpoint.CheckpointError, match=r"none was saved there before it: fix the cause"):
+    with pytest.raises(checkpoint.CheckpointError, match=r"none was saved there before it: free space and resume"):
         first.save(1, state, config)
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(first.manager, "save", read_only)
+    with pytest.raises(checkpoint.CheckpointError, match=r"failed \(\[Errno 30\] Read-only file system\); none was "
+                                                         r"saved there before it: fix the cause and resume$"):
+        first.save(1, state, config)  # the hint at space only where space ran out
 
 
 def test_a_save_killed_before_its_checksums_leaves_the_checkpoint_it_would_replace(tmp_path, monkeypatch, capsys):

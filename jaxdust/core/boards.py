@@ -53,7 +53,8 @@ def _text_to_array(text: str, width: int | None, height: int | None) -> np.ndarr
     digits = text.strip()
     bad = next((i for i, ch in enumerate(digits) if ch not in "0123456789"), None)
     if bad is not None:
-        raise ValueError(f"board text has {digits[bad]!r} at position {bad}; expected digits 0-9")
+        place = bad + len(text) - len(text.lstrip())  # counted in the text as given
+        raise ValueError(f"board text has {digits[bad]!r} at position {place}; expected digits 0-9")
     if not digits:
         raise ValueError("board text is empty")
     width, height = _shape_from_length(len(digits), width, height)
@@ -462,6 +463,27 @@ def declared_colours(lines: Iterable[str], source: str | None = None) -> int | N
     return None if value is None else int(value)
 
 
+def colour_caps(lines: Sequence[str], source: str | None = None) -> dict[int, int | None]:
+    """Line number -> the colour cap (or None) of each board line of a board file: the
+    file's ``colors=`` (``declared_colours``), or a lower one that a header after the first
+    board gives (two files the project wrote, one after the other), which holds until the
+    next header with a ``colors=``. ``board_lines`` refuses a header raising the file's."""
+    cap = declared_colours(lines, source)
+    in_force, caps = cap, {}
+    for number, raw in enumerate(lines, start=1):
+        text = line_text(raw)
+        if text.startswith("#"):
+            try:
+                said = _header_fields(text).get("colors")
+            except ValueError:  # a misspelt field: board_lines names its line
+                continue
+            if said is not None and _is_whole(said):
+                in_force = int(said) if cap is None else min(cap, int(said))
+        elif text:
+            caps[number] = in_force
+    return caps
+
+
 def require_declared_colours(board: np.ndarray | jax.Array, colours: int | None) -> None:
     """ValueError when ``board`` holds a colour above its file's ``colors=`` (None: no cap)."""
     if colours is not None and board.size and int(np.max(board)) > colours:
@@ -475,6 +497,9 @@ def _column(text: str, index: int) -> int:
     if not _is_whole(text):
         raise ValueError(f"field {index} is {text!r}; after the board a line holds whole numbers (lengths, "
                          "digits 0-9), and a comment starts a line of its own with #")
+    if len(text) > 18:  # past int64, and past Python's limit for reading digits at 4,300
+        raise ValueError(f"field {index} has {len(text)} digits; the numbers after a board (lengths, scores) have "
+                         "18 at most")
     return int(text)
 
 
@@ -621,12 +646,12 @@ def read_board_lines(lines: Sequence[str], source: str, width: int | None = None
     rules = declared_rules(lines, source) if rules is None else rules
     game.rules_of(rules)
     require_header_shape(lines, width, height, source)
-    colours = declared_colours(lines, source)
+    caps = colour_caps(lines, source)
     records = []
     for number, (digits, *rest), line_width, line_height in board_lines(lines, width, height, source, fallback):
         try:
             board = parse_board(digits, line_width, line_height, rules)
-            require_declared_colours(board, colours)
+            require_declared_colours(board, caps[number])
             values = tuple(_column(v, index) for index, v in enumerate(rest, start=2))
         except ValueError as error:
             kind = UnsettledBoardError if isinstance(error, UnsettledBoardError) else ValueError

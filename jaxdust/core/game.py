@@ -598,6 +598,8 @@ def from_lists(boards: BoardLike) -> jax.Array:
         except ValueError as error:  # rows or boards of different lengths
             raise ValueError(f"boards given as lists are not a rectangular array ([x][y] or [b][x][y]): "
                              f"{error}") from None
+        if cells.size == 0:  # numpy reads [] as floats: the shape is what is wrong
+            raise ValueError(f"a board given as lists holds no cells (shape {cells.shape})")
         return jnp.asarray(check_colours(cells, "a board given as lists"), BOARD_DTYPE)
     if isinstance(boards, np.ndarray):
         return jnp.asarray(check_colours(boards, "a board array"), BOARD_DTYPE)
@@ -779,7 +781,14 @@ def is_over(board: jax.Array, rules: str = "dust") -> jax.Array:
 
 def points(removed: jax.typing.ArrayLike) -> jax.Array:
     """SameGame's points for removing a group of ``removed`` cells: ``(removed - 2)^2``
-    (0 for fewer than 2), int32, any shape."""
+    (0 for fewer than 2), int32, any shape: exact up to ``MAX_POINTS_CELLS`` (the
+    largest board the points rules allow), past which int32 wraps round. ValueError for
+    counts that are not integers (3.9 would score as 3)."""
+    if isinstance(removed, (list, tuple)):
+        removed = np.asarray(removed)
+    if not (holds_integers(removed.dtype) if hasattr(removed, "dtype")
+            else isinstance(removed, int) and not isinstance(removed, bool)):
+        raise ValueError(f"points: removed must be integer counts, got {getattr(removed, 'dtype', removed)!r}")
     removed = jnp.asarray(removed, jnp.int32)
     return jnp.where(removed >= 2, (removed - 2) ** 2, 0)
 
@@ -927,7 +936,7 @@ def _moves(rules: str) -> _Moves:
 
     def remove_and_contract(board, removed_mask):
         cleared = jnp.where(removed_mask, jnp.zeros((), board.dtype), board)
-        return settle(cleared, rules), jnp.sum(removed_mask, axis=(0, 1), dtype=jnp.int32)
+        return settle(cleared, rules), jnp.sum(removed_mask & (board != 0), axis=(0, 1), dtype=jnp.int32)
 
     def click_action(board, action):
         return click_cells_first(board, action, cell_values(board, action), rules)
@@ -941,8 +950,19 @@ def remove_and_contract(board: jax.Array, removed_mask: jax.typing.ArrayLike,
                         rules: str = "dust") -> tuple[jax.Array, jax.Array]:
     """Empty the cells of ``removed_mask`` and settle (whatever their groups' sizes).
 
-    Returns the new int8 board ``[W, H]`` and the int32 number of cells removed.
+    Args:
+      board: int8 ``[W, H]``, or boards ``[W, H, ...]`` with trailing batch axes.
+      removed_mask: bool, the board's shape (nested lists too).
+      rules: a name in ``RULES`` (static).
+
+    Returns the new int8 board(s), the board's shape, and the int32 number of occupied
+    cells removed, ``[...]``. ValueError for a mask of another shape or not of bools (a
+    float's 0.5 would empty a cell and count none).
     """
+    removed_mask = jnp.asarray(removed_mask)
+    if removed_mask.dtype != bool or removed_mask.shape != board.shape:
+        raise ValueError(f"remove_and_contract: removed_mask must be bools of the board's shape {board.shape}, got "
+                         f"{removed_mask.dtype} {removed_mask.shape}")
     return _moves(rules).remove_and_contract(board, removed_mask)
 
 

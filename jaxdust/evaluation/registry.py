@@ -22,7 +22,7 @@ import numpy as np
 
 from jaxdust.core import files, game, machine
 from jaxdust.core.flags import INT32_LIMIT
-from jaxdust.core.boards import positions
+from jaxdust.core.boards import positions, require_settled
 from jaxdust.core.play import play_in_chunks
 from jaxdust.core.processes import ordered_map
 from jaxdust.evaluation import baselines
@@ -171,6 +171,7 @@ def require_playable(names, rules: str, width: int, height: int, colours: int | 
     boards_at_once, processes = min(chunk, boards), min(jobs, boards)
     for name in names:
         agent, settings = parse_agent(name)
+        _require_rules(agent, rules)
         if rules in agent.bitboard_rules and cells > MAX_CELLS:
             raise ValueError(f"agent {agent.name!r} plays boards of at most {MAX_CELLS} cells under the {rules} "
                              f"rules (numba bitboards), not {width}x{height}")
@@ -285,28 +286,39 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     """Play or solve every board with agent ``text`` under ``rules``.
 
     Returns numpy arrays ``clicks`` [N] and ``cleared`` [N], ``proven`` [N] for the exact
-    solver (its length is then the optimum), ``points`` [N] and ``cells_left`` [N] where
-    the agent plays the points rule sets, and with ``solutions`` the clicks
-    ``[(x, y), ...]`` it played on the first that many boards (``"solutions"``, e.g. for
-    ``jaxdust.game_gif``), and for a trained run's agent what it played (``"played"``: the
-    run, the checkpoint in it and the run's fingerprint). Under the fewest-clicks rules
-    ``max_clicks`` holds for every agent: a board cleared in more clicks (a search's line)
-    counts as not cleared, at ``max_clicks``, as a policy stopped there does. Raises ValueError for an unusable agent
-    or one that does not play ``rules``.
+    solver (where cleared, its length is the optimum), ``points`` [N] and ``cells_left``
+    [N] where the agent plays the points rule sets, and with ``solutions`` the clicks
+    ``[(x, y), ...]`` on the first that many boards (``"solutions"``, e.g. for
+    ``jaxdust.game_gif``: a policy's clicks played; a search's line, whole, which may be
+    longer than ``max_clicks``, or ``[]`` where it found none: the JAX beam past
+    ``max_clicks``, ``dfs`` past its positions), and for a trained run's agent what it
+    played (``"played"``: the run, the checkpoint in it and the run's fingerprint). Under
+    the fewest-clicks rules ``max_clicks`` holds for every agent: a board cleared in more
+    clicks (a search's line) counts as not cleared, at ``max_clicks``, as a policy stopped
+    there does. Raises ValueError for an unusable agent, one that does not play ``rules``,
+    boards that are not settled under them, and bad settings; TypeError for a ``key``
+    that is no key.
     """
     agent, settings = parse_agent(text)
     _require_rules(agent, rules)
+    game.require_key(key, "run_agent")
+    for name, value in (("max_clicks", max_clicks), ("jobs", jobs)):  # the click counters are int32
+        if not game.is_integer(value) or not 1 <= value < INT32_LIMIT:
+            raise ValueError(f"run_agent: {name} must be a positive integer below 2^31, got {value!r}")
     boards = jnp.asarray(game.from_lists(boards), game.BOARD_DTYPE)  # checked: colour 257 would wrap round to 1
-    if boards.ndim != 3:
+    if boards.ndim != 3 or 0 in boards.shape:
         raise ValueError(f"run_agent takes boards [N, W, H], got shape {boards.shape}")
-    require_playable([text], rules, boards.shape[1], boards.shape[2], int(jnp.max(boards)) if boards.size else 0,
+    require_settled(boards, rules, "run_agent")  # the numba beam would play a floating cell
+    require_playable([text], rules, boards.shape[1], boards.shape[2], int(jnp.max(boards)),
                      boards=len(boards), chunk=chunk, jobs=jobs)
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
     played = agent.play(settings, boards, context)
     if rules in game.CLICK_RULES:
         clicks = np.asarray(played["clicks"])
-        played = {**played, "clicks": np.minimum(clicks, max_clicks),
-                  "cleared": np.asarray(played["cleared"], bool) & (clicks <= max_clicks)}
+        cleared = np.asarray(played["cleared"], bool) & (clicks <= max_clicks)
+        played = {**played, "clicks": np.minimum(clicks, max_clicks), "cleared": cleared}
+        if "proven" in played:
+            played["proven"] = np.asarray(played["proven"], bool) & cleared
     return played
 
 
@@ -544,8 +556,13 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
         if run and number.isdigit() and not os.path.isfile(os.path.join(text, "config.json")):  # a run "avi-10:30"
             return _run_directory(run), int(_number(number, f"{name}: {what}", default, integer=True))
         if _run_then_more(text, run):
-            # value:RUN:abc is a run with a mistyped number, not a directory named "RUN:abc"
-            raise ValueError(f"{name}: {what} must be a positive integer, got {number!r}")
+            # value:RUN:abc is a run with a mistyped number, not a directory named "RUN:abc"; a
+            # number is read as beam:'s is (1e3, +8)
+            if not number:
+                raise ValueError(f"{name}: nothing after the run's ':' (its {what}); give one or leave the ':' out "
+                                 "for the default")
+            count = int(_number(number, f"{name}: {what}", default, integer=True))
+            return _run_directory(run), count
         return _run_directory(text), default
     return parse
 

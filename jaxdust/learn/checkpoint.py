@@ -321,10 +321,11 @@ class Checkpoints:
                 if jax.process_index() == 0:  # orbax has finished every process's files by now
                     _write_checksums(self._path(step))
             except Exception as error:  # orbax wraps the OSError in several types
-                reason = "no space left on device" if NO_SPACE in str(error) else _brief(error)
+                full = NO_SPACE in str(error)
+                reason = "no space left on device" if full else _brief(error)
                 kept = "the earlier checkpoints there are intact" if earlier else "none was saved there before it"
                 raise CheckpointError(f"saving checkpoint {step} in {self.directory} failed ({reason}); {kept}: "
-                                      "fix the cause (free space?) and resume") from error
+                                      f"{'free space' if full else 'fix the cause'} and resume") from error
             self._remove_old_steps(step)
 
     def _remove_old_steps(self, saved: int) -> None:
@@ -334,7 +335,7 @@ class Checkpoints:
         for old in self.steps()[:-self.max_to_keep]:
             try:
                 self.delete(old)
-            except OSError as error:
+            except (OSError, CheckpointError) as error:
                 if jax.process_index() == 0:
                     print(f"warning: checkpoint {saved} saved in {self.directory}, but removing the older checkpoint "
                           f"{old} failed ({_brief(error)}); it stays there until removed", file=sys.stderr)
@@ -500,7 +501,12 @@ class Checkpoints:
         if jax.process_count() > 1:  # every process has looked before process 0 renames: one name for all
             ocp.multihost.sync_global_processes(f"jaxdust {why} {step} looked")
         if jax.process_index() == 0:
-            os.rename(self._path(step), target)
+            try:
+                os.rename(self._path(step), target)
+            except OSError as error:  # a read-only folder: nothing has moved
+                raise CheckpointError(f"cannot move checkpoint {step} in {self.directory} out of the way "
+                                      f"({error.strerror or _brief(error)}): make the folder writable and run "
+                                      "again") from error
         if jax.process_count() > 1:
             ocp.multihost.sync_global_processes(f"jaxdust {why} {step}")
         self.manager.reload()  # it caches the steps; a stale one would refuse to save this step

@@ -479,7 +479,8 @@ class Run:
                 # Killed while saving its first checkpoint: as if killed before it. A finished
                 # run cannot be killed so; its checksums were lost (a partial copy): refused
                 # before anything is moved or deleted.
-                _refuse_to_start_over(self.directory, gone=False)
+                _refuse_to_start_over(self.directory, gone=False, log=log,
+                                      unfinished=tuple(d.step for d in error.damaged))
                 for unfinished in error.damaged:
                     moved = self.checkpoints.set_aside(unfinished.step)
                     print(f"warning: {unfinished}; moved to {moved}, starting over", file=sys.stderr)
@@ -872,7 +873,7 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             raise RunError(f"no checkpoint {args.resume_step} in {run.checkpoints.directory}; there are none "
                            "(leave --resume-step out to start the run over)")
         elif args.resume:  # killed before its first checkpoint: what it logged is redone
-            _refuse_to_start_over(run.directory, gone=False)
+            _refuse_to_start_over(run.directory, gone=False, log=run._log_records())
             run.start_over()
         if args.resume and done < total:
             # Not before, nor at the end: a refused resume, or one that finds the run
@@ -880,27 +881,62 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             # flags that trained nothing, and a changed config.json is a changed run
             # (``fingerprint``), whose kept results are played again.
             run.write_config()
+    except checkpoint.CheckpointError as error:  # a checkpoint that could not be moved aside or deleted
+        run.close()
+        raise RunError(str(error)) from None
     except BaseException:
         run.close()
         raise
     return run, trainer, done, state
 
 
-def _refuse_to_start_over(directory: str, gone: bool) -> None:
+def _refuse_to_start_over(directory: str, gone: bool, log: list[dict] | None = None,
+                          unfinished: tuple[int, ...] = ()) -> None:
     """RunError where a run with no checkpoint to resume from shows it had saved some: it
-    finished (``summary.json``), or its ``checkpoints/`` folder is ``gone`` (deleted to free
-    space, left out of a copy) while its log says it trained. ``--resume`` would take it for
-    a run killed before its first checkpoint, empty its log and its selected checkpoints
-    (``best/``, ``best-argmax/``) and train it again."""
-    log = os.path.join(directory, "metrics.jsonl")
-    why = ("it finished (summary.json)" if os.path.exists(os.path.join(directory, "summary.json"))
-           else "metrics.jsonl logs its training" if gone and os.path.isfile(log) and os.path.getsize(log) > 0
-           else None)
-    if why is not None:
-        where = "its checkpoints/ folder is gone" if gone else "its checkpoints/ folder holds no finished checkpoint"
-        raise RunError(f"{directory}: {where}, yet {why}: --resume would start it over, deleting its log and its "
-                       f"selected checkpoints ({', '.join(SELECTED_DIRS.values())}). Play it as it is, train anew in "
-                       f"another --run-dir, or remove {directory} to start over there")
+    finished (``summary.json``); its ``checkpoints/`` folder is ``gone`` (deleted to free
+    space, left out of a copy) while its log says it trained; or, with the folder there,
+    its ``log`` (records) went on past a save, or several of its checkpoints are
+    ``unfinished`` (steps saved without checksums: a kill leaves one at most, so they are
+    a partial copy's, or a run's from before jaxdust 0.2.79). ``--resume`` would take it
+    for a run killed before its first checkpoint, empty its log and its selected
+    checkpoints (``best/``, ``best-argmax/``) and train it again."""
+    where = "its checkpoints/ folder is gone" if gone else "its checkpoints/ folder holds no finished checkpoint"
+    path = os.path.join(directory, "metrics.jsonl")
+    if os.path.exists(os.path.join(directory, "summary.json")):
+        why = "it finished (summary.json)"
+    elif gone and os.path.isfile(path) and os.path.getsize(path) > 0:
+        why = "metrics.jsonl logs its training"
+    elif len(unfinished) > 1:
+        where = f"its checkpoints {', '.join(map(str, sorted(unfinished)))} have no checksums.json"
+        why = "a kill leaves one such checkpoint at most (a partial copy, or a run saved before jaxdust 0.2.79?)"
+    elif log and _logged_past_a_save(log, read_run_flags(directory), unfinished):
+        why = "metrics.jsonl logs training after a checkpoint was saved"
+    else:
+        return
+    raise RunError(f"{directory}: {where}, yet {why}: --resume would start it over, deleting its log and its "
+                   f"selected checkpoints ({', '.join(SELECTED_DIRS.values())}). Play it as it is, train anew in "
+                   f"another --run-dir, or remove {directory} to start over there")
+
+
+def _logged_past_a_save(log: list[dict], run_flags: dict, unfinished: tuple[int, ...]) -> bool:
+    """Whether ``log`` (records since the run last started over: a run that resumed from a
+    checkpoint had saved one anyway) shows a finished save. A chunk's record is written
+    before its checkpoint, and the next chunk's after the save returned, so a record past an
+    ``unfinished`` step's chunk shows its save was whole; so does one past the first save
+    that the cadence the run saved by (``run_flags``, its config.json's; a resume that
+    changed it hides the earlier one's saves) made due: chunk ``checkpoint_every``, or, by
+    the clock (no cadence kept: the default, as a config.json keeps it), a record logged
+    a save's interval after the first (the session's clock started before that first
+    record)."""
+    last = max(record["chunk"] for record in log)
+    if unfinished and last > unfinished[0]:
+        return True
+    every, seconds = (run_flags.get(name) for name in CADENCE_FLAGS)
+    if game.is_integer(every) and every > 0:
+        return last > every
+    interval = seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0 \
+        else CHECKPOINT_SECONDS
+    return any(record["seconds"] >= log[0]["seconds"] + interval for record in log[:-1])
 
 
 def _finished(learner: learners.Learner, config, args, run: Run, done: int, state) -> dict | None:

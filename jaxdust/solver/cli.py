@@ -52,7 +52,7 @@ import sys
 
 
 from jaxdust.core import flags, machine
-from jaxdust.core.boards import (board_lines, declared_colours, declared_rules, parse_board, replay,
+from jaxdust.core.boards import (board_lines, colour_caps, declared_colours, declared_rules, parse_board, replay,
                                  require_declared_colours, require_header_shape)
 from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
 from jaxdust.core.files import (atomic_write_bytes, is_stream, lock_directory, open_to_append_alone, read_lines,
@@ -187,6 +187,7 @@ def main(argv=None) -> int:
             raise ValueError(f"{source} declares rules={args.rules}; the exact solver plays {', '.join(CLICK_RULES)}")
         require_header_shape(lines, args.width, args.height, source, given="--width/--height")
         colours = declared_colours(lines, source)  # the header's colors=, a cap on every board's
+        caps = colour_caps(lines, source)  # and a lower one a later header gives, on the boards after it
         jobs = [(number, fields[0], width, height)  # (line, board text, shape): one job per board
                 for number, fields, width, height in board_lines(lines, args.width, args.height, source)]
         if jobs and jobs[0][1].startswith("{"):  # a JSON-lines file (this command's --out, a ranking set)
@@ -225,7 +226,7 @@ def main(argv=None) -> int:
                 if "error" not in record and (not args.retry_unproven or record.get("optimal"))}
     except ValueError as error:
         _refuse(parser, output, str(error))
-    todo = [(*job, colours, args.time_limit, args.node_limit, args.beam_width, args.rules,
+    todo = [(*job, caps[job[0]], args.time_limit, args.node_limit, args.beam_width, args.rules,
              args.table_bits, args.checkpoint_dir, args.checkpoint_positions) for job in jobs if job[0] not in done]
     if args.checkpoint_dir:
         # One run at a time: another run's saves in flight are temporary files that this
