@@ -913,7 +913,36 @@ def test_a_checkpoint_of_an_older_format_or_with_impossible_contents_is_refused(
         _edited_checkpoint(path, edited, meta, **arrays)
         with pytest.raises(ValueError, match=re.escape(message)):
             solve(board, checkpoint=edited)
+    # Without its halves table, its size was allocated as saved: 256 TiB, a MemoryError.
+    with np.load(path) as data:
+        halfless = {name: data[name] for name in data.files if name != "halves"}
+    for size in (2**45, -1, entries.size, entries.size // 2):
+        halfless["meta"] = np.array(json.dumps({**saved, "halves_size": size}))
+        np.savez(tmp_path / "halfless.npz", **halfless)
+        if size == entries.size // 2:  # an empty halves table, as it may be saved
+            assert solve(board, checkpoint=tmp_path / "halfless.npz").optimal
+            continue
+        with pytest.raises(ValueError, match=re.escape(f"halfless.npz is not a saved proof (ValueError: halves_size "
+                                                       f"{size} is not half of {entries.size} entries)")):
+            solve(board, checkpoint=tmp_path / "halfless.npz")
     assert solve(board, checkpoint=path).optimal  # the file as saved still resumes
+
+
+def test_a_finished_proof_whose_checkpoint_cannot_be_removed_is_returned(tmp_path, monkeypatch):
+    """A read-only folder: the proof, complete, ended in an OSError from removing its file."""
+    text, width, height = CHECKPOINTED["dust"]
+    board = np.asarray(jaxdust.parse_board(text, width, height))
+    path = tmp_path / "proof.npz"
+    solve(board, checkpoint=path, node_limit=1000)
+
+    def read_only(name, *args, **kwargs):
+        raise OSError(30, "Read-only file system", name)
+
+    monkeypatch.setattr(api.os, "unlink", read_only)
+    with pytest.warns(UserWarning, match=r"the proof is complete, but its checkpoint .*proof.npz could not be "
+                                         r"removed \(Read-only file system\)"):
+        found = solve(board, checkpoint=path)
+    assert found.optimal and path.exists()
 
 
 def test_cli_resumes_saved_proofs_and_removes_each_once_its_line_is_written(tmp_path, boards_dir):

@@ -955,8 +955,8 @@ def remove_and_contract(board: jax.Array, removed_mask: jax.typing.ArrayLike,
       removed_mask: bool, the board's shape (nested lists too).
       rules: a name in ``RULES`` (static).
 
-    Returns the new int8 board(s), the board's shape, and the int32 number of occupied
-    cells removed, ``[...]``. ValueError for a mask of another shape or not of bools (a
+    Returns the new int8 board(s), of the board's shape, and the int32 number of occupied
+    cells removed, ``[...]`` (the batch axes). ValueError for a mask of another shape or not of bools (a
     float's 0.5 would empty a cell and count none).
     """
     removed_mask = jnp.asarray(removed_mask)

@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 
@@ -437,6 +438,10 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
         raise TimeoutError(f"no solution found within the limits (it takes at least {bound} clicks); use "
                            f"beam_width > 0 for a first answer")
     if checkpoint is not None and bound >= best_length and os.path.exists(checkpoint):
-        os.unlink(checkpoint)
+        try:
+            os.unlink(checkpoint)
+        except OSError as error:  # a read-only folder: the proof is still returned
+            warnings.warn(f"solve: the proof is complete, but its checkpoint {checkpoint} could not be removed "
+                          f"({error.strerror or error}); remove it by hand", stacklevel=2)
     return Solution(best_clicks, best_length, bound, bound >= best_length, nodes,
                     earlier_seconds + time.perf_counter() - start)

@@ -83,7 +83,12 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
             saved_format = meta.get("format")
             saved_board = data["board"]
             entries = data["entries"]
-            halves = data["halves"] if "halves" in data else np.zeros(meta["halves_size"], np.uint64)
+            if "halves" in data:
+                halves = data["halves"]
+            elif meta["halves_size"] == entries.size // 2:  # checked before it is allocated: a damaged size
+                halves = np.zeros(entries.size // 2, np.uint64)
+            else:
+                raise ValueError(f"halves_size {meta['halves_size']!r} is not half of {entries.size} entries")
     except unreadable as error:
         raise not_a_proof(error) from None
     if saved_format != FORMAT:
