@@ -484,7 +484,7 @@ class Run:
                 for unfinished in error.damaged:
                     moved = self.checkpoints.set_aside(unfinished.step)
                     print(f"warning: {unfinished}; moved to {moved}, starting over", file=sys.stderr)
-                self.start_over()
+                self.start_over(log)
                 return 0, like
             raise RunError(f"{error}; to start over, move {self.checkpoints.directory} away and resume, "
                            "or use another --run-dir") from None
@@ -523,8 +523,9 @@ class Run:
     def selections(self) -> tuple[Selection, Selection]:
         return self.by_greedy, self.by_argmax
 
-    def start_over(self) -> None:
-        log = self._log_records()
+    def start_over(self, log: list[dict]) -> None:
+        """Forget every checkpoint and line of the ``log`` (``_log_records``): the run is
+        trained again from its first step."""
         self._truncate_checkpoints(0, log)  # first, as in restore
         self._truncate_metrics(0, log)
 
@@ -784,12 +785,18 @@ def _cadence_kept(args, saved: dict) -> dict:
     ``saved`` (set in ``args``).
     The cadence never changes what a run learns, so a resume may change it."""
     if args.resume and args.checkpoint_every is None and args.checkpoint_seconds is None:
-        every, seconds = (saved.get(name) for name in CADENCE_FLAGS)
-        # A value edited by hand into something else is left out: the clock's default saves.
-        args.checkpoint_every = every if game.is_integer(every) and every > 0 else None
-        args.checkpoint_seconds = seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) \
-            and 0 < seconds < math.inf else None
+        args.checkpoint_every, args.checkpoint_seconds = _saved_cadence(saved)
     return {name: getattr(args, name) for name in CADENCE_FLAGS}
+
+
+def _saved_cadence(saved: dict) -> tuple[int | np.integer | None, float | None]:
+    """The ``--checkpoint-every`` and ``--checkpoint-seconds`` that run flags ``saved``
+    (a config.json's) keep, None for each left out. A value edited by hand into something
+    else is left out too: the clock's default saves."""
+    every, seconds = (saved.get(name) for name in CADENCE_FLAGS)
+    return (every if game.is_integer(every) and every > 0 else None,
+            seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 < seconds < math.inf
+            else None)
 
 
 def _without_cadence(config_json: bytes) -> bytes:
@@ -873,8 +880,9 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             raise RunError(f"no checkpoint {args.resume_step} in {run.checkpoints.directory}; there are none "
                            "(leave --resume-step out to start the run over)")
         elif args.resume:  # killed before its first checkpoint: what it logged is redone
-            _refuse_to_start_over(run.directory, gone=False, log=run._log_records())
-            run.start_over()
+            log = run._log_records()  # a damaged log is refused before anything is deleted
+            _refuse_to_start_over(run.directory, gone=False, log=log)
+            run.start_over(log)
         if args.resume and done < total:
             # Not before, nor at the end: a refused resume, or one that finds the run
             # finished (at its end, or at ``--resume-step`` of its last step), would keep
@@ -931,11 +939,10 @@ def _logged_past_a_save(log: list[dict], run_flags: dict, unfinished: tuple[int,
     last = max(record["chunk"] for record in log)
     if unfinished and last > unfinished[0]:
         return True
-    every, seconds = (run_flags.get(name) for name in CADENCE_FLAGS)
-    if game.is_integer(every) and every > 0:
+    every, seconds = _saved_cadence(run_flags)
+    if every is not None:
         return last > every
-    interval = seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0 \
-        else CHECKPOINT_SECONDS
+    interval = seconds or CHECKPOINT_SECONDS
     return any(record["seconds"] >= log[0]["seconds"] + interval for record in log[:-1])
 
 
