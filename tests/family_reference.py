@@ -74,9 +74,12 @@ def min_group(rules: str) -> int:
 def as_board(board) -> np.ndarray:
     """Copy ``board`` (numpy array or nested lists, indexed ``[x][y]``) to an int8 array.
 
-    Raises ``ValueError`` if it is not 2-D or holds a value outside ``0..9``.
+    Raises ``ValueError`` if it is not 2-D or holds anything but integers in ``0..9``.
     """
-    arr = np.array(board, dtype=np.int64)
+    raw = np.asarray(board)
+    if raw.size and raw.dtype.kind not in "iu":  # 1.7 would have been colour 1, 0.5 empty
+        raise ValueError(f"a board must hold integers, got {raw.dtype}")
+    arr = raw.astype(np.int64)
     if arr.ndim != 2:
         raise ValueError(f"a board must be 2-D, got shape {arr.shape}")
     if arr.size and (arr.min() < 0 or arr.max() > 9):
@@ -214,11 +217,6 @@ def settle(board, rules: str) -> np.ndarray:
     for (x, y), (nx, ny) in settle_moves(b, rules).items():
         out[nx, ny] = b[x, y]
     return out
-
-
-def is_settled(board, rules: str) -> bool:
-    """True if :func:`settle` would leave ``board`` unchanged."""
-    return unsettled_cell(board, rules) is None
 
 
 def unsettled_cell(board, rules: str) -> Cell | None:

@@ -93,33 +93,25 @@ def test_expand_refuses_rules_whose_lone_cells_are_no_click(rules):
 SMALL = GameConfig(4, 3, 3)
 
 
-@pytest.fixture(scope="module")
-def small_run():
+@pytest.mark.slow
+def test_value_iteration_learns_optimal_costs_and_a_policy_that_plays_small_boards_near_optimally():
     """avi on 4x3x3 boards without the hand-made prior: the value heads start at a
-    constant 10 clicks and the policy uniform; all they know, they learnt."""
+    constant 10 clicks and the policy uniform; all they know, they learnt. (One test, not
+    two on a module fixture, which xdist would train once per worker.)"""
     config = avi.AVIConfig(game=SMALL, hidden=(64, 64), prior=False, num_envs=128, total_updates=800,
                            learning_rate=3e-3, chunk_updates=400, child_share=1.0, target_period=5, cell_rounds=1)
     init, run_chunk = avi.make_avi(config)
     runner, first = run_chunk(init(jax.random.key(0)))
     runner, last = run_chunk(runner)
     boards = random_boards(60, SMALL, seed=11)
-    optimum = np.array([solve(b, colors=3).length for b in np.asarray(boards)], float)
-    return config, runner, first, last, boards, optimum
+    best = np.array([solve(b, colors=3).length for b in np.asarray(boards)], float)
 
-
-@pytest.mark.slow
-def test_value_iteration_learns_optimal_costs_on_small_boards(small_run):
-    config, runner, first, last, boards, optimum = small_run
     assert int(first.dropped) == int(last.dropped) == 0
     value = agents.ValueHeadScorer(config.network)
-    error = np.mean(np.abs(np.asarray(value(boards, runner.train.params)) - optimum))
-    constant_error = np.mean(np.abs(np.mean(optimum) - optimum))  # the best constant guess
+    error = np.mean(np.abs(np.asarray(value(boards, runner.train.params)) - best))
+    constant_error = np.mean(np.abs(np.mean(best) - best))  # the best constant guess
     assert error < 0.8 * constant_error, (error, constant_error)  # untrained: ~5 clicks off
 
-
-@pytest.mark.slow
-def test_policy_learns_to_play_small_boards_near_optimally(small_run):
-    config, runner, first, last, boards, best = small_run
     assert float(last.policy_loss) < float(first.policy_loss)
     assert float(last.policy_agreement) > 0.6
     policy = agents.ClusterArgmax(config.network)
@@ -344,3 +336,23 @@ def test_an_update_that_trains_no_position_logs_numbers_not_nan():
     assert int(metrics.dropped) > 0 and float(metrics.line_positions) == 0
     assert np.isfinite(float(metrics.loss)) and np.isfinite(float(metrics.value_error))
     assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(runner.train.params))
+
+
+def test_a_chunks_means_leave_out_updates_that_trained_nothing():
+    """Two boards and few slots: the first updates train no position. A chunk ending at the
+    first update that trains logs that update's figures, not them divided by the chunk's
+    length (the zeros of the updates before it were averaged in)."""
+    config = avi.AVIConfig(game=GameConfig(8, 6, 5), hidden=(16,), num_envs=2, beam_width=1, buffer_lines=4,
+                           chunk_updates=1, total_updates=60, cell_rounds=1, cell_width=8, child_share=0.25)
+    init, run_chunk = avi.make_avi(config)
+    runner, first = init(jax.random.key(0)), None
+    for update in range(30):
+        runner, metrics = run_chunk(runner, 1)
+        if float(metrics.target) > 0:
+            first = update, metrics
+            break
+    assert first is not None and first[0] > 0, "the test needs updates that train nothing before one that trains"
+    update, alone = first
+    _, chunk = run_chunk(init(jax.random.key(0)), update + 1)
+    for name in ("target", "value_error", "policy_loss", "policy_agreement"):
+        np.testing.assert_allclose(float(getattr(chunk, name)), float(getattr(alone, name)), rtol=1e-5, err_msg=name)

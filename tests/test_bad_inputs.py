@@ -945,6 +945,11 @@ API_CASES = [
     (lambda: jaxdust.positions("1" * 48, ((0, 0), "ab")), r"click 1: 'ab' is not an \(x, y\) pair of ints$"),
     (lambda: jaxdust.replay("1" * 48, [(0, 0), "00"]), "click 1: '00' is not an"),
     (lambda: jaxdust.Rewards(clear=True), "must be a number, got bool True"),
+    # Beyond a float's range it was Python's OverflowError, which from_json's callers do not catch.
+    (lambda: jaxdust.Rewards(clear=10**400), "^clear must be within float32's range"),
+    (lambda: avi.AVIConfig(child_share="0.5"), "^child_share must be a number, got str"),
+    (lambda: avi.AVIConfig(child_share=True), "^child_share must be a number, got bool"),
+    (lambda: dqn.DQNConfig(hidden=(2**31, 16)), r"^hidden must be a tuple of positive integers below 2\^31"),
     (lambda: render.board_letters([[-1, 2], [3, 0]]), "board_letters: the board holds -1"),
     (lambda: render.board_rgb([[10, 2], [3, 0]]), "board_rgb: the board holds 10"),
     (lambda: render.board_svg([[1, 2], [3, 0]], cell_size=0), "cell_size must be an integer >= 8"),

@@ -936,7 +936,9 @@ def test_compare_solvers_names_each_revision_by_its_commit_and_the_machine(tmp_p
     commit = lambda text: subprocess.run(["git", "rev-parse", text], cwd=ROOT, capture_output=True,  # noqa: E731
                                          text=True).stdout.strip()
     assert report["old"]["given"] == "WORKTREE" and report["old"]["commit"] == commit("HEAD")
-    assert isinstance(report["old"]["changed"], bool)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    assert report["old"]["changed"] is bool(dirty)  # the checkout's edits beyond the commit named
     assert report["new"] == {"given": "HEAD~1", "commit": commit("HEAD~1")}
     assert {"cpu", "cores", "jax", "numba"} <= set(report["measured_on"]) and "jaxdust" not in report["measured_on"]
     assert json.loads((tmp_path / "c.json").read_text()) == report

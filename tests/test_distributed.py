@@ -95,6 +95,7 @@ def test_train_py_in_two_processes_equals_one_process_with_two_devices(tmp_path)
     # folder it was moved to (process 1 looked after process 0's rename and named another).
     os.remove(tmp_path / "distributed" / "summary.json")
     os.remove(tmp_path / "distributed" / "checkpoints" / "3" / "checksums.json")  # an unfinished save
+    coordinator = f"127.0.0.1:{free_port()}"  # the first run's port may linger after its coordinator ended
     processes = [start([*AVI, "--run-dir", str(tmp_path / "distributed"), "--devices", "1", "--resume",
                         *distributed(rank, coordinator)]) for rank in (0, 1)]
     deadline = time.monotonic() + TIMEOUT

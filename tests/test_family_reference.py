@@ -14,6 +14,7 @@ import pytest
 
 from tests.family_reference import (
     RULES,
+    as_board,
     board_from_rows,
     board_to_rows,
     click,
@@ -199,6 +200,16 @@ def test_min_group_and_unknown_rules():
         assert name in str(err.value)
     with pytest.raises(ValueError):
         click(B(BASE), 0, 0, "bogus")
+
+
+def test_a_board_of_fractions_is_refused_not_truncated():
+    """1.7 was colour 1 and 0.5 an empty cell, where ``jaxdust.core.reference`` reads the
+    cells as they are: the two oracles disagreed on such a board."""
+    with pytest.raises(ValueError, match="must hold integers, got float64"):
+        as_board([[1.7, 2.2], [0.5, 3.9]])
+    with pytest.raises(ValueError, match="must hold integers"):
+        click([[1.7, 1.2]], 0, 0, "samegame")
+    assert as_board(np.array([[1, 2]], np.uint8)).tolist() == [[1, 2]]
 
 
 def test_clusters_and_legal_moves():

@@ -181,9 +181,10 @@ def test_configs_take_numpy_scalars_as_python_numbers():
     assert size.takes_boards_of(game.GameConfig(6, 7, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 9))
     assert size.takes_boards_of(size)  # a run plays boards of its own size and colours
     assert not size.takes_boards_of(game.GameConfig(7, 6, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 5, "former"))
-    config = AVIConfig(game=size, beam_width=np.int64(4), learning_rate=np.float32(0.5))
+    config = AVIConfig(game=size, beam_width=np.int64(4), learning_rate=np.float32(0.5), hidden=tuple(np.arange(8, 10)))
     assert type(config.beam_width) is int and type(config.learning_rate) is float
-    assert config == AVIConfig(game=game.GameConfig(6, 7, 8), beam_width=4, learning_rate=0.5)
+    assert config == AVIConfig(game=game.GameConfig(6, 7, 8), beam_width=4, learning_rate=0.5, hidden=(8, 9))
+    assert {type(width) for width in config.hidden} == {int}
     assert configs.from_json(AVIConfig, json.loads(json.dumps(configs.to_json(config)))) == config
     assert type(jaxdust.Rewards(clear=np.float64(2)).clear) is float
 
@@ -505,6 +506,11 @@ def test_a_click_off_the_board_changes_nothing_and_nothing_wraps():
     for x, y in [(8, 0), (-1, 0), (0, 6), (0, -1), (-8, -6)]:
         after, removed = jaxdust.click(board, x, y)
         assert int(removed) == 0 and np.array_equal(after, board), (x, y)
+        # The reference refuses it: numpy read (-1, 0) from the far column, and joined clusters there.
+        with pytest.raises(ValueError, match=rf"cell \({x}, {y}\) is off a board of shape \(8, 6\)"):
+            ref.click(np.asarray(board), x, y)
+        with pytest.raises(ValueError, match="is off a board"):
+            ref.cluster_mask(np.asarray(board), x, y)
 
 
 def test_cluster_action_mask_under_samegame_leaves_out_single_cells():

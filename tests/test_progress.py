@@ -2,8 +2,9 @@
 now and then, and none for short work."""
 
 import sys
-import time
 import types
+
+import tqdm.std
 
 from jaxdust.core import progress
 from jaxdust.core.progress import in_notebook, progress_bar
@@ -17,16 +18,18 @@ def test_a_log_gets_a_line_a_while_and_nothing_from_short_work(monkeypatch, caps
     assert capsys.readouterr().err == ""
 
     monkeypatch.setattr(progress, "LOG_SECONDS", 0.3)
+    clock = [1000.0]  # tqdm's clock, moved by hand: a busy machine's pauses add no line
+    monkeypatch.setattr(tqdm.std, "time", lambda: clock[0])
     with progress_bar(total=402, unit="board", desc="work") as bar:
         for _ in range(200):  # before the first interval: nothing
             bar.update()
-        time.sleep(0.35)
+        clock[0] += 0.35
         bar.update()  # a line
         for _ in range(200):  # within the next interval, redraws of every kind wait
             bar.update()
             bar.set_postfix(greedy=14.0)
             bar.set_description("work")
-        time.sleep(0.35)
+        clock[0] += 0.35
         bar.update()  # a second line
     err = capsys.readouterr().err
     lines = err.splitlines()

@@ -269,6 +269,19 @@ def test_half_values_and_the_half_bound_against_brute_force(drawn):
     assert max(values[0] + only_right, values[1] + only_left) <= brute_force_optimum(board)
 
 
+def test_a_half_games_value_is_found_again_whatever_the_number_of_colour_planes():
+    """An empty plane added to the half's key, so a table shared by solves of boards with
+    fewer colours (a solution's later positions) or another ``colors=`` missed every half."""
+    board = np.array([[1, 2, 1], [2, 2, 1], [1, 1, 2], [2, 1, 2]], np.int8)
+    geometry = bitboard.make_geometry(*board.shape)
+    table = np.zeros(1 << 10, np.uint64)
+    value = halves.half_value(planes_of(board, 2), 0, geometry, 99, table, halves.make_scratch(2, *board.shape))
+    assert value > 1 and halves.half_key(planes_of(board, 2)) == halves.half_key(planes_of(board, 5))
+    stored = table.copy()
+    assert halves.half_value(planes_of(board, 5), 0, geometry, 99, table, halves.make_scratch(5, *board.shape)) == value
+    np.testing.assert_array_equal(table, stored)  # read from the table: no search stored anything more
+
+
 def test_half_values_on_an_odd_width_reach_the_larger_half_cell_count():
     """Sixteen colours, one per cell of a 3x8 board's right half: every relaxed click
     removes one cell, so the right half's value is its cell count, deeper than half the

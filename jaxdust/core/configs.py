@@ -90,19 +90,23 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
     and an int field's an int below 2^31 (sizes, counts and indices become int32 in arrays,
     floats float32) unless named in ``wide`` (totals
     that stay Python ints); ``layers`` are tuples (or lists, as JSON keeps them) of
-    positive ints: widths or channels."""
+    positive ints below 2^31: widths or channels."""
     for name in layers:
         value = getattr(config, name)
         if not isinstance(value, (tuple, list)) or not all(
-                isinstance(width, int) and not isinstance(width, bool) and width > 0 for width in value):
-            raise FieldError(name, f"must be a tuple of positive integers (layer sizes), got {value!r}")
+                is_integer(width) and 0 < width < flags.INT32_LIMIT for width in value):
+            raise FieldError(name, f"must be a tuple of positive integers below 2^31 (layer sizes), got {value!r}")
+        object.__setattr__(config, name, type(value)(int(width) for width in value))
     hints = typing.get_type_hints(type(config))
     for field in dataclasses.fields(config):  # a numpy scalar, e.g. from a sweep over np.arange, as Python's
         value = getattr(config, field.name)
         if hints[field.name] is int and is_integer(value):
             object.__setattr__(config, field.name, int(value))
         elif hints[field.name] is float and (is_integer(value) or isinstance(value, np.floating)):
-            object.__setattr__(config, field.name, float(value))
+            try:
+                object.__setattr__(config, field.name, float(value))
+            except OverflowError:  # an int beyond a float's range
+                raise FieldError(field.name, f"must be within float32's range (+-{FLOAT32_MAX:.4g}), got {value!r}") from None
     for names, ok, wanted in ((positive, lambda v: v > 0, "> 0"), (non_negative, lambda v: v >= 0, ">= 0"),
                               (unit_interval, lambda v: 0 <= v <= 1, "in [0, 1]"),
                               (finite, lambda v: True, "finite")):

@@ -97,8 +97,11 @@ def _neighbours(x: int, y: int, width: int, height: int):
 
 
 def _cluster_cells(board: np.ndarray, x: int, y: int) -> list[tuple[int, int]]:
-    """Breadth-first search: all cells 4-connected to (x, y) with its colour ([] if empty)."""
+    """Breadth-first search: all cells 4-connected to (x, y) with its colour ([] if empty).
+    ValueError off the board (numpy would read a negative index from the far edge)."""
     width, height = board.shape
+    if not (0 <= x < width and 0 <= y < height):
+        raise ValueError(f"cell ({x}, {y}) is off a board of shape {board.shape}")
     colour = board[x, y]
     if colour == EMPTY:
         return []

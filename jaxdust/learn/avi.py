@@ -124,7 +124,7 @@ class AVIConfig:
         configs.require_rules(self.game, game.CLICK_RULES, "avi")
         configs.require(self, positive=("num_envs", "beam_width", "cell_width", "buffer_lines", "total_updates", "chunk_updates",
                                         "learning_rate", "target_period", "huber_delta", "policy_temperature",
-                                        "teacher_simulations", "teacher_considered", "policy_lr_scale"),
+                                        "teacher_simulations", "teacher_considered", "policy_lr_scale", "child_share"),
                         non_negative=("policy_weight", "cell_rounds", "teacher_gumbel_scale"),
                         unit_interval=("capped_share", "final_lr_fraction", "epsilon_max", "random_share",
                                        "line_target_share"),
@@ -194,8 +194,9 @@ class Runner(NamedTuple):
 
 
 class ChunkMetrics(NamedTuple):
-    """A chunk's means over its updates, except ``episodes`` and ``dropped`` (summed over
-    them) and the shares ``capped`` and ``episode_clicks`` (of the whole chunk's counts)."""
+    """A chunk's figures: ``loss`` and ``line_positions`` are means over its updates,
+    ``episodes`` and ``dropped`` sums, and the others means over every position (or policy
+    row, board) the chunk counted, whichever update it fell in."""
 
     loss: jax.Array  # float32 [], mean over the chunk's updates
     value_error: jax.Array  # float32 [], mean |V(s) - y(s)|, clicks
@@ -461,13 +462,23 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
             episodes=jnp.sum(finished, dtype=jnp.int32),
             episode_clicks=jnp.sum(jnp.where(finished, length, 0), dtype=jnp.int32),
             dropped=expansion.dropped)
-        return runner, step
+        # What each of the update's means was over, so that run_chunk weighs it by that.
+        counts = (jnp.sum(weight), jnp.sum(row_weight), jnp.sum(trained[:count], dtype=jnp.float32))
+        return runner, (step, counts)
 
     def run_chunk(runner: Runner, length: int = config.chunk_updates) -> tuple[Runner, ChunkMetrics]:
-        runner, steps = jax.lax.scan(iteration, runner, None, length=length)
+        runner, (steps, (value_rows, policy_rows, in_play)) = jax.lax.scan(iteration, runner, None, length=length)
         means = jax.tree.map(jnp.mean, steps)
+
+        def over(values, counts):  # an update that trained no position counts for nothing
+            return jnp.sum(values * counts) / jnp.maximum(jnp.sum(counts), 1.0)
+
         episodes = jnp.sum(steps.episodes)
         return runner, means._replace(episodes=episodes, dropped=jnp.sum(steps.dropped),
+                                      value_error=over(steps.value_error, value_rows),
+                                      policy_loss=over(steps.policy_loss, policy_rows),
+                                      policy_agreement=over(steps.policy_agreement, policy_rows),
+                                      target=over(steps.target, in_play),
                                       capped=jnp.sum(steps.capped) / jnp.maximum(jnp.sum(steps.line_positions), 1),
                                       episode_clicks=jnp.sum(steps.episode_clicks) / jnp.maximum(episodes, 1))
 

@@ -92,7 +92,8 @@ class DQNConfig:
     def __post_init__(self):
         configs.require_rules(self.game, game.CLICK_RULES, "dqn")
         configs.require(self, positive=("num_envs", "total_steps", "chunk_iterations", "buffer_size", "batch_size",
-                                        "updates_per_step", "learning_rate", "max_clicks", "n_step", "max_grad_norm"),
+                                        "updates_per_step", "learning_rate", "max_clicks", "n_step", "max_grad_norm",
+                                        "child_share"),
                         non_negative=("learning_starts", "target_period", "random_moves_per_game"),
                         unit_interval=("final_lr_fraction", "gamma", "target_mix", "epsilon_start", "epsilon_end",
                                        "epsilon_fraction"),

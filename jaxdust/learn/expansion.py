@@ -78,7 +78,12 @@ def require_indexable(slots: int, size: game.GameConfig, settings: str) -> None:
 def require_room(slots: int, positions: int, share: float) -> None:
     """``configs.FieldError`` (on ``child_share``) unless ``slots`` children give each of
     the ``positions`` an update expands one at least: with fewer, most positions are never
-    backed up (nor, in a beam, moved on), and the learner trains on almost nothing."""
+    backed up (nor, in a beam, moved on), and the learner trains on almost nothing.
+
+    Necessary, not enough: a position is backed up only when all its clusters' children
+    fit, and the slots fill in board order, so a share passing here by a small margin can
+    still leave most positions without one (the log's ``dropped`` counts the children that
+    did not fit)."""
     if slots < positions:
         raise configs.FieldError("child_share", f"({share:g}) gives {slots} child slots an update for {positions} "
                                                 f"positions, not one each: most would get no backup; raise it")

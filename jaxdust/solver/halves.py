@@ -49,9 +49,12 @@ _HALF_SALT = U64(0x632BE59BD9B4E019)  # a per-colour salt, as in ida.position_ke
 
 @numba.njit(cache=True, inline="always")
 def half_key(half):
+    """Absent colours add nothing, as in ``ida.position_key``: the key does not depend on
+    the number of planes, so a table shared by solves with different colour counts hits."""
     key = ZERO
     for c in range(half.shape[0]):
-        key += mix(half[c] ^ (U64(c + 1) * _HALF_SALT))
+        if half[c]:
+            key += mix(half[c] ^ (U64(c + 1) * _HALF_SALT))
     return key
 
 
