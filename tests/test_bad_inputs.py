@@ -283,6 +283,12 @@ FILE_CASES = [
     ("ranking", ["--out", "{folder}"], ["--out", "is a directory"]),
     ("solver-file", ["{board file}", "--board-file", "proven/"], ["--board-file", "proven/ names a folder, not a file"]),
     ("train", ["bogus"], ["unknown learner 'bogus'", "avi"]),
+    # The flags went to avi, and "unrecognized arguments: dqn" came out.
+    ("train", ["--seed", "1", "dqn", "--hidden", "8"], ["name the learner before its flags: train.py dqn --seed 1 --hidden 8"]),
+    ("train", ["--run-dir", "dqn", "--seed", "1", "dqn"],  # a flag's value that is a learner's name stays
+     ["name the learner before its flags: train.py dqn --run-dir dqn --seed 1"]),
+    ("train", ["--epochs", "2", "imitation"], ["name the learner before its flags: train.py imitation --epochs 2"]),
+    ("train", ["dqn", "--seed", "1", "avi"], ["unrecognized arguments: avi"]),  # named first: no other to suggest
     ("train", ["dqn", "--rewards-click", "1"], ["--rewards-click must be negative"]),  # it named a --rewards
     ("train", ["dqn", "--max-clicks", str(2**31)], ["--max-clicks must be below 2^31"]),  # jit's OverflowError
     ("train", ["--resume-step", "3"], ["--resume-step needs --resume"]),
@@ -1220,13 +1226,36 @@ def test_help_states_each_options_default_once():
     assert " ".join(parser.format_help().split()) == text  # formatting again adds nothing
 
 
-def test_hints_name_the_other_commands_as_this_one_was_started(monkeypatch):
+def test_hints_name_the_other_commands_as_this_one_was_started(monkeypatch, tmp_path):
     """A finished run's hint to play it names ``jaxdust-evaluate`` where ``jaxdust-train``
     ran (an installed package has no ``evaluate.py``), ``python -m`` after ``python -m``."""
     sibling = functools.partial(flags.sibling_command, "evaluate.py", "jaxdust-evaluate", "jaxdust.evaluation.cli")
     monkeypatch.setattr(sys, "argv", ["/venv/bin/jaxdust-train"])
     assert sibling() == "jaxdust-evaluate"
     monkeypatch.setattr(sys, "argv", ["train.py"])
+    assert sibling() == "python evaluate.py"
+    # Run by its path from another folder, the hint named an evaluate.py that was not there.
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    for name in ("train.py", "evaluate.py"):
+        (checkout / name).write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [os.path.join("checkout", "train.py")])
+    assert sibling() == f"python {os.path.join('checkout', 'evaluate.py')}"
+    monkeypatch.chdir(tmp_path / "checkout")
+    monkeypatch.setattr(sys, "argv", [str(checkout / "train.py")])
+    assert sibling() == "python evaluate.py"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert sibling() == f"python {checkout / 'evaluate.py'}"  # not up and down again
+    spaced = tmp_path / "a checkout"
+    spaced.mkdir()
+    for name in ("train.py", "evaluate.py"):
+        (spaced / name).write_text("")
+    monkeypatch.setattr(sys, "argv", [str(spaced / "train.py")])
+    assert sibling() == f"python '{spaced / 'evaluate.py'}'"  # a command to paste into a shell
+    monkeypatch.setattr(sys, "argv", [str(checkout / "train.py")])
+    (checkout / "evaluate.py").unlink()  # a script of another program: no such sibling to name
     assert sibling() == "python evaluate.py"
     monkeypatch.setattr(sys.modules["__main__"], "__spec__", types.SimpleNamespace(name="jaxdust.learn.cli"),
                         raising=False)

@@ -181,10 +181,10 @@ def test_configs_take_numpy_scalars_as_python_numbers():
     assert size.takes_boards_of(game.GameConfig(6, 7, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 9))
     assert size.takes_boards_of(size)  # a run plays boards of its own size and colours
     assert not size.takes_boards_of(game.GameConfig(7, 6, 5)) and not size.takes_boards_of(game.GameConfig(6, 7, 5, "former"))
-    config = AVIConfig(game=size, beam_width=np.int64(4), learning_rate=np.float32(0.5), hidden=tuple(np.arange(8, 10)))
+    config = AVIConfig(game=size, beam_width=np.int64(4), learning_rate=np.float32(0.5), hidden=list(np.arange(8, 10)))
     assert type(config.beam_width) is int and type(config.learning_rate) is float
     assert config == AVIConfig(game=game.GameConfig(6, 7, 8), beam_width=4, learning_rate=0.5, hidden=(8, 9))
-    assert {type(width) for width in config.hidden} == {int}
+    assert {type(width) for width in config.hidden} == {int} and hash(config)  # a list is kept as a tuple
     assert configs.from_json(AVIConfig, json.loads(json.dumps(configs.to_json(config)))) == config
     assert type(jaxdust.Rewards(clear=np.float64(2)).clear) is float
 

@@ -854,6 +854,23 @@ def test_a_killed_proof_resumes_to_the_uninterrupted_result(tmp_path, monkeypatc
     assert not jaxdust.replay(board, finished.clicks, rules=rules)[0].any()  # the line clears the board
 
 
+def test_a_proof_saved_without_a_first_beam_runs_the_one_its_resume_asks_for(tmp_path):
+    """Saved under ``beam_width=0`` (no line yet), a resume with a beam searched on without
+    one: under a limit it ended without an answer, telling the caller to give a beam, as it
+    had, and the CLI's retry with a wider beam wrote the same error line again and again."""
+    text, width, height = CHECKPOINTED["dust"]
+    board = jaxdust.parse_board(text, width, height)
+    plain = solve(board)
+    path = tmp_path / "proof.npz"
+    with pytest.raises(TimeoutError, match="use beam_width > 0"):
+        solve(board, beam_width=0, node_limit=2000, checkpoint=path, checkpoint_positions=500)
+    assert progress.load(path, board, "dust").best_clicks == []
+    limited = solve(board, beam_width=64, node_limit=2001, checkpoint=path, checkpoint_positions=500)
+    assert limited.length >= plain.length and not jaxdust.replay(board, limited.clicks)[0].any()
+    finished = solve(board, beam_width=64, checkpoint=path, checkpoint_positions=500)
+    assert finished.optimal and finished.length == plain.length and not path.exists()
+
+
 def test_a_checkpoint_of_another_board_or_no_proof_is_refused(tmp_path):
     text, width, height = CHECKPOINTED["dust"]
     board = np.asarray(jaxdust.parse_board(text, width, height))
@@ -1248,6 +1265,15 @@ def test_cli_retries_keep_what_earlier_lines_proved_and_the_board_file_lists_eve
     assert solve_main([str(source), "--out", str(tmp_path / "memory.jsonl"), "--jobs", "1", "--lines", "3"]) == 1
     record = json.loads((tmp_path / "memory.jsonl").read_text())
     assert record["error"].startswith("out of memory (--beam-width None, --table-bits")
+    assert "checkpoint" not in record["error"] and "remove" not in record["error"]
+    # A saved proof's table is what a resume loads, whatever --table-bits: the message says so.
+    (tmp_path / "saved").mkdir()
+    (tmp_path / "saved" / "line-3.npz").write_bytes(b"a proof")
+    assert solve_main([str(source), "--out", str(tmp_path / "memory2.jsonl"), "--jobs", "1", "--lines", "3",
+                       "--checkpoint-dir", str(tmp_path / "saved")]) == 1
+    record = json.loads((tmp_path / "memory2.jsonl").read_text())
+    assert record["error"].endswith(f"try smaller ones, and remove {tmp_path / 'saved' / 'line-3.npz'}: a resume keeps "
+                                    "its table")
 
 
 def test_a_time_limit_holds_back_the_widened_beam_that_would_not_fit_in_it(boards_dir, monkeypatch):

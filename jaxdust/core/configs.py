@@ -89,14 +89,14 @@ def require(config, positive=(), non_negative=(), unit_interval=(), finite=(), l
     range. Every number named must also be finite, a float field's within float32's range
     and an int field's an int below 2^31 (sizes, counts and indices become int32 in arrays,
     floats float32) unless named in ``wide`` (totals
-    that stay Python ints); ``layers`` are tuples (or lists, as JSON keeps them) of
-    positive ints below 2^31: widths or channels."""
+    that stay Python ints); ``layers`` are tuples (or lists, as JSON keeps them; kept as
+    tuples) of positive ints below 2^31: widths or channels."""
     for name in layers:
         value = getattr(config, name)
         if not isinstance(value, (tuple, list)) or not all(
                 is_integer(width) and 0 < width < flags.INT32_LIMIT for width in value):
             raise FieldError(name, f"must be a tuple of positive integers below 2^31 (layer sizes), got {value!r}")
-        object.__setattr__(config, name, type(value)(int(width) for width in value))
+        object.__setattr__(config, name, tuple(int(width) for width in value))  # hashable, and equal once read back
     hints = typing.get_type_hints(type(config))
     for field in dataclasses.fields(config):  # a numpy scalar, e.g. from a sweep over np.arange, as Python's
         value = getattr(config, field.name)

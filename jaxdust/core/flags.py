@@ -21,6 +21,7 @@ import math
 import os
 import re
 import select
+import shlex
 import sys
 import tempfile
 from typing import Any, Callable, NoReturn
@@ -85,11 +86,19 @@ def _started_as() -> str:
 def sibling_command(script: str, installed: str, module: str) -> str:
     """How to start another of the commands the way this process was started: ``installed``
     (``jaxdust-evaluate``) from an installed script, ``python -m module`` from ``python -m``,
-    else the checkout's ``python script``."""
+    else the checkout's ``python script`` beside this one (its whole path from outside the
+    checkout), quoted for a shell."""
     started = _started_as()
     if started.startswith("jaxdust-"):
         return installed
-    return f"python -m {module}" if started else f"python {script}"
+    if started:
+        return f"python -m {module}"
+    this = sys.argv[0] if sys.argv and sys.argv[0].endswith(".py") else ""
+    beside = os.path.join(os.path.dirname(os.path.abspath(this)), script)
+    if not this or not os.path.isfile(beside):  # not a checkout's script (pytest's, say)
+        return f"python {script}"
+    relative = os.path.relpath(beside)
+    return f"python {shlex.quote(beside if relative.startswith(os.pardir) else relative)}"
 
 
 def _renamed(line: str, old: str, new: str) -> str:

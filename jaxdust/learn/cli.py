@@ -30,6 +30,8 @@ learner of the run in ``--run-dir``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import shlex
@@ -137,11 +139,14 @@ def main(argv=None) -> dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and not argv[0].startswith("-") and argv[0] not in learners.LEARNERS:
         flags.fail(parser, f"unknown learner {argv[0]!r}; choose from {', '.join(learners.LEARNERS)}")
-    if not argv or (argv[0] not in learners.LEARNERS and argv[0] not in ("-h", "--help")):
+    unnamed = not argv or (argv[0] not in learners.LEARNERS and argv[0] not in ("-h", "--help"))
+    if unnamed:
         argv = [_unnamed_learner(argv), *argv]
     args, unknown = parser.parse_known_args(argv)
     learner = learners.get(args.learner)
     learner_parser = parser.learner_parsers[args.learner]
+    if unnamed and any(text in learners.LEARNERS for text in unknown):
+        _fail_named_late(parser, argv[1:], unknown)
     if unknown:  # said by the learner's parser, naming the learners a flag belongs to
         flags.fail(learner_parser, f"unrecognized arguments: {' '.join(unknown)}{_owners(parser, unknown)}")
     if args.resume_step is not None and not args.resume:
@@ -210,6 +215,22 @@ class _Peek(argparse.ArgumentParser):
 
     def error(self, message):
         raise argparse.ArgumentError(None, message)
+
+
+def _fail_named_late(parser, given: list[str], unknown: list[str]) -> None:
+    """``train.py --seed 1 dqn``: the flags went to the default learner, and the learner's
+    name was left over. Say the command with it first (the name that, taken out, leaves
+    flags that learner parses; not a flag's value that happens to be a learner's name)."""
+    for name in dict.fromkeys(text for text in unknown if text in learners.LEARNERS):
+        for index in (i for i, text in enumerate(given) if text == name):
+            rest = given[:index] + given[index + 1:]
+            try:
+                with contextlib.redirect_stderr(io.StringIO()):  # a trial: argparse's own error is not ours
+                    left = parser.parse_known_args([name, *rest])[1]
+            except SystemExit:
+                continue
+            if not left:
+                flags.fail(parser, f"name the learner before its flags: {parser.prog} {shlex.join([name, *rest])}")
 
 
 def _unnamed_learner(argv: list[str]) -> str:

@@ -1028,8 +1028,9 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
             bar.update()
             flags.raise_if_interrupted()  # a Ctrl-C swallowed in a gc callback stops the run here
             if out_of_time:
-                print(f"stopped after {seconds / 60:.1f} minutes of training (--minutes {args.minutes:g}) at "
-                      f"chunk {index}; continue with --resume")
+                made = ", making its data set" if learner.name == "imitation" else ""
+                print(f"stopped after {seconds / 60:.1f} minutes (--minutes {args.minutes:g}: the run's time in all, "
+                      f"compiling, evaluations{made} included) at chunk {index}; continue with --resume")
                 return {}
         if last_evaluation is None:  # resumed at its end, killed before its summary was written
             with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):

@@ -273,7 +273,9 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
         same checkpointing (where a slice was doubled, one slice more). One stopped by a
         limit keeps that limit's choices (e.g. not to skip to one click below the best
         solution), so resumed under larger limits it can search more positions than one
-        call under those limits would, for the same length.
+        call under those limits would, for the same length. A resumed proof keeps its
+        saved table's size, whatever ``table``'s cap; one saved with ``beam_width=0``
+        (no line yet) runs the first beam of a resume that asks for one.
 
     Raises:
       ValueError: naming the argument for a bad board, limit or rule set (the points and
@@ -340,6 +342,13 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
         nodes, widened, earlier_seconds = resumed.nodes, resumed.widened, resumed.seconds
         in_progress, partial = resumed.budget, resumed.partial
         half_positions[0] = resumed.half_positions
+        if not best_clicks and beam_width > 0:  # saved under beam_width=0: the first beam asked for now
+            beam_start = time.perf_counter()  # after loading the checkpoint, whose table can be large
+            best_length = beam_upper_bound(planes, geometry, beam_width, weights, path, 0, deadline)
+            best_clicks = bitboard.path_clicks(path, best_length, height)
+            first_beam_seconds = time.perf_counter() - beam_start
+            if in_progress >= best_length:  # the saved search looks for lines no shorter than this one
+                nodes, in_progress, partial = nodes + partial, 0, 0
     else:
         if beam_width > 0:
             best_length = beam_upper_bound(planes, geometry, beam_width, weights, path, 0, deadline)

@@ -90,8 +90,10 @@ def _solve_job(job):
         return {"line": number, "board": _shown(text), "rules": rules,
                 "error": str(error).replace("beam_width > 0", "a --beam-width above 0")}
     except MemoryError:
+        saved = checkpoint_path(checkpoint_dir, number)
         return {"line": number, "board": _shown(text), "rules": rules,
-                "error": f"out of memory (--beam-width {beam_width}, --table-bits {table_bits}): try smaller ones"}
+                "error": f"out of memory (--beam-width {beam_width}, --table-bits {table_bits}): try smaller ones"
+                         + (f", and remove {saved}: a resume keeps its table" if saved and os.path.exists(saved) else "")}
     record = dataclasses.asdict(result)
     record["clicks"] = [list(c) for c in result.clicks]
     width, height = board.shape  # the same digits read at another shape are another board
@@ -122,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--table-bits", type=flags.positive_int, default=MAX_TABLE_BITS,
                         help=f"the transposition table grows up to 2^N entries of 8 bytes per job, and the "
                              f"half-game table to half as many (default {MAX_TABLE_BITS}: 384 MiB in all); proofs "
-                             "of billions of positions (7x9 former) gain from 28")
+                             "of billions of positions (7x9 former) gain from 28; a proof resumed from "
+                             "--checkpoint-dir keeps the size it was saved with")
     parser.add_argument("--out", type=flags.output_file_or_stdout, default="-",
                         help="JSON lines output; an existing file is resumed (default -: standard output)")
     parser.add_argument("--retry-unproven", action="store_true",

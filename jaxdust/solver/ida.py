@@ -458,7 +458,7 @@ def bounded_search(root, geometry, budget, table, half_table, scratch, deadline,
                     # The half's value that would prove the child hopeless: it needs more
                     # than remaining - 1 clicks.
                     cap = remaining - only[1 - side]
-                    if half_values[depth + 1, side] < cap:
+                    if half_values[depth + 1, side] < cap:  # inlined: edit this file too when halves changes
                         value = halves.half_value(child, side, geometry, cap, half_table, scratch, deadline,
                                                   half_limit)
                         if value < 0:
