@@ -786,8 +786,7 @@ def points(removed: jax.typing.ArrayLike) -> jax.Array:
     counts that are not integers (3.9 would score as 3)."""
     if isinstance(removed, (list, tuple)):
         removed = np.asarray(removed)
-    if not (holds_integers(removed.dtype) if hasattr(removed, "dtype")
-            else isinstance(removed, int) and not isinstance(removed, bool)):
+    if not (holds_integers(removed.dtype) if hasattr(removed, "dtype") else is_integer(removed)):
         raise ValueError(f"points: removed must be integer counts, got {getattr(removed, 'dtype', removed)!r}")
     removed = jnp.asarray(removed, jnp.int32)
     return jnp.where(removed >= 2, (removed - 2) ** 2, 0)
