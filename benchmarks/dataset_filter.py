@@ -33,7 +33,7 @@ class BytesSet:
     def new(self, batch):
         fresh = []
         for board in batch:
-            key = datasets.canonical_key(board, self.mirror)
+            key = datasets.canonical_key(board, mirror=self.mirror)
             fresh.append(key not in self.keys)
             self.keys.add(key)
         return np.array(fresh, bool)

@@ -503,3 +503,21 @@ def test_the_gymnasium_example_plays_whole_games(capsys):
         with pytest.raises(SystemExit):
             gymnasium_random_agent.main(argv)
         assert said in capsys.readouterr().err, argv
+
+
+def test_a_refused_reset_leaves_the_envs_generator_where_it_was():
+    """The vector env drew its games' keys before checking the board (or a ``reset_mask``
+    given before any reset): a refused reset moved its generator, so the next unseeded
+    reset dealt other boards than it would have. The single env checked first."""
+    for make in (lambda: DustVectorEnv(2, "Dust-6x6x5-v0"), lambda: DustGymEnv("Dust-6x6x5-v0")):
+        plain, refused = make(), make()
+        plain.reset(seed=0)
+        refused.reset(seed=0)
+        with pytest.raises(ValueError, match="holds 7"):
+            refused.reset(options={"board": "7" * 36})
+        np.testing.assert_array_equal(refused.reset()[0], plain.reset()[0])
+    fresh = DustVectorEnv(2, "Dust-6x6x5-v0")
+    before = fresh.np_random.bit_generator.state
+    with pytest.raises(RuntimeError, match="call reset\\(\\) without it first"):
+        fresh.reset(seed=3, options={"reset_mask": np.ones(2, bool)})
+    assert fresh.np_random.bit_generator.state == before

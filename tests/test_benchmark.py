@@ -591,12 +591,18 @@ def test_an_id_and_size_of_its_rules_and_size_share_their_kept_rows(tmp_path, mo
     leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "random", "--seed", "1"])
     leaderboard.main(["--size", "former:6x6x5", "--boards", "2", "--entries", "random"])
     assert len(played) == 4 and played[2][1] != played[0][1] == played[1][1]  # rows of other rules: measured
-    # A report is replaced by the next; any other file given as --out is refused before the play.
+    # A report is replaced by the next; any other file given as --out is refused before the play,
+    # and before the boards are dealt (a large size's take minutes).
+    dealt = []
+    monkeypatch.setattr(leaderboard.game, "random_boards", lambda *args: dealt.append(args))
     for other in ("12345678\n", '{"agents": {}}', ""):
         (tmp_path / "boards.txt").write_text(other)
         with pytest.raises(SystemExit):
             leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "random", "--out", "boards.txt"])
-        assert (tmp_path / "boards.txt").read_text() == other and len(played) == 4
+        assert (tmp_path / "boards.txt").read_text() == other and len(played) == 4 and dealt == []
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(leaderboard.registry, "run_agent", fake_run_agent)
     leaderboard.main(["--size", "6x6x5", "--boards", "2", "--entries", "random", "--out",
                       "results/leaderboard-Dust-6x6x5-v0.json"])
 
@@ -661,12 +667,18 @@ def test_a_learners_kept_row_is_measured_again_once_its_run_trains_again(tmp_pat
     kept = {**dataclasses.asdict(row), "jaxdust": jaxdust.__version__, "run": None}
     for damaged in ('{"agent": "lar', "[1, 2]", '{"agent": "largest"}', json.dumps(kept | {"mean_clicks": "10.0"}),
                     json.dumps(kept | {"boards": 3.5}), json.dumps(kept | {"cleared": True}),
-                    json.dumps(kept | {"agent": 7})):
+                    json.dumps(kept | {"agent": 7}), json.dumps(kept | {"mean_clicks": None}),
+                    json.dumps(kept | {"cleared": None}), json.dumps(kept | {"seconds_per_board": float("inf")})):
         with open(path, "w") as handle:
             handle.write(damaged)
         assert leaderboard._kept_row(path, benchmark.Row) is None, damaged
         warned = f"warning: kept row {path} cannot be read" in capsys.readouterr().err
         assert warned == (damaged != '{"agent": "largest"}'), damaged  # that one has no version: another's
+    # A null where a figure may be undefined (no proven board: optimal and gap) is read as nan.
+    with open(path, "w") as handle:
+        handle.write(json.dumps(kept | {"optimal": None, "gap": None}))
+    undefined = leaderboard._kept_row(path, benchmark.Row)
+    assert undefined is not None and math.isnan(undefined.optimal) and math.isnan(undefined.gap)
     # A folder in a row's place: the row is measured and shown, not kept; it stopped the
     # command in a traceback once the agent had played.
     os.remove(path)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import tempfile
 
 import pytest
 
@@ -238,3 +239,48 @@ def test_json_files_are_strict_json_with_undefined_figures_as_null(tmp_path):
     files.atomic_write_json(path, value)
     assert _strict(path.read_text()) == {"se": None, "rows": [{"mean": None, "n": 1}, [None, 2.5]], "ok": 1.0}
     assert value["se"] != value["se"]  # the caller's value is left as it was
+
+
+def test_leftovers_of_one_long_name_are_not_those_of_another_that_ends_alike(tmp_path):
+    """The temporary names kept only a name's last 64 bytes: cleaning up one solve's
+    checkpoint deleted the temporary another solve in the same folder was writing."""
+    tail = "x" * 64 + ".npz"
+    mine, theirs = tmp_path / f"A-{tail}", tmp_path / f"B-{tail}"
+    for path in (mine, theirs):
+        handle, _ = tempfile.mkstemp(dir=tmp_path, prefix=files.TEMPORARY_PREFIX,
+                                     suffix=files._temporary_suffix(str(path)))
+        os.close(handle)
+    files.remove_leftover_temporaries_of(mine)
+    left = os.listdir(tmp_path)
+    assert len(left) == 1 and left[0].endswith(files._temporary_suffix(str(theirs)))
+    assert all(len(os.fsencode(files._temporary_suffix(str(tmp_path / name)))) <= 64
+               for name in ("x" * 250, "\U0001F600" * 63))
+
+
+def test_a_filesystem_that_refuses_modes_still_takes_the_write_and_no_descriptor_is_left(tmp_path, monkeypatch):
+    """A refused chmod (a FAT disk) failed the write, which a plain open() would not, and
+    left the temporary file's descriptor open."""
+    import errno
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "chmod", refused)
+    files.atomic_write_bytes(tmp_path / "out", b"data")
+    assert (tmp_path / "out").read_bytes() == b"data"
+    assert len(os.listdir("/proc/self/fd")) == before and os.listdir(tmp_path) == ["out"]
+
+
+def test_a_folder_in_the_way_is_named_not_the_temporary_file(tmp_path):
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(IsADirectoryError) as error:
+        files.atomic_write_bytes(tmp_path / "taken", b"data")
+    assert error.value.filename == str(tmp_path / "taken") and os.listdir(tmp_path) == ["taken"]
+
+
+def test_a_bad_byte_after_a_byte_order_mark_is_placed_from_the_files_start(tmp_path):
+    path = tmp_path / "marked.txt"
+    path.write_bytes(b"\xef\xbb\xbfab\ncd\xff\n")
+    with pytest.raises(ValueError, match=r"line 2: byte 8 is 0xff"):
+        files.read_text(str(path))

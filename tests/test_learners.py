@@ -1920,6 +1920,18 @@ def test_checkpoints_keep_a_keys_own_algorithm_and_refuse_what_they_cannot_keep(
     np.testing.assert_array_equal(jax.random.key_data(restored["key"]), jax.random.key_data(state["key"]))
     with pytest.raises(checkpoint.CheckpointError, match="checkpoint 1 exists in .*: a step is saved once"):
         saved.save(1, state, {"config": 1})
+    # A step older than those kept was saved, checksummed and at once removed, without a word;
+    # removing a step that is not there asked for a writable folder.
+    two = checkpoint.Checkpoints(str(tmp_path / "two"), max_to_keep=2)
+    for step in (2, 4):
+        two.save(step, state, {"config": 1})
+    with pytest.raises(checkpoint.CheckpointError, match=r"checkpoint 1 is older than the 2 kept in .* \(2, 4\)"):
+        two.save(1, state, {"config": 1})
+    two.save(3, state, {"config": 1})  # newer than one of those kept: saved, and 2 removed
+    assert two.steps() == [3, 4]
+    for move in (two.delete, two.set_aside):
+        with pytest.raises(checkpoint.CheckpointError, match=r"no checkpoint 7 in .*; there are 3, 4$"):
+            move(7)
     for bad in (0, -1, None, 1.5):
         with pytest.raises(ValueError, match="max_to_keep must be a positive integer"):
             checkpoint.Checkpoints(str(tmp_path / "bad"), max_to_keep=bad)

@@ -832,8 +832,8 @@ def test_a_killed_proof_resumes_to_the_uninterrupted_result(tmp_path, monkeypatc
     assert saved.half_positions > 0  # the half-game searches' count, which a node limit caps, goes on from here
     # A save killed while writing left its temporary file, as large as the table, for good;
     # the resume removes its own (another file's, here "the-killed.npz"'s, is not its own).
-    leftover, other = tmp_path / f"{files.TEMPORARY_PREFIX}a1b2c3d4killed.npz", \
-        tmp_path / f"{files.TEMPORARY_PREFIX}a1b2c3d4the-killed.npz"
+    leftover, other = (tmp_path / f"{files.TEMPORARY_PREFIX}a1b2c3d4{files._temporary_suffix(str(tmp_path / name))}"
+                       for name in ("killed.npz", "the-killed.npz"))
     leftover.write_bytes(b"cut")
     other.write_bytes(b"in use")
     resumed = solve(board, rules=rules, checkpoint=path, checkpoint_positions=5000)
@@ -1348,6 +1348,31 @@ def test_work_stopped_early_ends_the_processes_under_way():
     script = ("import time\nfrom jaxdust.core.processes import ordered_map\nif __name__ == '__main__':\n"
               "    work = ordered_map(time.sleep, [0.1, 300, 300], 2)\n    next(work)\n    work.close()\n")
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)  # not 300 s
+    # Not closed at all: a generator kept in a variable (or by a traceback) when the program
+    # ends made the exit wait for the items under way.
+    for end in ("", "    for _ in work:\n        raise SystemExit(3)\n"):
+        script = ("import time\nfrom jaxdust.core.processes import ordered_map\nif __name__ == '__main__':\n"
+                  "    work = ordered_map(time.sleep, [0.1, 0.1, 300, 300], 2)\n    next(work)\n" + end)
+        ended = subprocess.run([sys.executable, "-c", script], timeout=120)
+        assert ended.returncode == (3 if end else 0)
+
+
+def test_results_held_behind_a_slow_item_are_bounded():
+    """``ordered_map`` went on handing out items while an earlier one ran: tens of thousands
+    of results waited in memory behind it."""
+    from jaxdust.core import processes
+
+    drawn = []
+
+    def items():
+        for index in range(5_000):
+            drawn.append(index)
+            yield 3.0 if index == 0 else 0.0
+
+    work = ordered_map(workers.nap, items(), 2)
+    assert next(work) == 3.0
+    assert len(drawn) <= 2 * (processes.HELD_PER_JOB + processes.IN_FLIGHT_PER_JOB) + 1, len(drawn)
+    assert sum(1 for _ in work) == 4_999  # and then the rest, none lost
 
 
 def test_ctrl_c_during_a_deferred_block_stops_the_program_after_it():

@@ -367,6 +367,9 @@ class DustVectorEnv(_Compiled, VectorEnv):
         they were (``info``'s ``_action_mask`` and ``_clicks`` are ``m``)."""
         options = _options(options, ("board", "reset_mask"))
         reset_mask = self._reset_mask(options.get("reset_mask"))
+        if reset_mask is not None and self._state is None:
+            raise RuntimeError("reset_mask restarts some of the games: call reset() without it first")
+        board = _start_board(self.env, options.get("board"))  # checked before the generator moves: a refused reset changes nothing
         if isinstance(seed, np.ndarray) and seed.ndim == 0:  # np.array(5): one seed, as np.int64(5)
             seed = seed.item()
         if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == self.num_envs and all(s is None for s in seed):
@@ -395,7 +398,6 @@ class DustVectorEnv(_Compiled, VectorEnv):
             # seeded reset of each size (23 s for 4096 games on a 2-core CPU).
             keys = _keys(np.asarray([_seed_int(np.random.default_rng(s) if s is not None else self.np_random)
                                      for s in seeds], np.int32))
-        board = _start_board(self.env, options.get("board"))
         states, mask = self._jit_reset(keys, board)
         if reset_mask is None:
             self._state = states
@@ -403,8 +405,6 @@ class DustVectorEnv(_Compiled, VectorEnv):
             reset_mask = np.ones(self.num_envs, bool)
         else:
             old_states = self._state
-            if old_states is None:
-                raise RuntimeError("reset_mask restarts some of the games: call reset() without it first")
             chosen = jnp.asarray(reset_mask)
             self._state = jax.tree.map(lambda new, old: jnp.where(chosen.reshape(-1, *[1] * (new.ndim - 1)), new, old),
                                        states, old_states)

@@ -208,7 +208,8 @@ class DustEnv:
         Its shape and dtype are checked always,
         its colours (0 to ``colors``) and that it is settled under the env's rules (no cell
         above a hole, none where the sideways rule would move it) where it is not traced
-        (under ``jit`` a board is taken as it is). ``key`` is split first,
+        (traced, under ``jit`` or ``vmap``, a board is taken as it is: a batch started with
+        ``jax.vmap(env.reset)`` is not checked, so check its boards first). ``key`` is split first,
         one half for the board and one kept in the state (auto-reset's next boards), so
         the board is not ``random_board(key)``.
 

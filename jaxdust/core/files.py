@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import errno
 import hashlib
 import json
 import math
@@ -35,7 +37,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
         kind = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         kind = None
-    special = kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind)
+    if kind is not None and stat.S_ISDIR(kind):  # else the rename's error would name the temporary file
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+    special = kind is not None and not stat.S_ISREG(kind)
     if special or (kind is not None and (os.path.abspath(path).startswith("/proc/") or _names_a_descriptor(path))):
         with open(path, "ab") as file:  # "wb" would truncate a log that standard output is redirected to
             write(file)
@@ -45,12 +49,13 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
     os.makedirs(directory, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=TEMPORARY_PREFIX, suffix=_temporary_suffix(path))
     try:
-        try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except FileNotFoundError:
-            mode = 0o666 & ~current_umask()  # mkstemp makes 0600; match a plain open()
-        os.chmod(temporary, mode)
-        with os.fdopen(handle, "wb") as file:
+        with os.fdopen(handle, "wb") as file:  # closed whatever fails from here
+            try:
+                mode = stat.S_IMODE(os.stat(path).st_mode)
+            except FileNotFoundError:
+                mode = 0o666 & ~current_umask()  # mkstemp makes 0600; match a plain open()
+            with contextlib.suppress(PermissionError):  # a filesystem without modes (FAT) refuses it, as open() would not
+                os.chmod(temporary, mode)
             write(file)
             file.flush()
             os.fsync(file.fileno())
@@ -125,8 +130,9 @@ def lock_directory(directory: str | os.PathLike, timeout: float = 0):
 
 
 def held_by_another(directory: str | os.PathLike) -> bool:
-    """Whether another process holds ``directory``'s lock (``lock_directory``) now; False
-    where there is no lock file or it cannot be opened. It takes the lock for an instant: a
+    """Whether ``directory``'s lock (``lock_directory``) is held now, by another process or
+    by this one (a lock is held per open file, not per process); False where there is no
+    lock file or it cannot be opened. It takes the lock for an instant: a
     writer that may start then waits a moment for it (``lock_directory``'s ``timeout``)."""
     if not os.path.isfile(os.path.join(directory, LOCK_FILE)):
         return False
@@ -161,10 +167,12 @@ def open_to_append_alone(path: str | os.PathLike):
 
 
 def _temporary_suffix(path: str) -> str:
-    """The end of ``atomic_write``'s temporary names for ``path``: the name's last 64 bytes
-    only, as a temporary name must fit the same 255 bytes as the file's own (a cut through a
-    character decodes as surrogates, which encode back)."""
-    return os.fsdecode(os.fsencode(os.path.basename(path))[-64:])
+    """The end of ``atomic_write``'s temporary names for ``path``: a digest of the whole name,
+    then its last 48 bytes only, as a temporary name must fit the same 255 bytes as the file's
+    own (a cut through a character decodes as surrogates, which encode back). The digest
+    tells apart two long names that end alike: each file's leftovers are its own."""
+    name = os.fsencode(os.path.basename(path))
+    return f"-{hashlib.sha256(name).hexdigest()[:12]}-{os.fsdecode(name[-48:])}"
 
 
 def remove_leftover_temporaries_of(path: str | os.PathLike) -> None:
@@ -247,9 +255,10 @@ def read_text(path: str, what: str = "file") -> str:
                 data = handle.read()
         text = data.decode("utf-8-sig")  # a byte-order mark (Notepad's, PowerShell's) is not text
     except UnicodeDecodeError as error:
-        line = error.object.count(b"\n", 0, error.start) + 1
-        raise ValueError(f"{what} {name} is not UTF-8 text (line {line}: byte {error.start} is "
-                         f"{error.object[error.start]:#04x}){_what_it_is(error.object)}") from None
+        offset = error.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)  # counted past the mark
+        line = data.count(b"\n", 0, offset) + 1
+        raise ValueError(f"{what} {name} is not UTF-8 text (line {line}: byte {offset} is "
+                         f"{data[offset]:#04x}){_what_it_is(data)}") from None
     except OSError as error:
         raise ValueError(f"cannot read {what} {name}: {error.strerror}") from None
     if "\x00" in text and (looks := _what_it_is(data)):  # UTF-16 without a byte-order mark decodes, NULs and all

@@ -14,8 +14,9 @@ import queue
 import signal
 import sys
 import threading
+import weakref
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Generator, Iterable, Iterator
 
 
 class WorkerDied(RuntimeError):
@@ -32,14 +33,17 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
 
     The processes are spawned, not forked, so they inherit no JAX threads. ``items`` is read
     as the work goes, ``IN_FLIGHT_PER_JOB`` items a process ahead of the results that have
-    ended (results that end before an earlier one are held until it ends). A process that
-    dies (killed, out of memory) raises ``WorkerDied``: ``multiprocessing.Pool`` would wait
-    for its result forever.
+    ended. Results that end before an earlier one are held until it ends, at most
+    ``HELD_PER_JOB`` a process: past that the processes wait for it, as memory would
+    otherwise grow without bound behind one slow item. A process that dies (killed, out of
+    memory) raises ``WorkerDied``: ``multiprocessing.Pool`` would wait for its result forever.
+    A generator left open when the program ends (kept in a variable, or by a traceback) stops
+    its processes then rather than waiting for the items under way.
 
     Raises:
       WorkerDied: when a process died; the results yielded before stay valid.
     """
-    return _pool_map(function, items, jobs, in_order=True)
+    return _tracked(_pool_map(function, items, jobs, in_order=True))
 
 
 def completed_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
@@ -50,10 +54,32 @@ def completed_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
     Raises:
       WorkerDied: when a process died; the results yielded before stay valid.
     """
-    return _pool_map(function, items, jobs, in_order=False)
+    return _tracked(_pool_map(function, items, jobs, in_order=False))
 
 
 IN_FLIGHT_PER_JOB = 8  # items handed to the pool a process: a queue for each, not every item at once
+HELD_PER_JOB = 128  # ordered_map's results a process held behind an earlier one still under way
+
+_open_work: weakref.WeakSet[Generator] = weakref.WeakSet()  # the generators handed out, while they live
+
+
+def _close_open_work() -> None:
+    """At the program's end, close the generators nobody closed (kept in a variable, or by a
+    traceback), which stops their processes: ``concurrent.futures``' own exit hook, which runs
+    after this one, would wait for every item under way (hours)."""
+    for work in list(_open_work):
+        with contextlib.suppress(ValueError):  # running on another thread: its own end stops it
+            work.close()
+
+
+# Registered after concurrent.futures.process (imported above) registered its own hook: these
+# run in reverse order, so this one first.
+getattr(threading, "_register_atexit", lambda hook: None)(_close_open_work)
+
+
+def _tracked(work: Generator) -> Generator:
+    _open_work.add(work)
+    return work
 
 
 def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) -> Iterator:
@@ -73,14 +99,19 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
     # item at once holds ~2 KB a pending item (20 GB for 10^7 boards) and hands out a million
     # for a minute before the first result is passed on.
     window = jobs * IN_FLIGHT_PER_JOB
+    held_at_most = jobs * HELD_PER_JOB if in_order else None
     places: dict = {}  # each future handed out and not yet passed on -> its item's place among the items
     done: queue.SimpleQueue = queue.SimpleQueue()  # futures as they end (put there by the pool's thread)
     handed_out = running = 0  # running: handed out, not yet ended
+    next_place = 0  # in order: the place of the next result to pass on
     refused: list[BrokenProcessPool] = []
 
     def hand_out() -> None:
         nonlocal handed_out, running
-        for item in itertools.islice(remaining, 0 if refused else max(window - running, 0)):
+        count = window - running
+        if held_at_most is not None:
+            count = min(count, next_place + held_at_most - handed_out)
+        for item in itertools.islice(remaining, 0 if refused else max(count, 0)):
             try:
                 future = executor.submit(function, item)
             except BrokenProcessPool as error:
@@ -112,7 +143,6 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
             start() if _on_main_thread() else _on_launcher_thread(start)
         hand_out()
         ended: dict = {}  # in order: the futures that ended before one handed out earlier, by place
-        next_place = 0
         while places:
             future = done.get()
             running -= 1
@@ -126,6 +156,7 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
                 future = ended.pop(next_place)
                 del places[future]
                 next_place += 1
+                hand_out()  # the places past a full hold are free now
                 yield future.result()  # each let go once passed on
         if refused:  # every future had ended well, but items were left
             raise refused[0]

@@ -134,6 +134,7 @@ class Row:
     se: float = float("nan")  # the mean's standard error
     gap_se: float = float("nan")  # the gap's: of the per-board differences to the optimum
 
+    UNDEFINED_AT_TIMES = ("optimal", "gap", "se", "gap_se")  # nan with no proven board, or one board
     HEADER = ("| agent | mean clicks (+- se) | optimal | gap to optimum (+- se) | cleared | time per board |\n"
               "|---|---:|---:|---:|---:|---:|")
 

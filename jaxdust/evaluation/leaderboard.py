@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -264,6 +265,7 @@ class FamilyRow:
     seconds_per_board: float
     se: float = float("nan")  # the mean's standard error
 
+    UNDEFINED_AT_TIMES = ("se",)  # nan on one board
     HEADER = "| agent | mean {} (+- se) | cleared | time per board |\n|---|---:|---:|---:|"
 
     def markdown(self) -> str:
@@ -341,15 +343,17 @@ def _kept_row(path: str, row_type, source: str | None = None):
         version, run = saved.pop("jaxdust", None), saved.pop("run", None)
         if (version, run) != (__version__, source):
             return None
-        for field in dataclasses.fields(row_type):  # strict JSON keeps a NaN (one board's se) as null
-            if saved.get(field.name, 0.0) is None and field.type in ("float", float):
-                saved[field.name] = float("nan")
+        for name in row_type.UNDEFINED_AT_TIMES:  # strict JSON keeps a NaN (one board's se) as null
+            if name in saved and saved[name] is None:
+                saved[name] = float("nan")
         kept = row_type(**saved)
         for field in dataclasses.fields(row_type):  # a row's figures are shown with formats that need numbers
             value, kind = getattr(kept, field.name), field.type if isinstance(field.type, str) else field.type.__name__
             expected: dict[str, type | tuple[type, ...]] = {"str": str, "int": int, "float": (int, float)}
             if isinstance(value, bool) or not isinstance(value, expected.get(kind, object)):
                 raise TypeError(f"{field.name} is {value!r}, not {'a number' if kind != 'str' else 'text'}")
+            if kind == "float" and field.name not in row_type.UNDEFINED_AT_TIMES and not math.isfinite(value):
+                raise ValueError(f"{field.name} is {value!r}, not a finite number")  # a nan would rank first
         return kept
     except (OSError, ValueError, TypeError, AttributeError) as error:  # written atomically: edited or copied wrong
         print(f"warning: kept row {path} cannot be read ({type(error).__name__}: {error}); measuring it again",
@@ -405,15 +409,15 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
     """``--env`` or ``--size``: every entry on ``args.boards`` random boards of ``config``
     (seed ``args.seed``), best first by ``measure``; rows kept beside the report, as ``main``
     keeps them. ``env_id``: the id, or the size as ``--size`` writes it."""
-    boards = game.random_boards(jax.random.key(args.seed), args.boards, config)
-    registry.note_selection_boards(args.seed, [entry for entry, _ in entries])
     # A size's files apart from the --set of its name (leaderboard-8x6x5.json) and from ids.
     size_stem = f"size-{config.size_spec.replace(':', '-')}"
     out = args.out or os.path.join("results", f"leaderboard-{env_id if args.env is not None else size_stem}.json")
-    _require_report_or_nothing(parser, out)
+    _require_report_or_nothing(parser, out)  # before the boards are dealt: a large size's take a while
     # Kept by rules and size, not by name: an id and --size of its size play the same boards.
     cache = os.path.join(_rows_dir(out), f"{size_stem}-{args.boards}-seed{args.seed}")
     _make_rows_folder(parser, cache)
+    boards = game.random_boards(jax.random.key(args.seed), args.boards, config)
+    registry.note_selection_boards(args.seed, [entry for entry, _ in entries])
 
     def measure_row(entry: str, label: str) -> FamilyRow:
         start = time.perf_counter()

@@ -40,10 +40,28 @@ def _legend(axis, entries: int) -> None:
 
 def _integer_bins(values: np.ndarray, most: int = 40) -> np.ndarray:
     """Bin edges between whole numbers, each bin holding the same count of them (at most
-    ``most`` bins): no bin gathers more integers than its neighbours."""
+    ``most`` bins): no bin gathers more integers than its neighbours.
+
+    Raises:
+      ValueError: no values, or values that are not finite numbers.
+    """
+    values = np.asarray(values, float)
+    if values.size == 0:
+        raise ValueError("nothing to draw: no values")
+    if not np.isfinite(values).all():
+        raise ValueError("cannot draw values that are not finite numbers")
     low, high = int(np.floor(values.min())), int(np.ceil(values.max()))
     width = max(1, -(-(high - low + 1) // most))
     return np.arange(low, high + width + 1, width) - 0.5
+
+
+MOST_LENGTH_BINS = 60  # a bin a click up to 60 clicks apart; the joint figure's cells grow as its square
+
+
+def _together(series) -> np.ndarray:
+    """Every value of ``series`` (arrays) in one flat array, empty where there are none."""
+    arrays = [np.asarray(values, float).ravel() for values in series]
+    return np.concatenate(arrays) if arrays else np.zeros(0)
 
 
 def _outlines(axis, series: dict[str, np.ndarray], bins: np.ndarray, described) -> None:
@@ -66,7 +84,7 @@ def value_histograms(values: dict[str, np.ndarray], title: str, measure: str, di
     in bins of whole numbers; the legend gives each mean to ``digits`` decimals (as the
     table beside it does)."""
     figure, axis = _subplots((7, 4))
-    bins = _integer_bins(np.concatenate([np.asarray(v, float) for v in values.values()]))
+    bins = _integer_bins(_together(values.values()))
     _outlines(axis, values, bins, lambda name, per_board: f"mean {np.mean(per_board):.{digits}f}")
     for line in (axis.xaxis, axis.yaxis):  # whole numbers on both: values and counts of boards
         line.set_major_locator(MaxNLocator(integer=True))
@@ -84,8 +102,7 @@ def length_histograms(lengths: dict[str, np.ndarray], title: str,
     many)."""
     figure, axis = _subplots((7, 4))
     not_cleared = not_cleared or {}
-    values = np.concatenate([np.asarray(v) for v in lengths.values()])
-    bins = np.arange(values.min() - 0.5, values.max() + 1.5)
+    bins = _integer_bins(_together(lengths.values()), most=MOST_LENGTH_BINS)
     _outlines(axis, lengths, bins, lambda name, clicks: f"mean {np.mean(clicks):.2f}" + (
         f"; {not_cleared[name]} not cleared, at the cap" if not_cleared.get(name) else ""))
     for line in (axis.xaxis, axis.yaxis):  # whole numbers on both: clicks and counts of boards
@@ -105,9 +122,8 @@ def joint_histogram(agent: np.ndarray, reference: np.ndarray, agent_name: str, r
     player did not clear (``*_cleared`` False) sits at the click cap and counts as neither
     equal nor shorter for the agent; the title says how many the agent left."""
     figure, axis = _subplots((5.5, 5))
-    low = min(agent.min(), reference.min()) - 0.5
-    high = max(agent.max(), reference.max()) + 1.5
-    bins = np.arange(low, high)
+    bins = _integer_bins(_together([agent, reference]), most=MOST_LENGTH_BINS)  # a cell a click where they fit
+    low = bins[0]
     counts, _, _, image = axis.hist2d(reference, agent, bins=[bins, bins], cmap="viridis", cmin=1)
     image.set_clim(0, max(1, np.nanmax(counts)))  # a scale from 0, also where every cell holds one count
     figure.colorbar(image, ax=axis, label="boards", ticks=MaxNLocator(integer=True))

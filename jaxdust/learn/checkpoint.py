@@ -308,6 +308,10 @@ class Checkpoints:
         earlier = self.steps()
         if step in earlier:  # orbax's refusal would have read as a failed save ("free space?")
             raise CheckpointError(f"checkpoint {step} exists in {self.directory}: a step is saved once")
+        if len(earlier) >= self.max_to_keep and step < earlier[-self.max_to_keep]:  # else removed once saved
+            raise CheckpointError(f"checkpoint {step} is older than the {self.max_to_keep} kept in {self.directory} "
+                                  f"({', '.join(map(str, earlier[-self.max_to_keep:]))}), which would remove it as "
+                                  "soon as it is saved: delete the later ones first")
         with processes.interrupt_deferred(), _orbax_echoes_dropped():
             try:
                 self.manager.save(
@@ -494,6 +498,10 @@ class Checkpoints:
     def _moved(self, step: int, suffix: str, why: str) -> str:
         """Step ``step`` renamed to a free name ending ``suffix`` (``-2``, ``-3`` after it
         where taken), which orbax does not list; returns the new path."""
+        if not os.path.isdir(self._path(step)):  # else the rename's error would ask for a writable folder
+            steps = self.steps()
+            raise CheckpointError(f"no checkpoint {step} in {self.directory}; "
+                                  + (f"there are {', '.join(map(str, steps))}" if steps else "there is none"))
         target, copy = self._path(step) + suffix, 1
         while os.path.exists(target):
             copy += 1

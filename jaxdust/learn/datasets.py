@@ -102,8 +102,10 @@ def source_board(config: DatasetConfig, index: int) -> np.ndarray:
     return rng.integers(1, config.game.colors + 1, size=(config.game.width, config.game.height)).astype(np.int8)
 
 
-def canonical_key(board: np.ndarray, mirror: bool = True) -> bytes:
-    """Equal for equal boards, and for a board and its mirror image when ``mirror``."""
+def canonical_key(board: np.ndarray, *, mirror: bool) -> bytes:
+    """Equal for equal boards, and for a board and its mirror image when ``mirror`` (pass
+    ``game.mirror_symmetric(config)``: under the dust rules at odd widths a board and its
+    mirror image can have different optima)."""
     board = np.asarray(board, np.int8)
     if not mirror:
         return board.tobytes()
@@ -529,7 +531,24 @@ def _read_shard(directory: str, name: str, manifest: dict) -> tuple[dict[str, np
         # Shards are byte-identical for equal data, so other bytes are other data.
         raise ValueError(f"shard {path} is not the one its manifest lists (its sha256 differs: copied from "
                          "another set, or changed)")
+    index = int(str(name)[len("shard-"):-len(".npz")])  # the manifest's names are checked (_manifest)
+    problem = _shard_problem(shard, _config_of(directory, manifest), index)
+    if problem:  # what a set without hashes (made before 0.2.46) has to go on
+        raise ValueError(f"shard {path} is not this set's shard {index}: {problem}")
     return shard, digest
+
+
+def _shard_problem(shard: dict[str, np.ndarray], config: DatasetConfig, index: int) -> str | None:
+    """What in a shard's arrays cannot be shard ``index`` of ``config``'s set, or None."""
+    boards, ids = shard["boards"], shard["board_id"]
+    if boards.ndim != 3 or boards.shape[1:] != (config.game.width, config.game.height):
+        return f"its boards are of shape {boards.shape[1:]}, not {config.game.width}x{config.game.height}"
+    if any(len(shard[field]) != len(boards) for field in Dataset._fields):
+        return "its arrays are of different lengths"
+    first = index * config.shard_size
+    if len(ids) and (ids.min() < first or ids.max() >= first + config.shard_size or (np.diff(ids) < 0).any()):
+        return f"its board ids are not boards {first} to {first + config.shard_size - 1} in order"
+    return None
 
 
 def settings_as_written(settings: dict) -> dict:
