@@ -340,6 +340,11 @@ def test_a_shard_of_other_bytes_than_its_manifest_records_is_refused_and_made_ag
             load_dataset(str(directory))
         make_dataset(str(directory), SMALL, progress=False)
         assert directory_bytes(directory) == directory_bytes(small_set[0])
+    shard = {field: np.asarray(values) for field, values in load_dataset(str(directory))._asdict().items()}
+    assert datasets._shard_problem({name: values[:3] for name, values in shard.items()}, SMALL, 0) is None
+    for bad in ({"step": np.int16(0)}, {"proven": shard["proven"][:2]}):  # a hand-made file
+        assert datasets._shard_problem({name: values[:3] for name, values in shard.items()} | bad, SMALL, 0) == \
+            "its arrays are not those of one sample a row"
 
 
 def test_a_manifest_of_another_format_or_listing_foreign_shards_is_refused(tmp_path, small_set):

@@ -1932,6 +1932,9 @@ def test_checkpoints_keep_a_keys_own_algorithm_and_refuse_what_they_cannot_keep(
     for move in (two.delete, two.set_aside):
         with pytest.raises(checkpoint.CheckpointError, match=r"no checkpoint 7 in .*; there are 3, 4$"):
             move(7)
+    shutil.rmtree(tmp_path / "two" / "4")  # behind the manager's back: its cached listing still holds 4
+    with pytest.raises(checkpoint.CheckpointError, match=r"no checkpoint 4 in .*; there are 3$"):
+        two.delete(4)
     for bad in (0, -1, None, 1.5):
         with pytest.raises(ValueError, match="max_to_keep must be a positive integer"):
             checkpoint.Checkpoints(str(tmp_path / "bad"), max_to_keep=bad)

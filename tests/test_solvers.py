@@ -1355,6 +1355,17 @@ def test_work_stopped_early_ends_the_processes_under_way():
                   "    work = ordered_map(time.sleep, [0.1, 0.1, 300, 300], 2)\n    next(work)\n" + end)
         ended = subprocess.run([sys.executable, "-c", script], timeout=120)
         assert ended.returncode == (3 if end else 0)
+    # Work that a thread still running reads is not cut short when the main thread ends
+    # (results lost without a word). In this process it reads on to its end; in processes,
+    # Python's exit refuses new items to any pool, so it fails, as before.
+    script = ("import threading, time\nfrom jaxdust.core.processes import ordered_map\nfrom tests import workers\n"
+              "def read(jobs):\n    got = 0\n    try:\n        for _ in ordered_map(workers.nap, [0.0] * 40, jobs):\n"
+              "            got += 1\n            time.sleep(0.02)  # the work waits, not running, most of the time\n"
+              "    except RuntimeError:\n        got = 'refused'\n    print(jobs, got, flush=True)\n"
+              "if __name__ == '__main__':\n"
+              "    for jobs in (1, 2):\n        threading.Thread(target=read, args=(jobs,)).start()\n")
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert sorted(ended.stdout.split("\n")) == ["", "1 40", "2 refused"], ended
 
 
 def test_results_held_behind_a_slow_item_are_bounded():

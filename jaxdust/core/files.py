@@ -180,10 +180,11 @@ def remove_leftover_temporaries_of(path: str | os.PathLike) -> None:
     writing: those of this one file (the folder may hold other writers'). Call it only where
     this process is the file's one writer."""
     path = os.path.realpath(os.fspath(path))
-    suffix = _temporary_suffix(path)
-    # mkstemp's names: the prefix, 8 random characters, the suffix
-    _remove_temporaries(os.path.dirname(path), lambda name: name.endswith(suffix) and
-                        len(name) == len(TEMPORARY_PREFIX) + 8 + len(suffix))
+    # mkstemp's names: the prefix, 8 random characters, the suffix (up to 0.2.85 the name's
+    # last 64 bytes alone: a leftover of a write killed then is as large as a solver's table)
+    suffixes = (_temporary_suffix(path), os.fsdecode(os.fsencode(os.path.basename(path))[-64:]))
+    _remove_temporaries(os.path.dirname(path), lambda name: any(
+        name.endswith(suffix) and len(name) == len(TEMPORARY_PREFIX) + 8 + len(suffix) for suffix in suffixes))
 
 
 def remove_leftover_temporaries(directory: str | os.PathLike) -> None:

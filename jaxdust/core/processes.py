@@ -37,13 +37,14 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
     ``HELD_PER_JOB`` a process: past that the processes wait for it, as memory would
     otherwise grow without bound behind one slow item. A process that dies (killed, out of
     memory) raises ``WorkerDied``: ``multiprocessing.Pool`` would wait for its result forever.
-    A generator left open when the program ends (kept in a variable, or by a traceback) stops
-    its processes then rather than waiting for the items under way.
+    Work left open when the program ends (kept in a variable, or by a traceback) stops its
+    processes then rather than waiting for the items under way, unless a thread that goes on
+    running read it last (that thread's own end stops it).
 
     Raises:
       WorkerDied: when a process died; the results yielded before stay valid.
     """
-    return _tracked(_pool_map(function, items, jobs, in_order=True))
+    return _tracked(_pool_map(function, items, jobs, in_order=True), jobs)
 
 
 def completed_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
@@ -54,22 +55,46 @@ def completed_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
     Raises:
       WorkerDied: when a process died; the results yielded before stay valid.
     """
-    return _tracked(_pool_map(function, items, jobs, in_order=False))
+    return _tracked(_pool_map(function, items, jobs, in_order=False), jobs)
 
 
 IN_FLIGHT_PER_JOB = 8  # items handed to the pool a process: a queue for each, not every item at once
 HELD_PER_JOB = 128  # ordered_map's results a process held behind an earlier one still under way
 
-_open_work: weakref.WeakSet[Generator] = weakref.WeakSet()  # the generators handed out, while they live
+
+class _Work:
+    """The results of work over processes, as they come: a generator that knows the thread
+    that read it last."""
+
+    def __init__(self, generator: Generator):
+        self._generator = generator
+        self.reader = threading.current_thread()
+
+    def __iter__(self) -> _Work:
+        return self
+
+    def __next__(self):
+        self.reader = threading.current_thread()
+        return next(self._generator)
+
+    def close(self) -> None:
+        """Stop handing out items and end the processes under way."""
+        self._generator.close()
+
+
+_open_work: weakref.WeakSet[_Work] = weakref.WeakSet()  # the work handed out to processes, while it lives
 
 
 def _close_open_work() -> None:
-    """At the program's end, close the generators nobody closed (kept in a variable, or by a
-    traceback), which stops their processes: ``concurrent.futures``' own exit hook, which runs
-    after this one, would wait for every item under way (hours)."""
+    """At the program's end, close the work nobody closed (kept in a variable, or by a
+    traceback), which stops its processes: ``concurrent.futures``' own exit hook, which runs
+    after this one, would wait for every item under way (hours). Work read last by a thread
+    still running is left to it (Python waits for that thread, which reads on to its end)
+    unless that thread is a daemon, which Python does not wait for."""
     for work in list(_open_work):
-        with contextlib.suppress(ValueError):  # running on another thread: its own end stops it
-            work.close()
+        if work.reader is threading.main_thread() or not work.reader.is_alive() or work.reader.daemon:
+            with contextlib.suppress(ValueError):  # being read at this moment (a daemon thread)
+                work.close()
 
 
 # Registered after concurrent.futures.process (imported above) registered its own hook: these
@@ -77,12 +102,16 @@ def _close_open_work() -> None:
 getattr(threading, "_register_atexit", lambda hook: None)(_close_open_work)
 
 
-def _tracked(work: Generator) -> Generator:
+def _tracked(generator: Generator, jobs: int) -> Iterator:
+    """``generator``, closed at the program's end if left open where it runs processes."""
+    if jobs <= 1:  # in this process: nothing to stop, and a thread reading it must not be cut short
+        return generator
+    work = _Work(generator)
     _open_work.add(work)
     return work
 
 
-def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) -> Iterator:
+def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) -> Generator:
     if jobs <= 1:
         yield from map(function, items)
         return

@@ -352,7 +352,8 @@ def _kept_row(path: str, row_type, source: str | None = None):
             expected: dict[str, type | tuple[type, ...]] = {"str": str, "int": int, "float": (int, float)}
             if isinstance(value, bool) or not isinstance(value, expected.get(kind, object)):
                 raise TypeError(f"{field.name} is {value!r}, not {'a number' if kind != 'str' else 'text'}")
-            if kind == "float" and field.name not in row_type.UNDEFINED_AT_TIMES and not math.isfinite(value):
+            if (kind == "float" and field.name not in row_type.UNDEFINED_AT_TIMES and isinstance(value, (int, float))
+                    and not math.isfinite(value)):
                 raise ValueError(f"{field.name} is {value!r}, not a finite number")  # a nan would rank first
         return kept
     except (OSError, ValueError, TypeError, AttributeError) as error:  # written atomically: edited or copied wrong

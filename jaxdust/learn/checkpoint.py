@@ -499,7 +499,7 @@ class Checkpoints:
         """Step ``step`` renamed to a free name ending ``suffix`` (``-2``, ``-3`` after it
         where taken), which orbax does not list; returns the new path."""
         if not os.path.isdir(self._path(step)):  # else the rename's error would ask for a writable folder
-            steps = self.steps()
+            steps = self._listed_again()
             raise CheckpointError(f"no checkpoint {step} in {self.directory}; "
                                   + (f"there are {', '.join(map(str, steps))}" if steps else "there is none"))
         target, copy = self._path(step) + suffix, 1

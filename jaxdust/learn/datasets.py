@@ -543,8 +543,9 @@ def _shard_problem(shard: dict[str, np.ndarray], config: DatasetConfig, index: i
     boards, ids = shard["boards"], shard["board_id"]
     if boards.ndim != 3 or boards.shape[1:] != (config.game.width, config.game.height):
         return f"its boards are of shape {boards.shape[1:]}, not {config.game.width}x{config.game.height}"
-    if any(len(shard[field]) != len(boards) for field in Dataset._fields):
-        return "its arrays are of different lengths"
+    if any(shard[field].shape[:1] != boards.shape[:1] or shard[field].ndim != (3 if field == "clicked" else 1)
+           for field in Dataset._fields if field != "boards"):
+        return "its arrays are not those of one sample a row"
     first = index * config.shard_size
     if len(ids) and (ids.min() < first or ids.max() >= first + config.shard_size or (np.diff(ids) < 0).any()):
         return f"its board ids are not boards {first} to {first + config.shard_size - 1} in order"
