@@ -253,6 +253,11 @@ def test_leftovers_of_one_long_name_are_not_those_of_another_that_ends_alike(tmp
     files.remove_leftover_temporaries_of(mine)
     left = os.listdir(tmp_path)
     assert len(left) == 1 and left[0].endswith(files._temporary_suffix(str(theirs)))
+    # A leftover named as 0.2.85 and before named them (the name's last 64 bytes) is removed too.
+    old = tmp_path / f"{files.TEMPORARY_PREFIX}abcdefgh{os.fsdecode(os.fsencode(mine.name)[-64:])}"
+    old.write_bytes(b"a table")
+    files.remove_leftover_temporaries_of(mine)
+    assert not old.exists() and os.listdir(tmp_path) == left
     assert all(len(os.fsencode(files._temporary_suffix(str(tmp_path / name)))) <= 64
                for name in ("x" * 250, "\U0001F600" * 63))
 
