@@ -342,22 +342,18 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
         nodes, widened, earlier_seconds = resumed.nodes, resumed.widened, resumed.seconds
         in_progress, partial = resumed.budget, resumed.partial
         half_positions[0] = resumed.half_positions
-        if not best_clicks and beam_width > 0:  # saved under beam_width=0: the first beam asked for now
-            beam_start = time.perf_counter()  # after loading the checkpoint, whose table can be large
-            best_length = beam_upper_bound(planes, geometry, beam_width, weights, path, 0, deadline)
-            best_clicks = bitboard.path_clicks(path, best_length, height)
-            first_beam_seconds = time.perf_counter() - beam_start
-            if in_progress >= best_length:  # the saved search looks for lines no shorter than this one
-                nodes, in_progress, partial = nodes + partial, 0, 0
     else:
-        if beam_width > 0:
-            best_length = beam_upper_bound(planes, geometry, beam_width, weights, path, 0, deadline)
-            best_clicks = bitboard.path_clicks(path, best_length, height)
-            first_beam_seconds = time.perf_counter() - start
-        else:
-            best_length, best_clicks = width * height + 1, []
+        best_length, best_clicks = width * height + 1, []
         bound = ida.lower_bound(planes, geometry)  # proven: no shorter solution exists
         nodes = 0
+    if not best_clicks and beam_width > 0:  # a new proof's first beam, or one saved under beam_width=0
+        # A resume's after loading the checkpoint, whose table can be large.
+        beam_start = start if resumed is None else time.perf_counter()
+        best_length = beam_upper_bound(planes, geometry, beam_width, weights, path, 0, deadline)
+        best_clicks = bitboard.path_clicks(path, best_length, height)
+        first_beam_seconds = time.perf_counter() - beam_start
+        if in_progress >= best_length:  # a saved search looks for lines no shorter than this one
+            nodes, in_progress, partial = nodes + partial, 0, 0
     searched = 0
     last_seconds = 0.0
     ran = False
