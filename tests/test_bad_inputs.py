@@ -816,6 +816,9 @@ API_CASES = [
     (lambda: jaxdust.play_boards(jnp.ones((1, 4, 3), jnp.int8), baselines.random_legal, 0, 10), "play_boards: key must"),
     (lambda: jaxdust.one_hot(jnp.ones((4, 3), jnp.int8), 0), "one_hot: colors must be an integer in 1..9, got 0"),
     (lambda: jaxdust.one_hot(jnp.ones((4, 3), jnp.int8), 5.0), "one_hot: colors must be an integer in 1..9"),
+    # colors sets the output's shape: jit without static_argnames was told colors was no integer.
+    (lambda: jax.jit(jaxdust.one_hot)(jnp.ones((4, 3), jnp.int8), 5),
+     r"one_hot: colors sets the number of planes, so under jit it must be static: jax.jit\(one_hot, static_argnames='colors'\)"),
     # A float cell came back with no channel set; a bool board failed inside XLA.
     (lambda: jaxdust.one_hot(np.array([[1.7, 0.0], [2.0, 1.0]]), 5), "one_hot: the board must hold integers"),
     (lambda: jax.jit(lambda b: jaxdust.one_hot(b, 5))(jnp.ones((4, 3), bool)), "one_hot: the board must hold integers"),

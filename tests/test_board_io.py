@@ -76,6 +76,12 @@ def test_a_searchs_flat_actions_replay_and_score_as_its_length():
     pairs = [divmod(int(a), 6) for a in np.asarray(found.actions)[:length]]
     assert jaxdust.score(TEXT, pairs) == jaxdust.score(TEXT, np.asarray(found.actions)[:length].tolist()) == length
     assert jaxdust.replay(TEXT, found.actions[:2])[1] == 2
+    # Any iterable of flat actions, as Clicks says: a generator was refused. A tuple of ints
+    # is still refused: (3, 2) would be one click's pair.
+    flat = np.asarray(found.actions)[:length].tolist()
+    assert jaxdust.score(TEXT, (a for a in flat)) == jaxdust.score(TEXT, iter(pairs)) == length
+    with pytest.raises(ValueError, match=re.escape("one click is a list of one pair, [(x, y)]")):
+        jaxdust.score(TEXT, tuple(flat))
 
 
 @pytest.mark.parametrize("rules", ["dust", "samegame"])
@@ -271,6 +277,8 @@ def test_text_that_is_not_utf8_says_what_it_looks_like(tmp_path):
     path = tmp_path / "boards.txt"
     text = "# width=3 height=2\n112233\n"
     encoded = [(text.encode(utf16), "it looks like UTF-16") for utf16 in ("utf-16", "utf-16-le", "utf-16-be")]
+    # UTF-32's byte-order mark begins as UTF-16's does: it was named UTF-16.
+    encoded += [(text.encode(utf32), "it looks like UTF-32: save it as UTF-8") for utf32 in ("utf-32", "utf-32-le", "utf-32-be")]
     for data, words in encoded + [(gzip.compress(text.encode()), "gzip")]:
         path.write_bytes(data)
         with pytest.raises(ValueError, match=f"board file .*boards.txt is not UTF-8 text.*{words}"):

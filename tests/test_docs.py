@@ -76,6 +76,9 @@ def test_api_pages_come_from_the_docstrings(site):
     assert 'id="jaxdust.solve"' in top and "A shortest solution of" in top  # jaxdust.solve's docstring
     evaluation = (site / "api" / "evaluation" / "index.html").read_text()
     assert "The fewest-clicks benchmark: versioned board sets" in evaluation
+    # play_boards' docstring sends its reader to the baselines, which had no page.
+    for name in ("baselines.largest_cluster", "stats.standard_error", "plots.length_histograms"):
+        assert f'id="jaxdust.evaluation.{name}"' in evaluation, name
     # mkdocstrings leaves out what has no docstring: Solution, State and four more were missing.
     import jaxdust
 

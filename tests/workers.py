@@ -13,6 +13,12 @@ def square_or_die_on_three(item: int) -> int:
     return item * item
 
 
+def square_or_exit_on_three(item: int) -> int:
+    if item == 3:
+        os._exit(3)
+    return item * item
+
+
 def square_or_die_late_on_three(item: int) -> int:
     """``square_or_die_on_three``, dying a second after item 3 is taken: the items before it
     have ended by then."""

@@ -670,11 +670,14 @@ def _is_action(click) -> bool:
 
 def _as_pairs(clicks, height: int):
     """``clicks`` as ``(x, y)`` pairs: flat actions ``x * height + y`` (a 1-D integer array
-    or a list of ints, as ``beam_search``, ``points_beam`` and ``play_boards`` give them,
+    or any iterable of ints but a tuple, as ``beam_search``, ``points_beam`` and ``play_boards`` give them,
     the line ending at the first negative: their padding) become pairs; anything else is
     taken as pairs, to be checked click by click."""
-    if isinstance(clicks, (np.ndarray, jax.Array)) or (
-            isinstance(clicks, list) and clicks and all(_is_action(c) for c in clicks)):
+    if isinstance(clicks, tuple):  # (3, 2) is one click's pair, not two flat actions: refused with a hint
+        return clicks
+    if not isinstance(clicks, (np.ndarray, jax.Array, str, bytes)):
+        clicks = list(clicks)  # a range or a generator of either kind: read once
+    if isinstance(clicks, (np.ndarray, jax.Array)) or (clicks and all(_is_action(c) for c in clicks)):
         flat = np.asarray(clicks)
         if flat.ndim == 1 and flat.dtype != bool and np.issubdtype(flat.dtype, np.integer):
             ended = np.flatnonzero(flat < 0)
@@ -683,7 +686,8 @@ def _as_pairs(clicks, height: int):
 
 
 # A game's line: (x, y) pairs, or flat actions x * H + y (as the batched searches and
-# play_boards give them, perhaps padded with -1 after the end).
+# play_boards give them, perhaps padded with -1 after the end), in anything but a tuple:
+# (3, 2) would be one click's pair.
 Clicks = Iterable[Sequence[int]] | Iterable[int]
 
 

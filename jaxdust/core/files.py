@@ -271,8 +271,15 @@ def _what_it_is(data: bytes) -> str:
     """What a file that is not UTF-8 text looks like, for its error: the usual causes."""
     if data.startswith(b"\x1f\x8b"):
         return "; it is gzip-compressed: decompress it first (gunzip)"
-    halves = data[:200:2], data[1:200:2]  # UTF-16 puts a NUL beside each ASCII character
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or any(half.count(0) > len(half) // 2 for half in halves):
+    # UTF-16 puts a NUL beside each ASCII character, UTF-32 three; UTF-32's byte-order mark
+    # begins as UTF-16's does.
+    quarters = [data[start:200:4] for start in range(4)]
+    if (data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE))
+            or sum(quarter.count(0) > len(quarter) // 2 for quarter in quarters) >= 3):
+        return "; it looks like UTF-32: save it as UTF-8"
+    halves = data[:200:2], data[1:200:2]
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or any(half.count(0) > len(half) // 2
+                                                                           for half in halves):
         return "; it looks like UTF-16 (Notepad's 'Unicode', PowerShell 5's >): save it as UTF-8"
     return ""
 

@@ -1014,12 +1014,16 @@ def is_done(board: jax.Array) -> jax.Array:
 
 def one_hot(board: BoardLike, colors: int, dtype: jax.typing.DTypeLike = jnp.float32) -> jax.Array:
     """One-hot planes ``[..., W, H, colors + 1]`` of ``dtype``, channel 0 marking empty cells.
+    ``colors`` sets the output's shape: static under ``jit`` (``static_argnames="colors"``).
 
     Raises:
-      ValueError: ``colors`` not an integer in 1..MAX_COLORS, a ``board`` not of integers,
+      ValueError: ``colors`` traced, or not an integer in 1..MAX_COLORS, a ``board`` not of integers,
         or a concrete one holding a colour above ``colors`` or below 0 (its cells would have
         no channel set); traced boards' values are not looked at.
     """
+    if isinstance(colors, jax.core.Tracer):  # it sets the output's shape
+        raise ValueError("one_hot: colors sets the number of planes, so under jit it must be static: "
+                         "jax.jit(one_hot, static_argnames='colors')")
     if not is_integer(colors) or not 1 <= colors <= MAX_COLORS:
         raise ValueError(f"one_hot: colors must be an integer in 1..{MAX_COLORS}, got {colors!r}")
     dtype_in = board.dtype if hasattr(board, "dtype") else np.asarray(board).dtype

@@ -14,6 +14,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 import weakref
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Generator, Iterable, Iterator
@@ -194,8 +195,9 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         if error.__cause__ is not None:  # alive, but what it sent back (a result, an error) could not be read here
             lines = [line for line in str(error.__cause__).splitlines() if line.strip(" '")]
             raise WorkerDied(f"a worker's result could not be passed back: {lines[-1] if lines else error}") from None
-        raise WorkerDied("a worker process died (killed, or out of memory? Or, in a script, workers started outside "
-                         "`if __name__ == \"__main__\":`: each worker imports the script again)") from None
+        raise WorkerDied(f"a worker process died{_how_it_ended(executor)} (killed, or out of memory? Or, in a script, "
+                         "workers started outside `if __name__ == \"__main__\":`: each worker imports the script "
+                         "again)") from None
     finally:  # the caller stopped early or failed (Ctrl-C): start no more items
         workers = list((executor._processes or {}).values())  # noqa: SLF001  (the pool names them nowhere else)
         # Done, the workers are let end: one still starting (quick items) would else go on
@@ -211,6 +213,35 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
             if stopped:  # nor finish those under way: Python's exit would wait for them (a proof: hours)
                 for worker in workers:
                     worker.terminate()
+
+
+def _how_it_ended(executor: concurrent.futures.ProcessPoolExecutor) -> str:
+    """How the workers of a broken pool ended, as a phrase (", by SIGKILL"; "" when none is
+    known to have ended): the pool tells only that one died, and SIGKILL (the out-of-memory
+    killer) and SIGSEGV (a crash in compiled code) call for different remedies. The pool
+    stops the survivors with SIGTERM, so that one is named only when no other is known."""
+    endings = set()
+    deadline = time.monotonic() + 1.0
+    for worker in list((executor._processes or {}).values()):  # noqa: SLF001
+        # The pool learns of a death when its pipe closes, a moment before the process can be
+        # reaped; it is stopping the others meanwhile.
+        worker.join(timeout=max(deadline - time.monotonic(), 0.0))
+        if worker.exitcode is not None:
+            endings.add(worker.exitcode)
+    if len(endings) > 1:
+        endings.discard(-signal.SIGTERM)
+    signals = [_signal_name(-code) for code in sorted(endings, reverse=True) if code < 0]
+    codes = [str(code) for code in sorted(endings) if code > 0]
+    phrases = ([f"by {' or '.join(signals)}"] if signals else []) + \
+        ([f"with exit code {' or '.join(codes)}"] if codes else [])
+    return "".join(f", {phrase}" for phrase in phrases)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 @contextlib.contextmanager
