@@ -80,7 +80,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=flags.positive_int, default=20, help="passes timed at most (default 20)")
     parser.add_argument("--seconds", type=flags.positive_float, default=3.0,
                         help="seconds of timed passes at most for each pooling and size, past three (default 3)")
-    parser.add_argument("--seed", type=flags.non_negative_int, default=0)
+    parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out", type=flags.report_file("cluster_pooling"), default="results/cluster_pooling.json")
     args = parser.parse_args(argv)
 

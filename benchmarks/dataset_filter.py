@@ -20,7 +20,7 @@ import tracemalloc
 import numpy as np
 
 import jaxdust
-from jaxdust.core import boards, files, flags, machine
+from jaxdust.core import boards, configs, files, flags, machine
 from jaxdust.learn import datasets
 
 
@@ -65,7 +65,7 @@ def measure(make, game, positions: int, batch: int, seed: int, traced: bool) -> 
 def main(argv=None):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--positions", type=flags.positive_int, default=2_000_000)
-    parser.add_argument("--size", type=boards.parse_size, default=boards.parse_size("8x6x5"),
+    parser.add_argument("--size", type=configs.size_flag, default=boards.parse_size("8x6x5"), metavar="WxHxC",
                         help="the positions' game, as WxHxC or RULES:WxHxC (default 8x6x5)")
     parser.add_argument("--batch", type=flags.positive_int, default=600, help="positions a call (a shard's)")
     parser.add_argument("--seed", type=flags.non_negative_int, default=0)

@@ -30,7 +30,7 @@ import time
 import tracemalloc
 
 import jaxdust
-from jaxdust.core import boards, files, flags, machine
+from jaxdust.core import boards, configs, files, flags, machine
 from jaxdust.learn import datasets
 
 SYNCS = ("as made", "every board", "never")  # "every board" is the reference
@@ -78,7 +78,7 @@ def peak_bytes(work) -> int:
 def main(argv=None):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boards", type=flags.positive_int, default=3000)
-    parser.add_argument("--size", type=boards.parse_size, default=boards.parse_size("8x6x5"),
+    parser.add_argument("--size", type=configs.size_flag, default=boards.parse_size("8x6x5"), metavar="WxHxC",
                         help="the boards' game, as WxHxC or RULES:WxHxC (default 8x6x5)")
     parser.add_argument("--beam-width", type=flags.positive_int, default=4, help="the beam labeller's (default 4)")
     parser.add_argument("--shard-size", type=flags.positive_int, default=1000, help="boards a shard (default 1000)")
@@ -86,8 +86,11 @@ def main(argv=None):
     parser.add_argument("--seed", type=flags.non_negative_int, default=0)
     parser.add_argument("--out", type=flags.report_file("dataset_maker"), default="results/dataset_maker.json")
     args = parser.parse_args(argv)
-    config = datasets.DatasetConfig(args.size, boards=args.boards, seed=args.seed, labeller="beam",
-                                    beam_width=args.beam_width, shard_size=args.shard_size)
+    try:
+        config = datasets.DatasetConfig(args.size, boards=args.boards, seed=args.seed, labeller="beam",
+                                        beam_width=args.beam_width, shard_size=args.shard_size)
+    except configs.FieldError as error:  # the data-set maker's own limits (rules, cells, boards)
+        flags.fail(parser, f"{'--size' if error.field == 'game' else configs.flag_name(error.field)} {error.problem}")
 
     with tempfile.TemporaryDirectory(prefix="dataset_maker-") as scratch:
         made = os.path.join(scratch, "set")

@@ -157,8 +157,9 @@ def id_table(args, all_devices, numpy_rates: dict) -> list[dict]:
 
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a smaller sweep of batch sizes")
-    parser.add_argument("--batch-sizes", type=flags.positive_ints, default=None)
+    sweep = parser.add_mutually_exclusive_group()
+    sweep.add_argument("--quick", action="store_true", help="a smaller sweep of batch sizes")
+    sweep.add_argument("--batch-sizes", type=flags.positive_ints, default=None)
     parser.add_argument("--min-clicks", type=flags.positive_int, default=1 << 19, help="clicks per timed call")
     parser.add_argument("--repeats", type=flags.positive_int, default=3)
     parser.add_argument("--reference-seconds", type=flags.positive_float, default=3.0)

@@ -23,6 +23,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import time
 
 import jax
@@ -145,9 +146,19 @@ def other_settings(argv: list[str], run_dir: str) -> str | None:
     return None
 
 
+def shell_words(text: str) -> str:
+    """An argparse type for a learner's flags as a shell would split them (quotes hold a
+    value with spaces together): unbalanced quotes are refused here."""
+    try:
+        shlex.split(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{error} in {text!r}") from None
+    return text
+
+
 def learner_flags(args, learner: str, run_dir: str | None = None) -> list[str]:
     """``train.py LEARNER``'s flags for this call (``--run-dir`` where given)."""
-    extra = {"avi": args.avi_flags, "dqn": args.dqn_flags, "imitation": args.imitation_flags}[learner].split()
+    extra = shlex.split(getattr(args, f"{learner}_flags"))
     return [*(["--run-dir", run_dir] if run_dir else []), "--seed", str(args.seed), *extra]
 
 
@@ -160,7 +171,7 @@ def flags_config(parser, args, learner: str):
     """The config ``train.py LEARNER`` starts a new run of this call with; flags it refuses
     fail this command naming ``--LEARNER-flags`` (train.py's own line named only train.py),
     as do the flags this command sets itself (``OWNED_FLAGS``, or an abbreviation of one)."""
-    for token in getattr(args, f"{learner}_flags").split():
+    for token in shlex.split(getattr(args, f"{learner}_flags")):
         name = token.partition("=")[0]
         owned = [flag for flag in OWNED_FLAGS if len(name) > 2 and flag.startswith(name)]
         if token.startswith("--") and owned:
@@ -209,14 +220,19 @@ def main(argv=None):
     parser.add_argument("--runs-dir", type=flags.output_dir, default="results/learners")
     parser.add_argument("--boards", type=flags.positive_int, default=1000, help="fresh random boards for the final evaluation")
     parser.add_argument("--seed", type=flags.seed, default=0)
-    parser.add_argument("--avi-flags", default="", help="extra train.py flags for avi, e.g. '--total-updates 9000'")
-    parser.add_argument("--dqn-flags", default="", help="extra train.py flags for dqn, e.g. '--total-steps 100000'")
-    parser.add_argument("--imitation-flags", default="", help="extra train.py flags for imitation")
+    parser.add_argument("--avi-flags", type=shell_words, default="",
+                        help="extra train.py flags for avi, e.g. '--total-updates 9000'")
+    parser.add_argument("--dqn-flags", type=shell_words, default="",
+                        help="extra train.py flags for dqn, e.g. '--total-steps 100000'")
+    parser.add_argument("--imitation-flags", type=shell_words, default="", help="extra train.py flags for imitation")
     parser.add_argument("--out", type=flags.report_file("learners"), default="results/learners.json")
     args = parser.parse_args(argv)
     figure_path = os.path.splitext(args.out)[0] + ".png"
     require_figure_file(parser, figure_path, args.out)
 
+    for learner in ("avi", "dqn", "imitation"):
+        if getattr(args, f"{learner}_flags").strip() and learner not in args.learners:
+            flags.fail(parser, f"--{learner}-flags: {learner} is not among --learners ({','.join(args.learners)})")
     for learner in args.learners:  # every learner's size, before hours of training the first
         size = flags_config(parser, args, learner).game
         if not size.takes_boards_of(game.GameConfig()):

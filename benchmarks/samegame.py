@@ -115,7 +115,7 @@ def main(argv=None) -> dict:
                 for width in args.beam_widths]
     searches.append(("NMCS level 1 (numba)", lambda b: points_search.nmcs(b, 1, rules, seed=args.seed)))
     points_search.beam(host_boards[0][:4, :4], 1, rules)  # compile
-    points_search.nmcs(host_boards[0][:4, :4], 2, rules)
+    points_search.nmcs(host_boards[0][:4, :4], 2 if args.nmcs2_boards else 1, rules)  # level 2 compiles level 1 too
     for name, search in searches:
         lines = [search(board) for board in progress_bar(host_boards, desc=name, unit="board")]
         per_board[name] = np.array([getattr(line, measure) for line in lines])

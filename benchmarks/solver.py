@@ -31,6 +31,7 @@ SETS = {
     "8x4": ("data/boards/optimal_8x4x5.txt", "proven optimal lengths"),
     "8x6": ("data/boards/eval_8x6x5.txt", "first boards of the fixed eval set"),
 }
+BOARDS_8X6 = 100  # of the 8x6 set, unless --boards-8x6 says
 
 
 def _solve_one(job):
@@ -83,7 +84,8 @@ def _percentiles(values):
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", type=flags.names(SETS, "sets"), default="6x6,8x4,8x6")
-    parser.add_argument("--boards-8x6", type=flags.positive_int, default=100)
+    parser.add_argument("--boards-8x6", type=flags.positive_int, default=None,
+                        help=f"boards of the 8x6 set (default {BOARDS_8X6})")
     parser.add_argument("--time-limit", type=flags.positive_float, default=300.0, help="seconds per board")
     parser.add_argument("--reference-boards", type=flags.non_negative_int, default=20,
                         help="boards per set run by the reference (0: none, no speedup column)")
@@ -91,6 +93,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--jobs", type=flags.positive_int, default=1, help="boards solved at once, one core each")
     parser.add_argument("--out", type=flags.report_file("solver"), default="results/solver.json")
     args = parser.parse_args(argv)
+    if args.boards_8x6 is None:
+        args.boards_8x6 = BOARDS_8X6
+    elif "8x6" not in args.sets:
+        flags.fail(parser, f"--boards-8x6 sizes the 8x6 set, which --sets {','.join(args.sets)} leaves out")
     held = len(jaxdust.read_board_file(os.path.join(ROOT, SETS["8x6"][0])))
     if args.boards_8x6 > held:
         flags.fail(parser, f"--boards-8x6 {args.boards_8x6}: the evaluation set holds {held}")

@@ -1013,7 +1013,20 @@ def test_a_soak_that_killed_nothing_does_not_pass(monkeypatch):
     ("ranking", ["--set", "{empty}"], "--set: {empty} holds no positions"),  # was a ZeroDivisionError
     ("solver", ["--sets", "9x9"], "--sets: unknown sets 9x9; known: 6x6, 8x4, 8x6"),
     ("solver", ["--sets", "6x6,6x6"], "--sets: sets named twice: 6x6"),
-    ("solver", ["--sets", "8x4", "--boards-8x6", "5000"], "--boards-8x6 5000: the evaluation set holds 1000"),
+    ("solver", ["--sets", "8x6", "--boards-8x6", "5000"], "--boards-8x6 5000: the evaluation set holds 1000"),
+    # Flags that did nothing beside another.
+    ("solver", ["--sets", "6x6", "--boards-8x6", "5"], "--boards-8x6 sizes the 8x6 set, which --sets 6x6 leaves out"),
+    ("env_throughput", ["--quick", "--batch-sizes", "4"], "argument --batch-sizes: not allowed with argument --quick"),
+    ("learners", ["--learners", "dqn", "--avi-flags", "--num-envs 4"], "--avi-flags: avi is not among --learners (dqn)"),
+    ("learners", ["--dqn-flags", "--num-envs '4"], "argument --dqn-flags: No closing quotation"),
+    # The data-set maker's own limits ended in a FieldError's traceback.
+    ("dataset_maker", ["--size", "samegame:5x5x3"], "--size samegame:5x5x3: data sets are labelled for fewest clicks"),
+    ("dataset_maker", ["--size", "10x10x5"], "--size 10x10x5: boards of 100 cells"),
+    ("dataset_maker", ["--boards", "20000000"], "--boards must be at most 10,000,000"),
+    # A bad size lost its reason ("invalid parse_size value").
+    ("dataset_filter", ["--size", "8x6"], "argument --size: size must look like 8x6x5"),
+    # jax.random.key(2**32) is key(0): a seed past 32 bits ran as another.
+    ("cluster_pooling", ["--seed", "4294967296"], "argument --seed: must be an integer in 0..4294967295"),
     ("learners", ["--learners", "avi,telepathy"], "--learners: unknown learners telepathy; known: avi, dqn, imitation"),
     ("learners", ["--learners", "avi,dqn", "--dqn-flags", "--size 6x4x4"],  # before avi trains, not after dqn
      "--dqn-flags train on 6x4x4 boards under the dust rules; this benchmark plays 8x6x5 dust boards"),

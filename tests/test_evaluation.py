@@ -1206,6 +1206,12 @@ def test_a_limit_beyond_the_boards_there_are_is_said(tmp_path, capsys):
         assert f"--limit 5 is more than the 3 boards of {source}; all are played" in capsys.readouterr().err
         evaluate.main([*flags, "--limit", "3", "--agents", "largest", "--out", str(tmp_path / "out")])
         assert "--limit" not in capsys.readouterr().err
+    # --animate beyond the boards drew them all without a word, where --limit said so.
+    evaluate.main([*flags, "--animate", "4", "--agents", "largest", "--out", str(tmp_path / "out")])
+    assert "--animate 4 is more than the 3 boards of this evaluation; all are animated" in capsys.readouterr().err
+    assert len(list((tmp_path / "out").glob("game-largest-*.gif"))) == 3
+    evaluate.main([*flags, "--animate", "3", "--agents", "largest", "--out", str(tmp_path / "out")])
+    assert "--animate" not in capsys.readouterr().err
 
 
 def test_run_agent_refuses_what_its_searches_took_without_a_word():

@@ -1158,7 +1158,7 @@ def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_dqn_run):
     stopped = run_train(tmp_path / "run", "--minutes", "0.00001")
     assert re.search(r"stopped after \d+\.\d minutes \(--minutes 1e-05: the run's time in all, compiling, evaluations "
                      r"included\) at chunk 1; continue with "
-                     r"--resume", stopped.stdout) and not (tmp_path / "run" / "summary.json").exists()
+                     r"--resume, with a larger --minutes or none", stopped.stdout) and not (tmp_path / "run" / "summary.json").exists()
     # Past its --minutes already, a resume with them trains nothing (it trained a chunk more each time).
     log = (tmp_path / "run" / "metrics.jsonl").read_text()
     again = run_train(tmp_path / "run", "--resume", "--minutes", "0.00001")

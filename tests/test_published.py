@@ -160,6 +160,11 @@ def test_published_names_play_where_a_run_directory_does(whole_dqn_run, networks
             published.publish(source, "again", command="c", trained="t")
     with pytest.raises(ValueError, match="tiny is a published network already"):
         published.publish(str(networks / "tiny"), "again", command="c", trained="t")
+    # The record of what trained it was left empty.
+    with pytest.raises(ValueError, match="command must say what trained the run, got ' '"):
+        published.publish(str(whole_dqn_run), "other", command=" ", trained="t")
+    with pytest.raises(ValueError, match="trained must say what it ran on, got ''"):
+        published.publish(str(whole_dqn_run), "other", command="c", trained="")
     for flag, said in (("", "argument --networks-dir: empty path"),
                        (str(networks / "tiny" / published.RECORD), "is a file, not a directory")):
         with pytest.raises(SystemExit) as stopped:

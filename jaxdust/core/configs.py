@@ -354,12 +354,13 @@ def from_flags(args: argparse.Namespace, base, prefix: str = ""):
             if dataclasses.is_dataclass(nested) and not isinstance(nested, GameConfig):
                 names |= {f"{field.name}_{inner.name}" for inner in dataclasses.fields(nested)}
         problem = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
-                         lambda match: _flag(prefix + match[0]) if match[0] in names else match[0], error.problem)
-        flag = "--size/--env" if error.field == "game" else _flag(prefix + error.field)  # one GameConfig, two flags
+                         lambda match: flag_name(prefix + match[0]) if match[0] in names else match[0], error.problem)
+        flag = "--size/--env" if error.field == "game" else flag_name(prefix + error.field)  # one GameConfig, two flags
         raise ValueError(f"{flag} {problem}") from None
 
 
-def _flag(field: str) -> str:
+def flag_name(field: str) -> str:
+    """The flag of a config field: ``beam_width`` -> ``--beam-width``."""
     return "--" + field.replace("_", "-")
 
 
@@ -381,10 +382,10 @@ def differences(made: dict, asked: dict, prefix: str = "", as_flags: bool = Fals
         if isinstance(made.get(name), dict) and isinstance(asked.get(name), dict):
             parts.append(differences(made[name], asked[name], f"{prefix}{name}{'_' if as_flags else '.'}", as_flags))
         elif as_flags and isinstance(made.get(name), bool) and isinstance(asked.get(name), bool):
-            parts.append(", not ".join(_flag(("" if value else "no_") + prefix + name)
+            parts.append(", not ".join(flag_name(("" if value else "no_") + prefix + name)
                                        for value in (made[name], asked[name])))
         elif as_flags:
-            parts.append(f"{_flag(prefix + name)} {_flag_value(made.get(name))}, not {_flag_value(asked.get(name))}")
+            parts.append(f"{flag_name(prefix + name)} {_flag_value(made.get(name))}, not {_flag_value(asked.get(name))}")
         else:
             parts.append(f"{prefix}{name} {made.get(name)}, not {asked.get(name)}")
     return "; ".join(parts)

@@ -498,9 +498,10 @@ def _stdout_reader_gone() -> bool:
     return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
-def note_short_limit(limit: int | None, count: int, source: str) -> None:
-    """Say on stderr that ``--limit`` asked for more boards than ``source`` gave: all
-    ``count`` are played, which a typo (``--limit 10000`` for 1000) would otherwise hide."""
+def note_short_limit(limit: int | None, count: int, source: str, flag: str = "--limit",
+                     done: str = "played") -> None:
+    """Say on stderr that ``flag`` asked for more boards than ``source`` gave: all
+    ``count`` are ``done``, which a typo (``--limit 10000`` for 1000) would otherwise hide."""
     if limit is not None and count < limit:
-        print(f"note: --limit {limit} is more than the {count} board{'s' if count != 1 else ''} of {source}; "
-              "all are played", file=sys.stderr)
+        print(f"note: {flag} {limit} is more than the {count} board{'s' if count != 1 else ''} of {source}; "
+              f"all are {done}", file=sys.stderr)

@@ -326,6 +326,7 @@ def main(argv=None) -> dict:
                                   boards=len(boards), chunk=args.chunk, jobs=args.jobs)
     except ValueError as error:
         flags.fail(parser, f"--agents: {error}")
+    flags.note_short_limit(args.animate or None, len(boards), "this evaluation", "--animate", "animated")
     # Every game's clicks are kept ([boards, max_clicks]): a cap far beyond what any game
     # takes only asks for memory.
     if args.max_clicks is not None and args.max_clicks > CLICKS_PER_CELL * width * height:

@@ -183,7 +183,7 @@ def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: s
     """Publish the checkpoints ``run_dir`` selected (``best/``, and ``best-argmax/`` where its
     parameters differ) as ``@name``; ``command`` is the one that trained the run, ``trained`` what it
     ran on (jaxdust's version, the machine, the date). Returns the network's directory.
-    ValueError for a name an agent list cannot hold, a source that is no run (or is a
+    ValueError for a name an agent list cannot hold, a blank ``command`` or ``trained``, a source that is no run (or is a
     published network) or has no selected checkpoint that can be read (a run stopped
     before its first evaluation), or an existing network unless ``replace``."""
     from jaxdust import __version__
@@ -192,6 +192,10 @@ def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: s
     if not _NAME.match(name):
         raise ValueError(f"a published network's name is letters, digits, '.', '_' and '-', not starting with "
                          f"'.', '_' or '-': not {name!r}")
+    for what, text in (("command", command), ("trained", trained)):  # the network's record of where it came from
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{what} must say {'what trained the run' if what == 'command' else 'what it ran on'}, "
+                             f"got {text!r}")
     if os.fspath(run_dir).startswith(PREFIX):
         raise ValueError(f"{run_dir} names a published network: publish the run it was made from (a run folder "
                          f"of that name is ./{run_dir})")

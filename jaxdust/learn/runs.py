@@ -1030,7 +1030,8 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
             if out_of_time:
                 made = ", making its data set" if learner.name == "imitation" else ""
                 print(f"stopped after {seconds / 60:.1f} minutes (--minutes {args.minutes:g}: the run's time in all, "
-                      f"compiling, evaluations{made} included) at chunk {index}; continue with --resume")
+                      f"compiling, evaluations{made} included) at chunk {index}; continue with --resume, with a larger "
+                      f"--minutes or none")
                 return {}
         if last_evaluation is None:  # resumed at its end, killed before its summary was written
             with _out_of_memory_named(learner, config, args, run, "an evaluation", evaluation=True):

@@ -247,14 +247,15 @@ def main(argv=None) -> int:
 
     known = _best_facts(previous)
     errors = 0  # this run's: a board whose result is an error is tried again
+    workers = min(args.jobs, len(todo))  # one board is solved here: a worker would load the solver a second time
     try:
-        if todo and args.jobs > 1:
+        if workers > 1:
             compiled.compile_searches()  # once, here: the workers then load numba's cache
         # Into a file each line as its board ends (a proof finished behind a slower board is
         # kept if the run stops); on standard output in the file's order.
         spread = ordered_map if output is sys.stdout else completed_map
         with progress_bar(total=len(jobs), initial=len(jobs) - len(todo), unit="board", file=sys.stderr) as bar:
-            for record in spread(_solve_job, todo, args.jobs):
+            for record in spread(_solve_job, todo, workers):
                 record = _with_earlier_facts(record, known.get(record["line"]))
                 if "error" in record:
                     errors += 1
