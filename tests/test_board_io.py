@@ -82,6 +82,10 @@ def test_a_searchs_flat_actions_replay_and_score_as_its_length():
     assert jaxdust.score(TEXT, (a for a in flat)) == jaxdust.score(TEXT, iter(pairs)) == length
     with pytest.raises(ValueError, match=re.escape("one click is a list of one pair, [(x, y)]")):
         jaxdust.score(TEXT, tuple(flat))
+    # What holds no line in order: a set or a dict would be read in their own order.
+    for unordered in (set(flat[:2]), dict.fromkeys(flat[:2]), bytearray(flat[:2]), 5, None, np.array(3)):
+        with pytest.raises(ValueError, match="clicks must be a sequence of .x, y. pairs or of flat actions, in order"):
+            jaxdust.score(TEXT, unordered)
 
 
 @pytest.mark.parametrize("rules", ["dust", "samegame"])

@@ -1009,8 +1009,32 @@ def test_work_in_processes_comes_back_in_order_and_a_dead_process_is_an_error_no
             results.append(result)
     assert results == [1, 4][: len(results)]  # the results before it came in order
     # How it ended is named: a crash in compiled code wants another remedy than a lack of memory.
-    with pytest.raises(WorkerDied, match="a worker process died, with exit code 3 \\("):
+    with pytest.raises(WorkerDied, match="a worker process died, with exit code 3 \\(it exited by itself: in a script"):
         list(completed_map(workers.square_or_exit_on_three, [1, 2, 3, 4, 5, 6], 2))
+    with pytest.raises(WorkerDied, match="a worker process died, by SIGSEGV \\(a crash in compiled code"):
+        list(completed_map(workers.square_or_crash_on_three, [1, 2, 3, 4, 5, 6], 2))
+
+
+def test_a_dead_worker_reaped_by_the_pool_meanwhile_is_not_named_by_the_survivors_sigterm():
+    """The pool's thread reaps the dead worker while its ending is read, which then reads
+    as unknown for a moment: the survivors' SIGTERM (the pool's own stop) was named as the
+    cause, 3 times in 150 with 4 workers."""
+    import types
+
+    from jaxdust.core import processes
+
+    def worker(exitcode, alive=False):
+        return types.SimpleNamespace(exitcode=exitcode, join=lambda timeout: None, is_alive=lambda: alive)
+
+    def pool(*workers):
+        return types.SimpleNamespace(_processes=dict(enumerate(workers)))
+
+    assert processes._endings(pool(worker(-15), worker(None), worker(-15))) == set()
+    assert processes._endings(pool(worker(-15), worker(-9))) == {-9}
+    assert processes._endings(pool(worker(-15), worker(-15))) == {-15}  # every ending known: SIGTERM it was
+    assert processes._endings(pool(worker(-15), worker(None, alive=True))) == set()
+    assert processes._endings(types.SimpleNamespace(_processes=None)) == set()
+    assert processes._death_message(set()).startswith("a worker process died (killed, or out of memory? Or, in a script")
 
 
 def test_items_are_handed_out_a_few_a_process_ahead_of_the_results():

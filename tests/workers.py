@@ -19,6 +19,12 @@ def square_or_exit_on_three(item: int) -> int:
     return item * item
 
 
+def square_or_crash_on_three(item: int) -> int:
+    if item == 3:
+        os.kill(os.getpid(), signal.SIGSEGV)  # as a fault in compiled code would
+    return item * item
+
+
 def square_or_die_late_on_three(item: int) -> int:
     """``square_or_die_on_three``, dying a second after item 3 is taken: the items before it
     have ended by then."""

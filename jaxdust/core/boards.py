@@ -6,7 +6,9 @@ wrong, so a bad board never reaches a jitted function.
 
 from __future__ import annotations
 
+import collections.abc
 import difflib
+import functools
 import operator
 import os
 import re
@@ -670,11 +672,16 @@ def _is_action(click) -> bool:
 
 def _as_pairs(clicks, height: int):
     """``clicks`` as ``(x, y)`` pairs: flat actions ``x * height + y`` (a 1-D integer array
-    or any iterable of ints but a tuple, as ``beam_search``, ``points_beam`` and ``play_boards`` give them,
-    the line ending at the first negative: their padding) become pairs; anything else is
-    taken as pairs, to be checked click by click."""
+    or any iterable of ints but a tuple, as ``beam_search``, ``points_beam`` and
+    ``play_boards`` give them, the line ending at the first negative: their padding) become
+    pairs; anything else is taken as pairs, to be checked click by click. ValueError for
+    what holds no line in order (a set, a dict, a number)."""
     if isinstance(clicks, tuple):  # (3, 2) is one click's pair, not two flat actions: refused with a hint
         return clicks
+    unordered = isinstance(clicks, (collections.abc.Set, collections.abc.Mapping, bytearray, memoryview))
+    if unordered or not isinstance(clicks, collections.abc.Iterable) or getattr(clicks, "ndim", None) == 0:
+        raise ValueError(f"clicks must be a sequence of (x, y) pairs or of flat actions, in order, "
+                         f"not {type(clicks).__name__}")
     if not isinstance(clicks, (np.ndarray, jax.Array, str, bytes)):
         clicks = list(clicks)  # a range or a generator of either kind: read once
     if isinstance(clicks, (np.ndarray, jax.Array)) or (clicks and all(_is_action(c) for c in clicks)):
@@ -713,11 +720,11 @@ def positions(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",
       there (all False for the last), e.g. for ``render.game_gif``.
 
     Raises:
-      ValueError: naming the step index of a click that is not an (x, y) pair of ints, out
-        of range, or (without ``wasted``) on an empty cell or a group smaller than the rules
-        allow.
+      ValueError: ``clicks`` not a sequence in order (a set, a number), or naming the step
+        index of a click that is not an (x, y) pair of ints, out of range, or (without
+        ``wasted``) on an empty cell or a group smaller than the rules allow.
     """
-    board = parse_board(board, rules=rules)
+    board = np.asarray(parse_board(board, rules=rules))
     width, height = board.shape
     smallest = game.rules_of(rules).min_group
     boards, clusters = [np.asarray(board)], []
@@ -735,7 +742,8 @@ def positions(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",
             raise ValueError(f"click {step}: {click!r} is not an (x, y) pair of ints{hint}") from None
         if not (0 <= x < width and 0 <= y < height):
             raise ValueError(f"click {step}: ({x}, {y}) is outside the {width}x{height} board")
-        cluster = np.asarray(game.cluster_mask(board, x, y)) if int(board[x, y]) else np.zeros((width, height), bool)
+        cluster, after = _click_step(board, x, y, rules=rules)
+        cluster, after = np.asarray(cluster), np.asarray(after)
         if wasted and cluster.sum() < smallest:
             clicked = np.zeros((width, height), bool)
             clicked[x, y] = True  # the cell the wasted click hit (its group removes nothing)
@@ -748,10 +756,18 @@ def positions(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",
             raise ValueError(f"click {step}: ({x}, {y}) is a group of {cluster.sum()}; {rules} removes groups of "
                              f"{smallest} or more")
         clusters.append(cluster)
-        board, _ = game.click(board, x, y, rules=rules)
-        boards.append(np.asarray(board))
+        board = after
+        boards.append(board)
     clusters.append(np.zeros((width, height), bool))
     return boards, clusters
+
+
+@functools.partial(jax.jit, static_argnames="rules")
+def _click_step(board: jax.Array, x: jax.Array, y: jax.Array, rules: str) -> tuple[jax.Array, jax.Array]:
+    """One click of a replay as one compiled call (op by op, each of its dozens of
+    operations was a dispatch of its own): the cluster at ``(x, y)`` (all False on an empty
+    cell) and the board after the click."""
+    return game.cluster_mask(board, x, y), game.click(board, x, y, rules=rules)[0]
 
 
 def replay(board: str | game.BoardLike, clicks: Clicks, rules: str = "dust",

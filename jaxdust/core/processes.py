@@ -195,9 +195,7 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         if error.__cause__ is not None:  # alive, but what it sent back (a result, an error) could not be read here
             lines = [line for line in str(error.__cause__).splitlines() if line.strip(" '")]
             raise WorkerDied(f"a worker's result could not be passed back: {lines[-1] if lines else error}") from None
-        raise WorkerDied(f"a worker process died{_how_it_ended(executor)} (killed, or out of memory? Or, in a script, "
-                         "workers started outside `if __name__ == \"__main__\":`: each worker imports the script "
-                         "again)") from None
+        raise WorkerDied(_death_message(_endings(executor))) from None
     finally:  # the caller stopped early or failed (Ctrl-C): start no more items
         workers = list((executor._processes or {}).values())  # noqa: SLF001  (the pool names them nowhere else)
         # Done, the workers are let end: one still starting (quick items) would else go on
@@ -215,26 +213,51 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
                     worker.terminate()
 
 
-def _how_it_ended(executor: concurrent.futures.ProcessPoolExecutor) -> str:
-    """How the workers of a broken pool ended, as a phrase (", by SIGKILL"; "" when none is
-    known to have ended): the pool tells only that one died, and SIGKILL (the out-of-memory
-    killer) and SIGSEGV (a crash in compiled code) call for different remedies. The pool
-    stops the survivors with SIGTERM, so that one is named only when no other is known."""
-    endings = set()
+def _endings(executor: concurrent.futures.ProcessPoolExecutor) -> set[int]:
+    """The exit codes of a broken pool's workers that are known to have died of something
+    else than the pool's own stop (SIGTERM, which it sends the survivors): the pool tells
+    only that one died, and SIGKILL (the out-of-memory killer), SIGSEGV (a crash in
+    compiled code) and an exit code call for different remedies. SIGTERM is kept only when
+    every worker's ending is known and it is the only one."""
+    endings, unknown = set(), False
     deadline = time.monotonic() + 1.0
     for worker in list((executor._processes or {}).values()):  # noqa: SLF001
         # The pool learns of a death when its pipe closes, a moment before the process can be
         # reaped; it is stopping the others meanwhile.
         worker.join(timeout=max(deadline - time.monotonic(), 0.0))
-        if worker.exitcode is not None:
+        # Reaped by the pool's own thread at this moment: its exit code is set there shortly.
+        while worker.exitcode is None and not worker.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if worker.exitcode is None:
+            unknown = True
+        else:
             endings.add(worker.exitcode)
-    if len(endings) > 1:
+    if len(endings) > 1 or unknown:
         endings.discard(-signal.SIGTERM)
+    endings.discard(0)
+    return endings
+
+
+CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT}
+
+
+def _death_message(endings: set[int]) -> str:
+    """``WorkerDied``'s words for workers that ended so (``_endings``), with the likely cause."""
     signals = [_signal_name(-code) for code in sorted(endings, reverse=True) if code < 0]
     codes = [str(code) for code in sorted(endings) if code > 0]
-    phrases = ([f"by {' or '.join(signals)}"] if signals else []) + \
-        ([f"with exit code {' or '.join(codes)}"] if codes else [])
-    return "".join(f", {phrase}" for phrase in phrases)
+    how = "".join(f", {phrase}" for phrase in (([f"by {' or '.join(signals)}"] if signals else [])
+                                                + ([f"with exit code {' or '.join(codes)}"] if codes else [])))
+    script = "workers started outside `if __name__ == \"__main__\":` import the script again"
+    if endings and all(code < 0 and -code in CRASH_SIGNALS for code in endings):
+        cause = "a crash in compiled code, numba's or XLA's: please report it with the input that caused it"
+    elif endings == {-signal.SIGKILL}:
+        cause = "killed, or out of memory?"
+    elif endings and all(code > 0 for code in endings):
+        cause = f"it exited by itself: in a script, {script} and fail there?"
+    else:
+        cause = ("killed, or out of memory? Or, in a script, workers started outside `if __name__ == \"__main__\":`: "
+                 "each worker imports the script again")
+    return f"a worker process died{how} ({cause})"
 
 
 def _signal_name(number: int) -> str:

@@ -499,8 +499,8 @@ def write_proven(records, jobs, path, rules: str = "dust", prog: str = "python -
             raise SystemExit(f"{prog}: error: --out's result for line {record['line']}: {problem}; was it edited "
                              f"by hand? mend or delete that line (--board-file not written)")
     # Boards of the file's that --out does not prove (a new --out, limits that stopped a proof).
-    lost = [number for number, fields, _, _ in _kept_proven_boards(path)[1]
-            if fields[0] not in {r["board"] for r in proven}]
+    proven_texts = {record["board"] for record in proven}  # once: a set a kept board was quadratic
+    lost = [number for number, fields, _, _ in _kept_proven_boards(path)[1] if fields[0] not in proven_texts]
     if lost:
         raise SystemExit(f"{prog}: error: --board-file {path} lists {len(lost)} proven board{'s' if len(lost) > 1 else ''} "
                          f"that --out does not prove (the first on its line {lost[0]}), which it would lose: not "
