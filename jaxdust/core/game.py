@@ -1017,9 +1017,9 @@ def one_hot(board: BoardLike, colors: int, dtype: jax.typing.DTypeLike = jnp.flo
     ``colors`` sets the output's shape: static under ``jit`` (``static_argnames="colors"``).
 
     Raises:
-      ValueError: ``colors`` traced, or not an integer in 1..MAX_COLORS, a ``board`` not of integers,
-        or a concrete one holding a colour above ``colors`` or below 0 (its cells would have
-        no channel set); traced boards' values are not looked at.
+      ValueError: ``colors`` traced or not an integer in 1..MAX_COLORS, a ``board`` not of
+        integers, or a concrete one holding a colour above ``colors`` or below 0 (its cells
+        would have no channel set); traced boards' values are not looked at.
     """
     if isinstance(colors, jax.core.Tracer):  # it sets the output's shape
         raise ValueError("one_hot: colors sets the number of planes, so under jit it must be static: "

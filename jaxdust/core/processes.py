@@ -255,8 +255,7 @@ def _death_message(endings: set[int]) -> str:
     elif endings and all(code > 0 for code in endings):
         cause = f"it exited by itself: in a script, {script} and fail there?"
     else:
-        cause = ("killed, or out of memory? Or, in a script, workers started outside `if __name__ == \"__main__\":`: "
-                 "each worker imports the script again")
+        cause = f"killed, or out of memory? Or, in a script, {script}"
     return f"a worker process died{how} ({cause})"
 
 

@@ -183,9 +183,10 @@ def publish(run_dir: str, name: str, command: str, trained: str, networks_dir: s
     """Publish the checkpoints ``run_dir`` selected (``best/``, and ``best-argmax/`` where its
     parameters differ) as ``@name``; ``command`` is the one that trained the run, ``trained`` what it
     ran on (jaxdust's version, the machine, the date). Returns the network's directory.
-    ValueError for a name an agent list cannot hold, a blank ``command`` or ``trained``, a source that is no run (or is a
-    published network) or has no selected checkpoint that can be read (a run stopped
-    before its first evaluation), or an existing network unless ``replace``."""
+    ValueError for a name an agent list cannot hold, a blank ``command`` or ``trained``, a
+    source that is no run (or is a published network) or has no selected checkpoint that
+    can be read (a run stopped before its first evaluation), or an existing network unless
+    ``replace``."""
     from jaxdust import __version__
     from jaxdust.learn import runs  # runs loads published networks: imported here, not above
 
