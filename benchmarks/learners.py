@@ -156,10 +156,14 @@ def shell_words(text: str) -> str:
     return text
 
 
+def extra_flags(args, learner: str) -> list[str]:
+    """``--LEARNER-flags`` as the words a shell would make of them."""
+    return shlex.split(getattr(args, f"{learner}_flags"))
+
+
 def learner_flags(args, learner: str, run_dir: str | None = None) -> list[str]:
     """``train.py LEARNER``'s flags for this call (``--run-dir`` where given)."""
-    extra = shlex.split(getattr(args, f"{learner}_flags"))
-    return [*(["--run-dir", run_dir] if run_dir else []), "--seed", str(args.seed), *extra]
+    return [*(["--run-dir", run_dir] if run_dir else []), "--seed", str(args.seed), *extra_flags(args, learner)]
 
 
 # What this command decides for each run: given again in --LEARNER-flags, argparse let the
@@ -171,7 +175,7 @@ def flags_config(parser, args, learner: str):
     """The config ``train.py LEARNER`` starts a new run of this call with; flags it refuses
     fail this command naming ``--LEARNER-flags`` (train.py's own line named only train.py),
     as do the flags this command sets itself (``OWNED_FLAGS``, or an abbreviation of one)."""
-    for token in shlex.split(getattr(args, f"{learner}_flags")):
+    for token in extra_flags(args, learner):
         name = token.partition("=")[0]
         owned = [flag for flag in OWNED_FLAGS if len(name) > 2 and flag.startswith(name)]
         if token.startswith("--") and owned:
@@ -231,7 +235,7 @@ def main(argv=None):
     require_figure_file(parser, figure_path, args.out)
 
     for learner in ("avi", "dqn", "imitation"):
-        if getattr(args, f"{learner}_flags").strip() and learner not in args.learners:
+        if extra_flags(args, learner) and learner not in args.learners:
             flags.fail(parser, f"--{learner}-flags: {learner} is not among --learners ({','.join(args.learners)})")
     for learner in args.learners:  # every learner's size, before hours of training the first
         size = flags_config(parser, args, learner).game

@@ -245,8 +245,8 @@ def _death_message(endings: set[int]) -> str:
     """``WorkerDied``'s words for workers that ended so (``_endings``), with the likely cause."""
     signals = [_signal_name(-code) for code in sorted(endings, reverse=True) if code < 0]
     codes = [str(code) for code in sorted(endings) if code > 0]
-    how = "".join(f", {phrase}" for phrase in (([f"by {' or '.join(signals)}"] if signals else [])
-                                                + ([f"with exit code {' or '.join(codes)}"] if codes else [])))
+    how = ((f", by {' or '.join(signals)}" if signals else "")
+           + (f", with exit code {' or '.join(codes)}" if codes else ""))
     script = "workers started outside `if __name__ == \"__main__\":` import the script again"
     if endings and all(code < 0 and -code in CRASH_SIGNALS for code in endings):
         cause = "a crash in compiled code, numba's or XLA's: please report it with the input that caused it"
