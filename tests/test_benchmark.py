@@ -1072,8 +1072,8 @@ def test_benchmarks_refuse_bad_input_in_one_line(script, argv, words, tmp_path, 
 
 
 REPORTING_BENCHMARKS = ["beam", "cluster_pooling", "compare_solvers", "compile_times", "dataset_filter", "dataset_maker",
-                        "env_throughput", "gpu_estimate", "learners", "numba_compile", "ranking", "samegame", "soak",
-                        "solver", "solver_soundness", "tune_heuristic"]
+                        "env_throughput", "gpu_estimate", "learners", "numba_compile", "ranking", "replay", "samegame",
+                        "soak", "solver", "solver_soundness", "tune_heuristic"]
 
 
 def test_every_benchmark_with_a_json_report_names_its_out_flag_here():
@@ -1570,6 +1570,24 @@ def test_the_cluster_pooling_benchmark_times_both_poolings_and_refuses_one_that_
     monkeypatch.setattr(pooling.mcts, "cluster_log_probs", each_cell_alone)
     with pytest.raises(SystemExit, match="the poolings differ on 4x3x3 boards"):
         pooling.main(argv)
+    assert not out.exists()
+
+
+def test_the_replay_benchmark_times_both_replays_and_refuses_one_that_ends_elsewhere(tmp_path, monkeypatch, capsys):
+    """``benchmarks/replay.py``: both replays' times on the same lines, which end on the
+    same boards; a reference that ends elsewhere ends the benchmark before a report."""
+    out = tmp_path / "replay.json"
+    replay = _benchmark("replay", monkeypatch)
+    argv = ["--size", "former:5x4x3", "--boards", "6", "--out", str(out)]
+    replay.main(argv)
+    report = json.loads(out.read_text())
+    assert report["size"] == "former:5x4x3" and report["boards"] == 6 and report["mean_clicks"] > 1
+    assert report["seconds_per_board"] > 0 and report["reference_seconds_per_board"] > 0
+    assert "| op by op (reference) | " in capsys.readouterr().out
+    out.unlink()
+    monkeypatch.setattr(replay, "op_by_op", lambda board, actions, rules: np.ones_like(board))  # no line ends on a move
+    with pytest.raises(SystemExit, match="the replays end on other boards than the reference's"):
+        replay.main(argv)
     assert not out.exists()
 
 
