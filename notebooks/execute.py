@@ -29,8 +29,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 def execute(path: pathlib.Path) -> nbformat.NotebookNode:
     notebook = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="jaxdust-notebook-") as folder:
+        # The kernel imports this checkout's jaxdust, whose version the copy is stamped with,
+        # not whichever is installed (another checkout's, editable).
+        pythonpath = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
         NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": folder}}).execute(
-            env={**os.environ, "JAX_PLATFORMS": "cpu"})
+            env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": pythonpath})
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = merged_streams(cell.outputs)
@@ -60,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="execute.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"notebooks to run (default all): {', '.join(notebooks)}")
-    names = [name.removesuffix(".ipynb") for name in parser.parse_args(argv).names] or list(notebooks)
+    names = [pathlib.Path(name).stem for name in parser.parse_args(argv).names] or list(notebooks)  # or their paths
     names = list(dict.fromkeys(names))  # each once, in the order given
     unknown = [name for name in names if name not in notebooks]
     if unknown:

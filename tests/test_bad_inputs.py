@@ -439,7 +439,7 @@ def test_a_ctrl_c_swallowed_or_wrapped_on_its_way_up_still_ends_a_command_in_one
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full, a device that is always full")
-def test_a_full_disk_ends_a_command_in_one_line():
+def test_a_full_disk_ends_a_command_in_one_line(tmp_path):
     """jaxdust-leaderboard --out /dev/full ended in atomic_write's OSError traceback."""
     import subprocess
     import sys
@@ -448,8 +448,16 @@ def test_a_full_disk_ends_a_command_in_one_line():
               "def main():\n    files.atomic_write_json('/dev/full', {'rows': 1})\n"
               "flags.run_command(main, 'the rows played so far are kept')\n")
     ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert (ended.returncode, ended.stderr) == (1, "\nstopped: No space left on device (make room; the rows "
-                                                   "played so far are kept)\n"), ended.stderr[-2000:]
+    assert (ended.returncode, ended.stderr) == (1, "\nstopped: No space left on device writing /dev/full (make room; "
+                                                   "the rows played so far are kept)\n"), ended.stderr[-2000:]
+    # Over a file-size limit (ulimit -f): a traceback, and one naming atomic_write's temporary file.
+    limited = ("import resource\nresource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))\n"
+               + script.replace("atomic_write_json('/dev/full', {'rows': 1})",
+                                f"atomic_write_bytes({str(tmp_path / 'big.json')!r}, bytes(5000))"))
+    ended = subprocess.run([sys.executable, "-c", limited], capture_output=True, text=True, timeout=120)
+    assert (ended.returncode, ended.stderr) == (1, f"\nstopped: File too large writing {tmp_path / 'big.json'} (a "
+                                                   "file-size limit: see ulimit -f; the rows played so far are kept)\n")
+    assert os.listdir(tmp_path) == []
     other = script.replace("files.atomic_write_json('/dev/full', {'rows': 1})", "open('/nonexistent/x')")
     ended = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, timeout=120)
     assert ended.returncode == 1 and "Traceback" in ended.stderr  # another OSError is a bug to see whole
@@ -1200,6 +1208,29 @@ def test_the_notebook_runner_refuses_a_name_it_has_not(capsys):
     assert exit_info.value.code == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line == "execute.py: error: no notebook quickstar here; there are quickstart, solvers_evaluation, train_avi, train_dqn"
+
+
+def test_the_notebook_runner_takes_paths_and_runs_this_checkouts_jaxdust(monkeypatch):
+    """``execute.py notebooks/quickstart.ipynb`` (a shell's completion) was no notebook; and
+    the kernel imported whichever jaxdust was installed (another checkout's, editable) while
+    the copy was stamped with this checkout's version."""
+    runner = notebook_runner()
+    kernels, stored = [], []
+
+    class Client:
+        def __init__(self, notebook, **kwargs):
+            pass
+
+        def execute(self, env):
+            kernels.append(env)
+
+    monkeypatch.setattr(runner, "NotebookClient", Client)
+    monkeypatch.setattr(runner, "atomic_write_bytes", lambda path, data: stored.append(path.name))
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    runner.main(["notebooks/quickstart.ipynb", "train_dqn.ipynb"])
+    assert stored == ["quickstart.ipynb", "train_dqn.ipynb"]
+    checkout = str(Path(runner.__file__).resolve().parent.parent)
+    assert [env["PYTHONPATH"] for env in kernels] == [os.pathsep.join([checkout, "/elsewhere"])] * 2
 
 
 def test_help_states_each_options_default_once():

@@ -86,6 +86,15 @@ def test_a_searchs_flat_actions_replay_and_score_as_its_length():
     for unordered in (set(flat[:2]), dict.fromkeys(flat[:2]), bytearray(flat[:2]), 5, None, np.array(3)):
         with pytest.raises(ValueError, match="clicks must be a sequence of .x, y. pairs or of flat actions, in order"):
             jaxdust.score(TEXT, unordered)
+    # -1 pads a line after its end, and only there: a stray -1 or another negative number
+    # inside a line ended it there, dropping every click after it without a word.
+    padded = [*flat[:2], -1, -1]
+    assert jaxdust.replay(TEXT, np.array(padded))[1] == jaxdust.replay(TEXT, padded)[1] == 2
+    for line, message in (([flat[0], -1, *flat[1:]], "click 2: .* after the line's end"),
+                          ([flat[0], -5, *flat[1:]], "click 1: -5 is no cell"),
+                          (np.array([flat[0], -2, -1]), "click 1: -2 is no cell")):
+        with pytest.raises(ValueError, match=message):
+            jaxdust.score(TEXT, line, partial=True)
 
 
 @pytest.mark.parametrize("rules", ["dust", "samegame"])

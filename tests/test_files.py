@@ -284,6 +284,35 @@ def test_a_folder_in_the_way_is_named_not_the_temporary_file(tmp_path):
     assert error.value.filename == str(tmp_path / "taken") and os.listdir(tmp_path) == ["taken"]
 
 
+def test_a_refused_write_names_the_file_not_the_temporary_one_or_none(tmp_path, monkeypatch):
+    """A read-only disk's error named atomic_write's temporary file, and a full disk's (which
+    a write raises) named no file: a command's last line then said which file nowhere."""
+    target = tmp_path / "kept.json"
+    target.write_bytes(b"old")
+
+    def read_only(*args, dir, prefix, suffix):
+        raise OSError(30, "Read-only file system", os.path.join(dir, prefix + "abc" + suffix))
+
+    def full(file):
+        raise OSError(28, "No space left on device")
+
+    def renamed_refused(source, destination):
+        raise OSError(13, "Permission denied", source, destination)
+
+    for patch, write in ((("tempfile.mkstemp", read_only), lambda file: None), (None, full),
+                         (("os.replace", renamed_refused), lambda file: file.write(b"new"))):
+        with monkeypatch.context() as patched:
+            if patch:
+                patched.setattr(*patch)
+            with pytest.raises(OSError) as error:
+                files.atomic_write(target, write)
+        assert (error.value.filename, error.value.filename2) == (str(target), None)
+        assert os.listdir(tmp_path) == ["kept.json"] and target.read_bytes() == b"old"
+    with pytest.raises(FileNotFoundError) as error:  # a file of its own that the write reads is named as it was
+        files.atomic_write(target, lambda file: open(tmp_path / "missing"))
+    assert error.value.filename == str(tmp_path / "missing")
+
+
 def test_a_bad_byte_after_a_byte_order_mark_is_placed_from_the_files_start(tmp_path):
     path = tmp_path / "marked.txt"
     path.write_bytes(b"\xef\xbb\xbfab\ncd\xff\n")

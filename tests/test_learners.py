@@ -628,10 +628,14 @@ def test_a_save_killed_before_its_checksums_leaves_the_checkpoint_it_would_repla
     assert saved.steps() == [5] and saved.verify(5, state, config) is None
 
 
-def test_a_full_disk_is_reported_once_not_by_every_writing_thread(tmp_path, monkeypatch, caplog):
+@pytest.mark.parametrize("cause, reported", [("No space left on device [os_error_code='28']", "no space left"),
+                                             ("File too large [os_error_code='27']", r"File too large, errno 27")],
+                         ids=["full-disk", "file-size-limit"])
+def test_a_full_disk_is_reported_once_not_by_every_writing_thread(cause, reported, tmp_path, monkeypatch, caplog):
     """orbax's threads log the failed write again (absl), its tasks as they are collected
     (asyncio), tensorstore's callbacks raise into the closed event loop: the save's one line
-    stands alone, and what is not orbax's echo of the full disk still gets through."""
+    stands alone, and what is not orbax's echo of the full disk still gets through. A write
+    over a file-size limit was echoed in full (110 lines), and its line cut before the cause."""
     unraisable = []
     monkeypatch.setattr(sys, "unraisablehook", lambda report: unraisable.append(str(report.exc_value)))
 
@@ -642,8 +646,10 @@ def test_a_full_disk_is_reported_once_not_by_every_writing_thread(tmp_path, monk
         def __del__(self):
             raise RuntimeError(self.message)
 
-    no_space = ('Error writing "w/0" in OCDBT database at local file "/runs/a/checkpoints/1.orbax-checkpoint-tmp/": '
-                "Failed to write 40392 bytes to file 18: No space left on device [os_error_code='28']")
+    no_space = ('OUT_OF_RANGE: Error writing "w/0" in OCDBT database at local file "/runs/a/checkpoints/1.orbax-'
+                'checkpoint-tmp/state.orbax-checkpoint-tmp/ocdbt.process_0/": Failed writing: "/runs/a/checkpoints/1.'
+                'orbax-checkpoint-tmp/state.orbax-checkpoint-tmp/ocdbt.process_0/d/30c993ff3eaeca7b6755a5d313e7536c": '
+                f"Failed to write 40392 bytes to file 18: {cause}")
 
     def full_disk(*args, **kwargs):
         logging.getLogger("absl").error("_SignalingThread.run() raised an exception: %s", no_space)
@@ -656,7 +662,7 @@ def test_a_full_disk_is_reported_once_not_by_every_writing_thread(tmp_path, monk
 
     saved = checkpoint.Checkpoints(str(tmp_path))
     monkeypatch.setattr(saved.manager, "save", full_disk)
-    with caplog.at_level(logging.ERROR), pytest.raises(checkpoint.CheckpointError, match="no space left"):
+    with caplog.at_level(logging.ERROR), pytest.raises(checkpoint.CheckpointError, match=reported):
         saved.save(1, {"w": jnp.arange(4.0)}, {"config": 1})
     assert [record.getMessage() for record in caplog.records] == ["something else",
                                                                    "my own task: No space left on device"]

@@ -82,6 +82,10 @@ _run = subprocess.run
 def _recorded(command, *args, **kwargs):
     if "pip" in command:
         print("PIP", " ".join(command))
+        if os.environ.get("PIP_UPGRADES_JAX"):  # as pip would on Colab: a newer JAX on the disk
+            import importlib.metadata
+            _version = importlib.metadata.version
+            importlib.metadata.version = lambda name: "99.0" if name == "jax" else _version(name)
         return subprocess.CompletedProcess(command, 0, "", "")
     return _run(command, *args, **kwargs)
 subprocess.run = _recorded
@@ -92,7 +96,9 @@ def test_the_install_cell_installs_only_where_jaxdust_does_not_import(tmp_path):
     """A checkout on PYTHONPATH (no distribution) asked pip for jaxdust from GitHub, which a
     machine without the internet cannot reach: every notebook failed in its first cell.
     Where jaxdust does not import it installs: nowhere to be found, a clone's folder beside
-    the notebook (no code: a namespace), a clone's root without jaxdust's dependencies."""
+    the notebook (no code: a namespace), a clone's root without jaxdust's dependencies. A
+    JAX imported before pip upgraded it (by that clone's failed import) stayed in use at its
+    old version, beside the new one's files, without a word: the cell asks for a restart."""
     import os
     import subprocess
     import sys
@@ -101,14 +107,19 @@ def test_the_install_cell_installs_only_where_jaxdust_does_not_import(tmp_path):
     checkout = str(pathlib.Path(__file__).resolve().parent.parent)
     for folder in ("empty", "beside/jaxdust", "root/jaxdust"):
         (tmp_path / folder).mkdir(parents=True)
-    (tmp_path / "root" / "jaxdust" / "__init__.py").write_text("import no_such_dependency_of_jaxdust\n")
-    for folder, pythonpath, installs in (("empty", checkout, False), ("empty", "", True), ("beside", "", True),
-                                         ("root", "", True)):
-        env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": pythonpath}
+    (tmp_path / "root" / "jaxdust" / "__init__.py").write_text("import jax\nimport no_such_dependency_of_jaxdust\n")
+    for folder, pythonpath, installs, upgrades in (("empty", checkout, False, False), ("empty", "", True, False),
+                                                   ("beside", "", True, False), ("root", "", True, False),
+                                                   ("root", "", True, True)):
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": pythonpath, "PIP_UPGRADES_JAX": "1" * upgrades}
         ran = subprocess.run([sys.executable, "-c", NOT_INSTALLED + cell], capture_output=True, text=True,
                              env=env, cwd=tmp_path / folder, timeout=300)
-        assert ran.returncode == 0, ran.stderr[-2000:]
         assert ("PIP" in ran.stdout and "jaxdust @ git+https://" in ran.stdout) == installs, (folder, ran.stdout)
+        if upgrades:
+            assert ran.returncode == 1 and "RuntimeError: jaxdust is installed, but jax had been imported before at " \
+                "another version: restart the runtime" in ran.stderr, ran.stderr[-2000:]
+        else:
+            assert ran.returncode == 0 and "JAX" in ran.stdout, ran.stderr[-2000:]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

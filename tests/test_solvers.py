@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import deque
 
 import jax
@@ -1383,8 +1384,9 @@ def test_work_stopped_early_ends_the_processes_under_way():
         ended = subprocess.run([sys.executable, "-c", script], timeout=120)
         assert ended.returncode == (3 if end else 0)
     # Work that a thread still running reads is not cut short when the main thread ends
-    # (results lost without a word). In this process it reads on to its end; in processes,
-    # Python's exit refuses new items to any pool, so it fails, as before.
+    # (results lost without a word): in this process or in processes, it reads on to its end.
+    # (In processes its next item was refused: the pools' exit hook shut every pool before
+    # Python waited for the thread.)
     script = ("import threading, time\nfrom jaxdust.core.processes import ordered_map\nfrom tests import workers\n"
               "def read(jobs):\n    got = 0\n    try:\n        for _ in ordered_map(workers.nap, [0.0] * 40, jobs):\n"
               "            got += 1\n            time.sleep(0.02)  # the work waits, not running, most of the time\n"
@@ -1392,7 +1394,29 @@ def test_work_stopped_early_ends_the_processes_under_way():
               "if __name__ == '__main__':\n"
               "    for jobs in (1, 2):\n        threading.Thread(target=read, args=(jobs,)).start()\n")
     ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert sorted(ended.stdout.split("\n")) == ["", "1 40", "2 refused"], ended
+    assert sorted(ended.stdout.split("\n")) == ["", "1 40", "2 40"], ended
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_while_the_exit_waits_for_a_reading_thread_ends_the_workers(tmp_path):
+    """The exit waits for a thread still reading work over processes; one Ctrl-C then ends
+    the program and its workers, rather than a wait for every item under way (hours)."""
+    script = ("import os, signal, sys, threading, time\nfrom jaxdust.core.processes import ordered_map\n"
+              "from tests import workers\nif __name__ == '__main__':\n    folder = sys.argv[1]\n"
+              "    threading.Thread(target=lambda: list(ordered_map(workers.nap_holding_the_gil, "
+              "[(folder, 300)] * 4, 2))).start()\n"
+              "    def interrupt():  # once both workers are at work, and the main thread has ended\n"
+              "        while len(os.listdir(folder)) < 2:\n            time.sleep(0.1)\n"
+              "        time.sleep(0.5)\n        os.kill(os.getpid(), signal.SIGINT)\n"
+              "    threading.Thread(target=interrupt, daemon=True).start()\n")
+    ended = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                           timeout=120, cwd=ROOT)
+    assert "KeyboardInterrupt" in ended.stderr, ended.stderr
+    deadline = time.monotonic() + 30
+    for pid in map(int, os.listdir(tmp_path)):
+        while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "a worker outlived the interrupted program"
+            time.sleep(0.2)
 
 
 def test_results_held_behind_a_slow_item_are_bounded():

@@ -673,9 +673,10 @@ def _is_action(click) -> bool:
 def _as_pairs(clicks, height: int):
     """``clicks`` as ``(x, y)`` pairs: flat actions ``x * height + y`` (a 1-D integer array
     or any iterable of ints but a tuple, as ``beam_search``, ``points_beam`` and
-    ``play_boards`` give them, the line ending at the first negative: their padding) become
-    pairs; anything else is taken as pairs, to be checked click by click. ValueError for
-    what holds no line in order (a set, a dict, a number)."""
+    ``play_boards`` give them, perhaps padded with -1 after the last click) become pairs;
+    anything else is taken as pairs, to be checked click by click. ValueError for what holds
+    no line in order (a set, a dict, a number), and for a negative action other than that
+    padding (which would cut the line short)."""
     if isinstance(clicks, tuple):  # (3, 2) is one click's pair, not two flat actions: refused with a hint
         return clicks
     unordered = isinstance(clicks, (collections.abc.Set, collections.abc.Mapping, bytearray, memoryview))
@@ -687,8 +688,14 @@ def _as_pairs(clicks, height: int):
     if isinstance(clicks, (np.ndarray, jax.Array)) or (clicks and all(_is_action(c) for c in clicks)):
         flat = np.asarray(clicks)
         if flat.ndim == 1 and flat.dtype != bool and np.issubdtype(flat.dtype, np.integer):
-            ended = np.flatnonzero(flat < 0)
-            return [divmod(int(a), height) for a in flat[: ended[0] if len(ended) else len(flat)]]
+            negative = np.flatnonzero(flat < 0)
+            end = int(negative[0]) if len(negative) else len(flat)
+            if (stray := np.flatnonzero(flat[end:] != -1)).size:  # a line cut short would be scored as whole
+                step = end + int(stray[0])
+                raise ValueError(f"click {step}: {int(flat[step])} is no cell" if flat[step] < 0 else
+                                 f"click {step}: {int(flat[step])} after the line's end (click {end}'s -1); "
+                                 "-1 pads a line of flat actions after its last click, and only there")
+            return [divmod(int(a), height) for a in flat[:end]]
     return clicks
 
 

@@ -32,7 +32,26 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> N
     waits for its reader as a plain open does; a device), one under ``/proc``, or the name
     of an open descriptor (``/dev/stdout`` redirected to a log, which a rename would
     replace), is appended to instead. A regular file elsewhere under ``/dev``
-    (``/dev/shm``, a memory disk) is replaced as any other."""
+    (``/dev/shm``, a memory disk) is replaced as any other. An OSError of the write names
+    ``path``, not the temporary file or nothing (a full disk's write names no file)."""
+    with errors_named(path):
+        _atomic_write(path, write)
+
+
+@contextlib.contextmanager
+def errors_named(path: str | os.PathLike):
+    """An OSError raised inside that names no file (a write's or a flush's, as a full disk
+    raises it) or names a temporary file of ``atomic_write``'s names ``path``: the message
+    a command ends with then says which file could not be written."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is None or os.path.basename(str(error.filename)).startswith(TEMPORARY_PREFIX):
+            error.filename, error.filename2 = os.fspath(path), None
+        raise
+
+
+def _atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> None:
     try:
         kind = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):

@@ -403,11 +403,22 @@ def raise_if_interrupted() -> None:
         raise KeyboardInterrupt
 
 
+# Why a disk refused a write mid-run, as errno -> what to do about it. The path a command
+# writes is checked when its flags are read: these come later, from the system.
+WRITE_REFUSALS = {
+    errno.ENOSPC: "make room",
+    errno.EDQUOT: "make room",
+    errno.EFBIG: "a file-size limit: see ulimit -f",
+    errno.EROFS: "the disk was made read-only, often after errors on it: see the system log",
+}
+
+
 def run_command(main: Callable[[], Any], resumes: str) -> Any:
     """``main()``, ended by Ctrl-C with one line saying what running the command again
     keeps (``resumes``) and exit status 130, rather than a traceback from wherever it was
     (also where JAX wrapped it in another exception, or Python swallowed it: see
-    ``raise_if_interrupted``); by a full disk with one line too (status 1); and ended
+    ``raise_if_interrupted``); by a disk that refuses a write (``WRITE_REFUSALS``: full,
+    over a size limit, made read-only) with one line too (status 1); and ended
     quietly (status 1) when the reader of its standard output goes away (``| head``), as
     other command-line tools end."""
     global _INTERRUPTED
@@ -431,9 +442,9 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(1) from None
     except OSError as error:
-        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        if error.errno in WRITE_REFUSALS:
             where = f" writing {error.filename}" if error.filename else ""
-            print(f"\nstopped: {error.strerror}{where} (make room; {resumes})", file=sys.stderr)
+            print(f"\nstopped: {error.strerror}{where} ({WRITE_REFUSALS[error.errno]}; {resumes})", file=sys.stderr)
             exit_at_once(1)
         if not _raised_from_interrupt(error):
             raise

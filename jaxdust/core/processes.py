@@ -84,18 +84,39 @@ class _Work:
 
 
 _open_work: weakref.WeakSet[_Work] = weakref.WeakSet()  # the work handed out to processes, while it lives
+_pools: weakref.WeakSet[concurrent.futures.ProcessPoolExecutor] = weakref.WeakSet()  # their pools, while they live
 
 
 def _close_open_work() -> None:
     """At the program's end, close the work nobody closed (kept in a variable, or by a
     traceback), which stops its processes: ``concurrent.futures``' own exit hook, which runs
     after this one, would wait for every item under way (hours). Work read last by a thread
-    still running is left to it (Python waits for that thread, which reads on to its end)
-    unless that thread is a daemon, which Python does not wait for."""
-    for work in list(_open_work):
-        if work.reader is threading.main_thread() or not work.reader.is_alive() or work.reader.daemon:
-            with contextlib.suppress(ValueError):  # being read at this moment (a daemon thread)
-                work.close()
+    still running is left to it: Python waits for that thread after the exit hooks, but
+    ``concurrent.futures``' hook shuts every pool first, which would refuse the thread's next
+    item; so the thread is waited for here, before that hook. A daemon thread, which Python
+    does not wait for, has its work closed. Ctrl-C meanwhile ends every pool's workers, which
+    Python's exit would otherwise wait for in turn."""
+    try:
+        _wait_for_readers()
+    except KeyboardInterrupt:
+        for executor in list(_pools):
+            for worker in list((executor._processes or {}).values()):  # noqa: SLF001
+                worker.terminate()
+        raise
+
+
+def _wait_for_readers() -> None:
+    while True:
+        for work in list(_open_work):
+            if work.reader is threading.main_thread() or not work.reader.is_alive() or work.reader.daemon:
+                with contextlib.suppress(ValueError):  # being read at this moment (a daemon thread)
+                    work.close()
+        readers = {work.reader for work in list(_open_work) if work.reader is not threading.main_thread()
+                   and work.reader.is_alive() and not work.reader.daemon}
+        if not readers:
+            return
+        for reader in readers:
+            reader.join()  # then again: work it started meanwhile, or handed to another thread
 
 
 # Registered after concurrent.futures.process (imported above) registered its own hook: these
@@ -125,6 +146,7 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         jobs = min(jobs, len(items))
     executor = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                                       initializer=_worker_setup, initargs=(os.getpid(),))
+    _pools.add(executor)
     # Items are handed out as results come back, a few a process ahead: a pool given every
     # item at once holds ~2 KB a pending item (20 GB for 10^7 boards) and hands out a million
     # for a minute before the first result is passed on.

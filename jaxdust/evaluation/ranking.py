@@ -296,8 +296,9 @@ def _extend(parser, args, out) -> int:
         records = board_records(index, args.node_limit)
         # One write a board: a kill between two of its records would leave part of a
         # board, and the resume starts after the last board in the file.
-        out.write("".join(json.dumps(record) + "\n" for record in records))
-        out.flush()
+        with files.errors_named(args.out):
+            out.write("".join(json.dumps(record) + "\n" for record in records))
+            out.flush()
         kept += records
     drawn = max(args.boards, start)  # the file may hold more boards than asked
     labelled = len({record["board_index"] for record in kept})  # a board none of whose positions proved writes none

@@ -19,6 +19,7 @@ import gc
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -152,6 +153,8 @@ def _data_to_keys(tree, like):
 
 
 NO_SPACE = "No space left on device"
+# How tensorstore's errors carry the system's: "...: File too large [os_error_code='27']"
+_SYSTEM_ERROR = re.compile(r":\s*([^:\[\]]+?)\s*\[os_error_code='?(\d+)'?\]")
 
 
 _ORBAX_CODE = os.path.dirname(os.path.abspath(ocp.__file__)) + os.sep
@@ -166,12 +169,12 @@ def _raised_in_orbax(traceback) -> bool:
 
 
 def _not_an_orbax_echo(record: logging.LogRecord) -> bool:
-    """False for a record of orbax's on a full disk, and while orbax calls run here, for
-    asyncio's report of one of orbax's tasks collected with its error unretrieved (a failed
-    read's or write's)."""
+    """False for a record of orbax's on a write the system refused (a full disk, a file-size
+    limit), and while orbax calls run here, for asyncio's report of one of orbax's tasks
+    collected with its error unretrieved (a failed read's or write's)."""
     try:
         text = record.pathname + record.getMessage() + str(record.exc_info[1] if record.exc_info else "")
-        if NO_SPACE in text and "orbax" in text:
+        if (NO_SPACE in text or _SYSTEM_ERROR.search(text)) and "orbax" in text:
             return False
         # asyncio's message: "Task exception was never retrieved", then the task on lines of its own
         unretrieved = record.name == "asyncio" and "exception was never retrieved" in record.getMessage()
@@ -563,5 +566,9 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
 
 
 def _brief(error: Exception) -> str:
+    """``error``'s first line, or where tensorstore names the system's error (after a
+    long path that a cut at 200 characters would keep instead), that error."""
+    if system := _SYSTEM_ERROR.search(str(error)):
+        return f"{system[1]}, errno {system[2]}"
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return text[:200]

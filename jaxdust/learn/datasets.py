@@ -469,8 +469,9 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
 
         # In board order, so the journal is the same whatever --jobs (and after a resume).
         for record in ordered_map(functools.partial(label_board, config), todo, jobs):
-            journal.write(json.dumps(record) + "\n")
-            journal.flush()  # a killed process loses no line the system has
+            with files.errors_named(journal_path):
+                journal.write(json.dumps(record) + "\n")
+                journal.flush()  # a killed process loses no line the system has
             # On the disk a second at most after. An fsync a board took 0.3 ms, a fifth of a
             # board's width-4 beam labels on one core, in the one process that writes however
             # many label.

@@ -571,7 +571,7 @@ class Run:
     def log(self, record: dict) -> None:
         if not self.primary:
             return
-        with open(self.metrics_path, "a") as handle:
+        with files.errors_named(self.metrics_path), open(self.metrics_path, "a") as handle:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
             os.fsync(handle.fileno())

@@ -44,6 +44,7 @@ run at a time may use a directory.
 from __future__ import annotations
 
 import argparse
+import bisect
 import dataclasses
 import functools
 import json
@@ -55,8 +56,8 @@ from jaxdust.core import flags, machine
 from jaxdust.core.boards import (board_lines, colour_caps, declared_colours, declared_rules, parse_board, replay,
                                  require_declared_colours, require_header_shape)
 from jaxdust.core.processes import WorkerDied, completed_map, ordered_map
-from jaxdust.core.files import (atomic_write_bytes, is_stream, lock_directory, open_to_append_alone, read_lines,
-                                recover_json_lines, remove_leftover_temporaries)
+from jaxdust.core.files import (atomic_write_bytes, errors_named, is_stream, lock_directory, open_to_append_alone,
+                                read_lines, recover_json_lines, remove_leftover_temporaries)
 from jaxdust.solver import compiled
 from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TABLE_BITS,
                                 TranspositionTable, initial_table_bits, solve)
@@ -260,8 +261,9 @@ def main(argv=None) -> int:
                 if "error" in record:
                     errors += 1
                     print(f"line {record['line']}: {record['error']}", file=sys.stderr)
-                output.write(json.dumps(record) + "\n")
-                output.flush()
+                with errors_named(args.out):
+                    output.write(json.dumps(record) + "\n")
+                    output.flush()
                 if "error" not in record:  # an error may be the file's own (another board's proof): kept
                     _remove_checkpoint(args.checkpoint_dir, record["line"])
                 last[record["line"]] = record
@@ -271,7 +273,8 @@ def main(argv=None) -> int:
         return 1
     finally:
         if output is not sys.stdout:
-            output.close()
+            with errors_named(args.out):
+                output.close()
     print(_tally([last.get(job[0]) for job in jobs], len(jobs) - len(todo))
           + ("" if args.out == "-" else f"; lines in {args.out}"), file=sys.stderr)
     if args.board_file:
@@ -333,13 +336,19 @@ def _with_earlier_facts(record: dict, earlier: dict | None) -> dict:
 
 
 def _pick_lines(jobs, ranges, source):
-    """The jobs on ``ranges``' lines (``flags.line_ranges``); ValueError for a line or a
-    range that holds no board, which is a mistake, not a request for nothing."""
+    """The jobs on ``ranges``' lines (``flags.line_ranges``), in file order, each once;
+    ValueError for a line or a range that holds no board, which is a mistake, not a request
+    for nothing. ``jobs`` are in file order, so each range is two bisections: a list of
+    thousands of lines costs no pass over the file's boards per line."""
+    numbers = [job[0] for job in jobs]
+    picked = set()
     for low, high in ranges:
-        if not any(low <= job[0] <= high for job in jobs):
+        start, stop = bisect.bisect_left(numbers, low), bisect.bisect_right(numbers, high)
+        if start == stop:
             where = f"line {low}" if low == high else f"lines {low}-{high}"
             raise ValueError(f"--lines: no board on {where} of {source}")
-    return [job for job in jobs if any(low <= job[0] <= high for low, high in ranges)]
+        picked.update(range(start, stop))
+    return [jobs[index] for index in sorted(picked)]
 
 
 PROVEN_HEADER = "# board optimal_clicks (proven by python -m jaxdust.solver"  # write_proven's second line
