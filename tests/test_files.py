@@ -307,10 +307,18 @@ def test_a_refused_write_names_the_file_not_the_temporary_one_or_none(tmp_path, 
             with pytest.raises(OSError) as error:
                 files.atomic_write(target, write)
         assert (error.value.filename, error.value.filename2) == (str(target), None)
+        assert str(error.value).endswith(f": {str(target)!r}")  # not "-> None"
         assert os.listdir(tmp_path) == ["kept.json"] and target.read_bytes() == b"old"
     with pytest.raises(FileNotFoundError) as error:  # a file of its own that the write reads is named as it was
         files.atomic_write(target, lambda file: open(tmp_path / "missing"))
     assert error.value.filename == str(tmp_path / "missing")
+
+    def own_message(file):
+        raise OSError("the source's checksum did not match")
+
+    with pytest.raises(OSError) as error:  # no system error: its message is the caller's, kept whole
+        files.atomic_write(target, own_message)
+    assert str(error.value) == "the source's checksum did not match" and error.value.filename is None
 
 
 def test_a_bad_byte_after_a_byte_order_mark_is_placed_from_the_files_start(tmp_path):

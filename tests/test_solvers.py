@@ -1399,19 +1399,24 @@ def test_work_stopped_early_ends_the_processes_under_way():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_while_the_exit_waits_for_a_reading_thread_ends_the_workers(tmp_path):
-    """The exit waits for a thread still reading work over processes; one Ctrl-C then ends
-    the program and its workers, rather than a wait for every item under way (hours)."""
-    script = ("import os, signal, sys, threading, time\nfrom jaxdust.core.processes import ordered_map\n"
+    """The exit waits for a thread still reading work over processes, and says so after a
+    while (a wait that may never end: a thread that waits for the main thread's end); one
+    Ctrl-C then ends the program and its workers, rather than a wait for every item under
+    way (hours)."""
+    script = ("import os, signal, sys, threading, time\nfrom jaxdust.core import processes\n"
               "from tests import workers\nif __name__ == '__main__':\n    folder = sys.argv[1]\n"
-              "    threading.Thread(target=lambda: list(ordered_map(workers.nap_holding_the_gil, "
-              "[(folder, 300)] * 4, 2))).start()\n"
+              "    processes.READER_NOTICE_SECONDS = 0.2\n"
+              "    threading.Thread(target=lambda: list(processes.ordered_map(workers.nap_holding_the_gil, "
+              "[(folder, 300)] * 4, 2)), name='reader').start()\n"
               "    def interrupt():  # once both workers are at work, and the main thread has ended\n"
               "        while len(os.listdir(folder)) < 2:\n            time.sleep(0.1)\n"
-              "        time.sleep(0.5)\n        os.kill(os.getpid(), signal.SIGINT)\n"
+              "        time.sleep(1.5)\n        os.kill(os.getpid(), signal.SIGINT)\n"
               "    threading.Thread(target=interrupt, daemon=True).start()\n")
     ended = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
                            timeout=120, cwd=ROOT)
     assert "KeyboardInterrupt" in ended.stderr, ended.stderr
+    assert ended.stderr.startswith("the program ends when thread 'reader' has read its work over processes to the "
+                                   "end (Ctrl-C stops it)\n"), ended.stderr
     deadline = time.monotonic() + 30
     for pid in map(int, os.listdir(tmp_path)):
         while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
@@ -1507,6 +1512,12 @@ def test_cli_reads_stdin():
               "flags.run_command(main, 'nothing')\n")
     failed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert failed.returncode == 1 and "BrokenPipeError: a socket of its own" in failed.stderr
+    if os.path.exists("/dev/full"):  # standard output on a full disk: named as such, not as "-"
+        with open("/dev/full", "w") as full:
+            ended = subprocess.run([sys.executable, "-m", "jaxdust.solver", "-", "--width", "8", "--jobs", "1"],
+                                   input=board + "\n", stdout=full, stderr=subprocess.PIPE, text=True)
+        assert ended.returncode == 1 and ended.stderr.startswith(
+            "\nstopped: No space left on device writing standard output (make room;"), ended.stderr[-2000:]
 
 
 # ---------------------------------------------------------------------------------------

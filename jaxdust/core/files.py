@@ -45,9 +45,11 @@ def errors_named(path: str | os.PathLike):
     a command ends with then says which file could not be written."""
     try:
         yield
-    except OSError as error:
-        if error.filename is None or os.path.basename(str(error.filename)).startswith(TEMPORARY_PREFIX):
-            error.filename, error.filename2 = os.fspath(path), None
+    except OSError as error:  # one the system raised (errno set), not a message of the caller's own
+        if error.errno is not None and (error.filename is None
+                                        or os.path.basename(str(error.filename)).startswith(TEMPORARY_PREFIX)):
+            error.filename = os.fspath(path)
+            del error.filename2  # unset, not None: the message would end "-> None"
         raise
 
 

@@ -409,7 +409,7 @@ WRITE_REFUSALS = {
     errno.ENOSPC: "make room",
     errno.EDQUOT: "make room",
     errno.EFBIG: "a file-size limit: see ulimit -f",
-    errno.EROFS: "the disk was made read-only, often after errors on it: see the system log",
+    errno.EROFS: "a read-only disk; if it was writable when the command started, see the system log",
 }
 
 

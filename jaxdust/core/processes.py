@@ -40,7 +40,10 @@ def ordered_map(function: Callable, items: Iterable, jobs: int) -> Iterator:
     memory) raises ``WorkerDied``: ``multiprocessing.Pool`` would wait for its result forever.
     Work left open when the program ends (kept in a variable, or by a traceback) stops its
     processes then rather than waiting for the items under way, unless a thread that goes on
-    running read it last (that thread's own end stops it).
+    running read it last: that thread reads on, and the program ends after it (Python's
+    pools refuse new items once the main thread's end is under way, so the thread is waited
+    for before the main thread counts as ended; a thread that waits for that must be a
+    daemon, or stop another way).
 
     Raises:
       WorkerDied: when a process died; the results yielded before stay valid.
@@ -85,6 +88,8 @@ class _Work:
 
 _open_work: weakref.WeakSet[_Work] = weakref.WeakSet()  # the work handed out to processes, while it lives
 _pools: weakref.WeakSet[concurrent.futures.ProcessPoolExecutor] = weakref.WeakSet()  # their pools, while they live
+_open_work_lock = threading.Lock()  # a set copied while another thread adds to it can fail
+READER_NOTICE_SECONDS = 5.0  # the program's end waits this long for a reading thread before it says so
 
 
 def _close_open_work() -> None:
@@ -106,17 +111,25 @@ def _close_open_work() -> None:
 
 
 def _wait_for_readers() -> None:
+    told = set()
     while True:
-        for work in list(_open_work):
+        with _open_work_lock:
+            works = list(_open_work)
+        for work in works:
             if work.reader is threading.main_thread() or not work.reader.is_alive() or work.reader.daemon:
                 with contextlib.suppress(ValueError):  # being read at this moment (a daemon thread)
                     work.close()
-        readers = {work.reader for work in list(_open_work) if work.reader is not threading.main_thread()
+        readers = {work.reader for work in works if work.reader is not threading.main_thread()
                    and work.reader.is_alive() and not work.reader.daemon}
         if not readers:
             return
-        for reader in readers:
-            reader.join()  # then again: work it started meanwhile, or handed to another thread
+        for reader in readers:  # then again: work it started meanwhile, or handed to another thread
+            reader.join(READER_NOTICE_SECONDS)
+            if reader.is_alive() and reader not in told:  # a long wait, or one for ever: said, not silent
+                told.add(reader)
+                print(f"the program ends when thread {reader.name!r} has read its work over processes to the "
+                      "end (Ctrl-C stops it)", file=sys.stderr, flush=True)
+            reader.join()
 
 
 # Registered after concurrent.futures.process (imported above) registered its own hook: these
@@ -129,7 +142,8 @@ def _tracked(generator: Generator, jobs: int) -> Iterator:
     if jobs <= 1:  # in this process: nothing to stop, and a thread reading it must not be cut short
         return generator
     work = _Work(generator)
-    _open_work.add(work)
+    with _open_work_lock:
+        _open_work.add(work)
     return work
 
 

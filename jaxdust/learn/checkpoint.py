@@ -169,12 +169,14 @@ def _raised_in_orbax(traceback) -> bool:
 
 
 def _not_an_orbax_echo(record: logging.LogRecord) -> bool:
-    """False for a record of orbax's on a write the system refused (a full disk, a file-size
-    limit), and while orbax calls run here, for asyncio's report of one of orbax's tasks
-    collected with its error unretrieved (a failed read's or write's)."""
+    """False for a record of orbax's on a full disk; while orbax calls run here, for an error
+    of orbax's that carries one of the system's (a file-size limit), and for asyncio's report
+    of one of orbax's tasks collected with its error unretrieved (a failed read's or write's)."""
     try:
         text = record.pathname + record.getMessage() + str(record.exc_info[1] if record.exc_info else "")
-        if (NO_SPACE in text or _SYSTEM_ERROR.search(text)) and "orbax" in text:
+        refused = NO_SPACE in text or (_orbax_calls_running and record.levelno >= logging.ERROR
+                                       and _SYSTEM_ERROR.search(text))  # a warning of orbax's own is kept
+        if refused and "orbax" in text:
             return False
         # asyncio's message: "Task exception was never retrieved", then the task on lines of its own
         unretrieved = record.name == "asyncio" and "exception was never retrieved" in record.getMessage()

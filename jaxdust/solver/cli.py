@@ -261,7 +261,7 @@ def main(argv=None) -> int:
                 if "error" in record:
                     errors += 1
                     print(f"line {record['line']}: {record['error']}", file=sys.stderr)
-                with errors_named(args.out):
+                with errors_named("standard output" if output is sys.stdout else args.out):
                     output.write(json.dumps(record) + "\n")
                     output.flush()
                 if "error" not in record:  # an error may be the file's own (another board's proof): kept
