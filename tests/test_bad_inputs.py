@@ -1180,7 +1180,11 @@ def test_line_ranges_are_kept_as_ranges():
     from jaxdust.core import flags
 
     assert flags.line_ranges("7,181-10000000000") == [(7, 7), (181, 10**10)]
-    assert solver_cli._pick_lines([(2, "x", 1, 1), (5, "y", 1, 1)], [(3, 10**12)], "f") == [(5, "y", 1, 1)]
+    jobs = [(2, "x", 1, 1), (5, "y", 1, 1)]
+    assert solver_cli._pick_lines(jobs, [(3, 10**12)], "f") == [(5, "y", 1, 1)]
+    assert solver_cli._pick_lines(jobs, [(5, 5), (1, 5), (2, 2)], "f") == jobs  # in file order, each once
+    with pytest.raises(ValueError, match="^--lines: no board on lines 3-4 of f$"):
+        solver_cli._pick_lines(jobs, [(2, 2), (3, 4)], "f")
 
 
 def test_the_notebook_runner_keeps_a_bars_last_frame_and_the_order_of_outputs():

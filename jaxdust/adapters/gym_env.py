@@ -19,7 +19,9 @@ colour 1, ``.`` empty); a vector env renders a tuple, a frame a game.
 
 The vector env resets finished games as Gymnasium's ``SyncVectorEnv`` of ``DustGymEnv``
 does in the same mode (``autoreset_mode``), and ``reset(seed=s)`` gives game ``i`` the board
-``DustGymEnv.reset(seed=s + i)`` gives, as ``SyncVectorEnv`` seeds its envs:
+``DustGymEnv.reset(seed=s + i)`` gives, as ``SyncVectorEnv`` seeds its envs (the boards
+dealt when a game restarts by itself come from the vector env's own key, so they are not
+those a ``SyncVectorEnv`` would deal):
 
 - ``"same_step"`` (the default): the step that ends a game returns its fresh board; the
   final board is ``info["final_obs"]`` and the final info ``info["final_info"]`` where
