@@ -46,7 +46,7 @@ def run_jax(boards, width, scorer, rescorer=None, batch=None):
     batch = batch or beam.default_batch(width)
     beam.beam_solutions(stacked[:batch], width, scorer, rescorer=rescorer, batch=batch)  # compile
     start = time.perf_counter()
-    with progress_bar(total=len(boards), leave=False) as bar:
+    with progress_bar(total=len(boards), unit="board", desc=f"JAX beam {width}", leave=False) as bar:
         lengths, actions = beam.beam_solutions(stacked, width, scorer, rescorer=rescorer, batch=batch,
                                                progress=bar.update)
     seconds = (time.perf_counter() - start) / len(boards)
@@ -63,7 +63,7 @@ def run_numba(boards, width, weights, shortlist=0):
     planes = [bitboard.to_planes(np.asarray(board), 5) for board in boards]
     beam_upper_bound(planes[0], geometry, 2, weights, path, shortlist)  # compile
     lengths, paths, start = [], [], time.perf_counter()
-    for plane in progress_bar(planes, leave=False):
+    for plane in progress_bar(planes, unit="board", desc=f"numba beam {width}", leave=False):
         lengths.append(beam_upper_bound(plane, geometry, width, weights, path, shortlist))
         paths.append(path.copy())
     seconds = (time.perf_counter() - start) / len(boards)

@@ -42,10 +42,11 @@ import jaxdust
 from jaxdust import __version__, points_beam
 from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.play import play_boards
-from jaxdust.core.progress import progress_bar
+from jaxdust.core.progress import note, progress_bar
 from jaxdust.evaluation import baselines, stats
 from jaxdust.search.points import MAX_CELLS as points_beam_cells
 from jaxdust.solver import points as points_search
+from jaxdust.solver.api import compile_notice
 
 def main(argv=None) -> dict:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -174,6 +175,8 @@ def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str, rules: str 
         # Spawned workers (a fork would inherit JAX's threads); one job plays here.
         workers = multiprocessing.get_context("spawn").Pool(min(jobs, len(todo)), _warm_up, (rules,)) \
             if jobs > 1 else None
+        if workers:  # each compiles the search, silently (its line would land on the bar's): said once here
+            note(compile_notice("the level-2 NMCS search", "5-20 s", kept=False, workers=min(jobs, len(todo))))
         with workers or contextlib.nullcontext(), open(path, "a") as output:
             played = workers.imap_unordered(_nmcs2_job, todo) if workers else map(_nmcs2_job, todo)
             for line in progress_bar(played, total=len(boards), initial=len(boards) - len(todo), desc="NMCS level 2",

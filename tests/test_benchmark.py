@@ -501,7 +501,8 @@ def test_leaderboard_size_of_points_rules_ranks_its_defaults_by_points(tmp_path,
     monkeypatch.chdir(tmp_path)
     played = []
 
-    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules, progress=None):
+        assert callable(progress)  # a bar a row, as --set's rows have: minutes of nothing on the screen before
         played.append((entry, rules, boards.shape))
         count = len(boards)
         return {"points": np.full(count, 10.0 * len(played)), "clicks": np.full(count, 5 - len(played)),
@@ -519,7 +520,7 @@ def _entries_played(monkeypatch) -> list[str]:
     scores no point, one click and one cell left on every board)."""
     played = []
 
-    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules, progress=None):
         played.append(entry)
         count = len(boards)
         return {"points": np.zeros(count), "clicks": np.ones(count), "cells_left": np.ones(count),
@@ -574,7 +575,7 @@ def test_an_id_and_size_of_its_rules_and_size_share_their_kept_rows(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     played = []
 
-    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules, progress=None):
         played.append((entry, np.asarray(boards).tobytes()))
         count = len(boards)
         return {"points": np.zeros(count), "clicks": np.full(count, float(len(played))),
@@ -613,7 +614,7 @@ def test_another_spelling_of_an_entry_reuses_its_kept_row_under_the_new_name(tmp
     monkeypatch.chdir(tmp_path)
     played = []
 
-    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules, progress=None):
         played.append(entry)
         count = len(boards)
         return {"points": np.zeros(count), "clicks": np.full(count, 7.0),
@@ -1411,7 +1412,7 @@ def test_a_run_given_a_new_label_reuses_its_kept_rows_under_that_label(tmp_path,
     (run / "config.json").write_text(json.dumps({"learner": "avi", "config": configs.to_json(avi.AVIConfig())}))
     played = []
 
-    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules, progress=None):
         played.append(entry)
         count = len(boards)
         return {"points": np.zeros(count), "clicks": np.full(count, 9.0 + len(played)),
@@ -1516,7 +1517,7 @@ def test_a_leaderboard_report_names_the_run_and_entry_behind_each_row(tmp_path, 
 
     monkeypatch.chdir(tmp_path)
 
-    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules):
+    def fake_run_agent(entry, boards, key, max_clicks, jobs, rules, progress=None):
         count = len(boards)
         return {"points": np.zeros(count), "clicks": np.ones(count), "cells_left": np.zeros(count),
                 "cleared": np.ones(count, bool)}

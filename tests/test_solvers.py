@@ -327,6 +327,40 @@ def test_compiling_is_announced_and_kept_out_of_the_solution_seconds(monkeypatch
     assert capsys.readouterr().err == ""
 
 
+def test_a_slow_load_is_announced_once_above_the_bar_not_by_each_worker(monkeypatch, capsys):
+    """Each worker of a pool said its own loading notice, onto the parent's progress bar: the
+    parent now loads first (its notice said once, above its bars) and the workers say nothing."""
+    import time
+
+    from tqdm import tqdm
+
+    from jaxdust.core import progress
+    from jaxdust.evaluation import registry
+    from jaxdust.solver import compiled
+
+    script = ("from jaxdust.core.processes import ordered_map\nfrom tests import workers\n"
+              "if __name__ == '__main__':\n    print(sum(ordered_map(workers.load_slowly, [0.3] * 4, 2)))\n")
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, "1.2\n", ""), ended.stderr[-2000:]
+
+    def cold_cache():
+        with api.loading_notice("the exact solver", "20-60 s"):
+            time.sleep(0.3)
+
+    monkeypatch.setattr(api, "COMPILE_NOTICE_SECONDS", 0.05)
+    monkeypatch.setattr(compiled, "compile_searches", cold_cache)
+    boards = np.array([[[1, 2], [1, 2]]] * 3, np.int8)
+    played = registry.run_agent("solver:1", boards, key=jax.random.key(0), max_clicks=4, jobs=2)
+    assert played["clicks"].tolist() == [2, 2, 2]
+    assert capsys.readouterr().err.count("jaxdust: loading the exact solver") == 1
+    with tqdm(total=3, file=sys.stderr, bar_format="{n}/{total} bar") as bar:  # a bar drawn on the terminal
+        bar.update()
+        progress.note("a line of its own")
+    err = capsys.readouterr().err
+    assert re.search(r"\r\s*\ra line of its own\n", err), repr(err)  # the bar's line cleared first
+    assert err.index("a line of its own") < err.rindex("1/3 bar")  # the bar drawn again below it
+
+
 def test_the_depth_first_searchs_time_limit_starts_after_its_compiling(monkeypatch, capsys):
     """A cold numba cache compiles the original post's search for seconds on its first call:
     that is announced and not taken from ``time_limit`` (a 2 s limit searched ~0 s)."""
@@ -1488,6 +1522,40 @@ def test_cli_stops_with_an_error_when_a_solver_process_dies_and_keeps_its_lines(
     monkeypatch.undo()
     assert solve_main([str(source), "--out", str(out), "--jobs", "1"]) == 0
     assert [json.loads(line)["line"] for line in out.read_text().splitlines()] == [3, 4, 5]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal")
+def test_results_and_errors_on_the_bars_terminal_get_lines_of_their_own(tmp_path):
+    """``echo BOARD | python -m jaxdust.solver -`` on a terminal glued each result, and each
+    board's error, onto the end of the progress bar's line."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    path = tmp_path / "boards.txt"
+    path.write_text("1122\n12\n2121\n")  # width 2: a board, one too short, a board
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 0 columns: tqdm draws nothing
+    solving = subprocess.Popen([sys.executable, "-m", "jaxdust.solver", str(path), "--width", "2", "--height", "2",
+                                "--jobs", "1"],
+                               stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed with the command
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert solving.wait(timeout=120) == 1
+    text = shown.decode()
+    assert "board/s]" in text or "s/board]" in text, text  # a bar was drawn
+    assert text.count('{"line"') == 3 and "line 2: board text has 2 digits" in text, text
+    assert not re.search(r"\](\{\"line\"|line 2:)", text), text  # a bar's line is cleared first
 
 
 def test_cli_reads_stdin():

@@ -66,3 +66,14 @@ def raise_a_field_error(item: int) -> int:
 
 def raise_an_unpicklable_error(item: int) -> int:
     raise NeedsTwoArguments("item", str(item))
+
+
+def load_slowly(seconds: float) -> float:
+    """A numba search's first use on a cold cache, as a worker meets it: a load that
+    outlasts the loading notice's delay."""
+    from jaxdust.solver import api
+
+    api.COMPILE_NOTICE_SECONDS = 0.05
+    with api.loading_notice("a search", "1 s"):
+        time.sleep(seconds)
+    return seconds

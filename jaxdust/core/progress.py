@@ -5,6 +5,7 @@ while a short one writes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from tqdm import tqdm
@@ -68,3 +69,18 @@ def progress_bar(iterable=None, *, enabled: bool = True, **kwargs) -> tqdm:
         return tqdm(iterable, file=stream, **kwargs)
     return _LogBar(iterable, file=_Lines(stream), mininterval=LOG_SECONDS, maxinterval=LOG_SECONDS,
                    delay=LOG_SECONDS, **kwargs)
+
+
+@contextlib.contextmanager
+def above_bars(stream=None):
+    """Writes to ``stream`` (standard error) inside go above the bars this process draws on
+    the same terminal (cleared, then drawn again below), not onto a bar's line. A bar in a
+    log writes whole lines: nothing to clear there."""
+    with tqdm.external_write_mode(file=stream if stream is not None else sys.stderr):
+        yield
+
+
+def note(text: str) -> None:
+    """``text`` as a line on standard error, above any bar this process draws there."""
+    with above_bars():
+        print(text, file=sys.stderr, flush=True)

@@ -44,6 +44,7 @@ import numpy as np
 
 from jaxdust import __version__
 from jaxdust.core import compile_cache, configs, files, flags, game, machine
+from jaxdust.core.progress import progress_bar
 from jaxdust.evaluation import benchmark, registry, stats
 from jaxdust.learn.runs import fingerprint, read_run_config
 
@@ -422,8 +423,10 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
 
     def measure_row(entry: str, label: str) -> FamilyRow:
         start = time.perf_counter()
-        played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
-                                    max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules)
+        with progress_bar(total=args.boards, unit="board", desc=entry, leave=False) as bar:  # as --set's rows
+            played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
+                                        max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules,
+                                        progress=bar.update)
         return FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
                          float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards,
                          stats.standard_error(played[measure]))

@@ -25,6 +25,7 @@ from jaxdust.core.flags import INT32_LIMIT
 from jaxdust.core.boards import positions, require_settled
 from jaxdust.core.play import play_in_chunks
 from jaxdust.core.processes import ordered_map
+from jaxdust.core.progress import note
 from jaxdust.evaluation import baselines
 from jaxdust.learn import published
 from jaxdust.learn.runs import EVALUATION_SEED, fingerprint, load_run, read_run_config, selected_by
@@ -33,9 +34,9 @@ from jaxdust.search.beam import (CHUNK, LOOKAHEAD_SHORTLIST, beam_solutions, chi
 from jaxdust.search.heuristic import heuristic_for
 from jaxdust.search.points import CHILD_BYTES as POINTS_CHILD_BYTES, MAX_CELLS as POINTS_BEAM_CELLS, points_beam_solutions
 from jaxdust.search.mcts import MCTSPolicy, heuristic_evaluator_for, search_bytes
-from jaxdust.solver.api import solve
+from jaxdust.solver.api import compile_notice, solve
 from jaxdust.solver.bitboard import MAX_CELLS
-from jaxdust.solver import points, upper_bound
+from jaxdust.solver import compiled, points, upper_bound
 from jaxdust.solver.dfs import solve_dfs
 
 
@@ -369,8 +370,16 @@ def _play_beam(width: int, scorer, params, boards, context: Context) -> dict:
             "solutions": solutions}
 
 
-def _in_processes(work: Callable, items: list, context: Context) -> list:
-    """``[work(item) for item in items]``, over ``context.jobs`` processes."""
+_TINY_BOARD = np.array([[1, 2], [1, 2]], np.int8)  # a search's first use, for its compiling alone
+
+
+def _in_processes(work: Callable, items: list, context: Context, warm: Callable | None = None) -> list:
+    """``[work(item) for item in items]``, over ``context.jobs`` processes. ``warm()``, the
+    numba search's first use, runs here first where there are several: its loading notice
+    (a cold cache) is then said once, above the bar, and the workers load the cache it fills
+    (a worker's notice would land on the bar's line, once a worker)."""
+    if warm is not None and context.jobs > 1 and len(items) > 1:
+        warm()
     results = []
     for result in ordered_map(work, items, context.jobs):
         results.append(result)
@@ -410,7 +419,8 @@ def _dfs_clicks(job) -> list | None:
 
 
 def _play_dfs(positions: int, boards, context: Context) -> dict:
-    found = _in_processes(_dfs_clicks, [(b, positions) for b in np.asarray(boards)], context)
+    found = _in_processes(_dfs_clicks, [(b, positions) for b in np.asarray(boards)], context,
+                          warm=lambda: _dfs_clicks((_TINY_BOARD, 10)))
     cleared = np.array([clicks is not None for clicks in found])  # none found: not cleared, at the cap
     return {"clicks": np.array([context.max_clicks if clicks is None else len(clicks) for clicks in found]),
             "cleared": cleared, "solutions": [clicks or [] for clicks in found[: context.solutions]]}
@@ -450,7 +460,8 @@ def _cpu_beam_result(job) -> list:
 def _play_cpu_beam(width: int, boards, context: Context) -> dict:
     if context.rules not in game.CLICK_RULES:
         return _play_points("beam", width, boards, context)
-    found = _in_processes(_cpu_beam_result, [(b, width, context.rules) for b in np.asarray(boards)], context)
+    found = _in_processes(_cpu_beam_result, [(b, width, context.rules) for b in np.asarray(boards)], context,
+                          warm=compiled.compile_searches)
     return {"clicks": np.array([len(clicks) for clicks in found]), "cleared": np.ones(len(found), bool),
             "solutions": found[: context.solutions]}
 
@@ -470,7 +481,8 @@ def _solver_result(job) -> tuple[int, bool, list]:
 
 
 def _play_solver(seconds: float, boards, context: Context) -> dict:
-    results = _in_processes(_solver_result, [(b, seconds, context.rules) for b in np.asarray(boards)], context)
+    results = _in_processes(_solver_result, [(b, seconds, context.rules) for b in np.asarray(boards)], context,
+                            warm=compiled.compile_searches)
     return {"clicks": np.array([r[0] for r in results]), "cleared": np.ones(len(results), bool),
             "proven": np.array([r[1] for r in results]), "solutions": [r[2] for r in results[: context.solutions]]}
 
@@ -490,8 +502,16 @@ def _points_result(job) -> tuple[list, int, int]:
 
 def _play_points(search: str, setting: int, boards, context: Context) -> dict:
     seed = int(jax.random.randint(context.key, (), 0, 2**31 - 1, jnp.int32))  # int32 under x64 too: one seed
+
+    def warm() -> None:
+        if search == "beam":
+            points.beam(_TINY_BOARD, 1, context.rules)
+        else:  # not cached: each worker compiles it, which no load here saves them
+            note(compile_notice(f"the level-{setting} NMCS search", "5-20 s", kept=False,
+                                workers=min(context.jobs, len(boards))))
+
     found = _in_processes(_points_result, [(b, search, setting, context.rules, seed) for b in np.asarray(boards)],
-                          context)
+                          context, warm=warm)
     cells_left = np.array([r[2] for r in found])
     return {"clicks": np.array([len(r[0]) for r in found]), "cleared": cells_left == 0,
             "points": np.array([r[1] for r in found]), "cells_left": cells_left,

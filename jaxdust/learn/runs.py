@@ -1028,6 +1028,7 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
             bar.update()
             flags.raise_if_interrupted()  # a Ctrl-C swallowed in a gc callback stops the run here
             if out_of_time:
+                bar.close()  # the line below the bar, not onto its line (and no bar drawn again after it)
                 made = ", making its data set" if learner.name == "imitation" else ""
                 print(f"stopped after {seconds / 60:.1f} minutes (--minutes {args.minutes:g}: the run's time in all, "
                       f"compiling, evaluations{made} included) at chunk {index}; continue with --resume, with a larger "

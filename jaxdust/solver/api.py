@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import multiprocessing
 import numbers
 import os
-import sys
 import threading
 import time
 import warnings
@@ -22,6 +22,7 @@ import numpy as np
 from jaxdust.core import files
 from jaxdust.core.boards import board_array
 from jaxdust.core.game import MAX_COLORS, BoardLike, is_integer, require_click_rules
+from jaxdust.core.progress import note
 from jaxdust.search.beam import LOOKAHEAD_SHORTLIST
 from jaxdust.search.heuristic import HEURISTIC_WEIGHTS, heuristic_weights
 from jaxdust.solver import bitboard, halves, ida, progress, table as storage
@@ -146,16 +147,29 @@ _compiled = False
 COMPILE_NOTICE_SECONDS = 2.0
 
 
+def compile_notice(what: str, cold_seconds: str, kept: bool = True, workers: int = 1) -> str:
+    """What ``loading_notice`` says of ``what``; ``workers`` > 1: said once by the parent of
+    that many worker processes, each of which compiles ``what`` (``kept=False``)."""
+    if kept:
+        return (f"jaxdust: loading {what} (its first use after an install or upgrade compiles it, "
+                f"{cold_seconds} on a CPU; numba keeps it for later processes)")
+    where = f" in each of {workers} worker processes" if workers > 1 else ""
+    return f"jaxdust: compiling {what}{where} (numba compiles it in every process that uses it, {cold_seconds} on a CPU)"
+
+
 @contextlib.contextmanager
 def loading_notice(what: str, cold_seconds: str, kept: bool = True):
     """Around compiling (or loading from numba's cache) ``what``: a load that outlasts
-    ``COMPILE_NOTICE_SECONDS`` says so on stderr, with ``cold_seconds``, what a cold cache
-    costs (a load from the cache on a busy machine can take that long too, hence "loading").
-    ``kept=False``: numba cannot cache ``what`` (closures), so every process compiles it."""
-    said = (f"jaxdust: loading {what} (its first use after an install or upgrade compiles it, "
-            f"{cold_seconds} on a CPU; numba keeps it for later processes)") if kept else \
-        f"jaxdust: compiling {what} (numba compiles it in every process that uses it, {cold_seconds} on a CPU)"
-    notice = threading.Timer(COMPILE_NOTICE_SECONDS, lambda: print(said, file=sys.stderr, flush=True))
+    ``COMPILE_NOTICE_SECONDS`` says so on stderr, above any progress bar, with
+    ``cold_seconds``, what a cold cache costs (a load from the cache on a busy machine can
+    take that long too, hence "loading"). ``kept=False``: numba cannot cache ``what``
+    (closures), so every process compiles it. A worker process says nothing: its line would
+    land on its parent's bar, once a worker; the parent loads first, or says it once
+    (``compile_notice(..., workers=N)``)."""
+    if multiprocessing.parent_process() is not None:
+        yield
+        return
+    notice = threading.Timer(COMPILE_NOTICE_SECONDS, note, (compile_notice(what, cold_seconds, kept),))
     notice.daemon = True
     notice.start()
     try:

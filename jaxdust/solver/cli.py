@@ -62,7 +62,7 @@ from jaxdust.solver import compiled
 from jaxdust.solver.api import (CHECKPOINT_POSITIONS, MAX_BEAM_WIDTH, MAX_TABLE_BITS, TABLE_BITS,
                                 TranspositionTable, initial_table_bits, solve)
 from jaxdust.core.game import CLICK_RULES, is_done, is_integer
-from jaxdust.core.progress import progress_bar
+from jaxdust.core.progress import above_bars, note, progress_bar
 
 
 def checkpoint_path(directory: str | None, number: int) -> str | None:
@@ -260,8 +260,9 @@ def main(argv=None) -> int:
                 record = _with_earlier_facts(record, known.get(record["line"]))
                 if "error" in record:
                     errors += 1
-                    print(f"line {record['line']}: {record['error']}", file=sys.stderr)
-                with errors_named("standard output" if output is sys.stdout else args.out):
+                    note(f"line {record['line']}: {record['error']}")
+                # On standard output, on the bar's terminal: above the bar, not onto its line.
+                with errors_named("standard output" if output is sys.stdout else args.out), above_bars(output):
                     output.write(json.dumps(record) + "\n")
                     output.flush()
                 if "error" not in record:  # an error may be the file's own (another board's proof): kept
