@@ -40,7 +40,7 @@ import numpy as np
 
 import jaxdust
 from jaxdust import __version__, points_beam
-from jaxdust.core import configs, files, flags, game, machine
+from jaxdust.core import configs, files, flags, game, machine, processes
 from jaxdust.core.play import play_boards
 from jaxdust.core.progress import note, progress_bar
 from jaxdust.evaluation import baselines, stats
@@ -189,7 +189,9 @@ def nmcs2_lines(boards: np.ndarray, seed: int, jobs: int, path: str, rules: str 
 
 def _warm_up(rules: str) -> None:
     """Load (or compile) the numba search in a worker before its first board is timed: it
-    was counted in that board's seconds (30 s on a cold 2-core machine)."""
+    was counted in that board's seconds (30 s on a cold 2-core machine). Its parent says so
+    once, for every worker."""
+    processes.mark_worker()
     points_search.nmcs(np.ones((4, 4), np.int8), 2, rules)
 
 

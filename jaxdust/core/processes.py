@@ -339,11 +339,29 @@ def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+_speaks_for_itself = True
+
+
+def mark_worker() -> None:
+    """Mark this process as a worker whose parent speaks for it (``in_worker``): one-off
+    notices (a numba search's slow first load) would land on the parent's progress bar, once
+    a worker. ``ordered_map``'s and ``completed_map``'s workers are marked; call it in the
+    initializer of a pool of your own."""
+    global _speaks_for_itself
+    _speaks_for_itself = False
+
+
+def in_worker() -> bool:
+    """Whether ``mark_worker`` marked this process."""
+    return not _speaks_for_itself
+
+
 def _worker_setup(parent: int) -> None:
-    """In each worker: Ctrl-C is the parent's to handle (it stops handing out work), not a
+    """In each worker: ``mark_worker``; Ctrl-C is the parent's to handle (it stops handing out work), not a
     traceback from every worker; and on Linux a worker dies with its parent, so that a
     parent killed outright (SIGKILL) leaves no idle workers behind. (The parent-death
     signal follows the *thread* that started the worker, hence ``_on_launcher_thread``.)"""
+    mark_worker()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):  # blocked from birth if the launcher thread started it: ignored now
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

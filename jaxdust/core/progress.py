@@ -75,8 +75,14 @@ def progress_bar(iterable=None, *, enabled: bool = True, **kwargs) -> tqdm:
 def above_bars(stream=None):
     """Writes to ``stream`` (standard error) inside go above the bars this process draws on
     the same terminal (cleared, then drawn again below), not onto a bar's line. A bar in a
-    log writes whole lines: nothing to clear there."""
-    with tqdm.external_write_mode(file=stream if stream is not None else sys.stderr):
+    log writes whole lines, and a stream that is no terminal (standard output to a file)
+    shares no line with a bar: nothing to clear there. With no bar at all, tqdm's lock is
+    left alone (made, it fixes multiprocessing's start method)."""
+    stream = stream if stream is not None else sys.stderr
+    if not getattr(tqdm, "_instances", None) or not (stream is sys.stderr or _is_terminal(stream)):
+        yield
+        return
+    with tqdm.external_write_mode(file=stream):
         yield
 
 

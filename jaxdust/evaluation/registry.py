@@ -378,10 +378,11 @@ def _in_processes(work: Callable, items: list, context: Context, warm: Callable 
     numba search's first use, runs here first where there are several: its loading notice
     (a cold cache) is then said once, above the bar, and the workers load the cache it fills
     (a worker's notice would land on the bar's line, once a worker)."""
-    if warm is not None and context.jobs > 1 and len(items) > 1:
+    jobs = context.jobs if len(items) > 1 else 1  # one item here: a worker would load the search again
+    if warm is not None and jobs > 1:
         warm()
     results = []
-    for result in ordered_map(work, items, context.jobs):
+    for result in ordered_map(work, items, jobs):
         results.append(result)
         if context.progress is not None:
             context.progress(1)
@@ -461,7 +462,7 @@ def _play_cpu_beam(width: int, boards, context: Context) -> dict:
     if context.rules not in game.CLICK_RULES:
         return _play_points("beam", width, boards, context)
     found = _in_processes(_cpu_beam_result, [(b, width, context.rules) for b in np.asarray(boards)], context,
-                          warm=compiled.compile_searches)
+                          warm=lambda: _cpu_beam_result((_TINY_BOARD, 1, context.rules)))
     return {"clicks": np.array([len(clicks) for clicks in found]), "cleared": np.ones(len(found), bool),
             "solutions": found[: context.solutions]}
 

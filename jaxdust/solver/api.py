@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import multiprocessing
 import numbers
 import os
 import threading
@@ -19,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from jaxdust.core import files
+from jaxdust.core import files, processes
 from jaxdust.core.boards import board_array
 from jaxdust.core.game import MAX_COLORS, BoardLike, is_integer, require_click_rules
 from jaxdust.core.progress import note
@@ -163,10 +162,10 @@ def loading_notice(what: str, cold_seconds: str, kept: bool = True):
     ``COMPILE_NOTICE_SECONDS`` says so on stderr, above any progress bar, with
     ``cold_seconds``, what a cold cache costs (a load from the cache on a busy machine can
     take that long too, hence "loading"). ``kept=False``: numba cannot cache ``what``
-    (closures), so every process compiles it. A worker process says nothing: its line would
-    land on its parent's bar, once a worker; the parent loads first, or says it once
-    (``compile_notice(..., workers=N)``)."""
-    if multiprocessing.parent_process() is not None:
+    (closures), so every process compiles it. A worker of this package's pools
+    (``processes.in_worker``) says nothing: its line would land on its parent's bar, once a
+    worker; the parent loads first, or says it once (``compile_notice(..., workers=N)``)."""
+    if processes.in_worker():
         yield
         return
     notice = threading.Timer(COMPILE_NOTICE_SECONDS, note, (compile_notice(what, cold_seconds, kept),))
