@@ -115,12 +115,13 @@ def _wait_for_readers() -> None:
     while True:
         with _open_work_lock:
             works = list(_open_work)
+        readers = set()  # threads Python waits for that read work on: theirs is left open
         for work in works:
-            if work.reader is threading.main_thread() or not work.reader.is_alive() or work.reader.daemon:
+            if work.reader is not threading.main_thread() and work.reader.is_alive() and not work.reader.daemon:
+                readers.add(work.reader)
+            else:
                 with contextlib.suppress(ValueError):  # being read at this moment (a daemon thread)
                     work.close()
-        readers = {work.reader for work in works if work.reader is not threading.main_thread()
-                   and work.reader.is_alive() and not work.reader.daemon}
         if not readers:
             return
         for reader in readers:  # then again: work it started meanwhile, or handed to another thread
@@ -339,7 +340,7 @@ def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-_speaks_for_itself = True
+_marked_worker = False
 
 
 def mark_worker() -> None:
@@ -347,13 +348,13 @@ def mark_worker() -> None:
     notices (a numba search's slow first load) would land on the parent's progress bar, once
     a worker. ``ordered_map``'s and ``completed_map``'s workers are marked; call it in the
     initializer of a pool of your own."""
-    global _speaks_for_itself
-    _speaks_for_itself = False
+    global _marked_worker
+    _marked_worker = True
 
 
 def in_worker() -> bool:
     """Whether ``mark_worker`` marked this process."""
-    return not _speaks_for_itself
+    return _marked_worker
 
 
 def _worker_setup(parent: int) -> None:

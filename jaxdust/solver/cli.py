@@ -255,6 +255,7 @@ def main(argv=None) -> int:
         # Into a file each line as its board ends (a proof finished behind a slower board is
         # kept if the run stops); on standard output in the file's order.
         spread = ordered_map if output is sys.stdout else completed_map
+        written = "standard output" if output is sys.stdout else args.out  # what a refused write names
         with progress_bar(total=len(jobs), initial=len(jobs) - len(todo), unit="board", file=sys.stderr) as bar:
             for record in spread(_solve_job, todo, workers):
                 record = _with_earlier_facts(record, known.get(record["line"]))
@@ -262,7 +263,7 @@ def main(argv=None) -> int:
                     errors += 1
                     note(f"line {record['line']}: {record['error']}")
                 # On standard output, on the bar's terminal: above the bar, not onto its line.
-                with errors_named("standard output" if output is sys.stdout else args.out), above_bars(output):
+                with errors_named(written), above_bars(output):
                     output.write(json.dumps(record) + "\n")
                     output.flush()
                 if "error" not in record:  # an error may be the file's own (another board's proof): kept
