@@ -17,6 +17,10 @@ The package is layered; each layer imports only the ones above it in this list:
 The names below are the everyday API.
 """
 
+from jaxdust.core import flags as _flags
+
+_flags.note_swallowed_interrupts()  # before JAX is imported: its garbage-collector callback swallows Ctrl-C
+
 from jaxdust.core.boards import (UnsettledBoardError, board_to_text, parse_board, positions, read_board_file, replay,
                                  score)
 from jaxdust.core.env import DustEnv, Observation, Rewards, State, StepType, TimeStep
@@ -49,7 +53,7 @@ from jaxdust.search.beam import BeamResult, beam_search
 from jaxdust.search.points import PointsResult, points_beam
 from jaxdust.solver.api import Solution, solve
 
-__version__ = "0.2.88"
+__version__ = "0.2.89"
 
 __all__ = [
     "BeamResult",

@@ -7,6 +7,7 @@ as ``python -m MODULE``.
 import sys
 
 from jaxdust import __version__
+from jaxdust.core import flags
 
 # (the command an install adds, or None; the module ``python -m`` runs; what it does)
 COMMANDS = (
@@ -48,4 +49,4 @@ def _overview() -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(flags.run_command(main, "nothing to keep"))

@@ -323,6 +323,8 @@ def test_leaderboard_script_resumes_from_its_rows(tmp_path):
     (["--env", "SameGame-15x15x5-v0", "--entries", "dfs"], "agent 'dfs' plays the dust rules, not 'samegame'"),
     (["--env", "Clickomania-10x10x4-v0", "--boards", "0"], "--boards"),
     (["--boards", "5"], "--boards: only with --env"),  # not silently the whole set
+    (["--env", "Former-7x9x4-v0", "--boards", "{former run}/config.json"],
+     "a count of random boards here (the board files ranked on are the --set ones; evaluate.py --boards FILE"),
     (["--env", "Former-7x9x4-v0", "--limit", "3"], "--limit: only with --set"),
     (["--runs", "avi=a,avi=b"], "--runs: the label 'avi' is given twice"),
     (["--runs", "avi=a, avi =b"], "--runs: the label 'avi' is given twice"),  # spaces are not part of a label

@@ -225,6 +225,28 @@ def test_a_step_outside_jit_compiles_once(rules, compile_log):
     assert not compiled
     chex.assert_trees_all_equal(result, expected)
 
+@pytest.mark.parametrize("rules", ["dust", "samegame"])
+def test_a_batch_step_and_its_resets_outside_jit_compile_once(rules, compile_log):
+    """Unjitted, every eager ``step_batch`` compiled its loops again (~0.1 s and ~1.8 MB
+    a call on a CPU) and every ``reset_finished`` its two branches (~1.5 s): the second call
+    of a configuration and batch must reuse the first one's programs, and equal the same
+    call inside the user's own jit."""
+    env = DustEnv(GameConfig(7, 5, 4, rules), auto_reset=True)
+    states, timesteps = jax.vmap(env.reset)(jax.random.split(jax.random.key(2), 16))
+    actions = jnp.argmax(timesteps.observation.action_mask, axis=1).astype(jnp.int32)
+    states, timesteps = env.step_batch(states, actions)
+    actions = jnp.argmax(timesteps.observation.action_mask, axis=1).astype(jnp.int32)
+    result, compiled = compile_log(lambda: env.step_batch(states, actions))
+    assert not compiled
+    chex.assert_trees_all_equal(result, jax.jit(env.step_batch)(states, actions))
+    for ended in (np.arange(16) < 1, np.arange(16) < 9):  # the few games' branch and every game's
+        last = jnp.asarray(ended)
+        env.reset_finished(states, ~last)
+        result, compiled = compile_log(lambda: env.reset_finished(states, last))
+        assert not compiled
+        chex.assert_trees_all_equal(result, jax.jit(env.reset_finished)(states, last))
+
+
 def random_rollout(env, key, num_envs, num_steps):
     """Random legal play under jit + vmap + scan; returns the stacked timesteps."""
 

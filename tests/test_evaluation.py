@@ -663,6 +663,7 @@ def test_boards_csv_names_the_agents_that_did_not_clear_a_board(tmp_path):
     "argv, message",
     [
         (["--boards", "no/such/file.txt"], "no such file: no/such/file.txt"),
+        (["--boards", "50"], "--boards: no such file: 50; for 50 random boards: --random 50"),  # other commands' count
         (["--agents", "largest,telepathy"], "--agents: unknown agent 'telepathy'; choose from random, largest,"),
     ],
 )

@@ -28,7 +28,8 @@ from typing import Any, Callable, NoReturn
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line (no usage block: ``--help`` has it).
+    """An ArgumentParser whose usage errors are one line (no usage block: ``--help`` has it),
+    with ``--version`` beside ``--help``.
     Started as an installed command (``jaxdust-train``) or as a module (``python -m
     jaxdust.learn.cli``), it goes by that name, not ``prog``'s (the repository's ``train.py``),
     in its usage and in the examples of its description. The description is a module
@@ -36,6 +37,11 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if self.add_help:
+            from jaxdust import __version__  # the package's __init__ has run by the time a parser is made
+
+            self.add_argument("--version", action="version", version=f"jaxdust {__version__}",
+                              help="print jaxdust's version and exit")
         command = _started_as()
         repository_name = self.prog if self.prog.startswith("python") else f"python {self.prog}"
         # A subcommand's parser is named after its parent's: "jaxdust-train avi" stays.
@@ -392,13 +398,40 @@ def fail(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     parser.exit(2, f"{parser.prog}: error: {message}\n")
 
 
-_INTERRUPTED = False  # a Ctrl-C Python swallowed, noted by run_command's unraisable hook
+_INTERRUPTED = False  # a Ctrl-C Python swallowed, noted by _noting_interrupts' unraisable hook
+
+
+def _noting_interrupts(previous: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``previous`` (an unraisable hook) that also notes a swallowed Ctrl-C."""
+    def noting_interrupts(unraisable) -> None:
+        global _INTERRUPTED
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _INTERRUPTED = True
+        previous(unraisable)
+
+    noting_interrupts.notes_interrupts = True  # type: ignore[attr-defined]
+    return noting_interrupts
+
+
+def interactive_session() -> bool:
+    """IPython, a notebook's kernel or ``python -i``: a session that goes on after a command."""
+    return "IPython" in sys.modules or "ipykernel" in sys.modules or hasattr(sys, "ps1") or bool(sys.flags.interactive)
+
+
+def note_swallowed_interrupts() -> None:
+    """From now on, note a Ctrl-C that Python swallows (see ``raise_if_interrupted``).
+    ``import jaxdust`` calls it before JAX is imported, outside an interactive session (where
+    ``run_command`` notes them only while it runs): a Ctrl-C pressed while a command imports
+    JAX landed in its garbage-collector callback about once in three tries, and the command
+    then ran to its end, status 0."""
+    if not interactive_session() and not getattr(sys.unraisablehook, "notes_interrupts", False):
+        sys.unraisablehook = _noting_interrupts(sys.unraisablehook)
 
 
 def raise_if_interrupted() -> None:
-    """Raise KeyboardInterrupt where a Ctrl-C was swallowed under ``run_command`` (raised in
-    a garbage-collector callback, as JAX's, Python only prints it): long loops call it
-    between their steps."""
+    """Raise KeyboardInterrupt where a Ctrl-C was swallowed (raised in a garbage-collector
+    callback, as JAX's, Python only prints it), as noted under ``run_command`` and, outside
+    an interactive session, since jaxdust's import: long loops call it between their steps."""
     if _INTERRUPTED:
         raise KeyboardInterrupt
 
@@ -423,15 +456,11 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
     other command-line tools end."""
     global _INTERRUPTED
     previous_hook = sys.unraisablehook
-
-    def noting_interrupts(unraisable) -> None:
-        global _INTERRUPTED
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            _INTERRUPTED = True
-        previous_hook(unraisable)
-
-    sys.unraisablehook = noting_interrupts
+    if not getattr(previous_hook, "notes_interrupts", False):  # else noted since jaxdust's import
+        sys.unraisablehook = _noting_interrupts(previous_hook)
+    ours = sys.unraisablehook
     try:
+        raise_if_interrupted()  # pressed while the command's modules were imported
         return main()
     except KeyboardInterrupt:
         _end_interrupted(resumes)
@@ -453,10 +482,10 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
         if not _raised_from_interrupt(error):  # JAX raises a ValueError from a Ctrl-C met while tracing
             raise
         _end_interrupted(resumes)
-    finally:
-        if sys.unraisablehook is noting_interrupts:  # in a session that goes on (IPython, a notebook)
+    finally:  # in a session that goes on (IPython, a notebook, a test): as it was before
+        if sys.unraisablehook is ours:
             sys.unraisablehook = previous_hook
-            _INTERRUPTED = False
+        _INTERRUPTED = False
 
 
 def _end_interrupted(resumes: str) -> None:
@@ -483,7 +512,7 @@ def exit_at_once(status: int) -> NoReturn:
     139). What the commands write survives a kill at any moment, and the ``finally``
     blocks between the interrupt and here have run. In an interactive session (IPython, a
     notebook's kernel, ``python -i``), which must go on, it raises SystemExit instead."""
-    if "IPython" in sys.modules or "ipykernel" in sys.modules or hasattr(sys, "ps1") or sys.flags.interactive:
+    if interactive_session():
         raise SystemExit(status)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a stream closed or gone: nothing to keep

@@ -8,7 +8,8 @@ baselines on a board set.
 
 Agents are ``name[:value]`` (the default value in parentheses): random, largest,
 dfs[:positions searched (100,000)], beam[:width (200)] (JAX), cpu-beam[:width (2000)]
-(numba, with the one-click lookahead), solver[:seconds per board (10)],
+(numba, with the one-click lookahead), solver[:seconds per board (10)] (a clock's limit: a
+board it does not prove in time can end otherwise on a slower or busier machine),
 mcts-heuristic[:simulations (64)], and for a train.py run: policy:RUN_DIR (the network's own
 choice, the argmax of its output, no simulation), value:RUN_DIR[:width] (beam search scored
 by the run's value; width 1, the default, is greedy play on it) and
@@ -244,11 +245,21 @@ def file_names(agents: list[str]) -> dict[str, str]:
     return names
 
 
+def _board_file(text: str) -> str:
+    """``--boards``: a file; a count, as other commands' ``--boards`` take, is pointed to ``--random``."""
+    try:
+        return flags.input_file(text)
+    except argparse.ArgumentTypeError as error:
+        if text.isdecimal() and not os.path.exists(text):
+            raise argparse.ArgumentTypeError(f"{error}; for {text} random boards: --random {text}") from None
+        raise
+
+
 def build_parser() -> argparse.ArgumentParser:
     """``evaluate.py``'s command line (docs/cli.md shows its ``--help``)."""
     parser = flags.Parser(prog="evaluate.py", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--boards", type=flags.input_file, default=None,
+    parser.add_argument("--boards", type=_board_file, default=None,
                         help="board file (default: the fewest-clicks set, the 1000 evaluation boards with "
                              "their proven optima; with --env, 100 random boards)")
     parser.add_argument("--random", type=flags.count, default=None, metavar="N",

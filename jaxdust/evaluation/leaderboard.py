@@ -103,6 +103,17 @@ def solver_row(records: list[dict], board_set: benchmark.BoardSet) -> benchmark.
                          sum(r["seconds"] for r in records))
 
 
+def _board_count(text: str) -> int:
+    """``--boards``: a count; a file, as ``evaluate.py --boards`` takes, is told where the sets come from."""
+    try:
+        return flags.positive_int(text)
+    except argparse.ArgumentTypeError as error:
+        if os.path.isfile(text):
+            raise argparse.ArgumentTypeError(f"{error}: a count of random boards here (the board files ranked on "
+                                             "are the --set ones; evaluate.py --boards FILE plays a file)") from None
+        raise
+
+
 def build_parser() -> argparse.ArgumentParser:
     """``jaxdust-leaderboard``'s command line (docs/cli.md shows its ``--help``)."""
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     boards_from.add_argument("--size", type=configs.size_flag, default=None, metavar="WxHxC",
                              help="rank on random boards of this size: RULES:WxHxC (former:6x6x4), or WxHxC for "
                                   "the dust game's")
-    parser.add_argument("--boards", type=flags.positive_int, default=None,
+    parser.add_argument("--boards", type=_board_count, default=None,
                         help="with --env or --size: random boards played (default 100)")
     parser.add_argument("--entries", default=None,
                         help=f"agents as evaluate.py names them ('' for none; default {DEFAULT_ENTRIES}, "

@@ -73,12 +73,14 @@ def build_parser() -> TrainParser:
         sub.add_argument("--resume", action="store_true",
                          help="continue the run in --run-dir with its own settings and seed, evaluation "
                               "and data flags (flags given must match them)")
-        sub.add_argument("--resume-step", type=flags.positive_int, default=None, help="restore this checkpoint, not the newest (later ones are deleted: they are redone)")
+        sub.add_argument("--resume-step", type=flags.positive_int, default=None,
+                         help="restore this checkpoint, not the newest (later ones are deleted: they are redone; "
+                              "default: the newest)")
         # Run flags (runs.RUN_FLAGS) default to None: filled in with a resumed run's own or
         # their defaults by runs.settle_run_flags.
         sub.add_argument("--seed", type=flags.seed, default=None, help=f"seeds the run (default {runs.RUN_FLAGS['seed']})")
         sub.add_argument("--minutes", type=flags.positive_float, default=None, help="stop (with a checkpoint) once the run has lasted this long in all, the "
-                                      "pieces before a --resume included")
+                                      "pieces before a --resume included (default: no time limit)")
         sub.add_argument("--eval-boards", type=flags.count, default=None,
                          help="fixed random boards (not the evaluation set) on which progress is measured and best/ "
                               "and best-argmax/ are picked (the newest checkpoints within a standard error of the "

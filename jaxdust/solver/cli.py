@@ -111,9 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--width", type=flags.positive_int, default=None,
                         help="the boards' width, for a file with no '# width=W height=H' header")
     parser.add_argument("--height", type=flags.positive_int, default=None, help="the boards' height, likewise")
-    parser.add_argument("--time-limit", type=flags.positive_float, default=None, help="seconds per board")
+    parser.add_argument("--time-limit", type=flags.positive_float, default=None, help="seconds per board (default: none, each search runs until its proof)")
     parser.add_argument("--node-limit", type=flags.positive_int, default=None,
-                        help="positions per board (without --time-limit the results are the same on any machine)")
+                        help="positions per board (default: none; without --time-limit the results are the same on "
+                             "any machine)")
     parser.add_argument("--jobs", type=flags.positive_int, default=machine.cpu_cores(),
                         help="processes (default: the cores this process may use)")
     parser.add_argument("--beam-width", type=flags.non_negative_int, default=None,
