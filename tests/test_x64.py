@@ -137,3 +137,7 @@ def test_the_cluster_pooling_keeps_float32():
     logits = jnp.asarray(np.random.default_rng(0).normal(size=labels.shape).astype(np.float32))
     pooled = in_both_modes(lambda: mcts.cluster_log_probs(logits, labels))
     assert pooled.dtype == np.float32 and np.isfinite(pooled[np.asarray(labels) >= 0]).all()
+    with jax.enable_x64(True):  # a user's float64 logits: float32 as the docstring says, and so the prior
+        wide = jnp.asarray(np.asarray(logits), jnp.float64)
+        np.testing.assert_array_equal(mcts.cluster_log_probs(wide, labels), pooled)
+        assert mcts.cluster_prior(jnp.asarray(BOARDS), wide)[0].dtype == jnp.float32

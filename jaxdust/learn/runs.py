@@ -1225,6 +1225,7 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
     Raises:
       RunError: one line naming the problem (no run there, no checkpoint, none that can
         be read, or an incompatible one).
+      ValueError: ``by`` that is no measure of play.
     """
     directory = _resolved(directory)
     measure = selected_by(directory, newest, by)  # ValueError for a measure there is none of

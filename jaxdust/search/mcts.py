@@ -44,7 +44,7 @@ def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
     and boards with no occupied cell get ``-inf``. Logits ``[0, 0, 0, 9]`` with labels
     ``[0, 0, 2, -1]`` -> ``log([2/3, 2/3, 1/3, 0])``.
     """
-    labels, logits = jnp.broadcast_arrays(labels, logits)
+    labels, logits = jnp.broadcast_arrays(labels, jnp.asarray(logits, jnp.float32))  # float32 under x64 too
     occupied = labels >= 0
     # Shifted so that the largest occupied logit is 0 (the same numbers log_softmax makes
     # of usual logits): empty cells at _MASKED then stay out of the softmax whatever the
