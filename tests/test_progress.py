@@ -1,6 +1,7 @@
 """Progress bars redraw in a terminal and a Jupyter kernel; a log or a pipe gets a line
 now and then, and none for short work."""
 
+import subprocess
 import sys
 import types
 
@@ -80,3 +81,15 @@ def test_a_log_with_no_interval_gets_every_redraw(monkeypatch, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert [line.split("|")[0] for line in lines] == ["work:   0%", "work:  50%", "work:  50%", "work:  50%"], lines
     assert lines[2].endswith("half]"), lines
+
+
+def test_a_bar_leaves_the_start_method_of_multiprocessing_to_the_user():
+    """tqdm's first bar made its lock in multiprocessing's default context, which fixes the
+    start method: a user's ``set_start_method("spawn")`` after any jaxdust bar was refused."""
+    script = ("import multiprocessing\nfrom jaxdust.core.progress import progress_bar\n"
+              "for _ in progress_bar(range(3)):\n    pass\n"
+              "for _ in progress_bar(range(3), enabled=False):\n    pass\n"
+              "print(multiprocessing.get_start_method(allow_none=True))\n"
+              "multiprocessing.set_start_method('spawn')\n")
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (shown.returncode, shown.stdout) == (0, "None\n"), shown.stderr[-2000:]

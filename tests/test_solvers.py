@@ -313,18 +313,39 @@ def test_compiling_is_announced_and_kept_out_of_the_solution_seconds(monkeypatch
     import time
 
     assert api.COMPILE_NOTICE_SECONDS >= 1.0  # a warm cache loads in well under a second: no notice
-    monkeypatch.setattr(api, "_compiled", False)
+    monkeypatch.setattr(api, "_loaded", set())
     monkeypatch.setattr(api, "COMPILE_NOTICE_SECONDS", 0.05)
     monkeypatch.setattr(api, "_compile_searches", lambda: time.sleep(1.0))
     result = solve(np.array([[1, 2], [1, 2]]))
     assert result.optimal and result.seconds < 0.5
     assert "loading the exact solver (its first use after an install or upgrade compiles it" in \
         capsys.readouterr().err
-    monkeypatch.setattr(api, "_compiled", False)
+    monkeypatch.setattr(api, "_loaded", set())
     monkeypatch.setattr(api, "_compile_searches", lambda: None)
     solve(np.array([[1, 2], [1, 2]]))
     time.sleep(0.2)  # past the notice's delay: a timer left running would print by now
     assert capsys.readouterr().err == ""
+
+
+def test_threads_starting_a_search_at_once_load_it_once_and_say_so_once(monkeypatch, capsys):
+    """Each of six threads calling ``points.beam`` first said its own loading notice."""
+    import threading
+    import time
+
+    monkeypatch.setattr(api, "_loaded", set())
+    monkeypatch.setattr(api, "COMPILE_NOTICE_SECONDS", 0.05)
+    loads, start = [], threading.Barrier(6)
+
+    def first_call():
+        start.wait()
+        api.load_once("a search", "1 s", lambda: (loads.append(1), time.sleep(0.5)))
+
+    threads = [threading.Thread(target=first_call) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert loads == [1] and capsys.readouterr().err.count("loading a search") == 1
 
 
 def test_a_slow_load_is_announced_once_above_the_bar_not_by_each_worker(monkeypatch, capsys):
@@ -367,7 +388,7 @@ def test_the_depth_first_searchs_time_limit_starts_after_its_compiling(monkeypat
 
     from jaxdust.solver import dfs
 
-    monkeypatch.setattr(dfs, "_compiled", False, raising=False)
+    monkeypatch.setattr(api, "_loaded", set())
     monkeypatch.setattr(api, "COMPILE_NOTICE_SECONDS", 0.05)
     real_search, left = dfs.depth_first_search, []
 
@@ -2178,3 +2199,22 @@ def test_the_depth_first_search_takes_a_node_limit_past_int64_as_no_limit():
     board = jaxdust.parse_board("123312231132", 4, 3)
     clicks = solve_dfs(board, None, node_limit=2**63)
     assert clicks == solve_dfs(board, None) and not np.any(jaxdust.replay(board, clicks)[0])
+
+
+def test_the_numba_searches_start_no_jax_backend():
+    """``solve``, ``solve_dfs`` and the points searches read their boards through a JAX
+    array: each started JAX's backend (on a GPU, CUDA and its memory) for numba's work, and
+    in a worker forked from a process that had used JAX, starting it never returned."""
+    script = ("import numpy as np\nimport jaxdust\nfrom jax._src import xla_bridge\n"
+              "from jaxdust.solver import points\nfrom jaxdust.solver.dfs import solve_dfs\n"
+              "board = np.array([[1, 2, 1, 2], [2, 1, 2, 1], [1, 1, 2, 2], [2, 2, 1, 1]])\n"
+              "lengths = [jaxdust.solve(board).length, len(solve_dfs(board, time_limit=None))]\n"
+              "game = np.array([[1, 1, 2], [2, 2, 1], [1, 1, 2]])\n"
+              "lengths += [len(points.beam(game, 4, 'samegame').clicks), len(points.nmcs(game, 1, 'samegame', 0).clicks)]\n"
+              "print(lengths, xla_bridge.backends_are_initialized())\n")
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    lengths, started = shown.stdout.rsplit(" ", 1)
+    board = np.array([[1, 2, 1, 2], [2, 1, 2, 1], [1, 1, 2, 2], [2, 2, 1, 1]])
+    assert started == "False\n" and json.loads(lengths)[0] == jaxdust.solve(board).length  # the searches ran

@@ -235,6 +235,12 @@ def parse_board(data: str | game.BoardLike, width: int | None = None, height: in
         floating cell, a row not packed against the centre (dust) or an empty column left
         of a filled one (samegame, clickomania)).
     """
+    return jnp.asarray(_checked_board(data, width, height, rules), dtype=game.BOARD_DTYPE)
+
+
+def _checked_board(data: str | game.BoardLike, width: int | None, height: int | None, rules: str) -> np.ndarray:
+    """``parse_board``'s checks, on the host only: the numba solvers' boards start no JAX
+    backend (in a worker forked from a process that used JAX, starting it never returns)."""
     game.rules_of(rules)
     for name, value in (("width", width), ("height", height)):
         if value is not None and (not game.is_integer(value) or value < 1):
@@ -270,13 +276,13 @@ def parse_board(data: str | game.BoardLike, width: int | None = None, height: in
             f"{game.MAX_COLORS}"
         )
     _check_settled(array, rules)
-    return jnp.asarray(array, dtype=game.BOARD_DTYPE)
+    return array
 
 
 def board_array(board: str | game.BoardLike, rules: str = "dust") -> np.ndarray:
     """Anything ``parse_board`` accepts (settled under ``rules``), as an int64 numpy
-    ``[W, H]`` array (for the numba solvers)."""
-    return np.asarray(parse_board(board, rules=rules), np.int64)
+    ``[W, H]`` array (for the numba solvers), made without JAX."""
+    return np.asarray(_checked_board(board, None, None, rules), np.int64)
 
 
 def parse_size(text: str, rules: str = "dust") -> game.GameConfig:

@@ -6,6 +6,7 @@ while a short one writes nothing."""
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import sys
 
 from tqdm import tqdm
@@ -58,8 +59,19 @@ def _is_terminal(stream) -> bool:
         return False
 
 
+def _lock_in_a_named_context() -> None:
+    """tqdm's first bar makes its lock, a multiprocessing one, in the default context, which
+    fixes this process's start method: a user's later ``set_start_method("spawn")`` was
+    refused, and their ``Pool()`` forked. Before then, give it one of a named context
+    (fork's where there is one: its lock needs no resource tracker)."""
+    if not hasattr(tqdm, "_lock"):
+        methods = multiprocessing.get_all_start_methods()
+        tqdm.set_lock(multiprocessing.get_context("fork" if "fork" in methods else "spawn").RLock())
+
+
 def progress_bar(iterable=None, *, enabled: bool = True, **kwargs) -> tqdm:
     """``tqdm(iterable, **kwargs)`` drawn as the module says, never where not ``enabled``."""
+    _lock_in_a_named_context()
     if not enabled:
         return tqdm(iterable, disable=True, **kwargs)
     stream = kwargs.pop("file", None) or sys.stderr
@@ -77,7 +89,7 @@ def above_bars(stream=None):
     the same terminal (cleared, then drawn again below), not onto a bar's line. A bar in a
     log writes whole lines, and a stream that is no terminal (standard output to a file)
     shares no line with a bar: nothing to clear there. With no bar at all, tqdm's lock is
-    left alone (made, it fixes multiprocessing's start method)."""
+    left alone (see ``_lock_in_a_named_context``)."""
     stream = stream if stream is not None else sys.stderr
     if not getattr(tqdm, "_instances", None) or not (stream is sys.stderr or _is_terminal(stream)):
         yield

@@ -15,6 +15,7 @@ import os
 import threading
 import time
 import warnings
+from typing import Callable
 
 import numpy as np
 
@@ -138,7 +139,8 @@ def _grown(entries: np.ndarray, bits: int) -> np.ndarray:
     return larger
 
 
-_compiled = False
+_loaded: set[str] = set()  # what load_once has loaded in this process
+_loading = threading.Lock()
 
 
 # A cold cache compiles for 45 s on a 2-core Intel Xeon (benchmarks/numba_compile.py), silently
@@ -177,16 +179,22 @@ def loading_notice(what: str, cold_seconds: str, kept: bool = True):
         notice.cancel()
 
 
+def load_once(what: str, cold_seconds: str, load: Callable[[], None], kept: bool = True) -> None:
+    """``load()`` (a numba search's first call: compiling it, or loading it from numba's
+    cache) once per process, under ``loading_notice(what, cold_seconds, kept)``. Threads
+    that start at once wait for the one that loads, which alone says so."""
+    with _loading:
+        if what not in _loaded:
+            with loading_notice(what, cold_seconds, kept):
+                load()
+            _loaded.add(what)
+
+
 def _load_compiled_code() -> None:
     """Compile (or load from numba's cache) every search ``solve`` runs, once per process,
     so that a time limit and ``Solution.seconds`` measure searching, not compiling (a cold
     cache takes tens of seconds, far beyond a typical limit)."""
-    global _compiled
-    if _compiled:
-        return
-    with loading_notice("the exact solver", "20-60 s"):
-        _compile_searches()
-    _compiled = True
+    load_once("the exact solver", "20-60 s", lambda: _compile_searches())  # looked up at the call: tests swap it
 
 
 def _compile_searches() -> None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxdust.core.boards import board_array
 from jaxdust.solver import bitboard
-from jaxdust.solver.api import COUNT_MAX, board_colours, check_limits, loading_notice
+from jaxdust.solver.api import COUNT_MAX, board_colours, check_limits, load_once
 from jaxdust.solver.bitboard import clusters, count_colours, now, popcount, remove_in_place
 
 ROOT_PLIES = 6
@@ -136,16 +136,12 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
     return bitboard.path_clicks(path, length, height)
 
 
-_compiled = False
-
 
 def _load_compiled_code() -> None:
     """Compile (or load from numba's cache) the search once per process, as ``solve`` does
     its own, so that ``time_limit`` is spent searching."""
-    global _compiled
-    if _compiled:
-        return
-    with loading_notice("the depth-first search", "5-15 s"):
+    def first_call() -> None:
         planes = bitboard.to_planes(np.array([[1, 2], [1, 2]], np.int8), 2)
         depth_first_search(planes, bitboard.make_geometry(2, 2), 10, 0.0, np.zeros(4, np.uint64))
-    _compiled = True
+
+    load_once("the depth-first search", "5-15 s", first_call)

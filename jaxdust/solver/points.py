@@ -27,7 +27,7 @@ import numpy as np
 from jaxdust.core.boards import board_array
 from jaxdust.core.game import CLEAR_BONUS, is_integer, require_points_rules, rules_of
 from jaxdust.core.machine import require_memory
-from jaxdust.solver.api import loading_notice
+from jaxdust.solver.api import load_once
 
 _SIDEWAYS = {"none": 0, "centre": 1, "left": 2}
 _OBJECTIVE = {"clicks": 0, "points": 1, "cells_left": 2}
@@ -387,9 +387,6 @@ def _result(board: np.ndarray, cells: np.ndarray, rules: str, start: float) -> P
     return PointsLine(clicks, points + (CLEAR_BONUS if left == 0 else 0), left, time.perf_counter() - start)
 
 
-_LOADED: set[str] = set()  # the searches compiled (or loaded from numba's cache) in this process
-
-
 def _run(board: np.ndarray, rules: str, search, name: str, kept: bool = True) -> PointsLine:
     """``search(grid, min_group, sideways, objective, line) -> length`` on ``board`` (as
     ``board_array`` returns it under ``rules``), timed, its line checked and scored by
@@ -406,10 +403,7 @@ def _run(board: np.ndarray, rules: str, search, name: str, kept: bool = True) ->
         line = np.zeros(grid.size, np.int64)
         return _result(grid, line[:search(grid, *codes, line)], rules, start)
 
-    if name not in _LOADED:
-        with loading_notice(f"the {name} search", "5-20 s", kept):
-            played(np.array([[1, 1], [2, 2]], np.int8))
-        _LOADED.add(name)
+    load_once(f"the {name} search", "5-20 s", lambda: played(np.array([[1, 1], [2, 2]], np.int8)), kept)
     return played(cells)
 
 
