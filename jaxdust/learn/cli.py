@@ -4,7 +4,7 @@ minutes on a CPU.
 
     python train.py                             # the default learner (avi: value and policy), ~5 min of training on 2 cores
     python train.py dqn                         # Deep Q-learning, ~4.5 min of training on 2 cores
-    python train.py dqn --preset original       # the original post's learner, for comparison
+    python train.py dqn --preset original       # near the original post's learner, for comparison
     python train.py imitation                   # makes its own beam-labelled data first
     python train.py dqn --run-dir runs/a --resume
 

@@ -16,10 +16,14 @@ per click and ``gamma = 1`` the return from a position with ``n`` clicks left is
 ``10 - (n - 1)``, so ``11 - max_a Q`` estimates the clicks left: exactly the heuristic a
 search needs (``jaxdust.learn.agents.QScorer``).
 
-``DQNConfig.original()`` reproduces the post's learner: 5 x 1500 network, 1000 games,
+``DQNConfig.original()`` approximates the post's learner: 5 x 1500 network, 1000 games,
 no replay beyond the current batch, no target network, empty clicks allowed, a target
 that mixes the old value with ``r + 0.8 * mean_a Q(s', a)`` and epsilon adapted to about
-one random click per game.
+one random click per game. It fits each step's games otherwise: one Adam step on 1000
+transitions drawn with replacement from the step's 1000 (the post's Keras ``fit`` made one
+epoch, ~32 steps of 32, each transition once), a loss on the clicked cell alone (the post's
+held the other cells at their own predictions) and gradients clipped at a norm of 10
+(``max_grad_norm``).
 
     init, run_chunk = make_dqn(config)
     runner = init(key)
@@ -155,7 +159,8 @@ class DQNConfig:
 
     @classmethod
     def original(cls, **overrides) -> "DQNConfig":
-        """The Deep Q-learning post's setup (see the module docstring)."""
+        """The Deep Q-learning post's setup, as near as this learner comes (the module
+        docstring says where it differs)."""
         settings = dict(
             hidden=networks.PRESETS["original"], features=False, num_envs=1000, buffer_size=1000,
             batch_size=1000, learning_starts=1000, learning_rate=1e-3, final_lr_fraction=1.0,

@@ -179,7 +179,7 @@ def loading_notice(what: str, cold_seconds: str, kept: bool = True):
         notice.cancel()
 
 
-def load_once(what: str, cold_seconds: str, load: Callable[[], None], kept: bool = True) -> None:
+def load_once(what: str, cold_seconds: str, load: Callable[[], object], kept: bool = True) -> None:
     """``load()`` (a numba search's first call: compiling it, or loading it from numba's
     cache) once per process, under ``loading_notice(what, cold_seconds, kept)``. Threads
     that start at once wait for the one that loads, which alone says so."""
