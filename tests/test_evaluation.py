@@ -674,6 +674,19 @@ def test_evaluate_cli_errors_are_one_line(argv, message, capsys):
     assert exit_info.value.code == 2 and line.startswith("evaluate.py: error: ") and message in line
 
 
+def test_an_evaluation_removes_what_one_killed_while_writing_left(tmp_path):
+    """A figure's temporary file, left by an evaluation killed in its write, stayed in
+    ``--out`` through every later evaluation there."""
+    from jaxdust.core import files
+
+    out = tmp_path / "out"
+    out.mkdir()
+    leftover = out / f"{files.TEMPORARY_PREFIX}abcdefgh-lengths.png"
+    leftover.write_bytes(bytes(1000))
+    evaluate.main(["--random", "4", "--size", "5x4x3", "--agents", "largest", "--out", str(out)])
+    assert not leftover.exists() and (out / "summary.json").exists()
+
+
 def test_evaluate_cli_names_a_malformed_line(tmp_path, capsys):
     board_file = tmp_path / "bad.txt"
     board_file.write_text("# width=8 height=6\n" + "1" * 48 + " 1\n" + "1" * 40 + " 2\n")
@@ -976,6 +989,18 @@ def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
     (tmp_path / "avi-10:30@5").mkdir()  # a run of that very name plays
     (tmp_path / "avi-10:30@5" / "config.json").write_text((timed / "config.json").read_text())
     assert registry.parse_agent(f"value:{timed}@5")[1] == (f"{timed}@5", 1)
+    # avi-10 and avi-10:30 both runs: value:avi-10:30 was read as the second without a word.
+    with pytest.raises(ValueError, match=re.escape(f"is ambiguous: both {tmp_path / 'avi-10'} and {timed} are runs")):
+        registry.parse_agent(f"value:{timed}")
+    assert registry.parse_agent(f"value:{timed}:1")[1] == (str(timed), 1)
+    first = f"{tmp_path / 'avi-10'}{os.sep}"
+    assert registry.parse_agent(f"value:{first}:30")[1] == (first, 30)
+    # A list is split at commas: a run whose path holds one is named as the cause.
+    (tmp_path / "my run, #1").mkdir()
+    (tmp_path / "my run, #1" / "config.json").write_text((timed / "config.json").read_text())
+    for listed in (f"largest,policy:{tmp_path}/my run, #1", f"value:{tmp_path}/my run, #1:4,largest"):
+        with pytest.raises(ValueError, match=re.escape(f"the path '{tmp_path}/my run, #1' holds one")):
+            registry.parse_agent_list(listed)
 
 
 def test_ranking_metrics_by_hand():

@@ -157,6 +157,34 @@ def test_an_existing_folder_that_takes_no_files_is_named_as_the_one_written_into
             raise AssertionError("a read-only folder was taken")
 
 
+def test_an_output_path_is_checked_where_the_system_will_write_it(tmp_path, monkeypatch):
+    """``LINK/..`` is the link's target's parent to the system, where the check folded it
+    away as text (the write then failed in a traceback, after the flags were taken); a path
+    over the system's length failed there too; a ``~`` the shell left (``--out=~/x``) made a
+    folder named ``~``."""
+    import argparse
+
+    from jaxdust.core import flags
+
+    (tmp_path / "link").symlink_to("/proc/self")  # /proc/self/.. is /proc, which takes no new folders
+    monkeypatch.chdir(tmp_path)
+    deep = "/".join(["d" * 200] * 21)  # each name fits, the whole does not
+    for check, text, said in (
+            (flags.output_dir, "link/../new", "cannot create link/../new: "),
+            (flags.output_file, "link/../x.json", "cannot create link/../x.json: "),
+            (flags.output_dir, deep, "bytes long, more than the 4095 a path may have here"),
+            (flags.output_file, f"{deep}/x.json", "a path may have here"),
+            (flags.output_dir, "~/out", "~/out: '~' is no folder here: the shell expands it only at a word's start"),
+            (flags.output_file, "~nobody-here/x.json", "'~' is no folder here"),
+            (flags.input_file, "~/boards.txt", "'~' is no folder here")):
+        with pytest.raises(argparse.ArgumentTypeError, match=".") as refused:
+            check(text)
+        assert said in str(refused.value), str(refused.value)
+    assert os.listdir(tmp_path) == ["link"]
+    (tmp_path / "~").mkdir()  # a folder so named is taken as such
+    assert flags.output_dir("~/out") == "~/out"
+
+
 def test_a_json_lines_check_sees_the_records_before_any_repair(tmp_path):
     """``recover_json_lines(check=...)``: a refused file keeps its torn last line; a missing
     file is no records, as without a check (os.stat raised FileNotFoundError)."""
@@ -210,7 +238,8 @@ def test_a_name_longer_than_the_filesystem_takes_is_refused_where_it_is_given(tm
         else:
             raise AssertionError(f"{given} was taken")
     assert flags.output_file(str(tmp_path / ("w" * 200))) == str(tmp_path / ("w" * 200))
-    monkeypatch.setattr(flags.os, "pathconf", lambda path, name: 12)  # a name may have 12 bytes, not 13
+    # A name may have 12 bytes, not 13.
+    monkeypatch.setattr(flags.os, "pathconf", lambda path, name: 12 if name == "PC_NAME_MAX" else 4096)
     assert flags.output_file(str(tmp_path / ("w" * 12))) == str(tmp_path / ("w" * 12))
     try:
         flags.output_file(str(tmp_path / ("w" * 13)))

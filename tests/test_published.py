@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxdust.core import game
+from jaxdust.core import files, game
 from jaxdust.evaluation import benchmark, registry
 from jaxdust.learn import published
 from jaxdust.learn.runs import RunError, fingerprint, load_run, read_run_config
@@ -55,12 +55,20 @@ def test_a_published_run_plays_as_the_run_does(run_of_two_selections, networks):
     run_dir = str(run_of_two_selections)
     directory = published.publish(run_dir, "tiny", command="python train.py dqn ...", trained="here")
     assert published.names() == ["tiny"] and directory == str(networks / "tiny")
-    assert oct(os.stat(directory).st_mode & 0o777) == oct(0o755)  # package data is everyone's to read
+    assert oct(os.stat(directory).st_mode & 0o777) == oct(0o777 & ~files.current_umask())  # as mkdir makes one
+    previous = os.umask(0o077)  # it was 755 whatever the umask, its files 600: open, but unreadable
+    try:
+        private = published.publish(run_dir, "tiny-private", command="python train.py dqn ...", trained="here")
+    finally:
+        os.umask(previous)
+    assert {oct(os.stat(os.path.join(private, name)).st_mode & 0o777) for name in ("", *os.listdir(private))} \
+        <= {oct(0o700), oct(0o600)}
     for by in ("greedy", "argmax"):  # each selection's own parameters, as the run plays them
         run, shipped = load_run(run_dir, by=by), load_run("@tiny", by=by)
         assert shipped.learner == run.learner and shipped.config == run.config and shipped.step == run.step
         assert _same_params(shipped.params, run.params)
     assert not _same_params(load_run("@tiny").params, load_run("@tiny", by="argmax").params)
+    assert load_run(os.fsencode(run_dir)).step == load_run(run_dir).step  # a path given as bytes too
     record = json.loads((networks / "tiny" / published.RECORD).read_text())
     assert record["checkpoints"] == {"greedy": "best/6", "argmax": "best-argmax/4"}
     assert record["run_fingerprint"] == fingerprint(run_dir)

@@ -325,7 +325,7 @@ def output_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text} is not writable")
     if os.path.exists(text) and not os.path.isfile(text):  # a FIFO or a device, written into as it is
         return text
-    return _creatable(text, os.path.dirname(os.path.abspath(text)), file=True)
+    return _creatable(text, os.path.dirname(_unfolded(text)), file=True)
 
 
 def output_dir(text: str) -> str:
@@ -333,7 +333,7 @@ def output_dir(text: str) -> str:
     _not_empty(text)
     if os.path.exists(text) and not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a file, not a directory")
-    return _creatable(text, os.path.abspath(text))
+    return _creatable(text, _unfolded(text))
 
 
 def _not_empty(text: str, what: str = "path") -> None:
@@ -341,6 +341,24 @@ def _not_empty(text: str, what: str = "path") -> None:
     # taken with `or` (train.py's --run-dir).
     if not text.strip():
         raise argparse.ArgumentTypeError(f"empty {what}")
+    if unexpanded_home(text):  # written, it would make a folder named "~" here
+        raise argparse.ArgumentTypeError(f"{text}: {TILDE_HINT}")
+
+
+TILDE_HINT = "'~' is no folder here: the shell expands it only at a word's start (--out ~/x, not --out=~/x)"
+
+
+def unexpanded_home(text: str) -> bool:
+    """Whether ``text`` starts with a ``~`` or ``~user`` the shell left as it is (after
+    ``--flag=``, or quoted), and no such folder exists here."""
+    first = text.split(os.sep, 1)[0]
+    return first.startswith("~") and not os.path.lexists(first)
+
+
+def _unfolded(text: str) -> str:
+    """``text`` made absolute without folding ``..`` away: the system follows a symbolic
+    link before its ``..``, where ``os.path.abspath`` drops both as text."""
+    return os.path.join(os.getcwd(), text)
 
 
 def _creatable(text: str, folder: str, file: bool = False) -> str:
@@ -358,13 +376,14 @@ def _creatable(text: str, folder: str, file: bool = False) -> str:
     _names_fit(text, folder)
     makes_file = file and folder == parent  # else a folder is made first
     try:  # a folder can refuse new entries whatever its mode says (/proc, read-only mounts, root's view of /sys)
+        # In the folder as the system finds it: mkstemp folds "LINK/.." away as text.
         if makes_file:
-            handle, probe = tempfile.mkstemp(dir=folder)
+            handle, probe = tempfile.mkstemp(dir=os.path.realpath(folder))
             os.close(handle)
         else:
-            probe = tempfile.mkdtemp(dir=folder)
+            probe = tempfile.mkdtemp(dir=os.path.realpath(folder))
     except OSError as error:
-        if folder == os.path.abspath(text):
+        if folder == _unfolded(text):
             raise argparse.ArgumentTypeError(f"cannot write into {text} ({error.strerror})") from None
         raise argparse.ArgumentTypeError(f"cannot create {text}: {folder} takes no new "
                                          f"{'files' if makes_file else 'folders'} ({error.strerror})") from None
@@ -380,6 +399,15 @@ def _names_fit(text: str, existing: str) -> None:
         longest = os.pathconf(existing, "PC_NAME_MAX")
     except (OSError, ValueError, AttributeError):  # no such query here: assume the usual limit
         longest = 255
+    try:
+        longest_path = os.pathconf(existing, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        longest_path = 4096
+    length = len(os.fsencode(_unfolded(text)))
+    if 0 < longest_path <= length:  # the limit counts the string's closing zero byte
+        shown = text if len(text) <= 60 else f"{text[:40]}...{text[-15:]}"
+        raise argparse.ArgumentTypeError(f"cannot create {shown}: the path is {length} bytes long, more than the "
+                                         f"{longest_path - 1} a path may have here")
     if longest <= 0:  # the filesystem does not say
         return
     # The names still to be made, as given: abspath would fold "long/.." away, which the

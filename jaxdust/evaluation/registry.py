@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdust.core import files, game, machine
+from jaxdust.core import files, flags, game, machine
 from jaxdust.core.flags import INT32_LIMIT
 from jaxdust.core.boards import positions, require_settled
 from jaxdust.core.play import play_in_chunks
@@ -250,13 +250,29 @@ def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
     if repeated:
         raise ValueError(f"{', '.join(repeated)} given more than once")
     seen: dict[str, str] = {}  # an agent's identity -> its first spelling
-    for name in names:
-        if rules is not None:
-            _require_rules(parse_agent(name)[0], rules)
-        same = seen.setdefault(agent_identity(name), name)
+    for index, name in enumerate(names):
+        try:
+            if rules is not None:
+                _require_rules(parse_agent(name)[0], rules)
+            identity = agent_identity(name)
+        except ValueError as error:
+            raise ValueError(f"{error}{_comma_in_a_path(text.split(','), index)}") from None
+        same = seen.setdefault(identity, name)
         if same != name:  # "beam" and "beam:200": the default spelt out
             raise ValueError(f"{same} and {name} are the same agent")
     return names
+
+
+def _comma_in_a_path(parts: list[str], index: int) -> str:
+    """Where the item ``parts[index]`` of a list split at commas, joined with those after it,
+    names an existing path (``policy:runs/a, b``): a hint that a run directory holding ','
+    cannot be listed; else ""."""
+    for end in range(index + 2, len(parts) + 1):
+        value = ",".join(parts[index:end]).strip().partition(":")[2]
+        for path in filter(os.path.exists, (value, value.rpartition(":")[0])):
+            return (f" (the list is split at its commas, and the path {path!r} holds one: give a symbolic "
+                    "link to it whose path holds none)")
+    return ""
 
 
 def agent_identity(text: str) -> str:
@@ -542,6 +558,9 @@ def _run_directory(text: str) -> str:
     if at and head and not os.path.exists(named) and os.path.isfile(os.path.join(head, "config.json")):
         or_newest = "" if published.is_published(head) else f" or, as {head}{NEWEST}, at its newest"
         raise ValueError(f"{text}: a run is played at its selected checkpoint{or_newest}; @{tail} is neither")
+    if flags.unexpanded_home(named):
+        raise ValueError(f"{text}: '~' is no folder here: the shell does not expand it inside an agent's name "
+                         "(write $HOME/...)")
     read_run_config(named)  # RunError, a ValueError (an unknown @NAME named as such)
     if newest:
         selected_by(published.resolve(named), newest=True)  # RunError for a published network
@@ -574,6 +593,10 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
         if newest and os.path.isfile(os.path.join(directory, "config.json")):  # a run "avi-10:30" played @newest
             return _run_directory(text), default
         run, _, number = text.rpartition(":")
+        if (run and number.isdigit() and os.path.isfile(os.path.join(text, "config.json"))
+                and os.path.isfile(os.path.join(split_run(run)[0], "config.json"))):
+            raise ValueError(f"{name}:{text} is ambiguous: both {run} and {text} are runs; write {name}:{text}:"
+                             f"{default} for the second, {name}:{run}{os.sep}:{number} for the first")
         if run and number.isdigit() and not os.path.isfile(os.path.join(text, "config.json")):  # a run "avi-10:30"
             return _run_directory(run), int(_number(number, f"{name}: {what}", default, integer=True))
         if _run_then_more(text, run):

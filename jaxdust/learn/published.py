@@ -55,7 +55,7 @@ def resolve(run: str | os.PathLike, strict: bool = True, networks_dir: str | Non
     """The directory of ``run`` (a string or a path): a published network's for ``@NAME``,
     ``run`` itself otherwise. ``strict``: ValueError naming the published ones for an
     unknown name (else its would-be folder, which holds no run)."""
-    run = os.fspath(run)  # TypeError naming what it got for anything but a path
+    run = os.fsdecode(os.fspath(run))  # TypeError naming what it got for anything but a path
     if not run.startswith(PREFIX):
         return run
     name, networks_dir = run[len(PREFIX):], networks_dir or NETWORKS_DIR
@@ -157,7 +157,7 @@ def write(directory: str, contents: dict[str, bytes], provenance: dict, replace:
     staging = tempfile.mkdtemp(prefix=files.TEMPORARY_PREFIX, dir=parent)
     old = None
     try:
-        os.chmod(staging, 0o755)  # mkdtemp's folder is its owner's only; a package's data is everyone's
+        os.chmod(staging, 0o777 & ~files.current_umask())  # mkdtemp's folder is its owner's only: as mkdir makes one
         for name, data in contents.items():
             files.atomic_write_bytes(os.path.join(staging, name), data)
         digests = {name: hashlib.sha256(data).hexdigest() for name, data in contents.items()}
