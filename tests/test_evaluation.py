@@ -18,6 +18,7 @@ import jaxdust
 from jaxdust.core import play
 from jaxdust.evaluation import baselines, ranking, registry, stats
 from jaxdust.evaluation import cli as evaluate_cli
+from jaxdust.learn.runs import RunError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -674,19 +675,6 @@ def test_evaluate_cli_errors_are_one_line(argv, message, capsys):
     assert exit_info.value.code == 2 and line.startswith("evaluate.py: error: ") and message in line
 
 
-def test_an_evaluation_removes_what_one_killed_while_writing_left(tmp_path):
-    """A figure's temporary file, left by an evaluation killed in its write, stayed in
-    ``--out`` through every later evaluation there."""
-    from jaxdust.core import files
-
-    out = tmp_path / "out"
-    out.mkdir()
-    leftover = out / f"{files.TEMPORARY_PREFIX}abcdefgh-lengths.png"
-    leftover.write_bytes(bytes(1000))
-    evaluate.main(["--random", "4", "--size", "5x4x3", "--agents", "largest", "--out", str(out)])
-    assert not leftover.exists() and (out / "summary.json").exists()
-
-
 def test_evaluate_cli_names_a_malformed_line(tmp_path, capsys):
     board_file = tmp_path / "bad.txt"
     board_file.write_text("# width=8 height=6\n" + "1" * 48 + " 1\n" + "1" * 40 + " 2\n")
@@ -1001,6 +989,10 @@ def test_a_run_agents_mistyped_number_is_named_as_the_number(tmp_path):
     for listed in (f"largest,policy:{tmp_path}/my run, #1", f"value:{tmp_path}/my run, #1:4,largest"):
         with pytest.raises(ValueError, match=re.escape(f"the path '{tmp_path}/my run, #1' holds one")):
             registry.parse_agent_list(listed)
+    (tmp_path / "plain").mkdir()  # no run, and no comma in its path: no such hint
+    with pytest.raises(RunError, match="plain is not a train.py run directory") as refused:
+        registry.parse_agent_list(f"value:{tmp_path / 'plain'}:4,largest")
+    assert "split at its commas" not in str(refused.value)
 
 
 def test_ranking_metrics_by_hand():

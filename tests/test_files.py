@@ -181,6 +181,7 @@ def test_an_output_path_is_checked_where_the_system_will_write_it(tmp_path, monk
             check(text)
         assert said in str(refused.value), str(refused.value)
     assert os.listdir(tmp_path) == ["link"]
+    assert flags.output_file("~draft.json") == "~draft.json"  # a file's own name
     (tmp_path / "~").mkdir()  # a folder so named is taken as such
     assert flags.output_dir("~/out") == "~/out"
 

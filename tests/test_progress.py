@@ -83,7 +83,7 @@ def test_a_log_with_no_interval_gets_every_redraw(monkeypatch, capsys):
     assert lines[2].endswith("half]"), lines
 
 
-def test_a_bar_leaves_the_start_method_of_multiprocessing_to_the_user():
+def test_a_bar_leaves_the_start_method_of_multiprocessing_to_the_user(tmp_path):
     """tqdm's first bar made its lock in multiprocessing's default context, which fixes the
     start method: a user's ``set_start_method("spawn")`` after any jaxdust bar was refused."""
     script = ("import multiprocessing\nfrom jaxdust.core.progress import progress_bar\n"
@@ -93,3 +93,13 @@ def test_a_bar_leaves_the_start_method_of_multiprocessing_to_the_user():
               "multiprocessing.set_start_method('spawn')\n")
     shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert (shown.returncode, shown.stdout) == (0, "None\n"), shown.stderr[-2000:]
+    # Set first, the context's own lock: tqdm hands it to spawned workers (a fork context's refused).
+    spawned = ("import multiprocessing\nfrom tqdm.contrib.concurrent import process_map\n"
+               "from jaxdust.core.progress import progress_bar\n"
+               "if __name__ == '__main__':\n    multiprocessing.set_start_method('spawn')\n"
+               "    for _ in progress_bar(range(3)):\n        pass\n"
+               "    print(process_map(abs, [-1, -2], max_workers=2, disable=True))\n")
+    script_file = tmp_path / "spawned.py"
+    script_file.write_text(spawned)
+    shown = subprocess.run([sys.executable, str(script_file)], capture_output=True, text=True, timeout=120)
+    assert (shown.returncode, shown.stdout) == (0, "[1, 2]\n"), shown.stderr[-2000:]

@@ -24,6 +24,7 @@ import select
 import shlex
 import sys
 import tempfile
+import types
 from typing import Any, Callable, NoReturn
 
 
@@ -349,10 +350,10 @@ TILDE_HINT = "'~' is no folder here: the shell expands it only at a word's start
 
 
 def unexpanded_home(text: str) -> bool:
-    """Whether ``text`` starts with a ``~`` or ``~user`` the shell left as it is (after
-    ``--flag=``, or quoted), and no such folder exists here."""
-    first = text.split(os.sep, 1)[0]
-    return first.startswith("~") and not os.path.lexists(first)
+    """Whether ``text`` starts with a ``~`` or ``~user/`` the shell left as it is (after
+    ``--flag=``, or quoted), and no such folder exists here (a file ``~draft.json`` is one)."""
+    first, separator, _ = text.partition(os.sep)
+    return first.startswith("~") and (first == "~" or bool(separator)) and not os.path.lexists(first)
 
 
 def _unfolded(text: str) -> str:
@@ -426,7 +427,8 @@ def fail(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     parser.exit(2, f"{parser.prog}: error: {message}\n")
 
 
-_INTERRUPTED = False  # a Ctrl-C Python swallowed, noted by _noting_interrupts' unraisable hook
+_INTERRUPTED = False  # a Ctrl-C Python swallowed while run_command ran, noted by its hook
+_INTERRUPTED_WHILE_IMPORTING = False  # one swallowed while a module was imported (note_swallowed_interrupts)
 
 
 def _noting_interrupts(previous: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -437,7 +439,6 @@ def _noting_interrupts(previous: Callable[[Any], None]) -> Callable[[Any], None]
             _INTERRUPTED = True
         previous(unraisable)
 
-    noting_interrupts.notes_interrupts = True  # type: ignore[attr-defined]
     return noting_interrupts
 
 
@@ -447,20 +448,46 @@ def interactive_session() -> bool:
 
 
 def note_swallowed_interrupts() -> None:
-    """From now on, note a Ctrl-C that Python swallows (see ``raise_if_interrupted``).
-    ``import jaxdust`` calls it before JAX is imported, outside an interactive session (where
-    ``run_command`` notes them only while it runs): a Ctrl-C pressed while a command imports
-    JAX landed in its garbage-collector callback about once in three tries, and the command
-    then ran to its end, status 0."""
-    if not interactive_session() and not getattr(sys.unraisablehook, "notes_interrupts", False):
-        sys.unraisablehook = _noting_interrupts(sys.unraisablehook)
+    """From now on, note a Ctrl-C that Python swallows while a module is imported, for the
+    next ``run_command`` to end on. ``import jaxdust`` calls it before JAX is imported,
+    outside an interactive session: a Ctrl-C pressed while a command imported JAX landed in
+    its garbage-collector callback about once in three tries, and the command then ran to its
+    end, status 0. One swallowed later, outside an import, is left to ``run_command``'s own
+    hook (a test's or a library script's is not held against a later command)."""
+    global _importing_hook
+    if interactive_session() or _importing_hook is not None:
+        return
+    previous = sys.unraisablehook
+
+    def noting_imports(unraisable) -> None:
+        global _INTERRUPTED_WHILE_IMPORTING
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _importing():
+            _INTERRUPTED_WHILE_IMPORTING = True
+        previous(unraisable)
+
+    sys.unraisablehook = _importing_hook = noting_imports
+
+
+_importing_hook: Callable[[Any], None] | None = None
+
+
+def _importing() -> bool:
+    """Whether a module is being imported in this thread (importlib's frames on the stack)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def raise_if_interrupted() -> None:
-    """Raise KeyboardInterrupt where a Ctrl-C was swallowed (raised in a garbage-collector
-    callback, as JAX's, Python only prints it), as noted under ``run_command`` and, outside
-    an interactive session, since jaxdust's import: long loops call it between their steps."""
+    """Raise KeyboardInterrupt where a Ctrl-C was swallowed under ``run_command`` (raised in
+    a garbage-collector callback, as JAX's, Python only prints it), once: long loops call it
+    between their steps."""
+    global _INTERRUPTED
     if _INTERRUPTED:
+        _INTERRUPTED = False
         raise KeyboardInterrupt
 
 
@@ -482,13 +509,12 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
     over a size limit, made read-only) with one line too (status 1); and ended
     quietly (status 1) when the reader of its standard output goes away (``| head``), as
     other command-line tools end."""
-    global _INTERRUPTED
+    global _INTERRUPTED, _INTERRUPTED_WHILE_IMPORTING
     previous_hook = sys.unraisablehook
-    if not getattr(previous_hook, "notes_interrupts", False):  # else noted since jaxdust's import
-        sys.unraisablehook = _noting_interrupts(previous_hook)
-    ours = sys.unraisablehook
+    sys.unraisablehook = ours = _noting_interrupts(previous_hook)
     try:
-        raise_if_interrupted()  # pressed while the command's modules were imported
+        if _INTERRUPTED_WHILE_IMPORTING:  # pressed while the command's modules were imported
+            raise KeyboardInterrupt
         return main()
     except KeyboardInterrupt:
         _end_interrupted(resumes)
@@ -513,7 +539,7 @@ def run_command(main: Callable[[], Any], resumes: str) -> Any:
     finally:  # in a session that goes on (IPython, a notebook, a test): as it was before
         if sys.unraisablehook is ours:
             sys.unraisablehook = previous_hook
-        _INTERRUPTED = False
+        _INTERRUPTED = _INTERRUPTED_WHILE_IMPORTING = False
 
 
 def _end_interrupted(resumes: str) -> None:

@@ -62,11 +62,18 @@ def _is_terminal(stream) -> bool:
 def _lock_in_a_named_context() -> None:
     """tqdm's first bar makes its lock, a multiprocessing one, in the default context, which
     fixes this process's start method: a user's later ``set_start_method("spawn")`` was
-    refused, and their ``Pool()`` forked. Before then, give it one of a named context
-    (fork's where there is one: its lock needs no resource tracker)."""
+    refused, and their ``Pool()`` forked. Before then, give it one made in the context
+    the process's pools will use, named (a lock of another context cannot be handed to
+    their workers), which leaves the choice open."""
     if not hasattr(tqdm, "_lock"):
-        methods = multiprocessing.get_all_start_methods()
-        tqdm.set_lock(multiprocessing.get_context("fork" if "fork" in methods else "spawn").RLock())
+        tqdm.set_lock(multiprocessing.get_context(_start_method()).RLock())
+
+
+def _start_method() -> str:
+    """The start method set, else the platform's default, read without setting it."""
+    method = multiprocessing.get_start_method(allow_none=True)
+    default = getattr(getattr(multiprocessing.context, "_default_context", None), "_default_context", None)
+    return method or getattr(default, "_name", None) or "spawn"
 
 
 def progress_bar(iterable=None, *, enabled: bool = True, **kwargs) -> tqdm:

@@ -365,8 +365,6 @@ def main(argv=None) -> dict:
     if lock is None:
         flags.fail(parser, f"--out {args.out}: another evaluation is writing there (it holds {files.LOCK_FILE}); "
                            "wait for it to end, or give another --out")
-    # Left by an evaluation killed while writing: the lock makes this one the folder's writer.
-    files.remove_leftover_temporaries(args.out)
     try:
         earlier = _earlier_figures(args.out)
         if by_points:

@@ -256,7 +256,10 @@ def parse_agent_list(text: str, rules: str | None = None) -> list[str]:
                 _require_rules(parse_agent(name)[0], rules)
             identity = agent_identity(name)
         except ValueError as error:
-            raise ValueError(f"{error}{_comma_in_a_path(text.split(','), index)}") from None
+            hint = _comma_in_a_path(text.split(","), index)
+            if not hint:
+                raise
+            raise type(error)(f"{error}{hint}") from None
         same = seen.setdefault(identity, name)
         if same != name:  # "beam" and "beam:200": the default spelt out
             raise ValueError(f"{same} and {name} are the same agent")
@@ -269,7 +272,7 @@ def _comma_in_a_path(parts: list[str], index: int) -> str:
     cannot be listed; else ""."""
     for end in range(index + 2, len(parts) + 1):
         value = ",".join(parts[index:end]).strip().partition(":")[2]
-        for path in filter(os.path.exists, (value, value.rpartition(":")[0])):
+        for path in (path for path in (value, value.rpartition(":")[0]) if "," in path and os.path.exists(path)):
             return (f" (the list is split at its commas, and the path {path!r} holds one: give a symbolic "
                     "link to it whose path holds none)")
     return ""

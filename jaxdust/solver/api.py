@@ -140,7 +140,19 @@ def _grown(entries: np.ndarray, bits: int) -> np.ndarray:
 
 
 _loaded: set[str] = set()  # what load_once has loaded in this process
-_loading = threading.Lock()
+_loading = threading.Lock()  # guards _loading_each
+_loading_each: dict[str, threading.Lock] = {}  # a lock a search, held while it loads
+
+
+def _locks_anew() -> None:
+    """In a child forked while a thread loaded: that thread's locks are held for good there."""
+    global _loading
+    _loading = threading.Lock()
+    _loading_each.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_locks_anew)
 
 
 # A cold cache compiles for 45 s on a 2-core Intel Xeon (benchmarks/numba_compile.py), silently
@@ -183,7 +195,11 @@ def load_once(what: str, cold_seconds: str, load: Callable[[], object], kept: bo
     """``load()`` (a numba search's first call: compiling it, or loading it from numba's
     cache) once per process, under ``loading_notice(what, cold_seconds, kept)``. Threads
     that start at once wait for the one that loads, which alone says so."""
+    if what in _loaded:  # no lock once loaded: another search's first load does not hold this one up
+        return
     with _loading:
+        lock = _loading_each.setdefault(what, threading.Lock())
+    with lock:
         if what not in _loaded:
             with loading_notice(what, cold_seconds, kept):
                 load()

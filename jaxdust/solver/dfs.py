@@ -136,7 +136,6 @@ def solve_dfs(board, time_limit: float | None = 15.0, node_limit: int | None = N
     return bitboard.path_clicks(path, length, height)
 
 
-
 def _load_compiled_code() -> None:
     """Compile (or load from numba's cache) the search once per process, as ``solve`` does
     its own, so that ``time_limit`` is spent searching."""
