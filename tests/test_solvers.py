@@ -1081,14 +1081,12 @@ def test_a_dead_worker_reaped_by_the_pool_meanwhile_is_not_named_by_the_survivor
     def worker(exitcode, alive=False):
         return types.SimpleNamespace(exitcode=exitcode, join=lambda timeout: None, is_alive=lambda: alive)
 
-    def pool(*workers):
-        return types.SimpleNamespace(_processes=dict(enumerate(workers)))
-
-    assert processes._endings(pool(worker(-15), worker(None), worker(-15))) == set()
-    assert processes._endings(pool(worker(-15), worker(-9))) == {-9}
-    assert processes._endings(pool(worker(-15), worker(-15))) == {-15}  # every ending known: SIGTERM it was
-    assert processes._endings(pool(worker(-15), worker(None, alive=True))) == set()
-    assert processes._endings(types.SimpleNamespace(_processes=None)) == set()
+    assert processes._endings([worker(-15), worker(None), worker(-15)]) == set()
+    assert processes._endings([worker(-15), worker(-9)]) == {-9}
+    assert processes._endings([worker(-15), worker(-15)]) == {-15}  # every ending known: SIGTERM it was
+    assert processes._endings([worker(-15), worker(None, alive=True)]) == set()
+    assert processes._endings([]) == set()
+    assert processes._workers(types.SimpleNamespace(_processes=None)) == []
     assert processes._death_message(set()).startswith("a worker process died (killed, or out of memory? Or, in a script")
 
 

@@ -105,7 +105,7 @@ def _close_open_work() -> None:
         _wait_for_readers()
     except KeyboardInterrupt:
         for executor in list(_pools):
-            for worker in list((executor._processes or {}).values()):  # noqa: SLF001
+            for worker in _workers(executor):
                 worker.terminate()
         raise
 
@@ -192,6 +192,7 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
             future.add_done_callback(done.put)
 
     finished = False
+    started: list = []
     try:
         # The workers start (seconds of imports) with Ctrl-C ignored from birth (an ignored
         # signal stays ignored across exec, and Python keeps it so; off the main thread,
@@ -208,6 +209,7 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
 
         with _sigint_handler(signal.SIG_IGN):
             start() if _on_main_thread() else _on_launcher_thread(start)
+        started = _workers(executor)  # a broken pool may let go of its dead worker before it is asked
         hand_out()
         ended: dict = {}  # in order: the futures that ended before one handed out earlier, by place
         while places:
@@ -232,9 +234,10 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         if error.__cause__ is not None:  # alive, but what it sent back (a result, an error) could not be read here
             lines = [line for line in str(error.__cause__).splitlines() if line.strip(" '")]
             raise WorkerDied(f"a worker's result could not be passed back: {lines[-1] if lines else error}") from None
-        raise WorkerDied(_death_message(_endings(executor))) from None
+        known = {id(worker): worker for worker in [*started, *_workers(executor)]}
+        raise WorkerDied(_death_message(_endings(list(known.values())))) from None
     finally:  # the caller stopped early or failed (Ctrl-C): start no more items
-        workers = list((executor._processes or {}).values())  # noqa: SLF001  (the pool names them nowhere else)
+        workers = _workers(executor)
         # Done, the workers are let end: one still starting (quick items) would else go on
         # starting after the program, and a Ctrl-C then, which unlinks the pool's semaphores
         # on its way out, would leave it printing a traceback.
@@ -250,20 +253,26 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
                     worker.terminate()
 
 
-def _endings(executor: concurrent.futures.ProcessPoolExecutor) -> set[int]:
-    """The exit codes of a broken pool's workers that are known to have died of something
+def _workers(executor: concurrent.futures.ProcessPoolExecutor) -> list:
+    """The pool's worker processes now (the pool names them nowhere else)."""
+    return list((executor._processes or {}).values())  # noqa: SLF001
+
+
+def _endings(workers: list) -> set[int]:
+    """The exit codes of a broken pool's ``workers`` that are known to have died of something
     else than the pool's own stop (SIGTERM, which it sends the survivors): the pool tells
     only that one died, and SIGKILL (the out-of-memory killer), SIGSEGV (a crash in
     compiled code) and an exit code call for different remedies. SIGTERM is kept only when
     every worker's ending is known and it is the only one."""
     endings, unknown = set(), False
     deadline = time.monotonic() + 1.0
-    for worker in list((executor._processes or {}).values()):  # noqa: SLF001
+    for worker in workers:
         # The pool learns of a death when its pipe closes, a moment before the process can be
         # reaped; it is stopping the others meanwhile.
         worker.join(timeout=max(deadline - time.monotonic(), 0.0))
-        # Reaped by the pool's own thread at this moment: its exit code is set there shortly.
-        while worker.exitcode is None and not worker.is_alive() and time.monotonic() < deadline:
+        # Reaped by the pool's own thread at this moment, its exit code is set there shortly;
+        # meanwhile it reads as alive here (this thread's wait finds no child left to reap).
+        while worker.exitcode is None and time.monotonic() < deadline:
             time.sleep(0.01)
         if worker.exitcode is None:
             unknown = True
