@@ -377,12 +377,12 @@ def _creatable(text: str, folder: str, file: bool = False) -> str:
     _names_fit(text, folder)
     makes_file = file and folder == parent  # else a folder is made first
     try:  # a folder can refuse new entries whatever its mode says (/proc, read-only mounts, root's view of /sys)
-        # In the folder as the system finds it: mkstemp folds "LINK/.." away as text.
+        where = os.path.realpath(folder)  # the folder as the system finds it: mkstemp folds "LINK/.." as text
         if makes_file:
-            handle, probe = tempfile.mkstemp(dir=os.path.realpath(folder))
+            handle, probe = tempfile.mkstemp(dir=where)
             os.close(handle)
         else:
-            probe = tempfile.mkdtemp(dir=os.path.realpath(folder))
+            probe = tempfile.mkdtemp(dir=where)
     except OSError as error:
         if folder == _unfolded(text):
             raise argparse.ArgumentTypeError(f"cannot write into {text} ({error.strerror})") from None

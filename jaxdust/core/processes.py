@@ -192,7 +192,6 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
             future.add_done_callback(done.put)
 
     finished = False
-    started: list = []
     try:
         # The workers start (seconds of imports) with Ctrl-C ignored from birth (an ignored
         # signal stays ignored across exec, and Python keeps it so; off the main thread,
@@ -209,7 +208,6 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
 
         with _sigint_handler(signal.SIG_IGN):
             start() if _on_main_thread() else _on_launcher_thread(start)
-        started = _workers(executor)  # a broken pool may let go of its dead worker before it is asked
         hand_out()
         ended: dict = {}  # in order: the futures that ended before one handed out earlier, by place
         while places:
@@ -234,8 +232,7 @@ def _pool_map(function: Callable, items: Iterable, jobs: int, in_order: bool) ->
         if error.__cause__ is not None:  # alive, but what it sent back (a result, an error) could not be read here
             lines = [line for line in str(error.__cause__).splitlines() if line.strip(" '")]
             raise WorkerDied(f"a worker's result could not be passed back: {lines[-1] if lines else error}") from None
-        known = {id(worker): worker for worker in [*started, *_workers(executor)]}
-        raise WorkerDied(_death_message(_endings(list(known.values())))) from None
+        raise WorkerDied(_death_message(_endings(_workers(executor)))) from None
     finally:  # the caller stopped early or failed (Ctrl-C): start no more items
         workers = _workers(executor)
         # Done, the workers are let end: one still starting (quick items) would else go on

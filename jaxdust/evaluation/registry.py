@@ -117,7 +117,7 @@ def split_run(run: str) -> tuple[str, bool]:
 
 def _named_run(run: str) -> tuple[str, bool]:
     """``RUN`` as written (a directory or ``@NAME``) without ``@newest``, and whether it had it."""
-    newest = run.endswith(NEWEST) and not os.path.isfile(os.path.join(run, "config.json"))
+    newest = run.endswith(NEWEST) and not _holds_run(run)
     return (run[: -len(NEWEST)] if newest else run), newest
 
 
@@ -558,7 +558,7 @@ def _run_directory(text: str) -> str:
     plays, so a typo does not waste the agents before it."""
     named, newest = _named_run(text)
     head, at, tail = named.rpartition("@")
-    if at and head and not os.path.exists(named) and os.path.isfile(os.path.join(head, "config.json")):
+    if at and head and not os.path.exists(named) and _holds_run(head):
         or_newest = "" if published.is_published(head) else f" or, as {head}{NEWEST}, at its newest"
         raise ValueError(f"{text}: a run is played at its selected checkpoint{or_newest}; @{tail} is neither")
     if flags.unexpanded_home(named):
@@ -570,10 +570,15 @@ def _run_directory(text: str) -> str:
     return text
 
 
+def _holds_run(directory: str) -> bool:
+    """Whether ``directory`` is a run's (its ``config.json`` there), read without checking it."""
+    return os.path.isfile(os.path.join(directory, "config.json"))
+
+
 def _run_then_more(text: str, run: str) -> bool:
     """Whether ``text`` is no path but ``run`` (its part before the last ':') is a run
     directory: ``RUN:...`` names a run and something after it."""
-    return bool(run) and not os.path.exists(text) and os.path.isfile(os.path.join(split_run(run)[0], "config.json"))
+    return bool(run) and not os.path.exists(text) and _holds_run(split_run(run)[0])
 
 
 def _run_only(name: str) -> Callable[[str], str]:
@@ -593,15 +598,15 @@ def _run_and_number(name: str, what: str, default: int) -> Callable[[str], tuple
         if not text or text.startswith(":"):
             raise ValueError(f"needs a run directory: {name}:RUN_DIR[:{what.upper()}]")
         directory, newest = split_run(text)
-        if newest and os.path.isfile(os.path.join(directory, "config.json")):  # a run "avi-10:30" played @newest
+        if newest and _holds_run(directory):  # a run "avi-10:30" played @newest
             return _run_directory(text), default
         run, _, number = text.rpartition(":")
-        if (run and number.isdigit() and os.path.isfile(os.path.join(text, "config.json"))
-                and os.path.isfile(os.path.join(split_run(run)[0], "config.json"))):
-            raise ValueError(f"{name}:{text} is ambiguous: both {run} and {text} are runs; write {name}:{text}:"
-                             f"{default} for the second, {name}:{run}{os.sep}:{number} for the first")
-        if run and number.isdigit() and not os.path.isfile(os.path.join(text, "config.json")):  # a run "avi-10:30"
-            return _run_directory(run), int(_number(number, f"{name}: {what}", default, integer=True))
+        if run and number.isdigit():
+            if not _holds_run(text):  # RUN then its number (unless text itself is a run: "avi-10:30")
+                return _run_directory(run), int(_number(number, f"{name}: {what}", default, integer=True))
+            if _holds_run(split_run(run)[0]):
+                raise ValueError(f"{name}:{text} is ambiguous: both {run} and {text} are runs; write {name}:{text}:"
+                                 f"{default} for the second, {name}:{run}{os.sep}:{number} for the first")
         if _run_then_more(text, run):
             # value:RUN:abc is a run with a mistyped number, not a directory named "RUN:abc"; a
             # number is read as beam:'s is (1e3, +8)
