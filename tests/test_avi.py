@@ -247,7 +247,8 @@ def test_search_lines_replay_to_a_cleared_board_and_bound_the_optimum(child_shar
     assert np.isfinite(float(metrics.loss)) and np.isfinite(float(metrics.target))
     lines = jax.tree.map(np.asarray, runner.lines)
     stored = min(int(lines.written), config.buffer_lines)
-    assert int(metrics.episodes) == int(lines.written) > 20
+    episodes, rows = int(metrics.episodes), config.buffer_lines
+    assert episodes > 20 and int(lines.written) == (episodes if episodes < 2 * rows else rows + (episodes - rows) % rows)
     for row in range(stored):
         length = int(lines.length[row])
         board = lines.positions[row, 0]
@@ -336,6 +337,24 @@ def test_an_update_that_trains_no_position_logs_numbers_not_nan():
     assert int(metrics.dropped) > 0 and float(metrics.line_positions) == 0
     assert np.isfinite(float(metrics.loss)) and np.isfinite(float(metrics.value_error))
     assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(runner.train.params))
+
+
+def test_the_line_count_of_a_long_run_keeps_its_ring_row_and_fill_past_int32():
+    """A run of many boards writes 2^31 lines in a few hundred thousand updates: a plain
+    int32 count turned negative, and every line drawn was then row 0."""
+    config = avi.AVIConfig(game=GameConfig(3, 2, 2), hidden=(16,), num_envs=16, beam_width=1, buffer_lines=16,
+                           chunk_updates=5, total_updates=10, cell_rounds=1, cell_width=8)
+    init, run_chunk = avi.make_avi(config)
+    runner = init(jax.random.key(0))
+    near_the_end = 2**31 - 3
+    runner = runner._replace(lines=runner.lines._replace(written=jnp.int32(near_the_end)))
+    runner, metrics = run_chunk(runner)
+    episodes, written = int(metrics.episodes), int(runner.lines.written)
+    assert episodes > 3
+    assert config.buffer_lines <= written < 2 * config.buffer_lines
+    assert written % config.buffer_lines == (near_the_end + episodes) % config.buffer_lines
+    assert [int(avi._written(jnp.int32(n), 16)) for n in (0, 15, 16, 31, 32, 33, 47, 48, 2**31 - 1)] == [
+        0, 15, 16, 31, 16, 17, 31, 16, (2**31 - 1 - 16) % 16 + 16]
 
 
 def test_a_chunks_means_leave_out_updates_that_trained_nothing():

@@ -59,6 +59,8 @@ def refused(cli: str, argv: list[str], capsys) -> str:
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1, lines
     assert "Traceback" not in lines[0]
+    # Named after the command, not after whatever script called its main (argparse's default).
+    assert lines[0].split(": error: ")[0] != argparse.ArgumentParser().prog
     return lines[0]
 
 
@@ -226,6 +228,7 @@ FILE_CASES = [
     ("evaluate", ["--size", "former:", "--random", "3"], ["--size", "no WxHxC after 'former':"]),
     ("evaluate", ["--size", "former:6x6x4:x", "--random", "3"], ["--size", "must look like 8x6x5", "'former:6x6x4:x'"]),
     ("evaluate", ["--size", "former:0x5x4", "--random", "3"], ["--size", "size 'former:0x5x4': width must be >= 2"]),
+    ("evaluate", ["--size", "2000x2000x5", "--random", "3"], ["--size", "4,000,000 cells", "at most 65,536"]),
     ("datasets", ["--size", "samegame:6x6x4"], ["--size/--env samegame:6x6x4: data sets are labelled for fewest clicks",
                                                  "not 'samegame'"]),
     ("evaluate", ["--telepathy"], ["unrecognized arguments: --telepathy"]),
@@ -474,6 +477,17 @@ def test_a_ctrl_c_swallowed_while_a_command_imports_jax_ends_it_before_it_starts
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full, a device that is always full")
+def test_a_file_named_like_a_flag_is_named_in_the_error(tmp_path, monkeypatch, capsys):
+    """argparse reads ``-x.txt`` as a flag, and its own error said nothing of the file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-x.txt").write_text("335122421413111551154255131234544142315221411124\n")
+    assert refused("solver-file", ["-x.txt"], capsys).endswith(
+        "required: boards; -x.txt is read as a flag: name the file ./-x.txt (see --help)")
+    assert refused("evaluate", ["--boards", "-x.txt"], capsys).endswith(
+        "expected one argument; -x.txt is read as a flag: name the file ./-x.txt (see --help)")
+    assert "-x.txt" not in refused("evaluate", ["--bogus"], capsys)
+
+
 def test_a_full_disk_ends_a_command_in_one_line(tmp_path):
     """jaxdust-leaderboard --out /dev/full ended in atomic_write's OSError traceback."""
     import subprocess

@@ -120,6 +120,24 @@ def test_a_given_board_is_checked_and_held_as_int8():
     assert isinstance(observed.board, jax.Array) and observed.board.dtype == jnp.int8
     with pytest.raises(ValueError, match="digits"):
         SMALL_ENV.reset(jax.random.key(0), text[:-1])
+    # A NumPy int64 cell is checked before JAX narrows it to int32, where 2**32 + 3 played as 3.
+    wide = board.copy()
+    wide[0, 0] = 2**32 + 3
+    for start in (SMALL_ENV.reset, SMALL_ENV.init):
+        with pytest.raises(ValueError, match="cell \\(0, 0\\) holds 4294967299"):
+            start(jax.random.key(0), wide)
+
+
+def test_an_observation_keeps_its_board_when_the_callers_numpy_board_changes():
+    """On a CPU JAX may take an aligned int8 array's memory as it is: a Gym-style loop that
+    refills one buffer changed the board of every observation made from it, but not their
+    one-hot planes and masks."""
+    memory = np.empty(SMALL.size + 64, np.int8)
+    buffer = memory[(-memory.ctypes.data) % 64:][:SMALL.size].reshape(SMALL.shape)  # 64-byte aligned
+    buffer[:] = SMALL
+    observation = SMALL_ENV.observe(buffer)
+    buffer[:] = 0
+    np.testing.assert_array_equal(observation.board, SMALL)
 
 
 def test_auto_reset_starts_a_fresh_board_and_reports_the_final_one():

@@ -1361,6 +1361,27 @@ def test_cli_retries_keep_what_earlier_lines_proved_and_the_board_file_lists_eve
                                     "its table")
 
 
+def test_a_stopped_run_lets_go_of_its_files_though_its_exception_is_kept(tmp_path, boards_dir, capsys, monkeypatch):
+    """A notebook keeps the last exception, and with it the command's frame: a run stopped
+    by Ctrl-C must still let go of --out and --checkpoint-dir, or the cell run again to
+    resume is refused as "another solver run"."""
+    source = tmp_path / "boards.txt"
+    source.write_text("\n".join((boards_dir / "optimal_8x4x5.txt").read_text().splitlines()[:4]) + "\n")
+    argv = [str(source), "--out", str(tmp_path / "out.jsonl"), "--jobs", "1", "--checkpoint-dir", str(tmp_path / "ck")]
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    with monkeypatch.context() as patched:
+        patched.setattr(solver_cli, "solve", interrupted)
+        with pytest.raises(KeyboardInterrupt) as kept:
+            solve_main(argv)
+    assert kept.value.__traceback__ is not None
+    assert not files.held_by_another(tmp_path / "ck")
+    capsys.readouterr()
+    assert solve_main(argv) == 0
+    assert re.match(r"(\d+) boards: \1 proven optimal, 0 not proven, 0 errors", capsys.readouterr().err.splitlines()[-1])
+
+
 def test_a_time_limit_holds_back_the_widened_beam_that_would_not_fit_in_it(boards_dir, monkeypatch):
     """Under a time limit the stronger second beam (~10x the first's time) runs only where
     that much time is left; given the time, it runs as before."""

@@ -9,11 +9,13 @@ imported: only the commands' entry points call ``enable``.
 
 Where the cache lives, first match wins:
 
-- JAX's own setting (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``), left as it is;
+- JAX's own setting (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``), left as it is, its
+  size limit too (``JAX_COMPILATION_CACHE_MAX_SIZE``, none by default);
 - ``JAXDUST_COMPILE_CACHE``: a directory (a URL such as ``gs://bucket/xla`` too, which JAX
   reads through ``etils``), ``off`` for no cache, or ``on`` for the default below;
-- ``$XDG_CACHE_HOME/jaxdust/xla`` (``~/.cache/jaxdust/xla``), at most ``MAX_BYTES``, the
-  least recently used programs evicted first.
+- ``$XDG_CACHE_HOME/jaxdust/xla`` (``~/.cache/jaxdust/xla``).
+
+In the last two it keeps at most ``MAX_BYTES``, the least recently used programs evicted first.
 """
 
 from __future__ import annotations

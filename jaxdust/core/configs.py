@@ -212,13 +212,24 @@ def require_rules(game_config: GameConfig, supported: tuple[str, ...], what: str
 # ---------------------------------------------------------------------------------------
 
 
+FLAG_MAX_CELLS = 65_536
+"""The most cells ``--size`` takes (256x256). A click's program grows with the board's
+height and a game's time about with its cells squared: a 2000x2000 board ran out of memory
+compiling its first click, where it should be refused at once."""
+
+
 def size_flag(text: str, rules: str = "dust") -> GameConfig:
     """An argparse type for ``--size [RULES:]WxHxC`` (``8x6x5``: under ``rules``;
-    ``former:6x6x4``: the rules named)."""
+    ``former:6x6x4``: the rules named), of at most ``FLAG_MAX_CELLS`` cells."""
     try:
-        return parse_size(text, rules)
+        config = parse_size(text, rules)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+    if config.num_cells > FLAG_MAX_CELLS:
+        raise argparse.ArgumentTypeError(
+            f"size {text!r}: {config.num_cells:,} cells, where the commands take at most {FLAG_MAX_CELLS:,} "
+            f"(256x256): a game's time grows about with its cells squared, and its programs with the height")
+    return config
 
 
 def env_flag(text: str) -> GameConfig:

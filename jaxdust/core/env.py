@@ -19,7 +19,9 @@ configuration, and ``jax.vmap(env.step)`` steps thousands of games in lockstep.
   ``rewards.clear`` (+10) for the click that empties the board, ``rewards.empty_click``
   (-10) for a click that removes nothing (a no-op), ``rewards.click`` (-1) for any other
   click. Points (``samegame``): ``(n - 2)^2`` for a group of ``n``, plus 1000 for the click
-  that clears the board, 0 for a click that removes nothing. Cells left (``clickomania``):
+  that clears the board, 0 for a click that removes nothing (float32 holds these exactly up
+  to 2^24, a group of 4,098 cells; on larger boards ``game.points(extras["removed"])`` gives
+  the exact int32). Cells left (``clickomania``):
   the cells removed, so a game's return is its board's cells minus those left. ``Rewards``
   applies to the fewest-clicks rule sets only.
 - **Discount** float32: 0 once the episode terminates, else 1 (truncation keeps 1, so a
@@ -228,7 +230,9 @@ class DustEnv:
     def _checked_board(self, board) -> jax.Array:
         if isinstance(board, str):  # RULES.md's text form, as the Gymnasium adapter takes it
             board = parse_board(board, self.game.width, self.game.height, self.game.rules)
-        board = jnp.asarray(game.native_byte_order(board))
+        board = game.native_byte_order(board)
+        if not isinstance(board, jax.Array):  # checked at its own width: JAX narrows int64 to int32 first
+            board = np.asarray(board)
         self._require_board_shape(board.shape, "board")
         if not game.holds_integers(board.dtype):
             raise TypeError(f"board must hold integers (colours 0..{self.game.colors}), got dtype {board.dtype}")
@@ -240,7 +244,7 @@ class DustEnv:
                 raise ValueError(f"cell ({x}, {y}) holds {cells[x, y]}; this env's colours are 0 (empty) to "
                                  f"{self.game.colors}")
             require_settled(cells, self.game.rules)
-        return board.astype(game.BOARD_DTYPE)
+        return jnp.asarray(board).astype(game.BOARD_DTYPE)
 
     def _require_board_shape(self, shape: tuple[int, ...], what: str) -> None:
         """ValueError for one board of another shape than this env's ``[W, H]``."""

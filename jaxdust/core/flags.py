@@ -68,7 +68,16 @@ class Parser(argparse.ArgumentParser):
                 action.help = f"{text} (default {shown})" if text else f"default {shown}"
         return super().format_help()
 
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
+        # argparse takes a file named -x.txt for a flag, and its error says nothing of the file.
+        dashed = [text for text in getattr(self, "_given", ()) if isinstance(text, str) and text.startswith("-")
+                  and text != "-" and "=" not in text and os.path.isfile(text)]
+        if dashed:
+            message += f"; {dashed[0]} is read as a flag: name the file ./{dashed[0]}"
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 

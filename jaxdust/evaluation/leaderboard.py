@@ -116,7 +116,7 @@ def _board_count(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """``jaxdust-leaderboard``'s command line (docs/cli.md shows its ``--help``)."""
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(prog="jaxdust-leaderboard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     boards_from = parser.add_mutually_exclusive_group()
     boards_from.add_argument("--set", default="8x6x5", choices=benchmark.SIZES,
                              help="fewest-clicks board set (default 8x6x5: 1000 boards with proven optima)")

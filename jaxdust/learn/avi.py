@@ -177,7 +177,14 @@ class Lines(NamedTuple):
     actions: jax.Array  # int32 [R, L], the click played from it
     explored: jax.Array  # bool [R, L], the click was picked at random (no policy target)
     length: jax.Array  # int32 [R], clicks of the line (0 = empty row)
-    written: jax.Array  # int32 [], lines written so far
+    written: jax.Array  # int32 [], lines written so far, kept in [R, 2R) once past R (see _written)
+
+
+def _written(count: jax.Array, buffer_lines: int) -> jax.Array:
+    """``Lines.written`` after ``count`` lines (int32 []): the same row (``% R``) and fill
+    (``min(., R)``), folded into ``[R, 2R)`` past ``2R``. A plain count would pass 2^31 in a
+    long run of many boards and turn negative: every line drawn would then be row 0."""
+    return jnp.where(count >= 2 * buffer_lines, buffer_lines + (count - buffer_lines) % buffer_lines, count)
 
 
 class Runner(NamedTuple):
@@ -446,7 +453,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
                       actions=runner.lines.actions.at[rows].set(path_actions[winner], mode="drop"),
                       explored=runner.lines.explored.at[rows].set(path_explored[winner], mode="drop"),
                       length=runner.lines.length.at[rows].set(length, mode="drop"),
-                      written=runner.lines.written + jnp.sum(finished, dtype=jnp.int32))
+                      written=_written(runner.lines.written + jnp.sum(finished, dtype=jnp.int32), buffer_lines))
         restart = jnp.repeat(finished, width)
         after = jnp.where(restart[:, None, None], jnp.repeat(fresh_boards(reset_key), width, axis=0), after)
         depth = jnp.where(finished, 0, jnp.where(stalled, runner.depth, length))

@@ -222,35 +222,39 @@ def main(argv=None) -> int:
         if output is None:
             flags.fail(parser, f"another solver run is writing --out {args.out}: let it finish (or stop it; "
                                f"a run resumes), or give this one another --out")
+    checkpoint_lock = None
+    # Whatever ends this (a refusal, Ctrl-C, a worker's death), --out and --checkpoint-dir
+    # are let go at once: a caller that keeps the exception (a notebook) keeps this frame,
+    # and a run in the same process must be able to resume.
     try:
-        # checked before the repair, which would first cut another program's torn last line
-        previous = recover_json_lines(args.out, check=lambda records: _check_resumable(
-            records, jobs, args.rules, args.out)) if args.out != "-" else []
-        last = _results(previous)
-        done = {line for line, record in last.items()
-                if "error" not in record and (not args.retry_unproven or record.get("optimal"))}
-    except ValueError as error:
-        _refuse(parser, output, str(error))
-    todo = [(*job, caps[job[0]], args.time_limit, args.node_limit, args.beam_width, args.rules,
-             args.table_bits, args.checkpoint_dir, args.checkpoint_positions) for job in jobs if job[0] not in done]
-    if args.checkpoint_dir:
-        # One run at a time: another run's saves in flight are temporary files that this
-        # start would delete as a killed run's leftovers.
-        checkpoint_lock = lock_directory(args.checkpoint_dir)
-        if checkpoint_lock is None:
-            _refuse(parser, output, f"another solver run is using --checkpoint-dir {args.checkpoint_dir}: give this "
-                                    f"one another (several runs of one set may share a directory one after another, "
-                                    f"not at once)")
-        remove_leftover_temporaries(args.checkpoint_dir)
-        # Proven, but killed before its progress file was removed. An unproven board's file
-        # may be a retry's (--retry-unproven) in progress: it stays for that retry to resume.
-        for number in (line for line, record in last.items() if record.get("optimal")):
-            _remove_checkpoint(args.checkpoint_dir, number)
+        try:
+            # checked before the repair, which would first cut another program's torn last line
+            previous = recover_json_lines(args.out, check=lambda records: _check_resumable(
+                records, jobs, args.rules, args.out)) if args.out != "-" else []
+            last = _results(previous)
+            done = {line for line, record in last.items()
+                    if "error" not in record and (not args.retry_unproven or record.get("optimal"))}
+        except ValueError as error:
+            flags.fail(parser, str(error))
+        todo = [(*job, caps[job[0]], args.time_limit, args.node_limit, args.beam_width, args.rules,
+                 args.table_bits, args.checkpoint_dir, args.checkpoint_positions) for job in jobs if job[0] not in done]
+        if args.checkpoint_dir:
+            # One run at a time: another run's saves in flight are temporary files that this
+            # start would delete as a killed run's leftovers.
+            checkpoint_lock = lock_directory(args.checkpoint_dir)
+            if checkpoint_lock is None:
+                flags.fail(parser, f"another solver run is using --checkpoint-dir {args.checkpoint_dir}: give this "
+                                   f"one another (several runs of one set may share a directory one after another, "
+                                   f"not at once)")
+            remove_leftover_temporaries(args.checkpoint_dir)
+            # Proven, but killed before its progress file was removed. An unproven board's file
+            # may be a retry's (--retry-unproven) in progress: it stays for that retry to resume.
+            for number in (line for line, record in last.items() if record.get("optimal")):
+                _remove_checkpoint(args.checkpoint_dir, number)
 
-    known = _best_facts(previous)
-    errors = 0  # this run's: a board whose result is an error is tried again
-    workers = min(args.jobs, len(todo))  # one board is solved here: a worker would load the solver a second time
-    try:
+        known = _best_facts(previous)
+        errors = 0  # this run's: a board whose result is an error is tried again
+        workers = min(args.jobs, len(todo))  # one board is solved here: a worker would load the solver a second time
         if workers > 1:
             compiled.compile_searches()  # once, here: the workers then load numba's cache
         # Into a file each line as its board ends (a proof finished behind a slower board is
@@ -275,6 +279,8 @@ def main(argv=None) -> int:
         print(f"{parser.prog}: error: {error}; run again to resume", file=sys.stderr)
         return 1
     finally:
+        if checkpoint_lock is not None:
+            checkpoint_lock.release()
         if output is not sys.stdout:
             with errors_named(args.out):
                 output.close()
@@ -284,14 +290,6 @@ def main(argv=None) -> int:
         write_proven(recover_json_lines(args.out, repair=False), every_board, args.board_file, args.rules,
                      parser.prog, checked={job[0] for job in jobs}, colors=colours)
     return 1 if errors else 0
-
-
-def _refuse(parser, output, message: str) -> None:
-    """Exit 2 with ``message``, first letting go of ``--out`` (and its lock): a caller in
-    the same process may run the command again."""
-    if output is not sys.stdout:
-        output.close()
-    flags.fail(parser, message)
 
 
 def _results(records: list[dict]) -> dict[int, dict]:

@@ -6,7 +6,10 @@ proven bound, the best solution, the budget being searched and the positions cou
 table holds the rest: every subtree the interrupted search finished is stored at its root,
 so a search that starts again with the same table skips them and goes on where it stopped.
 Resuming a killed proof from the same file therefore ends exactly as the uninterrupted
-search would have (one stopped by a limit keeps that limit's choices: ``solve``).
+search would have (one stopped by a limit keeps that limit's choices: ``solve``), on the
+version that saved it: a file saved before 0.2.85 resumes soundly, but its entries for
+board halves missing a colour (keyed otherwise since) are not found again, and that work
+is done again.
 """
 
 from __future__ import annotations
