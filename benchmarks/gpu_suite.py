@@ -793,8 +793,9 @@ def unpack(path: str, out: str) -> list[str]:
     missing: two suites' files would mix. Returns the files written.
 
     Raises:
-      ValueError: no parts, ``out`` not empty, or an archive entry that is not a plain file
-        or folder inside ``out``.
+      ValueError: no parts, ``out`` not empty, an archive entry that is not a plain file
+        or folder inside ``out``, or one in ``jax_cache/`` (compiled programs, which the
+        suite would run: ``pack`` leaves them out).
     """
     parts = _packed_parts(path)
     if not parts:
@@ -810,6 +811,9 @@ def unpack(path: str, out: str) -> list[str]:
                 name = os.path.normpath(member.name)
                 if os.path.isabs(member.name) or name.split(os.sep)[0] == ".." or not (member.isfile() or member.isdir()):
                     raise ValueError(f"{path}: {member.name!r} is not a file or folder inside the suite's folder")
+                if name.split(os.sep)[0] == "jax_cache":  # machine code the suite would load and run
+                    raise ValueError(f"{path}: {member.name!r} is a compiled program, which --pack never writes: "
+                                     "this pack was not made by gpu_suite.py --pack")
             # Into a new folder beside out, renamed into place once whole: a call killed
             # while extracting leaves no half-filled out that a retry would refuse.
             parent = os.path.dirname(os.path.abspath(out))

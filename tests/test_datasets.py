@@ -1,6 +1,8 @@
 """Data sets: labels agree with the rules and the solver, round trips, dedupe, resume."""
 
 import dataclasses
+import hashlib
+import io
 import json
 import os
 import re
@@ -11,6 +13,7 @@ import subprocess
 import sys
 import time
 import types
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -345,6 +348,44 @@ def test_a_shard_of_other_bytes_than_its_manifest_records_is_refused_and_made_ag
     for bad in ({"step": np.int16(0)}, {"proven": shard["proven"][:2]}):  # a hand-made file
         assert datasets._shard_problem({name: values[:3] for name, values in shard.items()} | bad, SMALL, 0) == \
             "its arrays are not those of one sample a row"
+
+
+def _npy_claiming(shape, dtype="<u8") -> bytes:
+    """A .npy member whose header claims ``shape`` and holds 64 bytes."""
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %r, }" % (dtype, shape)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 64
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda shard: shard | {"cost_to_go": -shard["cost_to_go"]}, r"its clicks left \(cost_to_go\) are not all 1 or more"),
+    (lambda shard: shard | {"clicked": np.zeros_like(shard["clicked"])}, "its clicks are not each on cells"),
+    (lambda shard: shard | {"boards": shard["boards"].astype(np.float32)}, "its arrays are not of the types a data set holds"),
+    (lambda shard: shard | {"boards": np.where(shard["boards"] > 0, 9, 0).astype(np.int8)},
+     r"its boards hold colours outside 0\.\.4"),
+    (None, r"cannot be read \(ValueError: its arrays claim 17,592,186,044,416 bytes"),
+])
+def test_a_shard_edited_with_its_sha256_is_refused_not_trained_on(tmp_path, small_set, edit, words):
+    """A shard's sha256 sits beside it in the manifest: one edited with it, labels that no
+    search made (negative clicks left, no click) trained a model on them without a word, and
+    a header claiming terabytes ended in numpy's MemoryError."""
+    directory = tmp_path / "set"
+    shutil.copytree(small_set[0], directory)
+    path = directory / "shard-00000.npz"
+    if edit is None:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("boards.npy", _npy_claiming((2**41,)))
+        path.write_bytes(buffer.getvalue())
+    else:
+        with np.load(path) as arrays:
+            shard = edit({field: arrays[field] for field in arrays.files})
+        np.savez_compressed(path, **shard)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["sha256"]["shard-00000.npz"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=f"shard-00000.npz (is not this set's shard 0: )?{words}.* to make it again"):
+        load_dataset(str(directory))
 
 
 def test_a_manifest_of_another_format_or_listing_foreign_shards_is_refused(tmp_path, small_set):

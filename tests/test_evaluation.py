@@ -329,6 +329,43 @@ def test_an_interrupted_evaluation_plays_only_the_agents_it_had_not_finished(tmp
     assert played == ["largest", "random", "beam:4"]
 
 
+@pytest.mark.parametrize("damage", ["short", "negative", "no solutions", "not a list"])
+def test_kept_play_that_is_damaged_is_played_again(tmp_path, monkeypatch, damage):
+    """Its identity holds nothing secret: an edited or damaged file's play, too short for the
+    boards, ended in an IndexError; one of negative clicks went into the report."""
+    argv = ["--random", "3", "--size", "6x5x4", "--agents", "largest,random", "--animate", "1"]
+    whole = evaluate.main([*argv, "--out", str(tmp_path / "whole")])
+    played, real = [], registry.run_agent
+
+    def counted(name, *args, **kwargs):
+        played.append(name)
+        if name == "random" and played.count("random") == 1:
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(registry, "run_agent", counted)
+    out = tmp_path / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.main([*argv, "--out", str(out)])
+    kept = out / evaluate_cli.PLAYED / "largest.json"
+    saved = json.loads(kept.read_text())
+    clicks = saved["play"]["clicks"]["array"]
+    if damage == "short":
+        saved["play"]["clicks"]["array"] = clicks[:1]
+    elif damage == "negative":
+        saved["play"]["clicks"]["array"] = [-5] + clicks[1:]
+    elif damage == "no solutions":
+        saved["play"]["solutions"] = []
+    else:
+        saved["play"] = []
+    kept.write_text(json.dumps(saved))
+    report = evaluate.main([*argv, "--out", str(out)])
+    assert played == ["largest", "random", "largest", "random"]
+    mine, uninterrupted = report["agents"]["largest"], whole["agents"]["largest"]
+    assert {k: v for k, v in mine.items() if k != "seconds_per_board"} == \
+        {k: v for k, v in uninterrupted.items() if k != "seconds_per_board"}
+
+
 def test_kept_play_is_an_agents_however_spelled_and_a_run_gone_since_is_one_line(tmp_path, monkeypatch, capsys):
     played, real = [], registry.run_agent
     run = shutil.copytree(os.path.join(os.path.dirname(jaxdust.__file__), "data", "networks", "avi-8x6x5"),

@@ -528,6 +528,24 @@ except ValueError as error:
     assert oct((tmp_path / "there").stat().st_mode & 0o777) == oct(0o777 & ~files.current_umask())
 
 
+def test_unpack_refuses_compiled_programs_which_pack_never_writes(tmp_path, monkeypatch):
+    """The suite points JAX's compilation cache at ``OUT/jax_cache``: a pack carrying one
+    would have the next machine load and run programs made elsewhere."""
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
+    import gpu_suite
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in (("./train.json", b"{}"), ("./jax_cache/jit_step-0123abcd-cache", b"code")):
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    (tmp_path / "suite.tgz.1").write_bytes(buffer.getvalue())
+    with pytest.raises(ValueError, match="jit_step-0123abcd-cache' is a compiled program, which --pack never writes"):
+        gpu_suite.unpack(str(tmp_path / "suite.tgz"), str(tmp_path / "there"))
+    assert not (tmp_path / "there").exists()
+
+
 def newest_committed_pack():
     """The GPU run in progress that the next machine continues: the newest ``suite.tgz``
     under ``docs/measured/`` (folders named ``DEVICE-YYYY-MM-DD``, perhaps with a suffix);

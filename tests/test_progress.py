@@ -83,6 +83,23 @@ def test_a_log_with_no_interval_gets_every_redraw(monkeypatch, capsys):
     assert lines[2].endswith("half]"), lines
 
 
+def test_tqdms_own_setting_turns_the_bars_off():
+    """No --quiet flag: ``TQDM_DISABLE=1`` (read when tqdm is imported) silences every bar,
+    the log's too, and the notes printed beside them still go out."""
+    script = ("from jaxdust.core import progress\nprogress.LOG_SECONDS = 0.0\n"
+              "with progress.progress_bar(total=2, desc='work') as bar:\n    bar.update(2)\n"
+              "progress.note('a note')\n")
+    import os
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("TQDM_")}
+    for extra, bars in (({}, True), ({"TQDM_DISABLE": "1"}, False)):
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                env={**environment, **extra})
+        assert result.returncode == 0, result.stderr
+        lines = result.stderr.splitlines()
+        assert lines[-1] == "a note" and any(line.startswith("work: 100%") for line in lines) == bars, lines
+        assert bars or lines == ["a note"], lines
+
+
 def test_a_bar_leaves_the_start_method_of_multiprocessing_to_the_user(tmp_path):
     """tqdm's first bar made its lock in multiprocessing's default context, which fixes the
     start method: a user's ``set_start_method("spawn")`` after any jaxdust bar was refused."""

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+import zipfile
 from collections import deque
 
 import jax
@@ -813,8 +814,20 @@ def test_a_rerun_keeps_a_retrys_saved_proof_and_a_failed_retry_hides_no_result(t
     directory.mkdir()
     for line in first:  # a retry's saves in progress, and a proven board's leftover
         (directory / f"line-{line}.npz").write_bytes(b"saved")
+    # A killed save's temporary files, of both namings, go; the folder's other files, named
+    # alike but not the saves', stay (it may be any folder of the user's).
+    killed = [f"{files.TEMPORARY_PREFIX}a1b2c3d4{files._temporary_suffix(str(directory / 'line-3.npz'))}",
+              f"{files.TEMPORARY_PREFIX}a1b2c3d4line-12.npz"]
+    users = [f"{files.TEMPORARY_PREFIX}notes.txt", f"{files.TEMPORARY_PREFIX}a1b2c3d4line-3.npz.bak"]
+    for name in killed + users:
+        (directory / name).write_bytes(b"cut")
+    (directory / f"{files.TEMPORARY_PREFIX}folder").mkdir()  # was unlinked: IsADirectoryError
     assert solve_main([*tight, "--checkpoint-dir", str(directory)]) == 0
-    assert sorted(p.name for p in directory.iterdir()) == [".lock", *sorted(f"line-{n}.npz" for n in unproven)]
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        [".lock", *(f"line-{n}.npz" for n in unproven), *users, f"{files.TEMPORARY_PREFIX}folder"])
+    for name in users:
+        (directory / name).unlink()
+    (directory / f"{files.TEMPORARY_PREFIX}folder").rmdir()
     for saved in directory.glob("line-*.npz"):
         saved.unlink()
     capsys.readouterr()
@@ -949,6 +962,13 @@ def test_a_checkpoint_of_another_board_or_no_proof_is_refused(tmp_path):
              board=board, entries=np.zeros(4, np.uint64), halves=np.zeros(4, np.uint64))
     with pytest.raises(ValueError, match=r"fieldless.npz is not a saved proof \(KeyError"):
         solve(board, checkpoint=tmp_path / "fieldless.npz")
+    # A header that claims terabytes (numpy allocates before it reads): once its MemoryError.
+    header = "{'descr': '<u8', 'fortran_order': False, 'shape': (2199023255552,), }"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with zipfile.ZipFile(tmp_path / "claims.npz", "w") as archive:
+        archive.writestr("entries.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+    with pytest.raises(ValueError, match=r"claims.npz is not a saved proof \(.*claim more bytes than the file holds"):
+        solve(board, checkpoint=tmp_path / "claims.npz")
     with pytest.raises(ValueError, match="checkpoint_positions must be a positive integer"):
         solve(board, checkpoint=path, checkpoint_positions=0)
     assert path.exists()  # refusals leave the proof as it was

@@ -212,23 +212,25 @@ def require_rules(game_config: GameConfig, supported: tuple[str, ...], what: str
 # ---------------------------------------------------------------------------------------
 
 
-FLAG_MAX_CELLS = 65_536
-"""The most cells ``--size`` takes (256x256). A click's program grows with the board's
-height and a game's time about with its cells squared: a 2000x2000 board ran out of memory
-compiling its first click, where it should be refused at once."""
+FLAG_MAX_CELLS, FLAG_MAX_HEIGHT = 65_536, 256
+"""The most cells and rows ``--size`` takes (256x256). A click's program grows with the
+board's height and a game's time about with its cells squared: a 2000x2000 board ran out of
+memory compiling its first click, where it should be refused at once."""
 
 
 def size_flag(text: str, rules: str = "dust") -> GameConfig:
     """An argparse type for ``--size [RULES:]WxHxC`` (``8x6x5``: under ``rules``;
-    ``former:6x6x4``: the rules named), of at most ``FLAG_MAX_CELLS`` cells."""
+    ``former:6x6x4``: the rules named), of at most ``FLAG_MAX_CELLS`` cells and
+    ``FLAG_MAX_HEIGHT`` rows."""
     try:
         config = parse_size(text, rules)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    if config.num_cells > FLAG_MAX_CELLS:
+    if config.num_cells > FLAG_MAX_CELLS or config.height > FLAG_MAX_HEIGHT:
         raise argparse.ArgumentTypeError(
-            f"size {text!r}: {config.num_cells:,} cells, where the commands take at most {FLAG_MAX_CELLS:,} "
-            f"(256x256): a game's time grows about with its cells squared, and its programs with the height")
+            f"size {text!r}: {config.num_cells:,} cells in {config.height:,} rows, where the commands take at most "
+            f"{FLAG_MAX_CELLS:,} cells and {FLAG_MAX_HEIGHT} rows: a game's time grows about with its cells squared, "
+            f"and its programs with the rows")
     return config
 
 

@@ -20,8 +20,8 @@ configuration, and ``jax.vmap(env.step)`` steps thousands of games in lockstep.
   (-10) for a click that removes nothing (a no-op), ``rewards.click`` (-1) for any other
   click. Points (``samegame``): ``(n - 2)^2`` for a group of ``n``, plus 1000 for the click
   that clears the board, 0 for a click that removes nothing (float32 holds these exactly up
-  to 2^24, a group of 4,098 cells; on larger boards ``game.points(extras["removed"])`` gives
-  the exact int32). Cells left (``clickomania``):
+  to 2^24, a group of 4,098 cells; on larger boards ``game.points(extras["removed"])``, plus
+  1000 for the click that clears, gives the exact int32). Cells left (``clickomania``):
   the cells removed, so a game's return is its board's cells minus those left. ``Rewards``
   applies to the fewest-clicks rule sets only.
 - **Discount** float32: 0 once the episode terminates, else 1 (truncation keeps 1, so a

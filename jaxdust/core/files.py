@@ -208,22 +208,54 @@ def remove_leftover_temporaries_of(path: str | os.PathLike) -> None:
         name.endswith(suffix) and len(name) == len(TEMPORARY_PREFIX) + 8 + len(suffix) for suffix in suffixes))
 
 
-def remove_leftover_temporaries(directory: str | os.PathLike) -> None:
-    """Delete the temporary files of atomic writes that a killed process left in ``directory``.
+def remove_leftover_temporaries(directory: str | os.PathLike, of: str | None = None) -> None:
+    """Delete the temporary files of atomic writes that a killed process left in ``directory``:
+    every one, or with ``of`` (a regular expression that the written files' names, of at
+    most 48 bytes, match whole) only theirs, where the folder is the user's and may hold
+    files of their own named alike.
 
     Call it only where this process is the one writer of ``directory`` (a resumed run),
     since another writer's temporary file is in use.
     """
-    _remove_temporaries(os.fspath(directory), lambda name: True)
+    if of is None:
+        _remove_temporaries(os.fspath(directory), lambda name: True)
+        return
+    # mkstemp's names: the prefix, 8 random characters, then the digest and the name (the
+    # name alone up to 0.2.85).
+    written = re.compile(f"(-[0-9a-f]{{12}}-)?(?:{of})")
+    _remove_temporaries(os.fspath(directory), lambda name: written.fullmatch(name, len(TEMPORARY_PREFIX) + 8)
+                        is not None)
 
 
 def _remove_temporaries(directory: str, chosen: Callable[[str], bool]) -> None:
-    """Unlink the ``atomic_write`` temporaries in ``directory`` whose names ``chosen`` keeps."""
-    with contextlib.suppress(FileNotFoundError):
-        for name in os.listdir(directory):
-            if name.startswith(TEMPORARY_PREFIX) and chosen(name):
+    """Unlink the ``atomic_write`` temporaries in ``directory`` whose names ``chosen`` keeps:
+    files only (a folder or a link named alike is not one)."""
+    with contextlib.suppress(FileNotFoundError), os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.name.startswith(TEMPORARY_PREFIX) and entry.is_file(follow_symlinks=False) and chosen(entry.name):
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(directory, name))
+                    os.unlink(entry.path)
+
+
+def npz_claimed_bytes(source) -> int:
+    """The bytes the arrays of an ``.npz`` archive (a path or a binary file) say they hold,
+    read from their headers alone: ``np.load`` allocates that much before reading any data.
+    ValueError where a header cannot be read."""
+    import zipfile
+
+    import numpy as np
+
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    total = 0
+    with zipfile.ZipFile(source) as archive:
+        for member in archive.infolist():
+            with archive.open(member) as handle:
+                version = np.lib.format.read_magic(handle)
+                if version not in readers:
+                    raise ValueError(f"{member.filename}: .npy format {version} is not read here")
+                shape, _, dtype = readers[version](handle)
+            total += math.prod(shape) * dtype.itemsize
+    return total
 
 
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:

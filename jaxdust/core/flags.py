@@ -74,7 +74,9 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         # argparse takes a file named -x.txt for a flag, and its error says nothing of the file.
-        dashed = [text for text in getattr(self, "_given", ()) if isinstance(text, str) and text.startswith("-")
+        given = list(getattr(self, "_given", ()))
+        given = given[:given.index("--")] if "--" in given else given  # after "--" nothing is a flag
+        dashed = [text for text in given if isinstance(text, str) and text.startswith("-")
                   and text != "-" and "=" not in text and os.path.isfile(text)]
         if dashed:
             message += f"; {dashed[0]} is read as a flag: name the file ./{dashed[0]}"

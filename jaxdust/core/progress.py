@@ -1,7 +1,8 @@
 """Progress bars for long work: redrawn in place on a terminal and in a Jupyter kernel;
 where output goes to a log or a pipe (where redraws would fill the file), a plain line a
 minute once the work has run that long, so a job of hours in a log says how far it is
-while a short one writes nothing."""
+while a short one writes nothing. ``TQDM_DISABLE=1`` in the environment (tqdm's own
+setting, read when tqdm is imported) turns them all off."""
 
 from __future__ import annotations
 

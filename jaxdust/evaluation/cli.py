@@ -536,7 +536,7 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
             try:  # a run removed or damaged since the agents were checked: a RunError, a ValueError
                 path = os.path.join(args.out, PLAYED, registry.agent_file(name))
                 identity = _play_identity(args, name, digest, rules, max_clicks)
-                run = _kept_play(path, identity)
+                run = _kept_play(path, identity, len(boards), max_clicks, args.animate)
                 if run is not None:
                     kept.append(name)
                     bar.update(len(boards))
@@ -590,18 +590,29 @@ def _as_json(run: dict) -> dict:
     return {key: plain(value) for key, value in run.items()}
 
 
-def _kept_play(path: str, identity: dict) -> dict | None:
-    """The play kept at ``path`` where it was made as ``identity`` says, else None."""
+def _kept_play(path: str, identity: dict, count: int, max_clicks: int, solutions: int) -> dict | None:
+    """The play kept at ``path`` where it was made as ``identity`` says, of ``count`` boards
+    (and ``solutions`` of them played out), else None. Nothing in the identity is secret: a
+    damaged or edited file's play is checked as far as it can be without playing again."""
     try:
         with open(path) as handle:
             saved = json.load(handle)
         if saved["identity"] != identity:
             return None
-        return {key: np.asarray(value["array"], np.dtype(value["dtype"]))
+        play = {key: np.asarray(value["array"], np.dtype(value["dtype"]))
                 if isinstance(value, dict) and set(value) == {"array", "dtype"} else value
                 for key, value in saved["play"].items()}
-    except (OSError, ValueError, TypeError, KeyError):  # none, or not this command's: played again
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # none, or not this command's: played again
         return None
+    arrays = [value for value in play.values() if isinstance(value, np.ndarray)]
+    clicks, cleared, lines = play.get("clicks"), play.get("cleared"), play.get("solutions")
+    sound = (isinstance(clicks, np.ndarray) and isinstance(cleared, np.ndarray) and cleared.dtype == bool
+             and np.issubdtype(clicks.dtype, np.integer) and all(value.shape == (count,) for value in arrays)
+             and bool(np.all((clicks >= 0) & (clicks <= max_clicks)))
+             and isinstance(lines, list) and len(lines) == min(solutions, count)
+             and all(isinstance(line, list) for line in lines)
+             and isinstance(play.get("seconds_per_board"), (int, float)))
+    return play if sound else None
 
 
 def write_board_table(out: str, boards, measure: str, columns: dict[str, np.ndarray],

@@ -183,8 +183,11 @@ class Lines(NamedTuple):
 def _written(count: jax.Array, buffer_lines: int) -> jax.Array:
     """``Lines.written`` after ``count`` lines (int32 []): the same row (``% R``) and fill
     (``min(., R)``), folded into ``[R, 2R)`` past ``2R``. A plain count would pass 2^31 in a
-    long run of many boards and turn negative: every line drawn would then be row 0."""
-    return jnp.where(count >= 2 * buffer_lines, buffer_lines + (count - buffer_lines) % buffer_lines, count)
+    long run of many boards and turn negative: every line drawn would then be row 0. Read
+    as unsigned, a count that did (a run saved before 0.2.90) folds as the true count."""
+    unsigned = jax.lax.bitcast_convert_type(count, jnp.uint32)
+    rows = jnp.uint32(buffer_lines)
+    return jnp.where(unsigned >= 2 * rows, rows + (unsigned - rows) % rows, unsigned).astype(jnp.int32)
 
 
 class Runner(NamedTuple):

@@ -520,6 +520,11 @@ def _read_shard(directory: str, name: str, manifest: dict) -> tuple[dict[str, np
     try:
         with open(path, "rb") as handle:
             data = handle.read()
+        # NumPy allocates what an array's header claims before it reads a byte: a damaged
+        # header of a small file could ask for terabytes. zlib packs at most ~1032 to 1.
+        claimed = files.npz_claimed_bytes(io.BytesIO(data))
+        if claimed > 1100 * len(data) + 2**20:
+            raise ValueError(f"its arrays claim {claimed:,} bytes, more than {len(data):,} bytes can hold")
         with np.load(io.BytesIO(data)) as arrays:
             shard = {field: arrays[field] for field in Dataset._fields}
     # Bytes overwritten inside the compressed data fail in zlib (zlib.error is no OSError),
@@ -547,10 +552,26 @@ def _shard_problem(shard: dict[str, np.ndarray], config: DatasetConfig, index: i
     if any(shard[field].shape[:1] != boards.shape[:1] or shard[field].ndim != (3 if field == "clicked" else 1)
            for field in Dataset._fields if field != "boards"):
         return "its arrays are not those of one sample a row"
+    if any(shard[field].dtype != dtype for field, dtype in DATASET_DTYPES.items()):
+        return "its arrays are not of the types a data set holds (" + ", ".join(
+            f"{field} {dtype.name}" for field, dtype in DATASET_DTYPES.items()) + ")"
     first = index * config.shard_size
     if len(ids) and (ids.min() < first or ids.max() >= first + config.shard_size or (np.diff(ids) < 0).any()):
         return f"its board ids are not boards {first} to {first + config.shard_size - 1} in order"
+    # What training takes as labels, which nothing else checks: a hand-edited shard whose
+    # sha256 was edited too trained on nonsense without a word.
+    if len(ids) and ((boards < 0).any() or (boards > config.game.colors).any()):
+        return f"its boards hold colours outside 0..{config.game.colors}"
+    if (shard["cost_to_go"] < 1).any() or (shard["step"] < 0).any():
+        return "its clicks left (cost_to_go) are not all 1 or more, or its steps not all 0 or more"
+    clicked = shard["clicked"]
+    if len(ids) and (not clicked.any(axis=(1, 2)).all() or (clicked & (boards == 0)).any()):
+        return "its clicks are not each on cells of the board (one or more each)"
     return None
+
+
+DATASET_DTYPES = {"boards": np.dtype(np.int8), "clicked": np.dtype(bool), "cost_to_go": np.dtype(np.int16),
+                  "proven": np.dtype(bool), "board_id": np.dtype(np.int32), "step": np.dtype(np.int16)}
 
 
 def settings_as_written(settings: dict) -> dict:

@@ -246,7 +246,8 @@ def main(argv=None) -> int:
                 flags.fail(parser, f"another solver run is using --checkpoint-dir {args.checkpoint_dir}: give this "
                                    f"one another (several runs of one set may share a directory one after another, "
                                    f"not at once)")
-            remove_leftover_temporaries(args.checkpoint_dir)
+            # Only the saves' own: --checkpoint-dir may be any folder of the user's.
+            remove_leftover_temporaries(args.checkpoint_dir, of=r"line-\d+\.npz")
             # Proven, but killed before its progress file was removed. An unproven board's file
             # may be a retry's (--retry-unproven) in progress: it stays for that retry to resume.
             for number in (line for line, record in last.items() if record.get("optimal")):

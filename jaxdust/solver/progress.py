@@ -23,6 +23,7 @@ import zipfile
 import numpy as np
 
 from jaxdust.core import boards as board_io
+from jaxdust.core import files
 from jaxdust.core.files import atomic_write
 
 # 2 from 0.2.31: format-1 files may come from versions whose tables held unsound entries
@@ -81,6 +82,9 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
         # NumPy reads any other file as a pickle and says to trust it: no advice for a board file
         raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof (not a .npz archive)")
     try:
+        # np.load allocates what a header claims before reading: a damaged one asked for terabytes.
+        if files.npz_claimed_bytes(path) > os.path.getsize(path):  # saved uncompressed (np.savez)
+            raise ValueError("its arrays claim more bytes than the file holds")
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
             saved_format = meta.get("format")
