@@ -355,7 +355,13 @@ def test_the_line_count_of_a_long_run_keeps_its_ring_row_and_fill_past_int32():
     assert written % config.buffer_lines == (near_the_end + episodes) % config.buffer_lines
     assert [int(avi._written(jnp.int32(n), 16)) for n in (0, 15, 16, 31, 32, 33, 47, 48, 2**31 - 1)] == [
         0, 15, 16, 31, 16, 17, 31, 16, (2**31 - 1 - 16) % 16 + 16]
-    # A run saved after its count wrapped (before the fold) resumes at the true count's row.
+    # A run saved after its count wrapped (before the fold) resumes at the true count's row,
+    # from its first update on.
+    wrapped = init(jax.random.key(0))
+    wrapped = wrapped._replace(lines=wrapped.lines._replace(written=jnp.int32(-5)))
+    wrapped, metrics = run_chunk(wrapped)
+    assert int(wrapped.lines.written) % config.buffer_lines == (2**32 - 5 + int(metrics.episodes)) % config.buffer_lines
+    assert config.buffer_lines <= int(wrapped.lines.written) < 2 * config.buffer_lines
     assert int(avi._written(jnp.int32(-5), 16)) == 16 + (2**32 - 5 - 16) % 16
     assert int(avi._written(jnp.int32(-5), 24)) == 24 + (2**32 - 5 - 24) % 24
 

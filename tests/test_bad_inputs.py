@@ -229,7 +229,7 @@ FILE_CASES = [
     ("evaluate", ["--size", "former:6x6x4:x", "--random", "3"], ["--size", "must look like 8x6x5", "'former:6x6x4:x'"]),
     ("evaluate", ["--size", "former:0x5x4", "--random", "3"], ["--size", "size 'former:0x5x4': width must be >= 2"]),
     ("evaluate", ["--size", "2000x2000x5", "--random", "3"], ["--size", "4,000,000 cells", "at most 65,536 cells"]),
-    ("evaluate", ["--size", "2x32768x5", "--random", "3"], ["--size", "32,768 rows", "at most 256 rows"]),
+    ("evaluate", ["--size", "2x32768x5", "--random", "3"], ["--size", "in 32,768 rows", "and 256 rows"]),
     ("datasets", ["--size", "samegame:6x6x4"], ["--size/--env samegame:6x6x4: data sets are labelled for fewest clicks",
                                                  "not 'samegame'"]),
     ("evaluate", ["--telepathy"], ["unrecognized arguments: --telepathy"]),

@@ -329,7 +329,7 @@ def test_an_interrupted_evaluation_plays_only_the_agents_it_had_not_finished(tmp
     assert played == ["largest", "random", "beam:4"]
 
 
-@pytest.mark.parametrize("damage", ["short", "negative", "no solutions", "not a list"])
+@pytest.mark.parametrize("damage", ["short", "negative", "no solutions", "not a list", "off the board"])
 def test_kept_play_that_is_damaged_is_played_again(tmp_path, monkeypatch, damage):
     """Its identity holds nothing secret: an edited or damaged file's play, too short for the
     boards, ended in an IndexError; one of negative clicks went into the report."""
@@ -356,6 +356,8 @@ def test_kept_play_that_is_damaged_is_played_again(tmp_path, monkeypatch, damage
         saved["play"]["clicks"]["array"] = [-5] + clicks[1:]
     elif damage == "no solutions":
         saved["play"]["solutions"] = []
+    elif damage == "off the board":  # drawn in the GIF: a ValueError, once a traceback
+        saved["play"]["solutions"][0][0] = [99, 99]
     else:
         saved["play"] = []
     kept.write_text(json.dumps(saved))

@@ -1064,7 +1064,7 @@ def test_cli_resumes_saved_proofs_and_removes_each_once_its_line_is_written(tmp_
     for copy in (tmp_path / "copy.npz", directory / "line-4.npz"):
         copy.write_bytes((directory / "line-3.npz").read_bytes())
     expected = solve(board, checkpoint=tmp_path / "copy.npz", checkpoint_positions=5000)
-    (directory / ".tmp-abc-line-5.npz").write_bytes(b"PK")  # a save a killed run left half written
+    (directory / ".tmp-a1b2c3d4line-5.npz").write_bytes(b"PK")  # a save a killed run left half written
     out = tmp_path / "solutions.jsonl"
     assert solve_main([str(source), "--out", str(out), "--jobs", "1", "--checkpoint-dir", str(directory),
                        "--checkpoint-positions", "5000"]) == 1

@@ -222,9 +222,8 @@ def remove_leftover_temporaries(directory: str | os.PathLike, of: str | None = N
         return
     # mkstemp's names: the prefix, 8 random characters, then the digest and the name (the
     # name alone up to 0.2.85).
-    written = re.compile(f"(-[0-9a-f]{{12}}-)?(?:{of})")
-    _remove_temporaries(os.fspath(directory), lambda name: written.fullmatch(name, len(TEMPORARY_PREFIX) + 8)
-                        is not None)
+    written = re.compile(f"{re.escape(TEMPORARY_PREFIX)}[a-z0-9_]{{8}}(-[0-9a-f]{{12}}-)?(?:{of})", re.ASCII)
+    _remove_temporaries(os.fspath(directory), lambda name: written.fullmatch(name) is not None)
 
 
 def _remove_temporaries(directory: str, chosen: Callable[[str], bool]) -> None:
@@ -240,7 +239,8 @@ def _remove_temporaries(directory: str, chosen: Callable[[str], bool]) -> None:
 def npz_claimed_bytes(source) -> int:
     """The bytes the arrays of an ``.npz`` archive (a path or a binary file) say they hold,
     read from their headers alone: ``np.load`` allocates that much before reading any data.
-    ValueError where a header cannot be read."""
+    ValueError where a header cannot be read; a damaged archive raises zipfile's and
+    zlib's errors (``BadZipFile``, ``zlib.error``, ``RuntimeError``, ``NotImplementedError``)."""
     import zipfile
 
     import numpy as np

@@ -536,7 +536,7 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
             try:  # a run removed or damaged since the agents were checked: a RunError, a ValueError
                 path = os.path.join(args.out, PLAYED, registry.agent_file(name))
                 identity = _play_identity(args, name, digest, rules, max_clicks)
-                run = _kept_play(path, identity, len(boards), max_clicks, args.animate)
+                run = _kept_play(path, identity, np.shape(boards), max_clicks, args.animate, rules)
                 if run is not None:
                     kept.append(name)
                     bar.update(len(boards))
@@ -590,10 +590,12 @@ def _as_json(run: dict) -> dict:
     return {key: plain(value) for key, value in run.items()}
 
 
-def _kept_play(path: str, identity: dict, count: int, max_clicks: int, solutions: int) -> dict | None:
-    """The play kept at ``path`` where it was made as ``identity`` says, of ``count`` boards
-    (and ``solutions`` of them played out), else None. Nothing in the identity is secret: a
-    damaged or edited file's play is checked as far as it can be without playing again."""
+def _kept_play(path: str, identity: dict, shape: tuple[int, int, int], max_clicks: int, solutions: int,
+               rules: str) -> dict | None:
+    """The play kept at ``path`` where it was made as ``identity`` says, on boards of
+    ``shape`` (``[N, W, H]``; ``solutions`` of them played out, under ``rules``), else None.
+    Nothing in the identity is secret: a damaged or edited file's play is checked as far as
+    it can be without playing again."""
     try:
         with open(path) as handle:
             saved = json.load(handle)
@@ -604,13 +606,18 @@ def _kept_play(path: str, identity: dict, count: int, max_clicks: int, solutions
                 for key, value in saved["play"].items()}
     except (OSError, ValueError, TypeError, KeyError, AttributeError):  # none, or not this command's: played again
         return None
+    count, width, height = shape
     arrays = [value for value in play.values() if isinstance(value, np.ndarray)]
     clicks, cleared, lines = play.get("clicks"), play.get("cleared"), play.get("solutions")
+    measures = () if game.rules_of(rules).objective == "clicks" else ("points", "cells_left")
     sound = (isinstance(clicks, np.ndarray) and isinstance(cleared, np.ndarray) and cleared.dtype == bool
-             and np.issubdtype(clicks.dtype, np.integer) and all(value.shape == (count,) for value in arrays)
+             and all(isinstance(play.get(name), np.ndarray) for name in measures)
+             and all(value.shape == (count,) and value.dtype.kind in "biu" for value in arrays)
              and bool(np.all((clicks >= 0) & (clicks <= max_clicks)))
              and isinstance(lines, list) and len(lines) == min(solutions, count)
-             and all(isinstance(line, list) for line in lines)
+             and all(isinstance(line, list) and all(
+                 isinstance(click, list) and len(click) == 2 and all(type(v) is int for v in click)
+                 and 0 <= click[0] < width and 0 <= click[1] < height for click in line) for line in lines)
              and isinstance(play.get("seconds_per_board"), (int, float)))
     return play if sound else None
 

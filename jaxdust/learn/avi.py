@@ -358,6 +358,9 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
         return lines.positions[rows, steps], cap, lines.actions[rows, steps], lines.explored[rows, steps]
 
     def iteration(runner: Runner, _):
+        # A no-op but for a run saved after its count wrapped, before the fold: its first
+        # iteration draws and writes at the true count's rows too.
+        runner = runner._replace(lines=runner.lines._replace(written=_written(runner.lines.written, buffer_lines)))
         key, line_key, explore_key, select_key, reset_key, slot_key = jax.random.split(runner.key, 6)
         line_boards, cap, cap_action, cap_explored = sample_lines(runner.lines, line_key)
         boards = jnp.concatenate([runner.boards, line_boards])

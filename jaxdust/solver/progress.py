@@ -19,6 +19,7 @@ import json
 import math
 import os
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -73,7 +74,9 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
         return None
     # An empty or cut file (EOFError), a damaged one, or one whose fields are missing or of
     # other types: each is "not a saved proof", named, rather than a traceback.
-    unreadable = (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile)
+    # A damaged compressed member fails in zlib, a damaged method or flag in zipfile.
+    unreadable = (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile, zlib.error,
+                  NotImplementedError, RuntimeError)
 
     def not_a_proof(error: Exception) -> ValueError:
         return ValueError(f"checkpoint {os.fspath(path)} is not a saved proof ({type(error).__name__}: {error})")
