@@ -196,10 +196,13 @@ class DustEnv:
     def observe(self, board: jax.Array) -> Observation:
         """The ``Observation`` of one board int ``[W, H]`` of this env's size (ValueError
         for another: its observation would not fit ``observation_spec()``)."""
+        given = board
         board = game.from_lists(board)  # int8, as reset makes it (lists, numpy, another dtype)
         self._require_board_shape(np.shape(board), "env.observe: a board")
         return Observation(
-            board=board,
+            # A copy: on a CPU JAX may share a NumPy int8 array's memory, and the caller's
+            # later writes would change this board but not the planes made from it.
+            board=jnp.array(board, copy=True) if isinstance(given, np.ndarray) else board,
             one_hot=game.one_hot(board, self.game.colors),
             action_mask=game.legal_action_mask(board, self.game.rules).reshape(-1),
         )

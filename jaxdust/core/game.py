@@ -602,9 +602,7 @@ def from_lists(boards: BoardLike) -> jax.Array:
             raise ValueError(f"a board given as lists holds no cells (shape {cells.shape})")
         return jnp.asarray(check_colours(cells, "a board given as lists"), BOARD_DTYPE)
     if isinstance(boards, np.ndarray):
-        # A copy: on a CPU JAX may share an int8 array's memory, so the caller's later writes
-        # would change a board (an observation's, say) that JAX treats as immutable.
-        return jnp.array(check_colours(boards, "a board array"), BOARD_DTYPE, copy=True)
+        return jnp.asarray(check_colours(boards, "a board array"), BOARD_DTYPE)
     if isinstance(boards, jax.core.Tracer):  # the same dtype in and out as outside a transform
         if not holds_integers(boards.dtype):
             raise ValueError(f"a board array must hold integers (colours 0 to {MAX_COLORS}), got dtype {boards.dtype}")
