@@ -96,6 +96,11 @@ class Dataset(NamedTuple):
     step: np.ndarray  # int16 [N], clicks made before this position
 
 
+DATASET_DTYPES = {"boards": np.dtype(np.int8), "clicked": np.dtype(bool), "cost_to_go": np.dtype(np.int16),
+                  "proven": np.dtype(bool), "board_id": np.dtype(np.int32), "step": np.dtype(np.int16)}
+"""Each ``Dataset`` field's dtype, as shards are written and checked when read."""
+
+
 def source_board(config: DatasetConfig, index: int) -> np.ndarray:
     """Board ``index`` of a data set: int8 ``[W, H]`` drawn from ``(seed, index)``."""
     rng = np.random.default_rng((config.seed, index))
@@ -283,11 +288,10 @@ def _shard_bytes(config: DatasetConfig, records: list[dict], seen: PositionFilte
     columns: dict[str, list[np.ndarray]] = {field: [] for field in Dataset._fields}
     for record in records:
         boards, clicked, cost_to_go, proven, step = zip(*samples_of(config, record))
-        for field, values, dtype in (("boards", boards, np.int8), ("clicked", clicked, bool),
-                                     ("cost_to_go", cost_to_go, np.int16), ("proven", proven, bool),
-                                     ("step", step, np.int16)):
-            columns[field].append(np.array(values, dtype))
-        columns["board_id"].append(np.full(len(boards), record["index"], np.int32))
+        for field, values in (("boards", boards), ("clicked", clicked), ("cost_to_go", cost_to_go),
+                              ("proven", proven), ("step", step)):
+            columns[field].append(np.array(values, DATASET_DTYPES[field]))
+        columns["board_id"].append(np.full(len(boards), record["index"], DATASET_DTYPES["board_id"]))
     arrays = {field: np.concatenate(parts) for field, parts in columns.items()}  # a board has a click at least
     fresh = seen.new(arrays["boards"])
     return _npz_bytes({name: array[fresh] for name, array in arrays.items()})
@@ -560,18 +564,14 @@ def _shard_problem(shard: dict[str, np.ndarray], config: DatasetConfig, index: i
         return f"its board ids are not boards {first} to {first + config.shard_size - 1} in order"
     # What training takes as labels, which nothing else checks: a hand-edited shard whose
     # sha256 was edited too trained on nonsense without a word.
-    if len(ids) and ((boards < 0).any() or (boards > config.game.colors).any()):
+    if (boards < 0).any() or (boards > config.game.colors).any():
         return f"its boards hold colours outside 0..{config.game.colors}"
     if (shard["cost_to_go"] < 1).any() or (shard["step"] < 0).any():
         return "its clicks left (cost_to_go) are not all 1 or more, or its steps not all 0 or more"
     clicked = shard["clicked"]
-    if len(ids) and (not clicked.any(axis=(1, 2)).all() or (clicked & (boards == 0)).any()):
+    if not clicked.any(axis=(1, 2)).all() or (clicked & (boards == 0)).any():
         return "its clicks are not each on cells of the board (one or more each)"
     return None
-
-
-DATASET_DTYPES = {"boards": np.dtype(np.int8), "clicked": np.dtype(bool), "cost_to_go": np.dtype(np.int16),
-                  "proven": np.dtype(bool), "board_id": np.dtype(np.int32), "step": np.dtype(np.int16)}
 
 
 def settings_as_written(settings: dict) -> dict:

@@ -25,7 +25,6 @@ import numpy as np
 
 from jaxdust.core import boards as board_io
 from jaxdust.core import files
-from jaxdust.core.files import atomic_write
 
 # 2 from 0.2.31: format-1 files may come from versions whose tables held unsound entries
 # (refutations of commuted moves stored for positions, up to 0.2.15; odd-width dust boards
@@ -60,7 +59,7 @@ def save(path: str | os.PathLike, board: np.ndarray, rules: str, progress: Progr
     arrays = {"meta": np.array(json.dumps(meta)), "board": np.asarray(board, np.int8), "entries": entries}
     if halves.any():
         arrays["halves"] = halves
-    atomic_write(path, lambda file: np.savez(file, **arrays))
+    files.atomic_write(path, lambda file: np.savez(file, **arrays))
 
 
 def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | None:
