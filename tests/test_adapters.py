@@ -79,7 +79,8 @@ def test_jumanji_to_gym_wrapper_gives_observations_in_its_space():
         assert env.observation_space.contains(obs) and reward in (-1.0, 10.0)
 
 
-@pytest.mark.parametrize("env_id", ["Dust-6x6x5-v0", "Dust-8x4x5-v0"])
+@pytest.mark.parametrize("env_id", ["Dust-6x6x5-v0", "Dust-8x4x5-v0", "Former-7x9x4-v0", "SameGame-15x15x5-v0",
+                                    "Clickomania-10x10x4-v0"])
 def test_gymnasium_env_passes_the_env_checker(env_id):
     env = gymnasium.make(f"jaxdust/{env_id}", render_mode="rgb_array")
     assert isinstance(env.unwrapped, DustGymEnv)
@@ -508,14 +509,18 @@ def test_the_gymnasium_example_plays_whole_games(capsys):
 def test_a_refused_reset_leaves_the_envs_generator_where_it_was():
     """The vector env drew its games' keys before checking the board (or a ``reset_mask``
     given before any reset): a refused reset moved its generator, so the next unseeded
-    reset dealt other boards than it would have. The single env checked first."""
+    reset dealt other boards than it would have. The single env re-seeded its generator
+    before checking: a refused ``reset(seed=5, ...)`` left it on seed 5's stream."""
     for make in (lambda: DustVectorEnv(2, "Dust-6x6x5-v0"), lambda: DustGymEnv("Dust-6x6x5-v0")):
         plain, refused = make(), make()
         plain.reset(seed=0)
         refused.reset(seed=0)
-        with pytest.raises(ValueError, match="holds 7"):
-            refused.reset(options={"board": "7" * 36})
+        for seed, options, said in ((None, {"board": "7" * 36}, "holds 7"), (5, {"board": "7" * 36}, "holds 7"),
+                                    (5, {"bogus": 1}, "bogus")):
+            with pytest.raises(ValueError, match=said):
+                refused.reset(seed=seed, options=options)
         np.testing.assert_array_equal(refused.reset()[0], plain.reset()[0])
+        assert refused.np_random_seed == plain.np_random_seed == 0
     fresh = DustVectorEnv(2, "Dust-6x6x5-v0")
     before = fresh.np_random.bit_generator.state
     with pytest.raises(RuntimeError, match="call reset\\(\\) without it first"):

@@ -282,8 +282,8 @@ class DustGymEnv(_Compiled, gymnasium.Env):
         """``options={"board": ...}`` starts from that board (anything ``parse_board`` takes;
         text is read at this env's size), settled under its rules, of its size and colours,
         with a click left to make."""
-        super().reset(seed=seed)
         board = _start_board(self.env, _options(options, ("board",)).get("board"))
+        super().reset(seed=seed)  # after the checks: a refused reset leaves the generator as it was
         self._state, timestep = self._jit_reset(_seed_key(self.np_random), board)
         self._ended = False
         return np.array(timestep.observation.board), self._info(timestep)
