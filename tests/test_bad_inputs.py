@@ -900,6 +900,9 @@ API_CASES = [
     (lambda: avi.AVIConfig(policy_teacher="mcts", line_target_share=0.5), "line_target_share acts on the 'lines'"),
     (lambda: benchmark.score("largest", benchmark.load_set("6x6x5", limit=3), limit=0, show=False),
      "limit must be a positive integer"),
+    # A policy as play_boards plays it failed inside the call, missing its 'board'.
+    (lambda: benchmark.score(baselines.largest_cluster, "6x6x5", limit=2, show=False),
+     "agent 'largest_cluster' takes 2 arguments: score takes a function of the boards alone"),
     (lambda: jaxdust.DustEnv(max_clicks=0), r"max_clicks must be >= 1 and below 2\^31, or None, got 0"),
     (lambda: jaxdust.DustEnv(rewards=jaxdust.Rewards(click=float("nan"))), "click must be finite, got nan"),
     (lambda: jaxdust.GameConfig(8, 6, 10), r"colors must be in 1\.\.9, got 10"),
@@ -1081,6 +1084,8 @@ API_CASES = [
      "click_action takes one action per board, got shape \\(2,\\); for many, jax.vmap"),
     (lambda: jaxdust.click(jnp.ones((4, 3), jnp.int8), np.array([0, 1]), 0), "click takes one x per board"),
     (lambda: jaxdust.random_board(jax.random.key(0), (3, 2, 2)), "random_board takes a GameConfig"),
+    (lambda: jaxdust.random_boards(jax.random.key(0), jaxdust.GameConfig(6, 6, 5), 20),
+     r"random_boards\(key, count, config\) takes a GameConfig third .*, got 20"),
     (lambda: jaxdust.beam_search(jnp.ones((2, 2), jnp.int8), width=2**31), "children a click .*, beyond 2\\^31"),
     # Within a chunk below 2^31 children, the chunks the children are made in passed it.
     (lambda: jaxdust.beam_search(np.ones((4, 4), np.int8), width=2**27 - 1),

@@ -497,6 +497,30 @@ def test_leaderboard_ranks_random_boards_of_any_size_and_rules(tmp_path, monkeyp
     assert "--limit: only with --set" in capsys.readouterr().err
 
 
+def test_two_leaderboards_do_not_measure_the_same_rows_at_once(tmp_path, monkeypatch, capsys):
+    """Two calls on the same boards (a set's or a size's) measured every row twice at once,
+    each at about half speed, and kept whichever contended time ended last for later calls
+    to reuse: the second is refused while the first holds the rows' folder."""
+    from jaxdust.core import files
+
+    monkeypatch.chdir(tmp_path)
+    rows = tmp_path / "results" / "leaderboard"
+    for argv, folder in ((["--size", "4x3x3", "--boards", "2"], rows / "size-4x3x3-2-seed0"),
+                         (["--set", "8x4x5", "--limit", "2"], rows / "8x4x5-v1-2-seed0")):
+        holder = files.lock_directory(folder)  # as the same call in another terminal holds it
+        try:
+            with pytest.raises(SystemExit) as exit_info:
+                leaderboard.main([*argv, "--entries", "largest", "--out", "results/other.json"])
+            assert exit_info.value.code == 2
+            said = capsys.readouterr().err
+            assert "another leaderboard is measuring these boards' rows" in said and str(folder.relative_to(tmp_path)) in said, said
+            assert os.listdir(folder) == [".lock"] and not (tmp_path / "results" / "other.json").exists()
+        finally:
+            holder.release()
+        report = leaderboard.main([*argv, "--entries", "largest", "--out", "results/mine.json"])
+        assert len(report["rows"]) == 1 and not files.held_by_another(folder)
+
+
 def test_leaderboard_size_of_points_rules_ranks_its_defaults_by_points(tmp_path, monkeypatch):
     """--size samegame:5x5x3 with no --entries: the points rules' default entries, each
     played under SameGame's rules and ranked by points, highest first (not by clicks)."""

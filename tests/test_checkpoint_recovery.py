@@ -199,6 +199,26 @@ def test_load_run_beside_a_training_process_waits_for_the_save_it_is_finishing(r
     assert loaded.step == 4 and waits and warnings(capsys.readouterr().err) == []
 
 
+def test_load_run_reads_the_newest_while_a_runs_first_best_is_saved(run, monkeypatch, capsys):
+    """``evaluate.py`` while ``train.py`` makes its first save into ``best/``: the step's
+    folder is there before orbax lists it, and the run was said to have saved nothing yet
+    (advice to resume a run that was training). The newest checkpoint is read instead,
+    quietly while the run trains, with a warning where it does not."""
+    listed = checkpoint.Checkpoints.steps
+    monkeypatch.setattr(checkpoint.Checkpoints, "steps",
+                        lambda self: [] if os.path.basename(self.directory) == "best" else listed(self))
+    with filelock.FileLock(str(run / runs.LOCK_FILE)):  # as another process training there
+        assert runs.load_run(str(run)).step == 4
+    assert warnings(capsys.readouterr().err) == []
+    loaded = runs.load_run(str(run))
+    assert loaded.step == 4 and loaded.checkpoint == os.path.join("checkpoints", "4")
+    assert warnings(capsys.readouterr().err) == [f"warning: no finished checkpoint in {run / 'best'}; "
+                                                 f"using the newest in {run / 'checkpoints'}"]
+    monkeypatch.setattr(checkpoint.Checkpoints, "steps", lambda self: [])
+    with filelock.FileLock(str(run / runs.LOCK_FILE)), pytest.raises(runs.RunError, match="training now, has not"):
+        runs.load_run(str(run))
+
+
 def test_load_run_falls_back_from_a_damaged_best(run, whole_run, capsys):
     best_step = json.loads((whole_run / "summary.json").read_text())["best_step"]
     _delete_metadata(run / "best" / str(best_step))

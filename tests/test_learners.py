@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -1165,6 +1166,10 @@ def test_minutes_stop_with_a_checkpoint_and_resume(tmp_path, whole_dqn_run):
     assert re.search(r"stopped after \d+\.\d minutes \(--minutes 1e-05: the run's time in all, compiling, evaluations "
                      r"included\) at chunk 1; continue with "
                      r"--resume, with a larger --minutes or none", stopped.stdout) and not (tmp_path / "run" / "summary.json").exists()
+    # It plays as it stands: the hint a finished run gives (a time-stopped run gave none).
+    agents = shlex.quote(f"policy:{tmp_path / 'run'},value:{tmp_path / 'run'}")
+    assert (f"the run is in {tmp_path / 'run'} (not finished, as it stands); play it with python evaluate.py "
+            f"--agents {agents}") in stopped.stderr, stopped.stderr[-2000:]
     # Past its --minutes already, a resume with them trains nothing (it trained a chunk more each time).
     log = (tmp_path / "run" / "metrics.jsonl").read_text()
     again = run_train(tmp_path / "run", "--resume", "--minutes", "0.00001")

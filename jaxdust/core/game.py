@@ -267,7 +267,8 @@ def random_boards(key: jax.Array, count: int, config: GameConfig = GameConfig())
     shorter one of the same key. ValueError for a count whose draw would not fit in the
     machine's (or the accelerator's) memory (``random_boards_bytes``)."""
     if not isinstance(config, GameConfig):
-        raise TypeError(f"random_boards takes a GameConfig (e.g. GameConfig(8, 6, 5)), got {config!r}")
+        raise TypeError(f"random_boards(key, count, config) takes a GameConfig third (e.g. GameConfig(8, 6, 5)), "
+                        f"got {config!r}")
     require_key(key, "random_boards")
     _require_count(count)
     # XLA aborts the process, with no Python error, where a draw cannot be allotted.

@@ -16,6 +16,7 @@ claim a length that does not clear its board.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import time
 from typing import Callable, Iterator, Sequence
@@ -233,6 +234,15 @@ def _computed(solutions):
     return solutions
 
 
+def _required_arguments(function) -> int:
+    """How many positional arguments ``function`` needs (0 where Python cannot tell)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # some builtins and extension functions keep no signature
+        return 0
+    return sum(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+
+
 def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str | None = None,
           seed: int = 0, jobs: int = 1, limit: int | None = None, progress: bool = True,
           show: bool = True) -> Row:
@@ -257,6 +267,10 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
     if not (isinstance(agent, str) or callable(agent)):
         raise TypeError(f"agent must be an agent's name (as evaluate.py --agents takes it) or a function of the "
                         f"boards, got {agent!r}")
+    if callable(agent) and _required_arguments(agent) > 1:  # a policy(key, board, params) as play_boards plays
+        raise TypeError(f"agent {getattr(agent, '__name__', agent)!r} takes {_required_arguments(agent)} arguments: "
+                        "score takes a function of the boards alone, solutions = agent(boards [N, W, H]), or an "
+                        "agent's name (a policy of the baselines by its name: 'largest', 'random')")
     if not isinstance(board_set, (str, BoardSet)):
         raise TypeError(f"board_set must be a size ({', '.join(SIZES)}) or a BoardSet, got {board_set!r}")
     if limit is not None and (not game.is_integer(limit) or limit < 1):

@@ -31,6 +31,7 @@ same at a size no id registers (``results/leaderboard-size-former-6x6x4.json``);
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -228,11 +229,12 @@ def main(argv=None) -> dict:
     _require_report_or_nothing(parser, out)
     cache = os.path.join(_rows_dir(out), board_set.name.replace(" ", "-") + f"-{len(board_set.boards)}"
                          f"-seed{args.seed}")
-    _make_rows_folder(parser, cache)
-    rows, reused = _kept_or_measured(
-        parser, args.fresh, entries, cache, sources, benchmark.Row,
-        lambda kept: (kept.set, kept.boards) == (board_set.name, len(board_set.boards)),
-        lambda entry, label: benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs, show=False))
+    with _rows_folder_alone(parser, cache):
+        rows, reused = _kept_or_measured(
+            parser, args.fresh, entries, cache, sources, benchmark.Row,
+            lambda kept: (kept.set, kept.boards) == (board_set.name, len(board_set.boards)),
+            lambda entry, label: benchmark.score(entry, board_set, name=label, seed=args.seed, jobs=args.jobs,
+                                                 show=False))
     if solver is not None:
         rows.append(solver)
     rows.sort(key=lambda r: (r.mean_clicks, r.seconds_per_board))  # best first
@@ -303,14 +305,24 @@ def _require_report_or_nothing(parser, out: str) -> None:
         parser.error(f"--out: {error}")
 
 
-def _make_rows_folder(parser, cache: str) -> None:
-    """Make the folder the rows are kept in before any play: one that cannot be made (a
-    file in its place, no permission) failed in a traceback once the first agent had played."""
+@contextlib.contextmanager
+def _rows_folder_alone(parser, cache: str):
+    """Make the folder the rows are kept in and hold its lock while the rows are measured,
+    before any play: one that cannot be made (a file in its place, no permission) failed in
+    a traceback once the first agent had played, and two calls on the same boards measured
+    every row twice, each at about half speed, and kept the contended times for later calls."""
     try:
-        os.makedirs(cache, exist_ok=True)
+        lock = files.lock_directory(cache)
     except OSError as error:
         parser.error(f"--out: the rows are kept in {cache}, which cannot be made ({error.strerror or error}): "
                      "give the report another folder")
+    if lock is None:
+        parser.error(f"--out: another leaderboard is measuring these boards' rows (it holds "
+                     f"{os.path.join(cache, files.LOCK_FILE)}); wait for it to end, then its rows are reused")
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def run_sources(entries: list[str]) -> dict[str, str]:
@@ -428,23 +440,23 @@ def family_leaderboard(parser, args, env_id: str, config: game.GameConfig, entri
     _require_report_or_nothing(parser, out)  # before the boards are dealt: a large size's take a while
     # Kept by rules and size, not by name: an id and --size of its size play the same boards.
     cache = os.path.join(_rows_dir(out), f"{size_stem}-{args.boards}-seed{args.seed}")
-    _make_rows_folder(parser, cache)
-    boards = game.random_boards(jax.random.key(args.seed), args.boards, config)
-    registry.note_selection_boards(args.seed, [entry for entry, _ in entries])
+    with _rows_folder_alone(parser, cache):
+        boards = game.random_boards(jax.random.key(args.seed), args.boards, config)
+        registry.note_selection_boards(args.seed, [entry for entry, _ in entries])
 
-    def measure_row(entry: str, label: str) -> FamilyRow:
-        start = time.perf_counter()
-        with progress_bar(total=args.boards, unit="board", desc=entry, leave=False) as bar:  # as --set's rows
-            played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
-                                        max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules,
-                                        progress=bar.update)
-        return FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
-                         float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards,
-                         stats.standard_error(played[measure]))
+        def measure_row(entry: str, label: str) -> FamilyRow:
+            start = time.perf_counter()
+            with progress_bar(total=args.boards, unit="board", desc=entry, leave=False) as bar:  # as --set's rows
+                played = registry.run_agent(entry, boards, key=registry.agent_key(args.seed),
+                                            max_clicks=config.width * config.height, jobs=args.jobs, rules=config.rules,
+                                            progress=bar.update)
+            return FamilyRow(label, env_id, args.boards, measure, float(np.mean(played[measure])),
+                             float(np.mean(played["cleared"])), (time.perf_counter() - start) / args.boards,
+                             stats.standard_error(played[measure]))
 
-    rows, reused = _kept_or_measured(
-        parser, args.fresh, entries, cache, sources, FamilyRow,
-        lambda kept: (kept.boards, kept.measure) == (args.boards, measure), measure_row)
+        rows, reused = _kept_or_measured(
+            parser, args.fresh, entries, cache, sources, FamilyRow,
+            lambda kept: (kept.boards, kept.measure) == (args.boards, measure), measure_row)
     rows = [dataclasses.replace(scored, env=env_id) for scored in rows]  # a kept row may name the other
     rows.sort(key=lambda r: (-r.mean if measure == "points" else r.mean, r.seconds_per_board))  # best first
     hardware = machine.cpu_description()

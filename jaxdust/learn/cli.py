@@ -198,16 +198,19 @@ def main(argv=None) -> dict:
         summary = runs.train(args.learner, config, args)
     except runs.RunError as error:
         flags.fail(learner_parser, str(error))
-    if summary and jax.process_index() == 0:  # one summary for a run over several processes
-        print(json.dumps(summary, indent=2))
+    if jax.process_index() == 0:  # one summary for a run over several processes
+        if summary:
+            print(json.dumps(summary, indent=2))
+        # {}: --minutes stopped it after a checkpoint, which plays as the run stands.
+        where = f"the run is in {args.run_dir}" + ("" if summary else " (not finished, as it stands)")
         if "," in args.run_dir:  # --agents and the leaderboard's --runs are lists split at commas
-            print(f"the run is in {args.run_dir}; the evaluation's --agents names runs in a comma-separated list, "
+            print(f"{where}; the evaluation's --agents names runs in a comma-separated list, "
                   f"so play it by a path without a comma (a symbolic link to it, say)", file=sys.stderr)
         else:
             agents = shlex.quote(f"policy:{args.run_dir},value:{args.run_dir}")
             evaluate = flags.sibling_command("evaluate.py", "jaxdust-evaluate", "jaxdust.evaluation.cli")
-            print(f"the run is in {args.run_dir}; play it with {evaluate}"
-                  f"{_evaluation_boards_flags(config.game)} --agents {agents}", file=sys.stderr)
+            print(f"{where}; play it with {evaluate}{_evaluation_boards_flags(config.game)} --agents {agents}",
+                  file=sys.stderr)
     return summary
 
 

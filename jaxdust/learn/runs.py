@@ -1138,6 +1138,12 @@ def _evaluation_shown(bar):
 
 
 class TrainedAgent(NamedTuple):
+    """A run's network as ``load_run`` reads it: argmax play is
+    ``jaxdust.play_boards(boards, agent.policy, key, max_clicks, params=agent.params)``,
+    play on the value ``jaxdust.beam_search(boards, width, scorer=agent.scorer,
+    params=agent.params)`` (width 1: greedy), MCTS ``jaxdust.search.mcts.search(boards,
+    agent.evaluator, agent.params, key, simulations)``; ``step`` is the checkpoint's chunk."""
+
     learner: str  # a name in jaxdust.learn.learners.LEARNERS
     config: Any  # the run's config dataclass
     params: Any  # network parameters of the checkpoint load_run read (selected, unless newest)
@@ -1253,8 +1259,14 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
         checkpoints = checkpoint.Checkpoints.reader(source, upgrade(learner), beside_writer=training)
         try:
             if not checkpoints.steps():
-                raise checkpoint.CheckpointError(f"no checkpoint in {source}: the run has not saved one yet "
-                                                 "(train it further with --resume)")
+                if source != sources[-1]:  # a selection's first save, not finished (or under way now)
+                    if not training:
+                        print(f"warning: no finished checkpoint in {source}; using the newest in {sources[-1]}",
+                              file=sys.stderr)
+                    continue
+                raise checkpoint.CheckpointError(f"no checkpoint in {source}: " + (
+                    "the run, training now, has not saved one yet" if training
+                    else "the run has not saved one yet (train it further with --resume)"))
             step, state, skipped = checkpoints.restore_newest(like, saved, beside_writer=training)
         except checkpoint.NoReadableCheckpoint as error:
             unreadable.append(error)
