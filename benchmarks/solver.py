@@ -148,7 +148,7 @@ def main(argv=None) -> dict:
         }
         report["sets"][name] = summary
         print(f"{name}: {len(proven)}/{len(results)} proven, median {summary['seconds']['p50']:.3f}s, "
-              f"p90 {summary['seconds']['p90']:.2f}s, max {summary['seconds']['max']:.2f}s", flush=True)
+              f"p90 {summary['seconds']['p90']:.3f}s, max {summary['seconds']['max']:.3f}s", flush=True)
         files.atomic_write_json(args.out, report)
 
     print(f"\nExact solver, one core per board ({report['cpu']}, {report['cpu_count']} cores, "
@@ -162,8 +162,8 @@ def main(argv=None) -> dict:
         nodes = f"{s['nodes']['p50']:,.0f}" if s["nodes"] else "-"
         speed = f"{ref['median_speedup_where_both_proved']:.1f}x" if ref["median_speedup_where_both_proved"] else "-"
         reference = f"{ref['seconds']['p50']:.2f} ({ref['proven']}/{ref['boards']})" if ref["seconds"] else "-"
-        print(f"| {name} | {s['boards']} | {s['proven']} | {s['seconds']['p50']:.3f} | {s['seconds']['p90']:.2f} "
-              f"| {s['seconds']['max']:.2f} | {nodes} | {s['mean_length']:.2f} | {reference} | {speed} |")
+        print(f"| {name} | {s['boards']} | {s['proven']} | {s['seconds']['p50']:.3f} | {s['seconds']['p90']:.3f} "
+              f"| {s['seconds']['max']:.3f} | {nodes} | {s['mean_length']:.2f} | {reference} | {speed} |")
     print(f"\nwrote {args.out}")
     return report
 

@@ -2,6 +2,7 @@
 
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -93,6 +94,24 @@ def test_a_solvers_own_solutions_are_replayed_and_scored():
     exact = benchmark.score(_solver_solutions, "8x4x5", name="exact", limit=6, show=False)
     assert (exact.boards, exact.mean_clicks, exact.optimal, exact.gap, exact.cleared) == (
         6, pytest.approx(benchmark.load_set("8x4x5").best[:6].mean()), 1.0, 0.0, 1.0)
+    # Solvers of the boards alone, however made: a policy (key, board, params) is refused
+    # by name, a batch solver that functools.wraps a one-board one is not.
+    def per_board(solve_one):
+        @functools.wraps(solve_one)
+        def solve_all(boards):
+            return [solve_one(board, 32) for board in boards]
+        return solve_all
+
+    @per_board
+    def exact_one(board, max_clicks):
+        return jaxdust.solve(board).clicks
+
+    class Exact:
+        def __call__(self, boards, unused=None):
+            return _solver_solutions(boards)
+
+    for solver in (exact_one, Exact(), functools.partial(lambda boards, width: _solver_solutions(boards), width=2)):
+        assert benchmark.score(solver, "8x4x5", limit=2, show=False).optimal == 1.0
 
     def stops_one_click_short(boards):
         return [solution[:-1] for solution in _solver_solutions(boards)]
@@ -519,6 +538,17 @@ def test_two_leaderboards_do_not_measure_the_same_rows_at_once(tmp_path, monkeyp
             holder.release()
         report = leaderboard.main([*argv, "--entries", "largest", "--out", "results/mine.json"])
         assert len(report["rows"]) == 1 and not files.held_by_another(folder)
+    # Rows kept in a folder that cannot be written (a copy kept read-only) are still reused.
+    def unwritable(directory, timeout=0):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(files, "lock_directory", unwritable)
+    again = leaderboard.main(["--size", "4x3x3", "--boards", "2", "--entries", "largest", "--out", "results/mine.json"])
+    assert again["kept"] == ["largest"], again["kept"]
+    assert "which cannot be written (Permission denied): its rows are reused" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # no folder to read rows from: nothing reused, nothing kept
+        leaderboard.main(["--size", "4x3x3", "--boards", "3", "--entries", "largest", "--out", "results/mine.json"])
+    assert "size-4x3x3-3-seed0, which cannot be made (Permission denied)" in capsys.readouterr().err
 
 
 def test_leaderboard_size_of_points_rules_ranks_its_defaults_by_points(tmp_path, monkeypatch):

@@ -213,10 +213,13 @@ def test_load_run_reads_the_newest_while_a_runs_first_best_is_saved(run, monkeyp
     loaded = runs.load_run(str(run))
     assert loaded.step == 4 and loaded.checkpoint == os.path.join("checkpoints", "4")
     assert warnings(capsys.readouterr().err) == [f"warning: no finished checkpoint in {run / 'best'}; "
-                                                 f"using the newest in {run / 'checkpoints'}"]
+                                                 f"using checkpoint 4 in {run / 'checkpoints'}"]
     monkeypatch.setattr(checkpoint.Checkpoints, "steps", lambda self: [])
     with filelock.FileLock(str(run / runs.LOCK_FILE)), pytest.raises(runs.RunError, match="training now, has not"):
         runs.load_run(str(run))
+    with pytest.raises(runs.RunError, match="has not saved one yet"):  # no warning of a checkpoint it then lacks
+        runs.load_run(str(run))
+    assert warnings(capsys.readouterr().err) == []
 
 
 def test_load_run_falls_back_from_a_damaged_best(run, whole_run, capsys):

@@ -235,9 +235,10 @@ def _computed(solutions):
 
 
 def _required_arguments(function) -> int:
-    """How many positional arguments ``function`` needs (0 where Python cannot tell)."""
+    """How many positional arguments ``function`` needs (0 where Python cannot tell): its
+    own, not those of a function it wraps (``functools.wraps`` of a solver of one board)."""
     try:
-        parameters = inspect.signature(function).parameters.values()
+        parameters = inspect.signature(function, follow_wrapped=False).parameters.values()
     except (TypeError, ValueError):  # some builtins and extension functions keep no signature
         return 0
     return sum(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)

@@ -11,7 +11,8 @@ simulation), and beam search on its value at widths 1 (greedy), 8 and 64; a fift
 MuZero with 64 simulations, for learners with a policy and a value. Each row is kept in a
 folder ``leaderboard/`` beside the report as soon as it is measured, so an interrupted run
 resumes (``--fresh`` measures again; so does another version of jaxdust, and a learner's row
-once its run has trained again). The
+once its run has trained again; a second call on the same boards is refused while one
+measures them). The
 exact solver's row on the 1000-board set comes from the log of the run that made the set
 (``--solver-log``; re-solving all 1000 boards takes an hour on two cores).
 Prints the table in markdown and writes ``results/leaderboard-<set>.json`` (or ``--out``).
@@ -314,8 +315,14 @@ def _rows_folder_alone(parser, cache: str):
     try:
         lock = files.lock_directory(cache)
     except OSError as error:
-        parser.error(f"--out: the rows are kept in {cache}, which cannot be made ({error.strerror or error}): "
-                     "give the report another folder")
+        if not os.path.isdir(cache):
+            parser.error(f"--out: the rows are kept in {cache}, which cannot be made ({error.strerror or error}): "
+                         "give the report another folder")
+        # A folder kept read-only (a copy of someone's rows): its rows are read, none kept.
+        print(f"warning: the rows are kept in {cache}, which cannot be written ({error.strerror or error}): its "
+              "rows are reused, new ones are not kept", file=sys.stderr)
+        yield
+        return
     if lock is None:
         parser.error(f"--out: another leaderboard is measuring these boards' rows (it holds "
                      f"{os.path.join(cache, files.LOCK_FILE)}); wait for it to end, then its rows are reused")

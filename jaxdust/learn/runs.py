@@ -1254,15 +1254,14 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
     like = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device),
                         jax.eval_shape(lambda: learner.template(config)))
     unreadable = []  # NoReadableCheckpoint of each source tried
+    unlisted = []  # selections whose folder lists no finished step
     training = files.held_by_another(directory)
     for source in sources:
         checkpoints = checkpoint.Checkpoints.reader(source, upgrade(learner), beside_writer=training)
         try:
             if not checkpoints.steps():
                 if source != sources[-1]:  # a selection's first save, not finished (or under way now)
-                    if not training:
-                        print(f"warning: no finished checkpoint in {source}; using the newest in {sources[-1]}",
-                              file=sys.stderr)
+                    unlisted.append(source)
                     continue
                 raise checkpoint.CheckpointError(f"no checkpoint in {source}: " + (
                     "the run, training now, has not saved one yet" if training
@@ -1277,6 +1276,9 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
             checkpoints.close()
         for passed_over in [*(d for e in unreadable for d in e.damaged), *skipped]:
             print(f"warning: {passed_over}; using checkpoint {step} in {source}", file=sys.stderr)
+        for selection in [] if training else unlisted:
+            print(f"warning: no finished checkpoint in {selection}; using checkpoint {step} in {source}",
+                  file=sys.stderr)
         return TrainedAgent(learner.name, config, learner.params(state), learner.policy(config),
                             learner.scorer(config), learner.evaluator(config), step,
                             os.path.relpath(os.path.join(source, str(step)), directory))
