@@ -70,6 +70,8 @@ NOT_INSTALLED = """
 import importlib.machinery, os, subprocess, sys
 class _OnlyBesideOrOnPythonpath:
     def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in os.environ.get("MISSING_MODULES", "").split(","):  # as on a Colab runtime
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         if name != "jaxdust":
             return None
         allowed = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
@@ -96,7 +98,9 @@ def test_the_install_cell_installs_only_where_jaxdust_does_not_import(tmp_path):
     """A checkout on PYTHONPATH (no distribution) asked pip for jaxdust from GitHub, which a
     machine without the internet cannot reach: every notebook failed in its first cell.
     Where jaxdust does not import it installs: nowhere to be found, a clone's folder beside
-    the notebook (no code: a namespace), a clone's root without jaxdust's dependencies. A
+    the notebook (no code: a namespace), a clone's root without jaxdust's dependencies, or
+    without those ``import jaxdust`` leaves for later (mctx, say: it imported, and the first
+    cell to train failed). A
     JAX imported before pip upgraded it (by that clone's failed import) stayed in use at its
     old version, beside the new one's files, without a word: the cell asks for a restart."""
     import os
@@ -105,13 +109,15 @@ def test_the_install_cell_installs_only_where_jaxdust_does_not_import(tmp_path):
 
     cell = nbformat.read(NOTEBOOKS[0], as_version=4).cells[1].source
     checkout = str(pathlib.Path(__file__).resolve().parent.parent)
-    for folder in ("empty", "beside/jaxdust", "root/jaxdust"):
+    for folder in ("empty", "beside/jaxdust", "root/jaxdust", "late/jaxdust"):
         (tmp_path / folder).mkdir(parents=True)
     (tmp_path / "root" / "jaxdust" / "__init__.py").write_text("import jax\nimport no_such_dependency_of_jaxdust\n")
+    (tmp_path / "late" / "jaxdust" / "__init__.py").write_text("import jax\n")  # imports; mctx is missing
     for folder, pythonpath, installs, upgrades in (("empty", checkout, False, False), ("empty", "", True, False),
                                                    ("beside", "", True, False), ("root", "", True, False),
-                                                   ("root", "", True, True)):
-        env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": pythonpath, "PIP_UPGRADES_JAX": "1" * upgrades}
+                                                   ("root", "", True, True), ("late", "", True, False)):
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": pythonpath, "PIP_UPGRADES_JAX": "1" * upgrades,
+               "MISSING_MODULES": "mctx" if folder == "late" else ""}
         ran = subprocess.run([sys.executable, "-c", NOT_INSTALLED + cell], capture_output=True, text=True,
                              env=env, cwd=tmp_path / folder, timeout=300)
         assert ("PIP" in ran.stdout and "jaxdust @ git+https://" in ran.stdout) == installs, (folder, ran.stdout)
