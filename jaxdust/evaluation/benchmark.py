@@ -268,8 +268,8 @@ def score(agent: str | Solver, board_set: str | BoardSet = "8x6x5", *, name: str
     if not (isinstance(agent, str) or callable(agent)):
         raise TypeError(f"agent must be an agent's name (as evaluate.py --agents takes it) or a function of the "
                         f"boards, got {agent!r}")
-    if callable(agent) and _required_arguments(agent) > 1:  # a policy(key, board, params) as play_boards plays
-        raise TypeError(f"agent {getattr(agent, '__name__', agent)!r} takes {_required_arguments(agent)} arguments: "
+    if callable(agent) and (needed := _required_arguments(agent)) > 1:  # a policy(key, board, params)
+        raise TypeError(f"agent {getattr(agent, '__name__', agent)!r} takes {needed} arguments: "
                         "score takes a function of the boards alone, solutions = agent(boards [N, W, H]), or an "
                         "agent's name (a policy of the baselines by its name: 'largest', 'random')")
     if not isinstance(board_set, (str, BoardSet)):

@@ -312,7 +312,6 @@ def _rows_folder_alone(parser, cache: str):
     before any play: one that cannot be made (a file in its place, no permission) failed in
     a traceback once the first agent had played, and two calls on the same boards measured
     every row twice, each at about half speed, and kept the contended times for later calls."""
-    read_only = False
     try:
         lock = files.lock_directory(cache)
     except OSError as error:
@@ -322,10 +321,11 @@ def _rows_folder_alone(parser, cache: str):
         # A folder kept read-only (a copy of someone's rows): its rows are read, none kept.
         print(f"warning: the rows are kept in {cache}, which cannot be written ({error.strerror or error}): its "
               "rows are reused, new ones are not kept", file=sys.stderr)
-        lock, read_only = None, True
-    if lock is None and not read_only:
-        parser.error(f"--out: another leaderboard is measuring these boards' rows (it holds "
-                     f"{os.path.join(cache, files.LOCK_FILE)}); wait for it to end, then its rows are reused")
+        lock = None
+    else:
+        if lock is None:
+            parser.error(f"--out: another leaderboard is measuring these boards' rows (it holds "
+                         f"{os.path.join(cache, files.LOCK_FILE)}); wait for it to end, then its rows are reused")
     try:
         yield
     finally:

@@ -1276,9 +1276,10 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
             checkpoints.close()
         for passed_over in [*(d for e in unreadable for d in e.damaged), *skipped]:
             print(f"warning: {passed_over}; using checkpoint {step} in {source}", file=sys.stderr)
-        for selection in [] if training else unlisted:
-            print(f"warning: no finished checkpoint in {selection}; using checkpoint {step} in {source}",
-                  file=sys.stderr)
+        if not training:  # beside a writer, an unlisted selection is its first save under way
+            for selection in unlisted:
+                print(f"warning: no finished checkpoint in {selection}; using checkpoint {step} in {source}",
+                      file=sys.stderr)
         return TrainedAgent(learner.name, config, learner.params(state), learner.policy(config),
                             learner.scorer(config), learner.evaluator(config), step,
                             os.path.relpath(os.path.join(source, str(step)), directory))
