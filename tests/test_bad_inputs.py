@@ -1102,6 +1102,14 @@ API_CASES = [
     # SameGame's points of a larger board would wrap round int32.
     (lambda: play_boards(np.ones((1, 216, 216), np.int8), baselines.largest_group, jax.random.key(0), 2,
                          rules="samegame"), "216x216 board has 46,656 cells; under the samegame rules a board holds"),
+    # A user's evaluator of the wrong shapes failed deep inside mctx, or broadcast into wrong values.
+    *((lambda evaluate=evaluate: mcts.search(np.ones((2, 4, 3), np.int8), evaluate, None, jax.random.key(0), 4),
+       re.escape("mcts: the evaluator returns (clicks_left [N], logits [N, W * H]) for boards [N, W, H], here [2] "
+                 f"and [2, 12]; got {got}"))
+      for evaluate, got in (
+          (lambda boards, params: (jnp.zeros(2), jnp.zeros((2, 4, 3))), "shapes ((2,), (2, 4, 3))"),
+          (lambda boards, params: (jnp.zeros((2, 1)), jnp.zeros((2, 12))), "shapes ((2, 1), (2, 12))"),
+          (lambda boards, params: jnp.zeros(2), "one array of shape (2,)"))),
     (lambda: mcts.search(np.ones((4, 3), np.int8), mcts.heuristic_evaluator, None, jax.random.key(0), 4),
      r"mcts.search takes a batch of boards \[N, W, H\], got shape \(4, 3\) \(one board: boards\[None\]\)"),
     (lambda: mcts.search(np.ones((1, 4, 3), np.int8), mcts.heuristic_evaluator, None, 0, 4),

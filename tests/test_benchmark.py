@@ -19,6 +19,7 @@ import jaxdust
 from jaxdust.core import boards as board_io
 from jaxdust.core import configs, flags, machine
 from jaxdust.evaluation import benchmark, leaderboard, plots, registry
+from jaxdust.evaluation import cli as evaluate_cli
 from jaxdust.learn import avi, cli, runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -1664,3 +1665,80 @@ def test_the_data_set_maker_benchmark_syncs_the_journal_by_the_second_and_stream
     shard = report["one_shard_bytes_a_board"]
     assert shard["peak making it"] > shard["its arrays"] > 0
     assert "| every board | " in capsys.readouterr().out
+
+
+def _registered(monkeypatch, name: str, play, replace: bool = False) -> registry.Agent:
+    """``name`` registered for this test only (``register`` into a copy of the registry)."""
+    monkeypatch.setattr(registry, "AGENTS", dict(registry.AGENTS))
+    return registry.register(registry.Agent(name, f"{name} (a test's)", None, lambda text: None, play,
+                                            tuple(jaxdust.core.game.RULES)), replace)
+
+
+def _plays_clicks(clicks: int):
+    def play(settings, boards, context):
+        count = len(boards)
+        return {"clicks": np.full(count, clicks), "cleared": np.ones(count, bool),
+                "points": np.zeros(count), "cells_left": np.zeros(count)}
+    return play
+
+
+def test_register_refuses_a_name_taken_or_that_an_agent_list_cannot_hold(monkeypatch):
+    with pytest.raises(ValueError, match=r"agent 'largest' is registered already \(clicks the largest group"):
+        _registered(monkeypatch, "largest", _plays_clicks(3))
+    assert registry.is_built_in("largest")
+    _registered(monkeypatch, "largest", _plays_clicks(3), replace=True)
+    assert not registry.is_built_in("largest")  # another agent's code under a built-in name
+    for name in ("mine:2", "a,b", "my agent", ""):
+        with pytest.raises(ValueError, match="an agent's name holds no"):
+            _registered(monkeypatch, name, _plays_clicks(3))
+    _registered(monkeypatch, "mine", _plays_clicks(3))
+    assert not registry.is_built_in("mine") and registry.is_built_in("beam:8") and registry.is_built_in("policy:x")
+
+
+@pytest.mark.parametrize("rules, played, words", [
+    ("dust", {"clicks": np.ones(2)}, r"play returned no 'cleared' \(it returns clicks, cleared under the dust rules"),
+    ("samegame", {"clicks": np.ones(2), "cleared": np.ones(2, bool)},
+     r"play returned no 'points' \(it returns clicks, cleared, points, cells_left under the samegame rules"),
+    ("dust", {"clicks": np.ones((2, 1)), "cleared": np.ones(2, bool)}, r"play's 'clicks' has shape \(2, 1\), not \(2,\)"),
+    ("dust", [np.ones(2), np.ones(2)], "play returned a list, not a dict"),
+])
+def test_run_agent_names_what_a_registered_agents_play_lacks(monkeypatch, rules, played, words):
+    """evaluate.py failed with a KeyError ('solutions', 'points') on such an agent."""
+    _registered(monkeypatch, "mine", lambda settings, boards, context: played)
+    config = jaxdust.GameConfig(4, 3, 3, rules=rules)
+    boards = jaxdust.random_boards(jax.random.key(0), 2, config)
+    with pytest.raises(ValueError, match=f"agent 'mine': {words}"):
+        registry.run_agent("mine", boards, key=jax.random.key(0), max_clicks=12, rules=rules)
+
+
+def test_a_registered_agent_without_solutions_or_numpy_arrays_is_evaluated(tmp_path, monkeypatch):
+    def play(settings, boards, context):  # JAX arrays, no solutions kept
+        return {"clicks": jnp.full(len(boards), 9), "cleared": jnp.ones(len(boards), bool)}
+
+    _registered(monkeypatch, "mine", play)
+    out = tmp_path / "out"
+    evaluate_cli.main(["--random", "3", "--size", "4x3x3", "--agents", "mine,largest", "--animate", "1",
+                       "--out", str(out)])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["agents"]["mine"]["mean"] == 9.0
+    assert (out / "game-largest-0.gif").exists() and not (out / "game-mine-0.gif").exists()
+
+
+def test_the_rows_and_play_of_a_registered_agent_are_not_kept_between_calls(tmp_path, monkeypatch):
+    """Its row was reused after its code changed: nothing in the row's key tells one
+    version of a user's function from another."""
+    monkeypatch.chdir(tmp_path)
+    _registered(monkeypatch, "mine", _plays_clicks(7))
+    arguments = ["--size", "4x3x3", "--boards", "2", "--entries", "mine,largest"]
+    first = leaderboard.main(arguments)
+    _registered(monkeypatch, "mine", _plays_clicks(5), replace=True)
+    again = leaderboard.main(arguments)
+    assert again["kept"] == ["largest"] and first["kept"] == []
+    assert {row["agent"]: row["mean"] for row in again["rows"]}["mine"] == 5.0
+    written = []
+    monkeypatch.setattr(evaluate_cli.files, "atomic_write_json",
+                        lambda path, value, write=evaluate_cli.files.atomic_write_json: (written.append(path),
+                                                                                          write(path, value)))
+    evaluate_cli.main(["--random", "2", "--size", "4x3x3", "--agents", "mine,largest", "--out", "out"])
+    played = [os.path.basename(path) for path in written if evaluate_cli.PLAYED in path]
+    assert played == [registry.agent_file("largest")]

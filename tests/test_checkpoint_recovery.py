@@ -786,3 +786,19 @@ def test_a_checkpoint_removed_by_a_process_killed_midway_leaves_no_part_of_it(tm
     again = checkpoint.Checkpoints(str(directory), max_to_keep=1)
     assert again.steps() == [2] and sorted(os.listdir(directory)) == ["2"]
     again.verify(2, state, {"run": 1})
+
+
+def test_config_and_summary_name_the_versions_that_trained_and_finished_the_run(run, whole_run, monkeypatch):
+    def record(name):
+        return json.loads((run / name).read_text())
+
+    assert record("config.json")[runs.VERSIONS_KEY] == [jaxdust.__version__]
+    assert record("summary.json")["jaxdust"] == jaxdust.__version__
+    fingerprint = runs.fingerprint(run)
+    train(run, "--resume")  # finished: nothing trained, nothing rewritten
+    assert runs.fingerprint(run) == fingerprint
+    monkeypatch.setattr(runs, "__version__", "9.9.9")
+    train(run, "--resume", "--resume-step", "2")
+    assert record("config.json")[runs.VERSIONS_KEY] == [jaxdust.__version__, "9.9.9"]
+    assert record("summary.json")["jaxdust"] == "9.9.9"
+    assert run_record(run)[0] == run_record(whole_run)[0]

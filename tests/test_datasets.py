@@ -901,3 +901,26 @@ def test_the_manifest_is_rewritten_a_few_times_a_doubling_and_an_interrupted_set
     writes.clear()
     make_dataset(str(tmp_path / "fresh"), config, jobs=1, progress=False)
     assert writes[0] == 0 and writes[-1] == 200 and len(writes) < 80  # 200 + 1 before
+
+
+def test_the_manifest_names_the_versions_that_labelled_boards_of_the_set(tmp_path, monkeypatch):
+    import jaxdust
+    config = DatasetConfig(GameConfig(4, 3, 3), boards=2, labeller="beam", beam_width=2, shard_size=1)
+    directory = tmp_path / "set"
+
+    def versions():
+        return json.loads((directory / "manifest.json").read_text())[files.VERSIONS_KEY]
+
+    monkeypatch.setattr(datasets, "__version__", "0.0.1")
+    make_dataset(str(directory), config, progress=False)
+    assert versions() == ["0.0.1"]
+    make_dataset(str(directory), config, progress=False)  # finished: a version that labels nothing is not named
+    monkeypatch.setattr(datasets, "__version__", jaxdust.__version__)
+    make_dataset(str(directory), config, progress=False)
+    assert versions() == ["0.0.1"]
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["config"]["boards"] = 3  # as if stopped before its third board
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    make_dataset(str(directory), dataclasses.replace(config, boards=3), progress=False)
+    assert versions() == ["0.0.1", jaxdust.__version__]
+    assert len(np.unique(load_dataset(str(directory)).board_id)) == 3

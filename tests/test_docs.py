@@ -4,6 +4,7 @@ page holds the tables the README points to; the pages' Python examples run as wr
 
 import os
 import pathlib
+import json
 import re
 import subprocess
 import sys
@@ -127,3 +128,7 @@ def test_a_page_s_python_examples_run_in_order(page, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     if page == "benchmark.md":  # score prints each row: the agent's name and its set
         assert "| mine |" in result.stdout and "| beam:64 |" in result.stdout, result.stdout
+        # "Your own agent": the registered agent in evaluate.py's report, animation and the leaderboard
+        assert set(json.loads((tmp_path / "results" / "mine" / "summary.json").read_text())["agents"]) >= {"mine"}
+        assert (tmp_path / "results" / "mine" / "game-mine-0.gif").exists()
+        assert "mine" in {row["agent"] for row in json.loads((tmp_path / "results" / "board.json").read_text())["rows"]}

@@ -418,7 +418,7 @@ def _first_step(env: DustEnv):
             extras={"removed": jnp.int32(0), "clicks": state.clicks, "next_board": state.board},
         )
 
-    return jax.jit(first)
+    return jax.jit(game.standard_numpy(first))
 
 
 @functools.lru_cache(maxsize=64)
@@ -427,7 +427,7 @@ def _batch_programs(env: DustEnv):
     call outside ``jit`` compiles once per configuration and batch (op by op, each eager call
     compiled its loops again: ~0.1 s a step, ~1.5 s a reset on a CPU); inside a jit they
     are inlined."""
-    return jax.jit(env._step_batch), jax.jit(env._reset_finished)
+    return jax.jit(game.standard_numpy(env._step_batch)), jax.jit(game.standard_numpy(env._reset_finished))
 
 
 @functools.lru_cache(maxsize=64)
@@ -441,7 +441,7 @@ def _batched_step(env: DustEnv):
         states, actions = jax.tree.map(lambda leaf: leaf[None], (state, jnp.asarray(action, jnp.int32)))
         return jax.tree.map(lambda leaf: leaf[0], env.step_batch(states, actions))
 
-    stepper = jax.custom_batching.custom_vmap(step_one)
+    stepper = jax.custom_batching.custom_vmap(game.standard_numpy(step_one))
 
     @stepper.def_vmap
     def _rule(axis_size: int, in_batched, state: State, action: jax.Array):

@@ -258,6 +258,18 @@ def npz_claimed_bytes(source) -> int:
     return total
 
 
+# A record's list of the jaxdust versions that wrote to what it describes (a run's
+# config.json, a data set's manifest.json), oldest first.
+VERSIONS_KEY = "jaxdust_versions"
+
+
+def with_version(versions: Any, version: str) -> list[str]:
+    """``versions`` (a record's ``VERSIONS_KEY``: a list of version strings, or None where a
+    record from before 0.2.92 has none) with ``version`` appended unless it is the last."""
+    kept = [name for name in versions if isinstance(name, str)] if isinstance(versions, list) else []
+    return kept if kept[-1:] == [version] else [*kept, version]
+
+
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
     """``json_bytes(value)`` to ``path``."""
     atomic_write_bytes(path, json_bytes(value))

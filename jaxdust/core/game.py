@@ -488,6 +488,19 @@ _Params = ParamSpec("_Params")
 _Result = TypeVar("_Result")
 
 
+def standard_numpy(function: _Function) -> _Function:
+    """``function`` run (and so traced) under JAX's default NumPy promotion rules, whatever
+    the caller's ``jax_numpy_rank_promotion`` and ``jax_numpy_dtype_promotion``: the
+    package's code broadcasts ranks and mixes Python scalars, bools and ints as JAX's
+    defaults allow, and a user's stricter settings (``"raise"``, ``"strict"``, which JAX's
+    docs suggest for catching their own bugs) would otherwise fail inside it."""
+    @functools.wraps(function)
+    def wrapped(*args, **kwargs):
+        with jax.numpy_rank_promotion("allow"), jax.numpy_dtype_promotion("standard"):
+            return function(*args, **kwargs)
+    return wrapped  # type: ignore[return-value]
+
+
 # Typed so that a type checker sees each public function's own signature through the
 # wrapper, with the board as the wrapper takes it (numpy or nested lists too).
 @overload
@@ -510,7 +523,7 @@ def public(function=None, *, indices: tuple[str, ...] = (), one_board: bool = Fa
         return functools.partial(public, indices=indices, one_board=one_board)
     signature = inspect.signature(function)
     static = ("rules",) if "rules" in signature.parameters else ()
-    jitted = jax.jit(function, static_argnames=static)
+    jitted = jax.jit(standard_numpy(function), static_argnames=static)
 
     @functools.wraps(function)
     def call(board, *args, **kwargs):
@@ -623,6 +636,7 @@ def batch_last_vmap(function: _Function) -> _Function:
     for the whole batch, run until its slowest board settles (extra passes leave settled
     boards unchanged), instead of ``vmap``'s per-board loop with a select per pass.
     """
+    function = standard_numpy(function)
     batched = jax.custom_batching.custom_vmap(function)
 
     @batched.def_vmap

@@ -46,6 +46,7 @@ class _PlayCarry(NamedTuple):
     step: jax.Array  # int32 []
 
 
+@game.standard_numpy
 def play_boards(boards: game.BoardLike, policy: Policy, key: jax.Array, max_clicks: int,
                 params: Any = None, rules: str = "dust") -> PlayResult:
     """Play every board with ``policy`` under ``rules`` until no click removes anything (for

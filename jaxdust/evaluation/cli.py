@@ -536,7 +536,8 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
             try:  # a run removed or damaged since the agents were checked: a RunError, a ValueError
                 path = os.path.join(args.out, PLAYED, registry.agent_file(name))
                 identity = _play_identity(args, name, digest, rules, max_clicks)
-                run = _kept_play(path, identity, np.shape(boards), max_clicks, args.animate, rules)
+                own = registry.is_built_in(name)  # a user's registered agent may have changed since
+                run = _kept_play(path, identity, np.shape(boards), max_clicks, args.animate, rules) if own else None
                 if run is not None:
                     kept.append(name)
                     bar.update(len(boards))
@@ -546,7 +547,8 @@ def _play_agents(parser, args, agents: list[str], boards, rules: str, max_clicks
                                              chunk=args.chunk, jobs=args.jobs, progress=bar.update,
                                              solutions=args.animate, rules=rules)
                     run = {**run, "seconds_per_board": (time.perf_counter() - start) / len(boards)}
-                    files.atomic_write_json(path, {"identity": identity, "play": _as_json(run)})
+                    if own:
+                        files.atomic_write_json(path, {"identity": identity, "play": _as_json(run)})
             except ValueError as error:
                 flags.fail(parser, f"agent {name}: {error}")
             played[name] = run

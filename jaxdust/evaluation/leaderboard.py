@@ -400,11 +400,14 @@ def _kept_or_measured(parser, fresh: bool, entries: list[tuple[str, str]], cache
     ``cache`` for the entry (whatever its spelling) where it ``describes(kept)`` the same
     play (never with ``fresh``), shown under this call's label, else ``measure(entry,
     label)``, kept at once, so the rows measured before a failing agent stay (it fails the
-    command with one line)."""
+    command with one line). An agent registered outside jaxdust (``registry.register``) is
+    measured every call and its row not kept: nothing tells its code of one call from
+    another's."""
     rows, reused = [], []
     for entry, label in entries:
         path = _row_path(cache, entry)
-        kept = None if fresh else _kept_row(path, row_type, sources.get(entry))
+        own = registry.is_built_in(entry)
+        kept = None if fresh or not own else _kept_row(path, row_type, sources.get(entry))
         if kept and describes(kept):
             rows.append(dataclasses.replace(kept, agent=label))
             reused.append(label)
@@ -413,7 +416,8 @@ def _kept_or_measured(parser, fresh: bool, entries: list[tuple[str, str]], cache
             scored = measure(entry, label)
         except ValueError as error:
             flags.fail(parser, f"{entry}: {error}")
-        _keep_row(path, scored, sources.get(entry))
+        if own:
+            _keep_row(path, scored, sources.get(entry))
         print(scored.markdown(), flush=True)
         rows.append(scored)
     return rows, reused

@@ -3,7 +3,9 @@
 An agent is named ``name[:value]`` (``"solver:5"``, ``"value:runs/avi-0:8"``). The
 registry ``AGENTS`` holds one ``Agent`` per name: its description, a parser for the text
 after the colon and a function that plays a batch of boards. A new agent is one
-``register(Agent(...))`` call; ``evaluate.py`` and the benchmarks pick it up from there.
+``register(Agent(...))`` call; from then on, in that Python process, ``run_agent``,
+``benchmark.score``, ``jaxdust.evaluation.cli.main`` (``evaluate.py``) and
+``jaxdust.evaluation.leaderboard.main`` take its name (docs/benchmark.md, "Your own agent").
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ class Context(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Agent:
+    """One way of clearing boards. ``play(settings, boards, context)`` plays the boards
+    int8 ``[N, W, H]`` under ``context.rules`` and returns a dict of NumPy-convertible
+    arrays ``[N]``: ``clicks`` and ``cleared`` (bool); under the points rules
+    (``game.POINTS_RULES``) also ``points`` and ``cells_left``; optionally ``proven``
+    (bool: its length is the optimum) and ``solutions``, the clicks ``[(x, y), ...]``
+    played on the first ``context.solutions`` boards (animated by ``evaluate.py
+    --animate``; none are drawn without them). ``run_agent`` checks that dict."""
+
     name: str
     description: str
     parameter: str | None  # the meaning of the value after ':', None if it takes none
@@ -66,9 +76,26 @@ class Agent:
 AGENTS: dict[str, Agent] = {}
 
 
-def register(agent: Agent) -> Agent:
+def register(agent: Agent, replace: bool = False) -> Agent:
+    """Add ``agent`` to ``AGENTS``; ValueError where its name is taken, unless ``replace``
+    (a built-in agent's name would otherwise play another agent's code unnoticed)."""
+    if not isinstance(agent, Agent):
+        raise TypeError(f"register takes an Agent, got {type(agent).__name__}")
+    if agent.name in AGENTS and not replace:
+        raise ValueError(f"agent {agent.name!r} is registered already ({AGENTS[agent.name].description}); "
+                         "give yours another name, or register(..., replace=True)")
+    if not isinstance(agent.name, str) or not agent.name or any(mark in agent.name for mark in ":,") \
+            or agent.name != "".join(agent.name.split()):  # an agent list splits on them
+        raise ValueError(f"an agent's name holds no ':', ',' or space, and is not empty: not {agent.name!r}")
     AGENTS[agent.name] = agent
     return agent
+
+
+def is_built_in(text: str) -> bool:
+    """Whether agent entry ``text`` names one of jaxdust's own agents, not one a user
+    registered (whose code the leaderboard cannot tell apart between calls)."""
+    name = text.strip().partition(":")[0]
+    return name in BUILT_IN and AGENTS.get(name) is BUILT_IN[name]
 
 
 # Names of 0.1.0, refused with their replacement: "greedy" means width-1 play on a value,
@@ -332,7 +359,7 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
     require_playable([text], rules, boards.shape[1], boards.shape[2], int(jnp.max(boards)),
                      boards=len(boards), chunk=chunk, jobs=jobs)
     context = Context(key, max_clicks, chunk, jobs, progress, solutions, rules)
-    played = agent.play(settings, boards, context)
+    played = _required_play(agent.name, agent.play(settings, boards, context), rules, len(boards))
     if rules in game.CLICK_RULES:
         clicks = np.asarray(played["clicks"])
         cleared = np.asarray(played["cleared"], bool) & (clicks <= max_clicks)
@@ -340,6 +367,24 @@ def run_agent(text: str, boards, *, key: jax.Array, max_clicks: int, chunk: int 
         if "proven" in played:
             played["proven"] = np.asarray(played["proven"], bool) & cleared
     return played
+
+
+def _required_play(name: str, played, rules: str, count: int) -> dict:
+    """An agent's ``play`` result (``Agent``) with ``solutions`` ([] where it keeps none);
+    ValueError naming what it lacks: a registered agent's mistake otherwise surfaced as a
+    KeyError inside ``evaluate.py``."""
+    if not isinstance(played, dict):
+        raise ValueError(f"agent {name!r}: play returned a {type(played).__name__}, not a dict (Agent's docstring)")
+    needed = ("clicks", "cleared", *(("points", "cells_left") if rules in game.POINTS_RULES else ()))
+    for key in needed:
+        if key not in played:
+            raise ValueError(f"agent {name!r}: play returned no {key!r} (it returns {', '.join(needed)} under the "
+                             f"{rules} rules: Agent's docstring)")
+        if np.shape(played[key]) != (count,):
+            raise ValueError(f"agent {name!r}: play's {key!r} has shape {np.shape(played[key])}, not ({count},): "
+                             "one value a board")
+    arrays = {key: np.asarray(played[key]) for key in (*needed, "proven") if key in played}  # JSON takes NumPy's
+    return {"solutions": [], **played, **arrays}
 
 
 def _clicks(actions, height: int) -> list[tuple[int, int]]:
@@ -656,3 +701,4 @@ register(Agent("mcts-heuristic", "Gumbel MuZero search (mctx) with the hand-made
                game.CLICK_RULES))
 
 
+BUILT_IN = dict(AGENTS)  # jaxdust's own agents, as registered above

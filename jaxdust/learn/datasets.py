@@ -16,7 +16,9 @@ A run is deterministic for its settings: boards come from ``(seed, index)``, sea
 node budgets and a fresh table per board. It appends each solved board to
 ``journal.jsonl`` and writes a shard once all of its boards are in, so a killed run
 resumes losing only the boards in flight (after a power cut, those of the last second
-too), and ends with the same files as an uninterrupted one. Positions equal up to the
+too), and ends with the same files as an uninterrupted one. Its ``manifest.json`` names
+the settings, the shards with their sha256 and, from 0.2.92, the jaxdust versions that
+labelled boards of the set (``jaxdust_versions``, oldest first). Positions equal up to the
 mirror image are kept once (the first in board order) where the two play alike
 (``game.mirror_symmetric``: not the dust game at odd widths); elsewhere equal positions
 are. The filter that finds them holds every position kept in memory, packed (18 bytes a
@@ -44,6 +46,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxdust import __version__
 from jaxdust.core import configs, files, flags, game, machine
 from jaxdust.core.game import CLICK_RULES, GameConfig
 from jaxdust.core.processes import WorkerDied, ordered_map
@@ -428,6 +431,10 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         files.atomic_write_json(manifest_path, manifest)
 
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
+    versions = files.with_version(manifest.get(files.VERSIONS_KEY), __version__)
+    if todo and manifest.get(files.VERSIONS_KEY) != versions:  # this version labels boards of the set
+        manifest[files.VERSIONS_KEY] = versions
+        files.atomic_write_json(manifest_path, manifest)
     labelled = 0  # the boards below it are labelled (in records, or in a written shard)
 
     def write_ready_shards(before_writing):

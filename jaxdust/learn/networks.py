@@ -114,6 +114,7 @@ class QNetwork(_Network):
     features: bool = False
 
     @nn.compact
+    @game.standard_numpy
     def __call__(self, boards: jax.Array) -> jax.Array:
         cells = boards.shape[-2] * boards.shape[-1]
         inputs = encode_with_features(boards, self.colors)[0] if self.features else encode(boards, self.colors)
@@ -130,6 +131,7 @@ class PolicyValueNetwork(_Network):
     prior_rules: str = "dust"  # with features, the cost-to-go starts at this rule set's heuristic
 
     @nn.compact
+    @game.standard_numpy
     def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
         cells = boards.shape[-2] * boards.shape[-1]
         if self.features:
@@ -211,6 +213,7 @@ class ValuePolicyNetwork(_Network):
     prior_rules: str = "dust"
 
     @nn.compact
+    @game.standard_numpy
     def __call__(self, boards: jax.Array) -> tuple[jax.Array, jax.Array]:
         cells = boards.shape[-2] * boards.shape[-1]
         inputs, estimate = encode_with_features(boards, self.colors)

@@ -28,6 +28,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import AxisType
 
+from jaxdust import __version__
 from jaxdust.core import configs, files, flags, game, machine, play
 from jaxdust.core.progress import progress_bar
 from jaxdust.learn import checkpoint, learners, published
@@ -448,9 +449,12 @@ class Run:
             self.lock = None
 
     def write_config(self) -> None:
-        """Write ``config.json``: the learner, its config and the run flags this start took."""
+        """Write ``config.json``: the learner, its config, the run flags this start took and
+        the jaxdust versions that have trained the run (``VERSIONS_KEY``), this one last."""
         if self.primary:
-            files.atomic_write_json(os.path.join(self.directory, "config.json"), self.config_record)
+            versions = files.with_version(_saved_json(self.directory).get(VERSIONS_KEY), __version__)
+            files.atomic_write_json(os.path.join(self.directory, "config.json"),
+                                    {**self.config_record, VERSIONS_KEY: versions})
 
     def forget_config(self) -> None:
         """Remove the ``config.json`` this run wrote, so that the directory no longer holds
@@ -630,6 +634,7 @@ class Run:
 
 
 LOCK_FILE = files.LOCK_FILE
+VERSIONS_KEY = files.VERSIONS_KEY
 
 
 def _lock_run_directory(directory: str) -> filelock.FileLock:
@@ -970,6 +975,7 @@ def _finished(learner: learners.Learner, config, args, run: Run, done: int, stat
     return summary
 
 
+@game.standard_numpy
 def train(learner_name: str, config, args) -> dict:
     """Train ``config`` with the named learner into ``args.run_dir`` (see ``train.py`` for
     the fields of ``args``). Returns the summary, or {} when ``args.minutes`` stopped it
@@ -1039,7 +1045,8 @@ def _train(learner: learners.Learner, config, args, run: Run, trainer, done: int
                 last_evaluation = evaluate(state, _evaluation_shown(bar))
             run.keep_if_best(trainer.total, state, last_evaluation)
             _show_evaluation(bar, last_evaluation)
-    summary = {"learner": learner.name, "seconds": run.seconds(), "eval_boards": args.eval_boards,
+    summary = {"learner": learner.name, "jaxdust": __version__, "seconds": run.seconds(),
+               "eval_boards": args.eval_boards,
                **trainer.info(state), **last_evaluation,
                **{key: value for selection in run.selections for key, value in selection.summary().items()}}
     run.finish(summary)

@@ -317,6 +317,7 @@ class _BeamCarry(NamedTuple):
     last_move: jax.Array  # int32 [B], the clearing click
 
 
+@game.standard_numpy
 def beam_search(boards: game.BoardLike, width: int = 2000, scorer: Scorer | None = None,
                 max_clicks: int | None = None, params: Any = None, rescorer: Scorer | None = None,
                 shortlist: int = LOOKAHEAD_SHORTLIST, chunk: int = CHUNK, rules: str = "dust") -> BeamResult:

@@ -163,6 +163,7 @@ class LinearScorer:
 
     steps: tuple[float, ...]
 
+    @game.standard_numpy
     def __call__(self, boards: jax.Array, params=None) -> jax.Array:
         steps = np.asarray(self.steps, np.float32)
         # HIGHEST: a GPU may multiply float32 at TF32's 11 bits by default, which rounds a

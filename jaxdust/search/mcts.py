@@ -102,6 +102,7 @@ def heuristic_evaluator_for(rules: str = "dust") -> Evaluator:
     return _RULE_EVALUATORS.get(rules, heuristic_evaluator)
 
 
+@game.standard_numpy
 def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simulations: int,
            considered: int = 16, gumbel_scale: float = 0.0, rules: str = "dust") -> mctx.PolicyOutput:
     """One Gumbel MuZero search from each board.
@@ -126,7 +127,8 @@ def search(boards: jax.Array, evaluate: Evaluator, params, key: jax.Array, simul
         batch ``[N, W, H]`` of integers, not settled under ``rules`` (checked where they
         are not traced), or of a size or colours the evaluator's network was not built for
         (where it says them, as ``load_run``'s agents do).
-      TypeError: ``key`` not one random key (``jax.random.key(seed)``).
+      TypeError: ``key`` not one random key (``jax.random.key(seed)``), or (while
+        tracing) an evaluator whose outputs are not ``[N]`` and ``[N, W * H]``.
     """
     _require_counts(simulations, considered)
     _require_gumbel_scale(gumbel_scale)
@@ -213,8 +215,18 @@ def _require_counts(simulations, considered) -> None:
 
 
 def _evaluated(evaluate: Evaluator, params, positions: jax.Array):
-    """mctx's value (0 once cleared), prior logits and legal actions of ``positions``."""
-    clicks_left, logits = evaluate(positions, params)
+    """mctx's value (0 once cleared), prior logits and legal actions of ``positions``;
+    TypeError, while tracing, for an evaluator whose outputs are not ``[N]`` and
+    ``[N, W * H]`` (mctx would fail deep inside, or broadcast them into wrong values)."""
+    outputs = evaluate(positions, params)
+    count, cells = positions.shape[0], positions.shape[1] * positions.shape[2]
+    shapes = tuple(np.shape(output) for output in outputs) if isinstance(outputs, (tuple, list)) else None
+    if shapes != ((count,), (count, cells)):
+        got = (f"shapes {shapes}" if shapes is not None else f"one array of shape {np.shape(outputs)}"
+               if hasattr(outputs, "shape") else f"a {type(outputs).__name__}")
+        raise TypeError(f"mcts: the evaluator returns (clicks_left [N], logits [N, W * H]) for boards [N, W, H], "
+                        f"here [{count}] and [{count}, {cells}]; got {got}")
+    clicks_left, logits = outputs
     prior, legal = cluster_prior(positions, logits)
     return jnp.where(jax.vmap(game.is_done)(positions), 0.0, -clicks_left), prior, legal
 

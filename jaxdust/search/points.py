@@ -105,6 +105,7 @@ def _repeats(ranks: jax.Array, hashes: jax.Array) -> jax.Array:
     return jnp.zeros_like(repeat).at[jnp.arange(ranks.shape[0], dtype=jnp.int32)[:, None], order].set(repeat)
 
 
+@game.standard_numpy
 def points_beam(boards: game.BoardLike, width: int = 16, rules: str = "samegame", chunk: int = CHUNK) -> PointsResult:
     """Beam search for the objective of ``rules`` (``samegame``: most points;
     ``clickomania``: fewest cells left) from boards int8 ``[B, W, H]`` or one board
