@@ -1682,8 +1682,8 @@ def _plays_clicks(clicks: int):
     return play
 
 
-def test_register_refuses_a_name_taken_or_that_an_agent_list_cannot_hold(monkeypatch):
-    with pytest.raises(ValueError, match=r"agent 'largest' is registered already \(clicks the largest group"):
+def test_register_refuses_a_built_in_name_or_one_an_agent_list_cannot_hold(monkeypatch):
+    with pytest.raises(ValueError, match=r"agent 'largest' is one of jaxdust's \(clicks the largest group"):
         _registered(monkeypatch, "largest", _plays_clicks(3))
     assert registry.is_built_in("largest")
     _registered(monkeypatch, "largest", _plays_clicks(3), replace=True)
@@ -1693,6 +1693,8 @@ def test_register_refuses_a_name_taken_or_that_an_agent_list_cannot_hold(monkeyp
             _registered(monkeypatch, name, _plays_clicks(3))
     _registered(monkeypatch, "mine", _plays_clicks(3))
     assert not registry.is_built_in("mine") and registry.is_built_in("beam:8") and registry.is_built_in("policy:x")
+    registry.register(registry.Agent("mine", "mine again", None, lambda text: None, _plays_clicks(4)))  # a cell rerun
+    assert registry.AGENTS["mine"].description == "mine again"
 
 
 @pytest.mark.parametrize("rules, played, words", [

@@ -802,3 +802,19 @@ def test_config_and_summary_name_the_versions_that_trained_and_finished_the_run(
     assert record("config.json")[runs.VERSIONS_KEY] == [jaxdust.__version__, "9.9.9"]
     assert record("summary.json")["jaxdust"] == "9.9.9"
     assert run_record(run)[0] == run_record(whole_run)[0]
+    # The versions are no part of the run's digest: a resume by another version killed before
+    # its first save left the run as it was, and its kept results stand.
+    fingerprint = runs.fingerprint(run)
+    config = record("config.json")
+    (run / "config.json").write_text(json.dumps({**config, runs.VERSIONS_KEY: ["9.9.9", "9.9.10"]}))
+    assert runs.fingerprint(run) == fingerprint
+    (run / "config.json").write_text(json.dumps({**config, "learner": "avi"}))
+    assert runs.fingerprint(run) != fingerprint
+    (run / "config.json").write_text(json.dumps(config))
+    # A run begun before 0.2.92 recorded no versions: a resume says so before its own.
+    config = record("config.json")
+    del config[runs.VERSIONS_KEY]
+    (run / "config.json").write_text(json.dumps(config))
+    monkeypatch.setattr(runs, "__version__", "9.9.10")
+    train(run, "--resume", "--resume-step", "3")
+    assert record("config.json")[runs.VERSIONS_KEY] == ["<0.2.92", "9.9.10"]

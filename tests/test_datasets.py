@@ -924,3 +924,10 @@ def test_the_manifest_names_the_versions_that_labelled_boards_of_the_set(tmp_pat
     make_dataset(str(directory), dataclasses.replace(config, boards=3), progress=False)
     assert versions() == ["0.0.1", jaxdust.__version__]
     assert len(np.unique(load_dataset(str(directory)).board_id)) == 3
+    # A set begun before 0.2.92 recorded no versions: a resume that labels says so before its own.
+    manifest = json.loads((directory / "manifest.json").read_text())
+    del manifest[files.VERSIONS_KEY]
+    manifest["config"]["boards"] = 4
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    make_dataset(str(directory), dataclasses.replace(config, boards=4), progress=False)
+    assert versions() == ["<0.2.92", jaxdust.__version__]

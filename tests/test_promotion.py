@@ -120,3 +120,34 @@ def test_the_default_learner_trains_alike(tmp_path):
     with strict_numpy():
         cli.main([*arguments, "--run-dir", str(tmp_path / "strict")])
     assert run_log(tmp_path / "strict") == run_log(tmp_path / "default")
+
+
+def test_the_learners_builders_and_a_chunk_of_each():
+    """The notebooks build the learners themselves (``make_avi``, ``make_dqn``) and run their
+    chunks: ``make_avi`` failed at once, ``make_dqn``'s first chunk when traced."""
+    from jaxdust.learn import dqn
+
+    def avi_chunk():
+        init, run_chunk = avi.make_avi(avi.AVIConfig(game=CONFIG, hidden=(8,), cell_rounds=1, cell_width=4,
+                                                     num_envs=8, chunk_updates=1))
+        return run_chunk(init(jax.random.key(0)))[1]
+
+    def dqn_chunk():
+        init, run_chunk = dqn.make_dqn(dqn.DQNConfig(game=CONFIG, hidden=(8,), num_envs=8, chunk_iterations=2,
+                                                     buffer_size=64, batch_size=8, learning_starts=8))
+        return run_chunk(init(jax.random.key(0)))[1]
+    in_both_settings(avi_chunk)
+    in_both_settings(dqn_chunk)
+
+
+def test_a_loaded_runs_agents_and_the_heuristics_called_alone():
+    from jaxdust.search import heuristic
+    boards = jnp.asarray(jaxdust.random_boards(jax.random.key(2), 2))
+    agent = runs.load_run("@imitation-8x6x5")
+    in_both_settings(lambda: jax.vmap(agent.policy, in_axes=(None, 0, None))(jax.random.key(0), boards, agent.params))
+    in_both_settings(lambda: agent.scorer(boards, agent.params))
+    in_both_settings(lambda: agent.evaluator(boards, agent.params))
+    in_both_settings(lambda: beam.lookahead_heuristic(boards))
+    in_both_settings(lambda: heuristic.batch_features(boards))
+    in_both_settings(lambda: jax.vmap(heuristic.heuristic_features)(boards))
+    in_both_settings(lambda: mcts.cluster_prior(boards, jnp.zeros((2, 48), jnp.float32)))

@@ -263,10 +263,18 @@ def npz_claimed_bytes(source) -> int:
 VERSIONS_KEY = "jaxdust_versions"
 
 
-def with_version(versions: Any, version: str) -> list[str]:
-    """``versions`` (a record's ``VERSIONS_KEY``: a list of version strings, or None where a
-    record from before 0.2.92 has none) with ``version`` appended unless it is the last."""
-    kept = [name for name in versions if isinstance(name, str)] if isinstance(versions, list) else []
+VERSIONS_UNRECORDED = "<0.2.92"  # what stands for the versions of a record written before they were kept
+
+
+def with_version(versions: Any, version: str, earlier: bool) -> list[str]:
+    """``versions`` (a record's ``VERSIONS_KEY``: a list of version strings) with
+    ``version`` appended unless it is the last. ``earlier``: the record was written before
+    (a resume), so a record without the key, from before 0.2.92, begins with
+    ``VERSIONS_UNRECORDED``."""
+    if isinstance(versions, list):
+        kept = [name for name in versions if isinstance(name, str)]
+    else:
+        kept = [VERSIONS_UNRECORDED] if earlier else []
     return kept if kept[-1:] == [version] else [*kept, version]
 
 

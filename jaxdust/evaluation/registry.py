@@ -74,16 +74,18 @@ class Agent:
 
 
 AGENTS: dict[str, Agent] = {}
+BUILT_IN: dict[str, Agent] = {}  # jaxdust's own agents, filled once this module has registered them
 
 
 def register(agent: Agent, replace: bool = False) -> Agent:
-    """Add ``agent`` to ``AGENTS``; ValueError where its name is taken, unless ``replace``
-    (a built-in agent's name would otherwise play another agent's code unnoticed)."""
+    """Add ``agent`` to ``AGENTS``; ValueError where it would replace one of jaxdust's own
+    agents, unless ``replace`` (its name would otherwise play other code unnoticed). An agent
+    registered by the user is replaced by another of its name (a notebook cell run again)."""
     if not isinstance(agent, Agent):
         raise TypeError(f"register takes an Agent, got {type(agent).__name__}")
-    if agent.name in AGENTS and not replace:
-        raise ValueError(f"agent {agent.name!r} is registered already ({AGENTS[agent.name].description}); "
-                         "give yours another name, or register(..., replace=True)")
+    if is_built_in(agent.name) and not replace:
+        raise ValueError(f"agent {agent.name!r} is one of jaxdust's ({AGENTS[agent.name].description}); give "
+                         "yours another name, or register(..., replace=True)")
     if not isinstance(agent.name, str) or not agent.name or any(mark in agent.name for mark in ":,") \
             or agent.name != "".join(agent.name.split()):  # an agent list splits on them
         raise ValueError(f"an agent's name holds no ':', ',' or space, and is not empty: not {agent.name!r}")
@@ -701,4 +703,4 @@ register(Agent("mcts-heuristic", "Gumbel MuZero search (mctx) with the hand-made
                game.CLICK_RULES))
 
 
-BUILT_IN = dict(AGENTS)  # jaxdust's own agents, as registered above
+BUILT_IN.update(AGENTS)

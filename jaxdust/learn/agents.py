@@ -68,6 +68,7 @@ class QGreedy(Trained):
     colors: int
     features: bool = False
 
+    @game.standard_numpy
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
         board = self._inputs(board, params, 2)
         q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, board[None])[0]
@@ -84,6 +85,7 @@ class QScorer(Trained):
     rewards: Rewards = Rewards()
     gamma: float = 1.0
 
+    @game.standard_numpy
     def __call__(self, boards: jax.Array, params) -> jax.Array:
         boards = self._inputs(boards, params, 3)
         q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, boards)
@@ -120,6 +122,7 @@ class PolicyGreedy(Trained):
 
     network: networks.PolicyValueNetwork
 
+    @game.standard_numpy
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
         board = self._inputs(board, params, 2)
         logits, _ = self.network.apply(params, board[None])
@@ -132,6 +135,7 @@ class ValueScorer(Trained):
 
     network: networks.PolicyValueNetwork
 
+    @game.standard_numpy
     def __call__(self, boards: jax.Array, params) -> jax.Array:
         boards = self._inputs(boards, params, 3)
         _, cost = self.network.apply(params, boards)
@@ -145,6 +149,7 @@ class ClusterArgmax(Trained):
 
     network: networks.ValuePolicyNetwork
 
+    @game.standard_numpy
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
         board = self._inputs(board, params, 2)
         _, logits = self.network.apply(params, board[None])
@@ -160,6 +165,7 @@ class ValueHeadScorer(Trained):
 
     network: networks.ValuePolicyNetwork
 
+    @game.standard_numpy
     def __call__(self, boards: jax.Array, params) -> jax.Array:
         boards = self._inputs(boards, params, 3)
         value, _ = self.network.apply(params, boards)
@@ -173,6 +179,7 @@ class NetworkEvaluator(Trained):
 
     network: networks.ValuePolicyNetwork
 
+    @game.standard_numpy
     def __call__(self, boards: jax.Array, params) -> tuple[jax.Array, jax.Array]:
         boards = self._inputs(boards, params, 3)
         return self.network.apply(params, boards)
@@ -190,6 +197,7 @@ class PolicyValueEvaluator(Trained):
 
     network: networks.PolicyValueNetwork
 
+    @game.standard_numpy
     def __call__(self, boards: jax.Array, params) -> tuple[jax.Array, jax.Array]:
         boards = self._inputs(boards, params, 3)
         logits, cost = self.network.apply(params, boards)

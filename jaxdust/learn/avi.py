@@ -317,6 +317,7 @@ def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
     return jax.tree_util.tree_map_with_path(spec, runner)
 
 
+@game.standard_numpy
 def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
     """``init(key) -> Runner`` and ``run_chunk(runner, length=config.chunk_updates) ->
     (Runner, ChunkMetrics)``, jitted (``length`` is static: a run's last chunk may be shorter;
@@ -495,6 +496,7 @@ def make_avi(config: AVIConfig, mesh: jax.sharding.Mesh | None = None):
                                       capped=jnp.sum(steps.capped) / jnp.maximum(jnp.sum(steps.line_positions), 1),
                                       episode_clicks=jnp.sum(steps.episode_clicks) / jnp.maximum(episodes, 1))
 
+    init, run_chunk = game.standard_numpy(init), game.standard_numpy(run_chunk)  # traced later, when called
     if mesh is None:
         return jax.jit(init), jax.jit(run_chunk, donate_argnums=0, static_argnames="length")
     shardings = runner_sharding(jax.eval_shape(init, jax.random.key(0)), mesh)

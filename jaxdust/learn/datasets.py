@@ -431,7 +431,8 @@ def _make_dataset(directory: str, config: DatasetConfig, jobs: int, progress: bo
         files.atomic_write_json(manifest_path, manifest)
 
     todo = [i for i in range(written * config.shard_size, config.boards) if i not in records]
-    versions = files.with_version(manifest.get(files.VERSIONS_KEY), __version__)
+    labelled_before = written > 0 or bool(records)
+    versions = files.with_version(manifest.get(files.VERSIONS_KEY), __version__, earlier=labelled_before)
     if todo and manifest.get(files.VERSIONS_KEY) != versions:  # this version labels boards of the set
         manifest[files.VERSIONS_KEY] = versions
         files.atomic_write_json(manifest_path, manifest)

@@ -381,6 +381,7 @@ def runner_sharding(runner: Runner, mesh: jax.sharding.Mesh):
     return jax.tree_util.tree_map_with_path(spec, runner)
 
 
+@game.standard_numpy
 def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
     """``init(key) -> Runner`` and ``run_chunk(runner, length=config.chunk_iterations) ->
     (Runner, ChunkMetrics)``, both jitted (``length`` is static: a run's last chunk may be shorter;
@@ -516,6 +517,7 @@ def make_dqn(config: DQNConfig, mesh: jax.sharding.Mesh | None = None):
             epsilon=jnp.float32(epsilon),
         )
 
+    init, run_chunk = game.standard_numpy(init), game.standard_numpy(run_chunk)  # traced later, when called
     if mesh is None:
         return jax.jit(init), jax.jit(run_chunk, static_argnames="length")
     shardings = runner_sharding(jax.eval_shape(init, jax.random.key(0)), mesh)
@@ -529,6 +531,7 @@ def make_train(config: DQNConfig):
     init, run_chunk = make_dqn(config)
     full, rest = divmod(config.iterations, config.chunk_iterations)  # as train.py runs them
 
+    @game.standard_numpy
     def train(key: jax.Array):
         runner, metrics = jax.lax.scan(lambda runner, _: run_chunk(runner), init(key), None, length=full)
         if rest:  # the last, shorter chunk

@@ -156,6 +156,7 @@ def initial_state(config: ImitationConfig, key: jax.Array, total_steps: int = 1)
     return TrainState.create(apply_fn=network.apply, params=params, tx=make_optimizer(config, total_steps))
 
 
+@game.standard_numpy
 def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Mesh | None = None):
     """``init(key)``, ``run_chunk(state, epoch_key, chunk)`` and ``evaluate(state)``
     (validation); a chunk's steps and the validation are jitted.
@@ -237,6 +238,7 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
     train, validation = jax.device_put((train, validation))
 
     @jax.jit
+    @game.standard_numpy  # traced later, when called
     def chunk_steps(state: TrainState, key: jax.Array, first: jax.Array, count: jax.Array,
                     train: Split) -> tuple[TrainState, ImitationMetrics]:
         rows = jnp.arange(train.boards.shape[0], dtype=jnp.int32)
@@ -257,6 +259,7 @@ def make_imitation(config: ImitationConfig, data: Dataset, mesh: jax.sharding.Me
         return state, jax.tree.map(lambda values: jnp.sum(values) / count, per_step)
 
     @jax.jit
+    @game.standard_numpy
     def validate(state: TrainState, split: Split) -> ImitationMetrics:
         # Row by row, batch_size rows at a time (lax.map vmaps each batch): the cell head's
         # messages over a whole validation split at once took ~5 GB on the default data set's.

@@ -420,7 +420,7 @@ class Run:
                     checkpoint.remove_unfinished_saves(os.path.join(directory, folder))
             self.config_record = {**self.saved, **({"run": run_flags} if run_flags else {})}
             if not resume:  # a resume's flags are kept once it is taken and trains: ``write_config``
-                self.write_config()
+                self.write_config(resumed=False)
             self.checkpoints = checkpoint.Checkpoints(os.path.join(directory, "checkpoints"),
                                                       upgrade=upgrade(learner))
             # Models are selected on the evaluation boards (keep_if_best), by greedy play on the
@@ -448,11 +448,12 @@ class Run:
             self.lock.release()
             self.lock = None
 
-    def write_config(self) -> None:
+    def write_config(self, resumed: bool) -> None:
         """Write ``config.json``: the learner, its config, the run flags this start took and
-        the jaxdust versions that have trained the run (``VERSIONS_KEY``), this one last."""
+        the jaxdust versions that have trained the run (``VERSIONS_KEY``; a new run's: this one)."""
         if self.primary:
-            versions = files.with_version(_saved_json(self.directory).get(VERSIONS_KEY), __version__)
+            earlier = _saved_json(self.directory).get(VERSIONS_KEY) if resumed else []
+            versions = files.with_version(earlier, __version__, earlier=resumed)
             files.atomic_write_json(os.path.join(self.directory, "config.json"),
                                     {**self.config_record, VERSIONS_KEY: versions})
 
@@ -805,15 +806,23 @@ def _saved_cadence(saved: dict) -> tuple[int | np.integer | None, float | None]:
 
 
 def _without_cadence(config_json: bytes) -> bytes:
-    """A config.json's bytes as written without the cadence it keeps (``CADENCE_FLAGS``)."""
+    """A config.json's bytes as written without what a resume may change in it and leave
+    the run the same: the cadence it keeps (``CADENCE_FLAGS``) and the versions that
+    trained it (``VERSIONS_KEY``; a new one's checkpoints change the run's digest)."""
     try:
         saved = json.loads(config_json)
     except ValueError:
         return config_json
-    run = saved.get("run") if isinstance(saved, dict) else None
-    if not isinstance(run, dict) or not run.keys() & set(CADENCE_FLAGS):
+    if not isinstance(saved, dict):
         return config_json
-    return files.json_bytes({**saved, "run": {name: value for name, value in run.items() if name not in CADENCE_FLAGS}})
+    run = saved.get("run")
+    run = run if isinstance(run, dict) else {}
+    if not run.keys() & set(CADENCE_FLAGS) and VERSIONS_KEY not in saved:
+        return config_json
+    trimmed = {name: value for name, value in saved.items() if name != VERSIONS_KEY}
+    if run.keys() & set(CADENCE_FLAGS):
+        trimmed["run"] = {name: value for name, value in run.items() if name not in CADENCE_FLAGS}
+    return files.json_bytes(trimmed)
 
 
 def _process_0_says(*flags: bool) -> tuple[bool, ...]:
@@ -893,7 +902,7 @@ def start(learner: learners.Learner, config, args) -> tuple[Run, object, int, ob
             # finished (at its end, or at ``--resume-step`` of its last step), would keep
             # flags that trained nothing, and a changed config.json is a changed run
             # (``fingerprint``), whose kept results are played again.
-            run.write_config()
+            run.write_config(resumed=True)
     except checkpoint.CheckpointError as error:  # a checkpoint that could not be moved aside or deleted
         run.close()
         raise RunError(str(error)) from None

@@ -197,6 +197,7 @@ class LookaheadScorer:
     def trained_rules(self) -> str:  # read by boards.model_rules
         return self.rules
 
+    @game.standard_numpy
     def __call__(self, boards: jax.Array, params=None) -> jax.Array:
         alive = ~jax.vmap(game.is_done)(boards)
 

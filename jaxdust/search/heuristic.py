@@ -58,6 +58,7 @@ class ClusterTables(NamedTuple):
 # Jitted (a caller's jit inlines it): called outside jit, the labelling's while loops would
 # run op by op and compile their bodies again at every call.
 @jax.jit
+@game.standard_numpy
 def cluster_tables(boards: jax.Array) -> ClusterTables:
     """``ClusterTables`` of boards int8 ``[M, W, H]``. Cluster sizes are one scatter-add
     over all boards, which on a CPU beats comparing every cell with every label (0.1
@@ -80,6 +81,7 @@ def cluster_tables(boards: jax.Array) -> ClusterTables:
 
 
 @jax.jit  # as cluster_tables
+@game.standard_numpy
 def batch_features(boards: jax.Array, tables: ClusterTables | None = None) -> jax.Array:
     """``FEATURES`` of boards int8 ``[M, W, H]``: float32 ``[M, 5]``.
 
@@ -99,6 +101,7 @@ def batch_features(boards: jax.Array, tables: ClusterTables | None = None) -> ja
 
 
 @jax.custom_batching.custom_vmap
+@game.standard_numpy
 def heuristic_features(board: jax.Array) -> jax.Array:
     """``FEATURES`` of one board int8 ``[W, H]``: float32 ``[5]`` (see ``batch_features``,
     which ``jax.vmap`` of this calls)."""
@@ -111,6 +114,7 @@ def _heuristic_features_vmap(axis_size: int, in_batched: list, boards: jax.Array
 
 
 @jax.jit  # as cluster_tables
+@game.standard_numpy
 def extra_column_runs(boards: jax.Array) -> jax.Array:
     """Runs of adjacent columns that hold a colour, summed over colours, less the colours
     present, of boards int8 ``[M, W, H]``: float32 ``[M]`` (0 for a board whose every colour

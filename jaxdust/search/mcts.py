@@ -35,6 +35,7 @@ Evaluator = Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]]
 _MASKED = -1e9  # the logit of an illegal action: finite, so softmaxes stay defined
 
 
+@game.standard_numpy
 def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
     """Log-probability of clicking each cell's cluster: float32 ``[..., N]``.
 
@@ -72,6 +73,7 @@ def cluster_log_probs(logits: jax.Array, labels: jax.Array) -> jax.Array:
     return jnp.where(occupied, pooled, -jnp.inf)
 
 
+@game.standard_numpy
 def cluster_prior(boards: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Prior logits over clusters and the legal actions: float32 ``[N, W * H]`` (each
     cluster's log-probability at its first cell, ``_MASKED`` elsewhere) and bool
@@ -276,6 +278,7 @@ class MCTSPolicy:
     def trained_rules(self) -> str:  # read by boards.model_rules: a game under other rules is refused
         return self.rules
 
+    @game.standard_numpy
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
         return search(board[None], self.evaluate, params, key, self.simulations, self.considered,
                       rules=self.rules).action[0]
