@@ -1173,7 +1173,8 @@ def test_narrow_integer_coordinates_click_the_cell_they_name():
 
 def test_keys_of_every_kind_are_taken_for_one():
     """A typed key, a raw ``PRNGKey`` (and a numpy copy of one), and the rbg
-    implementations' raw keys of four words all pass the key check that refuses seeds."""
+    implementations' raw keys of four words all pass the key check that refuses seeds; a
+    raw key of the other implementation's shape is named, where JAX failed inside."""
     from jaxdust.core import game
 
     config = jaxdust.GameConfig(4, 3, 3)
@@ -1181,7 +1182,11 @@ def test_keys_of_every_kind_are_taken_for_one():
     same = [jaxdust.random_board(key, config) for key in (raw, np.asarray(raw))]
     assert np.array_equal(same[0], same[1])
     game.require_key(jax.random.key(5), "test")
-    game.require_key(np.zeros(4, np.uint32), "test")  # jax.random.PRNGKey under jax_default_prng_impl="rbg"
+    with jax.default_prng_impl("rbg"):
+        game.require_key(np.zeros(4, np.uint32), "test")  # jax.random.PRNGKey there
+        assert jaxdust.random_board(jax.random.PRNGKey(5), config).shape == (4, 3)
+    with pytest.raises(TypeError, match=re.escape("shape (4,) (a raw key of this process's JAX has shape (2,)")):
+        jaxdust.random_board(np.zeros(4, np.uint32), config)
     jax.vmap(lambda key: jaxdust.random_board(key, config))(jax.random.split(jax.random.key(5), 3))
 
 
