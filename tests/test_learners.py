@@ -22,7 +22,7 @@ import optax
 import pytest
 
 import jaxdust
-from jaxdust.core import configs, game, machine, play, progress
+from jaxdust.core import configs, files, game, machine, play, progress
 from jaxdust.core.env import Rewards
 from jaxdust.evaluation import baselines, registry
 from jaxdust.learn import agents, avi, checkpoint, cli, dqn, imitation, learners, networks, runs
@@ -1449,8 +1449,12 @@ def test_argmax_play_selects_its_own_checkpoint_which_policy_agents_play(tmp_pat
     assert runs.load_run(directory, by="argmax").checkpoint == "best/2"
     # policy: and value: then play one checkpoint, loaded once (its warnings said once).
     assert registry._loaded_run(directory, "argmax")[0] is registry._loaded_run(directory, "greedy")[0]
-    # Its fingerprint is 0.2.51's, so results kept on a run made before are not played again.
+    # Its fingerprint is 0.2.51's, so results kept on a run made before are not played again
+    # (its config.json as such a run wrote it, without the versions that trained it).
     run_dir = tmp_path / "run"
+    config_json = json.loads((run_dir / "config.json").read_text())
+    assert config_json.pop(runs.VERSIONS_KEY) == [jaxdust.__version__]
+    (run_dir / "config.json").write_bytes(files.json_bytes(config_json))
     digest = hashlib.sha256(b"/config.json\0" + (run_dir / "config.json").read_bytes())
     for folder in ("best", "checkpoints"):
         for step in sorted(os.listdir(run_dir / folder)):
