@@ -134,6 +134,22 @@ def host_devices_flags(devices: int, *flags: str) -> str:
     return " ".join((os.environ.get("XLA_FLAGS", ""), f"--xla_force_host_platform_device_count={devices}", *flags))
 
 
+def same_in_both(run, other_mode):
+    """``run()``'s results (host arrays) as they are and inside ``other_mode()`` (a context
+    manager: a JAX mode, in which JAX traces and compiles anew), checked equal leaf by
+    leaf, dtypes included; returns the first."""
+    import numpy as np
+
+    first = jax.device_get(run())
+    with other_mode():
+        second = jax.device_get(run())
+    assert jax.tree.structure(first) == jax.tree.structure(second)
+    for ours, theirs in zip(jax.tree.leaves(first), jax.tree.leaves(second)):
+        assert np.asarray(theirs).dtype == np.asarray(ours).dtype
+        np.testing.assert_array_equal(theirs, ours)
+    return first
+
+
 def run_log(run_dir) -> list[dict]:
     """A run's ``metrics.jsonl`` lines less their wall-clock seconds: what two runs that
     trained alike share."""

@@ -23,7 +23,7 @@ from jaxdust.core import play
 from jaxdust.evaluation import baselines
 from jaxdust.learn import avi, cli, networks, runs
 from jaxdust.search import beam, mcts, points
-from tests.conftest import run_log
+from tests.conftest import run_log, same_in_both
 
 CONFIG = jaxdust.GameConfig(5, 4, 3)
 BOARDS = np.asarray(jaxdust.random_boards(jax.random.key(1), 3, CONFIG))
@@ -36,16 +36,9 @@ def strict_numpy():
 
 
 def in_both_settings(run):
-    """``run()``'s results (host arrays) under JAX's defaults and under the strict settings,
-    checked equal leaf by leaf, dtypes included; returns the defaults'."""
-    default = jax.device_get(run())
-    with strict_numpy():
-        strict = jax.device_get(run())
-    assert jax.tree.structure(default) == jax.tree.structure(strict)
-    for ours, theirs in zip(jax.tree.leaves(default), jax.tree.leaves(strict)):
-        assert np.asarray(theirs).dtype == np.asarray(ours).dtype
-        np.testing.assert_array_equal(theirs, ours)
-    return default
+    """``run()``'s results under JAX's defaults and under the strict settings, checked
+    equal leaf by leaf, dtypes included; returns the defaults'."""
+    return same_in_both(run, strict_numpy)
 
 
 def test_the_settings_are_strict_here():

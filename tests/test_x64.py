@@ -21,6 +21,7 @@ from jaxdust.core import play
 from jaxdust.evaluation import baselines, registry
 from jaxdust.learn import agents, avi
 from jaxdust.search import beam, mcts, points
+from tests.conftest import same_in_both
 
 CONFIG = jaxdust.GameConfig(6, 5, 4)
 BOARDS = np.stack([np.asarray(jaxdust.random_board(key, CONFIG)) for key in jax.random.split(jax.random.key(1), 3)])
@@ -28,16 +29,9 @@ MAX_CLICKS = CONFIG.num_cells
 
 
 def in_both_modes(run):
-    """``run()``'s results (host arrays) in the default mode and under x64, checked equal
-    leaf by leaf, dtypes included; returns the default mode's."""
-    default = jax.device_get(run())
-    with jax.enable_x64(True):
-        wide = jax.device_get(run())
-    assert jax.tree.structure(default) == jax.tree.structure(wide)
-    for ours, theirs in zip(jax.tree.leaves(default), jax.tree.leaves(wide)):
-        assert np.asarray(theirs).dtype == np.asarray(ours).dtype
-        np.testing.assert_array_equal(theirs, ours)
-    return default
+    """``run()``'s results in the default mode and under x64, checked equal leaf by leaf,
+    dtypes included; returns the default mode's."""
+    return same_in_both(run, lambda: jax.enable_x64(True))
 
 
 def cells_left(boards, params):

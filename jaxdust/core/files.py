@@ -259,11 +259,10 @@ def npz_claimed_bytes(source) -> int:
 
 
 # A record's list of the jaxdust versions that wrote to what it describes (a run's
-# config.json, a data set's manifest.json), oldest first.
+# config.json, a data set's manifest.json), oldest first; VERSIONS_UNRECORDED stands for
+# those of a record written before they were kept.
 VERSIONS_KEY = "jaxdust_versions"
-
-
-VERSIONS_UNRECORDED = "<0.2.92"  # what stands for the versions of a record written before they were kept
+VERSIONS_UNRECORDED = "<0.2.92"
 
 
 def with_version(versions: Any, version: str, earlier: bool) -> list[str]:

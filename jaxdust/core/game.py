@@ -219,13 +219,14 @@ def require_key(key, caller: str) -> None:
     if isinstance(key, (jax.Array, np.ndarray)):
         if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and key.shape == ():
             return
-        with jax.ensure_compile_time_eval():  # a constant, also while the caller's jit traces
-            raw = jax.random.key_data(jax.random.key(0)).shape
-        if key.dtype == np.uint32 and key.shape == raw:
-            return
         given = f"an array of dtype {key.dtype} and shape {key.shape}"
-        if key.dtype == np.uint32 and key.shape in ((2,), (4,)):  # another implementation's raw key
-            given += f" (a raw key of this process's JAX has shape {raw}: jax_default_prng_impl)"
+        if key.dtype == np.uint32:
+            with jax.ensure_compile_time_eval():  # a constant, also while the caller's jit traces
+                raw = jax.random.key_data(jax.random.key(0)).shape
+            if key.shape == raw:
+                return
+            if key.shape in ((2,), (4,)):  # another implementation's raw key
+                given += f" (a raw key of this process's JAX has shape {raw}: jax_default_prng_impl)"
     else:
         given = repr(key)
     raise TypeError(f"{caller}: key must be one jax.random.key(seed) (a batch of keys: through jax.vmap), "

@@ -452,8 +452,8 @@ class Run:
         """Write ``config.json``: the learner, its config, the run flags this start took and
         the jaxdust versions that have trained the run (``VERSIONS_KEY``; a new run's: this one)."""
         if self.primary:
-            earlier = _saved_json(self.directory).get(VERSIONS_KEY) if resumed else []
-            versions = files.with_version(earlier, __version__, earlier=resumed)
+            recorded = _saved_json(self.directory).get(VERSIONS_KEY) if resumed else None
+            versions = files.with_version(recorded, __version__, earlier=resumed)
             files.atomic_write_json(os.path.join(self.directory, "config.json"),
                                     {**self.config_record, VERSIONS_KEY: versions})
 
@@ -817,10 +817,11 @@ def _without_cadence(config_json: bytes) -> bytes:
         return config_json
     run = saved.get("run")
     run = run if isinstance(run, dict) else {}
-    if not run.keys() & set(CADENCE_FLAGS) and VERSIONS_KEY not in saved:
+    cadence = bool(run.keys() & set(CADENCE_FLAGS))
+    if not cadence and VERSIONS_KEY not in saved:
         return config_json
     trimmed = {name: value for name, value in saved.items() if name != VERSIONS_KEY}
-    if run.keys() & set(CADENCE_FLAGS):
+    if cadence:
         trimmed["run"] = {name: value for name, value in run.items() if name not in CADENCE_FLAGS}
     return files.json_bytes(trimmed)
 
