@@ -1631,6 +1631,35 @@ def test_the_cluster_pooling_benchmark_times_both_poolings_and_refuses_one_that_
     assert not out.exists()
 
 
+def test_the_beam_size_benchmark_times_each_shape_and_refuses_a_line_that_does_not_clear(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """``benchmarks/beam_sizes.py``: a row per shape with the beam's time a click beside a
+    chunk of plain clicks of that shape, its lines replayed to the end; a beam whose line
+    stops short ends the benchmark with the size named; a points rule set is refused."""
+    out = tmp_path / "sizes.json"
+    sizes = _benchmark("beam_sizes", monkeypatch)
+    argv = ["--sizes", "4x3x3,former:5x4x3", "--width", "4", "--repeats", "1", "--out", str(out)]
+    sizes.main(argv)
+    rows = json.loads(out.read_text())["results"]
+    assert [(row["size"], row["cells"], row["chunk"]) for row in rows] == [("4x3x3", 12, 96), ("former:5x4x3", 20, 160)]
+    assert all(row["mean_clicks"] >= 1 and row["seconds_per_click"] > 0 and row["chunks_per_click"] > 0 for row in rows)
+    assert "| former:5x4x3 | 20 | " in capsys.readouterr().out
+    out.unlink()
+
+    search = sizes.jaxdust.beam_search
+
+    def one_click_short(*args, **kwargs):
+        found = search(*args, **kwargs)
+        return found._replace(length=found.length - 1)
+    monkeypatch.setattr(sizes.jaxdust, "beam_search", one_click_short)
+    with pytest.raises(SystemExit, match="a beam line on a 4x3 board does not clear it"):
+        sizes.main(argv)
+    assert not out.exists()
+    with pytest.raises(SystemExit):
+        sizes.main(["--sizes", "samegame:5x5x3", "--out", str(out)])
+    assert "points_beam plays samegame" in capsys.readouterr().err
+
+
 def test_the_replay_benchmark_times_both_replays_and_refuses_one_that_ends_elsewhere(tmp_path, monkeypatch, capsys):
     """``benchmarks/replay.py``: both replays' times on the same lines, which end on the
     same boards; a reference that ends elsewhere ends the benchmark before a report."""
