@@ -110,9 +110,10 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
         index = k * chunk + jnp.arange(chunk, dtype=jnp.int32)
         return jnp.where(index < listing.total, listing.code_at(index), 0)
 
-    # Each chunk's codes are made one iteration ahead and carried: made beside the children,
-    # XLA on a CPU fused code_at's rank search into the contraction's gathers and redid it
-    # for every cell of every child (20 x 20 boards, width 8: ~90 ms a click, not ~5).
+    # Each chunk's codes are made one iteration ahead and carried (the last iteration's are
+    # never played): made beside the children, XLA on a CPU fused code_at's rank search into
+    # the contraction's gathers and redid it for every cell of every child (20 x 20 boards,
+    # width 8: 118 ms a click against 56, benchmarks/beam_sizes.py).
     def one_chunk(k, state):
         carry, code = state
         start = k * chunk
