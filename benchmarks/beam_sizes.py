@@ -29,15 +29,19 @@ from jaxdust.search import beam
 SIZES = "8x6x5,10x10x5,15x15x5,15x17x5,16x15x5,16x16x5,14x18x5,32x8x5,20x20x5"
 
 
-def _best_seconds(function, repeats: int) -> tuple[float, object]:
-    """The fewest seconds of ``repeats`` calls after a first (compiling) one, and the last
-    result: the least disturbed by other work on the machine."""
+def _best_seconds(function, repeats: int, sample_seconds: float = 0.0) -> tuple[float, object]:
+    """Seconds a call, the fewest of ``repeats`` samples after a first (compiling) call (the
+    least disturbed by other work on the machine), and the last result. A sample calls
+    ``function`` until ``sample_seconds`` have passed (once at least), so that a call of
+    a tenth of a millisecond is not timed alone."""
     result = jax.block_until_ready(function())
     times = []
     for _ in range(repeats):
-        began = time.perf_counter()
-        result = jax.block_until_ready(function())
-        times.append(time.perf_counter() - began)
+        calls, began = 0, time.perf_counter()
+        while not calls or time.perf_counter() - began < sample_seconds:
+            result = jax.block_until_ready(function())
+            calls += 1
+        times.append((time.perf_counter() - began) / calls)
     return min(times), result
 
 
@@ -65,7 +69,7 @@ def measure(config: game.GameConfig, width: int, count: int, seed: int, repeats:
     clicked = game.random_boards(jax.random.key(seed + 1), chunk, config)
     cells = jax.random.randint(jax.random.key(seed + 2), (chunk,), 0, config.num_cells)
     click = jax.jit(jax.vmap(lambda board, cell: game.click_action(board, cell, rules)))
-    chunk_seconds, _ = _best_seconds(lambda: click(clicked, cells), 5 * repeats)  # cheap, and noisier alone
+    chunk_seconds, _ = _best_seconds(lambda: click(clicked, cells), repeats, sample_seconds=0.05)
     clicks = int(lengths.max())  # the search runs until its longest line ends
     return {"size": config.size_spec, "cells": config.num_cells, "width": width, "boards": count,
             "mean_clicks": float(lengths.mean()), "seconds": seconds, "seconds_per_click": seconds / clicks,
@@ -88,6 +92,12 @@ def main(argv=None):
         if config.rules not in game.CLICK_RULES:
             flags.fail(parser, f"--sizes {config.size_spec}: beam_search plays the click objectives "
                                f"({', '.join(game.CLICK_RULES)}); points_beam plays {config.rules}")
+        cells = config.num_cells
+        try:  # before any size is measured, as beam_search would refuse it
+            beam.require_children_indexable("beam_search", args.boards, args.width, cells, beam.CHUNK)
+            beam.require_beam_memory("beam_search", args.boards, args.width, cells, beam.child_bytes(cells, cells))
+        except ValueError as error:
+            flags.fail(parser, f"--sizes {config.size_spec}: {error}")
 
     rows = []
     report = {"benchmark": "beam_sizes", "measured_on": machine.measured_on(jaxdust.__version__),

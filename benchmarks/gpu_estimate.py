@@ -163,7 +163,9 @@ def beam_expansion(width: int, size: game.GameConfig, seed: int) -> dict:
     ``LOOKAHEAD_SHORTLIST * width`` of them. The chunked loops run as one chunk of exactly
     the children that random positions have, so the analysis counts the work once per child
     (the selection in between is left out: small; so is all but one pass of the key's
-    loop over colours, a few percent of a child's work)."""
+    loop over colours, a few percent of a child's work). The list's codes are counted twice
+    (``for_each_child`` makes a chunk's codes before the loop and again inside it): a
+    binary search and a rank a child, small beside its contraction."""
     positions = random_positions(width, size, seed)
     listed = random_positions(beam.LOOKAHEAD_SHORTLIST * width, size, seed + 1)
     labels = max(_batch_max_passes(game.cluster_labels, positions), _batch_max_passes(game.cluster_labels, listed))

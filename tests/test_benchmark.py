@@ -1635,7 +1635,8 @@ def test_the_beam_size_benchmark_times_each_shape_and_refuses_a_line_that_does_n
                                                                                         capsys):
     """``benchmarks/beam_sizes.py``: a row per shape with the beam's time a click beside a
     chunk of plain clicks of that shape, its lines replayed to the end; a beam whose line
-    stops short ends the benchmark with the size named; a points rule set is refused."""
+    stops short ends the benchmark with the size named; a points rule set, and a width
+    beam_search would refuse, are refused before anything is measured."""
     out = tmp_path / "sizes.json"
     sizes = _benchmark("beam_sizes", monkeypatch)
     argv = ["--sizes", "4x3x3,former:5x4x3", "--width", "4", "--repeats", "1", "--out", str(out)]
@@ -1658,6 +1659,10 @@ def test_the_beam_size_benchmark_times_each_shape_and_refuses_a_line_that_does_n
     with pytest.raises(SystemExit):
         sizes.main(["--sizes", "samegame:5x5x3", "--out", str(out)])
     assert "points_beam plays samegame" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # refused before the first size is measured
+        sizes.main(["--sizes", "4x3x3,20x20x5", "--width", "3000000", "--out", str(out)])
+    assert "--sizes 20x20x5: beam_search: 2 boards x width 3,000,000 x 400 cells = 2,400,000,000 children" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_the_replay_benchmark_times_both_replays_and_refuses_one_that_ends_elsewhere(tmp_path, monkeypatch, capsys):

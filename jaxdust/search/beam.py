@@ -110,18 +110,20 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
         index = k * chunk + jnp.arange(chunk, dtype=jnp.int32)
         return jnp.where(index < listing.total, listing.code_at(index), 0)
 
-    # Each chunk's codes are made one iteration ahead and carried (the last iteration's are
-    # never played): made beside the children, XLA on a CPU fused code_at's rank search into
-    # the contraction's gathers and redid it for every cell of every child (20 x 20 boards,
-    # width 8: 118 ms a click against 56, benchmarks/beam_sizes.py).
+    chunks = (listing.total + chunk - 1) // chunk
+
+    # Each chunk's codes are made one iteration ahead and carried (the last iteration makes
+    # its own again, unplayed, rather than index past the list's slots): made beside the
+    # children, XLA on a CPU fused code_at's rank search into the contraction's gathers and
+    # redid it for every cell of every child (20 x 20 boards, width 8: 2x the time a click,
+    # benchmarks/beam_sizes.py).
     def one_chunk(k, state):
         carry, code = state
         start = k * chunk
         valid = start + jnp.arange(chunk, dtype=jnp.int32) < listing.total
         parent, action, children = play_codes(boards, labels, code, rules)
-        return visit(carry, start, children, parent, action, valid), codes_of_chunk(k + 1)
+        return visit(carry, start, children, parent, action, valid), codes_of_chunk(jnp.minimum(k + 1, chunks - 1))
 
-    chunks = (listing.total + chunk - 1) // chunk
     return listing, jax.lax.fori_loop(0, chunks, one_chunk, (carry, codes_of_chunk(0)))[0]
 
 
