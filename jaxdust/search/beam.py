@@ -106,8 +106,11 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
     listing = list_children(labels, alive)
     chunk = min(chunk, labels.size)  # no more children than cells of the positions
 
+    def entries(k):  # int32 [chunk]: the list entries of chunk k
+        return k * chunk + jnp.arange(chunk, dtype=jnp.int32)
+
     def codes_of_chunk(k):  # int32 [chunk], 0 past the list's end
-        index = k * chunk + jnp.arange(chunk, dtype=jnp.int32)
+        index = entries(k)
         return jnp.where(index < listing.total, listing.code_at(index), 0)
 
     chunks = (listing.total + chunk - 1) // chunk
@@ -120,7 +123,7 @@ def for_each_child(boards: jax.Array, labels: jax.Array, alive: jax.Array, chunk
     def one_chunk(k, state):
         carry, code = state
         start = k * chunk
-        valid = start + jnp.arange(chunk, dtype=jnp.int32) < listing.total
+        valid = entries(k) < listing.total
         parent, action, children = play_codes(boards, labels, code, rules)
         return visit(carry, start, children, parent, action, valid), codes_of_chunk(jnp.minimum(k + 1, chunks - 1))
 
