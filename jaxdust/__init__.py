@@ -53,7 +53,7 @@ from jaxdust.search.beam import BeamResult, beam_search
 from jaxdust.search.points import PointsResult, points_beam
 from jaxdust.solver.api import Solution, solve
 
-__version__ = "0.2.93"
+__version__ = "0.2.94"
 
 __all__ = [
     "BeamResult",

@@ -910,6 +910,8 @@ API_CASES = [
     (lambda: jaxdust.parse_board("1" * 47), "47 digits"),
     (lambda: jaxdust.parse_board([[1, 2], [3]]), "rectangular"),
     (lambda: jaxdust.parse_board(np.full((8, 6), 1.5)), "board must hold integers 0-9, got dtype float64"),
+    # An object array of ints was called "not a rectangular array of integers", which it is.
+    (lambda: jaxdust.parse_board(np.array([[1, 2], [2, 1]], dtype=object)), "got dtype object"),
     (lambda: jaxdust.GameConfig(rules="same-game"), "unknown rules 'same-game'; known: dust, former, samegame"),
     (lambda: jaxdust.GameConfig(rules=None), "rules must be a str"),
     (lambda: jaxdust.board_to_text(np.zeros((3, 0), np.int8)), r"shape \(3, 0\) holds no cell"),
@@ -939,6 +941,16 @@ API_CASES = [
                                  jax.random.key(0), 4), "one integer action per board, got float32 of shape"),
     (lambda: jaxdust.play_boards(np.ones((2, 4, 3), np.int8), lambda key, board, params: jnp.zeros(2, jnp.int32),
                                  jax.random.key(0), 4), r"got int32 of shape \(2,\) per board"),
+    # Another network's parameters failed inside flax, in ScopeParamShapeError.
+    (lambda: jaxdust.play_boards(jaxdust.random_boards(jax.random.key(0), 2), runs.load_run("@imitation-8x6x5").policy,
+                                 jax.random.key(0), 4, params={"x": np.ones(3)}),
+     r"ClusterArgmax: params are not this network's \(1 array, where it has 24; array 0 has shape \(3,\)"),
+    # An AttributeError: 'NoneType' object has no attribute 'dtype'.
+    (lambda: jaxdust.play_boards(np.ones((2, 4, 3), np.int8), lambda key, board, params: None,
+                                 jax.random.key(0), 4),
+     "play_boards: a policy returns one integer action per board, got NoneType"),
+    (lambda: jaxdust.play_boards(np.ones((2, 4, 3), np.int8), lambda key, board, params: (0, 1),
+                                 jax.random.key(0), 4), "one integer action per board, got tuple"),
     (lambda: mcts.MCTSPolicy(mcts.heuristic_evaluator_for("dust"), 0), "simulations must be a positive integer, got 0"),
     # It failed at play, in JAX's "Non-hashable static arguments are not supported" and its traceback.
     (lambda: mcts.MCTSPolicy(_UnhashableEvaluator()), "MCTSPolicy: evaluate must be hashable"),
@@ -1023,6 +1035,10 @@ API_CASES = [
     (lambda: avi.AVIConfig(child_share=True), "^child_share must be a number, got bool"),
     (lambda: dqn.DQNConfig(hidden=(2**31, 16)), r"^hidden must be a tuple of positive integers below 2\^31"),
     (lambda: render.board_letters([[-1, 2], [3, 0]]), "board_letters: the board holds -1"),
+    # numpy's own "inhomogeneous shape" message, and "got shape ()" for a board's text.
+    (lambda: render.board_letters([[1, 2], [3]]),
+     r"board_letters: the board is not a rectangular array \(\[x\]\[y\]\)"),
+    (lambda: render.board_svg("1122"), r"board_svg: a board given as text \('1122'\): read it with parse_board"),
     (lambda: render.board_rgb([[10, 2], [3, 0]]), "board_rgb: the board holds 10"),
     (lambda: render.board_svg([[1, 2], [3, 0]], cell_size=0), "cell_size must be an integer >= 8"),
     (lambda: render.board_svg([[1, 2], [3, 0]], highlight=np.ones((3, 3))), r"highlight of shape \(3, 3\)"),

@@ -160,7 +160,9 @@ def test_a_solvers_own_solutions_are_replayed_and_scored():
         benchmark.score(lambda boards: _solver_solutions(boards[:1]), "8x4x5", limit=2, show=False)
     # What is not one line of (x, y) clicks per board is refused by name, never a TypeError.
     for returned, words in [((s for s in [[], []]), None), (None, "returned NoneType, not one solution per board"),
-                            ([None, None], "solution for board 0: None is not a sequence of"),
+                            ([None, None], "solution for board 0: clicks must be a sequence of"),
+                            # one click given as a bare pair, not a line of one: never read as two flat actions
+                            ([(0, 0), (0, 0)], r"solution for board 0: click 0: 0 is not an \(x, y\) pair"),
                             ([[(0.0, 1.0)], []], r"click 0: \(0.0, 1.0\) is not an \(x, y\) pair of ints"),
                             ([[(-1, 0)], []], "outside the 8x4 board")]:
         if words is None:  # a generator of lines is a sequence of lines: two unfinished boards

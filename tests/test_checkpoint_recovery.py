@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxdust
-from jaxdust.learn import checkpoint, cli, runs
+from jaxdust.learn import checkpoint, cli, published, runs
 from tests.conftest import TINY_DQN, run_record
 
 pytestmark = [
@@ -539,7 +539,7 @@ def test_a_run_file_that_is_a_folder_is_refused_in_one_line(tmp_path, name, caps
             train(tmp_path / "run", *extra)
         assert exit_info.value.code == 2
         [line] = capsys.readouterr().err.strip().splitlines()
-        assert f"{name} is not a file" in line
+        assert f"{name} is not a file" in line and "use another --run-dir" in line
 
 
 def test_the_default_run_directory_is_checked_as_a_given_one(tmp_path, monkeypatch, capsys):
@@ -564,6 +564,23 @@ def test_load_run_leaves_a_run_without_checkpoints_as_it_is(run):
     with pytest.raises(runs.RunError, match="has not saved one yet"):
         runs.load_run(str(run))
     assert not (run / "checkpoints").exists()
+
+
+def test_load_run_names_what_is_damaged_rather_than_a_run_not_saved_yet(run, tmp_path):
+    """A reader is not told to train further or to use another --run-dir."""
+    shutil.rmtree(run / "checkpoints")
+    (run / "checkpoints").write_text("")
+    with pytest.raises(runs.RunError, match="checkpoints is a file, not a folder of checkpoints"):
+        runs.load_run(str(run), newest=True)
+    copy = shutil.copytree(published.resolve("@imitation-8x6x5"), tmp_path / "copy")
+    os.remove(copy / published.RECORD)
+    with pytest.raises(runs.RunError, match="a published network's parameters without its published.json"):
+        runs.load_run(str(copy))
+    os.remove(run / "config.json")
+    (run / "config.json").mkdir()
+    with pytest.raises(runs.RunError, match="config.json is not a file") as error:
+        runs.load_run(str(run))
+    assert "--run-dir" not in str(error.value)
 
 
 def test_evaluate_refuses_a_run_with_no_readable_checkpoint_before_any_agent_plays(run, tmp_path, monkeypatch,

@@ -972,6 +972,13 @@ def test_a_checkpoint_of_another_board_or_no_proof_is_refused(tmp_path):
     with pytest.raises(ValueError, match="checkpoint_positions must be a positive integer"):
         solve(board, checkpoint=path, checkpoint_positions=0)
     assert path.exists()  # refusals leave the proof as it was
+    os.mkfifo(tmp_path / "fifo.npz")  # once read by zipfile, which waited for a writer forever
+    with pytest.raises(ValueError, match=r"fifo.npz is not a saved proof \(not a regular file\)"):
+        solve(board, checkpoint=tmp_path / "fifo.npz")
+    # Once found at the first save, after the search, whose result was lost.
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match=r"checkpoint .*file/proof.npz: cannot create .*file is a file"):
+        solve(board, checkpoint=tmp_path / "file" / "proof.npz", time_limit=60)
 
 
 def _edited_checkpoint(source, target, meta=None, **arrays):

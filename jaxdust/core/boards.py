@@ -235,7 +235,8 @@ def parse_board(data: str | game.BoardLike, width: int | None = None, height: in
         floating cell, a row not packed against the centre (dust) or an empty column left
         of a filled one (samegame, clickomania)).
     """
-    return jnp.asarray(_checked_board(data, width, height, rules), dtype=game.BOARD_DTYPE)
+    # Narrowed on the host: JAX's own int64-to-int8 conversion dispatches an op per board.
+    return jnp.asarray(_checked_board(data, width, height, rules).astype(np.int8))
 
 
 def _checked_board(data: str | game.BoardLike, width: int | None, height: int | None, rules: str) -> np.ndarray:
@@ -257,8 +258,9 @@ def _checked_board(data: str | game.BoardLike, width: int | None, height: int | 
             array = np.asarray(data)
         except (ValueError, TypeError) as error:  # ragged nested lists
             raise ValueError(f"board is not a rectangular array: {error}") from None
-        if array.dtype == object:
-            raise ValueError("board is not a rectangular array of integers")
+        if array.dtype == object:  # an array of Python objects, or lists holding None or strings
+            raise ValueError("board must hold integers 0-9, got dtype object (for an array of Python ints: "
+                             "np.asarray(board, dtype=int))")
         if not game.holds_integers(array.dtype):
             raise ValueError(f"board must hold integers 0-9, got dtype {array.dtype}")
         if array.ndim != 2:
@@ -275,7 +277,7 @@ def _checked_board(data: str | game.BoardLike, width: int | None, height: int | 
             f"cell ({bad[0]}, {bad[1]}) holds {array[tuple(bad)]}; colours are 0 (empty) to "
             f"{game.MAX_COLORS}"
         )
-    _check_settled(array, rules)
+    require_settled(array, rules)  # screened in a few array operations; _check_settled only names the fault
     return array
 
 

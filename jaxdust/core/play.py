@@ -149,6 +149,8 @@ def _actions(actions: jax.Array, num_boards: int, cells: int) -> jax.Array:
     ``cells``, never -1 (which marks a line's end); TypeError, while tracing, for a policy
     that does not return one integer per board. Under x64 ``jnp.argmax`` gives int64: the
     range is checked before the cast, which would wrap 2**32 round to cell 0."""
+    if not isinstance(actions, jax.Array):  # None, or a tuple of actions
+        raise TypeError(f"play_boards: a policy returns one integer action per board, got {type(actions).__name__}")
     if not jnp.issubdtype(actions.dtype, jnp.integer) or actions.shape != (num_boards,):
         raise TypeError(f"play_boards: a policy returns one integer action per board, "
                         f"got {actions.dtype} of shape {actions.shape[1:]} per board")

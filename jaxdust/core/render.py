@@ -30,7 +30,13 @@ PALETTE = (
 def _cells(board, what: str, highlight=None, cell_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One board ``[W, H]`` of colours 0..9 and its highlight (bool ``[W, H]``, none marked
     where None), checked: ValueError naming the function and the problem."""
-    cells = np.asarray(board)
+    if isinstance(board, (str, bytes)):
+        raise ValueError(f"{what}: a board given as text ({board!r:.24}): read it with parse_board(text, width, "
+                         "height) first")
+    try:
+        cells = np.asarray(board)
+    except ValueError as error:  # rows of different lengths
+        raise ValueError(f"{what}: the board is not a rectangular array ([x][y]): {error}") from None
     if cells.ndim != 2:
         raise ValueError(f"{what} renders one board [width, height], got shape {cells.shape}")
     if not game.holds_integers(cells.dtype):  # 1.7 would draw as colour 1

@@ -205,7 +205,8 @@ def replayed_lengths(boards: np.ndarray, solutions, max_clicks: int, what: str =
     clicks, cleared = [], []
     for index, (board, solution) in enumerate(zip(boards, solutions)):
         try:
-            final, length = board_io.replay(board, list(solution), rules, wasted=True)
+            # As given, not listed: replay reads a tuple as one (x, y) click and refuses it with a hint
+            final, length = board_io.replay(board, solution, rules, wasted=True)
         except TypeError:
             raise ValueError(f"solution for board {index}: {solution!r} is not a sequence of (x, y) clicks") from None
         except board_io.UnsettledBoardError as error:  # the board's fault, not the solution's

@@ -8,6 +8,7 @@ sizes (``jaxdust.core.boards.require_model_fits``)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +46,8 @@ class Trained:
         """``boards`` as an array of ``dims`` dimensions (one board ``[W, H]`` for a policy,
         ``[N, W, H]`` for a scorer or evaluator); ValueError, checked as a call is traced,
         for parameters left out (``params=None`` is the default of ``play_boards`` and the
-        searches, where an untrained agent needs none), boards of another rank, or boards
+        searches, where an untrained agent needs none) or not shaped as its network's
+        (another run's), boards of another rank, or boards
         of another size or more colours than the network's (``require_model_shape``: an
         agent called directly is held to them as ``play_boards`` holds it)."""
         name = type(self).__name__
@@ -57,7 +59,36 @@ class Trained:
             wanted = "one board [W, H]" if dims == 2 else "boards [N, W, H]"
             raise ValueError(f"{name} takes {wanted}, got an array of shape {tuple(boards.shape)}")
         require_model_shape(boards, self, name)
+        # Another network's parameters failed inside flax, naming a layer but not the mix-up.
+        module = self.module()
+        if not hasattr(module, "init"):  # a stand-in with an apply alone: nothing to check against
+            return boards
+        network_shapes = _parameter_shapes(module, *boards.shape[-2:], boards.dtype)
+        given = [np.shape(leaf) for leaf in jax.tree.leaves(params)]
+        if given != network_shapes:
+            raise ValueError(f"{name}: params are not this network's ({len(given)} array"
+                             f"{'' if len(given) == 1 else 's'}, where it has {len(network_shapes)}"
+                             f"{_first_difference(given, network_shapes)}): give the parameters load_run gave "
+                             "with this agent (agent.params)")
         return boards
+
+    def module(self):
+        """The flax module whose parameters a call takes."""
+        return getattr(self, "network")
+
+
+@functools.lru_cache(maxsize=64)  # tracing the network's init takes ~30 ms: not at every call made outside jit
+def _parameter_shapes(module, width: int, height: int, dtype) -> list[tuple[int, ...]]:
+    """The shapes of ``module``'s parameters for boards ``[N, width, height]``, in
+    ``jax.tree.leaves`` order."""
+    board = jax.ShapeDtypeStruct((1, width, height), dtype)
+    return [leaf.shape for leaf in jax.tree.leaves(jax.eval_shape(module.init, jax.random.key(0), board))]
+
+
+def _first_difference(given: list, wanted: list) -> str:
+    """``"; array I has shape G where the network's has W"`` for the first array whose shape differs."""
+    index = next((i for i, (g, w) in enumerate(zip(given, wanted)) if g != w), None)
+    return "" if index is None else f"; array {index} has shape {given[index]} where the network's has {wanted[index]}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,10 +99,13 @@ class QGreedy(Trained):
     colors: int
     features: bool = False
 
+    def module(self):
+        return networks.QNetwork(self.hidden, self.colors, self.features)
+
     @game.standard_numpy
     def __call__(self, key: jax.Array, board: jax.Array, params) -> jax.Array:
         board = self._inputs(board, params, 2)
-        q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, board[None])[0]
+        q = self.module().apply(params, board[None])[0]
         return networks.masked_argmax(q, board.reshape(-1) != 0)
 
 
@@ -85,10 +119,13 @@ class QScorer(Trained):
     rewards: Rewards = Rewards()
     gamma: float = 1.0
 
+    def module(self):
+        return networks.QNetwork(self.hidden, self.colors, self.features)
+
     @game.standard_numpy
     def __call__(self, boards: jax.Array, params) -> jax.Array:
         boards = self._inputs(boards, params, 3)
-        q = networks.QNetwork(self.hidden, self.colors, self.features).apply(params, boards)
+        q = self.module().apply(params, boards)
         value = networks.masked_max(q, boards.reshape(boards.shape[0], -1) != 0)
         clicks = clicks_from_value(value, self.rewards, self.gamma)
         return jnp.where(jnp.any(boards != 0, axis=(1, 2)), clicks, 0.0)

@@ -133,9 +133,10 @@ def progress_evaluation(boards, learner: learners.Learner, config):
 # ---------------------------------------------------------------------------------------
 
 
-def read_run_config(directory: str | os.PathLike) -> tuple[learners.Learner, Any]:
+def read_run_config(directory: str | os.PathLike, writing: bool = False) -> tuple[learners.Learner, Any]:
     """The learner and config of a ``train.py`` run directory (or ``@NAME``: a published
-    network's); RunError naming the problem."""
+    network's); RunError naming the problem (``writing``: for a command that would train
+    there, which is told to use another)."""
     directory = _resolved(directory)
     path = os.path.join(directory, "config.json")
     if published.is_published(directory):  # its config is checked against its sha256 first
@@ -148,7 +149,7 @@ def read_run_config(directory: str | os.PathLike) -> tuple[learners.Learner, Any
             why = ("no config.json" if os.path.isdir(directory)
                    else "it is a file" if os.path.exists(directory) else "no such directory")
             raise RunError(f"{directory} is not a train.py run directory ({why})")
-        _require_files(directory)
+        _require_files(directory, writing)
         try:
             with open(path, encoding="utf-8-sig") as handle:  # a byte-order mark: an editor saved it
                 saved = json.load(handle)
@@ -178,7 +179,7 @@ def base_config(learner: learners.Learner, args):
     ``--resume`` must be the run's own (RunError); a run from before jaxdust 0.2.74 does not
     say its preset, so one given is then its settings, as for a new run."""
     if args.resume and os.path.exists(os.path.join(args.run_dir, "config.json")):
-        saved_learner, saved = read_run_config(args.run_dir)
+        saved_learner, saved = read_run_config(args.run_dir, writing=True)
         if saved_learner is learner:
             own = read_run_flags(args.run_dir).get("preset")
             if args.preset is None or args.preset == own:
@@ -698,18 +699,20 @@ def setting_differences(saved, asked) -> str:
     return "; ".join(part for part in parts + configs.board_differences(saved.game, asked.game) if part)
 
 
-def _require_files(directory: str) -> None:
-    """RunError where a file a run keeps is something else (a folder)."""
+def _require_files(directory: str, writing: bool = True) -> None:
+    """RunError where a file a run keeps is something else (a folder); ``writing``: the
+    command would train there, and is told to go elsewhere."""
     for name in ("config.json", "metrics.jsonl", "summary.json"):
         if os.path.exists(os.path.join(directory, name)) and not os.path.isfile(os.path.join(directory, name)):
             raise RunError(f"{os.path.join(directory, name)} is not a file, so {directory} holds no run this "
-                           "command can write: move it away or use another --run-dir")
+                           + ("command can write: move it away or use another --run-dir" if writing
+                              else "command can read"))
 
 
 def _require_learner(directory: str, learner: learners.Learner) -> tuple[learners.Learner, Any]:
     """The run's saved learner and config (``read_run_config``); RunError where the learner
     is another than ``learner``."""
-    saved_learner, saved_config = read_run_config(directory)
+    saved_learner, saved_config = read_run_config(directory, writing=True)
     if saved_learner is not learner:
         raise RunError(f"{directory} holds a run of {saved_learner.name}, not {learner.name}: resume it "
                        f"with the {saved_learner.name} learner or use another --run-dir")
@@ -1273,6 +1276,12 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
     unreadable = []  # NoReadableCheckpoint of each source tried
     unlisted = []  # selections whose folder lists no finished step
     training = files.held_by_another(directory)
+    if os.path.exists(sources[-1]) and not os.path.isdir(sources[-1]):  # no run saves there; "not saved yet" misleads
+        raise RunError(f"{sources[-1]} is a file, not a folder of checkpoints: {directory} holds no run this "
+                       "command can read")
+    if not os.path.exists(sources[-1]) and os.path.exists(os.path.join(directory, published.PARAMS["greedy"])):
+        raise RunError(f"{directory} holds a published network's parameters without its {published.RECORD}: "
+                       f"{published.REPAIR}")
     for source in sources:
         checkpoints = checkpoint.Checkpoints.reader(source, upgrade(learner), beside_writer=training)
         try:

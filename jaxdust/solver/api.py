@@ -7,6 +7,7 @@ limit it returns the best solution found and the bound proven so far.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import math
@@ -19,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from jaxdust.core import files, processes
+from jaxdust.core import files, flags, processes
 from jaxdust.core.boards import board_array
 from jaxdust.core.game import MAX_COLORS, BoardLike, is_integer, require_click_rules
 from jaxdust.core.progress import note
@@ -317,7 +318,8 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
     Raises:
       ValueError: naming the argument for a bad board, limit or rule set (the points and
         cells-left rule sets have ``jaxdust.search.points``), or a board over 64 cells; or
-        naming the checkpoint when it holds another board or is not a saved proof.
+        naming the checkpoint when it holds another board, is not a saved proof (a folder,
+        a device) or cannot be written (checked before the search).
       TimeoutError: with ``beam_width=0`` (no first answer) when the limit ends the search
         before it finds a solution.
     """
@@ -352,8 +354,12 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
     geometry = bitboard.make_geometry(width, height, rules)
     planes = bitboard.to_planes(cells, colors)
     resumed = None
-    if checkpoint is not None:  # a save killed while writing left a temporary file as large as the table
-        files.remove_leftover_temporaries_of(checkpoint)
+    if checkpoint is not None:
+        try:  # found at the first save otherwise, minutes or hours into the search, whose result is then lost
+            flags.output_file(os.fspath(checkpoint))
+        except argparse.ArgumentTypeError as error:
+            raise ValueError(f"checkpoint {os.fspath(checkpoint)}: {error}") from None
+        files.remove_leftover_temporaries_of(checkpoint)  # a save killed while writing: as large as the table
         resumed = progress.load(checkpoint, cells, rules)
     if resumed is not None:
         table = TranspositionTable.of(resumed.entries, resumed.halves,

@@ -71,6 +71,8 @@ def load(path: str | os.PathLike, board: np.ndarray, rules: str) -> Progress | N
     """
     if not os.path.exists(path):
         return None
+    if not os.path.isfile(path):  # a device or a FIFO is read forever or waits for a writer
+        raise ValueError(f"checkpoint {os.fspath(path)} is not a saved proof (not a regular file)")
     # An empty or cut file (EOFError), a damaged one, or one whose fields are missing or of
     # other types: each is "not a saved proof", named, rather than a traceback.
     # A damaged compressed member fails in zlib, a damaged method or flag in zipfile.
