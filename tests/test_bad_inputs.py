@@ -944,7 +944,7 @@ API_CASES = [
     # Another network's parameters failed inside flax, in ScopeParamShapeError.
     (lambda: jaxdust.play_boards(jaxdust.random_boards(jax.random.key(0), 2), runs.load_run("@imitation-8x6x5").policy,
                                  jax.random.key(0), 4, params={"x": np.ones(3)}),
-     r"ClusterArgmax: params are not this network's \(1 array, where it has 24; array 0 has shape \(3,\)"),
+     r"ClusterArgmax: params are not this network's \(no \['params'\]\['MLP_0'\]\['Dense_0'\]\['bias'\] of shape"),
     # An AttributeError: 'NoneType' object has no attribute 'dtype'.
     (lambda: jaxdust.play_boards(np.ones((2, 4, 3), np.int8), lambda key, board, params: None,
                                  jax.random.key(0), 4),
@@ -1210,6 +1210,17 @@ def test_keys_of_every_kind_are_taken_for_one():
 def test_library_entry_points_name_the_problem(call, word):
     with pytest.raises((ValueError, TypeError), match=word):
         call()
+
+
+def test_an_agent_takes_params_with_entries_its_network_does_not_read():
+    """As flax's apply does: only a parameter of the network's missing or of another shape
+    is refused."""
+    agent = runs.load_run("@imitation-8x6x5")
+    boards = jaxdust.random_boards(jax.random.key(0), 2)
+    extra = {**agent.params, "intermediates": {"x": np.ones(3)}}
+    played = [jaxdust.play_boards(boards, agent.policy, jax.random.key(0), 60, params=params).clicks.tolist()
+              for params in (agent.params, extra)]
+    assert played[0] == played[1]
 
 
 def test_a_beam_without_a_rescorer_takes_no_shortlist():

@@ -979,6 +979,15 @@ def test_a_checkpoint_of_another_board_or_no_proof_is_refused(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(ValueError, match=r"checkpoint .*file/proof.npz: cannot create .*file is a file"):
         solve(board, checkpoint=tmp_path / "file" / "proof.npz", time_limit=60)
+    # Saved where the link points: a link into a folder that takes no files (even root's /sys)
+    # is refused, and a link to a file in a folder that does is taken.
+    os.symlink("/sys/proof.npz", tmp_path / "into_sys.npz")
+    if os.path.isdir("/sys"):
+        with pytest.raises(ValueError, match=r"into_sys.npz: cannot write into /sys/proof.npz|takes no new files"):
+            solve(board, checkpoint=tmp_path / "into_sys.npz", time_limit=60)
+    os.symlink(path, tmp_path / "to_proof.npz")
+    assert solve(board, checkpoint=tmp_path / "to_proof.npz", node_limit=2000).length > 0
+    assert path.exists() and os.path.islink(tmp_path / "to_proof.npz")
 
 
 def _edited_checkpoint(source, target, meta=None, **arrays):

@@ -337,7 +337,7 @@ def output_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text} is not writable")
     if os.path.exists(text) and not os.path.isfile(text):  # a FIFO or a device, written into as it is
         return text
-    return _creatable(text, os.path.dirname(_unfolded(text)), file=True)
+    return creatable(text, os.path.dirname(_unfolded(text)), file=True)
 
 
 def output_dir(text: str) -> str:
@@ -345,7 +345,7 @@ def output_dir(text: str) -> str:
     _not_empty(text)
     if os.path.exists(text) and not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a file, not a directory")
-    return _creatable(text, _unfolded(text))
+    return creatable(text, _unfolded(text))
 
 
 def _not_empty(text: str, what: str = "path") -> None:
@@ -373,7 +373,7 @@ def _unfolded(text: str) -> str:
     return os.path.join(os.getcwd(), text)
 
 
-def _creatable(text: str, folder: str, file: bool = False) -> str:
+def creatable(text: str, folder: str, file: bool = False) -> str:
     """``text`` (a ``file`` to write, else a folder) if ``folder`` exists or can be made:
     its nearest existing ancestor is a folder that takes new entries, and no name on the
     way is longer than the filesystem allows."""

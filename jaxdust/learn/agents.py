@@ -63,13 +63,10 @@ class Trained:
         module = self.module()
         if not hasattr(module, "init"):  # a stand-in with an apply alone: nothing to check against
             return boards
-        network_shapes = _parameter_shapes(module, *boards.shape[-2:], boards.dtype)
-        given = [np.shape(leaf) for leaf in jax.tree.leaves(params)]
-        if given != network_shapes:
-            raise ValueError(f"{name}: params are not this network's ({len(given)} array"
-                             f"{'' if len(given) == 1 else 's'}, where it has {len(network_shapes)}"
-                             f"{_first_difference(given, network_shapes)}): give the parameters load_run gave "
-                             "with this agent (agent.params)")
+        missing = _parameter_mismatch(_parameter_shapes(module, *boards.shape[-2:], boards.dtype), params)
+        if missing:
+            raise ValueError(f"{name}: params are not this network's ({missing}): give the parameters load_run "
+                             "gave with this agent (agent.params)")
         return boards
 
     def module(self):
@@ -78,17 +75,28 @@ class Trained:
 
 
 @functools.lru_cache(maxsize=64)  # tracing the network's init takes ~30 ms: not at every call made outside jit
-def _parameter_shapes(module, width: int, height: int, dtype) -> list[tuple[int, ...]]:
-    """The shapes of ``module``'s parameters for boards ``[N, width, height]``, in
-    ``jax.tree.leaves`` order."""
+def _parameter_shapes(module, width: int, height: int, dtype) -> dict[str, tuple[int, ...]]:
+    """The shape of each of ``module``'s parameters for boards ``[N, width, height]``, by its
+    path (``jax.tree_util.keystr``)."""
     board = jax.ShapeDtypeStruct((1, width, height), dtype)
-    return [leaf.shape for leaf in jax.tree.leaves(jax.eval_shape(module.init, jax.random.key(0), board))]
+    return _shapes_by_path(jax.eval_shape(module.init, jax.random.key(0), board))
 
 
-def _first_difference(given: list, wanted: list) -> str:
-    """``"; array I has shape G where the network's has W"`` for the first array whose shape differs."""
-    index = next((i for i, (g, w) in enumerate(zip(given, wanted)) if g != w), None)
-    return "" if index is None else f"; array {index} has shape {given[index]} where the network's has {wanted[index]}"
+def _shapes_by_path(tree) -> dict[str, tuple[int, ...]]:
+    return {jax.tree_util.keystr(path): np.shape(leaf) for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
+
+
+def _parameter_mismatch(network_shapes: dict[str, tuple[int, ...]], params) -> str:
+    """What keeps ``params`` from being the network's: its first parameter missing or of
+    another shape, named by its path; "" when each is there. Other entries are ignored, as
+    flax's ``apply`` ignores them."""
+    given = _shapes_by_path(params)
+    for path, shape in network_shapes.items():
+        if path not in given:
+            return f"no {path} of shape {shape}"
+        if given[path] != shape:
+            return f"{path} has shape {given[path]} where the network's has {shape}"
+    return ""
 
 
 @dataclasses.dataclass(frozen=True)

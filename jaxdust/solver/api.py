@@ -266,6 +266,22 @@ def check_limits(time_limit, node_limit, colors, beam_width=None, checkpoint_pos
     return None if time_limit is None else float(time_limit)
 
 
+def _require_savable(checkpoint: str | os.PathLike) -> None:
+    """ValueError for a checkpoint that its saves could not write, found before the search
+    (at the first save, minutes or hours into it, its result was lost): a folder, or a file
+    whose folder (that of the file a link names, where ``files.atomic_write`` writes)
+    cannot be made or takes no new files. A FIFO or a device is left to ``progress.load``."""
+    path = os.path.realpath(os.fspath(checkpoint))
+    if os.path.isdir(path):
+        raise ValueError(f"checkpoint {os.fspath(checkpoint)} is a folder, not a file")
+    if os.path.exists(path) and not os.path.isfile(path):
+        return
+    try:
+        flags.creatable(path, os.path.dirname(path), file=True)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"checkpoint {os.fspath(checkpoint)}: {error}") from None
+
+
 @bitboard.interrupts_as_such
 def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit: int | None = None,
           colors: int | None = None, beam_width: int | None = None,
@@ -355,10 +371,7 @@ def solve(board: str | BoardLike, time_limit: float | None = None, *, node_limit
     planes = bitboard.to_planes(cells, colors)
     resumed = None
     if checkpoint is not None:
-        try:  # found at the first save otherwise, minutes or hours into the search, whose result is then lost
-            flags.output_file(os.fspath(checkpoint))
-        except argparse.ArgumentTypeError as error:
-            raise ValueError(f"checkpoint {os.fspath(checkpoint)}: {error}") from None
+        _require_savable(checkpoint)
         files.remove_leftover_temporaries_of(checkpoint)  # a save killed while writing: as large as the table
         resumed = progress.load(checkpoint, cells, rules)
     if resumed is not None:
