@@ -601,6 +601,15 @@ def check_colours(cells: _Cells, what: str) -> _Cells:
     return cells
 
 
+def require_not_text(board, what: str = "") -> None:
+    """ValueError, led by ``"<what>: "``, for a board given as text or bytes, which only
+    ``parse_board`` reads (it takes the shape)."""
+    if isinstance(board, (str, bytes)):
+        text = "text.decode()" if isinstance(board, bytes) else "text"
+        raise ValueError(f"{what + ': ' if what else ''}a board given as text ({board!r:.24}): read it with "
+                         f"parse_board({text}, width, height) first")
+
+
 def from_lists(boards: BoardLike) -> jax.Array:
     """Boards given as nested lists (``[x][y]``, or ``[b][x][y]``) or a numpy array as an
     int8 array, checked (``check_colours``); a JAX array checked for an integer dtype (an
@@ -608,9 +617,7 @@ def from_lists(boards: BoardLike) -> jax.Array:
     then made int8); a tracer's dtype checked and made int8, its values unseen. Under
     ``jit`` a list would be traced as a list of scalars, and float cells would fail deep
     inside the game, so the public entry points convert first."""
-    if isinstance(boards, (str, bytes)):
-        raise ValueError(f"a board given as text ({boards!r:.24}): read it with parse_board(text, width, height) "
-                         "first")
+    require_not_text(boards)
     if isinstance(boards, (list, tuple)):
         try:
             cells = np.asarray(boards)

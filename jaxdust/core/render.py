@@ -30,10 +30,7 @@ PALETTE = (
 def _cells(board, what: str, highlight=None, cell_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One board ``[W, H]`` of colours 0..9 and its highlight (bool ``[W, H]``, none marked
     where None), checked: ValueError naming the function and the problem."""
-    if isinstance(board, (str, bytes)):
-        text = "text.decode()" if isinstance(board, bytes) else "text"
-        raise ValueError(f"{what}: a board given as text ({board!r:.24}): read it with parse_board({text}, width, "
-                         "height) first")
+    game.require_not_text(board, what)
     try:
         cells = np.asarray(board)
     except ValueError as error:  # rows of different lengths

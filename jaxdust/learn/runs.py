@@ -1267,7 +1267,8 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
                             learner.evaluator(config), step, name)
     saved = {"learner": learner.name, "config": configs.to_json(config)}
     sources = [] if measure is None else [os.path.join(directory, SELECTED_DIRS[measure])]
-    sources.append(os.path.join(directory, "checkpoints"))
+    every_checkpoint = os.path.join(directory, "checkpoints")
+    sources.append(every_checkpoint)
     # Shapes only (making the template takes seconds), placed as a fresh one would be: on
     # one device, whatever devices the run was trained on.
     device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
@@ -1276,10 +1277,10 @@ def load_run(directory: str | os.PathLike, newest: bool = False, by: str = "gree
     unreadable = []  # NoReadableCheckpoint of each source tried
     unlisted = []  # selections whose folder lists no finished step
     training = files.held_by_another(directory)
-    if os.path.exists(sources[-1]) and not os.path.isdir(sources[-1]):  # no run saves there; "not saved yet" misleads
-        raise RunError(f"{sources[-1]} is a file, not a folder of checkpoints: {directory} holds no run this "
+    if os.path.exists(every_checkpoint) and not os.path.isdir(every_checkpoint):  # "not saved yet" would mislead
+        raise RunError(f"{every_checkpoint} is a file, not a folder of checkpoints: {directory} holds no run this "
                        "command can read")
-    if not os.path.exists(sources[-1]) and os.path.exists(os.path.join(directory, published.PARAMS["greedy"])):
+    if not os.path.exists(every_checkpoint) and os.path.exists(os.path.join(directory, published.PARAMS["greedy"])):
         raise RunError(f"{directory} holds a published network's parameters without its {published.RECORD}: "
                        f"{published.REPAIR}")
     for source in sources:
